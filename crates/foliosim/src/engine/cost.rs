@@ -1,0 +1,155 @@
+//! The cost model: one named cost per kernel operation, in ns of CPU time.
+//!
+//! Profile `vm-6.18-2cpu` is measured on the development VM (Linux 6.18, x86-64 Firecracker guest,
+//! 2 vCPUs; ../shared/design/calibration-vm.md and docs/calibration-split-tlb.md). Each field says
+//! where its number comes from: "measured" is a direct measurement, "fit" is derived from a
+//! measured series, "split of fit" divides a measured total among its parts (the sum is measured,
+//! the division is our estimate), "estimate" is not measured yet (`foliosim calibrate` will).
+//! A scenario overrides any field by name under `[costs]`.
+
+use serde::Serialize;
+
+macro_rules! cost_model {
+    ($( $(#[$doc:meta])* $name:ident = $default:expr ;)*) => {
+        #[derive(Debug, Clone, Serialize, PartialEq)]
+        pub struct CostModel {
+            $( $(#[$doc])* pub $name: u64, )*
+        }
+
+        impl CostModel {
+            /// Every overridable cost name.
+            pub const NAMES: &'static [&'static str] = &[ $( stringify!($name) ),* ];
+
+            fn vm_6_18_2cpu() -> CostModel {
+                CostModel { $( $name: $default ),* }
+            }
+
+            /// Override one cost by name; false if there is no such cost.
+            pub fn set(&mut self, name: &str, value_ns: u64) -> bool {
+                match name {
+                    $( stringify!($name) => { self.$name = value_ns; true } )*
+                    _ => false,
+                }
+            }
+        }
+    };
+}
+
+cost_model! {
+    /// Anonymous fault that allocates, zeroes, charges and maps a 4 KiB folio. measured (1.78 µs).
+    fault_4k_ns = 1783;
+    /// 8 KiB folio fault. estimate: midway between the measured 4K and 16K per-page costs.
+    fault_8k_ns = 2540;
+    /// 16 KiB folio fault. measured (3.30 µs).
+    fault_16k_ns = 3300;
+    /// 32 KiB. measured (4.71 µs).
+    fault_32k_ns = 4710;
+    /// 64 KiB. measured (7.25 µs).
+    fault_64k_ns = 7250;
+    /// 128 KiB. measured (12.6 µs).
+    fault_128k_ns = 12600;
+    /// 256 KiB. measured (21.9 µs).
+    fault_256k_ns = 21900;
+    /// 512 KiB. measured (37.2 µs).
+    fault_512k_ns = 37200;
+    /// 1 MiB. measured (63.0 µs).
+    fault_1m_ns = 63000;
+    /// 2 MiB, PMD-mapped. measured (112.9 µs).
+    fault_2m_ns = 112900;
+    /// The workload storing to every word of a present 4 KiB page (usemem's loop). fit: the 2M
+    /// fault's 0.21 µs per 4 KiB is clear_page, the same store stream.
+    user_write_page_ns = 210;
+    /// Zap of one PTE (or one PMD) at munmap/exit/MADV_DONTNEED. fit of munmap of 1 GiB at 4K/64K.
+    zap_pte_ns = 36;
+    /// Freeing one folio back to the buddy allocator (uncharge, LRU removal). fit, same series.
+    folio_free_ns = 319;
+    /// Freeing, per 4 KiB page of the folio. fit: munmap of 1 GiB at 2M (3.7 ms).
+    page_free_ns = 14;
+    /// shrink_folio_list work per folio not itemised below: isolate, add_to_swap_cache,
+    /// __remove_mapping, putback. split of fit (4.3 µs per folio MADV_PAGEOUT to zram).
+    shrink_folio_ns = 2300;
+    /// folio_referenced(): the rmap walk of one folio, test-and-clear young. estimate.
+    folio_referenced_ns = 250;
+    /// Moving one folio between LRU lists under the lru_lock (activate / deactivate). estimate.
+    lru_move_ns = 80;
+    /// Swap slot allocation bookkeeping under si->lock (per call, plus per-slot scan below).
+    /// split of fit.
+    swap_alloc_ns = 300;
+    /// Probing one swap_map byte during a scan. estimate (one cache-hot byte test).
+    swap_slot_scan_ns = 2;
+    /// Setting or clearing one swap-cache entry / swap_map byte (ci->lock held). estimate.
+    swap_map_update_ns = 15;
+    /// try_to_unmap of one PTE into a swap PTE. fit (the munmap PTE cost).
+    pte_unmap_ns = 36;
+    /// Local TLB flush (this CPU), PTE update included. measured: 0.15-0.35 µs
+    /// (docs/calibration-split-tlb.md).
+    tlb_flush_local_ns = 250;
+    /// TLB shootdown of one remote CPU: IPI, remote flush, ack; the sender waits. measured:
+    /// ~12 µs in this guest (docs/calibration-split-tlb.md), ~10x bare metal.
+    tlb_flush_ipi_ns = 12000;
+    /// Each further remote CPU of the same shootdown: the IPIs go out together, each costing
+    /// one more ICR write exit. estimate (a 2-vCPU machine has only one remote CPU).
+    tlb_ipi_extra_cpu_ns = 1500;
+    /// How long a CPU stays in an mm's mm_cpumask after it last ran the mm (x86 trims the mask
+    /// lazily, about once a second, since ~6.14). estimate of this kernel's behaviour; 0 means
+    /// only CPUs running the mm now are interrupted.
+    mm_cpumask_window_ns = 1000000000;
+    /// Submitting one bio for a folio (swap_writepage, block layer). split of fit.
+    bio_submit_ns = 700;
+    /// Splitting a PTE-mapped large folio (split_huge_page_to_list_to_order), per folio, local
+    /// flushes included. fit 16K-1M, no remote CPU (docs/calibration-split-tlb.md): 4.9 µs.
+    split_folio_ns = 4900;
+    /// Splitting, per 4 KiB page: migration-entry unmap and remap of its PTE, struct page
+    /// updates. same fit: 0.58 µs.
+    split_page_ns = 580;
+    /// Splitting a PMD mapping into 512 PTEs before unmapping a PMD-mapped THP. estimate.
+    pmd_split_ns = 3000;
+    /// A context switch between tasks on one CPU. estimate (typical 1-3 µs in a guest).
+    context_switch_ns = 2000;
+    /// Entry and exit of a memory syscall (mmap, munmap, madvise) besides its work. estimate.
+    syscall_ns = 500;
+    /// Swap-in fault work besides the read (lookup, charge, map, swap_free). estimate.
+    swapin_fault_ns = 2500;
+}
+
+impl CostModel {
+    pub const PROFILES: &'static [&'static str] = &["vm-6.18-2cpu"];
+
+    pub fn profile(name: &str) -> Option<CostModel> {
+        match name {
+            "vm-6.18-2cpu" => Some(CostModel::vm_6_18_2cpu()),
+            _ => None,
+        }
+    }
+
+    /// Fault cost for a folio of `order` (the measured per-size table).
+    pub fn fault_folio_ns(&self, order: u32) -> u64 {
+        match order {
+            0 => self.fault_4k_ns,
+            1 => self.fault_8k_ns,
+            2 => self.fault_16k_ns,
+            3 => self.fault_32k_ns,
+            4 => self.fault_64k_ns,
+            5 => self.fault_128k_ns,
+            6 => self.fault_256k_ns,
+            7 => self.fault_512k_ns,
+            8 => self.fault_1m_ns,
+            _ => self.fault_2m_ns,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_is_settable() {
+        let mut c = CostModel::profile("vm-6.18-2cpu").unwrap();
+        for name in CostModel::NAMES {
+            assert!(c.set(name, 7), "{name}");
+        }
+        assert_eq!(c.fault_folio_ns(4), 7);
+        assert!(!c.set("no_such_cost", 1));
+    }
+}

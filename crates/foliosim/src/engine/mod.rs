@@ -1,0 +1,24 @@
+//! The discrete-event engine: simulated CPUs running tasks, time in ns, contended locks,
+//! one cost model, seeded randomness. The mm model never reads a wall clock.
+
+pub mod cost;
+pub mod lock;
+pub mod rng;
+pub mod sched;
+
+/// The running context of one step of one task: which CPU, and the task's time cursor. Every
+/// cost the model charges advances `now_ns`; lock waits advance it too.
+#[derive(Debug, Clone, Copy)]
+pub struct Ctx {
+    pub cpu: usize,
+    pub now_ns: u64,
+    /// When the current step started: no step still to run starts earlier.
+    pub step_start_ns: u64,
+}
+
+impl Ctx {
+    #[inline]
+    pub fn spend(&mut self, ns: u64) {
+        self.now_ns += ns;
+    }
+}

@@ -1,0 +1,171 @@
+//! Simulated CPUs running tasks. The next CPU to act is the one with the earliest time (ties:
+//! lowest CPU number); it runs one step of its task (one fault with whatever reclaim it
+//! triggers, or one operation). A task that used its time slice goes to the back of one global
+//! run queue when others wait (round-robin, like CFS/EEVDF under equal weights).
+
+use super::rng::SimRng;
+use super::Ctx;
+use crate::mm::folio::NIL;
+use crate::mm::madvise::madvise;
+use crate::mm::memory::{touch, zap_range};
+use crate::mm::{invariants, Kernel, MmError};
+use crate::workload::{Op, TaskMarks};
+use std::collections::VecDeque;
+
+/// Scheduler time slice. The base slice of EEVDF is 0.75-3 ms depending on CPU count; 3 ms is
+/// the value for 8 CPUs (0.75 ms x (1 + log2 8)).
+pub const SLICE_NS: u64 = 3_000_000;
+/// Children of a multi-process workload start this far apart at most (fork + exec, jittered by
+/// the seed): the run's only randomness besides slice jitter.
+const START_JITTER_NS: u64 = 1_000_000;
+/// How often, in steps, the invariant checker runs when enabled.
+pub const CHECK_EVERY_STEPS: u64 = 20_000;
+
+pub struct Task {
+    pub name: String,
+    pub mm: u32,
+    pub workload: usize,
+    ops: Vec<Op>,
+    pc: usize,
+    /// Progress inside the current Touch op, in pages.
+    cursor: u32,
+    pub marks: TaskMarks,
+    runnable_at_ns: u64,
+    pub exited_at_ns: Option<u64>,
+}
+
+impl Task {
+    pub fn new(name: String, mm: u32, workload: usize, ops: Vec<Op>) -> Task {
+        let nr_marks = ops.iter().filter_map(|op| if let Op::Mark(m) = op { Some(m + 1) } else { None }).max().unwrap_or(0);
+        Task { name, mm, workload, ops, pc: 0, cursor: 0, marks: vec![None; nr_marks], runnable_at_ns: 0, exited_at_ns: None }
+    }
+}
+
+struct Cpu {
+    now_ns: u64,
+    current: Option<usize>,
+    slice_end_ns: u64,
+}
+
+pub struct SchedStats {
+    pub steps: u64,
+    pub simulated_ns: u64,
+}
+
+/// Run every task to completion. `progress` is called every 2^16 steps with (steps, sim ns).
+pub fn run_tasks(
+    k: &mut Kernel,
+    tasks: &mut [Task],
+    seed: u64,
+    check_invariants: bool,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<SchedStats, SimError> {
+    let ncpus = k.cpu_mm.len();
+    let mut rng = SimRng::stream(seed, "sched");
+    let mut cpus: Vec<Cpu> = (0..ncpus).map(|_| Cpu { now_ns: 0, current: None, slice_end_ns: 0 }).collect();
+    let mut runq: VecDeque<usize> = (0..tasks.len()).collect();
+    for (i, t) in tasks.iter_mut().enumerate() {
+        if i > 0 {
+            t.runnable_at_ns = rng.below(START_JITTER_NS);
+        }
+    }
+    let mut steps = 0u64;
+    let mut end_ns = 0u64;
+    loop {
+        let Some(cpu) = (0..ncpus).filter(|&c| cpus[c].current.is_some() || !runq.is_empty()).min_by_key(|&c| (cpus[c].now_ns, c)) else {
+            break;
+        };
+        let c = &mut cpus[cpu];
+        let mut ctx = Ctx { cpu, now_ns: c.now_ns, step_start_ns: c.now_ns };
+        let tid = match c.current {
+            Some(tid) => tid,
+            None => {
+                let tid = runq.pop_front().expect("a CPU was picked with work");
+                ctx.now_ns = ctx.now_ns.max(tasks[tid].runnable_at_ns) + k.cost.context_switch_ns;
+                c.current = Some(tid);
+                // Slices vary +-10% (wakeups, ticks): seeded, so runs differ only by seed.
+                c.slice_end_ns = ctx.now_ns + SLICE_NS * 9 / 10 + rng.below(SLICE_NS / 5);
+                k.cpu_mm[cpu] = tasks[tid].mm;
+                tid
+            }
+        };
+        ctx.now_ns += std::mem::take(&mut k.cpu_irq_ns[cpu]);
+        let exited = step(k, &mut ctx, &mut tasks[tid]).map_err(|e| SimError::Mm { task: tasks[tid].name.clone(), at_ns: ctx.now_ns, error: e })?;
+        steps += 1;
+        let c = &mut cpus[cpu];
+        c.now_ns = ctx.now_ns;
+        end_ns = end_ns.max(ctx.now_ns);
+        let switch_out = exited || (ctx.now_ns >= c.slice_end_ns && !runq.is_empty());
+        if switch_out {
+            c.current = None;
+            k.cpu_mm[cpu] = NIL;
+            k.mms[tasks[tid].mm as usize].cpu_last_ran_ns[cpu] = Some(ctx.now_ns);
+            if exited {
+                tasks[tid].exited_at_ns = Some(ctx.now_ns);
+            } else {
+                tasks[tid].runnable_at_ns = ctx.now_ns;
+                runq.push_back(tid);
+            }
+        }
+        if check_invariants && steps % CHECK_EVERY_STEPS == 0 {
+            invariants::check(k).map_err(|e| SimError::Invariant { at_ns: ctx.now_ns, steps, what: e })?;
+        }
+        if steps & 0xffff == 0 {
+            progress(steps, end_ns);
+        }
+    }
+    if check_invariants {
+        invariants::check(k).map_err(|e| SimError::Invariant { at_ns: end_ns, steps, what: e })?;
+    }
+    Ok(SchedStats { steps, simulated_ns: end_ns })
+}
+
+/// One step of a task. Returns true when the task exited.
+fn step(k: &mut Kernel, ctx: &mut Ctx, task: &mut Task) -> Result<bool, MmError> {
+    let mm = task.mm;
+    match task.ops[task.pc].clone() {
+        Op::Mmap { vma, nr_pages, hugepage } => {
+            k.mms[mm as usize].mmap(vma, nr_pages, hugepage);
+            ctx.spend(k.cost.syscall_ns);
+        }
+        Op::Touch { vma, first, nr, write } => {
+            let covered = touch(k, ctx, mm, vma, first + task.cursor, first + nr, write)?;
+            task.cursor += covered;
+            if task.cursor < nr {
+                return Ok(false);
+            }
+            task.cursor = 0;
+        }
+        Op::Madvise { vma, first, nr, advice } => {
+            ctx.spend(k.cost.syscall_ns);
+            madvise(k, ctx, mm, vma, first, nr, advice);
+        }
+        Op::Munmap { vma } => munmap(k, ctx, mm, vma),
+        Op::Mark(m) => task.marks[m] = Some(ctx.now_ns),
+        Op::Exit => {
+            for vma in 0..k.mms[mm as usize].vmas.len() as u32 {
+                munmap(k, ctx, mm, vma);
+            }
+            return Ok(true);
+        }
+    }
+    task.pc += 1;
+    Ok(false)
+}
+
+fn munmap(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32) {
+    let Some(nr) = k.mms[mm as usize].vmas.get(vma as usize).and_then(|v| v.as_ref()).map(|v| v.nr_pages) else {
+        return;
+    };
+    ctx.spend(k.cost.syscall_ns);
+    zap_range(k, ctx, mm, vma, 0, nr);
+    k.mms[mm as usize].vmas[vma as usize] = None;
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("task {task} at {at_ns} ns: {error}")]
+    Mm { task: String, at_ns: u64, error: MmError },
+    #[error("invariant broken at {at_ns} ns after {steps} steps: {what}")]
+    Invariant { at_ns: u64, steps: u64, what: String },
+}

@@ -1,0 +1,2 @@
+//! Hardware models, apart from kernel policy.
+pub mod blockdev;

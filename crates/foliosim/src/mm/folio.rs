@@ -1,0 +1,140 @@
+//! Folio metadata, struct-of-arrays indexed by the head pfn (struct folio / page flags).
+//!
+//! Only the head pfn's entries are meaningful; a folio of order n covers pfns
+//! [head, head + 2^n). An anonymous folio here has one owner (mm, vma, page index), which is what
+//! rmap needs to find its PTEs: the model has no fork yet, so anon_vma chains are not needed.
+
+pub const NIL: u32 = u32::MAX;
+
+pub mod flags {
+    pub const LRU: u8 = 1 << 0;
+    pub const ACTIVE: u8 = 1 << 1;
+    /// Some PTE mapping the folio was accessed since the last folio_referenced().
+    pub const REFERENCED: u8 = 1 << 2;
+    pub const SWAPCACHE: u8 = 1 << 3;
+    pub const DIRTY: u8 = 1 << 4;
+    pub const WRITEBACK: u8 = 1 << 5;
+    /// Mapped by one PMD entry (a THP not yet split into PTE mappings).
+    pub const PMD_MAPPED: u8 = 1 << 6;
+    /// Allocated (head of a live folio).
+    pub const ALLOCATED: u8 = 1 << 7;
+}
+
+/// A swap entry: device index in the top 4 bits, slot offset in the low 28 (1 TiB per device).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct SwapEntry(u32);
+
+impl SwapEntry {
+    pub const OFFSET_BITS: u32 = 28;
+    pub fn new(dev: usize, offset: u32) -> SwapEntry {
+        debug_assert!(dev < 16 && offset < 1 << Self::OFFSET_BITS);
+        SwapEntry((dev as u32) << Self::OFFSET_BITS | offset)
+    }
+    pub fn dev(self) -> usize {
+        (self.0 >> Self::OFFSET_BITS) as usize
+    }
+    pub fn offset(self) -> u32 {
+        self.0 & ((1 << Self::OFFSET_BITS) - 1)
+    }
+    pub fn raw(self) -> u32 {
+        self.0
+    }
+    pub fn from_raw(raw: u32) -> SwapEntry {
+        SwapEntry(raw)
+    }
+}
+
+pub struct FolioTable {
+    pub order: Vec<u8>,
+    pub flags: Vec<u8>,
+    /// Number of PTEs (or the PMD, counted as 2^order) mapping pages of this folio.
+    pub mapcount: Vec<u16>,
+    pub memcg: Vec<u16>,
+    pub owner_mm: Vec<u32>,
+    pub owner_vma: Vec<u32>,
+    /// Page index of the head within the owner VMA.
+    pub owner_index: Vec<u32>,
+    /// First swap slot, valid while SWAPCACHE is set.
+    pub swap: Vec<u32>,
+    pub lru_prev: Vec<u32>,
+    pub lru_next: Vec<u32>,
+    /// Time writeback completes, valid while WRITEBACK is set.
+    pub writeback_done_ns: Vec<u64>,
+}
+
+impl FolioTable {
+    pub fn new(nr_pages: u32) -> FolioTable {
+        let n = nr_pages as usize;
+        FolioTable {
+            order: vec![0; n],
+            flags: vec![0; n],
+            mapcount: vec![0; n],
+            memcg: vec![0; n],
+            owner_mm: vec![NIL; n],
+            owner_vma: vec![NIL; n],
+            owner_index: vec![0; n],
+            swap: vec![NIL; n],
+            lru_prev: vec![NIL; n],
+            lru_next: vec![NIL; n],
+            writeback_done_ns: vec![0; n],
+        }
+    }
+
+    #[inline]
+    pub fn nr_pages(&self, pfn: u32) -> u32 {
+        1 << self.order[pfn as usize]
+    }
+    #[inline]
+    pub fn test(&self, pfn: u32, flag: u8) -> bool {
+        self.flags[pfn as usize] & flag != 0
+    }
+    #[inline]
+    pub fn set(&mut self, pfn: u32, flag: u8) {
+        self.flags[pfn as usize] |= flag;
+    }
+    #[inline]
+    pub fn clear(&mut self, pfn: u32, flag: u8) {
+        self.flags[pfn as usize] &= !flag;
+    }
+    pub fn swap_entry(&self, pfn: u32) -> SwapEntry {
+        debug_assert!(self.test(pfn, flags::SWAPCACHE));
+        SwapEntry::from_raw(self.swap[pfn as usize])
+    }
+
+    /// Set up a freshly allocated folio.
+    pub fn init(&mut self, pfn: u32, order: u32, memcg: u16, owner: (u32, u32, u32)) {
+        let i = pfn as usize;
+        self.order[i] = order as u8;
+        self.flags[i] = flags::ALLOCATED;
+        self.mapcount[i] = 0;
+        self.memcg[i] = memcg;
+        self.owner_mm[i] = owner.0;
+        self.owner_vma[i] = owner.1;
+        self.owner_index[i] = owner.2;
+        self.swap[i] = NIL;
+        self.lru_prev[i] = NIL;
+        self.lru_next[i] = NIL;
+    }
+
+    pub fn release(&mut self, pfn: u32) {
+        let i = pfn as usize;
+        debug_assert!(self.flags[i] & (flags::LRU | flags::SWAPCACHE) == 0, "freeing folio {pfn} still on LRU or in swap cache");
+        self.flags[i] = 0;
+        self.owner_mm[i] = NIL;
+        self.mapcount[i] = 0;
+    }
+}
+
+impl FolioTable {
+    /// page_folio(): the head of the folio containing `pfn`. Tail pfns carry no flags, so the
+    /// first aligned-down pfn that heads a live folio covering `pfn` is its head.
+    pub fn head_of(&self, pfn: u32) -> u32 {
+        for order in 0..=crate::mm::page_alloc::MAX_PAGE_ORDER {
+            let candidate = pfn & !((1u32 << order) - 1);
+            if self.test(candidate, flags::ALLOCATED) && self.order[candidate as usize] as u32 >= order {
+                return candidate;
+            }
+        }
+        panic!("pfn {pfn} belongs to no folio");
+    }
+}

@@ -1,0 +1,80 @@
+//! Large folio helpers (mm/huge_memory.c): which orders a fault may use, and splitting.
+
+use super::folio::flags;
+use super::mmap::Vma;
+use super::tlb::flush_tlb_mms;
+use super::vmstat::{MthpStat, VmEvent};
+use super::Kernel;
+use crate::engine::Ctx;
+use crate::scenario::PMD_ORDER;
+use std::collections::VecDeque;
+
+/// thp_vma_allowable_orders + thp_vma_suitable_order: enabled orders whose naturally aligned
+/// range around `index` lies inside the VMA, highest first.
+pub fn suitable_orders(k: &Kernel, vma: &Vma, index: u32) -> impl Iterator<Item = u32> {
+    let mask = if vma.hugepage { k.thp_orders_madvised } else { k.thp_orders };
+    let nr_pages = vma.nr_pages;
+    (1..=PMD_ORDER).rev().filter(move |&order| {
+        let start = index & !((1 << order) - 1);
+        mask & (1 << order) != 0 && start + (1 << order) <= nr_pages
+    })
+}
+
+/// split_folio_to_list: split a large folio into order-0 folios. The folio must not be in the
+/// swap cache (the model only splits before slots are allocated). Its PTEs are unmapped to
+/// migration entries and restored; measured on 6.18, that costs two shootdowns of the owner mm
+/// for a PTE-mapped folio and one for a PMD-mapped one (docs/calibration-split-tlb.md). Tails follow the head on its LRU list, or are queued on `list` when
+/// the head is isolated for reclaim.
+pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut VecDeque<u32>>) {
+    let f = &mut k.folios;
+    let i = pfn as usize;
+    let order = f.order[i] as u32;
+    let nr = 1u32 << order;
+    assert!(order > 0, "split of order-0 folio {pfn}");
+    assert!(!f.test(pfn, flags::SWAPCACHE), "split of folio {pfn} in the swap cache is not modelled");
+    let (mm, vma, index, memcg) = (f.owner_mm[i], f.owner_vma[i], f.owner_index[i], f.memcg[i]);
+    ctx.spend(k.cost.split_folio_ns + k.cost.split_page_ns * nr as u64);
+    let was_mapped = f.mapcount[i] > 0;
+    let shootdowns = if f.test(pfn, flags::PMD_MAPPED) { 1 } else { 2 };
+    if f.test(pfn, flags::PMD_MAPPED) {
+        f.clear(pfn, flags::PMD_MAPPED);
+        k.vmstat.count(VmEvent::ThpSplitPmd, 1);
+        ctx.spend(k.cost.pmd_split_ns);
+    }
+    let inherited = f.flags[i] & (flags::DIRTY | flags::REFERENCED | flags::ACTIVE);
+    let on_lru = f.test(pfn, flags::LRU);
+    let ptes = &k.mms[mm as usize].vma(vma).ptes;
+    for sub in 0..nr {
+        let p = pfn + sub;
+        let pte = ptes[(index + sub) as usize];
+        let mapped = pte.is_present() && pte.pfn() == p;
+        if sub > 0 {
+            f.init(p, 0, memcg, (mm, vma, index + sub));
+            f.flags[p as usize] |= inherited;
+        } else {
+            f.order[i] = 0;
+        }
+        f.mapcount[p as usize] = mapped as u16;
+    }
+    if on_lru {
+        let lruvec = &mut k.memcgs[memcg as usize].lruvec;
+        for sub in (1..nr).rev() {
+            let list = lruvec.list_of(&k.folios, pfn);
+            list.add_after(&mut k.folios, pfn, pfn + sub);
+            k.folios.set(pfn + sub, flags::LRU);
+        }
+    } else if let Some(list) = list {
+        list.extend((1..nr).map(|sub| pfn + sub));
+    } else {
+        panic!("split of isolated folio {pfn} without a list for its tails");
+    }
+    if was_mapped {
+        for _ in 0..shootdowns {
+            flush_tlb_mms(k, ctx, &[mm]);
+        }
+    }
+    k.vmstat.count_mthp(order, MthpStat::Split);
+    if order == PMD_ORDER {
+        k.vmstat.count(VmEvent::ThpSplitPage, 1);
+    }
+}

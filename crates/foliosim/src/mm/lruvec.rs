@@ -1,0 +1,128 @@
+//! LRU lists of a memcg (struct lruvec; list handling of mm/swap.c), intrusive through the folio
+//! table. Folios enter at the head; reclaim takes from the tail (the oldest).
+
+use super::folio::{flags, FolioTable, NIL};
+use crate::engine::lock::SimLock;
+
+#[derive(Debug, Clone)]
+pub struct LruList {
+    head: u32,
+    tail: u32,
+    pub nr_folios: u64,
+    pub nr_pages: u64,
+}
+
+impl Default for LruList {
+    fn default() -> Self {
+        LruList { head: NIL, tail: NIL, nr_folios: 0, nr_pages: 0 }
+    }
+}
+
+impl LruList {
+    pub fn tail(&self) -> Option<u32> {
+        (self.tail != NIL).then_some(self.tail)
+    }
+
+    pub fn add_head(&mut self, folios: &mut FolioTable, pfn: u32) {
+        let i = pfn as usize;
+        folios.lru_prev[i] = NIL;
+        folios.lru_next[i] = self.head;
+        if self.head != NIL {
+            folios.lru_prev[self.head as usize] = pfn;
+        } else {
+            self.tail = pfn;
+        }
+        self.head = pfn;
+        self.nr_folios += 1;
+        self.nr_pages += folios.nr_pages(pfn) as u64;
+    }
+
+    /// Insert `pfn` right after `after` (a split's tail pages follow their head).
+    pub fn add_after(&mut self, folios: &mut FolioTable, after: u32, pfn: u32) {
+        let next = folios.lru_next[after as usize];
+        folios.lru_prev[pfn as usize] = after;
+        folios.lru_next[pfn as usize] = next;
+        folios.lru_next[after as usize] = pfn;
+        if next != NIL {
+            folios.lru_prev[next as usize] = pfn;
+        } else {
+            self.tail = pfn;
+        }
+        self.nr_folios += 1;
+        self.nr_pages += folios.nr_pages(pfn) as u64;
+    }
+
+    pub fn remove(&mut self, folios: &mut FolioTable, pfn: u32) {
+        let i = pfn as usize;
+        let (prev, next) = (folios.lru_prev[i], folios.lru_next[i]);
+        if prev != NIL {
+            folios.lru_next[prev as usize] = next;
+        } else {
+            debug_assert_eq!(self.head, pfn);
+            self.head = next;
+        }
+        if next != NIL {
+            folios.lru_prev[next as usize] = prev;
+        } else {
+            debug_assert_eq!(self.tail, pfn);
+            self.tail = prev;
+        }
+        folios.lru_prev[i] = NIL;
+        folios.lru_next[i] = NIL;
+        self.nr_folios -= 1;
+        self.nr_pages -= folios.nr_pages(pfn) as u64;
+    }
+
+    /// Folios from head to tail, for the invariant checker.
+    pub fn iter<'a>(&self, folios: &'a FolioTable) -> impl Iterator<Item = u32> + 'a {
+        let mut cur = self.head;
+        std::iter::from_fn(move || {
+            (cur != NIL).then(|| {
+                let pfn = cur;
+                cur = folios.lru_next[pfn as usize];
+                pfn
+            })
+        })
+    }
+}
+
+/// The anon LRU lists of one memcg on the single node.
+pub struct Lruvec {
+    pub inactive_anon: LruList,
+    pub active_anon: LruList,
+    pub lru_lock: SimLock,
+}
+
+impl Lruvec {
+    pub fn new() -> Lruvec {
+        Lruvec { inactive_anon: LruList::default(), active_anon: LruList::default(), lru_lock: SimLock::new("lruvec->lru_lock") }
+    }
+
+    pub fn list_of(&mut self, folios: &FolioTable, pfn: u32) -> &mut LruList {
+        if folios.test(pfn, flags::ACTIVE) {
+            &mut self.active_anon
+        } else {
+            &mut self.inactive_anon
+        }
+    }
+
+    /// folio_add_lru: new anon folios start on the inactive list.
+    pub fn add_folio(&mut self, folios: &mut FolioTable, pfn: u32) {
+        debug_assert!(!folios.test(pfn, flags::LRU));
+        folios.set(pfn, flags::LRU);
+        folios.clear(pfn, flags::ACTIVE);
+        self.inactive_anon.add_head(folios, pfn);
+    }
+
+    pub fn del_folio(&mut self, folios: &mut FolioTable, pfn: u32) {
+        debug_assert!(folios.test(pfn, flags::LRU));
+        self.list_of(folios, pfn).remove(folios, pfn);
+        folios.clear(pfn, flags::LRU | flags::ACTIVE);
+    }
+}
+
+impl Default for Lruvec {
+    fn default() -> Self {
+        Self::new()
+    }
+}

@@ -1,0 +1,80 @@
+//! madvise (mm/madvise.c): MADV_PAGEOUT reclaims a range now, MADV_COLD deactivates it,
+//! MADV_DONTNEED zaps it.
+
+use super::folio::flags;
+use super::huge_memory::split_folio;
+use super::memory::zap_range;
+use super::vmscan::{putback_folios, shrink_folio_list};
+use super::vmstat::VmEvent;
+use super::Kernel;
+use crate::engine::Ctx;
+use crate::scenario::PMD_ORDER;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Advice {
+    Pageout,
+    Cold,
+    Dontneed,
+}
+
+pub fn madvise(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, nr: u32, advice: Advice) {
+    match advice {
+        Advice::Dontneed => zap_range(k, ctx, mm, vma, first, nr),
+        Advice::Pageout | Advice::Cold => cold_or_pageout(k, ctx, mm, vma, first, nr, advice == Advice::Pageout),
+    }
+}
+
+/// madvise_cold_or_pageout_pte_range, one PMD's worth at a time: a large folio wholly inside
+/// the range is handled whole if the policy swaps its order out whole; otherwise it is split
+/// and the walk resumes at the same address. PAGEOUT reclaims each PMD's batch at once.
+fn cold_or_pageout(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, nr: u32, pageout: bool) {
+    let end = first + nr;
+    let mut index = first;
+    let mut isolated = Vec::new();
+    while index < end {
+        let pmd_end = ((index >> PMD_ORDER) + 1) << PMD_ORDER;
+        while index < end.min(pmd_end) {
+            let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
+            if !pte.is_present() {
+                index += 1;
+                continue;
+            }
+            let head = k.folios.head_of(pte.pfn());
+            let order = k.folios.order[head as usize] as u32;
+            let nr_folio = 1u32 << order;
+            let start = k.folios.owner_index[head as usize];
+            if !k.folios.test(head, flags::LRU) {
+                index += 1;
+                continue;
+            }
+            if order > 0 {
+                let whole = start >= first && start + nr_folio <= end && k.folios.mapcount[head as usize] as u32 == nr_folio;
+                if !whole || (pageout && !k.swap.swapout_whole(order)) {
+                    split_folio(k, ctx, head, None);
+                    continue;
+                }
+            }
+            let memcg = k.folios.memcg[head as usize] as usize;
+            let lv = &mut k.memcgs[memcg].lruvec;
+            if pageout {
+                lv.del_folio(&mut k.folios, head);
+                isolated.push(head);
+            } else {
+                // deactivate: to the inactive list, young cleared.
+                lv.del_folio(&mut k.folios, head);
+                k.folios.clear(head, flags::REFERENCED);
+                lv.add_folio(&mut k.folios, head);
+                k.vmstat.count(VmEvent::Pgdeactivate, nr_folio as u64);
+            }
+            lv.lru_lock.hold(ctx, k.cost.lru_move_ns);
+            index = start + nr_folio;
+        }
+        if !isolated.is_empty() {
+            // reclaim_pages
+            let result = shrink_folio_list(k, ctx, std::mem::take(&mut isolated), true);
+            putback_folios(k, ctx, &result.putback);
+        }
+    }
+}

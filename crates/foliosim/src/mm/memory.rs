@@ -1,0 +1,221 @@
+//! Faults and unmapping (mm/memory.c): the anonymous fault choosing a folio order with
+//! fallback (alloc_anon_folio, do_huge_pmd_anonymous_page), order-0 swap-in (do_swap_page), and
+//! zap of a range (zap_pte_range) freeing folios and swap entries in batches.
+
+use super::folio::{flags, SwapEntry};
+use super::huge_memory::suitable_orders;
+use super::memcontrol::try_charge;
+use super::mmap::Pte;
+use super::page_io::swap_read_folio;
+use super::vmscan::try_to_free_pages;
+use super::vmstat::{MthpStat, VmEvent};
+use super::{Kernel, MmError};
+use crate::engine::Ctx;
+use crate::scenario::PMD_ORDER;
+
+/// The task touches page `index` of `vma` (a store if `write`). Returns how many pages from
+/// `index` on (up to `end`) this step covered: a fault maps a whole folio, and the task's
+/// stores to the rest of it cost only the store itself.
+pub fn touch(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, index: u32, end: u32, write: bool) -> Result<u32, MmError> {
+    let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
+    let covered = if pte.is_none() {
+        k.vmstat.count(VmEvent::Pgfault, 1);
+        let (start, order) = do_anonymous_page(k, ctx, mm, vma, index)?;
+        (start + (1 << order)).min(end) - index
+    } else if pte.is_swap() {
+        k.vmstat.count(VmEvent::Pgfault, 1);
+        do_swap_page(k, ctx, mm, vma, index, pte.swap_entry(), write)?;
+        1
+    } else {
+        // Present: walk on through present PTEs (bounded: one step is at most a PMD's worth).
+        let ptes = &k.mms[mm as usize].vma(vma).ptes;
+        let mut n = 0;
+        let limit = end.min(index + (1 << PMD_ORDER));
+        while index + n < limit && ptes[(index + n) as usize].is_present() {
+            let head = k.folios.head_of(ptes[(index + n) as usize].pfn());
+            k.folios.set(head, flags::REFERENCED | if write { flags::DIRTY } else { 0 });
+            n += 1;
+        }
+        n
+    };
+    ctx.spend(k.cost.user_write_page_ns * covered as u64);
+    Ok(covered)
+}
+
+/// do_anonymous_page: try each suitable enabled order, highest first; an order whose range is
+/// not wholly unmapped, whose allocation fails, or whose charge fails falls back to the next.
+/// Returns the folio's first page index and order.
+fn do_anonymous_page(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, index: u32) -> Result<(u32, u32), MmError> {
+    let memcg = k.mms[mm as usize].memcg;
+    let vma_ref = k.mms[mm as usize].vma(vma);
+    let candidates: Vec<u32> = suitable_orders(k, vma_ref, index)
+        .filter(|&order| {
+            let start = index & !((1 << order) - 1);
+            vma_ref.ptes[start as usize..(start + (1 << order)) as usize].iter().all(|p| p.is_none())
+        })
+        .collect();
+    for order in candidates {
+        let start = index & !((1 << order) - 1);
+        let Some(pfn) = k.zone.alloc(ctx, order) else {
+            k.vmstat.count_mthp(order, MthpStat::AnonFaultFallback);
+            if order == PMD_ORDER {
+                k.vmstat.count(VmEvent::ThpFaultFallback, 1);
+            }
+            continue;
+        };
+        if !try_charge(k, ctx, memcg, 1 << order, false) {
+            k.zone.free(ctx, pfn, order);
+            k.vmstat.count_mthp(order, MthpStat::AnonFaultFallbackCharge);
+            k.vmstat.count_mthp(order, MthpStat::AnonFaultFallback);
+            if order == PMD_ORDER {
+                k.vmstat.count(VmEvent::ThpFaultFallbackCharge, 1);
+                k.vmstat.count(VmEvent::ThpFaultFallback, 1);
+            }
+            continue;
+        }
+        map_new_folio(k, ctx, mm, vma, start, pfn, order, memcg);
+        k.vmstat.count_mthp(order, MthpStat::AnonFaultAlloc);
+        if order == PMD_ORDER {
+            k.vmstat.count(VmEvent::ThpFaultAlloc, 1);
+        }
+        return Ok((start, order));
+    }
+    let pfn = alloc_order0_charged(k, ctx, memcg)?;
+    map_new_folio(k, ctx, mm, vma, index, pfn, 0, memcg);
+    Ok((index, 0))
+}
+
+/// An order-0 page for a fault: direct reclaim when the zone is empty, memcg reclaim with
+/// retries when over the limit; failure of either is OOM.
+fn alloc_order0_charged(k: &mut Kernel, ctx: &mut Ctx, memcg: u16) -> Result<u32, MmError> {
+    let pfn = match k.zone.alloc(ctx, 0) {
+        Some(pfn) => pfn,
+        None => {
+            try_to_free_pages(k, ctx, 1);
+            k.zone.alloc(ctx, 0).ok_or(MmError::GlobalOom)?
+        }
+    };
+    if !try_charge(k, ctx, memcg, 1, true) {
+        k.zone.free(ctx, pfn, 0);
+        k.vmstat.count(VmEvent::OomKill, 1);
+        return Err(MmError::MemcgOom { memcg: k.memcgs[memcg as usize].name.clone() });
+    }
+    Ok(pfn)
+}
+
+/// Set up, map (PTEs, or one PMD for PMD order) and add to the LRU a newly allocated folio.
+#[allow(clippy::too_many_arguments)]
+fn map_new_folio(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, start: u32, pfn: u32, order: u32, memcg: u16) {
+    let nr = 1u32 << order;
+    k.folios.init(pfn, order, memcg, (mm, vma, start));
+    k.folios.set(pfn, flags::DIRTY | flags::REFERENCED | if order == PMD_ORDER { flags::PMD_MAPPED } else { 0 });
+    k.folios.mapcount[pfn as usize] = nr as u16;
+    let m = &mut k.mms[mm as usize];
+    for (i, pte) in m.vma_mut(vma).ptes[start as usize..(start + nr) as usize].iter_mut().enumerate() {
+        *pte = Pte::present(pfn + i as u32);
+    }
+    m.rss_anon += nr as u64;
+    k.folio_add_lru(ctx, pfn);
+    ctx.spend(k.cost.fault_folio_ns(order));
+}
+
+/// do_swap_page, order 0: map the page from the swap cache if its folio is still there,
+/// otherwise read it into a new page. The slot reference moves from the PTE to nothing; a
+/// write (or a synchronous device) frees the swap copy.
+fn do_swap_page(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, index: u32, entry: SwapEntry, write: bool) -> Result<(), MmError> {
+    ctx.spend(k.cost.swapin_fault_ns);
+    let memcg = k.mms[mm as usize].memcg;
+    if let Some(head) = k.swap.lookup(entry) {
+        // Still in the swap cache (e.g. under writeback): map the page of that folio.
+        let page = head + (entry.offset() - k.folios.swap_entry(head).offset());
+        k.mms[mm as usize].vma_mut(vma).ptes[index as usize] = Pte::present(page);
+        k.folios.mapcount[head as usize] += 1;
+        k.folios.set(head, flags::REFERENCED | if write { flags::DIRTY } else { 0 });
+        k.swap.put_refs(ctx, &k.cost, entry, 1);
+    } else {
+        k.vmstat.count(VmEvent::Pgmajfault, 1);
+        let pfn = alloc_order0_charged(k, ctx, memcg)?;
+        swap_read_folio(k, ctx, entry, 0);
+        k.folios.init(pfn, 0, memcg, (mm, vma, index));
+        k.folios.set(pfn, flags::REFERENCED | if write { flags::DIRTY } else { 0 });
+        k.folios.mapcount[pfn as usize] = 1;
+        k.mms[mm as usize].vma_mut(vma).ptes[index as usize] = Pte::present(pfn);
+        // The swap-cache-bypassing path (synchronous device) and a write fault both drop the
+        // swap copy here; otherwise the model does the same (no read-only swap cache kept).
+        k.swap.put_refs(ctx, &k.cost, entry, 1);
+        k.folio_add_lru(ctx, pfn);
+    }
+    let m = &mut k.mms[mm as usize];
+    m.rss_anon += 1;
+    m.swap_ents -= 1;
+    Ok(())
+}
+
+/// zap_pte_range over [first, first + nr) of `vma`: unmap present pages (freeing folios left
+/// unmapped) and drop swap entries, in runs of contiguous slots as large as the policy batches.
+pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, nr: u32) {
+    let batch_max = k.swap.zap_batch();
+    let end = first + nr;
+    let mut index = first;
+    while index < end {
+        let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
+        if pte.is_present() {
+            let head = k.folios.head_of(pte.pfn());
+            let f = &mut k.folios;
+            let nr_folio = f.nr_pages(head);
+            // A whole PMD mapping is zapped as one entry; a partial zap splits the PMD first.
+            let whole_pmd = f.test(head, flags::PMD_MAPPED) && index == f.owner_index[head as usize] && index + nr_folio <= end;
+            let count = if whole_pmd { nr_folio } else { 1 };
+            f.clear(head, flags::PMD_MAPPED);
+            f.mapcount[head as usize] -= count as u16;
+            let m = &mut k.mms[mm as usize];
+            m.vma_mut(vma).ptes[index as usize..(index + count) as usize].fill(Pte::NONE);
+            m.rss_anon -= count as u64;
+            ctx.spend(k.cost.zap_pte_ns);
+            if k.folios.mapcount[head as usize] == 0 {
+                release_unmapped_folio(k, ctx, head);
+            }
+            index += count;
+        } else if pte.is_swap() {
+            let entry = pte.swap_entry();
+            let mut run = 1;
+            let ptes = &k.mms[mm as usize].vma(vma).ptes;
+            while run < batch_max && index + run < end && {
+                let next = ptes[(index + run) as usize];
+                next.is_swap() && next.swap_entry() == SwapEntry::new(entry.dev(), entry.offset() + run)
+            } {
+                run += 1;
+            }
+            let ptes = &mut k.mms[mm as usize].vma_mut(vma).ptes;
+            for p in &mut ptes[index as usize..(index + run) as usize] {
+                *p = Pte::NONE;
+            }
+            k.mms[mm as usize].swap_ents -= run as u64;
+            ctx.spend(k.cost.zap_pte_ns * run as u64);
+            // free_swap_and_cache_nr: drop the references, then reclaim cache-only folios.
+            for head in k.swap.put_refs(ctx, &k.cost, entry, run) {
+                if k.folios.mapcount[head as usize] == 0 {
+                    release_unmapped_folio(k, ctx, head);
+                }
+            }
+            index += run;
+        } else {
+            index += 1;
+        }
+    }
+}
+
+/// A folio with no mapping left: free it now unless writeback still holds it (reclaim frees
+/// it once the write completes). In the swap cache, it leaves the cache first.
+fn release_unmapped_folio(k: &mut Kernel, ctx: &mut Ctx, head: u32) {
+    if k.folios.test(head, flags::WRITEBACK) {
+        return;
+    }
+    if k.folios.test(head, flags::SWAPCACHE) {
+        let entry = k.folios.swap_entry(head);
+        let nr = k.folios.nr_pages(head);
+        k.swap.delete_from_swap_cache(ctx, &k.cost, entry, nr);
+        k.folios.clear(head, flags::SWAPCACHE);
+    }
+    k.folio_free(ctx, head);
+}

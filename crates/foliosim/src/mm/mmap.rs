@@ -1,0 +1,95 @@
+//! Address spaces: mm_struct, VMAs and their page tables (mm/mmap.c, mm/memory.c's PTEs).
+//!
+//! A VMA's PTEs are a dense array indexed by page index. VMAs are placed 2 MiB-aligned (as the
+//! kernel aligns large anonymous mappings since 6.7), so a page index's alignment is the virtual
+//! address's alignment, which is what folio order selection checks.
+
+use super::folio::SwapEntry;
+
+/// A page table entry: none, present (pfn), or a swap entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pte(u64);
+
+const PRESENT: u64 = 1 << 63;
+const SWAP: u64 = 1 << 62;
+
+impl Pte {
+    pub const NONE: Pte = Pte(0);
+    #[inline]
+    pub fn present(pfn: u32) -> Pte {
+        Pte(PRESENT | pfn as u64)
+    }
+    #[inline]
+    pub fn swap(entry: SwapEntry) -> Pte {
+        Pte(SWAP | entry.raw() as u64)
+    }
+    #[inline]
+    pub fn is_none(self) -> bool {
+        self.0 == 0
+    }
+    #[inline]
+    pub fn is_present(self) -> bool {
+        self.0 & PRESENT != 0
+    }
+    #[inline]
+    pub fn is_swap(self) -> bool {
+        self.0 & SWAP != 0
+    }
+    #[inline]
+    pub fn pfn(self) -> u32 {
+        debug_assert!(self.is_present());
+        self.0 as u32
+    }
+    #[inline]
+    pub fn swap_entry(self) -> SwapEntry {
+        debug_assert!(self.is_swap());
+        SwapEntry::from_raw(self.0 as u32)
+    }
+}
+
+pub struct Vma {
+    pub nr_pages: u32,
+    /// MADV_HUGEPAGE was applied (VM_HUGEPAGE).
+    pub hugepage: bool,
+    pub ptes: Vec<Pte>,
+}
+
+pub struct MmStruct {
+    pub vmas: Vec<Option<Vma>>,
+    pub memcg: u16,
+    /// MM_ANONPAGES: present anon PTEs.
+    pub rss_anon: u64,
+    /// MM_SWAPENTS: swap PTEs.
+    pub swap_ents: u64,
+    /// Per CPU: when this mm last stopped running there (None: never ran there).
+    pub cpu_last_ran_ns: Vec<Option<u64>>,
+}
+
+impl MmStruct {
+    pub fn new(memcg: u16, ncpus: usize) -> MmStruct {
+        MmStruct { vmas: Vec::new(), memcg, rss_anon: 0, swap_ents: 0, cpu_last_ran_ns: vec![None; ncpus] }
+    }
+
+    /// Is `cpu` still in this mm's mm_cpumask at `now_ns`?
+    pub fn cpu_recently_active(&self, cpu: usize, now_ns: u64, window_ns: u64) -> bool {
+        self.cpu_last_ran_ns[cpu].is_some_and(|t| now_ns.saturating_sub(t) < window_ns)
+    }
+
+    /// mmap(MAP_ANONYMOUS|MAP_PRIVATE) of `nr_pages` as VMA number `vma_id`.
+    pub fn mmap(&mut self, vma_id: u32, nr_pages: u32, hugepage: bool) {
+        let i = vma_id as usize;
+        if self.vmas.len() <= i {
+            self.vmas.resize_with(i + 1, || None);
+        }
+        assert!(self.vmas[i].is_none(), "mmap: vma {vma_id} already mapped");
+        self.vmas[i] = Some(Vma { nr_pages, hugepage, ptes: vec![Pte::NONE; nr_pages as usize] });
+    }
+
+    pub fn vma(&self, vma_id: u32) -> &Vma {
+        self.vmas[vma_id as usize].as_ref().expect("access to an unmapped vma")
+    }
+
+    pub fn vma_mut(&mut self, vma_id: u32) -> &mut Vma {
+        self.vmas[vma_id as usize].as_mut().expect("access to an unmapped vma")
+    }
+}

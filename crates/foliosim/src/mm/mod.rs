@@ -1,0 +1,150 @@
+//! The mm model. Files are named after the kernel's mm/*.c so a kernel developer finds each
+//! mechanism where they expect it.
+
+pub mod folio;
+pub mod huge_memory;
+pub mod invariants;
+pub mod lruvec;
+pub mod madvise;
+pub mod memcontrol;
+pub mod memory;
+pub mod mmap;
+pub mod page_alloc;
+pub mod page_io;
+pub mod rmap;
+pub mod swap_alloc;
+pub mod swapfile;
+pub mod tlb;
+pub mod vmscan;
+pub mod vmstat;
+
+use crate::engine::cost::CostModel;
+use crate::engine::Ctx;
+use crate::hw::blockdev::BlockDevice;
+use crate::scenario::{Scenario, PAGE_SIZE};
+use folio::{flags, FolioTable, NIL};
+use memcontrol::MemCgroup;
+use mmap::MmStruct;
+use page_alloc::Zone;
+use swapfile::{Swap, SwapInfo, SwapMap};
+use vmstat::VmStat;
+
+/// The model stopped: the workload cannot go on (as the kernel would OOM-kill), or bad use.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum MmError {
+    #[error("out of memory: memcg `{memcg}` is at its limit with nothing reclaimable (no free swap?)")]
+    MemcgOom { memcg: String },
+    #[error("out of memory: no free page in the zone and nothing reclaimable")]
+    GlobalOom,
+}
+
+/// Folios added to the LRU per lru_lock acquisition (the per-CPU lru_add folio batch).
+const LRU_ADD_BATCH: u32 = 15;
+
+/// The whole simulated kernel state.
+pub struct Kernel {
+    pub cost: CostModel,
+    pub vmstat: VmStat,
+    pub zone: Zone,
+    pub folios: FolioTable,
+    pub mms: Vec<MmStruct>,
+    /// Index 0 is the root memcg.
+    pub memcgs: Vec<MemCgroup>,
+    pub swap: Swap,
+    /// Per-size `enabled` resolved to order masks: for any VMA, and for MADV_HUGEPAGE VMAs.
+    pub thp_orders: u32,
+    pub thp_orders_madvised: u32,
+    /// The mm each CPU is running (NIL when idle): who a TLB shootdown must interrupt.
+    pub cpu_mm: Vec<u32>,
+    /// Interrupt work each CPU owes (TLB shootdowns it received), paid at its next step.
+    pub cpu_irq_ns: Vec<u64>,
+    lru_add_pending: Vec<u32>,
+}
+
+impl Kernel {
+    pub fn new(scenario: &Scenario) -> Kernel {
+        let mut cost = CostModel::profile(&scenario.machine.cost_profile).expect("validated cost profile");
+        for (name, value) in &scenario.costs {
+            assert!(cost.set(name, value.round() as u64), "validated cost name {name}");
+        }
+        let ncpus = scenario.machine.cpus as usize;
+        let nr_pages = scenario.machine.memory.pages() as u32;
+        let mut memcgs = vec![MemCgroup::new("/".into(), None)];
+        for spec in &scenario.memcgs {
+            memcgs.push(MemCgroup::new(spec.name.clone(), spec.max.map(|b| b.pages())));
+        }
+        let allocator = scenario.kernel.swap_allocator();
+        let mut specs: Vec<_> = scenario.machine.swap_devices.iter().collect();
+        // swap_avail order: highest priority first; ties keep swapon order.
+        specs.sort_by_key(|s| std::cmp::Reverse(s.priority));
+        let devices = specs
+            .iter()
+            .enumerate()
+            .map(|(id, spec)| {
+                let bdev = BlockDevice::new(spec);
+                let map = SwapMap::new(id, spec.size.pages(), bdev.solidstate(), bdev.synchronous_io());
+                let allocator = swap_alloc::new_allocator(allocator, &map, ncpus);
+                SwapInfo { prio: spec.priority, map, allocator, bdev }
+            })
+            .collect();
+        Kernel {
+            cost,
+            vmstat: VmStat::default(),
+            zone: Zone::new(nr_pages, ncpus),
+            folios: FolioTable::new(nr_pages),
+            mms: Vec::new(),
+            memcgs,
+            swap: Swap { devices, slot_cache: vec![Vec::new(); ncpus], slot_cache_active: false, ncpus },
+            thp_orders: scenario.sysfs.orders_enabled(false),
+            thp_orders_madvised: scenario.sysfs.orders_enabled(true),
+            cpu_mm: vec![NIL; ncpus],
+            cpu_irq_ns: vec![0; ncpus],
+            lru_add_pending: vec![0; ncpus],
+        }
+    }
+
+    pub fn memcg_id(&self, name: Option<&str>) -> u16 {
+        match name {
+            None => memcontrol::ROOT_MEMCG,
+            Some(n) => self.memcgs.iter().position(|m| m.name == n).expect("validated memcg name") as u16,
+        }
+    }
+
+    pub fn new_mm(&mut self, memcg: u16) -> u32 {
+        self.mms.push(MmStruct::new(memcg, self.cpu_mm.len()));
+        (self.mms.len() - 1) as u32
+    }
+
+    /// folio_add_lru: onto the memcg's inactive list; lru_lock taken once per batch.
+    pub fn folio_add_lru(&mut self, ctx: &mut Ctx, pfn: u32) {
+        let memcg = self.folios.memcg[pfn as usize] as usize;
+        self.memcgs[memcg].lruvec.add_folio(&mut self.folios, pfn);
+        let pending = &mut self.lru_add_pending[ctx.cpu];
+        *pending += 1;
+        if *pending == LRU_ADD_BATCH {
+            *pending = 0;
+            self.memcgs[memcg].lruvec.lru_lock.hold(ctx, self.cost.lru_move_ns * LRU_ADD_BATCH as u64);
+        }
+    }
+
+    /// The last reference to a folio is gone: off the LRU, uncharged, back to the buddy lists.
+    pub fn folio_free(&mut self, ctx: &mut Ctx, pfn: u32) {
+        let f = &mut self.folios;
+        assert!(f.test(pfn, flags::ALLOCATED), "free of pfn {pfn} that heads no folio");
+        assert!(!f.test(pfn, flags::SWAPCACHE), "free of folio {pfn} still in the swap cache");
+        assert_eq!(f.mapcount[pfn as usize], 0, "free of mapped folio {pfn}");
+        let memcg = f.memcg[pfn as usize] as usize;
+        let order = f.order[pfn as usize] as u32;
+        if f.test(pfn, flags::LRU) {
+            self.memcgs[memcg].lruvec.del_folio(f, pfn);
+        }
+        self.memcgs[memcg].uncharge(1 << order);
+        f.release(pfn);
+        self.zone.free(ctx, pfn, order);
+        ctx.spend(self.cost.folio_free_ns + self.cost.page_free_ns * (1u64 << order));
+    }
+
+    pub fn memory_bytes(&self) -> u64 {
+        self.zone.nr_pages as u64 * PAGE_SIZE
+    }
+}

@@ -1,0 +1,41 @@
+//! Reverse mapping: find and clear the PTEs that map a folio (mm/rmap.c try_to_unmap_one for an
+//! anonymous folio in the swap cache: each PTE becomes a swap PTE holding one slot reference).
+
+use super::folio::{flags, SwapEntry};
+use super::mmap::Pte;
+use super::tlb::TlbUnmapBatch;
+use super::vmstat::VmEvent;
+use super::Kernel;
+use crate::engine::Ctx;
+
+/// try_to_unmap(folio, TTU_BATCH_FLUSH [| TTU_SPLIT_HUGE_PMD]): replace every PTE mapping the
+/// folio with its swap entry and queue the TLB flush.
+pub fn try_to_unmap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, tlb: &mut TlbUnmapBatch) {
+    let f = &mut k.folios;
+    let (mm, vma, index) = (f.owner_mm[pfn as usize], f.owner_vma[pfn as usize], f.owner_index[pfn as usize]);
+    let entry = f.swap_entry(pfn);
+    let nr = f.nr_pages(pfn);
+    if f.test(pfn, flags::PMD_MAPPED) {
+        // TTU_SPLIT_HUGE_PMD: the PMD mapping is split to PTEs first.
+        f.clear(pfn, flags::PMD_MAPPED);
+        k.vmstat.count(VmEvent::ThpSplitPmd, 1);
+        ctx.spend(k.cost.pmd_split_ns);
+    }
+    let ptes = &mut k.mms[mm as usize].vma_mut(vma).ptes;
+    let mut unmapped = 0u32;
+    for i in 0..nr {
+        let slot = &mut ptes[(index + i) as usize];
+        if slot.is_present() && slot.pfn() == pfn + i {
+            *slot = Pte::swap(SwapEntry::new(entry.dev(), entry.offset() + i));
+            k.swap.swap_duplicate(SwapEntry::new(entry.dev(), entry.offset() + i));
+            unmapped += 1;
+        }
+    }
+    assert_eq!(unmapped as u16, f.mapcount[pfn as usize], "folio {pfn}: mapcount disagrees with its PTEs");
+    f.mapcount[pfn as usize] = 0;
+    let mm_struct = &mut k.mms[mm as usize];
+    mm_struct.rss_anon -= unmapped as u64;
+    mm_struct.swap_ents += unmapped as u64;
+    ctx.spend(k.cost.pte_unmap_ns * unmapped as u64);
+    tlb.add(mm, f.test(pfn, flags::DIRTY));
+}

@@ -1,0 +1,45 @@
+//! Swap slot allocator policies (the allocation half of mm/swapfile.c). The scenario's kernel
+//! profile picks one per device; nothing outside this module asks which one it is.
+
+pub mod cluster_freelist;
+pub mod legacy;
+pub mod percpu_order;
+
+use super::folio::SwapEntry;
+use super::swapfile::SwapMap;
+use crate::engine::cost::CostModel;
+use crate::engine::Ctx;
+use crate::scenario::SwapAllocatorKind;
+
+pub trait SwapAllocator {
+    fn name(&self) -> &'static str;
+
+    /// Does swap-out keep a folio of `order` whole (and try to allocate 2^order contiguous
+    /// slots)? false: reclaim splits it before allocating, as <= 6.9 does for every mTHP.
+    fn swapout_whole(&self, order: u32) -> bool;
+
+    /// Does order-0 allocation go through the per-CPU slot cache (mm/swap_slots.c)?
+    fn uses_slot_cache(&self) -> bool;
+
+    /// Swap PTEs zap frees per call: 1 = free_swap_and_cache() per PTE (<= 6.9), more =
+    /// free_swap_and_cache_nr() over a batch of contiguous entries (6.10+).
+    fn zap_batch(&self) -> u32;
+
+    /// Allocate up to `n` naturally aligned ranges of 2^order slots; push their first slots to
+    /// `out`. Takes si->lock itself, for as long as the policy holds it. Writes HAS_CACHE through
+    /// `map.take_range`.
+    fn alloc(&mut self, map: &mut SwapMap, ctx: &mut Ctx, cost: &CostModel, order: u32, n: usize, out: &mut Vec<SwapEntry>);
+
+    /// Slots [offset, offset + nr) reached swap_map 0 and are free again.
+    fn on_free(&mut self, map: &SwapMap, offset: u32, nr: u32);
+
+    /// Check the policy's own invariants (cluster counts, list membership) against the map.
+    fn check(&self, map: &SwapMap) -> Result<(), String>;
+}
+
+pub fn new_allocator(kind: SwapAllocatorKind, map: &SwapMap, ncpus: usize) -> Box<dyn SwapAllocator> {
+    match kind {
+        SwapAllocatorKind::Legacy => Box::new(legacy::Legacy::new(map, ncpus)),
+        SwapAllocatorKind::PercpuOrder => Box::new(percpu_order::PercpuOrder::new(map, ncpus)),
+    }
+}

@@ -1,0 +1,46 @@
+//! Ryan Roberts' v4 allocator (6.10): every order up to PMD uses the per-CPU cluster scanner with
+//! its own per-order next offset, so an mTHP is stored whole whenever an aligned free range is
+//! reachable; otherwise allocation fails and reclaim splits (swpout_fallback). Zap frees runs of
+//! contiguous swap PTEs together (free_swap_and_cache_nr).
+
+use super::cluster_freelist::ClusterFreelist;
+use super::SwapAllocator;
+use crate::engine::cost::CostModel;
+use crate::engine::Ctx;
+use crate::mm::folio::SwapEntry;
+use crate::mm::swapfile::{SwapMap, SWAPFILE_CLUSTER};
+use crate::scenario::PMD_ORDER;
+
+pub struct PercpuOrder {
+    clusters: ClusterFreelist,
+}
+
+impl PercpuOrder {
+    pub fn new(map: &SwapMap, ncpus: usize) -> PercpuOrder {
+        PercpuOrder { clusters: ClusterFreelist::new(map, ncpus) }
+    }
+}
+
+impl SwapAllocator for PercpuOrder {
+    fn name(&self) -> &'static str {
+        "percpu-order"
+    }
+    fn swapout_whole(&self, order: u32) -> bool {
+        order <= PMD_ORDER
+    }
+    fn uses_slot_cache(&self) -> bool {
+        true
+    }
+    fn zap_batch(&self) -> u32 {
+        SWAPFILE_CLUSTER
+    }
+    fn alloc(&mut self, map: &mut SwapMap, ctx: &mut Ctx, cost: &CostModel, order: u32, n: usize, out: &mut Vec<SwapEntry>) {
+        self.clusters.alloc(map, ctx, cost, order, n, out)
+    }
+    fn on_free(&mut self, _map: &SwapMap, offset: u32, nr: u32) {
+        self.clusters.on_free(offset, nr)
+    }
+    fn check(&self, map: &SwapMap) -> Result<(), String> {
+        self.clusters.check(map)
+    }
+}

@@ -1,0 +1,290 @@
+//! Swap devices: swap_map reference counts, the swap cache's slot -> folio map, device selection
+//! and the slot (de)allocation entry points (mm/swapfile.c, mm/swap_state.c). Which slots a
+//! request gets is the allocator policy's business (mm/swap_alloc/).
+
+use super::folio::{SwapEntry, NIL};
+use super::swap_alloc::SwapAllocator;
+use crate::engine::cost::CostModel;
+use crate::engine::lock::SimLock;
+use crate::engine::Ctx;
+use crate::hw::blockdev::BlockDevice;
+use crate::scenario::PMD_ORDER;
+
+/// SWAPFILE_CLUSTER: slots per cluster, = pages per PMD.
+pub const SWAPFILE_CLUSTER: u32 = 1 << PMD_ORDER;
+pub const MAX_SWAPFILES: usize = 16;
+/// SWAP_BATCH: entries one get_swap_pages() call hands the slot cache.
+pub const SWAP_BATCH: usize = 64;
+/// swap_map: a folio for this slot is in (or entering) the swap cache.
+pub const SWAP_HAS_CACHE: u8 = 0x40;
+pub const SWAP_MAP_BAD: u8 = 0x3f;
+pub const SWAP_MAP_MAX: u8 = 0x3e;
+
+#[inline]
+pub fn swap_count(byte: u8) -> u8 {
+    byte & !SWAP_HAS_CACHE
+}
+
+/// What every allocator policy shares about one device: the map and its locks.
+pub struct SwapMap {
+    pub id: usize,
+    /// Slots including the header (slot 0) and the unusable tail of the last cluster.
+    pub max: u32,
+    /// Usable slots.
+    pub pages: u32,
+    pub inuse_pages: u32,
+    pub swap_map: Vec<u8>,
+    /// Swap cache: slot -> head pfn of the folio, NIL when none (the xarray of swap_state.c).
+    pub swap_cache: Vec<u32>,
+    /// Non-rotational (SWP_SOLIDSTATE).
+    pub solidstate: bool,
+    /// SWP_SYNCHRONOUS_IO (brd, zram).
+    pub synchronous_io: bool,
+    /// si->lock
+    pub lock: SimLock,
+}
+
+impl SwapMap {
+    pub fn new(id: usize, size_pages: u64, solidstate: bool, synchronous_io: bool) -> SwapMap {
+        let clusters = size_pages.div_ceil(SWAPFILE_CLUSTER as u64) as u32;
+        let max = size_pages as u32;
+        let total = clusters * SWAPFILE_CLUSTER;
+        let mut swap_map = vec![0u8; total as usize];
+        // Slot 0 holds the swap header; the tail past `max` does not exist.
+        swap_map[0] = SWAP_MAP_BAD;
+        for b in &mut swap_map[max as usize..] {
+            *b = SWAP_MAP_BAD;
+        }
+        SwapMap {
+            id,
+            max,
+            pages: max - 1,
+            inuse_pages: 0,
+            swap_map,
+            swap_cache: vec![NIL; total as usize],
+            solidstate,
+            synchronous_io,
+            lock: SimLock::new("si->lock"),
+        }
+    }
+
+    pub fn nr_slots(&self) -> u32 {
+        self.swap_map.len() as u32
+    }
+
+    pub fn nr_clusters(&self) -> u32 {
+        self.nr_slots() / SWAPFILE_CLUSTER
+    }
+
+    pub fn free_pages(&self) -> u32 {
+        self.pages - self.inuse_pages
+    }
+
+    /// Are all `nr` slots from `offset` free (swap_map 0)?
+    #[inline]
+    pub fn range_free(&self, offset: u32, nr: u32) -> bool {
+        self.swap_map[offset as usize..(offset + nr) as usize].iter().all(|&b| b == 0)
+    }
+
+    /// Mark a range allocated: HAS_CACHE with no count (the folio is about to enter the cache).
+    pub fn take_range(&mut self, offset: u32, nr: u32) {
+        for b in &mut self.swap_map[offset as usize..(offset + nr) as usize] {
+            assert_eq!(*b, 0, "swap slot {offset}+ allocated while in use");
+            *b = SWAP_HAS_CACHE;
+        }
+        self.inuse_pages += nr;
+    }
+}
+
+/// One swap device: the shared map, its allocator policy, and the block device behind it.
+pub struct SwapInfo {
+    pub prio: i32,
+    pub map: SwapMap,
+    pub allocator: Box<dyn SwapAllocator>,
+    pub bdev: BlockDevice,
+}
+
+/// All swap devices plus the per-CPU order-0 slot cache (mm/swap_slots.c).
+pub struct Swap {
+    /// Sorted by priority, highest first (the swap_avail list order).
+    pub devices: Vec<SwapInfo>,
+    /// Per CPU: allocated order-0 entries not yet handed to a folio.
+    pub slot_cache: Vec<Vec<SwapEntry>>,
+    pub slot_cache_active: bool,
+    pub ncpus: usize,
+}
+
+impl Swap {
+    pub fn nr_swap_pages(&self) -> u64 {
+        self.devices.iter().map(|d| d.map.free_pages() as u64).sum()
+    }
+
+    pub fn total_swap_pages(&self) -> u64 {
+        self.devices.iter().map(|d| d.map.pages as u64).sum()
+    }
+
+    /// vm_swap_full(): more than half of all swap in use.
+    pub fn vm_swap_full(&self) -> bool {
+        self.nr_swap_pages() * 2 < self.total_swap_pages()
+    }
+
+    /// Would a folio of `order` be swapped out whole by the first device's allocator? (A device
+    /// whose policy never stores this order makes reclaim split the folio up front.)
+    pub fn swapout_whole(&self, order: u32) -> bool {
+        self.devices.first().is_some_and(|d| d.allocator.swapout_whole(order))
+    }
+
+    /// folio_alloc_swap / get_swap_pages: slots for a folio of `order`. Order 0 goes through the
+    /// per-CPU slot cache where the policy has one; a large order tries only the first device.
+    pub fn alloc(&mut self, ctx: &mut Ctx, cost: &CostModel, order: u32) -> Option<SwapEntry> {
+        if order == 0 && self.devices.first().is_some_and(|d| d.allocator.uses_slot_cache()) {
+            self.update_slot_cache_active();
+            if self.slot_cache_active {
+                if self.slot_cache[ctx.cpu].is_empty() {
+                    let mut batch = Vec::with_capacity(SWAP_BATCH);
+                    self.get_swap_pages(ctx, cost, 0, SWAP_BATCH, &mut batch);
+                    batch.reverse();
+                    self.slot_cache[ctx.cpu] = batch;
+                }
+                if let Some(e) = self.slot_cache[ctx.cpu].pop() {
+                    return Some(e);
+                }
+            }
+        }
+        let mut out = Vec::with_capacity(1);
+        self.get_swap_pages(ctx, cost, order, 1, &mut out);
+        out.pop()
+    }
+
+    /// Allocate up to `n` ranges of 2^order slots, walking devices by priority.
+    fn get_swap_pages(&mut self, ctx: &mut Ctx, cost: &CostModel, order: u32, n: usize, out: &mut Vec<SwapEntry>) {
+        for dev in self.devices.iter_mut() {
+            if dev.map.free_pages() >= 1 << order {
+                dev.allocator.alloc(&mut dev.map, ctx, cost, order, n - out.len(), out);
+            }
+            if out.len() == n || order > 0 {
+                return;
+            }
+        }
+    }
+
+    /// The slot cache works only while free swap is plentiful (swap_slots.c thresholds).
+    fn update_slot_cache_active(&mut self) {
+        let free = self.nr_swap_pages();
+        let per_cpus = (SWAP_BATCH * self.ncpus) as u64;
+        if self.slot_cache_active && free < 2 * per_cpus {
+            self.slot_cache_active = false;
+            let cached: Vec<SwapEntry> = self.slot_cache.iter_mut().flat_map(|c| c.drain(..)).collect();
+            for e in cached {
+                self.clear_cache_flag(e, 1);
+            }
+        } else if !self.slot_cache_active && free > 5 * per_cpus {
+            self.slot_cache_active = true;
+        }
+    }
+
+    /// add_to_swap_cache: the folio at `pfn` now owns slots [entry, entry + nr).
+    pub fn add_to_swap_cache(&mut self, ctx: &mut Ctx, cost: &CostModel, entry: SwapEntry, nr: u32, pfn: u32) {
+        let map = &mut self.devices[entry.dev()].map;
+        for slot in entry.offset()..entry.offset() + nr {
+            debug_assert_eq!(map.swap_map[slot as usize], SWAP_HAS_CACHE);
+            map.swap_cache[slot as usize] = pfn;
+        }
+        ctx.spend(cost.swap_map_update_ns * nr as u64);
+    }
+
+    /// Swap cache lookup (filemap_get_folio on the swap address space).
+    pub fn lookup(&self, entry: SwapEntry) -> Option<u32> {
+        let pfn = self.devices[entry.dev()].map.swap_cache[entry.offset() as usize];
+        (pfn != NIL).then_some(pfn)
+    }
+
+    /// swap_duplicate: a PTE now refers to this slot.
+    pub fn swap_duplicate(&mut self, entry: SwapEntry) {
+        let b = &mut self.devices[entry.dev()].map.swap_map[entry.offset() as usize];
+        assert!(*b != 0 && swap_count(*b) < SWAP_MAP_MAX, "swap_duplicate on slot {:?} with map {b:#x}", entry);
+        *b += 1;
+    }
+
+    /// delete_from_swap_cache + put_swap_folio: the folio leaves the cache; slots with no PTE
+    /// reference left are freed (all together when the whole range is cache-only).
+    pub fn delete_from_swap_cache(&mut self, ctx: &mut Ctx, cost: &CostModel, entry: SwapEntry, nr: u32) {
+        let map = &mut self.devices[entry.dev()].map;
+        for slot in entry.offset()..entry.offset() + nr {
+            map.swap_cache[slot as usize] = NIL;
+        }
+        ctx.spend(cost.swap_map_update_ns * nr as u64);
+        self.clear_cache_flag(entry, nr);
+        // Freeing slots updates the cluster under si->lock.
+        let dev = &mut self.devices[entry.dev()];
+        dev.map.lock.hold(ctx, cost.swap_map_update_ns * nr as u64);
+    }
+
+    /// Clear HAS_CACHE over a range; slots reaching 0 go back to the allocator in runs.
+    fn clear_cache_flag(&mut self, entry: SwapEntry, nr: u32) {
+        let dev = &mut self.devices[entry.dev()];
+        let mut run_start = None;
+        for slot in entry.offset()..=entry.offset() + nr {
+            let freed = slot < entry.offset() + nr && {
+                let b = &mut dev.map.swap_map[slot as usize];
+                assert!(*b & SWAP_HAS_CACHE != 0, "slot {slot} of dev {} leaves the swap cache without HAS_CACHE", entry.dev());
+                *b &= !SWAP_HAS_CACHE;
+                *b == 0
+            };
+            match (freed, run_start) {
+                (true, None) => run_start = Some(slot),
+                (false, Some(start)) => {
+                    release_range(dev, start, slot - start);
+                    run_start = None;
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// Drop one PTE reference from each of `nr` slots (swap_free_nr / the first half of
+    /// free_swap_and_cache_nr). Returns the pfns of swap-cache folios left with no reference
+    /// (cache-only), for the caller to try to reclaim.
+    pub fn put_refs(&mut self, ctx: &mut Ctx, cost: &CostModel, entry: SwapEntry, nr: u32) -> Vec<u32> {
+        let dev = &mut self.devices[entry.dev()];
+        let mut cache_only = Vec::new();
+        let mut run_start = None;
+        for slot in entry.offset()..=entry.offset() + nr {
+            let freed = slot < entry.offset() + nr && {
+                let b = &mut dev.map.swap_map[slot as usize];
+                assert!(swap_count(*b) > 0, "swap_free on slot {slot} of dev {} with count 0", entry.dev());
+                *b -= 1;
+                if *b == SWAP_HAS_CACHE {
+                    let pfn = dev.map.swap_cache[slot as usize];
+                    if pfn != NIL && cache_only.last() != Some(&pfn) {
+                        cache_only.push(pfn);
+                    }
+                }
+                *b == 0
+            };
+            match (freed, run_start) {
+                (true, None) => run_start = Some(slot),
+                (false, Some(start)) => {
+                    release_range(dev, start, slot - start);
+                    run_start = None;
+                }
+                _ => {}
+            }
+        }
+        // The count drops take the cluster lock per slot; the frees take si->lock once.
+        ctx.spend(cost.swap_map_update_ns * nr as u64);
+        dev.map.lock.hold(ctx, cost.swap_map_update_ns);
+        cache_only
+    }
+
+    /// Max swap PTEs zap hands to one free_swap_and_cache_nr() call under this policy.
+    pub fn zap_batch(&self) -> u32 {
+        self.devices.first().map_or(1, |d| d.allocator.zap_batch())
+    }
+}
+
+/// swap_range_free: slots [offset, offset + nr) are free again.
+fn release_range(dev: &mut SwapInfo, offset: u32, nr: u32) {
+    dev.map.inuse_pages -= nr;
+    dev.allocator.on_free(&dev.map, offset, nr);
+}

@@ -1,0 +1,235 @@
+//! Reclaim (mm/vmscan.c): memcg direct reclaim over the anon LRU lists and shrink_folio_list's
+//! swap-out of each isolated folio.
+
+use super::folio::flags;
+use super::huge_memory::split_folio;
+use super::memcontrol::ROOT_MEMCG;
+use super::page_io::swap_writepage;
+use super::rmap::try_to_unmap;
+use super::tlb::TlbUnmapBatch;
+use super::vmstat::{MthpStat, VmEvent};
+use super::Kernel;
+use crate::engine::Ctx;
+use crate::scenario::PMD_ORDER;
+use std::collections::VecDeque;
+
+/// SWAP_CLUSTER_MAX: pages isolated per batch, and the least a reclaim call aims for.
+pub const SWAP_CLUSTER_MAX: u64 = 32;
+const DEF_PRIORITY: u32 = 12;
+
+/// What shrink_folio_list did with its list.
+#[derive(Default)]
+pub struct ShrinkResult {
+    pub nr_reclaimed: u64,
+    /// Folios to put back on the LRU, and whether they go to the active list.
+    pub putback: Vec<(u32, bool)>,
+}
+
+/// try_to_free_mem_cgroup_pages: reclaim at least max(nr_pages, SWAP_CLUSTER_MAX) pages from
+/// the memcg, raising scan pressure (lowering priority) until done. Returns pages reclaimed.
+pub fn try_to_free_mem_cgroup_pages(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_pages: u64) -> u64 {
+    let nr_to_reclaim = nr_pages.max(SWAP_CLUSTER_MAX);
+    let mut reclaimed = 0;
+    for priority in (0..=DEF_PRIORITY).rev() {
+        reclaimed += shrink_lruvec(k, ctx, memcg, nr_to_reclaim - reclaimed, priority);
+        if reclaimed >= nr_to_reclaim {
+            break;
+        }
+    }
+    reclaimed
+}
+
+/// try_to_free_pages: global direct reclaim when the zone has no free page (every memcg).
+pub fn try_to_free_pages(k: &mut Kernel, ctx: &mut Ctx, nr_pages: u64) -> u64 {
+    k.vmstat.count(VmEvent::Allocstall, 1);
+    let nr_to_reclaim = nr_pages.max(SWAP_CLUSTER_MAX);
+    let mut reclaimed = 0;
+    for priority in (0..=DEF_PRIORITY).rev() {
+        for memcg in ROOT_MEMCG..k.memcgs.len() as u16 {
+            reclaimed += shrink_lruvec(k, ctx, memcg, nr_to_reclaim.saturating_sub(reclaimed).max(1), priority);
+            if reclaimed >= nr_to_reclaim {
+                return reclaimed;
+            }
+        }
+    }
+    reclaimed
+}
+
+/// inactive_is_low for anon: inactive * int_sqrt(10 * size in GiB) < active.
+fn inactive_is_low(k: &Kernel, memcg: u16) -> bool {
+    let lv = &k.memcgs[memcg as usize].lruvec;
+    let (inactive, active) = (lv.inactive_anon.nr_pages, lv.active_anon.nr_pages);
+    let gib = (inactive + active) >> (30 - 12);
+    let ratio = if gib > 0 { (10 * gib).isqrt() } else { 1 };
+    inactive * ratio < active
+}
+
+/// shrink_lruvec: scan lru_size >> priority pages of each anon list in SWAP_CLUSTER_MAX chunks,
+/// deactivating only when the inactive list is low; stop once `nr_to_reclaim` is met.
+fn shrink_lruvec(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_to_reclaim: u64, priority: u32) -> u64 {
+    let lv = &k.memcgs[memcg as usize].lruvec;
+    let mut nr_inactive = lv.inactive_anon.nr_pages >> priority;
+    let mut nr_active = lv.active_anon.nr_pages >> priority;
+    let may_deactivate = inactive_is_low(k, memcg);
+    let mut reclaimed = 0;
+    while nr_inactive > 0 || nr_active > 0 {
+        if nr_inactive > 0 {
+            let n = nr_inactive.min(SWAP_CLUSTER_MAX);
+            nr_inactive -= n;
+            reclaimed += shrink_inactive_list(k, ctx, memcg, n);
+        }
+        if nr_active > 0 {
+            let n = nr_active.min(SWAP_CLUSTER_MAX);
+            nr_active -= n;
+            if may_deactivate {
+                shrink_active_list(k, ctx, memcg, n);
+            }
+        }
+        if reclaimed >= nr_to_reclaim {
+            break;
+        }
+    }
+    reclaimed
+}
+
+/// shrink_active_list: move `nr_to_scan` pages' worth of folios from the active tail to the
+/// inactive head, clearing their referenced state (anon folios are deactivated regardless).
+fn shrink_active_list(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_to_scan: u64) {
+    let mut scanned = 0;
+    let mut moved = 0u64;
+    while scanned < nr_to_scan {
+        let lv = &mut k.memcgs[memcg as usize].lruvec;
+        let Some(pfn) = lv.active_anon.tail() else { break };
+        lv.active_anon.remove(&mut k.folios, pfn);
+        k.folios.clear(pfn, flags::ACTIVE | flags::REFERENCED);
+        lv.inactive_anon.add_head(&mut k.folios, pfn);
+        let nr = k.folios.nr_pages(pfn) as u64;
+        scanned += nr;
+        moved += 1;
+        k.vmstat.count(VmEvent::Pgdeactivate, nr);
+    }
+    ctx.spend(k.cost.folio_referenced_ns * moved);
+    k.memcgs[memcg as usize].lruvec.lru_lock.hold(ctx, k.cost.lru_move_ns * moved);
+}
+
+/// shrink_inactive_list: isolate from the inactive tail, shrink, put back what stays.
+fn shrink_inactive_list(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_to_scan: u64) -> u64 {
+    let mut list = Vec::new();
+    let mut scanned = 0;
+    while scanned < nr_to_scan {
+        let lv = &mut k.memcgs[memcg as usize].lruvec;
+        let Some(pfn) = lv.inactive_anon.tail() else { break };
+        lv.del_folio(&mut k.folios, pfn);
+        scanned += k.folios.nr_pages(pfn) as u64;
+        list.push(pfn);
+    }
+    if list.is_empty() {
+        return 0;
+    }
+    k.memcgs[memcg as usize].lruvec.lru_lock.hold(ctx, k.cost.lru_move_ns * list.len() as u64);
+    k.vmstat.count(VmEvent::PgscanDirect, scanned);
+    let result = shrink_folio_list(k, ctx, list, false);
+    k.vmstat.count(VmEvent::PgstealDirect, result.nr_reclaimed);
+    putback_folios(k, ctx, &result.putback);
+    result.nr_reclaimed
+}
+
+/// move_folios_to_lru: return kept folios to their memcg's lists.
+pub fn putback_folios(k: &mut Kernel, ctx: &mut Ctx, putback: &[(u32, bool)]) {
+    for &(pfn, active) in putback {
+        let memcg = k.folios.memcg[pfn as usize] as usize;
+        let lv = &mut k.memcgs[memcg].lruvec;
+        k.folios.set(pfn, flags::LRU);
+        if active {
+            k.folios.set(pfn, flags::ACTIVE);
+            lv.active_anon.add_head(&mut k.folios, pfn);
+            k.vmstat.count(VmEvent::Pgactivate, k.folios.nr_pages(pfn) as u64);
+        } else {
+            k.folios.clear(pfn, flags::ACTIVE);
+            lv.inactive_anon.add_head(&mut k.folios, pfn);
+        }
+        lv.lru_lock.hold(ctx, k.cost.lru_move_ns);
+    }
+}
+
+/// shrink_folio_list for isolated anonymous folios (spec-swap.md §8). `ignore_references` is
+/// MADV_PAGEOUT's reclaim_pages.
+pub fn shrink_folio_list(k: &mut Kernel, ctx: &mut Ctx, folios: Vec<u32>, ignore_references: bool) -> ShrinkResult {
+    let mut list: VecDeque<u32> = folios.into();
+    let mut tlb = TlbUnmapBatch::default();
+    let mut result = ShrinkResult::default();
+    while let Some(pfn) = list.pop_front() {
+        let f = &mut k.folios;
+        if f.test(pfn, flags::WRITEBACK) {
+            if f.writeback_done_ns[pfn as usize] > ctx.now_ns {
+                result.putback.push((pfn, false));
+                continue;
+            }
+            f.clear(pfn, flags::WRITEBACK);
+        }
+        if !ignore_references {
+            // folio_check_references: a young anon folio is activated.
+            ctx.spend(k.cost.folio_referenced_ns);
+            if f.test(pfn, flags::REFERENCED) {
+                f.clear(pfn, flags::REFERENCED);
+                result.putback.push((pfn, true));
+                continue;
+            }
+        }
+        if !f.test(pfn, flags::SWAPCACHE) && !add_to_swap(k, ctx, pfn, &mut list) {
+            // activate_locked_split: no slot even for order 0.
+            result.putback.push((pfn, true));
+            continue;
+        }
+        ctx.spend(k.cost.shrink_folio_ns);
+        if k.folios.mapcount[pfn as usize] > 0 {
+            try_to_unmap(k, ctx, pfn, &mut tlb);
+        }
+        if k.folios.test(pfn, flags::DIRTY) {
+            tlb.flush_dirty(k, ctx);
+            swap_writepage(k, ctx, pfn);
+            if k.folios.test(pfn, flags::WRITEBACK) {
+                result.putback.push((pfn, false));
+                continue;
+            }
+        }
+        // __remove_mapping: clean, unmapped, in the swap cache: drop it and free the folio.
+        let entry = k.folios.swap_entry(pfn);
+        let nr = k.folios.nr_pages(pfn);
+        k.swap.delete_from_swap_cache(ctx, &k.cost, entry, nr);
+        k.folios.clear(pfn, flags::SWAPCACHE);
+        k.folio_free(ctx, pfn);
+        result.nr_reclaimed += nr as u64;
+    }
+    tlb.flush(k, ctx);
+    result
+}
+
+/// add_to_swap with the large-folio rules of §8: split first if the policy never stores this
+/// order whole or the folio is partially mapped; on allocation failure split and retry order 0
+/// (counting the fallback). Returns false if not even an order-0 slot was found.
+fn add_to_swap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: &mut VecDeque<u32>) -> bool {
+    let order = k.folios.order[pfn as usize] as u32;
+    if order > 0 {
+        let partially_mapped = (k.folios.mapcount[pfn as usize] as u32) < (1 << order);
+        if partially_mapped || !k.swap.swapout_whole(order) {
+            split_folio(k, ctx, pfn, Some(list));
+        }
+    }
+    let order = k.folios.order[pfn as usize] as u32;
+    let mut entry = k.swap.alloc(ctx, &k.cost, order);
+    if entry.is_none() && order > 0 {
+        split_folio(k, ctx, pfn, Some(list));
+        if order >= PMD_ORDER {
+            k.vmstat.count(VmEvent::ThpSwpoutFallback, 1);
+        }
+        k.vmstat.count_mthp(order, MthpStat::SwpoutFallback);
+        entry = k.swap.alloc(ctx, &k.cost, 0);
+    }
+    let Some(entry) = entry else { return false };
+    let nr = k.folios.nr_pages(pfn);
+    k.swap.add_to_swap_cache(ctx, &k.cost, entry, nr, pfn);
+    k.folios.set(pfn, flags::SWAPCACHE | flags::DIRTY);
+    k.folios.swap[pfn as usize] = entry.raw();
+    true
+}

@@ -1,0 +1,139 @@
+//! Event counters, declared once and printed under the kernel's names: /proc/vmstat
+//! (include/linux/vm_event_item.h) and the per-size mTHP stats
+//! (/sys/kernel/mm/transparent_hugepage/hugepages-<size>kB/stats/*, include/linux/huge_mm.h).
+
+use crate::scenario::{PAGE_SIZE, PMD_ORDER};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+macro_rules! counter_enum {
+    ($vis:vis enum $ty:ident { $( $variant:ident => $name:literal, )* }) => {
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        $vis enum $ty { $( $variant, )* }
+        impl $ty {
+            pub const ALL: &'static [$ty] = &[ $( $ty::$variant, )* ];
+            pub const COUNT: usize = [$( $ty::$variant, )*].len();
+            pub fn name(self) -> &'static str {
+                match self { $( $ty::$variant => $name, )* }
+            }
+        }
+    };
+}
+
+counter_enum! {
+    pub enum VmEvent {
+        Pgfault => "pgfault",
+        Pgmajfault => "pgmajfault",
+        Pswpin => "pswpin",
+        Pswpout => "pswpout",
+        PgscanDirect => "pgscan_direct",
+        PgstealDirect => "pgsteal_direct",
+        Pgactivate => "pgactivate",
+        Pgdeactivate => "pgdeactivate",
+        Allocstall => "allocstall_movable",
+        ThpFaultAlloc => "thp_fault_alloc",
+        ThpFaultFallback => "thp_fault_fallback",
+        ThpFaultFallbackCharge => "thp_fault_fallback_charge",
+        ThpSplitPage => "thp_split_page",
+        ThpSplitPageFailed => "thp_split_page_failed",
+        ThpSplitPmd => "thp_split_pmd",
+        ThpSwpout => "thp_swpout",
+        ThpSwpoutFallback => "thp_swpout_fallback",
+        NrTlbRemoteFlush => "nr_tlb_remote_flush",
+        NrTlbRemoteFlushReceived => "nr_tlb_remote_flush_received",
+        NrTlbLocalFlushAll => "nr_tlb_local_flush_all",
+        OomKill => "oom_kill",
+    }
+}
+
+counter_enum! {
+    pub enum MthpStat {
+        AnonFaultAlloc => "anon_fault_alloc",
+        AnonFaultFallback => "anon_fault_fallback",
+        AnonFaultFallbackCharge => "anon_fault_fallback_charge",
+        Swpout => "swpout",
+        SwpoutFallback => "swpout_fallback",
+        Swpin => "swpin",
+        Split => "split",
+        SplitFailed => "split_failed",
+    }
+}
+
+/// The per-size directory name, e.g. order 4 -> "hugepages-64kB".
+pub fn hugepages_dir(order: u32) -> String {
+    format!("hugepages-{}kB", (PAGE_SIZE << order) / 1024)
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VmStat {
+    events: [u64; VmEvent::COUNT],
+    /// Indexed by order; order 0 is never counted (as in the kernel).
+    mthp: [[u64; MthpStat::COUNT]; PMD_ORDER as usize + 1],
+}
+
+impl Default for VmStat {
+    fn default() -> Self {
+        VmStat { events: [0; VmEvent::COUNT], mthp: [[0; MthpStat::COUNT]; PMD_ORDER as usize + 1] }
+    }
+}
+
+impl VmStat {
+    #[inline]
+    pub fn count(&mut self, event: VmEvent, delta: u64) {
+        self.events[event as usize] += delta;
+    }
+
+    #[inline]
+    pub fn count_mthp(&mut self, order: u32, stat: MthpStat) {
+        if order > 0 {
+            self.mthp[order as usize][stat as usize] += 1;
+        }
+    }
+
+    pub fn get(&self, event: VmEvent) -> u64 {
+        self.events[event as usize]
+    }
+
+    pub fn get_mthp(&self, order: u32, stat: MthpStat) -> u64 {
+        self.mthp[order as usize][stat as usize]
+    }
+
+    /// Every counter under its kernel path: vmstat names bare, per-size as
+    /// `hugepages-64kB/stats/swpout`. Sorted, so output order never depends on anything else.
+    pub fn to_map(&self) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        for e in VmEvent::ALL {
+            out.insert(e.name().to_string(), self.get(*e));
+        }
+        for order in 1..=PMD_ORDER {
+            for s in MthpStat::ALL {
+                out.insert(format!("{}/stats/{}", hugepages_dir(order), s.name()), self.get_mthp(order, *s));
+            }
+        }
+        out
+    }
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Counter {
+    pub name: String,
+    pub value: u64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_the_kernel() {
+        let mut v = VmStat::default();
+        v.count(VmEvent::Pswpout, 16);
+        v.count_mthp(4, MthpStat::Swpout);
+        v.count_mthp(0, MthpStat::Swpout);
+        let m = v.to_map();
+        assert_eq!(m["pswpout"], 16);
+        assert_eq!(m["hugepages-64kB/stats/swpout"], 1);
+        assert_eq!(m["hugepages-2048kB/stats/swpout"], 0);
+        assert!(!m.keys().any(|k| k.starts_with("hugepages-4kB")), "order 0 has no per-size stats");
+    }
+}

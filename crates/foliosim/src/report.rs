@@ -1,0 +1,85 @@
+//! What a run produces: kernel-named counters, workload results, lock contention, engine stats.
+//! Everything here is simulated; nothing depends on the wall clock, so the JSON of a scenario
+//! and seed is identical byte for byte on every run.
+
+use crate::engine::lock::LockStats;
+use crate::workload::WorkloadResult;
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LockReport {
+    /// Kernel name of the lock, e.g. `si->lock`.
+    pub name: String,
+    /// Which instance: a device, a memcg, the zone.
+    pub instance: String,
+    #[serde(flatten)]
+    pub stats: LockStats,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RunResult {
+    pub foliosim_version: String,
+    pub kernel: String,
+    pub swap_allocator: String,
+    pub seed: u64,
+    /// Simulated time from start until the last task exited.
+    pub simulated_ns: u64,
+    /// Engine steps (one fault with its reclaim, or one operation).
+    pub steps: u64,
+    /// /proc/vmstat and hugepages-*/stats/* deltas over the run, kernel names.
+    pub counters: BTreeMap<String, u64>,
+    pub workloads: Vec<WorkloadResult>,
+    /// Lock contention as `perf lock contention` would total it.
+    pub locks: Vec<LockReport>,
+    pub swap_devices: Vec<crate::hw::blockdev::BlockDevStats>,
+}
+
+impl RunResult {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("results always serialize")
+    }
+
+    pub fn counter(&self, name: &str) -> u64 {
+        *self.counters.get(name).unwrap_or_else(|| panic!("no counter named {name}"))
+    }
+
+    /// A human table: workloads, then non-zero counters, then contended locks.
+    pub fn to_table(&self) -> String {
+        let mut out = String::new();
+        out.push_str(&format!(
+            "kernel {}  swap_allocator {}  seed {}  simulated {:.3} s  steps {}\n",
+            self.kernel,
+            self.swap_allocator,
+            self.seed,
+            self.simulated_ns as f64 / 1e9,
+            self.steps
+        ));
+        for w in &self.workloads {
+            out.push_str(&format!(
+                "{:<10} tasks {:>5}  throughput {:>10.1} MiB/s  longest {:.3} s\n",
+                w.kind,
+                w.tasks,
+                w.throughput_bytes_per_s / (1 << 20) as f64,
+                w.elapsed_ns_max as f64 / 1e9
+            ));
+        }
+        out.push_str("\ncounter                                       value\n");
+        for (name, value) in self.counters.iter().filter(|(_, v)| **v != 0) {
+            out.push_str(&format!("{name:<40} {value:>12}\n"));
+        }
+        out.push_str("\nlock                    instance           acquired  contended  wait total ms  wait max us\n");
+        for l in &self.locks {
+            out.push_str(&format!(
+                "{:<23} {:<16} {:>10} {:>10} {:>14.3} {:>12.1}\n",
+                l.name,
+                l.instance,
+                l.stats.acquisitions,
+                l.stats.contended,
+                l.stats.wait_ns_total as f64 / 1e6,
+                l.stats.wait_ns_max as f64 / 1e3
+            ));
+        }
+        out
+    }
+}

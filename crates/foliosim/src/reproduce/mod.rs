@@ -1,0 +1,2 @@
+//! `foliosim reproduce <seed>`: run a seed document's experiment and print its table beside ours.
+pub mod seed000;

@@ -1,0 +1,190 @@
+//! Seed 000, "Swap-out mTHP without splitting" (Ryan Roberts v4): vm-scalability usemem, 70
+//! processes x 1 GiB in a 40 GiB memcg, 35 GiB RAM-disk swap, 8 CPUs; 4K / 64K / 2M folios;
+//! kernel 6.9 (split before swap-out) against 6.10 (whole). Throughput is relative to the
+//! 6.9 4K mean, as in the seed's table.
+
+use crate::scenario::{Bytes, Kernel, KernelVersion, Machine, MemcgSpec, Scenario, SwapDeviceKind, SwapDeviceSpec, Sysfs, WorkloadSpec};
+use crate::{run, RunResult, SimError};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+pub const SIZES: [&str; 3] = ["4K", "64K", "2M"];
+pub const KERNELS: [KernelVersion; 2] = [KernelVersion::V6_9, KernelVersion::V6_10];
+
+/// The seed's 24-run table (mean and std of throughput relative to base-4K, %), and the first
+/// 6-run means; keyed by (kernel, size).
+pub fn seed_table() -> BTreeMap<(&'static str, &'static str), (f64, f64, f64)> {
+    BTreeMap::from([
+        (("6.9", "4K"), (0.0, 3.2, 0.0)),
+        (("6.9", "64K"), (-9.1, 10.1, -14.6)),
+        (("6.9", "2M"), (88.9, 6.8, 87.4)),
+        (("6.10", "4K"), (0.5, 3.1, 1.4)),
+        (("6.10", "64K"), (44.7, 8.3, 44.2)),
+        (("6.10", "2M"), (93.3, 7.8, 97.7)),
+    ])
+}
+
+fn scaled(bytes: u64, scale: f64, floor: u64) -> Bytes {
+    let v = (bytes as f64 * scale) as u64;
+    // Keep sizes whole 2 MiB units so every folio size divides them.
+    Bytes((v.max(floor) >> 21 << 21).max(2 << 20))
+}
+
+/// The experiment's scenario for one kernel, folio size and seed. `scale` multiplies every size
+/// (memory per process, memcg limit, swap, machine memory).
+pub fn scenario(kernel: KernelVersion, size: &str, scale: f64, seed: u64) -> Scenario {
+    const GIB: u64 = 1 << 30;
+    Scenario {
+        seed,
+        machine: Machine {
+            cpus: 8,
+            // The seed's VM size is not given; 48 GiB keeps the 40 GiB memcg the binding limit.
+            memory: scaled(48 * GIB, scale, 64 << 20),
+            cost_profile: "vm-6.18-2cpu".into(),
+            swap_devices: vec![SwapDeviceSpec {
+                kind: SwapDeviceKind::Ramdisk,
+                size: scaled(35 * GIB, scale, 8 << 20),
+                priority: -2,
+                latency_ns: None,
+                bandwidth_bytes_per_s: None,
+            }],
+        },
+        kernel: Kernel { version: kernel, swap_allocator: None },
+        sysfs: Sysfs::only_size(size),
+        memcgs: vec![MemcgSpec { name: "usemem".into(), max: Some(scaled(40 * GIB, scale, 32 << 20)) }],
+        workloads: vec![WorkloadSpec::Usemem {
+            nproc: 70,
+            size: scaled(GIB, scale, 2 << 20),
+            memcg: Some("usemem".into()),
+            madv_hugepage: false,
+            pageout_after_write: false,
+        }],
+        costs: BTreeMap::new(),
+        check_invariants: false,
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub kernel: String,
+    pub size: String,
+    pub runs: u32,
+    pub throughput_mib_s: f64,
+    /// Mean and sample std of throughput relative to the 6.9 4K mean, %.
+    pub mean_rel_pct: f64,
+    pub std_rel_pct: f64,
+    pub seed_mean_rel_pct: f64,
+    pub seed_std_rel_pct: f64,
+    /// Counters, means over runs: the per-size ones for this size (0 for 4K).
+    pub swpout: f64,
+    pub swpout_fallback: f64,
+    pub split: f64,
+    pub pswpout: f64,
+    pub thp_swpout: f64,
+    pub nr_tlb_remote_flush: f64,
+    pub simulated_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub scale: f64,
+    pub seeds: u32,
+    pub rows: Vec<Row>,
+}
+
+/// Run every (kernel, size, seed); `progress(done, total)` after each run.
+pub fn reproduce(scale: f64, seeds: u32, check_invariants: bool, progress: &mut dyn FnMut(usize, usize)) -> Result<Report, SimError> {
+    let total = KERNELS.len() * SIZES.len() * seeds as usize;
+    let mut results: BTreeMap<(usize, usize), Vec<RunResult>> = BTreeMap::new();
+    let mut done = 0;
+    for (ki, &kernel) in KERNELS.iter().enumerate() {
+        for (si, size) in SIZES.iter().enumerate() {
+            for seed in 1..=seeds as u64 {
+                let mut s = scenario(kernel, size, scale, seed);
+                s.check_invariants = check_invariants;
+                results.entry((ki, si)).or_default().push(run(&s)?);
+                done += 1;
+                progress(done, total);
+            }
+        }
+    }
+    let throughput = |r: &RunResult| r.workloads[0].throughput_bytes_per_s;
+    let base = &results[&(0, 0)];
+    let base_mean = base.iter().map(throughput).sum::<f64>() / base.len() as f64;
+    let table = seed_table();
+    let mut rows = Vec::new();
+    for (&(ki, si), runs) in &results {
+        let kernel = KERNELS[ki].name();
+        let size = SIZES[si];
+        let rel: Vec<f64> = runs.iter().map(|r| 100.0 * (throughput(r) / base_mean - 1.0)).collect();
+        let (mean, std) = mean_std(&rel);
+        let order = Bytes::parse(size).unwrap().pages().trailing_zeros();
+        let per_size = |stat: &str| {
+            if order == 0 {
+                0.0
+            } else {
+                let name = format!("{}/stats/{stat}", crate::mm::vmstat::hugepages_dir(order));
+                runs.iter().map(|r| r.counter(&name) as f64).sum::<f64>() / runs.len() as f64
+            }
+        };
+        let avg = |name: &str| runs.iter().map(|r| r.counter(name) as f64).sum::<f64>() / runs.len() as f64;
+        let (seed_mean, seed_std, _) = table[&(kernel, size)];
+        rows.push(Row {
+            kernel: kernel.into(),
+            size: size.into(),
+            runs: runs.len() as u32,
+            throughput_mib_s: runs.iter().map(throughput).sum::<f64>() / runs.len() as f64 / (1 << 20) as f64,
+            mean_rel_pct: mean,
+            std_rel_pct: std,
+            seed_mean_rel_pct: seed_mean,
+            seed_std_rel_pct: seed_std,
+            swpout: per_size("swpout"),
+            swpout_fallback: per_size("swpout_fallback"),
+            split: per_size("split"),
+            pswpout: avg("pswpout"),
+            thp_swpout: avg("thp_swpout"),
+            nr_tlb_remote_flush: avg("nr_tlb_remote_flush"),
+            simulated_s: runs.iter().map(|r| r.simulated_ns as f64).sum::<f64>() / runs.len() as f64 / 1e9,
+        });
+    }
+    Ok(Report { scale, seeds, rows })
+}
+
+pub fn mean_std(values: &[f64]) -> (f64, f64) {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    let var = if values.len() > 1 { values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0) } else { 0.0 };
+    (mean, var.sqrt())
+}
+
+impl Report {
+    pub fn to_table(&self) -> String {
+        let mut out = format!(
+            "seed 000: usemem 70 procs, memcg 40G, ramdisk swap 35G, 8 CPUs (scale {}, {} seeds)\n\
+             throughput relative to the 6.9 4K mean; seed = Ryan Roberts' 24-run table\n\n",
+            self.scale, self.seeds
+        );
+        out.push_str(
+            "kernel size | seed mean_rel  std | ours mean_rel  std |  MiB/s | swpout  swpout_fallback  split | pswpout  thp_swpout  remote_flush\n",
+        );
+        for r in &self.rows {
+            out.push_str(&format!(
+                "{:<6} {:<4} | {:>12.1}% {:>4.1}% | {:>12.1}% {:>4.1}% | {:>6.0} | {:>6.0} {:>16.0} {:>6.0} | {:>7.0} {:>11.0} {:>13.0}\n",
+                r.kernel,
+                r.size,
+                r.seed_mean_rel_pct,
+                r.seed_std_rel_pct,
+                r.mean_rel_pct,
+                r.std_rel_pct,
+                r.throughput_mib_s,
+                r.swpout,
+                r.swpout_fallback,
+                r.split,
+                r.pswpout,
+                r.thp_swpout,
+                r.nr_tlb_remote_flush
+            ));
+        }
+        out
+    }
+}
