@@ -36,7 +36,7 @@ pub fn run_with_progress(scenario: &Scenario, progress: &mut dyn FnMut(u64, u64)
             tasks.push(Task::new(t.name, mm, w, t.ops));
         }
     }
-    let stats = run_tasks(&mut k, &mut tasks, scenario.seed, scenario.check_invariants, progress)?;
+    let stats = run_tasks(&mut k, &mut tasks, scenario.seed, scenario.machine.sched_slice_ns, scenario.check_invariants, progress)?;
     let workloads = scenario
         .workloads
         .iter()

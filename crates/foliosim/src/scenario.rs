@@ -132,6 +132,13 @@ pub struct Machine {
     pub cost_profile: String,
     #[serde(default, rename = "swap")]
     pub swap_devices: Vec<SwapDeviceSpec>,
+    /// Scheduler time slice. EEVDF's base slice is 0.75 ms x (1 + log2 CPUs), 3 ms for 8 CPUs.
+    #[serde(default = "default_sched_slice_ns")]
+    pub sched_slice_ns: u64,
+}
+
+fn default_sched_slice_ns() -> u64 {
+    3_000_000
 }
 
 fn default_cpus() -> u32 {
@@ -146,7 +153,13 @@ fn default_cost_profile() -> String {
 
 impl Default for Machine {
     fn default() -> Self {
-        Machine { cpus: default_cpus(), memory: default_memory(), cost_profile: default_cost_profile(), swap_devices: vec![] }
+        Machine {
+            cpus: default_cpus(),
+            memory: default_memory(),
+            cost_profile: default_cost_profile(),
+            swap_devices: vec![],
+            sched_slice_ns: default_sched_slice_ns(),
+        }
     }
 }
 
@@ -347,6 +360,9 @@ impl Scenario {
     /// Checks what serde's types cannot: ranges, cross references, known names.
     pub fn validate(&self) -> Result<(), ScenarioError> {
         let m = &self.machine;
+        if m.sched_slice_ns < 10_000 || m.sched_slice_ns > 1_000_000_000 {
+            return Err(invalid("machine.sched_slice_ns", m.sched_slice_ns, "10000 ..= 1000000000 (10 µs to 1 s)"));
+        }
         if m.cpus == 0 || m.cpus > 1024 {
             return Err(invalid("machine.cpus", m.cpus, "1 ..= 1024"));
         }

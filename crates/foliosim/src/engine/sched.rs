@@ -12,12 +12,9 @@ use crate::mm::{invariants, Kernel, MmError};
 use crate::workload::{Op, TaskMarks};
 use std::collections::VecDeque;
 
-/// Scheduler time slice. The base slice of EEVDF is 0.75-3 ms depending on CPU count; 3 ms is
-/// the value for 8 CPUs (0.75 ms x (1 + log2 8)).
-pub const SLICE_NS: u64 = 3_000_000;
-/// Children of a multi-process workload start this far apart at most (fork + exec, jittered by
-/// the seed): the run's only randomness besides slice jitter.
-const START_JITTER_NS: u64 = 1_000_000;
+/// Children of a multi-process workload start up to a third of a slice apart (fork + exec,
+/// jittered by the seed): the run's only randomness besides slice jitter.
+const START_JITTER_SLICES: u64 = 3;
 /// How often, in steps, the invariant checker runs when enabled.
 pub const CHECK_EVERY_STEPS: u64 = 20_000;
 
@@ -57,6 +54,7 @@ pub fn run_tasks(
     k: &mut Kernel,
     tasks: &mut [Task],
     seed: u64,
+    slice_ns: u64,
     check_invariants: bool,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<SchedStats, SimError> {
@@ -66,7 +64,7 @@ pub fn run_tasks(
     let mut runq: VecDeque<usize> = (0..tasks.len()).collect();
     for (i, t) in tasks.iter_mut().enumerate() {
         if i > 0 {
-            t.runnable_at_ns = rng.below(START_JITTER_NS);
+            t.runnable_at_ns = rng.below(slice_ns / START_JITTER_SLICES);
         }
     }
     let mut steps = 0u64;
@@ -84,7 +82,7 @@ pub fn run_tasks(
                 ctx.now_ns = ctx.now_ns.max(tasks[tid].runnable_at_ns) + k.cost.context_switch_ns;
                 c.current = Some(tid);
                 // Slices vary +-10% (wakeups, ticks): seeded, so runs differ only by seed.
-                c.slice_end_ns = ctx.now_ns + SLICE_NS * 9 / 10 + rng.below(SLICE_NS / 5);
+                c.slice_end_ns = ctx.now_ns + slice_ns * 9 / 10 + rng.below(slice_ns / 5);
                 k.cpu_mm[cpu] = tasks[tid].mm;
                 tid
             }

@@ -48,6 +48,8 @@ pub fn scenario(kernel: KernelVersion, size: &str, scale: f64, seed: u64) -> Sce
                 latency_ns: None,
                 bandwidth_bytes_per_s: None,
             }],
+            // Scaled with the sizes, so each process gets as many slices as at full scale.
+            sched_slice_ns: ((3_000_000.0 * scale) as u64).max(10_000),
         },
         kernel: Kernel { version: kernel, swap_allocator: None },
         sysfs: Sysfs::only_size(size),
