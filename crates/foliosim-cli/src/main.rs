@@ -48,6 +48,9 @@ enum Command {
         format: Format,
         #[arg(long)]
         check_invariants: bool,
+        /// Override a named cost of the profile, e.g. --cost tlb_flush_ipi_ns=0 (repeatable).
+        #[arg(long = "cost", value_name = "NAME=NS")]
+        costs: Vec<String>,
     },
     /// Print a scenario with every default filled in (the documented defaults).
     Show { scenario: std::path::PathBuf },
@@ -56,6 +59,20 @@ enum Command {
 fn load(path: &std::path::Path) -> Result<Scenario> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     Scenario::from_toml_str(&text).with_context(|| format!("in {}", path.display()))
+}
+
+/// `NAME=NS` pairs, checked against the cost model's names through scenario validation.
+fn parse_costs(pairs: &[String]) -> Result<std::collections::BTreeMap<String, f64>> {
+    let mut costs = std::collections::BTreeMap::new();
+    for pair in pairs {
+        let Some((name, value)) = pair.split_once('=') else { bail!("--cost `{pair}`: expected NAME=NS") };
+        let value: f64 = value.trim().parse().with_context(|| format!("--cost `{pair}`: `{value}` is not a number of ns"))?;
+        costs.insert(name.trim().to_string(), value);
+    }
+    let mut probe = seed000::scenario(foliosim::scenario::KernelVersion::V6_10, "4K", 0.05, 1);
+    probe.costs = costs.clone();
+    probe.validate().context("--cost")?;
+    Ok(costs)
 }
 
 fn main() -> Result<()> {
@@ -87,7 +104,7 @@ fn main() -> Result<()> {
                 result.simulated_ns as f64 / 1e9 / wall_s
             );
         }
-        Command::Reproduce { seed_doc, scale, seeds, format, check_invariants } => {
+        Command::Reproduce { seed_doc, scale, seeds, format, check_invariants, costs } => {
             if seed_doc.trim_start_matches('0') != "" && seed_doc != "000" && seed_doc != "0" {
                 bail!("reproduce: seed `{seed_doc}` is not available; allowed: 000");
             }
@@ -100,7 +117,8 @@ fn main() -> Result<()> {
             let bar = ProgressBar::new((seed000::KERNELS.len() * seed000::SIZES.len()) as u64 * seeds as u64);
             bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed}").unwrap());
             let wall = Instant::now();
-            let report = seed000::reproduce(scale, seeds, check_invariants, &mut |done, _| bar.set_position(done as u64))?;
+            let costs = parse_costs(&costs)?;
+            let report = seed000::reproduce_with_costs(scale, seeds, check_invariants, &costs, &mut |done, _| bar.set_position(done as u64))?;
             bar.finish_and_clear();
             match format {
                 Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),

@@ -91,11 +91,25 @@ pub struct Row {
 pub struct Report {
     pub scale: f64,
     pub seeds: u32,
+    /// Costs overridden for this reproduction (empty: the profile as measured).
+    pub costs: BTreeMap<String, f64>,
     pub rows: Vec<Row>,
 }
 
 /// Run every (kernel, size, seed); `progress(done, total)` after each run.
 pub fn reproduce(scale: f64, seeds: u32, check_invariants: bool, progress: &mut dyn FnMut(usize, usize)) -> Result<Report, SimError> {
+    reproduce_with_costs(scale, seeds, check_invariants, &BTreeMap::new(), progress)
+}
+
+/// As [`reproduce`], with named costs of the profile overridden (validated by the caller with
+/// `Scenario::validate`).
+pub fn reproduce_with_costs(
+    scale: f64,
+    seeds: u32,
+    check_invariants: bool,
+    costs: &BTreeMap<String, f64>,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Report, SimError> {
     let total = KERNELS.len() * SIZES.len() * seeds as usize;
     let mut results: BTreeMap<(usize, usize), Vec<RunResult>> = BTreeMap::new();
     let mut done = 0;
@@ -104,6 +118,7 @@ pub fn reproduce(scale: f64, seeds: u32, check_invariants: bool, progress: &mut 
             for seed in 1..=seeds as u64 {
                 let mut s = scenario(kernel, size, scale, seed);
                 s.check_invariants = check_invariants;
+                s.costs = costs.clone();
                 results.entry((ki, si)).or_default().push(run(&s)?);
                 done += 1;
                 progress(done, total);
@@ -149,7 +164,7 @@ pub fn reproduce(scale: f64, seeds: u32, check_invariants: bool, progress: &mut 
             simulated_s: runs.iter().map(|r| r.simulated_ns as f64).sum::<f64>() / runs.len() as f64 / 1e9,
         });
     }
-    Ok(Report { scale, seeds, rows })
+    Ok(Report { scale, seeds, costs: costs.clone(), rows })
 }
 
 pub fn mean_std(values: &[f64]) -> (f64, f64) {
@@ -166,6 +181,9 @@ impl Report {
              throughput relative to the 6.9 4K mean; seed = Ryan Roberts' 24-run table\n\n",
             self.scale, self.seeds
         );
+        for (name, value) in &self.costs {
+            out.push_str(&format!("cost override: {name} = {value} ns\n"));
+        }
         out.push_str(
             "kernel size | seed mean_rel  std | ours mean_rel  std |  MiB/s | swpout  swpout_fallback  split | pswpout  thp_swpout  remote_flush\n",
         );
