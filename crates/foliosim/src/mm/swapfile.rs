@@ -223,23 +223,10 @@ impl Swap {
     /// Clear HAS_CACHE over a range; slots reaching 0 go back to the allocator in runs.
     fn clear_cache_flag(&mut self, entry: SwapEntry, nr: u32) {
         let dev = &mut self.devices[entry.dev()];
-        let mut run_start = None;
-        for slot in entry.offset()..=entry.offset() + nr {
-            let freed = slot < entry.offset() + nr && {
-                let b = &mut dev.map.swap_map[slot as usize];
-                assert!(*b & SWAP_HAS_CACHE != 0, "slot {slot} of dev {} leaves the swap cache without HAS_CACHE", entry.dev());
-                *b &= !SWAP_HAS_CACHE;
-                *b == 0
-            };
-            match (freed, run_start) {
-                (true, None) => run_start = Some(slot),
-                (false, Some(start)) => {
-                    release_range(dev, start, slot - start);
-                    run_start = None;
-                }
-                _ => {}
-            }
-        }
+        drop_slots(dev, entry, nr, |slot, b, _| {
+            assert!(*b & SWAP_HAS_CACHE != 0, "slot {slot} of dev {} leaves the swap cache without HAS_CACHE", entry.dev());
+            *b &= !SWAP_HAS_CACHE;
+        });
     }
 
     /// Drop one PTE reference from each of `nr` slots (swap_free_nr / the first half of
@@ -248,29 +235,13 @@ impl Swap {
     pub fn put_refs(&mut self, ctx: &mut Ctx, cost: &CostModel, entry: SwapEntry, nr: u32) -> Vec<u32> {
         let dev = &mut self.devices[entry.dev()];
         let mut cache_only = Vec::new();
-        let mut run_start = None;
-        for slot in entry.offset()..=entry.offset() + nr {
-            let freed = slot < entry.offset() + nr && {
-                let b = &mut dev.map.swap_map[slot as usize];
-                assert!(swap_count(*b) > 0, "swap_free on slot {slot} of dev {} with count 0", entry.dev());
-                *b -= 1;
-                if *b == SWAP_HAS_CACHE {
-                    let pfn = dev.map.swap_cache[slot as usize];
-                    if pfn != NIL && cache_only.last() != Some(&pfn) {
-                        cache_only.push(pfn);
-                    }
-                }
-                *b == 0
-            };
-            match (freed, run_start) {
-                (true, None) => run_start = Some(slot),
-                (false, Some(start)) => {
-                    release_range(dev, start, slot - start);
-                    run_start = None;
-                }
-                _ => {}
+        drop_slots(dev, entry, nr, |slot, b, cached| {
+            assert!(swap_count(*b) > 0, "swap_free on slot {slot} of dev {} with count 0", entry.dev());
+            *b -= 1;
+            if *b == SWAP_HAS_CACHE && cached != NIL && cache_only.last() != Some(&cached) {
+                cache_only.push(cached);
             }
-        }
+        });
         // The count drops take the cluster lock per slot; the frees take si->lock once.
         ctx.spend(cost.swap_map_update_ns * nr as u64);
         dev.map.lock.hold(ctx, cost.swap_map_update_ns);
@@ -280,6 +251,29 @@ impl Swap {
     /// Max swap PTEs zap hands to one free_swap_and_cache_nr() call under this policy.
     pub fn zap_batch(&self) -> u32 {
         self.devices.first().map_or(1, |d| d.allocator.zap_batch())
+    }
+}
+
+/// Apply `drop_ref(slot, swap_map byte, swap-cache pfn)` to each slot of [entry, entry + nr);
+/// the slots it leaves at 0 are released, in runs of contiguous slots.
+fn drop_slots(dev: &mut SwapInfo, entry: SwapEntry, nr: u32, mut drop_ref: impl FnMut(u32, &mut u8, u32)) {
+    let end = entry.offset() + nr;
+    let mut run_start = None;
+    for slot in entry.offset()..=end {
+        let freed = slot < end && {
+            let cached = dev.map.swap_cache[slot as usize];
+            let b = &mut dev.map.swap_map[slot as usize];
+            drop_ref(slot, b, cached);
+            *b == 0
+        };
+        match (freed, run_start) {
+            (true, None) => run_start = Some(slot),
+            (false, Some(start)) => {
+                release_range(dev, start, slot - start);
+                run_start = None;
+            }
+            _ => {}
+        }
     }
 }
 
