@@ -5,7 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")"
 python3 -m pip install --quiet --upgrade maturin pytest pandas matplotlib pyarrow
 cargo build --release --workspace --exclude foliosim-py
-# The Python extension: build a wheel and install it (works without a virtualenv).
-rm -rf target/wheels
-maturin build --release --quiet -o target/wheels
-python3 -m pip install --quiet --force-reinstall --no-deps target/wheels/foliosim-*.whl
+# The Python package: pip builds the extension through maturin (pyproject.toml) and installs
+# it (no virtualenv needed, unlike `maturin develop`).
+python3 -m pip install --quiet --force-reinstall --no-deps .

@@ -1,1 +1,55 @@
+//! Python bindings of foliosim: the extension module `foliosim._foliosim`.
+//!
+//! The functions take and return text (TOML in, JSON out); the Python package `foliosim`
+//! (python/foliosim/__init__.py) wraps them in a friendlier API with pandas DataFrames.
+//! Scenario errors raise `ValueError`, simulation errors `RuntimeError`. The GIL is released
+//! while the simulator runs.
 
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+
+fn parse(scenario_toml: &str) -> PyResult<foliosim::Scenario> {
+    foliosim::Scenario::from_toml_str(scenario_toml).map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// Run a scenario given as TOML text; return the run's result as JSON text.
+///
+/// Raises ValueError if the scenario is invalid, RuntimeError if the simulation fails.
+#[pyfunction]
+fn run_json(py: Python<'_>, scenario_toml: &str) -> PyResult<String> {
+    let scenario = parse(scenario_toml)?;
+    py.allow_threads(move || foliosim::run(&scenario).map(|r| r.to_json()))
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
+/// Reproduce seed 000 (usemem, 6.9 vs 6.10, 4K..2M) at `scale` with `seeds` seeds per cell;
+/// return the report (scale, seeds, rows) as JSON text.
+#[pyfunction]
+#[pyo3(signature = (scale = 1.0, seeds = 1))]
+fn reproduce_000_json(py: Python<'_>, scale: f64, seeds: u32) -> PyResult<String> {
+    if !(scale > 0.0) || !scale.is_finite() {
+        return Err(PyValueError::new_err(format!("scale: found {scale}; allowed: a finite number > 0")));
+    }
+    if seeds == 0 {
+        return Err(PyValueError::new_err("seeds: found 0; allowed: >= 1"));
+    }
+    let report = py
+        .allow_threads(move || foliosim::reproduce::seed000::reproduce(scale, seeds, false, &mut |_, _| {}))
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    serde_json::to_string(&report).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
+/// Parse a scenario and return it as TOML with every default written out.
+#[pyfunction]
+fn scenario_defaults_toml(scenario_toml: &str) -> PyResult<String> {
+    Ok(parse(scenario_toml)?.to_toml_string())
+}
+
+#[pymodule]
+fn _foliosim(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(run_json, m)?)?;
+    m.add_function(wrap_pyfunction!(reproduce_000_json, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario_defaults_toml, m)?)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}

@@ -1,0 +1,273 @@
+"""foliosim from Python: run scenarios of the Linux mm simulator and get pandas DataFrames.
+
+    >>> import foliosim
+    >>> r = foliosim.run("scenarios/usemem-64k-small.toml")
+    >>> r.counters.set_index("counter").loc["pswpout", "value"]
+    >>> foliosim.reproduce("000", scale=0.05, seeds=2)
+
+A scenario is TOML text, a path to a ``.toml`` file (``str`` or ``pathlib.Path``), or a dict
+with the same structure as the TOML (tables are dicts, ``[[workload]]`` is a list of dicts).
+Invalid scenarios raise ``ValueError`` naming the field, the value and what is allowed;
+simulation failures raise ``RuntimeError``. Runs are deterministic: the same scenario gives
+the same JSON byte for byte.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Sequence, Union
+
+import pandas as pd
+
+from . import _foliosim
+
+__version__ = _foliosim.__version__
+
+__all__ = ["run", "reproduce", "scenario_defaults", "to_toml", "Result", "__version__"]
+
+ScenarioLike = Union[str, "os.PathLike[str]", Mapping[str, Any]]
+
+
+# --------------------------------------------------------------------------------------------
+# dict -> TOML (just what scenarios need: tables, arrays of tables, scalars, arrays of scalars)
+# --------------------------------------------------------------------------------------------
+
+_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def _key(k: Any) -> str:
+    if not isinstance(k, str):
+        raise TypeError(f"scenario keys must be strings, found {k!r}")
+    return k if _BARE_KEY.match(k) else _string(k)
+
+
+def _string(s: str) -> str:
+    out = ['"']
+    for ch in s:
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
+            out.append(f"\\u{ord(ch):04X}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _value(v: Any, where: str) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        if math.isnan(v):
+            return "nan"
+        if math.isinf(v):
+            return "inf" if v > 0 else "-inf"
+        return repr(v)
+    if isinstance(v, str):
+        return _string(v)
+    if isinstance(v, os.PathLike):
+        return _string(os.fspath(v))
+    if isinstance(v, (_dt.datetime, _dt.date, _dt.time)):
+        return v.isoformat()
+    if isinstance(v, Mapping):
+        items = ", ".join(f"{_key(k)} = {_value(x, f'{where}.{k}')}" for k, x in v.items() if x is not None)
+        return "{ " + items + " }" if items else "{}"
+    if isinstance(v, (list, tuple)):
+        return "[" + ", ".join(_value(x, f"{where}[]") for x in v) + "]"
+    # numpy scalars and the like
+    if hasattr(v, "item"):
+        return _value(v.item(), where)
+    raise TypeError(f"scenario value at `{where}` has unsupported type {type(v).__name__}: {v!r}")
+
+
+def _is_table_array(v: Any) -> bool:
+    return isinstance(v, (list, tuple)) and len(v) > 0 and all(isinstance(x, Mapping) for x in v)
+
+
+def _emit_table(d: Mapping[str, Any], path: Sequence[str], out: list) -> None:
+    scalars = []
+    tables = []
+    arrays = []
+    for k, v in d.items():
+        if v is None:  # TOML has no null: leave the field out (its default applies)
+            continue
+        if isinstance(v, Mapping):
+            tables.append((k, v))
+        elif _is_table_array(v):
+            arrays.append((k, v))
+        else:
+            scalars.append((k, v))
+    for k, v in scalars:
+        out.append(f"{_key(k)} = {_value(v, '.'.join([*path, k]))}")
+    for k, v in tables:
+        sub = [*path, k]
+        has_scalars = any(
+            x is not None and not isinstance(x, Mapping) and not _is_table_array(x) for x in v.values()
+        )
+        has_subtables = any(isinstance(x, Mapping) or _is_table_array(x) for x in v.values())
+        if has_scalars or not has_subtables:  # a parent of only subtables needs no header
+            out.append("")
+            out.append("[" + ".".join(_key(p) for p in sub) + "]")
+        _emit_table(v, sub, out)
+    for k, v in arrays:
+        sub = [*path, k]
+        for item in v:
+            out.append("")
+            out.append("[[" + ".".join(_key(p) for p in sub) + "]]")
+            _emit_table(item, sub, out)
+
+
+def to_toml(scenario: Mapping[str, Any]) -> str:
+    """Serialize a scenario dict to TOML text (tables, arrays of tables and scalars)."""
+    if not isinstance(scenario, Mapping):
+        raise TypeError(f"expected a dict, found {type(scenario).__name__}")
+    out: list = []
+    _emit_table(scenario, [], out)
+    return "\n".join(out).lstrip("\n") + "\n"
+
+
+def _scenario_text(scenario: ScenarioLike) -> str:
+    if isinstance(scenario, Mapping):
+        return to_toml(scenario)
+    if isinstance(scenario, os.PathLike):
+        return Path(scenario).read_text(encoding="utf-8")
+    if isinstance(scenario, bytes):
+        scenario = scenario.decode("utf-8")
+    if isinstance(scenario, str):
+        one_line = "\n" not in scenario and "=" not in scenario and "[" not in scenario
+        if one_line and scenario.strip():
+            path = Path(scenario.strip()).expanduser()
+            if path.is_file():
+                return path.read_text(encoding="utf-8")
+            raise FileNotFoundError(f"scenario file not found: {scenario!r}")
+        return scenario
+    raise TypeError(
+        f"scenario must be TOML text, a path to a .toml file or a dict, found {type(scenario).__name__}"
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Results
+# --------------------------------------------------------------------------------------------
+
+
+class Result:
+    """The result of one run.
+
+    Attributes: ``raw`` (the JSON as a dict), ``counters`` (DataFrame ``counter``, ``value``:
+    /proc/vmstat and ``hugepages-<size>kB/stats/*`` deltas, kernel names), ``workloads``
+    (DataFrame, one row per workload), ``locks`` (DataFrame, one row per lock instance),
+    ``swap_devices`` (DataFrame), ``simulated_s``, ``steps``, ``seed``, ``kernel``,
+    ``swap_allocator``.
+    """
+
+    def __init__(self, json_text: str):
+        self._json = json_text
+        self.raw: dict = json.loads(json_text)
+        raw = self.raw
+        self.kernel: str = raw["kernel"]
+        self.swap_allocator: str = raw["swap_allocator"]
+        self.seed: int = raw["seed"]
+        self.steps: int = raw["steps"]
+        self.simulated_ns: int = raw["simulated_ns"]
+        self.simulated_s: float = raw["simulated_ns"] / 1e9
+        self.foliosim_version: str = raw.get("foliosim_version", "")
+        counters = raw["counters"]
+        self.counters = pd.DataFrame(
+            {"counter": list(counters.keys()), "value": pd.Series(list(counters.values()), dtype="int64")}
+        )
+        self.workloads = pd.DataFrame(raw.get("workloads", []))
+        self.locks = pd.DataFrame(raw.get("locks", []))
+        self.swap_devices = pd.DataFrame(raw.get("swap_devices", []))
+
+    def to_json(self) -> str:
+        """The run's JSON exactly as the simulator wrote it (identical for identical scenarios)."""
+        return self._json
+
+    def counter(self, name: str) -> int:
+        """One counter's value; KeyError naming the counter if there is none."""
+        try:
+            return int(self.raw["counters"][name])
+        except KeyError:
+            raise KeyError(f"no counter named {name!r}") from None
+
+    def plot_counters(self, names: Union[str, Iterable[str], None] = None, ax=None, **kwargs):
+        """Horizontal bar chart of the named counters (all non-zero ones if ``names`` is None).
+
+        Returns the matplotlib Axes.
+        """
+        import matplotlib.pyplot as plt  # lazily: importing foliosim must not need a display
+
+        if names is None:
+            df = self.counters[self.counters["value"] != 0]
+        else:
+            if isinstance(names, str):
+                names = [names]
+            names = list(names)
+            missing = [n for n in names if n not in self.raw["counters"]]
+            if missing:
+                raise KeyError(f"no counters named {missing}")
+            df = self.counters.set_index("counter").loc[names].reset_index()
+        if ax is None:
+            _, ax = plt.subplots(figsize=(7, 0.35 * max(len(df), 1) + 1.2))
+        ax.barh(df["counter"], df["value"], **kwargs)
+        ax.invert_yaxis()
+        ax.set_xlabel("count")
+        ax.set_title(f"kernel {self.kernel}, {self.swap_allocator}, seed {self.seed}")
+        return ax
+
+    def __repr__(self) -> str:
+        return (
+            f"<foliosim.Result kernel={self.kernel} swap_allocator={self.swap_allocator} "
+            f"seed={self.seed} simulated_s={self.simulated_s:.3f} counters={len(self.counters)}>"
+        )
+
+
+def run(scenario: ScenarioLike) -> Result:
+    """Run a scenario (TOML text, path to a .toml file, or dict) and return its Result.
+
+    Raises ValueError for an invalid scenario, RuntimeError if the simulation fails.
+    """
+    return Result(_foliosim.run_json(_scenario_text(scenario)))
+
+
+def scenario_defaults(scenario: ScenarioLike) -> str:
+    """The scenario as TOML with every default written out (validates it too)."""
+    return _foliosim.scenario_defaults_toml(_scenario_text(scenario))
+
+
+_REPRODUCERS = {"000": _foliosim.reproduce_000_json}
+
+
+def reproduce(seed: Union[str, int] = "000", scale: float = 1.0, seeds: int = 1) -> pd.DataFrame:
+    """Reproduce a seed document's experiment; one row per (kernel, folio size).
+
+    ``scale`` multiplies every size of the experiment (1.0 = the seed's full size; 0.02 runs in
+    seconds); ``seeds`` is the number of runs (seeds 1..=seeds) per row. The DataFrame's
+    ``attrs`` hold ``scale`` and ``seeds``.
+    """
+    key = f"{int(seed):03d}" if isinstance(seed, int) else str(seed)
+    try:
+        fn = _REPRODUCERS[key]
+    except KeyError:
+        raise ValueError(f"reproduce: unknown seed {seed!r}; allowed: {', '.join(_REPRODUCERS)}") from None
+    report = json.loads(fn(float(scale), int(seeds)))
+    df = pd.DataFrame(report["rows"])
+    df.attrs["scale"] = report["scale"]
+    df.attrs["seeds"] = report["seeds"]
+    return df
