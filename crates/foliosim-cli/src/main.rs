@@ -8,7 +8,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::time::Instant;
 
 #[derive(Parser)]
-#[command(name = "foliosim", version, about = "Deterministic simulator of Linux memory management for large folios (mTHP)")]
+#[command(
+    name = "foliosim",
+    version,
+    about = "Deterministic simulator of Linux memory management for large folios (mTHP)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -57,7 +61,8 @@ enum Command {
 }
 
 fn load(path: &std::path::Path) -> Result<Scenario> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     Scenario::from_toml_str(&text).with_context(|| format!("in {}", path.display()))
 }
 
@@ -65,8 +70,13 @@ fn load(path: &std::path::Path) -> Result<Scenario> {
 fn parse_costs(pairs: &[String]) -> Result<std::collections::BTreeMap<String, f64>> {
     let mut costs = std::collections::BTreeMap::new();
     for pair in pairs {
-        let Some((name, value)) = pair.split_once('=') else { bail!("--cost `{pair}`: expected NAME=NS") };
-        let value: f64 = value.trim().parse().with_context(|| format!("--cost `{pair}`: `{value}` is not a number of ns"))?;
+        let Some((name, value)) = pair.split_once('=') else {
+            bail!("--cost `{pair}`: expected NAME=NS")
+        };
+        let value: f64 = value
+            .trim()
+            .parse()
+            .with_context(|| format!("--cost `{pair}`: `{value}` is not a number of ns"))?;
         costs.insert(name.trim().to_string(), value);
     }
     let mut probe = seed000::scenario(foliosim::scenario::KernelVersion::V6_10, "4K", 0.05, 1);
@@ -77,7 +87,12 @@ fn parse_costs(pairs: &[String]) -> Result<std::collections::BTreeMap<String, f6
 
 fn main() -> Result<()> {
     match Cli::parse().command {
-        Command::Run { scenario, format, seed, check_invariants } => {
+        Command::Run {
+            scenario,
+            format,
+            seed,
+            check_invariants,
+        } => {
             let mut s = load(&scenario)?;
             if let Some(seed) = seed {
                 s.seed = seed;
@@ -87,7 +102,10 @@ fn main() -> Result<()> {
             bar.set_style(ProgressStyle::with_template("{spinner} {msg}").unwrap());
             let wall = Instant::now();
             let result = foliosim::run_with_progress(&s, &mut |steps, sim_ns| {
-                bar.set_message(format!("{steps} steps, {:.2} simulated s", sim_ns as f64 / 1e9));
+                bar.set_message(format!(
+                    "{steps} steps, {:.2} simulated s",
+                    sim_ns as f64 / 1e9
+                ));
                 bar.tick();
             })?;
             bar.finish_and_clear();
@@ -104,7 +122,14 @@ fn main() -> Result<()> {
                 result.simulated_ns as f64 / 1e9 / wall_s
             );
         }
-        Command::Reproduce { seed_doc, scale, seeds, format, check_invariants, costs } => {
+        Command::Reproduce {
+            seed_doc,
+            scale,
+            seeds,
+            format,
+            check_invariants,
+            costs,
+        } => {
             if seed_doc.trim_start_matches('0') != "" && seed_doc != "000" && seed_doc != "0" {
                 bail!("reproduce: seed `{seed_doc}` is not available; allowed: 000");
             }
@@ -114,11 +139,21 @@ fn main() -> Result<()> {
             if seeds == 0 {
                 bail!("reproduce: --seeds must be at least 1");
             }
-            let bar = ProgressBar::new((seed000::KERNELS.len() * seed000::SIZES.len()) as u64 * seeds as u64);
-            bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed}").unwrap());
+            let bar = ProgressBar::new(
+                (seed000::KERNELS.len() * seed000::SIZES.len()) as u64 * seeds as u64,
+            );
+            bar.set_style(
+                ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed}").unwrap(),
+            );
             let wall = Instant::now();
             let costs = parse_costs(&costs)?;
-            let report = seed000::reproduce_with_costs(scale, seeds, check_invariants, &costs, &mut |done, _| bar.set_position(done as u64))?;
+            let report = seed000::reproduce_with_costs(
+                scale,
+                seeds,
+                check_invariants,
+                &costs,
+                &mut |done, _| bar.set_position(done as u64),
+            )?;
             bar.finish_and_clear();
             match format {
                 Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),

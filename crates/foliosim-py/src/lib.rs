@@ -9,7 +9,8 @@ use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
 fn parse(scenario_toml: &str) -> PyResult<foliosim::Scenario> {
-    foliosim::Scenario::from_toml_str(scenario_toml).map_err(|e| PyValueError::new_err(e.to_string()))
+    foliosim::Scenario::from_toml_str(scenario_toml)
+        .map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
 /// Run a scenario given as TOML text; return the run's result as JSON text.
@@ -28,13 +29,17 @@ fn run_json(py: Python<'_>, scenario_toml: &str) -> PyResult<String> {
 #[pyo3(signature = (scale = 1.0, seeds = 1))]
 fn reproduce_000_json(py: Python<'_>, scale: f64, seeds: u32) -> PyResult<String> {
     if !(scale > 0.0) || !scale.is_finite() {
-        return Err(PyValueError::new_err(format!("scale: found {scale}; allowed: a finite number > 0")));
+        return Err(PyValueError::new_err(format!(
+            "scale: found {scale}; allowed: a finite number > 0"
+        )));
     }
     if seeds == 0 {
         return Err(PyValueError::new_err("seeds: found 0; allowed: >= 1"));
     }
     let report = py
-        .allow_threads(move || foliosim::reproduce::seed000::reproduce(scale, seeds, false, &mut |_, _| {}))
+        .allow_threads(move || {
+            foliosim::reproduce::seed000::reproduce(scale, seeds, false, &mut |_, _| {})
+        })
         .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
     serde_json::to_string(&report).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }

@@ -26,7 +26,10 @@ pub fn run(scenario: &Scenario) -> Result<RunResult, SimError> {
 }
 
 /// Run, calling `progress(steps, simulated_ns)` now and then (for progress bars).
-pub fn run_with_progress(scenario: &Scenario, progress: &mut dyn FnMut(u64, u64)) -> Result<RunResult, SimError> {
+pub fn run_with_progress(
+    scenario: &Scenario,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<RunResult, SimError> {
     let mut k = Kernel::new(scenario);
     let mut tasks = Vec::new();
     for (w, spec) in scenario.workloads.iter().enumerate() {
@@ -36,38 +39,71 @@ pub fn run_with_progress(scenario: &Scenario, progress: &mut dyn FnMut(u64, u64)
             tasks.push(Task::new(t.name, mm, w, t.ops));
         }
     }
-    let stats = run_tasks(&mut k, &mut tasks, scenario.seed, scenario.machine.sched_slice_ns, scenario.check_invariants, progress)?;
+    let stats = run_tasks(
+        &mut k,
+        &mut tasks,
+        scenario.seed,
+        scenario.machine.sched_slice_ns,
+        scenario.check_invariants,
+        progress,
+    )?;
     let workloads = scenario
         .workloads
         .iter()
         .enumerate()
         .map(|(w, spec)| {
-            let marks: Vec<_> = tasks.iter().filter(|t| t.workload == w).map(|t| t.marks.clone()).collect();
+            let marks: Vec<_> = tasks
+                .iter()
+                .filter(|t| t.workload == w)
+                .map(|t| t.marks.clone())
+                .collect();
             workload::report(spec, &marks)
         })
         .collect();
     Ok(RunResult {
         foliosim_version: env!("CARGO_PKG_VERSION").into(),
         kernel: scenario.kernel.version.name().into(),
-        swap_allocator: k.swap.devices.first().map_or("none", |d| d.allocator.name()).into(),
+        swap_allocator: k
+            .swap
+            .devices
+            .first()
+            .map_or("none", |d| d.allocator.name())
+            .into(),
         seed: scenario.seed,
         simulated_ns: stats.simulated_ns,
         steps: stats.steps,
         counters: k.vmstat.to_map(),
         workloads,
         locks: lock_reports(&k),
-        swap_devices: k.swap.devices.iter().map(|d| d.bdev.stats.clone()).collect(),
+        swap_devices: k
+            .swap
+            .devices
+            .iter()
+            .map(|d| d.bdev.stats.clone())
+            .collect(),
     })
 }
 
 fn lock_reports(k: &Kernel) -> Vec<LockReport> {
-    let mut locks = vec![LockReport { name: k.zone.lock.name.into(), instance: "Normal".into(), stats: k.zone.lock.stats.clone() }];
+    let mut locks = vec![LockReport {
+        name: k.zone.lock.name.into(),
+        instance: "Normal".into(),
+        stats: k.zone.lock.stats.clone(),
+    }];
     for (i, d) in k.swap.devices.iter().enumerate() {
-        locks.push(LockReport { name: d.map.lock.name.into(), instance: format!("swap{i}"), stats: d.map.lock.stats.clone() });
+        locks.push(LockReport {
+            name: d.map.lock.name.into(),
+            instance: format!("swap{i}"),
+            stats: d.map.lock.stats.clone(),
+        });
     }
     for cg in &k.memcgs {
         let l = &cg.lruvec.lru_lock;
-        locks.push(LockReport { name: l.name.into(), instance: format!("memcg {}", cg.name), stats: l.stats.clone() });
+        locks.push(LockReport {
+            name: l.name.into(),
+            instance: format!("memcg {}", cg.name),
+            stats: l.stats.clone(),
+        });
     }
     locks
 }

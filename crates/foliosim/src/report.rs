@@ -41,7 +41,10 @@ impl RunResult {
     }
 
     pub fn counter(&self, name: &str) -> u64 {
-        *self.counters.get(name).unwrap_or_else(|| panic!("no counter named {name}"))
+        *self
+            .counters
+            .get(name)
+            .unwrap_or_else(|| panic!("no counter named {name}"))
     }
 
     /// A human table: workloads, then non-zero counters, then contended locks.

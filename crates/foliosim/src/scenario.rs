@@ -18,11 +18,23 @@ pub enum ScenarioError {
     #[error("scenario: {0}")]
     Toml(#[from] toml::de::Error),
     #[error("scenario field `{field}`: found {value}; allowed: {allowed}")]
-    Invalid { field: String, value: String, allowed: String },
+    Invalid {
+        field: String,
+        value: String,
+        allowed: String,
+    },
 }
 
-fn invalid(field: impl Into<String>, value: impl fmt::Display, allowed: impl Into<String>) -> ScenarioError {
-    ScenarioError::Invalid { field: field.into(), value: value.to_string(), allowed: allowed.into() }
+fn invalid(
+    field: impl Into<String>,
+    value: impl fmt::Display,
+    allowed: impl Into<String>,
+) -> ScenarioError {
+    ScenarioError::Invalid {
+        field: field.into(),
+        value: value.to_string(),
+        allowed: allowed.into(),
+    }
 }
 
 /// A byte count written as an integer or as a string with a K/M/G/T suffix (binary units).
@@ -46,7 +58,10 @@ impl Bytes {
             }
             _ => (text, 0),
         };
-        let value: f64 = digits.trim().parse().map_err(|_| format!("`{text}` is not a size like 64K, 1.5G or 4096"))?;
+        let value: f64 = digits
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{text}` is not a size like 64K, 1.5G or 4096"))?;
         if !(value >= 0.0) || !value.is_finite() {
             return Err(format!("`{text}` must be a non-negative size"));
         }
@@ -85,7 +100,9 @@ impl<'de> Deserialize<'de> for Bytes {
         match Raw::deserialize(d)? {
             Raw::Int(v) => Ok(Bytes(v)),
             Raw::Float(v) if v >= 0.0 => Ok(Bytes(v as u64)),
-            Raw::Float(v) => Err(serde::de::Error::custom(format!("size {v} must be non-negative"))),
+            Raw::Float(v) => Err(serde::de::Error::custom(format!(
+                "size {v} must be non-negative"
+            ))),
             Raw::Text(s) => Bytes::parse(&s).map_err(serde::de::Error::custom),
         }
     }
@@ -237,7 +254,10 @@ fn default_kernel_version() -> KernelVersion {
 
 impl Default for Kernel {
     fn default() -> Self {
-        Kernel { version: default_kernel_version(), swap_allocator: None }
+        Kernel {
+            version: default_kernel_version(),
+            swap_allocator: None,
+        }
     }
 }
 
@@ -278,7 +298,10 @@ fn default_thp_top() -> ThpEnabled {
 
 impl Default for Sysfs {
     fn default() -> Self {
-        Sysfs { thp_enabled: default_thp_top(), hugepages: BTreeMap::new() }
+        Sysfs {
+            thp_enabled: default_thp_top(),
+            hugepages: BTreeMap::new(),
+        }
     }
 }
 
@@ -290,7 +313,10 @@ impl Sysfs {
         if size != "4K" {
             hugepages.insert(size.to_string(), ThpEnabled::Always);
         }
-        Sysfs { thp_enabled: ThpEnabled::Never, hugepages }
+        Sysfs {
+            thp_enabled: ThpEnabled::Never,
+            hugepages,
+        }
     }
 
     /// Per order 1..=PMD_ORDER: is that size allowed at fault for a VMA (madvised or not)?
@@ -301,8 +327,16 @@ impl Sysfs {
                 .hugepages
                 .get(&format_size(PAGE_SIZE << order))
                 .copied()
-                .unwrap_or(if order == PMD_ORDER { ThpEnabled::Inherit } else { ThpEnabled::Never });
-            let effective = if setting == ThpEnabled::Inherit { self.thp_enabled } else { setting };
+                .unwrap_or(if order == PMD_ORDER {
+                    ThpEnabled::Inherit
+                } else {
+                    ThpEnabled::Never
+                });
+            let effective = if setting == ThpEnabled::Inherit {
+                self.thp_enabled
+            } else {
+                setting
+            };
             let on = match effective {
                 ThpEnabled::Always => true,
                 ThpEnabled::Madvise => vma_hugepage,
@@ -361,19 +395,36 @@ impl Scenario {
     pub fn validate(&self) -> Result<(), ScenarioError> {
         let m = &self.machine;
         if m.sched_slice_ns < 10_000 || m.sched_slice_ns > 1_000_000_000 {
-            return Err(invalid("machine.sched_slice_ns", m.sched_slice_ns, "10000 ..= 1000000000 (10 µs to 1 s)"));
+            return Err(invalid(
+                "machine.sched_slice_ns",
+                m.sched_slice_ns,
+                "10000 ..= 1000000000 (10 µs to 1 s)",
+            ));
         }
         if m.cpus == 0 || m.cpus > 1024 {
             return Err(invalid("machine.cpus", m.cpus, "1 ..= 1024"));
         }
         let min_memory = 16 << 20;
         if m.memory.0 < min_memory || m.memory.0 > 1 << 42 {
-            return Err(invalid("machine.memory", format_size(m.memory.0), "16M ..= 4T"));
+            return Err(invalid(
+                "machine.memory",
+                format_size(m.memory.0),
+                "16M ..= 4T",
+            ));
         }
-        CostModel::profile(&m.cost_profile)
-            .ok_or_else(|| invalid("machine.cost_profile", &m.cost_profile, CostModel::PROFILES.join(", ")))?;
+        CostModel::profile(&m.cost_profile).ok_or_else(|| {
+            invalid(
+                "machine.cost_profile",
+                &m.cost_profile,
+                CostModel::PROFILES.join(", "),
+            )
+        })?;
         if m.swap_devices.len() > crate::mm::swapfile::MAX_SWAPFILES {
-            return Err(invalid("machine.swap", m.swap_devices.len(), "at most 16 devices"));
+            return Err(invalid(
+                "machine.swap",
+                m.swap_devices.len(),
+                "at most 16 devices",
+            ));
         }
         for (i, dev) in m.swap_devices.iter().enumerate() {
             let clusters = dev.size.0 / (PAGE_SIZE * crate::mm::swapfile::SWAPFILE_CLUSTER as u64);
@@ -385,22 +436,37 @@ impl Scenario {
                 ));
             }
             if dev.bandwidth_bytes_per_s == Some(0) {
-                return Err(invalid(format!("machine.swap[{i}].bandwidth_bytes_per_s"), 0, "> 0"));
+                return Err(invalid(
+                    format!("machine.swap[{i}].bandwidth_bytes_per_s"),
+                    0,
+                    "> 0",
+                ));
             }
         }
         for name in self.costs.keys() {
             if !CostModel::NAMES.contains(&name.as_str()) {
-                return Err(invalid(format!("costs.{name}"), name, CostModel::NAMES.join(", ")));
+                return Err(invalid(
+                    format!("costs.{name}"),
+                    name,
+                    CostModel::NAMES.join(", "),
+                ));
             }
         }
         for (name, value) in &self.costs {
             if !(*value >= 0.0) || !value.is_finite() {
-                return Err(invalid(format!("costs.{name}"), value, "a finite number of ns >= 0"));
+                return Err(invalid(
+                    format!("costs.{name}"),
+                    value,
+                    "a finite number of ns >= 0",
+                ));
             }
         }
         for size in self.sysfs.hugepages.keys() {
-            let bytes = Bytes::parse(size).map_err(|e| invalid(format!("sysfs.hugepages.{size}"), e, "16K, 32K, … 2M"))?;
-            let valid = bytes.0.is_power_of_two() && bytes.0 >= PAGE_SIZE && bytes.0 <= PAGE_SIZE << PMD_ORDER;
+            let bytes = Bytes::parse(size)
+                .map_err(|e| invalid(format!("sysfs.hugepages.{size}"), e, "16K, 32K, … 2M"))?;
+            let valid = bytes.0.is_power_of_two()
+                && bytes.0 >= PAGE_SIZE
+                && bytes.0 <= PAGE_SIZE << PMD_ORDER;
             if !valid {
                 return Err(invalid(
                     format!("sysfs.hugepages.\"{size}\""),
@@ -412,33 +478,63 @@ impl Scenario {
         let mut seen = std::collections::BTreeSet::new();
         for (i, cg) in self.memcgs.iter().enumerate() {
             if cg.name.is_empty() || cg.name.contains('/') || !seen.insert(cg.name.as_str()) {
-                return Err(invalid(format!("memcg[{i}].name"), format!("`{}`", cg.name), "a unique non-empty name without `/`"));
+                return Err(invalid(
+                    format!("memcg[{i}].name"),
+                    format!("`{}`", cg.name),
+                    "a unique non-empty name without `/`",
+                ));
             }
             if let Some(max) = cg.max {
                 if max.0 < 1 << 20 {
-                    return Err(invalid(format!("memcg[{i}].max"), format_size(max.0), ">= 1M"));
+                    return Err(invalid(
+                        format!("memcg[{i}].max"),
+                        format_size(max.0),
+                        ">= 1M",
+                    ));
                 }
             }
         }
         if self.workloads.is_empty() {
-            return Err(invalid("workload", "none", "at least one [[workload]] table"));
+            return Err(invalid(
+                "workload",
+                "none",
+                "at least one [[workload]] table",
+            ));
         }
         for (i, w) in self.workloads.iter().enumerate() {
             match w {
-                WorkloadSpec::Usemem { nproc, size, memcg, .. } => {
+                WorkloadSpec::Usemem {
+                    nproc, size, memcg, ..
+                } => {
                     if *nproc == 0 || *nproc > 100_000 {
-                        return Err(invalid(format!("workload[{i}].nproc"), nproc, "1 ..= 100000"));
+                        return Err(invalid(
+                            format!("workload[{i}].nproc"),
+                            nproc,
+                            "1 ..= 100000",
+                        ));
                     }
                     if size.0 < PAGE_SIZE || size.0 > 1 << 42 {
-                        return Err(invalid(format!("workload[{i}].size"), format_size(size.0), "4K ..= 4T"));
+                        return Err(invalid(
+                            format!("workload[{i}].size"),
+                            format_size(size.0),
+                            "4K ..= 4T",
+                        ));
                     }
                     if let Some(name) = memcg {
                         if !self.memcgs.iter().any(|cg| &cg.name == name) {
-                            let names: Vec<_> = self.memcgs.iter().map(|c| c.name.as_str()).collect();
+                            let names: Vec<_> =
+                                self.memcgs.iter().map(|c| c.name.as_str()).collect();
                             return Err(invalid(
                                 format!("workload[{i}].memcg"),
                                 format!("`{name}`"),
-                                format!("a [[memcg]] name: {}", if names.is_empty() { "(none defined)".into() } else { names.join(", ") }),
+                                format!(
+                                    "a [[memcg]] name: {}",
+                                    if names.is_empty() {
+                                        "(none defined)".into()
+                                    } else {
+                                        names.join(", ")
+                                    }
+                                ),
                             ));
                         }
                     }

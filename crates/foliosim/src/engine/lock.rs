@@ -32,7 +32,11 @@ pub struct SimLock {
 
 impl SimLock {
     pub fn new(name: &'static str) -> SimLock {
-        SimLock { name, holds: VecDeque::new(), stats: LockStats::default() }
+        SimLock {
+            name,
+            holds: VecDeque::new(),
+            stats: LockStats::default(),
+        }
     }
 
     /// Take the lock at `ctx.now_ns`, hold it for `hold_ns` of the caller's time, release.
@@ -40,7 +44,12 @@ impl SimLock {
     /// that one ends: the queue ahead of it); holds a step booked further in its future do not
     /// delay it, as a queued spinlock would have served the earlier arrival first.
     pub fn hold(&mut self, ctx: &mut Ctx, hold_ns: u64) {
-        while self.holds.front().is_some_and(|&(_, end)| end <= ctx.step_start_ns) || self.holds.len() >= MAX_HOLDS {
+        while self
+            .holds
+            .front()
+            .is_some_and(|&(_, end)| end <= ctx.step_start_ns)
+            || self.holds.len() >= MAX_HOLDS
+        {
             self.holds.pop_front();
         }
         let mut start = ctx.now_ns;
@@ -75,15 +84,27 @@ mod tests {
     #[test]
     fn second_holder_waits_for_the_first() {
         let mut lock = SimLock::new("test");
-        let mut a = Ctx { cpu: 0, now_ns: 100, step_start_ns: 0 };
-        let mut b = Ctx { cpu: 1, now_ns: 150, step_start_ns: 0 };
+        let mut a = Ctx {
+            cpu: 0,
+            now_ns: 100,
+            step_start_ns: 0,
+        };
+        let mut b = Ctx {
+            cpu: 1,
+            now_ns: 150,
+            step_start_ns: 0,
+        };
         lock.hold(&mut a, 200);
         assert_eq!(a.now_ns, 300);
         lock.hold(&mut b, 50);
         assert_eq!(b.now_ns, 350, "b waits 150 ns then holds 50");
         assert_eq!(lock.stats.wait_ns_total, 150);
         assert_eq!(lock.stats.contended, 1);
-        let mut c = Ctx { cpu: 0, now_ns: 1000, step_start_ns: 0 };
+        let mut c = Ctx {
+            cpu: 0,
+            now_ns: 1000,
+            step_start_ns: 0,
+        };
         lock.hold(&mut c, 10);
         assert_eq!(lock.stats.contended, 1, "a late arrival does not wait");
     }
@@ -92,13 +113,28 @@ mod tests {
     fn an_early_arrival_is_not_blocked_by_a_later_hold() {
         let mut lock = SimLock::new("test");
         // A long step already took the lock at 10_000.
-        lock.hold(&mut Ctx { cpu: 0, now_ns: 10_000, step_start_ns: 0 }, 100);
+        lock.hold(
+            &mut Ctx {
+                cpu: 0,
+                now_ns: 10_000,
+                step_start_ns: 0,
+            },
+            100,
+        );
         // Another CPU, earlier in time, fits in the gap before it.
-        let mut early = Ctx { cpu: 1, now_ns: 500, step_start_ns: 0 };
+        let mut early = Ctx {
+            cpu: 1,
+            now_ns: 500,
+            step_start_ns: 0,
+        };
         lock.hold(&mut early, 100);
         assert_eq!(early.now_ns, 600);
         // One arriving while that hold is in progress waits for its end.
-        let mut during = Ctx { cpu: 2, now_ns: 10_050, step_start_ns: 0 };
+        let mut during = Ctx {
+            cpu: 2,
+            now_ns: 10_050,
+            step_start_ns: 0,
+        };
         lock.hold(&mut during, 100);
         assert_eq!(during.now_ns, 10_200);
         assert_eq!(lock.stats.wait_ns_total, 50);

@@ -33,8 +33,28 @@ pub struct Task {
 
 impl Task {
     pub fn new(name: String, mm: u32, workload: usize, ops: Vec<Op>) -> Task {
-        let nr_marks = ops.iter().filter_map(|op| if let Op::Mark(m) = op { Some(m + 1) } else { None }).max().unwrap_or(0);
-        Task { name, mm, workload, ops, pc: 0, cursor: 0, marks: vec![None; nr_marks], runnable_at_ns: 0, exited_at_ns: None }
+        let nr_marks = ops
+            .iter()
+            .filter_map(|op| {
+                if let Op::Mark(m) = op {
+                    Some(m + 1)
+                } else {
+                    None
+                }
+            })
+            .max()
+            .unwrap_or(0);
+        Task {
+            name,
+            mm,
+            workload,
+            ops,
+            pc: 0,
+            cursor: 0,
+            marks: vec![None; nr_marks],
+            runnable_at_ns: 0,
+            exited_at_ns: None,
+        }
     }
 }
 
@@ -60,7 +80,13 @@ pub fn run_tasks(
 ) -> Result<SchedStats, SimError> {
     let ncpus = k.cpu_mm.len();
     let mut rng = SimRng::stream(seed, "sched");
-    let mut cpus: Vec<Cpu> = (0..ncpus).map(|_| Cpu { now_ns: 0, current: None, slice_end_ns: 0 }).collect();
+    let mut cpus: Vec<Cpu> = (0..ncpus)
+        .map(|_| Cpu {
+            now_ns: 0,
+            current: None,
+            slice_end_ns: 0,
+        })
+        .collect();
     let mut runq: VecDeque<usize> = (0..tasks.len()).collect();
     for (i, t) in tasks.iter_mut().enumerate() {
         if i > 0 {
@@ -70,11 +96,18 @@ pub fn run_tasks(
     let mut steps = 0u64;
     let mut end_ns = 0u64;
     loop {
-        let Some(cpu) = (0..ncpus).filter(|&c| cpus[c].current.is_some() || !runq.is_empty()).min_by_key(|&c| (cpus[c].now_ns, c)) else {
+        let Some(cpu) = (0..ncpus)
+            .filter(|&c| cpus[c].current.is_some() || !runq.is_empty())
+            .min_by_key(|&c| (cpus[c].now_ns, c))
+        else {
             break;
         };
         let c = &mut cpus[cpu];
-        let mut ctx = Ctx { cpu, now_ns: c.now_ns, step_start_ns: c.now_ns };
+        let mut ctx = Ctx {
+            cpu,
+            now_ns: c.now_ns,
+            step_start_ns: c.now_ns,
+        };
         let tid = match c.current {
             Some(tid) => tid,
             None => {
@@ -88,7 +121,11 @@ pub fn run_tasks(
             }
         };
         ctx.now_ns += std::mem::take(&mut k.cpu_irq_ns[cpu]);
-        let exited = step(k, &mut ctx, &mut tasks[tid]).map_err(|e| SimError::Mm { task: tasks[tid].name.clone(), at_ns: ctx.now_ns, error: e })?;
+        let exited = step(k, &mut ctx, &mut tasks[tid]).map_err(|e| SimError::Mm {
+            task: tasks[tid].name.clone(),
+            at_ns: ctx.now_ns,
+            error: e,
+        })?;
         steps += 1;
         let c = &mut cpus[cpu];
         c.now_ns = ctx.now_ns;
@@ -106,27 +143,47 @@ pub fn run_tasks(
             }
         }
         if check_invariants && steps % CHECK_EVERY_STEPS == 0 {
-            invariants::check(k).map_err(|e| SimError::Invariant { at_ns: ctx.now_ns, steps, what: e })?;
+            invariants::check(k).map_err(|e| SimError::Invariant {
+                at_ns: ctx.now_ns,
+                steps,
+                what: e,
+            })?;
         }
         if steps & 0xffff == 0 {
             progress(steps, end_ns);
         }
     }
     if check_invariants {
-        invariants::check(k).map_err(|e| SimError::Invariant { at_ns: end_ns, steps, what: e })?;
+        invariants::check(k).map_err(|e| SimError::Invariant {
+            at_ns: end_ns,
+            steps,
+            what: e,
+        })?;
     }
-    Ok(SchedStats { steps, simulated_ns: end_ns })
+    Ok(SchedStats {
+        steps,
+        simulated_ns: end_ns,
+    })
 }
 
 /// One step of a task. Returns true when the task exited.
 fn step(k: &mut Kernel, ctx: &mut Ctx, task: &mut Task) -> Result<bool, MmError> {
     let mm = task.mm;
     match task.ops[task.pc].clone() {
-        Op::Mmap { vma, nr_pages, hugepage } => {
+        Op::Mmap {
+            vma,
+            nr_pages,
+            hugepage,
+        } => {
             k.mms[mm as usize].mmap(vma, nr_pages, hugepage);
             ctx.spend(k.cost.syscall_ns);
         }
-        Op::Touch { vma, first, nr, write } => {
+        Op::Touch {
+            vma,
+            first,
+            nr,
+            write,
+        } => {
             let covered = touch(k, ctx, mm, vma, first + task.cursor, first + nr, write)?;
             task.cursor += covered;
             if task.cursor < nr {
@@ -134,7 +191,12 @@ fn step(k: &mut Kernel, ctx: &mut Ctx, task: &mut Task) -> Result<bool, MmError>
             }
             task.cursor = 0;
         }
-        Op::Madvise { vma, first, nr, advice } => {
+        Op::Madvise {
+            vma,
+            first,
+            nr,
+            advice,
+        } => {
             ctx.spend(k.cost.syscall_ns);
             madvise(k, ctx, mm, vma, first, nr, advice);
         }
@@ -152,7 +214,12 @@ fn step(k: &mut Kernel, ctx: &mut Ctx, task: &mut Task) -> Result<bool, MmError>
 }
 
 fn munmap(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32) {
-    let Some(nr) = k.mms[mm as usize].vmas.get(vma as usize).and_then(|v| v.as_ref()).map(|v| v.nr_pages) else {
+    let Some(nr) = k.mms[mm as usize]
+        .vmas
+        .get(vma as usize)
+        .and_then(|v| v.as_ref())
+        .map(|v| v.nr_pages)
+    else {
         return;
     };
     ctx.spend(k.cost.syscall_ns);
@@ -163,7 +230,15 @@ fn munmap(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32) {
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
     #[error("task {task} at {at_ns} ns: {error}")]
-    Mm { task: String, at_ns: u64, error: MmError },
+    Mm {
+        task: String,
+        at_ns: u64,
+        error: MmError,
+    },
     #[error("invariant broken at {at_ns} ns after {steps} steps: {what}")]
-    Invariant { at_ns: u64, steps: u64, what: String },
+    Invariant {
+        at_ns: u64,
+        steps: u64,
+        what: String,
+    },
 }

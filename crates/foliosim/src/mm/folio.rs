@@ -118,7 +118,10 @@ impl FolioTable {
 
     pub fn release(&mut self, pfn: u32) {
         let i = pfn as usize;
-        debug_assert!(self.flags[i] & (flags::LRU | flags::SWAPCACHE) == 0, "freeing folio {pfn} still on LRU or in swap cache");
+        debug_assert!(
+            self.flags[i] & (flags::LRU | flags::SWAPCACHE) == 0,
+            "freeing folio {pfn} still on LRU or in swap cache"
+        );
         self.flags[i] = 0;
         self.owner_mm[i] = NIL;
         self.mapcount[i] = 0;
@@ -131,7 +134,9 @@ impl FolioTable {
     pub fn head_of(&self, pfn: u32) -> u32 {
         for order in 0..=crate::mm::page_alloc::MAX_PAGE_ORDER {
             let candidate = pfn & !((1u32 << order) - 1);
-            if self.test(candidate, flags::ALLOCATED) && self.order[candidate as usize] as u32 >= order {
+            if self.test(candidate, flags::ALLOCATED)
+                && self.order[candidate as usize] as u32 >= order
+            {
                 return candidate;
             }
         }

@@ -12,7 +12,11 @@ use std::collections::VecDeque;
 /// thp_vma_allowable_orders + thp_vma_suitable_order: enabled orders whose naturally aligned
 /// range around `index` lies inside the VMA, highest first.
 pub fn suitable_orders(k: &Kernel, vma: &Vma, index: u32) -> impl Iterator<Item = u32> {
-    let mask = if vma.hugepage { k.thp_orders_madvised } else { k.thp_orders };
+    let mask = if vma.hugepage {
+        k.thp_orders_madvised
+    } else {
+        k.thp_orders
+    };
     let nr_pages = vma.nr_pages;
     (1..=PMD_ORDER).rev().filter(move |&order| {
         let start = index & !((1 << order) - 1);
@@ -31,7 +35,10 @@ pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut Ve
     let order = f.order[i] as u32;
     let nr = 1u32 << order;
     assert!(order > 0, "split of order-0 folio {pfn}");
-    assert!(!f.test(pfn, flags::SWAPCACHE), "split of folio {pfn} in the swap cache is not modelled");
+    assert!(
+        !f.test(pfn, flags::SWAPCACHE),
+        "split of folio {pfn} in the swap cache is not modelled"
+    );
     let (mm, vma, index, memcg) = (f.owner_mm[i], f.owner_vma[i], f.owner_index[i], f.memcg[i]);
     ctx.spend(k.cost.split_folio_ns + k.cost.split_page_ns * nr as u64);
     let was_mapped = f.mapcount[i] > 0;

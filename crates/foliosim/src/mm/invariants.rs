@@ -24,7 +24,10 @@ pub fn check(k: &Kernel) -> Result<(), String> {
                     return Err(format!("pfn {p} is free and inside folio {pfn}"));
                 }
                 if p > pfn && f.flags[p] != 0 {
-                    return Err(format!("tail pfn {p} of folio {pfn} carries flags {:#x}", f.flags[p]));
+                    return Err(format!(
+                        "tail pfn {p} of folio {pfn} carries flags {:#x}",
+                        f.flags[p]
+                    ));
                 }
                 owner[p] = pfn as u32;
             }
@@ -34,7 +37,10 @@ pub fn check(k: &Kernel) -> Result<(), String> {
                 return Err(format!("folio {pfn} is not on an LRU list between steps"));
             }
             if f.mapcount[pfn] == 0 && fl & flags::SWAPCACHE == 0 {
-                return Err(format!("folio {pfn} (order {}) is neither mapped nor in the swap cache: leaked", f.order[pfn]));
+                return Err(format!(
+                    "folio {pfn} (order {}) is neither mapped nor in the swap cache: leaked",
+                    f.order[pfn]
+                ));
             }
             pfn += n;
         } else {
@@ -47,29 +53,49 @@ pub fn check(k: &Kernel) -> Result<(), String> {
     // LRU lists hold exactly the live folios of their memcg.
     for (id, cg) in k.memcgs.iter().enumerate() {
         if cg.usage_pages != memcg_pages[id] {
-            return Err(format!("memcg {}: usage {} pages, its folios hold {}", cg.name, cg.usage_pages, memcg_pages[id]));
+            return Err(format!(
+                "memcg {}: usage {} pages, its folios hold {}",
+                cg.name, cg.usage_pages, memcg_pages[id]
+            ));
         }
         let mut lru_pages = 0;
-        for (list, active) in [(&cg.lruvec.inactive_anon, false), (&cg.lruvec.active_anon, true)] {
+        for (list, active) in [
+            (&cg.lruvec.inactive_anon, false),
+            (&cg.lruvec.active_anon, true),
+        ] {
             let mut pages = 0;
             for head in list.iter(f) {
                 if f.memcg[head as usize] as usize != id || f.test(head, flags::ACTIVE) != active {
-                    return Err(format!("folio {head} is on the wrong LRU list of memcg {}", cg.name));
+                    return Err(format!(
+                        "folio {head} is on the wrong LRU list of memcg {}",
+                        cg.name
+                    ));
                 }
                 pages += f.nr_pages(head) as u64;
             }
             if pages != list.nr_pages {
-                return Err(format!("memcg {} LRU list counts {} pages, holds {pages}", cg.name, list.nr_pages));
+                return Err(format!(
+                    "memcg {} LRU list counts {} pages, holds {pages}",
+                    cg.name, list.nr_pages
+                ));
             }
             lru_pages += pages;
         }
         if lru_pages != memcg_pages[id] {
-            return Err(format!("memcg {}: LRU holds {lru_pages} pages, charged {}", cg.name, memcg_pages[id]));
+            return Err(format!(
+                "memcg {}: LRU holds {lru_pages} pages, charged {}",
+                cg.name, memcg_pages[id]
+            ));
         }
     }
     // PTEs: present PTEs map the right page of a folio owned here; swap PTEs counted per slot.
     let mut mapped = vec![0u32; nr];
-    let mut swap_refs: Vec<Vec<u8>> = k.swap.devices.iter().map(|d| vec![0u8; d.map.swap_map.len()]).collect();
+    let mut swap_refs: Vec<Vec<u8>> = k
+        .swap
+        .devices
+        .iter()
+        .map(|d| vec![0u8; d.map.swap_map.len()])
+        .collect();
     for (mm_id, mm) in k.mms.iter().enumerate() {
         let (mut rss, mut swapents) = (0u64, 0u64);
         for (vma_id, vma) in mm.vmas.iter().enumerate() {
@@ -82,7 +108,11 @@ pub fn check(k: &Kernel) -> Result<(), String> {
                         return Err(format!("mm {mm_id} vma {vma_id} page {index} maps pfn {p}, which is in no folio"));
                     }
                     let h = head as usize;
-                    let expect = (f.owner_mm[h] as usize, f.owner_vma[h] as usize, f.owner_index[h] as usize + (p - h));
+                    let expect = (
+                        f.owner_mm[h] as usize,
+                        f.owner_vma[h] as usize,
+                        f.owner_index[h] as usize + (p - h),
+                    );
                     if expect != (mm_id, vma_id, index) {
                         return Err(format!("pfn {p} mapped at mm {mm_id} vma {vma_id} page {index}, rmap says {expect:?}"));
                     }
@@ -91,22 +121,36 @@ pub fn check(k: &Kernel) -> Result<(), String> {
                 } else if pte.is_swap() {
                     let e = pte.swap_entry();
                     let r = &mut swap_refs[e.dev()][e.offset() as usize];
-                    *r = r.checked_add(1).ok_or("more than 255 swap PTEs on one slot")?;
+                    *r = r
+                        .checked_add(1)
+                        .ok_or("more than 255 swap PTEs on one slot")?;
                     swapents += 1;
                 }
             }
         }
         if rss != mm.rss_anon || swapents != mm.swap_ents {
-            return Err(format!("mm {mm_id}: rss {} / swapents {} but PTEs say {rss} / {swapents}", mm.rss_anon, mm.swap_ents));
+            return Err(format!(
+                "mm {mm_id}: rss {} / swapents {} but PTEs say {rss} / {swapents}",
+                mm.rss_anon, mm.swap_ents
+            ));
         }
     }
     for h in 0..nr {
         if f.test(h as u32, flags::ALLOCATED) && f.mapcount[h] as u32 != mapped[h] {
-            return Err(format!("folio {h}: mapcount {} but {} PTEs map it", f.mapcount[h], mapped[h]));
+            return Err(format!(
+                "folio {h}: mapcount {} but {} PTEs map it",
+                f.mapcount[h], mapped[h]
+            ));
         }
     }
     // swap_map against PTEs and the swap cache.
-    let slot_cached: std::collections::BTreeSet<u32> = k.swap.slot_cache.iter().flatten().map(|e| e.raw()).collect();
+    let slot_cached: std::collections::BTreeSet<u32> = k
+        .swap
+        .slot_cache
+        .iter()
+        .flatten()
+        .map(|e| e.raw())
+        .collect();
     for (d, dev) in k.swap.devices.iter().enumerate() {
         let map = &dev.map;
         let mut inuse = 0;
@@ -118,29 +162,41 @@ pub fn check(k: &Kernel) -> Result<(), String> {
                 inuse += 1;
             }
             if swap_count(b) != swap_refs[d][slot] {
-                return Err(format!("swap {d} slot {slot}: swap_map count {} but {} swap PTEs", swap_count(b), swap_refs[d][slot]));
+                return Err(format!(
+                    "swap {d} slot {slot}: swap_map count {} but {} swap PTEs",
+                    swap_count(b),
+                    swap_refs[d][slot]
+                ));
             }
             let cached = map.swap_cache[slot];
             if cached != NIL {
                 let h = cached as usize;
                 let ok = f.test(cached, flags::SWAPCACHE) && {
                     let e = f.swap_entry(cached);
-                    e.dev() == d && (e.offset() as usize..e.offset() as usize + f.nr_pages(cached) as usize).contains(&slot)
+                    e.dev() == d
+                        && (e.offset() as usize..e.offset() as usize + f.nr_pages(cached) as usize)
+                            .contains(&slot)
                 };
                 if !ok {
                     return Err(format!("swap {d} slot {slot}: swap cache points at folio {h}, which does not own it"));
                 }
             }
             let has_cache = b & SWAP_HAS_CACHE != 0;
-            let expect_cache = cached != NIL || slot_cached.contains(&super::folio::SwapEntry::new(d, slot as u32).raw());
+            let expect_cache = cached != NIL
+                || slot_cached.contains(&super::folio::SwapEntry::new(d, slot as u32).raw());
             if has_cache != expect_cache {
                 return Err(format!("swap {d} slot {slot}: HAS_CACHE is {has_cache}, swap cache / slot cache presence is {expect_cache}"));
             }
         }
         if inuse != map.inuse_pages {
-            return Err(format!("swap {d}: inuse_pages {} but {inuse} slots in use", map.inuse_pages));
+            return Err(format!(
+                "swap {d}: inuse_pages {} but {inuse} slots in use",
+                map.inuse_pages
+            ));
         }
-        dev.allocator.check(map).map_err(|e| format!("swap {d} allocator {}: {e}", dev.allocator.name()))?;
+        dev.allocator
+            .check(map)
+            .map_err(|e| format!("swap {d} allocator {}: {e}", dev.allocator.name()))?;
     }
     Ok(())
 }

@@ -14,7 +14,12 @@ pub struct LruList {
 
 impl Default for LruList {
     fn default() -> Self {
-        LruList { head: NIL, tail: NIL, nr_folios: 0, nr_pages: 0 }
+        LruList {
+            head: NIL,
+            tail: NIL,
+            nr_folios: 0,
+            nr_pages: 0,
+        }
     }
 }
 
@@ -95,7 +100,11 @@ pub struct Lruvec {
 
 impl Lruvec {
     pub fn new() -> Lruvec {
-        Lruvec { inactive_anon: LruList::default(), active_anon: LruList::default(), lru_lock: SimLock::new("lruvec->lru_lock") }
+        Lruvec {
+            inactive_anon: LruList::default(),
+            active_anon: LruList::default(),
+            lru_lock: SimLock::new("lruvec->lru_lock"),
+        }
     }
 
     pub fn list_of(&mut self, folios: &FolioTable, pfn: u32) -> &mut LruList {

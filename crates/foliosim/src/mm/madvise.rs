@@ -19,17 +19,35 @@ pub enum Advice {
     Dontneed,
 }
 
-pub fn madvise(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, nr: u32, advice: Advice) {
+pub fn madvise(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    mm: u32,
+    vma: u32,
+    first: u32,
+    nr: u32,
+    advice: Advice,
+) {
     match advice {
         Advice::Dontneed => zap_range(k, ctx, mm, vma, first, nr),
-        Advice::Pageout | Advice::Cold => cold_or_pageout(k, ctx, mm, vma, first, nr, advice == Advice::Pageout),
+        Advice::Pageout | Advice::Cold => {
+            cold_or_pageout(k, ctx, mm, vma, first, nr, advice == Advice::Pageout)
+        }
     }
 }
 
 /// madvise_cold_or_pageout_pte_range, one PMD's worth at a time: a large folio wholly inside
 /// the range is handled whole if the policy swaps its order out whole; otherwise it is split
 /// and the walk resumes at the same address. PAGEOUT reclaims each PMD's batch at once.
-fn cold_or_pageout(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, nr: u32, pageout: bool) {
+fn cold_or_pageout(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    mm: u32,
+    vma: u32,
+    first: u32,
+    nr: u32,
+    pageout: bool,
+) {
     let end = first + nr;
     let mut index = first;
     let mut isolated = Vec::new();
@@ -50,7 +68,9 @@ fn cold_or_pageout(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32,
                 continue;
             }
             if order > 0 {
-                let whole = start >= first && start + nr_folio <= end && k.folios.mapcount[head as usize] as u32 == nr_folio;
+                let whole = start >= first
+                    && start + nr_folio <= end
+                    && k.folios.mapcount[head as usize] as u32 == nr_folio;
                 if !whole || (pageout && !k.swap.swapout_whole(order)) {
                     split_folio(k, ctx, head, None);
                     continue;

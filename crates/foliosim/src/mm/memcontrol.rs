@@ -20,11 +20,20 @@ pub struct MemCgroup {
 
 impl MemCgroup {
     pub fn new(name: String, max_pages: Option<u64>) -> MemCgroup {
-        MemCgroup { name, max_pages: max_pages.unwrap_or(u64::MAX), usage_pages: 0, lruvec: Lruvec::new() }
+        MemCgroup {
+            name,
+            max_pages: max_pages.unwrap_or(u64::MAX),
+            usage_pages: 0,
+            lruvec: Lruvec::new(),
+        }
     }
 
     pub fn uncharge(&mut self, nr_pages: u64) {
-        assert!(self.usage_pages >= nr_pages, "memcg {} uncharge {nr_pages} below zero", self.name);
+        assert!(
+            self.usage_pages >= nr_pages,
+            "memcg {} uncharge {nr_pages} below zero",
+            self.name
+        );
         self.usage_pages -= nr_pages;
     }
 
@@ -36,7 +45,13 @@ impl MemCgroup {
 /// try_charge_memcg: charge `nr_pages`, reclaiming from the memcg while over its limit.
 /// `may_retry` is false for __GFP_NORETRY charges (large folios at fault): one reclaim pass,
 /// then give up so the caller falls back to a smaller order.
-pub fn try_charge(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_pages: u64, may_retry: bool) -> bool {
+pub fn try_charge(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    memcg: u16,
+    nr_pages: u64,
+    may_retry: bool,
+) -> bool {
     let retries = if may_retry { MAX_RECLAIM_RETRIES } else { 1 };
     for attempt in 0..=retries {
         let cg = &mut k.memcgs[memcg as usize];

@@ -16,7 +16,15 @@ use crate::scenario::PMD_ORDER;
 /// The task touches page `index` of `vma` (a store if `write`). Returns how many pages from
 /// `index` on (up to `end`) this step covered: a fault maps a whole folio, and the task's
 /// stores to the rest of it cost only the store itself.
-pub fn touch(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, index: u32, end: u32, write: bool) -> Result<u32, MmError> {
+pub fn touch(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    mm: u32,
+    vma: u32,
+    index: u32,
+    end: u32,
+    write: bool,
+) -> Result<u32, MmError> {
     let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
     let covered = if pte.is_none() {
         k.vmstat.count(VmEvent::Pgfault, 1);
@@ -33,7 +41,10 @@ pub fn touch(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, index: u32, end: 
         let limit = end.min(index + (1 << PMD_ORDER));
         while index + n < limit && ptes[(index + n) as usize].is_present() {
             let head = k.folios.head_of(ptes[(index + n) as usize].pfn());
-            k.folios.set(head, flags::REFERENCED | if write { flags::DIRTY } else { 0 });
+            k.folios.set(
+                head,
+                flags::REFERENCED | if write { flags::DIRTY } else { 0 },
+            );
             n += 1;
         }
         n
@@ -45,13 +56,21 @@ pub fn touch(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, index: u32, end: 
 /// do_anonymous_page: try each suitable enabled order, highest first; an order whose range is
 /// not wholly unmapped, whose allocation fails, or whose charge fails falls back to the next.
 /// Returns the folio's first page index and order.
-fn do_anonymous_page(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, index: u32) -> Result<(u32, u32), MmError> {
+fn do_anonymous_page(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    mm: u32,
+    vma: u32,
+    index: u32,
+) -> Result<(u32, u32), MmError> {
     let memcg = k.mms[mm as usize].memcg;
     let vma_ref = k.mms[mm as usize].vma(vma);
     let candidates: Vec<u32> = suitable_orders(k, vma_ref, index)
         .filter(|&order| {
             let start = index & !((1 << order) - 1);
-            vma_ref.ptes[start as usize..(start + (1 << order)) as usize].iter().all(|p| p.is_none())
+            vma_ref.ptes[start as usize..(start + (1 << order)) as usize]
+                .iter()
+                .all(|p| p.is_none())
         })
         .collect();
     for order in candidates {
@@ -65,7 +84,8 @@ fn do_anonymous_page(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, index: u3
         };
         if !try_charge(k, ctx, memcg, 1 << order, false) {
             k.zone.free(ctx, pfn, order);
-            k.vmstat.count_mthp(order, MthpStat::AnonFaultFallbackCharge);
+            k.vmstat
+                .count_mthp(order, MthpStat::AnonFaultFallbackCharge);
             k.vmstat.count_mthp(order, MthpStat::AnonFaultFallback);
             if order == PMD_ORDER {
                 k.vmstat.count(VmEvent::ThpFaultFallbackCharge, 1);
@@ -98,20 +118,43 @@ fn alloc_order0_charged(k: &mut Kernel, ctx: &mut Ctx, memcg: u16) -> Result<u32
     if !try_charge(k, ctx, memcg, 1, true) {
         k.zone.free(ctx, pfn, 0);
         k.vmstat.count(VmEvent::OomKill, 1);
-        return Err(MmError::MemcgOom { memcg: k.memcgs[memcg as usize].name.clone() });
+        return Err(MmError::MemcgOom {
+            memcg: k.memcgs[memcg as usize].name.clone(),
+        });
     }
     Ok(pfn)
 }
 
 /// Set up, map (PTEs, or one PMD for PMD order) and add to the LRU a newly allocated folio.
 #[allow(clippy::too_many_arguments)]
-fn map_new_folio(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, start: u32, pfn: u32, order: u32, memcg: u16) {
+fn map_new_folio(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    mm: u32,
+    vma: u32,
+    start: u32,
+    pfn: u32,
+    order: u32,
+    memcg: u16,
+) {
     let nr = 1u32 << order;
     k.folios.init(pfn, order, memcg, (mm, vma, start));
-    k.folios.set(pfn, flags::DIRTY | flags::REFERENCED | if order == PMD_ORDER { flags::PMD_MAPPED } else { 0 });
+    k.folios.set(
+        pfn,
+        flags::DIRTY
+            | flags::REFERENCED
+            | if order == PMD_ORDER {
+                flags::PMD_MAPPED
+            } else {
+                0
+            },
+    );
     k.folios.mapcount[pfn as usize] = nr as u16;
     let m = &mut k.mms[mm as usize];
-    for (i, pte) in m.vma_mut(vma).ptes[start as usize..(start + nr) as usize].iter_mut().enumerate() {
+    for (i, pte) in m.vma_mut(vma).ptes[start as usize..(start + nr) as usize]
+        .iter_mut()
+        .enumerate()
+    {
         *pte = Pte::present(pfn + i as u32);
     }
     m.rss_anon += nr as u64;
@@ -122,7 +165,15 @@ fn map_new_folio(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, start: u32, p
 /// do_swap_page, order 0: map the page from the swap cache if its folio is still there,
 /// otherwise read it into a new page. The slot reference moves from the PTE to nothing; a
 /// write (or a synchronous device) frees the swap copy.
-fn do_swap_page(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, index: u32, entry: SwapEntry, write: bool) -> Result<(), MmError> {
+fn do_swap_page(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    mm: u32,
+    vma: u32,
+    index: u32,
+    entry: SwapEntry,
+    write: bool,
+) -> Result<(), MmError> {
     ctx.spend(k.cost.swapin_fault_ns);
     let memcg = k.mms[mm as usize].memcg;
     if let Some(head) = k.swap.lookup(entry) {
@@ -130,14 +181,20 @@ fn do_swap_page(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, index: u32, en
         let page = head + (entry.offset() - k.folios.swap_entry(head).offset());
         k.mms[mm as usize].vma_mut(vma).ptes[index as usize] = Pte::present(page);
         k.folios.mapcount[head as usize] += 1;
-        k.folios.set(head, flags::REFERENCED | if write { flags::DIRTY } else { 0 });
+        k.folios.set(
+            head,
+            flags::REFERENCED | if write { flags::DIRTY } else { 0 },
+        );
         k.swap.put_refs(ctx, &k.cost, entry, 1);
     } else {
         k.vmstat.count(VmEvent::Pgmajfault, 1);
         let pfn = alloc_order0_charged(k, ctx, memcg)?;
         swap_read_folio(k, ctx, entry, 0);
         k.folios.init(pfn, 0, memcg, (mm, vma, index));
-        k.folios.set(pfn, flags::REFERENCED | if write { flags::DIRTY } else { 0 });
+        k.folios.set(
+            pfn,
+            flags::REFERENCED | if write { flags::DIRTY } else { 0 },
+        );
         k.folios.mapcount[pfn as usize] = 1;
         k.mms[mm as usize].vma_mut(vma).ptes[index as usize] = Pte::present(pfn);
         // The swap-cache-bypassing path (synchronous device) and a write fault both drop the
@@ -164,7 +221,9 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
             let f = &mut k.folios;
             let nr_folio = f.nr_pages(head);
             // A whole PMD mapping is zapped as one entry; a partial zap splits the PMD first.
-            let whole_pmd = f.test(head, flags::PMD_MAPPED) && index == f.owner_index[head as usize] && index + nr_folio <= end;
+            let whole_pmd = f.test(head, flags::PMD_MAPPED)
+                && index == f.owner_index[head as usize]
+                && index + nr_folio <= end;
             let count = if whole_pmd { nr_folio } else { 1 };
             f.clear(head, flags::PMD_MAPPED);
             f.mapcount[head as usize] -= count as u16;
@@ -182,7 +241,8 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
             let ptes = &k.mms[mm as usize].vma(vma).ptes;
             while run < batch_max && index + run < end && {
                 let next = ptes[(index + run) as usize];
-                next.is_swap() && next.swap_entry() == SwapEntry::new(entry.dev(), entry.offset() + run)
+                next.is_swap()
+                    && next.swap_entry() == SwapEntry::new(entry.dev(), entry.offset() + run)
             } {
                 run += 1;
             }

@@ -67,7 +67,13 @@ pub struct MmStruct {
 
 impl MmStruct {
     pub fn new(memcg: u16, ncpus: usize) -> MmStruct {
-        MmStruct { vmas: Vec::new(), memcg, rss_anon: 0, swap_ents: 0, cpu_last_ran_ns: vec![None; ncpus] }
+        MmStruct {
+            vmas: Vec::new(),
+            memcg,
+            rss_anon: 0,
+            swap_ents: 0,
+            cpu_last_ran_ns: vec![None; ncpus],
+        }
     }
 
     /// Is `cpu` still in this mm's mm_cpumask at `now_ns`?
@@ -82,14 +88,22 @@ impl MmStruct {
             self.vmas.resize_with(i + 1, || None);
         }
         assert!(self.vmas[i].is_none(), "mmap: vma {vma_id} already mapped");
-        self.vmas[i] = Some(Vma { nr_pages, hugepage, ptes: vec![Pte::NONE; nr_pages as usize] });
+        self.vmas[i] = Some(Vma {
+            nr_pages,
+            hugepage,
+            ptes: vec![Pte::NONE; nr_pages as usize],
+        });
     }
 
     pub fn vma(&self, vma_id: u32) -> &Vma {
-        self.vmas[vma_id as usize].as_ref().expect("access to an unmapped vma")
+        self.vmas[vma_id as usize]
+            .as_ref()
+            .expect("access to an unmapped vma")
     }
 
     pub fn vma_mut(&mut self, vma_id: u32) -> &mut Vma {
-        self.vmas[vma_id as usize].as_mut().expect("access to an unmapped vma")
+        self.vmas[vma_id as usize]
+            .as_mut()
+            .expect("access to an unmapped vma")
     }
 }

@@ -32,7 +32,9 @@ use vmstat::VmStat;
 /// The model stopped: the workload cannot go on (as the kernel would OOM-kill), or bad use.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum MmError {
-    #[error("out of memory: memcg `{memcg}` is at its limit with nothing reclaimable (no free swap?)")]
+    #[error(
+        "out of memory: memcg `{memcg}` is at its limit with nothing reclaimable (no free swap?)"
+    )]
     MemcgOom { memcg: String },
     #[error("out of memory: no free page in the zone and nothing reclaimable")]
     GlobalOom,
@@ -63,15 +65,22 @@ pub struct Kernel {
 
 impl Kernel {
     pub fn new(scenario: &Scenario) -> Kernel {
-        let mut cost = CostModel::profile(&scenario.machine.cost_profile).expect("validated cost profile");
+        let mut cost =
+            CostModel::profile(&scenario.machine.cost_profile).expect("validated cost profile");
         for (name, value) in &scenario.costs {
-            assert!(cost.set(name, value.round() as u64), "validated cost name {name}");
+            assert!(
+                cost.set(name, value.round() as u64),
+                "validated cost name {name}"
+            );
         }
         let ncpus = scenario.machine.cpus as usize;
         let nr_pages = scenario.machine.memory.pages() as u32;
         let mut memcgs = vec![MemCgroup::new("/".into(), None)];
         for spec in &scenario.memcgs {
-            memcgs.push(MemCgroup::new(spec.name.clone(), spec.max.map(|b| b.pages())));
+            memcgs.push(MemCgroup::new(
+                spec.name.clone(),
+                spec.max.map(|b| b.pages()),
+            ));
         }
         let allocator = scenario.kernel.swap_allocator();
         let mut specs: Vec<_> = scenario.machine.swap_devices.iter().collect();
@@ -82,9 +91,19 @@ impl Kernel {
             .enumerate()
             .map(|(id, spec)| {
                 let bdev = BlockDevice::new(spec);
-                let map = SwapMap::new(id, spec.size.pages(), bdev.solidstate(), bdev.synchronous_io());
+                let map = SwapMap::new(
+                    id,
+                    spec.size.pages(),
+                    bdev.solidstate(),
+                    bdev.synchronous_io(),
+                );
                 let allocator = swap_alloc::new_allocator(allocator, &map, ncpus);
-                SwapInfo { prio: spec.priority, map, allocator, bdev }
+                SwapInfo {
+                    prio: spec.priority,
+                    map,
+                    allocator,
+                    bdev,
+                }
             })
             .collect();
         Kernel {
@@ -94,7 +113,12 @@ impl Kernel {
             folios: FolioTable::new(nr_pages),
             mms: Vec::new(),
             memcgs,
-            swap: Swap { devices, slot_cache: vec![Vec::new(); ncpus], slot_cache_active: false, ncpus },
+            swap: Swap {
+                devices,
+                slot_cache: vec![Vec::new(); ncpus],
+                slot_cache_active: false,
+                ncpus,
+            },
             thp_orders: scenario.sysfs.orders_enabled(false),
             thp_orders_madvised: scenario.sysfs.orders_enabled(true),
             cpu_mm: vec![NIL; ncpus],
@@ -106,7 +130,11 @@ impl Kernel {
     pub fn memcg_id(&self, name: Option<&str>) -> u16 {
         match name {
             None => memcontrol::ROOT_MEMCG,
-            Some(n) => self.memcgs.iter().position(|m| m.name == n).expect("validated memcg name") as u16,
+            Some(n) => self
+                .memcgs
+                .iter()
+                .position(|m| m.name == n)
+                .expect("validated memcg name") as u16,
         }
     }
 
@@ -123,15 +151,24 @@ impl Kernel {
         *pending += 1;
         if *pending == LRU_ADD_BATCH {
             *pending = 0;
-            self.memcgs[memcg].lruvec.lru_lock.hold(ctx, self.cost.lru_move_ns * LRU_ADD_BATCH as u64);
+            self.memcgs[memcg]
+                .lruvec
+                .lru_lock
+                .hold(ctx, self.cost.lru_move_ns * LRU_ADD_BATCH as u64);
         }
     }
 
     /// The last reference to a folio is gone: off the LRU, uncharged, back to the buddy lists.
     pub fn folio_free(&mut self, ctx: &mut Ctx, pfn: u32) {
         let f = &mut self.folios;
-        assert!(f.test(pfn, flags::ALLOCATED), "free of pfn {pfn} that heads no folio");
-        assert!(!f.test(pfn, flags::SWAPCACHE), "free of folio {pfn} still in the swap cache");
+        assert!(
+            f.test(pfn, flags::ALLOCATED),
+            "free of pfn {pfn} that heads no folio"
+        );
+        assert!(
+            !f.test(pfn, flags::SWAPCACHE),
+            "free of folio {pfn} still in the swap cache"
+        );
         assert_eq!(f.mapcount[pfn as usize], 0, "free of mapped folio {pfn}");
         let memcg = f.memcg[pfn as usize] as usize;
         let order = f.order[pfn as usize] as u32;

@@ -117,7 +117,8 @@ impl Zone {
             return None;
         }
         let drained: Vec<u32> = self.pcp.iter_mut().flat_map(|p| p.drain(..)).collect();
-        self.lock.hold(ctx, ZONE_LOCK_HOLD_NS_PER_BLOCK * drained.len() as u64);
+        self.lock
+            .hold(ctx, ZONE_LOCK_HOLD_NS_PER_BLOCK * drained.len() as u64);
         for pfn in drained {
             self.nr_free -= 1;
             self.free_one(pfn, 0);
@@ -135,7 +136,8 @@ impl Zone {
                         None => break,
                     }
                 }
-                self.lock.hold(ctx, ZONE_LOCK_HOLD_NS_PER_BLOCK * batch.len().max(1) as u64);
+                self.lock
+                    .hold(ctx, ZONE_LOCK_HOLD_NS_PER_BLOCK * batch.len().max(1) as u64);
                 // Pop from the end: keep the lowest pfn first out.
                 batch.reverse();
                 self.nr_free += batch.len() as u64;
@@ -152,7 +154,10 @@ impl Zone {
 
     pub fn free(&mut self, ctx: &mut Ctx, pfn: u32, order: u32) {
         debug_assert_eq!(pfn % (1 << order), 0, "free of a misaligned block");
-        debug_assert_eq!(self.free_order[pfn as usize], NOT_FREE, "double free of pfn {pfn}");
+        debug_assert_eq!(
+            self.free_order[pfn as usize], NOT_FREE,
+            "double free of pfn {pfn}"
+        );
         if order == 0 {
             let cpu = ctx.cpu;
             self.nr_free += 1;
@@ -163,7 +168,8 @@ impl Zone {
                     self.nr_free -= 1;
                     self.free_one(p, 0);
                 }
-                self.lock.hold(ctx, ZONE_LOCK_HOLD_NS_PER_BLOCK * PCP_BATCH as u64);
+                self.lock
+                    .hold(ctx, ZONE_LOCK_HOLD_NS_PER_BLOCK * PCP_BATCH as u64);
             }
             return;
         }
@@ -182,14 +188,20 @@ impl Zone {
         for (order, list) in self.free_area.iter().enumerate() {
             for &pfn in list {
                 for p in pfn..pfn + (1 << order) {
-                    assert!(!free[p as usize], "pfn {p} is free twice in the buddy lists");
+                    assert!(
+                        !free[p as usize],
+                        "pfn {p} is free twice in the buddy lists"
+                    );
                     free[p as usize] = true;
                 }
             }
         }
         for pcp in &self.pcp {
             for &pfn in pcp {
-                assert!(!free[pfn as usize], "pfn {pfn} is on a pcp list and free elsewhere");
+                assert!(
+                    !free[pfn as usize],
+                    "pfn {pfn} is on a pcp list and free elsewhere"
+                );
                 free[pfn as usize] = true;
             }
         }
@@ -203,7 +215,11 @@ mod tests {
     use proptest::prelude::*;
 
     fn ctx() -> Ctx {
-        Ctx { cpu: 0, now_ns: 0, step_start_ns: 0 }
+        Ctx {
+            cpu: 0,
+            now_ns: 0,
+            step_start_ns: 0,
+        }
     }
 
     #[test]

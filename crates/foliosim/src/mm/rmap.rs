@@ -12,7 +12,11 @@ use crate::engine::Ctx;
 /// folio with its swap entry and queue the TLB flush.
 pub fn try_to_unmap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, tlb: &mut TlbUnmapBatch) {
     let f = &mut k.folios;
-    let (mm, vma, index) = (f.owner_mm[pfn as usize], f.owner_vma[pfn as usize], f.owner_index[pfn as usize]);
+    let (mm, vma, index) = (
+        f.owner_mm[pfn as usize],
+        f.owner_vma[pfn as usize],
+        f.owner_index[pfn as usize],
+    );
     let entry = f.swap_entry(pfn);
     let nr = f.nr_pages(pfn);
     if f.test(pfn, flags::PMD_MAPPED) {
@@ -27,11 +31,15 @@ pub fn try_to_unmap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, tlb: &mut TlbUnmapB
         let slot = &mut ptes[(index + i) as usize];
         if slot.is_present() && slot.pfn() == pfn + i {
             *slot = Pte::swap(SwapEntry::new(entry.dev(), entry.offset() + i));
-            k.swap.swap_duplicate(SwapEntry::new(entry.dev(), entry.offset() + i));
+            k.swap
+                .swap_duplicate(SwapEntry::new(entry.dev(), entry.offset() + i));
             unmapped += 1;
         }
     }
-    assert_eq!(unmapped as u16, f.mapcount[pfn as usize], "folio {pfn}: mapcount disagrees with its PTEs");
+    assert_eq!(
+        unmapped as u16, f.mapcount[pfn as usize],
+        "folio {pfn}: mapcount disagrees with its PTEs"
+    );
     f.mapcount[pfn as usize] = 0;
     let mm_struct = &mut k.mms[mm as usize];
     mm_struct.rss_anon -= unmapped as u64;

@@ -83,7 +83,9 @@ impl SwapMap {
     /// Are all `nr` slots from `offset` free (swap_map 0)?
     #[inline]
     pub fn range_free(&self, offset: u32, nr: u32) -> bool {
-        self.swap_map[offset as usize..(offset + nr) as usize].iter().all(|&b| b == 0)
+        self.swap_map[offset as usize..(offset + nr) as usize]
+            .iter()
+            .all(|&b| b == 0)
     }
 
     /// Mark a range allocated: HAS_CACHE with no count (the folio is about to enter the cache).
@@ -131,13 +133,20 @@ impl Swap {
     /// Would a folio of `order` be swapped out whole by the first device's allocator? (A device
     /// whose policy never stores this order makes reclaim split the folio up front.)
     pub fn swapout_whole(&self, order: u32) -> bool {
-        self.devices.first().is_some_and(|d| d.allocator.swapout_whole(order))
+        self.devices
+            .first()
+            .is_some_and(|d| d.allocator.swapout_whole(order))
     }
 
     /// folio_alloc_swap / get_swap_pages: slots for a folio of `order`. Order 0 goes through the
     /// per-CPU slot cache where the policy has one; a large order tries only the first device.
     pub fn alloc(&mut self, ctx: &mut Ctx, cost: &CostModel, order: u32) -> Option<SwapEntry> {
-        if order == 0 && self.devices.first().is_some_and(|d| d.allocator.uses_slot_cache()) {
+        if order == 0
+            && self
+                .devices
+                .first()
+                .is_some_and(|d| d.allocator.uses_slot_cache())
+        {
             self.update_slot_cache_active();
             if self.slot_cache_active {
                 if self.slot_cache[ctx.cpu].is_empty() {
@@ -157,10 +166,18 @@ impl Swap {
     }
 
     /// Allocate up to `n` ranges of 2^order slots, walking devices by priority.
-    fn get_swap_pages(&mut self, ctx: &mut Ctx, cost: &CostModel, order: u32, n: usize, out: &mut Vec<SwapEntry>) {
+    fn get_swap_pages(
+        &mut self,
+        ctx: &mut Ctx,
+        cost: &CostModel,
+        order: u32,
+        n: usize,
+        out: &mut Vec<SwapEntry>,
+    ) {
         for dev in self.devices.iter_mut() {
             if dev.map.free_pages() >= 1 << order {
-                dev.allocator.alloc(&mut dev.map, ctx, cost, order, n - out.len(), out);
+                dev.allocator
+                    .alloc(&mut dev.map, ctx, cost, order, n - out.len(), out);
             }
             if out.len() == n || order > 0 {
                 return;
@@ -174,7 +191,11 @@ impl Swap {
         let per_cpus = (SWAP_BATCH * self.ncpus) as u64;
         if self.slot_cache_active && free < 2 * per_cpus {
             self.slot_cache_active = false;
-            let cached: Vec<SwapEntry> = self.slot_cache.iter_mut().flat_map(|c| c.drain(..)).collect();
+            let cached: Vec<SwapEntry> = self
+                .slot_cache
+                .iter_mut()
+                .flat_map(|c| c.drain(..))
+                .collect();
             for e in cached {
                 self.clear_cache_flag(e, 1);
             }
@@ -184,7 +205,14 @@ impl Swap {
     }
 
     /// add_to_swap_cache: the folio at `pfn` now owns slots [entry, entry + nr).
-    pub fn add_to_swap_cache(&mut self, ctx: &mut Ctx, cost: &CostModel, entry: SwapEntry, nr: u32, pfn: u32) {
+    pub fn add_to_swap_cache(
+        &mut self,
+        ctx: &mut Ctx,
+        cost: &CostModel,
+        entry: SwapEntry,
+        nr: u32,
+        pfn: u32,
+    ) {
         let map = &mut self.devices[entry.dev()].map;
         for slot in entry.offset()..entry.offset() + nr {
             debug_assert_eq!(map.swap_map[slot as usize], SWAP_HAS_CACHE);
@@ -202,13 +230,23 @@ impl Swap {
     /// swap_duplicate: a PTE now refers to this slot.
     pub fn swap_duplicate(&mut self, entry: SwapEntry) {
         let b = &mut self.devices[entry.dev()].map.swap_map[entry.offset() as usize];
-        assert!(*b != 0 && swap_count(*b) < SWAP_MAP_MAX, "swap_duplicate on slot {:?} with map {b:#x}", entry);
+        assert!(
+            *b != 0 && swap_count(*b) < SWAP_MAP_MAX,
+            "swap_duplicate on slot {:?} with map {b:#x}",
+            entry
+        );
         *b += 1;
     }
 
     /// delete_from_swap_cache + put_swap_folio: the folio leaves the cache; slots with no PTE
     /// reference left are freed (all together when the whole range is cache-only).
-    pub fn delete_from_swap_cache(&mut self, ctx: &mut Ctx, cost: &CostModel, entry: SwapEntry, nr: u32) {
+    pub fn delete_from_swap_cache(
+        &mut self,
+        ctx: &mut Ctx,
+        cost: &CostModel,
+        entry: SwapEntry,
+        nr: u32,
+    ) {
         let map = &mut self.devices[entry.dev()].map;
         for slot in entry.offset()..entry.offset() + nr {
             map.swap_cache[slot as usize] = NIL;
@@ -224,7 +262,11 @@ impl Swap {
     fn clear_cache_flag(&mut self, entry: SwapEntry, nr: u32) {
         let dev = &mut self.devices[entry.dev()];
         drop_slots(dev, entry, nr, |slot, b, _| {
-            assert!(*b & SWAP_HAS_CACHE != 0, "slot {slot} of dev {} leaves the swap cache without HAS_CACHE", entry.dev());
+            assert!(
+                *b & SWAP_HAS_CACHE != 0,
+                "slot {slot} of dev {} leaves the swap cache without HAS_CACHE",
+                entry.dev()
+            );
             *b &= !SWAP_HAS_CACHE;
         });
     }
@@ -232,11 +274,21 @@ impl Swap {
     /// Drop one PTE reference from each of `nr` slots (swap_free_nr / the first half of
     /// free_swap_and_cache_nr). Returns the pfns of swap-cache folios left with no reference
     /// (cache-only), for the caller to try to reclaim.
-    pub fn put_refs(&mut self, ctx: &mut Ctx, cost: &CostModel, entry: SwapEntry, nr: u32) -> Vec<u32> {
+    pub fn put_refs(
+        &mut self,
+        ctx: &mut Ctx,
+        cost: &CostModel,
+        entry: SwapEntry,
+        nr: u32,
+    ) -> Vec<u32> {
         let dev = &mut self.devices[entry.dev()];
         let mut cache_only = Vec::new();
         drop_slots(dev, entry, nr, |slot, b, cached| {
-            assert!(swap_count(*b) > 0, "swap_free on slot {slot} of dev {} with count 0", entry.dev());
+            assert!(
+                swap_count(*b) > 0,
+                "swap_free on slot {slot} of dev {} with count 0",
+                entry.dev()
+            );
             *b -= 1;
             if *b == SWAP_HAS_CACHE && cached != NIL && cache_only.last() != Some(&cached) {
                 cache_only.push(cached);
@@ -256,7 +308,12 @@ impl Swap {
 
 /// Apply `drop_ref(slot, swap_map byte, swap-cache pfn)` to each slot of [entry, entry + nr);
 /// the slots it leaves at 0 are released, in runs of contiguous slots.
-fn drop_slots(dev: &mut SwapInfo, entry: SwapEntry, nr: u32, mut drop_ref: impl FnMut(u32, &mut u8, u32)) {
+fn drop_slots(
+    dev: &mut SwapInfo,
+    entry: SwapEntry,
+    nr: u32,
+    mut drop_ref: impl FnMut(u32, &mut u8, u32),
+) {
     let end = entry.offset() + nr;
     let mut run_start = None;
     for slot in entry.offset()..=end {

@@ -46,7 +46,14 @@ pub fn flush_tlb_mms(k: &mut Kernel, ctx: &mut Ctx, mms: &[u32]) {
     k.vmstat.count(VmEvent::NrTlbLocalFlushAll, 1);
     let mut remote = 0;
     for cpu in 0..k.cpu_mm.len() {
-        let in_mask = mms.iter().any(|&mm| k.cpu_mm[cpu] == mm || k.mms[mm as usize].cpu_recently_active(cpu, ctx.now_ns, k.cost.mm_cpumask_window_ns));
+        let in_mask = mms.iter().any(|&mm| {
+            k.cpu_mm[cpu] == mm
+                || k.mms[mm as usize].cpu_recently_active(
+                    cpu,
+                    ctx.now_ns,
+                    k.cost.mm_cpumask_window_ns,
+                )
+        });
         if cpu != ctx.cpu && in_mask {
             remote += 1;
             k.cpu_irq_ns[cpu] += k.cost.tlb_flush_local_ns;

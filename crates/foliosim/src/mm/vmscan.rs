@@ -27,7 +27,12 @@ pub struct ShrinkResult {
 
 /// try_to_free_mem_cgroup_pages: reclaim at least max(nr_pages, SWAP_CLUSTER_MAX) pages from
 /// the memcg, raising scan pressure (lowering priority) until done. Returns pages reclaimed.
-pub fn try_to_free_mem_cgroup_pages(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_pages: u64) -> u64 {
+pub fn try_to_free_mem_cgroup_pages(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    memcg: u16,
+    nr_pages: u64,
+) -> u64 {
     let nr_to_reclaim = nr_pages.max(SWAP_CLUSTER_MAX);
     let mut reclaimed = 0;
     for priority in (0..=DEF_PRIORITY).rev() {
@@ -46,7 +51,13 @@ pub fn try_to_free_pages(k: &mut Kernel, ctx: &mut Ctx, nr_pages: u64) -> u64 {
     let mut reclaimed = 0;
     for priority in (0..=DEF_PRIORITY).rev() {
         for memcg in ROOT_MEMCG..k.memcgs.len() as u16 {
-            reclaimed += shrink_lruvec(k, ctx, memcg, nr_to_reclaim.saturating_sub(reclaimed).max(1), priority);
+            reclaimed += shrink_lruvec(
+                k,
+                ctx,
+                memcg,
+                nr_to_reclaim.saturating_sub(reclaimed).max(1),
+                priority,
+            );
             if reclaimed >= nr_to_reclaim {
                 return reclaimed;
             }
@@ -66,7 +77,13 @@ fn inactive_is_low(k: &Kernel, memcg: u16) -> bool {
 
 /// shrink_lruvec: scan lru_size >> priority pages of each anon list in SWAP_CLUSTER_MAX chunks,
 /// deactivating only when the inactive list is low; stop once `nr_to_reclaim` is met.
-fn shrink_lruvec(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_to_reclaim: u64, priority: u32) -> u64 {
+fn shrink_lruvec(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    memcg: u16,
+    nr_to_reclaim: u64,
+    priority: u32,
+) -> u64 {
     let lv = &k.memcgs[memcg as usize].lruvec;
     let mut nr_inactive = lv.inactive_anon.nr_pages >> priority;
     let mut nr_active = lv.active_anon.nr_pages >> priority;
@@ -99,7 +116,9 @@ fn shrink_active_list(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_to_scan: u64
     let mut moved = 0u64;
     while scanned < nr_to_scan {
         let lv = &mut k.memcgs[memcg as usize].lruvec;
-        let Some(pfn) = lv.active_anon.tail() else { break };
+        let Some(pfn) = lv.active_anon.tail() else {
+            break;
+        };
         lv.active_anon.remove(&mut k.folios, pfn);
         k.folios.clear(pfn, flags::ACTIVE | flags::REFERENCED);
         lv.inactive_anon.add_head(&mut k.folios, pfn);
@@ -109,7 +128,10 @@ fn shrink_active_list(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_to_scan: u64
         k.vmstat.count(VmEvent::Pgdeactivate, nr);
     }
     ctx.spend(k.cost.folio_referenced_ns * moved);
-    k.memcgs[memcg as usize].lruvec.lru_lock.hold(ctx, k.cost.lru_move_ns * moved);
+    k.memcgs[memcg as usize]
+        .lruvec
+        .lru_lock
+        .hold(ctx, k.cost.lru_move_ns * moved);
 }
 
 /// shrink_inactive_list: isolate from the inactive tail, shrink, put back what stays.
@@ -118,7 +140,9 @@ fn shrink_inactive_list(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_to_scan: u
     let mut scanned = 0;
     while scanned < nr_to_scan {
         let lv = &mut k.memcgs[memcg as usize].lruvec;
-        let Some(pfn) = lv.inactive_anon.tail() else { break };
+        let Some(pfn) = lv.inactive_anon.tail() else {
+            break;
+        };
         lv.del_folio(&mut k.folios, pfn);
         scanned += k.folios.nr_pages(pfn) as u64;
         list.push(pfn);
@@ -126,7 +150,10 @@ fn shrink_inactive_list(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_to_scan: u
     if list.is_empty() {
         return 0;
     }
-    k.memcgs[memcg as usize].lruvec.lru_lock.hold(ctx, k.cost.lru_move_ns * list.len() as u64);
+    k.memcgs[memcg as usize]
+        .lruvec
+        .lru_lock
+        .hold(ctx, k.cost.lru_move_ns * list.len() as u64);
     k.vmstat.count(VmEvent::PgscanDirect, scanned);
     let result = shrink_folio_list(k, ctx, list, false);
     k.vmstat.count(VmEvent::PgstealDirect, result.nr_reclaimed);
@@ -143,7 +170,8 @@ pub fn putback_folios(k: &mut Kernel, ctx: &mut Ctx, putback: &[(u32, bool)]) {
         if active {
             k.folios.set(pfn, flags::ACTIVE);
             lv.active_anon.add_head(&mut k.folios, pfn);
-            k.vmstat.count(VmEvent::Pgactivate, k.folios.nr_pages(pfn) as u64);
+            k.vmstat
+                .count(VmEvent::Pgactivate, k.folios.nr_pages(pfn) as u64);
         } else {
             k.folios.clear(pfn, flags::ACTIVE);
             lv.inactive_anon.add_head(&mut k.folios, pfn);
@@ -154,7 +182,12 @@ pub fn putback_folios(k: &mut Kernel, ctx: &mut Ctx, putback: &[(u32, bool)]) {
 
 /// shrink_folio_list for isolated anonymous folios (spec-swap.md §8). `ignore_references` is
 /// MADV_PAGEOUT's reclaim_pages.
-pub fn shrink_folio_list(k: &mut Kernel, ctx: &mut Ctx, folios: Vec<u32>, ignore_references: bool) -> ShrinkResult {
+pub fn shrink_folio_list(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    folios: Vec<u32>,
+    ignore_references: bool,
+) -> ShrinkResult {
     let mut list: VecDeque<u32> = folios.into();
     let mut tlb = TlbUnmapBatch::default();
     let mut result = ShrinkResult::default();

@@ -73,7 +73,10 @@ pub struct VmStat {
 
 impl Default for VmStat {
     fn default() -> Self {
-        VmStat { events: [0; VmEvent::COUNT], mthp: [[0; MthpStat::COUNT]; PMD_ORDER as usize + 1] }
+        VmStat {
+            events: [0; VmEvent::COUNT],
+            mthp: [[0; MthpStat::COUNT]; PMD_ORDER as usize + 1],
+        }
     }
 }
 
@@ -107,7 +110,10 @@ impl VmStat {
         }
         for order in 1..=PMD_ORDER {
             for s in MthpStat::ALL {
-                out.insert(format!("{}/stats/{}", hugepages_dir(order), s.name()), self.get_mthp(order, *s));
+                out.insert(
+                    format!("{}/stats/{}", hugepages_dir(order), s.name()),
+                    self.get_mthp(order, *s),
+                );
             }
         }
         out
@@ -134,6 +140,9 @@ mod tests {
         assert_eq!(m["pswpout"], 16);
         assert_eq!(m["hugepages-64kB/stats/swpout"], 1);
         assert_eq!(m["hugepages-2048kB/stats/swpout"], 0);
-        assert!(!m.keys().any(|k| k.starts_with("hugepages-4kB")), "order 0 has no per-size stats");
+        assert!(
+            !m.keys().any(|k| k.starts_with("hugepages-4kB")),
+            "order 0 has no per-size stats"
+        );
     }
 }

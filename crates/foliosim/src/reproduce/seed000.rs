@@ -3,7 +3,10 @@
 //! kernel 6.9 (split before swap-out) against 6.10 (whole). Throughput is relative to the
 //! 6.9 4K mean, as in the seed's table.
 
-use crate::scenario::{Bytes, Kernel, KernelVersion, Machine, MemcgSpec, Scenario, SwapDeviceKind, SwapDeviceSpec, Sysfs, WorkloadSpec};
+use crate::scenario::{
+    Bytes, Kernel, KernelVersion, Machine, MemcgSpec, Scenario, SwapDeviceKind, SwapDeviceSpec,
+    Sysfs, WorkloadSpec,
+};
 use crate::{run, RunResult, SimError};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -51,9 +54,15 @@ pub fn scenario(kernel: KernelVersion, size: &str, scale: f64, seed: u64) -> Sce
             // Scaled with the sizes, so each process gets as many slices as at full scale.
             sched_slice_ns: ((3_000_000.0 * scale) as u64).max(10_000),
         },
-        kernel: Kernel { version: kernel, swap_allocator: None },
+        kernel: Kernel {
+            version: kernel,
+            swap_allocator: None,
+        },
         sysfs: Sysfs::only_size(size),
-        memcgs: vec![MemcgSpec { name: "usemem".into(), max: Some(scaled(40 * GIB, scale, 32 << 20)) }],
+        memcgs: vec![MemcgSpec {
+            name: "usemem".into(),
+            max: Some(scaled(40 * GIB, scale, 32 << 20)),
+        }],
         workloads: vec![WorkloadSpec::Usemem {
             nproc: 70,
             size: scaled(GIB, scale, 2 << 20),
@@ -97,7 +106,12 @@ pub struct Report {
 }
 
 /// Run every (kernel, size, seed); `progress(done, total)` after each run.
-pub fn reproduce(scale: f64, seeds: u32, check_invariants: bool, progress: &mut dyn FnMut(usize, usize)) -> Result<Report, SimError> {
+pub fn reproduce(
+    scale: f64,
+    seeds: u32,
+    check_invariants: bool,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Report, SimError> {
     reproduce_with_costs(scale, seeds, check_invariants, &BTreeMap::new(), progress)
 }
 
@@ -133,7 +147,10 @@ pub fn reproduce_with_costs(
     for (&(ki, si), runs) in &results {
         let kernel = KERNELS[ki].name();
         let size = SIZES[si];
-        let rel: Vec<f64> = runs.iter().map(|r| 100.0 * (throughput(r) / base_mean - 1.0)).collect();
+        let rel: Vec<f64> = runs
+            .iter()
+            .map(|r| 100.0 * (throughput(r) / base_mean - 1.0))
+            .collect();
         let (mean, std) = mean_std(&rel);
         let order = Bytes::parse(size).unwrap().pages().trailing_zeros();
         let per_size = |stat: &str| {
@@ -144,13 +161,17 @@ pub fn reproduce_with_costs(
                 runs.iter().map(|r| r.counter(&name) as f64).sum::<f64>() / runs.len() as f64
             }
         };
-        let avg = |name: &str| runs.iter().map(|r| r.counter(name) as f64).sum::<f64>() / runs.len() as f64;
+        let avg = |name: &str| {
+            runs.iter().map(|r| r.counter(name) as f64).sum::<f64>() / runs.len() as f64
+        };
         let (seed_mean, seed_std, _) = table[&(kernel, size)];
         rows.push(Row {
             kernel: kernel.into(),
             size: size.into(),
             runs: runs.len() as u32,
-            throughput_mib_s: runs.iter().map(throughput).sum::<f64>() / runs.len() as f64 / (1 << 20) as f64,
+            throughput_mib_s: runs.iter().map(throughput).sum::<f64>()
+                / runs.len() as f64
+                / (1 << 20) as f64,
             mean_rel_pct: mean,
             std_rel_pct: std,
             seed_mean_rel_pct: seed_mean,
@@ -161,16 +182,27 @@ pub fn reproduce_with_costs(
             pswpout: avg("pswpout"),
             thp_swpout: avg("thp_swpout"),
             nr_tlb_remote_flush: avg("nr_tlb_remote_flush"),
-            simulated_s: runs.iter().map(|r| r.simulated_ns as f64).sum::<f64>() / runs.len() as f64 / 1e9,
+            simulated_s: runs.iter().map(|r| r.simulated_ns as f64).sum::<f64>()
+                / runs.len() as f64
+                / 1e9,
         });
     }
-    Ok(Report { scale, seeds, costs: costs.clone(), rows })
+    Ok(Report {
+        scale,
+        seeds,
+        costs: costs.clone(),
+        rows,
+    })
 }
 
 pub fn mean_std(values: &[f64]) -> (f64, f64) {
     let n = values.len() as f64;
     let mean = values.iter().sum::<f64>() / n;
-    let var = if values.len() > 1 { values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0) } else { 0.0 };
+    let var = if values.len() > 1 {
+        values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)
+    } else {
+        0.0
+    };
     (mean, var.sqrt())
 }
 

@@ -10,11 +10,27 @@ use serde::Serialize;
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
     /// mmap an anonymous private region as VMA `vma` (optionally MADV_HUGEPAGE).
-    Mmap { vma: u32, nr_pages: u32, hugepage: bool },
+    Mmap {
+        vma: u32,
+        nr_pages: u32,
+        hugepage: bool,
+    },
     /// Access pages [first, first + nr) in order, storing if `write`.
-    Touch { vma: u32, first: u32, nr: u32, write: bool },
-    Madvise { vma: u32, first: u32, nr: u32, advice: Advice },
-    Munmap { vma: u32 },
+    Touch {
+        vma: u32,
+        first: u32,
+        nr: u32,
+        write: bool,
+    },
+    Madvise {
+        vma: u32,
+        first: u32,
+        nr: u32,
+        advice: Advice,
+    },
+    Munmap {
+        vma: u32,
+    },
     /// Record the time under a workload-defined mark (e.g. the start of a measured phase).
     Mark(usize),
     /// exit(): unmap everything.

@@ -94,14 +94,32 @@ impl ClusterFreelist {
     }
 
     /// Allocate up to `n` ranges of 2^order slots under one si->lock section.
-    pub fn alloc(&mut self, map: &mut SwapMap, ctx: &mut Ctx, cost: &CostModel, order: u32, n: usize, out: &mut Vec<SwapEntry>) {
+    pub fn alloc(
+        &mut self,
+        map: &mut SwapMap,
+        ctx: &mut Ctx,
+        cost: &CostModel,
+        order: u32,
+        n: usize,
+        out: &mut Vec<SwapEntry>,
+    ) {
         let mut probes = 0u64;
         let nr = 1u32 << order;
         for _ in 0..n {
-            let found = if map.solidstate { self.try_ssd_cluster(map, ctx.cpu, order, &mut probes) } else { None };
+            let found = if map.solidstate {
+                self.try_ssd_cluster(map, ctx.cpu, order, &mut probes)
+            } else {
+                None
+            };
             // Order 0 (and everything on a rotational device, which has no clusters) falls back
             // to scanning swap_map; large orders never do.
-            let found = found.or_else(|| if order == 0 { self.linear_scan(map, ctx.cpu, &mut probes) } else { None });
+            let found = found.or_else(|| {
+                if order == 0 {
+                    self.linear_scan(map, ctx.cpu, &mut probes)
+                } else {
+                    None
+                }
+            });
             match found {
                 Some(offset) => {
                     self.take(map, offset, nr);
@@ -110,11 +128,18 @@ impl ClusterFreelist {
                 None => break,
             }
         }
-        map.lock.hold(ctx, cost.swap_alloc_ns + probes * cost.swap_slot_scan_ns);
+        map.lock
+            .hold(ctx, cost.swap_alloc_ns + probes * cost.swap_slot_scan_ns);
     }
 
     /// scan_swap_map_try_ssd_cluster + the in-cluster scan in steps of 2^order.
-    fn try_ssd_cluster(&mut self, map: &SwapMap, cpu: usize, order: u32, probes: &mut u64) -> Option<u32> {
+    fn try_ssd_cluster(
+        &mut self,
+        map: &SwapMap,
+        cpu: usize,
+        order: u32,
+        probes: &mut u64,
+    ) -> Option<u32> {
         let nr = 1u32 << order;
         // At most: the current cluster, then the free-list head (always wholly free).
         for _ in 0..3 {
@@ -142,7 +167,11 @@ impl ClusterFreelist {
                     self.next[cpu][order as usize] = NEXT_INVALID;
                 }
                 Some(offset) => {
-                    self.next[cpu][order as usize] = if offset + nr < end { offset + nr } else { NEXT_INVALID };
+                    self.next[cpu][order as usize] = if offset + nr < end {
+                        offset + nr
+                    } else {
+                        NEXT_INVALID
+                    };
                     return Some(offset);
                 }
                 None => self.next[cpu][order as usize] = NEXT_INVALID,
@@ -167,7 +196,10 @@ impl ClusterFreelist {
     fn take(&mut self, map: &mut SwapMap, offset: u32, nr: u32) {
         let c = offset / SWAPFILE_CLUSTER;
         if self.is_free[c as usize] {
-            assert_eq!(self.free_head, c, "allocation inside free cluster {c} that is not the free-list head");
+            assert_eq!(
+                self.free_head, c,
+                "allocation inside free cluster {c} that is not the free-list head"
+            );
             self.pop_free_head();
         }
         map.take_range(offset, nr);
@@ -180,7 +212,10 @@ impl ClusterFreelist {
             let c = slot / SWAPFILE_CLUSTER;
             let piece = ((c + 1) * SWAPFILE_CLUSTER).min(offset + nr) - slot;
             let count = &mut self.count[c as usize];
-            assert!(*count as u32 >= piece, "cluster {c} count {count} below freed {piece}");
+            assert!(
+                *count as u32 >= piece,
+                "cluster {c} count {count} below freed {piece}"
+            );
             *count -= piece as u16;
             if *count == 0 {
                 self.push_free_tail(c);
@@ -202,15 +237,24 @@ impl ClusterFreelist {
             c = self.free_next[c as usize];
         }
         if listed != self.nr_free_clusters {
-            return Err(format!("free list holds {listed} clusters, nr_free_clusters says {}", self.nr_free_clusters));
+            return Err(format!(
+                "free list holds {listed} clusters, nr_free_clusters says {}",
+                self.nr_free_clusters
+            ));
         }
         for (c, chunk) in map.swap_map.chunks(SWAPFILE_CLUSTER as usize).enumerate() {
             let used = chunk.iter().filter(|&&b| b != 0).count();
             if used != self.count[c] as usize {
-                return Err(format!("cluster {c}: count {} but {used} slots in use", self.count[c]));
+                return Err(format!(
+                    "cluster {c}: count {} but {used} slots in use",
+                    self.count[c]
+                ));
             }
             if on_list[c] != self.is_free[c] || self.is_free[c] != (used == 0) {
-                return Err(format!("cluster {c}: free flag {}, on free list {}, slots in use {used}", self.is_free[c], on_list[c]));
+                return Err(format!(
+                    "cluster {c}: free flag {}, on free list {}, slots in use {used}",
+                    self.is_free[c], on_list[c]
+                ));
             }
         }
         Ok(())

@@ -16,7 +16,9 @@ pub struct Legacy {
 
 impl Legacy {
     pub fn new(map: &SwapMap, ncpus: usize) -> Legacy {
-        Legacy { clusters: ClusterFreelist::new(map, ncpus) }
+        Legacy {
+            clusters: ClusterFreelist::new(map, ncpus),
+        }
     }
 }
 
@@ -33,8 +35,19 @@ impl SwapAllocator for Legacy {
     fn zap_batch(&self) -> u32 {
         1
     }
-    fn alloc(&mut self, map: &mut SwapMap, ctx: &mut Ctx, cost: &CostModel, order: u32, n: usize, out: &mut Vec<SwapEntry>) {
-        assert!(self.swapout_whole(order), "legacy allocator asked for order {order}: reclaim must split first");
+    fn alloc(
+        &mut self,
+        map: &mut SwapMap,
+        ctx: &mut Ctx,
+        cost: &CostModel,
+        order: u32,
+        n: usize,
+        out: &mut Vec<SwapEntry>,
+    ) {
+        assert!(
+            self.swapout_whole(order),
+            "legacy allocator asked for order {order}: reclaim must split first"
+        );
         // swap_alloc_cluster: a PMD folio takes the free-list head whole, which is what the
         // shared scanner does for a 512-slot range.
         self.clusters.alloc(map, ctx, cost, order, n, out)

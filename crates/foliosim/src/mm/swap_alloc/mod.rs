@@ -28,7 +28,15 @@ pub trait SwapAllocator {
     /// Allocate up to `n` naturally aligned ranges of 2^order slots; push their first slots to
     /// `out`. Takes si->lock itself, for as long as the policy holds it. Writes HAS_CACHE through
     /// `map.take_range`.
-    fn alloc(&mut self, map: &mut SwapMap, ctx: &mut Ctx, cost: &CostModel, order: u32, n: usize, out: &mut Vec<SwapEntry>);
+    fn alloc(
+        &mut self,
+        map: &mut SwapMap,
+        ctx: &mut Ctx,
+        cost: &CostModel,
+        order: u32,
+        n: usize,
+        out: &mut Vec<SwapEntry>,
+    );
 
     /// Slots [offset, offset + nr) reached swap_map 0 and are free again.
     fn on_free(&mut self, map: &SwapMap, offset: u32, nr: u32);
@@ -37,7 +45,11 @@ pub trait SwapAllocator {
     fn check(&self, map: &SwapMap) -> Result<(), String>;
 }
 
-pub fn new_allocator(kind: SwapAllocatorKind, map: &SwapMap, ncpus: usize) -> Box<dyn SwapAllocator> {
+pub fn new_allocator(
+    kind: SwapAllocatorKind,
+    map: &SwapMap,
+    ncpus: usize,
+) -> Box<dyn SwapAllocator> {
     match kind {
         SwapAllocatorKind::Legacy => Box::new(legacy::Legacy::new(map, ncpus)),
         SwapAllocatorKind::PercpuOrder => Box::new(percpu_order::PercpuOrder::new(map, ncpus)),

@@ -17,7 +17,9 @@ pub struct PercpuOrder {
 
 impl PercpuOrder {
     pub fn new(map: &SwapMap, ncpus: usize) -> PercpuOrder {
-        PercpuOrder { clusters: ClusterFreelist::new(map, ncpus) }
+        PercpuOrder {
+            clusters: ClusterFreelist::new(map, ncpus),
+        }
     }
 }
 
@@ -34,7 +36,15 @@ impl SwapAllocator for PercpuOrder {
     fn zap_batch(&self) -> u32 {
         SWAPFILE_CLUSTER
     }
-    fn alloc(&mut self, map: &mut SwapMap, ctx: &mut Ctx, cost: &CostModel, order: u32, n: usize, out: &mut Vec<SwapEntry>) {
+    fn alloc(
+        &mut self,
+        map: &mut SwapMap,
+        ctx: &mut Ctx,
+        cost: &CostModel,
+        order: u32,
+        n: usize,
+        out: &mut Vec<SwapEntry>,
+    ) {
         self.clusters.alloc(map, ctx, cost, order, n, out)
     }
     fn on_free(&mut self, _map: &SwapMap, offset: u32, nr: u32) {
