@@ -320,18 +320,22 @@ impl Sysfs {
     }
 
     /// Per order 1..=PMD_ORDER: is that size allowed at fault for a VMA (madvised or not)?
+    /// Keys are compared by the size they spell ("64K", "64k" and "65536" are one key).
     pub fn orders_enabled(&self, vma_hugepage: bool) -> u32 {
+        let setting_of = |order: u32| {
+            let by_key = self
+                .hugepages
+                .iter()
+                .find(|(key, _)| Bytes::parse(key).is_ok_and(|b| b.0 == PAGE_SIZE << order));
+            by_key.map(|(_, v)| *v).unwrap_or(if order == PMD_ORDER {
+                ThpEnabled::Inherit
+            } else {
+                ThpEnabled::Never
+            })
+        };
         let mut mask = 0u32;
         for order in 1..=PMD_ORDER {
-            let setting = self
-                .hugepages
-                .get(&format_size(PAGE_SIZE << order))
-                .copied()
-                .unwrap_or(if order == PMD_ORDER {
-                    ThpEnabled::Inherit
-                } else {
-                    ThpEnabled::Never
-                });
+            let setting = setting_of(order);
             let effective = if setting == ThpEnabled::Inherit {
                 self.thp_enabled
             } else {
@@ -461,6 +465,7 @@ impl Scenario {
                 ));
             }
         }
+        let mut sizes_seen = std::collections::BTreeSet::new();
         for size in self.sysfs.hugepages.keys() {
             let bytes = Bytes::parse(size)
                 .map_err(|e| invalid(format!("sysfs.hugepages.{size}"), e, "16K, 32K, … 2M"))?;
@@ -472,6 +477,13 @@ impl Scenario {
                     format!("sysfs.hugepages.\"{size}\""),
                     size,
                     "4K, 8K, 16K, 32K, 64K, 128K, 256K, 512K, 1M, 2M",
+                ));
+            }
+            if !sizes_seen.insert(bytes.0) {
+                return Err(invalid(
+                    format!("sysfs.hugepages.\"{size}\""),
+                    size,
+                    "each size once (it is listed under another spelling too)",
                 ));
             }
         }

@@ -71,6 +71,15 @@ impl BlockDevice {
         Completion::At(self.busy_until_ns + self.latency_ns)
     }
 
+    /// When every request submitted so far has completed.
+    pub fn idle_at_ns(&self) -> u64 {
+        if self.synchronous_io() {
+            0
+        } else {
+            self.busy_until_ns + self.latency_ns
+        }
+    }
+
     pub fn write(&mut self, ctx: &mut Ctx, bytes: u64) -> Completion {
         self.stats.write_requests += 1;
         self.stats.write_bytes += bytes;

@@ -52,17 +52,20 @@ pub fn try_charge(
     nr_pages: u64,
     may_retry: bool,
 ) -> bool {
-    let retries = if may_retry { MAX_RECLAIM_RETRIES } else { 1 };
-    for attempt in 0..=retries {
+    let mut retries = if may_retry { MAX_RECLAIM_RETRIES } else { 1 };
+    loop {
         let cg = &mut k.memcgs[memcg as usize];
         if cg.margin() >= nr_pages {
             cg.usage_pages += nr_pages;
             return true;
         }
-        if attempt == retries {
-            break;
+        if retries == 0 {
+            return false;
         }
-        vmscan::try_to_free_mem_cgroup_pages(k, ctx, memcg, nr_pages);
+        let reclaimed = vmscan::try_to_free_mem_cgroup_pages(k, ctx, memcg, nr_pages);
+        // No progress because pages are still being written: wait for the writes, not a retry.
+        if reclaimed > 0 || !(may_retry && vmscan::reclaim_throttle(k, ctx)) {
+            retries -= 1;
+        }
     }
-    false
 }

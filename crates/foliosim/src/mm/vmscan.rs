@@ -66,6 +66,24 @@ pub fn try_to_free_pages(k: &mut Kernel, ctx: &mut Ctx, nr_pages: u64) -> u64 {
     reclaimed
 }
 
+/// reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK): reclaim made no progress while swap writes are
+/// in flight; the reclaimer sleeps until they complete (the model keeps its CPU busy meanwhile).
+/// Returns whether it waited.
+pub fn reclaim_throttle(k: &Kernel, ctx: &mut Ctx) -> bool {
+    let idle_at = k
+        .swap
+        .devices
+        .iter()
+        .map(|d| d.bdev.idle_at_ns())
+        .max()
+        .unwrap_or(0);
+    if idle_at > ctx.now_ns {
+        ctx.now_ns = idle_at;
+        return true;
+    }
+    false
+}
+
 /// inactive_is_low for anon: inactive * int_sqrt(10 * size in GiB) < active.
 fn inactive_is_low(k: &Kernel, memcg: u16) -> bool {
     let lv = &k.memcgs[memcg as usize].lruvec;

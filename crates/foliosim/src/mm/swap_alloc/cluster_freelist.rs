@@ -29,6 +29,9 @@ pub struct ClusterFreelist {
     next: Vec<[u32; NR_ORDERS]>,
     /// cluster_next_cpu: where this CPU's linear scan resumes.
     scan_cursor: Vec<u32>,
+    /// Only non-rotational devices get cluster_info: a rotational one has no free list and
+    /// is scanned linearly.
+    has_clusters: bool,
 }
 
 impl ClusterFreelist {
@@ -50,7 +53,11 @@ impl ClusterFreelist {
             nr_free_clusters: 0,
             next: vec![[NEXT_INVALID; NR_ORDERS]; ncpus],
             scan_cursor: vec![1; ncpus],
+            has_clusters: map.solidstate,
         };
+        if !s.has_clusters {
+            return s;
+        }
         let cols = SWAP_CLUSTER_COLS.min(nr);
         for col in 0..cols {
             let mut c = col;
@@ -217,7 +224,7 @@ impl ClusterFreelist {
                 "cluster {c} count {count} below freed {piece}"
             );
             *count -= piece as u16;
-            if *count == 0 {
+            if *count == 0 && self.has_clusters {
                 self.push_free_tail(c);
             }
             slot += piece;
@@ -250,7 +257,9 @@ impl ClusterFreelist {
                     self.count[c]
                 ));
             }
-            if on_list[c] != self.is_free[c] || self.is_free[c] != (used == 0) {
+            if on_list[c] != self.is_free[c]
+                || (self.has_clusters && self.is_free[c] != (used == 0))
+            {
                 return Err(format!(
                     "cluster {c}: free flag {}, on free list {}, slots in use {used}",
                     self.is_free[c], on_list[c]

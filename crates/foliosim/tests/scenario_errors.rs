@@ -1,0 +1,369 @@
+//! Bad input to `Scenario::from_toml_str`: every case is an `Err` (never a panic) whose Display
+//! text names the field, the offending value and what is allowed.
+
+use foliosim::Scenario;
+
+/// A valid scenario; cases below replace pieces of it.
+const BASE: &str = r#"
+seed = 1
+
+[machine]
+cpus = 4
+memory = "1G"
+
+[[machine.swap]]
+kind = "ramdisk"
+size = "512M"
+
+[kernel]
+version = "6.10"
+
+[sysfs.hugepages]
+"64K" = "always"
+
+[[memcg]]
+name = "bench"
+max = "256M"
+
+[[workload]]
+kind = "usemem"
+nproc = 8
+size = "64M"
+memcg = "bench"
+"#;
+
+/// Parse `text` expecting an error (a panic fails the test with the case name); return the
+/// error's Display text after checking it mentions each of `needles`.
+fn expect_err(case: &str, text: &str, needles: &[&str]) -> String {
+    let result = std::panic::catch_unwind(|| Scenario::from_toml_str(text));
+    let result = result.unwrap_or_else(|_| panic!("case `{case}`: from_toml_str panicked"));
+    let err = match result {
+        Ok(_) => panic!("case `{case}`: parsed, expected an error\n{text}"),
+        Err(e) => e.to_string(),
+    };
+    for n in needles {
+        assert!(
+            err.contains(n),
+            "case `{case}`: error does not mention `{n}`:\n{err}"
+        );
+    }
+    if std::env::var_os("SHOW_ERRORS").is_some() {
+        eprintln!("--- {case}:\n{err}");
+    }
+    err
+}
+
+fn replace(from: &str, to: &str) -> String {
+    assert!(BASE.contains(from), "BASE has no `{from}`");
+    BASE.replacen(from, to, 1)
+}
+
+#[test]
+fn base_is_valid() {
+    Scenario::from_toml_str(BASE).expect("BASE parses");
+}
+
+#[test]
+fn unknown_top_level_key() {
+    let t = format!("colour = \"blue\"\n{BASE}");
+    expect_err(
+        "unknown top-level key",
+        &t,
+        &["colour", "seed", "machine", "workload"],
+    );
+}
+
+#[test]
+fn unknown_machine_key() {
+    let t = replace("cpus = 4", "cpus = 4\nsockets = 2");
+    expect_err(
+        "unknown key in [machine]",
+        &t,
+        &["sockets", "cpus", "memory", "swap"],
+    );
+}
+
+#[test]
+fn zero_cpus() {
+    let t = replace("cpus = 4", "cpus = 0");
+    expect_err("cpus = 0", &t, &["machine.cpus", "0", "1 ..= 1024"]);
+}
+
+#[test]
+fn memory_bad_suffix() {
+    let t = replace("memory = \"1G\"", "memory = \"12X\"");
+    expect_err("memory = 12X", &t, &["memory", "12X", "K, M, G or T"]);
+}
+
+#[test]
+fn memory_negative() {
+    let t = replace("memory = \"1G\"", "memory = \"-1G\"");
+    expect_err("memory = -1G", &t, &["memory", "-1G", "non-negative"]);
+}
+
+#[test]
+fn memory_too_small() {
+    let t = replace("memory = \"1G\"", "memory = \"1M\"");
+    expect_err("memory = 1M", &t, &["machine.memory", "1M", "16M ..= 4T"]);
+}
+
+#[test]
+fn swap_kind_tape() {
+    let t = replace("kind = \"ramdisk\"", "kind = \"tape\"");
+    expect_err(
+        "swap kind tape",
+        &t,
+        &["kind", "tape", "ramdisk", "ssd", "hdd"],
+    );
+}
+
+#[test]
+fn swap_too_small() {
+    let t = replace("size = \"512M\"", "size = \"1M\"");
+    expect_err(
+        "swap size 1M",
+        &t,
+        &["machine.swap[0].size", "1M", "4M ..= 1T"],
+    );
+}
+
+#[test]
+fn kernel_version_unknown() {
+    let t = replace("version = \"6.10\"", "version = \"5.1\"");
+    expect_err("kernel 5.1", &t, &["version", "5.1", "6.9", "6.10"]);
+}
+
+#[test]
+fn swap_allocator_unknown() {
+    let t = replace(
+        "version = \"6.10\"",
+        "version = \"6.10\"\nswap_allocator = \"foo\"",
+    );
+    expect_err(
+        "swap_allocator foo",
+        &t,
+        &["swap_allocator", "foo", "legacy", "percpu-order"],
+    );
+}
+
+#[test]
+fn hugepages_size_not_a_power_of_two() {
+    let t = replace("\"64K\" = \"always\"", "\"3K\" = \"always\"");
+    expect_err(
+        "hugepages 3K",
+        &t,
+        &["sysfs.hugepages", "3K", "16K", "64K", "2M"],
+    );
+}
+
+#[test]
+fn hugepages_size_bad_suffix() {
+    let t = replace("\"64K\" = \"always\"", "\"64Q\" = \"always\"");
+    expect_err(
+        "hugepages 64Q",
+        &t,
+        &["sysfs.hugepages", "64Q", "16K", "2M"],
+    );
+}
+
+#[test]
+fn hugepages_value_unknown() {
+    let t = replace("\"64K\" = \"always\"", "\"64K\" = \"sometimes\"");
+    expect_err(
+        "hugepages sometimes",
+        &t,
+        &["64K", "sometimes", "always", "madvise", "inherit", "never"],
+    );
+}
+
+#[test]
+fn memcg_max_too_small() {
+    let t = replace("max = \"256M\"", "max = \"1K\"");
+    expect_err("memcg max 1K", &t, &["memcg[0].max", "1K", ">= 1M"]);
+}
+
+#[test]
+fn memcg_duplicate_names() {
+    let t = replace("[[memcg]]", "[[memcg]]\nname = \"bench\"\n\n[[memcg]]");
+    expect_err("duplicate memcg", &t, &["memcg[1].name", "bench", "unique"]);
+}
+
+#[test]
+fn workload_kind_unknown() {
+    let t = replace("kind = \"usemem\"", "kind = \"nope\"");
+    expect_err("workload kind nope", &t, &["kind", "nope", "usemem"]);
+}
+
+#[test]
+fn usemem_zero_nproc() {
+    let t = replace("nproc = 8", "nproc = 0");
+    expect_err("nproc 0", &t, &["workload[0].nproc", "0", "1 ..= 100000"]);
+}
+
+#[test]
+fn usemem_undefined_memcg() {
+    let t = replace("memcg = \"bench\"", "memcg = \"batch\"");
+    expect_err(
+        "undefined memcg",
+        &t,
+        &["workload[0].memcg", "batch", "bench"],
+    );
+    // With no memcg defined at all, the message says so.
+    let none = replace("[[memcg]]\nname = \"bench\"\nmax = \"256M\"\n", "");
+    let t = none.replacen("memcg = \"bench\"", "memcg = \"batch\"", 1);
+    expect_err(
+        "undefined memcg, none defined",
+        &t,
+        &["workload[0].memcg", "batch", "none defined"],
+    );
+}
+
+#[test]
+fn no_workload() {
+    let cut = BASE.find("[[workload]]").unwrap();
+    expect_err(
+        "no workload",
+        &BASE[..cut],
+        &["workload", "none", "[[workload]]"],
+    );
+}
+
+#[test]
+fn unknown_cost_name() {
+    let t = format!("{BASE}\n[costs]\nno_such_cost = 1\n");
+    expect_err(
+        "costs.no_such_cost",
+        &t,
+        &[
+            "costs.no_such_cost",
+            "no_such_cost",
+            "fault_4k_ns",
+            "swap_alloc_ns",
+        ],
+    );
+}
+
+#[test]
+fn negative_cost() {
+    let t = format!("{BASE}\n[costs]\nfault_4k_ns = -5\n");
+    expect_err(
+        "costs.fault_4k_ns = -5",
+        &t,
+        &["costs.fault_4k_ns", "-5", ">= 0"],
+    );
+}
+
+#[test]
+fn sched_slice_too_small() {
+    let t = replace("cpus = 4", "cpus = 4\nsched_slice_ns = 1");
+    expect_err(
+        "sched_slice_ns = 1",
+        &t,
+        &["machine.sched_slice_ns", "found 1;", "10000 ..= 1000000000"],
+    );
+}
+
+#[test]
+fn toml_syntax_error() {
+    let t = replace("cpus = 4", "cpus = = 4");
+    let err = expect_err("syntax error", &t, &["line"]);
+    assert!(
+        err.contains("cpus"),
+        "syntax error should show the offending line:\n{err}"
+    );
+}
+
+#[test]
+fn wrong_type() {
+    let t = replace("cpus = 4", "cpus = \"four\"");
+    expect_err("cpus string", &t, &["cpus", "four"]);
+}
+
+#[test]
+fn minimal_scenario_parses_with_defaults() {
+    let s = Scenario::from_toml_str("[[workload]]\nkind = \"usemem\"\nnproc = 1\nsize = \"1M\"\n")
+        .expect("minimal scenario");
+    assert_eq!(s.seed, 1);
+    assert_eq!(s.machine.cpus, 8);
+    assert_eq!(s.machine.memory.0, 16 << 30);
+    assert_eq!(s.machine.sched_slice_ns, 3_000_000);
+    assert!(s.machine.swap_devices.is_empty());
+    assert_eq!(s.kernel.version, foliosim::scenario::KernelVersion::V6_10);
+    assert_eq!(s.workloads.len(), 1);
+    assert!(!s.check_invariants);
+}
+
+fn round_trip(text: &str) {
+    let s = Scenario::from_toml_str(text).expect("scenario parses");
+    let first = s.to_toml_string();
+    let again = Scenario::from_toml_str(&first)
+        .unwrap_or_else(|e| panic!("serialized scenario does not parse: {e}\n{first}"));
+    let second = again.to_toml_string();
+    assert_eq!(first, second, "to_toml_string does not round-trip");
+}
+
+#[test]
+fn round_trip_minimal() {
+    round_trip("[[workload]]\nkind = \"usemem\"\nnproc = 1\nsize = \"1M\"\n");
+}
+
+#[test]
+fn round_trip_full() {
+    let t = format!(
+        "{}\ncheck_invariants = true\n{}\n[costs]\nfault_4k_ns = 1500\nswap_alloc_ns = 12.5\n",
+        "",
+        BASE.replacen(
+            "version = \"6.10\"",
+            "version = \"6.9\"\nswap_allocator = \"percpu-order\"",
+            1
+        )
+        .replacen(
+            "size = \"512M\"",
+            "size = \"1.5G\"\npriority = 5\nlatency_ns = 1000\nbandwidth_bytes_per_s = 1000000000",
+            1
+        )
+        .replacen("[[memcg]]", "[[memcg]]\nname = \"other\"\n\n[[memcg]]", 1)
+        .replacen(
+            "memcg = \"bench\"",
+            "memcg = \"bench\"\nmadv_hugepage = true\npageout_after_write = true",
+            1
+        )
+    );
+    round_trip(&t);
+    let s = Scenario::from_toml_str(&t).unwrap();
+    assert_eq!(s.machine.swap_devices[0].size.0, 3 << 29);
+    assert_eq!(s.memcgs.len(), 2);
+    assert!(s.check_invariants);
+}
+
+#[test]
+fn round_trip_repository_scenarios() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios");
+    let mut n = 0;
+    for entry in std::fs::read_dir(dir).expect("scenarios/ exists") {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            round_trip(&std::fs::read_to_string(&path).unwrap());
+            n += 1;
+        }
+    }
+    assert!(n > 0, "no scenario files found in {dir}");
+}
+
+/// A per-size key that validates must take effect (or be rejected): `"64k"` (lowercase), `"65536"`
+/// and `"0.0625M"` all parse as 64 KiB and pass validation, but `Sysfs::orders_enabled` looks
+/// keys up only under the canonical spelling `format_size(..)` = "64K", so they enable nothing.
+#[test]
+fn hugepages_key_spelling_takes_effect_or_is_rejected() {
+    for key in ["64k", "65536", "0.0625M", "64.0K"] {
+        let t = replace("\"64K\" = \"always\"", &format!("\"{key}\" = \"always\""));
+        match Scenario::from_toml_str(&t) {
+            Err(e) => assert!(e.to_string().contains(key), "{key}: {e}"),
+            Ok(s) => assert_eq!(
+                s.sysfs.orders_enabled(false),
+                1 << 4,
+                "key `{key}` accepted but 64K not enabled"
+            ),
+        }
+    }
+}
