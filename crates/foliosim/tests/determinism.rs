@@ -199,6 +199,7 @@ fn both_kernels_4k() {
 }
 
 /// The same workload on a rotational swap device: 512M of swap is plenty, so it must not OOM.
+/// Regression: order-0 slot allocation on "hdd" once stopped after cluster 0.
 #[test]
 fn hdd_swap_does_not_oom() {
     let mut s = scenario("6.9", "4K", 1);

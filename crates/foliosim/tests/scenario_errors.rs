@@ -350,9 +350,9 @@ fn round_trip_repository_scenarios() {
     assert!(n > 0, "no scenario files found in {dir}");
 }
 
-/// A per-size key that validates must take effect (or be rejected): `"64k"` (lowercase), `"65536"`
-/// and `"0.0625M"` all parse as 64 KiB and pass validation, but `Sysfs::orders_enabled` looks
-/// keys up only under the canonical spelling `format_size(..)` = "64K", so they enable nothing.
+/// A per-size key that validates must take effect (or be rejected): `"64k"` (lowercase),
+/// `"65536"`, `"0.0625M"` and `"64.0K"` all parse as 64 KiB. Regression: `Sysfs::orders_enabled`
+/// once looked keys up only under the canonical spelling "64K", so these enabled nothing.
 #[test]
 fn hugepages_key_spelling_takes_effect_or_is_rejected() {
     for key in ["64k", "65536", "0.0625M", "64.0K"] {
@@ -366,4 +366,13 @@ fn hugepages_key_spelling_takes_effect_or_is_rejected() {
             ),
         }
     }
+}
+
+#[test]
+fn hugepages_same_size_twice() {
+    let t = replace(
+        "\"64K\" = \"always\"",
+        "\"64K\" = \"always\"\n\"64k\" = \"never\"",
+    );
+    expect_err("64K and 64k", &t, &["sysfs.hugepages", "64k", "once"]);
 }

@@ -327,7 +327,8 @@ fn order0_finds_every_last_slot() {
 
 /// A rotational device (kind = "hdd": solidstate false) has no swap clusters in the kernel
 /// before 6.12 (cluster_info is NULL), so scan_swap_map_slots takes any free slot. Order-0
-/// allocation must therefore succeed while any slot is free.
+/// allocation must therefore succeed while any slot is free. Regression: the linear scan once
+/// skipped every slot of a "free" cluster, so allocation stopped after cluster 0.
 #[test]
 fn rotational_device_order0_uses_every_slot() {
     for kind in [SwapAllocatorKind::Legacy, SwapAllocatorKind::PercpuOrder] {

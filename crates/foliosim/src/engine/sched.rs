@@ -16,7 +16,7 @@ use std::collections::VecDeque;
 /// jittered by the seed): the run's only randomness besides slice jitter.
 const START_JITTER_SLICES: u64 = 3;
 /// How often, in steps, the invariant checker runs when enabled.
-pub const CHECK_EVERY_STEPS: u64 = 20_000;
+pub const CHECK_EVERY_STEPS: u64 = 2_000;
 
 pub struct Task {
     pub name: String,
