@@ -1,7 +1,7 @@
 //! Seeded random streams: one per source of randomness, derived from the scenario seed and a
 //! stream name, so adding a stream never shifts another's sequence.
 
-use rand_core::{RngCore, SeedableRng};
+use rand_core::RngCore;
 use rand_pcg::Pcg64Mcg;
 
 pub struct SimRng(Pcg64Mcg);
@@ -26,9 +26,5 @@ impl SimRng {
     pub fn below(&mut self, n: u64) -> u64 {
         assert!(n > 0, "SimRng::below(0)");
         ((self.next_u64() as u128 * n as u128) >> 64) as u64
-    }
-
-    pub fn from_seed_bytes(seed: [u8; 16]) -> SimRng {
-        SimRng(Pcg64Mcg::from_seed(seed))
     }
 }

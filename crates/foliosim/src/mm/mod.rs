@@ -21,7 +21,7 @@ pub mod vmstat;
 use crate::engine::cost::CostModel;
 use crate::engine::Ctx;
 use crate::hw::blockdev::BlockDevice;
-use crate::scenario::{Scenario, PAGE_SIZE};
+use crate::scenario::Scenario;
 use folio::{flags, FolioTable, NIL};
 use memcontrol::MemCgroup;
 use mmap::MmStruct;
@@ -179,9 +179,5 @@ impl Kernel {
         f.release(pfn);
         self.zone.free(ctx, pfn, order);
         ctx.spend(self.cost.folio_free_ns + self.cost.page_free_ns * (1u64 << order));
-    }
-
-    pub fn memory_bytes(&self) -> u64 {
-        self.zone.nr_pages as u64 * PAGE_SIZE
     }
 }

@@ -121,15 +121,6 @@ impl Swap {
         self.devices.iter().map(|d| d.map.free_pages() as u64).sum()
     }
 
-    pub fn total_swap_pages(&self) -> u64 {
-        self.devices.iter().map(|d| d.map.pages as u64).sum()
-    }
-
-    /// vm_swap_full(): more than half of all swap in use.
-    pub fn vm_swap_full(&self) -> bool {
-        self.nr_swap_pages() * 2 < self.total_swap_pages()
-    }
-
     /// Would a folio of `order` be swapped out whole by the first device's allocator? (A device
     /// whose policy never stores this order makes reclaim split the folio up front.)
     pub fn swapout_whole(&self, order: u32) -> bool {

@@ -3,7 +3,6 @@
 //! (/sys/kernel/mm/transparent_hugepage/hugepages-<size>kB/stats/*, include/linux/huge_mm.h).
 
 use crate::scenario::{PAGE_SIZE, PMD_ORDER};
-use serde::Serialize;
 use std::collections::BTreeMap;
 
 macro_rules! counter_enum {
@@ -118,12 +117,6 @@ impl VmStat {
         }
         out
     }
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Counter {
-    pub name: String,
-    pub value: u64,
 }
 
 #[cfg(test)]
