@@ -33,7 +33,7 @@ pub fn run_with_progress(
     let mut k = Kernel::new(scenario);
     let mut tasks = Vec::new();
     for (w, spec) in scenario.workloads.iter().enumerate() {
-        for t in workload::tasks(spec) {
+        for t in workload::tasks(spec, scenario.seed) {
             let memcg = k.memcg_id(t.memcg.as_deref());
             let mm = k.new_mm(memcg);
             tasks.push(Task::new(t.name, mm, w, t.ops));
@@ -72,6 +72,8 @@ pub fn run_with_progress(
         seed: scenario.seed,
         simulated_ns: stats.simulated_ns,
         steps: stats.steps,
+        cpu_user_ns: tasks.iter().map(|t| t.user_ns).sum(),
+        cpu_sys_ns: tasks.iter().map(|t| t.sys_ns).sum(),
         counters: k.vmstat.to_map(),
         workloads,
         locks: lock_reports(&k),
@@ -96,6 +98,13 @@ fn lock_reports(k: &Kernel) -> Vec<LockReport> {
             instance: format!("swap{i}"),
             stats: d.map.lock.stats.clone(),
         });
+        for (name, stats) in d.allocator.extra_locks() {
+            locks.push(LockReport {
+                name: name.into(),
+                instance: format!("swap{i}, all instances"),
+                stats,
+            });
+        }
     }
     for cg in &k.memcgs {
         let l = &cg.lruvec.lru_lock;

@@ -27,6 +27,9 @@ pub struct RunResult {
     pub simulated_ns: u64,
     /// Engine steps (one fault with its reclaim, or one operation).
     pub steps: u64,
+    /// CPU time of all tasks in user space and in the kernel (time(1)'s user and sys).
+    pub cpu_user_ns: u64,
+    pub cpu_sys_ns: u64,
     /// /proc/vmstat and hugepages-*/stats/* deltas over the run, kernel names.
     pub counters: BTreeMap<String, u64>,
     pub workloads: Vec<WorkloadResult>,

@@ -189,6 +189,14 @@ pub enum SwapDeviceKind {
     Ssd,
     /// Rotational block device: no swap clusters before 6.12.
     Hdd,
+    /// zram: compressed RAM block device, synchronous like a RAM disk (SWP_SYNCHRONOUS_IO).
+    /// The sim models it as `ramdisk` (compression cost not modelled yet); live configures a
+    /// zram device with `sysfs.zram.comp_algorithm`.
+    Zram,
+    /// A swap file on the host's filesystem. The sim models it as `ssd`.
+    File,
+    /// A loop block device over a file. The sim models it as `ssd`.
+    Loop,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -205,10 +213,39 @@ pub struct SwapDeviceSpec {
     /// Sustained write/read bandwidth; default depends on `kind`.
     #[serde(default)]
     pub bandwidth_bytes_per_s: Option<u64>,
+    /// `swapon --discard`: freed clusters are discarded before reuse (SWP_PAGE_DISCARD).
+    /// Only for `ssd`.
+    #[serde(default)]
+    pub discard: bool,
+    /// Model the SSD's flash translation layer with erase blocks of this size and report the
+    /// write amplification factor of the allocator's write pattern. Only for `ssd`.
+    #[serde(default)]
+    pub erase_block: Option<Bytes>,
+    /// Share of the device's clusters reserved for large folios (order > 0): order-0
+    /// allocation may neither take nor steal from them (seed 003's proposal; not upstream).
+    /// Only with the cluster-lists allocators.
+    #[serde(default)]
+    pub mthp_reserve_percent: u32,
 }
 
 fn default_swap_priority() -> i32 {
     -2
+}
+
+impl SwapDeviceSpec {
+    /// A device of `kind` and `size` with every other field at its default.
+    pub fn new(kind: SwapDeviceKind, size: Bytes) -> SwapDeviceSpec {
+        SwapDeviceSpec {
+            kind,
+            size,
+            priority: default_swap_priority(),
+            latency_ns: None,
+            bandwidth_bytes_per_s: None,
+            discard: false,
+            erase_block: None,
+            mthp_reserve_percent: 0,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -217,6 +254,10 @@ pub enum KernelVersion {
     V6_9,
     #[serde(rename = "6.10")]
     V6_10,
+    #[serde(rename = "6.12")]
+    V6_12,
+    #[serde(rename = "6.18")]
+    V6_18,
 }
 
 impl KernelVersion {
@@ -224,6 +265,8 @@ impl KernelVersion {
         match self {
             KernelVersion::V6_9 => "6.9",
             KernelVersion::V6_10 => "6.10",
+            KernelVersion::V6_12 => "6.12",
+            KernelVersion::V6_18 => "6.18",
         }
     }
 }
@@ -236,6 +279,12 @@ pub enum SwapAllocatorKind {
     Legacy,
     /// 6.10 (Ryan Roberts v4): per-CPU, per-order next offset; any order swapped whole.
     PercpuOrder,
+    /// 6.12 (Chris Li / Kairui Song): free / nonfull[order] / frag[order] / full / discard
+    /// cluster lists, every allocation under si->lock.
+    ClusterListsC12,
+    /// 6.14-6.18: the same lists with a per-CPU cluster fast path; si->lock only for list
+    /// moves, ci->lock for work inside a cluster; one fragment cluster scanned.
+    ClusterListsC18,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -246,6 +295,10 @@ pub struct Kernel {
     /// Override of the release's swap allocator.
     #[serde(default)]
     pub swap_allocator: Option<SwapAllocatorKind>,
+    /// Swap a large folio back in whole on a fault (alloc_swap_folio, 6.13+, synchronous
+    /// devices only). Default: on from 6.18 (the 6.13+ profiles), off before.
+    #[serde(default)]
+    pub swapin_mthp: Option<bool>,
 }
 
 fn default_kernel_version() -> KernelVersion {
@@ -257,6 +310,7 @@ impl Default for Kernel {
         Kernel {
             version: default_kernel_version(),
             swap_allocator: None,
+            swapin_mthp: None,
         }
     }
 }
@@ -266,7 +320,14 @@ impl Kernel {
         self.swap_allocator.unwrap_or(match self.version {
             KernelVersion::V6_9 => SwapAllocatorKind::Legacy,
             KernelVersion::V6_10 => SwapAllocatorKind::PercpuOrder,
+            KernelVersion::V6_12 => SwapAllocatorKind::ClusterListsC12,
+            KernelVersion::V6_18 => SwapAllocatorKind::ClusterListsC18,
         })
+    }
+
+    pub fn swapin_mthp(&self) -> bool {
+        self.swapin_mthp
+            .unwrap_or(self.version == KernelVersion::V6_18)
     }
 }
 
@@ -290,6 +351,147 @@ pub struct Sysfs {
     /// defaults to "inherit" as in the kernel. "4K" is accepted and means nothing to set.
     #[serde(default)]
     pub hugepages: BTreeMap<String, ThpEnabled>,
+    /// `transparent_hugepage/defrag`; absent leaves the host's value (live). The sim has no
+    /// compaction yet, so it has no effect there: a THP fault takes a free huge page or falls back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub defrag: Option<ThpDefrag>,
+    /// `transparent_hugepage/khugepaged/*`; absent fields leave the host's value. The sim has no
+    /// khugepaged yet: these only matter live.
+    #[serde(default)]
+    pub khugepaged: KhugepagedKnobs,
+    /// `/sys/module/zswap/parameters/*`. The sim has no zswap yet (seed 002): it treats zswap as
+    /// off, so a scenario with zswap on validates only its policy-independent rows.
+    #[serde(default)]
+    pub zswap: ZswapKnobs,
+    /// Settings of every `zram` swap device.
+    #[serde(default)]
+    pub zram: ZramKnobs,
+}
+
+/// `transparent_hugepage/defrag` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThpDefrag {
+    Always,
+    Defer,
+    #[serde(rename = "defer+madvise")]
+    DeferMadvise,
+    Madvise,
+    Never,
+}
+
+impl ThpDefrag {
+    pub fn name(self) -> &'static str {
+        match self {
+            ThpDefrag::Always => "always",
+            ThpDefrag::Defer => "defer",
+            ThpDefrag::DeferMadvise => "defer+madvise",
+            ThpDefrag::Madvise => "madvise",
+            ThpDefrag::Never => "never",
+        }
+    }
+}
+
+/// `transparent_hugepage/khugepaged/<name>`; `None` leaves the host's value.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KhugepagedKnobs {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub defrag: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pages_to_scan: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scan_sleep_millisecs: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alloc_sleep_millisecs: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ptes_none: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ptes_swap: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ptes_shared: Option<u32>,
+}
+
+/// Compressors the kernel's crypto API commonly offers (zram `comp_algorithm`, zswap `compressor`).
+pub const COMPRESSORS: &[&str] = &["lzo", "lzo-rle", "lz4", "lz4hc", "zstd", "deflate", "842"];
+
+/// zswap module parameters. Live, `enabled = false` (the default) turns zswap off for the run.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ZswapKnobs {
+    #[serde(default)]
+    pub enabled: bool,
+    /// `compressor`; absent leaves the host's value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compressor: Option<String>,
+    /// `max_pool_percent` (1..=100); absent leaves the host's value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_pool_percent: Option<u32>,
+}
+
+/// Settings of zram swap devices (`/sys/block/zramN/*`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ZramKnobs {
+    /// `comp_algorithm`; the kernel's default is lzo-rle.
+    #[serde(default = "default_zram_comp")]
+    pub comp_algorithm: String,
+}
+
+fn default_zram_comp() -> String {
+    "lzo-rle".into()
+}
+
+impl Default for ZramKnobs {
+    fn default() -> Self {
+        ZramKnobs {
+            comp_algorithm: default_zram_comp(),
+        }
+    }
+}
+
+impl Scenario {
+    /// The knobs the live backend writes to the host: zram/zswap compressors, zswap pool,
+    /// khugepaged. Ranges are the kernel's own.
+    fn validate_host_knobs(&self) -> Result<(), ScenarioError> {
+        let sysfs = &self.sysfs;
+        let compressors = COMPRESSORS.join(", ");
+        if !COMPRESSORS.contains(&sysfs.zram.comp_algorithm.as_str()) {
+            return Err(invalid(
+                "sysfs.zram.comp_algorithm",
+                format!("`{}`", sysfs.zram.comp_algorithm),
+                compressors,
+            ));
+        }
+        if let Some(c) = &sysfs.zswap.compressor {
+            if !COMPRESSORS.contains(&c.as_str()) {
+                return Err(invalid(
+                    "sysfs.zswap.compressor",
+                    format!("`{c}`"),
+                    compressors,
+                ));
+            }
+        }
+        if let Some(p) = sysfs.zswap.max_pool_percent {
+            if p == 0 || p > 100 {
+                return Err(invalid("sysfs.zswap.max_pool_percent", p, "1 ..= 100"));
+            }
+        }
+        let k = &sysfs.khugepaged;
+        for (name, value) in [
+            ("max_ptes_none", k.max_ptes_none),
+            ("max_ptes_swap", k.max_ptes_swap),
+            ("max_ptes_shared", k.max_ptes_shared),
+        ] {
+            if let Some(v) = value.filter(|v| *v >= 1 << PMD_ORDER) {
+                return Err(invalid(format!("sysfs.khugepaged.{name}"), v, "0 ..= 511"));
+            }
+        }
+        if k.pages_to_scan == Some(0) {
+            return Err(invalid("sysfs.khugepaged.pages_to_scan", 0, ">= 1"));
+        }
+        Ok(())
+    }
 }
 
 fn default_thp_top() -> ThpEnabled {
@@ -301,6 +503,10 @@ impl Default for Sysfs {
         Sysfs {
             thp_enabled: default_thp_top(),
             hugepages: BTreeMap::new(),
+            defrag: None,
+            khugepaged: KhugepagedKnobs::default(),
+            zswap: ZswapKnobs::default(),
+            zram: ZramKnobs::default(),
         }
     }
 }
@@ -316,6 +522,7 @@ impl Sysfs {
         Sysfs {
             thp_enabled: ThpEnabled::Never,
             hugepages,
+            ..Sysfs::default()
         }
     }
 
@@ -382,6 +589,69 @@ pub enum WorkloadSpec {
         #[serde(default)]
         pageout_after_write: bool,
     },
+    /// tools/mm/thp_swap_allocator_test.c (spec-swap.md §14): 60 MiB of 64 KiB mTHP paged out,
+    /// then per iteration random swap-ins, random 64 KiB MADV_DONTNEED + refault, page-out
+    /// again; reports the 64 KiB swpout fallback % per iteration. Run it with a 64 MiB
+    /// synchronous swap device (the tool's zram) and 64K `enabled`.
+    ThpSwapAllocatorTest {
+        /// `-a`: swap in 64 KiB-aligned 64 KiB chunks instead of single 4 KiB pages.
+        #[serde(default)]
+        aligned_swapin: bool,
+        /// `-s`: also page out a 4 MiB area of small (order-0, MADV_NOHUGEPAGE) folios.
+        #[serde(default)]
+        small_folios: bool,
+        #[serde(default = "default_allocator_test_iterations")]
+        iterations: u32,
+        #[serde(default)]
+        memcg: Option<String>,
+    },
+    /// A kernel-build-like mix (`make -jN`): `jobs` compiler processes run `jobs_concurrent` at
+    /// a time; each maps an anonymous heap of a size drawn log-uniformly from
+    /// [rss_min, rss_max], writes it, then computes in `phases` phases, re-touching a random
+    /// tenth of its heap in each (the working set that swaps back in), and exits.
+    Kbuild {
+        /// Compiler processes in the whole build.
+        jobs: u32,
+        /// `make -j`: how many run at once.
+        jobs_concurrent: u32,
+        #[serde(default = "default_kbuild_rss_min")]
+        rss_min: Bytes,
+        #[serde(default = "default_kbuild_rss_max")]
+        rss_max: Bytes,
+        /// User CPU time per 4 KiB page of heap (cc1: about a second per 100 MiB, ~40 µs).
+        #[serde(default = "default_kbuild_user_ns_per_page")]
+        user_ns_per_page: u64,
+        #[serde(default = "default_kbuild_phases")]
+        phases: u32,
+        #[serde(default)]
+        memcg: Option<String>,
+    },
+}
+
+fn default_allocator_test_iterations() -> u32 {
+    100
+}
+fn default_kbuild_rss_min() -> Bytes {
+    Bytes(8 << 20)
+}
+fn default_kbuild_rss_max() -> Bytes {
+    Bytes(256 << 20)
+}
+fn default_kbuild_user_ns_per_page() -> u64 {
+    40_000
+}
+fn default_kbuild_phases() -> u32 {
+    4
+}
+
+impl WorkloadSpec {
+    pub fn memcg(&self) -> Option<&str> {
+        match self {
+            WorkloadSpec::Usemem { memcg, .. }
+            | WorkloadSpec::ThpSwapAllocatorTest { memcg, .. }
+            | WorkloadSpec::Kbuild { memcg, .. } => memcg.as_deref(),
+        }
+    }
 }
 
 impl Scenario {
@@ -446,6 +716,36 @@ impl Scenario {
                     "> 0",
                 ));
             }
+            if dev.discard && dev.kind != SwapDeviceKind::Ssd {
+                return Err(invalid(
+                    format!("machine.swap[{i}].discard"),
+                    format!("true on a {:?} device", dev.kind).to_lowercase(),
+                    "true only for kind = \"ssd\"",
+                ));
+            }
+            if let Some(eb) = dev.erase_block {
+                let ok = eb.0.is_power_of_two() && eb.0 >= 64 << 10 && eb.0 <= 64 << 20;
+                if dev.kind != SwapDeviceKind::Ssd || !ok {
+                    return Err(invalid(
+                        format!("machine.swap[{i}].erase_block"),
+                        format_size(eb.0),
+                        "a power of two 64K ..= 64M, on kind = \"ssd\" only",
+                    ));
+                }
+            }
+            if dev.mthp_reserve_percent > 0 {
+                let cluster_lists = matches!(
+                    self.kernel.swap_allocator(),
+                    SwapAllocatorKind::ClusterListsC12 | SwapAllocatorKind::ClusterListsC18
+                );
+                if dev.mthp_reserve_percent > 90 || !cluster_lists {
+                    return Err(invalid(
+                        format!("machine.swap[{i}].mthp_reserve_percent"),
+                        dev.mthp_reserve_percent,
+                        "0 ..= 90, with a cluster-lists allocator (kernel 6.12 / 6.18)",
+                    ));
+                }
+            }
         }
         for name in self.costs.keys() {
             if !CostModel::NAMES.contains(&name.as_str()) {
@@ -465,6 +765,7 @@ impl Scenario {
                 ));
             }
         }
+        self.validate_host_knobs()?;
         let mut sizes_seen = std::collections::BTreeSet::new();
         for size in self.sysfs.hugepages.keys() {
             let bytes = Bytes::parse(size)
@@ -514,43 +815,79 @@ impl Scenario {
             ));
         }
         for (i, w) in self.workloads.iter().enumerate() {
-            match w {
-                WorkloadSpec::Usemem {
-                    nproc, size, memcg, ..
-                } => {
-                    if *nproc == 0 || *nproc > 100_000 {
-                        return Err(invalid(
-                            format!("workload[{i}].nproc"),
-                            nproc,
-                            "1 ..= 100000",
-                        ));
-                    }
-                    if size.0 < PAGE_SIZE || size.0 > 1 << 42 {
-                        return Err(invalid(
-                            format!("workload[{i}].size"),
-                            format_size(size.0),
-                            "4K ..= 4T",
-                        ));
-                    }
-                    if let Some(name) = memcg {
-                        if !self.memcgs.iter().any(|cg| &cg.name == name) {
-                            let names: Vec<_> =
-                                self.memcgs.iter().map(|c| c.name.as_str()).collect();
-                            return Err(invalid(
-                                format!("workload[{i}].memcg"),
-                                format!("`{name}`"),
-                                format!(
-                                    "a [[memcg]] name: {}",
-                                    if names.is_empty() {
-                                        "(none defined)".into()
-                                    } else {
-                                        names.join(", ")
-                                    }
-                                ),
-                            ));
-                        }
-                    }
+            self.validate_workload(i, w)?;
+        }
+        Ok(())
+    }
+
+    fn validate_workload(&self, i: usize, w: &WorkloadSpec) -> Result<(), ScenarioError> {
+        let field = |name: &str| format!("workload[{i}].{name}");
+        match w {
+            WorkloadSpec::Usemem { nproc, size, .. } => {
+                if *nproc == 0 || *nproc > 100_000 {
+                    return Err(invalid(field("nproc"), nproc, "1 ..= 100000"));
                 }
+                if size.0 < PAGE_SIZE || size.0 > 1 << 42 {
+                    return Err(invalid(field("size"), format_size(size.0), "4K ..= 4T"));
+                }
+            }
+            WorkloadSpec::ThpSwapAllocatorTest { iterations, .. } => {
+                if *iterations == 0 || *iterations > 100_000 {
+                    return Err(invalid(field("iterations"), iterations, "1 ..= 100000"));
+                }
+            }
+            WorkloadSpec::Kbuild {
+                jobs,
+                jobs_concurrent,
+                rss_min,
+                rss_max,
+                phases,
+                ..
+            } => {
+                if *jobs == 0 || *jobs > 1_000_000 {
+                    return Err(invalid(field("jobs"), jobs, "1 ..= 1000000"));
+                }
+                if *jobs_concurrent == 0 || *jobs_concurrent > 4096 {
+                    return Err(invalid(
+                        field("jobs_concurrent"),
+                        jobs_concurrent,
+                        "1 ..= 4096",
+                    ));
+                }
+                if rss_min.0 < PAGE_SIZE || rss_min.0 > 1 << 36 {
+                    return Err(invalid(
+                        field("rss_min"),
+                        format_size(rss_min.0),
+                        "4K ..= 64G",
+                    ));
+                }
+                if rss_max < rss_min || rss_max.0 > 1 << 36 {
+                    return Err(invalid(
+                        field("rss_max"),
+                        format_size(rss_max.0),
+                        format!("rss_min ({}) ..= 64G", format_size(rss_min.0)),
+                    ));
+                }
+                if *phases == 0 || *phases > 1000 {
+                    return Err(invalid(field("phases"), phases, "1 ..= 1000"));
+                }
+            }
+        }
+        if let Some(name) = w.memcg() {
+            if !self.memcgs.iter().any(|cg| cg.name == name) {
+                let names: Vec<_> = self.memcgs.iter().map(|c| c.name.as_str()).collect();
+                return Err(invalid(
+                    field("memcg"),
+                    format!("`{name}`"),
+                    format!(
+                        "a [[memcg]] name: {}",
+                        if names.is_empty() {
+                            "(none defined)".into()
+                        } else {
+                            names.join(", ")
+                        }
+                    ),
+                ));
             }
         }
         Ok(())

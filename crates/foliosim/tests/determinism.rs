@@ -206,7 +206,9 @@ fn hdd_swap_does_not_oom() {
     s.machine.swap_devices[0].kind = foliosim::scenario::SwapDeviceKind::Hdd;
     // Small enough to stay quick: 8M written in a 2M memcg needs ~1536 slots of 131071.
     s.memcgs[0].max = Some(foliosim::scenario::Bytes(2 << 20));
-    let foliosim::scenario::WorkloadSpec::Usemem { nproc, size, .. } = &mut s.workloads[0];
+    let foliosim::scenario::WorkloadSpec::Usemem { nproc, size, .. } = &mut s.workloads[0] else {
+        unreachable!("the test scenario runs usemem")
+    };
     *nproc = 1;
     *size = foliosim::scenario::Bytes(8 << 20);
     let r = foliosim::run(&s).unwrap_or_else(|e| panic!("hdd swap: {e}"));

@@ -5,7 +5,7 @@ use foliosim::engine::Ctx;
 use foliosim::mm::folio::{flags, SwapEntry, NIL};
 use foliosim::mm::invariants::check;
 use foliosim::mm::memory::{touch, zap_range};
-use foliosim::mm::mmap::Pte;
+use foliosim::mm::mmap::{Pte, ThpAdvice};
 use foliosim::mm::swapfile::{swap_count, SWAPFILE_CLUSTER, SWAP_HAS_CACHE};
 use foliosim::mm::Kernel;
 use foliosim::Scenario;
@@ -72,8 +72,8 @@ fn build(check_each_step: bool) -> Sim {
     let cg = k.memcg_id(Some("cg"));
     let a = k.new_mm(cg);
     let b = k.new_mm(cg);
-    k.mms[a as usize].mmap(0, VMA_PAGES, false);
-    k.mms[b as usize].mmap(0, VMA_PAGES, true);
+    k.mms[a as usize].mmap(0, VMA_PAGES, ThpAdvice::Default);
+    k.mms[b as usize].mmap(0, VMA_PAGES, ThpAdvice::Hugepage);
     let mut sim = Sim {
         k,
         ctx: Ctx {

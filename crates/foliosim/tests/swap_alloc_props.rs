@@ -53,8 +53,8 @@ struct Harness {
 
 impl Harness {
     fn new(kind: SwapAllocatorKind, pages: u64, ncpus: usize) -> Harness {
-        let map = SwapMap::new(0, pages, true, true);
-        let alloc = new_allocator(kind, &map, ncpus);
+        let map = SwapMap::new(0, pages, true, true, false);
+        let alloc = new_allocator(kind, &map, ncpus, 0);
         let orders: Vec<u32> = (0..=PMD_ORDER)
             .filter(|&o| alloc.swapout_whole(o))
             .collect();
@@ -207,7 +207,13 @@ impl Harness {
             self.map.swap_map[s as usize] = 0;
         }
         self.map.inuse_pages -= b - a;
-        self.alloc.on_free(&self.map, off + a, b - a);
+        let mut ctx = Ctx {
+            cpu: 0,
+            now_ns: 0,
+            step_start_ns: 0,
+        };
+        self.alloc
+            .on_free(&mut self.map, &mut ctx, &self.cost, off + a, b - a);
         self.check(&format!("free {}+{}", off + a, b - a))
     }
 }
@@ -278,13 +284,30 @@ proptest! {
     fn percpu_order_allocator(pages in pages(), ncpus in 1usize..=4, ops in prop::collection::vec(op(), 1..300)) {
         run(SwapAllocatorKind::PercpuOrder, pages, ncpus, &ops)?;
     }
+
+    #[test]
+    fn cluster_lists_c12_allocator(pages in pages(), ncpus in 1usize..=4, ops in prop::collection::vec(op(), 1..300)) {
+        run(SwapAllocatorKind::ClusterListsC12, pages, ncpus, &ops)?;
+    }
+
+    #[test]
+    fn cluster_lists_c18_allocator(pages in pages(), ncpus in 1usize..=4, ops in prop::collection::vec(op(), 1..300)) {
+        run(SwapAllocatorKind::ClusterListsC18, pages, ncpus, &ops)?;
+    }
 }
+
+const ALL_KINDS: [SwapAllocatorKind; 4] = [
+    SwapAllocatorKind::Legacy,
+    SwapAllocatorKind::PercpuOrder,
+    SwapAllocatorKind::ClusterListsC12,
+    SwapAllocatorKind::ClusterListsC18,
+];
 
 /// Fill a device with order 0 only, then free scattered single slots: order 0 still finds each
 /// one (the linear scan), and a large order fails (no free cluster) without disturbing anything.
 #[test]
 fn order0_finds_every_last_slot() {
-    for kind in [SwapAllocatorKind::Legacy, SwapAllocatorKind::PercpuOrder] {
+    for kind in ALL_KINDS {
         let mut h = Harness::new(kind, 4 * CLUSTER as u64, 2);
         while h.map.free_pages() > 0 {
             h.alloc(h.map.free_pages() as usize, 0, true).unwrap();
@@ -331,9 +354,9 @@ fn order0_finds_every_last_slot() {
 /// skipped every slot of a "free" cluster, so allocation stopped after cluster 0.
 #[test]
 fn rotational_device_order0_uses_every_slot() {
-    for kind in [SwapAllocatorKind::Legacy, SwapAllocatorKind::PercpuOrder] {
-        let mut map = SwapMap::new(0, 4 * CLUSTER as u64, false, false);
-        let mut alloc = new_allocator(kind, &map, 1);
+    for kind in ALL_KINDS {
+        let mut map = SwapMap::new(0, 4 * CLUSTER as u64, false, false, false);
+        let mut alloc = new_allocator(kind, &map, 1, 0);
         let cost = CostModel::profile("vm-6.18-2cpu").unwrap();
         let mut got = 0u32;
         while map.free_pages() > 0 {

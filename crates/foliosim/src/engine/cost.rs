@@ -75,6 +75,12 @@ cost_model! {
     /// Swap slot allocation bookkeeping under si->lock (per call, plus per-slot scan below).
     /// split of fit.
     swap_alloc_ns = 300;
+    /// Moving a swap cluster between the allocator's lists, si->lock held (list_move_tail plus
+    /// flag update, cache-missing on the cluster). estimate.
+    swap_cluster_list_move_ns = 60;
+    /// Device time to discard (TRIM) one freed 2 MiB swap cluster before its reuse. estimate
+    /// (a few hundred µs per 2 MiB on common SATA/NVMe SSDs).
+    swap_discard_cluster_ns = 300000;
     /// Probing one swap_map byte during a scan. estimate (one cache-hot byte test).
     swap_slot_scan_ns = 2;
     /// Setting or clearing one swap-cache entry / swap_map byte (ci->lock held). estimate.

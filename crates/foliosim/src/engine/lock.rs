@@ -22,6 +22,17 @@ pub struct LockStats {
     pub hold_ns_total: u64,
 }
 
+impl LockStats {
+    /// Fold another lock instance's totals in (e.g. every ci->lock as one line).
+    pub fn add(&mut self, other: &LockStats) {
+        self.acquisitions += other.acquisitions;
+        self.contended += other.contended;
+        self.wait_ns_total += other.wait_ns_total;
+        self.wait_ns_max = self.wait_ns_max.max(other.wait_ns_max);
+        self.hold_ns_total += other.hold_ns_total;
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct SimLock {
     pub name: &'static str,

@@ -9,7 +9,7 @@ use crate::mm::folio::NIL;
 use crate::mm::madvise::madvise;
 use crate::mm::memory::{touch, zap_range};
 use crate::mm::{invariants, Kernel, MmError};
-use crate::workload::{Op, TaskMarks};
+use crate::workload::{Mark, Op, TaskMarks};
 use std::collections::VecDeque;
 
 /// Children of a multi-process workload start up to a third of a slice apart (fork + exec,
@@ -27,6 +27,10 @@ pub struct Task {
     /// Progress inside the current Touch op, in pages.
     cursor: u32,
     pub marks: TaskMarks,
+    /// CPU time in user space (Compute ops) and in the kernel (everything else, lock spinning
+    /// included), as getrusage would split it.
+    pub user_ns: u64,
+    pub sys_ns: u64,
     runnable_at_ns: u64,
     pub exited_at_ns: Option<u64>,
 }
@@ -52,6 +56,8 @@ impl Task {
             pc: 0,
             cursor: 0,
             marks: vec![None; nr_marks],
+            user_ns: 0,
+            sys_ns: 0,
             runnable_at_ns: 0,
             exited_at_ns: None,
         }
@@ -121,12 +127,15 @@ pub fn run_tasks(
             }
         };
         ctx.now_ns += std::mem::take(&mut k.cpu_irq_ns[cpu]);
+        let (busy_from_ns, user_before_ns) = (ctx.now_ns, tasks[tid].user_ns);
         let exited = step(k, &mut ctx, &mut tasks[tid]).map_err(|e| SimError::Mm {
             task: tasks[tid].name.clone(),
             at_ns: ctx.now_ns,
             error: e,
         })?;
         steps += 1;
+        let t = &mut tasks[tid];
+        t.sys_ns += ctx.now_ns - busy_from_ns - (t.user_ns - user_before_ns);
         let c = &mut cpus[cpu];
         c.now_ns = ctx.now_ns;
         end_ns = end_ns.max(ctx.now_ns);
@@ -170,12 +179,8 @@ pub fn run_tasks(
 fn step(k: &mut Kernel, ctx: &mut Ctx, task: &mut Task) -> Result<bool, MmError> {
     let mm = task.mm;
     match task.ops[task.pc].clone() {
-        Op::Mmap {
-            vma,
-            nr_pages,
-            hugepage,
-        } => {
-            k.mms[mm as usize].mmap(vma, nr_pages, hugepage);
+        Op::Mmap { vma, nr_pages, thp } => {
+            k.mms[mm as usize].mmap(vma, nr_pages, thp);
             ctx.spend(k.cost.syscall_ns);
         }
         Op::Touch {
@@ -201,7 +206,16 @@ fn step(k: &mut Kernel, ctx: &mut Ctx, task: &mut Task) -> Result<bool, MmError>
             madvise(k, ctx, mm, vma, first, nr, advice);
         }
         Op::Munmap { vma } => munmap(k, ctx, mm, vma),
-        Op::Mark(m) => task.marks[m] = Some(ctx.now_ns),
+        Op::Compute { ns } => {
+            ctx.spend(ns);
+            task.user_ns += ns;
+        }
+        Op::Mark(m) => {
+            task.marks[m] = Some(Mark {
+                at_ns: ctx.now_ns,
+                counters: k.vmstat.to_map(),
+            })
+        }
         Op::Exit => {
             for vma in 0..k.mms[mm as usize].vmas.len() as u32 {
                 munmap(k, ctx, mm, vma);

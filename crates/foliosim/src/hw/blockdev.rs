@@ -1,16 +1,22 @@
-//! Block devices behind swap: a RAM disk (brd: the submitter copies synchronously), an SSD and a
+//! Block devices behind swap: a RAM disk (brd: the submitter copies synchronously), zram (the
+//! submitter compresses synchronously), an SSD (also a swap file or loop device) and a
 //! rotational disk (queued: one request at a time at the device's bandwidth plus latency).
 
+use super::ssd_ftl::{Ftl, FtlStats};
 use crate::engine::Ctx;
-use crate::scenario::{SwapDeviceKind, SwapDeviceSpec};
+use crate::scenario::{SwapDeviceKind, SwapDeviceSpec, PAGE_SIZE};
 use serde::Serialize;
 
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct BlockDevStats {
     pub write_requests: u64,
     pub write_bytes: u64,
     pub read_requests: u64,
     pub read_bytes: u64,
+    pub discard_requests: u64,
+    /// With `erase_block` set: the flash translation layer's write amplification.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ftl: Option<FtlStats>,
 }
 
 pub struct BlockDevice {
@@ -18,6 +24,7 @@ pub struct BlockDevice {
     pub latency_ns: u64,
     pub bandwidth_bytes_per_s: u64,
     busy_until_ns: u64,
+    ftl: Option<Ftl>,
     pub stats: BlockDevStats,
 }
 
@@ -37,7 +44,12 @@ impl BlockDevice {
     pub fn new(spec: &SwapDeviceSpec) -> BlockDevice {
         let (latency_ns, bandwidth) = match spec.kind {
             SwapDeviceKind::Ramdisk => (500, 9_750_000_000),
-            SwapDeviceKind::Ssd => (77_000, 2_000_000_000),
+            // zram: the submitter compresses synchronously. estimate: lzo-rle at ~2 GB/s on
+            // usemem's pages; `foliosim calibrate` measures the host's per-codec rate.
+            SwapDeviceKind::Zram => (500, 2_000_000_000),
+            SwapDeviceKind::Ssd | SwapDeviceKind::File | SwapDeviceKind::Loop => {
+                (77_000, 2_000_000_000)
+            }
             SwapDeviceKind::Hdd => (8_000_000, 150_000_000),
         };
         BlockDevice {
@@ -45,12 +57,15 @@ impl BlockDevice {
             latency_ns: spec.latency_ns.unwrap_or(latency_ns),
             bandwidth_bytes_per_s: spec.bandwidth_bytes_per_s.unwrap_or(bandwidth),
             busy_until_ns: 0,
+            ftl: spec
+                .erase_block
+                .map(|eb| Ftl::new(spec.size.pages(), (eb.0 / PAGE_SIZE) as u32)),
             stats: BlockDevStats::default(),
         }
     }
 
     pub fn synchronous_io(&self) -> bool {
-        self.kind == SwapDeviceKind::Ramdisk
+        matches!(self.kind, SwapDeviceKind::Ramdisk | SwapDeviceKind::Zram)
     }
 
     pub fn solidstate(&self) -> bool {
@@ -80,10 +95,24 @@ impl BlockDevice {
         }
     }
 
-    pub fn write(&mut self, ctx: &mut Ctx, bytes: u64) -> Completion {
+    /// Write `bytes` at swap slot `slot`.
+    pub fn write(&mut self, ctx: &mut Ctx, slot: u64, bytes: u64) -> Completion {
         self.stats.write_requests += 1;
         self.stats.write_bytes += bytes;
+        if let Some(ftl) = &mut self.ftl {
+            ftl.write(slot, bytes / PAGE_SIZE);
+            self.stats.ftl = Some(ftl.stats.clone());
+        }
         self.submit(ctx, bytes)
+    }
+
+    /// Discard (TRIM) `nr_slots` from `slot`; the worker issues it, nobody waits.
+    pub fn discard(&mut self, slot: u64, nr_slots: u64) {
+        self.stats.discard_requests += 1;
+        if let Some(ftl) = &mut self.ftl {
+            ftl.trim(slot, nr_slots);
+            self.stats.ftl = Some(ftl.stats.clone());
+        }
     }
 
     pub fn read(&mut self, ctx: &mut Ctx, bytes: u64) -> Completion {

@@ -1,7 +1,7 @@
 //! Large folio helpers (mm/huge_memory.c): which orders a fault may use, and splitting.
 
 use super::folio::flags;
-use super::mmap::Vma;
+use super::mmap::{ThpAdvice, Vma};
 use super::tlb::flush_tlb_mms;
 use super::vmstat::{MthpStat, VmEvent};
 use super::Kernel;
@@ -12,10 +12,10 @@ use std::collections::VecDeque;
 /// thp_vma_allowable_orders + thp_vma_suitable_order: enabled orders whose naturally aligned
 /// range around `index` lies inside the VMA, highest first.
 pub fn suitable_orders(k: &Kernel, vma: &Vma, index: u32) -> impl Iterator<Item = u32> {
-    let mask = if vma.hugepage {
-        k.thp_orders_madvised
-    } else {
-        k.thp_orders
+    let mask = match vma.thp {
+        ThpAdvice::Default => k.thp_orders,
+        ThpAdvice::Hugepage => k.thp_orders_madvised,
+        ThpAdvice::NoHugepage => 0,
     };
     let nr_pages = vma.nr_pages;
     (1..=PMD_ORDER).rev().filter(move |&order| {

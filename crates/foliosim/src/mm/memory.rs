@@ -2,7 +2,7 @@
 //! fallback (alloc_anon_folio, do_huge_pmd_anonymous_page), order-0 swap-in (do_swap_page), and
 //! zap of a range (zap_pte_range) freeing folios and swap entries in batches.
 
-use super::folio::{flags, SwapEntry};
+use super::folio::{flags, SwapEntry, NIL};
 use super::huge_memory::suitable_orders;
 use super::memcontrol::try_charge;
 use super::mmap::Pte;
@@ -32,8 +32,8 @@ pub fn touch(
         (start + (1 << order)).min(end) - index
     } else if pte.is_swap() {
         k.vmstat.count(VmEvent::Pgfault, 1);
-        do_swap_page(k, ctx, mm, vma, index, pte.swap_entry(), write)?;
-        1
+        let (start, order) = do_swap_page(k, ctx, mm, vma, index, pte.swap_entry(), write)?;
+        (start + (1 << order)).min(end) - index
     } else {
         // Present: walk on through present PTEs (bounded: one step is at most a PMD's worth).
         let ptes = &k.mms[mm as usize].vma(vma).ptes;
@@ -162,9 +162,10 @@ fn map_new_folio(
     ctx.spend(k.cost.fault_folio_ns(order));
 }
 
-/// do_swap_page, order 0: map the page from the swap cache if its folio is still there,
-/// otherwise read it into a new page. The slot reference moves from the PTE to nothing; a
-/// write (or a synchronous device) frees the swap copy.
+/// do_swap_page: map the page from the swap cache if its folio is still there, otherwise read
+/// it into a new folio: large when alloc_swap_folio finds a whole swapped-out mTHP (6.13+,
+/// synchronous devices), else order 0. The PTEs' slot references are dropped; a synchronous
+/// device (or a write) frees the swap copy. Returns the first page index mapped and the order.
 fn do_swap_page(
     k: &mut Kernel,
     ctx: &mut Ctx,
@@ -173,39 +174,98 @@ fn do_swap_page(
     index: u32,
     entry: SwapEntry,
     write: bool,
-) -> Result<(), MmError> {
+) -> Result<(u32, u32), MmError> {
     ctx.spend(k.cost.swapin_fault_ns);
     let memcg = k.mms[mm as usize].memcg;
+    let dirty = if write { flags::DIRTY } else { 0 };
     if let Some(head) = k.swap.lookup(entry) {
         // Still in the swap cache (e.g. under writeback): map the page of that folio.
         let page = head + (entry.offset() - k.folios.swap_entry(head).offset());
         k.mms[mm as usize].vma_mut(vma).ptes[index as usize] = Pte::present(page);
         k.folios.mapcount[head as usize] += 1;
-        k.folios.set(
-            head,
-            flags::REFERENCED | if write { flags::DIRTY } else { 0 },
-        );
+        k.folios.set(head, flags::REFERENCED | dirty);
         k.swap.put_refs(ctx, &k.cost, entry, 1);
-    } else {
-        k.vmstat.count(VmEvent::Pgmajfault, 1);
-        let pfn = alloc_order0_charged(k, ctx, memcg)?;
-        swap_read_folio(k, ctx, entry, 0);
-        k.folios.init(pfn, 0, memcg, (mm, vma, index));
-        k.folios.set(
-            pfn,
-            flags::REFERENCED | if write { flags::DIRTY } else { 0 },
-        );
-        k.folios.mapcount[pfn as usize] = 1;
-        k.mms[mm as usize].vma_mut(vma).ptes[index as usize] = Pte::present(pfn);
-        // The swap-cache-bypassing path (synchronous device) and a write fault both drop the
-        // swap copy here; otherwise the model does the same (no read-only swap cache kept).
-        k.swap.put_refs(ctx, &k.cost, entry, 1);
-        k.folio_add_lru(ctx, pfn);
+        let m = &mut k.mms[mm as usize];
+        m.rss_anon += 1;
+        m.swap_ents -= 1;
+        return Ok((index, 0));
     }
+    k.vmstat.count(VmEvent::Pgmajfault, 1);
+    let (pfn, start, order) = match alloc_swap_folio(k, ctx, mm, vma, index, entry) {
+        Some(found) => found,
+        None => (alloc_order0_charged(k, ctx, memcg)?, index, 0),
+    };
+    let nr = 1u32 << order;
+    let first = SwapEntry::new(entry.dev(), entry.offset() - (index - start));
+    swap_read_folio(k, ctx, first, order);
+    k.folios.init(pfn, order, memcg, (mm, vma, start));
+    k.folios.set(pfn, flags::REFERENCED | dirty);
+    k.folios.mapcount[pfn as usize] = nr as u16;
+    let ptes = &mut k.mms[mm as usize].vma_mut(vma).ptes[start as usize..(start + nr) as usize];
+    for (i, pte) in ptes.iter_mut().enumerate() {
+        *pte = Pte::present(pfn + i as u32);
+    }
+    // swap_free_nr + swapcache_clear: the bypass path leaves no swap cache copy behind.
+    k.swap.put_refs(ctx, &k.cost, first, nr);
+    k.folio_add_lru(ctx, pfn);
     let m = &mut k.mms[mm as usize];
-    m.rss_anon += 1;
-    m.swap_ents -= 1;
-    Ok(())
+    m.rss_anon += nr as u64;
+    m.swap_ents -= nr as u64;
+    Ok((start, order))
+}
+
+/// alloc_swap_folio (6.13+): the highest enabled order whose aligned range of PTEs holds
+/// contiguous, aligned swap entries of one device, none in the swap cache; allocated and
+/// charged, or the next order down (swpin_fallback). None: use order 0.
+fn alloc_swap_folio(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    mm: u32,
+    vma: u32,
+    index: u32,
+    entry: SwapEntry,
+) -> Option<(u32, u32, u32)> {
+    let dev = &k.swap.devices[entry.dev()];
+    if !k.swapin_mthp || !dev.map.synchronous_io {
+        return None;
+    }
+    let memcg = k.mms[mm as usize].memcg;
+    let vma_ref = k.mms[mm as usize].vma(vma);
+    let candidates: Vec<u32> = suitable_orders(k, vma_ref, index)
+        .filter(|&order| order < PMD_ORDER)
+        .filter(|&order| {
+            // can_swapin_thp: the virtual and swap offsets agree modulo the size, and every
+            // PTE of the range is the next slot, not in the swap cache.
+            let nr = 1u32 << order;
+            let start = index & !(nr - 1);
+            let first_offset = entry.offset().wrapping_sub(index - start);
+            (entry.offset() ^ index) & (nr - 1) == 0
+                && vma_ref.ptes[start as usize..(start + nr) as usize]
+                    .iter()
+                    .enumerate()
+                    .all(|(i, p)| {
+                        p.is_swap()
+                            && p.swap_entry()
+                                == SwapEntry::new(entry.dev(), first_offset + i as u32)
+                            && dev.map.swap_cache[(first_offset + i as u32) as usize] == NIL
+                    })
+        })
+        .collect();
+    for order in candidates {
+        let start = index & !((1 << order) - 1);
+        let Some(pfn) = k.zone.alloc(ctx, order) else {
+            k.vmstat.count_mthp(order, MthpStat::SwpinFallback);
+            continue;
+        };
+        if !try_charge(k, ctx, memcg, 1 << order, false) {
+            k.zone.free(ctx, pfn, order);
+            k.vmstat.count_mthp(order, MthpStat::SwpinFallbackCharge);
+            k.vmstat.count_mthp(order, MthpStat::SwpinFallback);
+            continue;
+        }
+        return Some((pfn, start, order));
+    }
+    None
 }
 
 /// zap_pte_range over [first, first + nr) of `vma`: unmap present pages (freeing folios left

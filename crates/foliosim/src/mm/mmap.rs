@@ -47,10 +47,18 @@ impl Pte {
     }
 }
 
+/// The VMA's THP advice: MADV_HUGEPAGE sets VM_HUGEPAGE, MADV_NOHUGEPAGE sets VM_NOHUGEPAGE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ThpAdvice {
+    #[default]
+    Default,
+    Hugepage,
+    NoHugepage,
+}
+
 pub struct Vma {
     pub nr_pages: u32,
-    /// MADV_HUGEPAGE was applied (VM_HUGEPAGE).
-    pub hugepage: bool,
+    pub thp: ThpAdvice,
     pub ptes: Vec<Pte>,
 }
 
@@ -82,7 +90,7 @@ impl MmStruct {
     }
 
     /// mmap(MAP_ANONYMOUS|MAP_PRIVATE) of `nr_pages` as VMA number `vma_id`.
-    pub fn mmap(&mut self, vma_id: u32, nr_pages: u32, hugepage: bool) {
+    pub fn mmap(&mut self, vma_id: u32, nr_pages: u32, thp: ThpAdvice) {
         let i = vma_id as usize;
         if self.vmas.len() <= i {
             self.vmas.resize_with(i + 1, || None);
@@ -90,7 +98,7 @@ impl MmStruct {
         assert!(self.vmas[i].is_none(), "mmap: vma {vma_id} already mapped");
         self.vmas[i] = Some(Vma {
             nr_pages,
-            hugepage,
+            thp,
             ptes: vec![Pte::NONE; nr_pages as usize],
         });
     }

@@ -56,6 +56,8 @@ pub struct Kernel {
     /// Per-size `enabled` resolved to order masks: for any VMA, and for MADV_HUGEPAGE VMAs.
     pub thp_orders: u32,
     pub thp_orders_madvised: u32,
+    /// Swap large folios back in whole (alloc_swap_folio).
+    pub swapin_mthp: bool,
     /// The mm each CPU is running (NIL when idle): who a TLB shootdown must interrupt.
     pub cpu_mm: Vec<u32>,
     /// Interrupt work each CPU owes (TLB shootdowns it received), paid at its next step.
@@ -96,8 +98,10 @@ impl Kernel {
                     spec.size.pages(),
                     bdev.solidstate(),
                     bdev.synchronous_io(),
+                    spec.discard,
                 );
-                let allocator = swap_alloc::new_allocator(allocator, &map, ncpus);
+                let allocator =
+                    swap_alloc::new_allocator(allocator, &map, ncpus, spec.mthp_reserve_percent);
                 SwapInfo {
                     prio: spec.priority,
                     map,
@@ -121,6 +125,7 @@ impl Kernel {
             },
             thp_orders: scenario.sysfs.orders_enabled(false),
             thp_orders_madvised: scenario.sysfs.orders_enabled(true),
+            swapin_mthp: scenario.kernel.swapin_mthp(),
             cpu_mm: vec![NIL; ncpus],
             cpu_irq_ns: vec![0; ncpus],
             lru_add_pending: vec![0; ncpus],

@@ -15,7 +15,10 @@ pub fn swap_writepage(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     let order = k.folios.order[pfn as usize] as u32;
     let nr = 1u64 << order;
     ctx.spend(k.cost.bio_submit_ns);
-    let completion = k.swap.devices[entry.dev()].bdev.write(ctx, nr * PAGE_SIZE);
+    let completion =
+        k.swap.devices[entry.dev()]
+            .bdev
+            .write(ctx, entry.offset() as u64, nr * PAGE_SIZE);
     k.vmstat.count(VmEvent::Pswpout, nr);
     k.vmstat.count_mthp(order, MthpStat::Swpout);
     if order == PMD_ORDER {

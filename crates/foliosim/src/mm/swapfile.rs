@@ -40,12 +40,22 @@ pub struct SwapMap {
     pub solidstate: bool,
     /// SWP_SYNCHRONOUS_IO (brd, zram).
     pub synchronous_io: bool,
+    /// SWP_PAGE_DISCARD (`swapon --discard`): freed clusters are discarded before reuse.
+    pub discard: bool,
+    /// Clusters the allocator queued for discard since the device last heard of it.
+    pub discarded_clusters: Vec<u32>,
     /// si->lock
     pub lock: SimLock,
 }
 
 impl SwapMap {
-    pub fn new(id: usize, size_pages: u64, solidstate: bool, synchronous_io: bool) -> SwapMap {
+    pub fn new(
+        id: usize,
+        size_pages: u64,
+        solidstate: bool,
+        synchronous_io: bool,
+        discard: bool,
+    ) -> SwapMap {
         let clusters = size_pages.div_ceil(SWAPFILE_CLUSTER as u64) as u32;
         let max = size_pages as u32;
         let total = clusters * SWAPFILE_CLUSTER;
@@ -64,6 +74,8 @@ impl SwapMap {
             swap_cache: vec![NIL; total as usize],
             solidstate,
             synchronous_io,
+            discard,
+            discarded_clusters: Vec::new(),
             lock: SimLock::new("si->lock"),
         }
     }
@@ -138,7 +150,7 @@ impl Swap {
                 .first()
                 .is_some_and(|d| d.allocator.uses_slot_cache())
         {
-            self.update_slot_cache_active();
+            self.update_slot_cache_active(ctx, cost);
             if self.slot_cache_active {
                 if self.slot_cache[ctx.cpu].is_empty() {
                     let mut batch = Vec::with_capacity(SWAP_BATCH);
@@ -169,6 +181,7 @@ impl Swap {
             if dev.map.free_pages() >= 1 << order {
                 dev.allocator
                     .alloc(&mut dev.map, ctx, cost, order, n - out.len(), out);
+                dev.flush_discards();
             }
             if out.len() == n || order > 0 {
                 return;
@@ -177,7 +190,7 @@ impl Swap {
     }
 
     /// The slot cache works only while free swap is plentiful (swap_slots.c thresholds).
-    fn update_slot_cache_active(&mut self) {
+    fn update_slot_cache_active(&mut self, ctx: &mut Ctx, cost: &CostModel) {
         let free = self.nr_swap_pages();
         let per_cpus = (SWAP_BATCH * self.ncpus) as u64;
         if self.slot_cache_active && free < 2 * per_cpus {
@@ -188,7 +201,7 @@ impl Swap {
                 .flat_map(|c| c.drain(..))
                 .collect();
             for e in cached {
-                self.clear_cache_flag(e, 1);
+                self.clear_cache_flag(ctx, cost, e, 1);
             }
         } else if !self.slot_cache_active && free > 5 * per_cpus {
             self.slot_cache_active = true;
@@ -243,16 +256,13 @@ impl Swap {
             map.swap_cache[slot as usize] = NIL;
         }
         ctx.spend(cost.swap_map_update_ns * nr as u64);
-        self.clear_cache_flag(entry, nr);
-        // Freeing slots updates the cluster under si->lock.
-        let dev = &mut self.devices[entry.dev()];
-        dev.map.lock.hold(ctx, cost.swap_map_update_ns * nr as u64);
+        self.clear_cache_flag(ctx, cost, entry, nr);
     }
 
     /// Clear HAS_CACHE over a range; slots reaching 0 go back to the allocator in runs.
-    fn clear_cache_flag(&mut self, entry: SwapEntry, nr: u32) {
+    fn clear_cache_flag(&mut self, ctx: &mut Ctx, cost: &CostModel, entry: SwapEntry, nr: u32) {
         let dev = &mut self.devices[entry.dev()];
-        drop_slots(dev, entry, nr, |slot, b, _| {
+        drop_slots(dev, ctx, cost, entry, nr, |slot, b, _| {
             assert!(
                 *b & SWAP_HAS_CACHE != 0,
                 "slot {slot} of dev {} leaves the swap cache without HAS_CACHE",
@@ -274,7 +284,8 @@ impl Swap {
     ) -> Vec<u32> {
         let dev = &mut self.devices[entry.dev()];
         let mut cache_only = Vec::new();
-        drop_slots(dev, entry, nr, |slot, b, cached| {
+        ctx.spend(cost.swap_map_update_ns * nr as u64);
+        drop_slots(dev, ctx, cost, entry, nr, |slot, b, cached| {
             assert!(
                 swap_count(*b) > 0,
                 "swap_free on slot {slot} of dev {} with count 0",
@@ -285,9 +296,6 @@ impl Swap {
                 cache_only.push(cached);
             }
         });
-        // The count drops take the cluster lock per slot; the frees take si->lock once.
-        ctx.spend(cost.swap_map_update_ns * nr as u64);
-        dev.map.lock.hold(ctx, cost.swap_map_update_ns);
         cache_only
     }
 
@@ -301,6 +309,8 @@ impl Swap {
 /// the slots it leaves at 0 are released, in runs of contiguous slots.
 fn drop_slots(
     dev: &mut SwapInfo,
+    ctx: &mut Ctx,
+    cost: &CostModel,
     entry: SwapEntry,
     nr: u32,
     mut drop_ref: impl FnMut(u32, &mut u8, u32),
@@ -317,7 +327,7 @@ fn drop_slots(
         match (freed, run_start) {
             (true, None) => run_start = Some(slot),
             (false, Some(start)) => {
-                release_range(dev, start, slot - start);
+                release_range(dev, ctx, cost, start, slot - start);
                 run_start = None;
             }
             _ => {}
@@ -326,7 +336,18 @@ fn drop_slots(
 }
 
 /// swap_range_free: slots [offset, offset + nr) are free again.
-fn release_range(dev: &mut SwapInfo, offset: u32, nr: u32) {
+fn release_range(dev: &mut SwapInfo, ctx: &mut Ctx, cost: &CostModel, offset: u32, nr: u32) {
     dev.map.inuse_pages -= nr;
-    dev.allocator.on_free(&dev.map, offset, nr);
+    dev.allocator.on_free(&mut dev.map, ctx, cost, offset, nr);
+    dev.flush_discards();
+}
+
+impl SwapInfo {
+    /// Tell the device which clusters were discarded (TRIM: the FTL may drop their data).
+    fn flush_discards(&mut self) {
+        for c in self.map.discarded_clusters.drain(..) {
+            self.bdev
+                .discard(c as u64 * SWAPFILE_CLUSTER as u64, SWAPFILE_CLUSTER as u64);
+        }
+    }
 }

@@ -53,6 +53,8 @@ counter_enum! {
         Swpout => "swpout",
         SwpoutFallback => "swpout_fallback",
         Swpin => "swpin",
+        SwpinFallback => "swpin_fallback",
+        SwpinFallbackCharge => "swpin_fallback_charge",
         Split => "split",
         SplitFailed => "split_failed",
     }

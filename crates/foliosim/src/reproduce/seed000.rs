@@ -44,19 +44,16 @@ pub fn scenario(kernel: KernelVersion, size: &str, scale: f64, seed: u64) -> Sce
             // The seed's VM size is not given; 48 GiB keeps the 40 GiB memcg the binding limit.
             memory: scaled(48 * GIB, scale, 64 << 20),
             cost_profile: "vm-6.18-2cpu".into(),
-            swap_devices: vec![SwapDeviceSpec {
-                kind: SwapDeviceKind::Ramdisk,
-                size: scaled(35 * GIB, scale, 8 << 20),
-                priority: -2,
-                latency_ns: None,
-                bandwidth_bytes_per_s: None,
-            }],
+            swap_devices: vec![SwapDeviceSpec::new(
+                SwapDeviceKind::Ramdisk,
+                scaled(35 * GIB, scale, 8 << 20),
+            )],
             // Scaled with the sizes, so each process gets as many slices as at full scale.
             sched_slice_ns: ((3_000_000.0 * scale) as u64).max(10_000),
         },
         kernel: Kernel {
             version: kernel,
-            swap_allocator: None,
+            ..Kernel::default()
         },
         sysfs: Sysfs::only_size(size),
         memcgs: vec![MemcgSpec {

@@ -1,19 +1,23 @@
 //! Workloads: generators of memory operations per task. One definition serves every backend.
 
+pub mod kbuild;
+pub mod thp_swap_allocator_test;
 pub mod usemem;
 
 use crate::mm::madvise::Advice;
+use crate::mm::mmap::ThpAdvice;
 use crate::scenario::WorkloadSpec;
 use serde::Serialize;
+use std::collections::BTreeMap;
 
 /// One operation of a task's program.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Op {
-    /// mmap an anonymous private region as VMA `vma` (optionally MADV_HUGEPAGE).
+    /// mmap an anonymous private region as VMA `vma`, with MADV_(NO)HUGEPAGE applied.
     Mmap {
         vma: u32,
         nr_pages: u32,
-        hugepage: bool,
+        thp: ThpAdvice,
     },
     /// Access pages [first, first + nr) in order, storing if `write`.
     Touch {
@@ -31,7 +35,12 @@ pub enum Op {
     Munmap {
         vma: u32,
     },
-    /// Record the time under a workload-defined mark (e.g. the start of a measured phase).
+    /// Run in user space for this long (CPU time, no memory traffic modelled).
+    Compute {
+        ns: u64,
+    },
+    /// Record the time and every counter under a workload-defined mark (e.g. the start of a
+    /// measured phase, or the end of an iteration).
     Mark(usize),
     /// exit(): unmap everything.
     Exit,
@@ -43,8 +52,47 @@ pub struct TaskSpec {
     pub ops: Vec<Op>,
 }
 
-/// What a workload reports, in its own terms (usemem: bytes per second).
+/// What a task saw at one of its marks.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mark {
+    pub at_ns: u64,
+    /// Every counter, kernel names (system-wide, as a live run reads them).
+    pub counters: BTreeMap<String, u64>,
+}
+
+/// Marks recorded by one task: index = mark id.
+pub type TaskMarks = Vec<Option<Mark>>;
+
+/// One row of a per-iteration (or per-interval) series of swap-out outcomes for one size.
 #[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct FallbackPoint {
+    pub iteration: u32,
+    pub at_ns: u64,
+    pub swpout: u64,
+    pub swpout_fallback: u64,
+    /// 100 * swpout_fallback / (swpout + swpout_fallback); 0 when both are 0.
+    pub fallback_percent: f64,
+}
+
+impl FallbackPoint {
+    pub fn new(iteration: u32, at_ns: u64, swpout: u64, swpout_fallback: u64) -> FallbackPoint {
+        let total = swpout + swpout_fallback;
+        FallbackPoint {
+            iteration,
+            at_ns,
+            swpout,
+            swpout_fallback,
+            fallback_percent: if total == 0 {
+                0.0
+            } else {
+                100.0 * swpout_fallback as f64 / total as f64
+            },
+        }
+    }
+}
+
+/// What a workload reports, in its own terms (usemem: bytes per second).
+#[derive(Debug, Clone, Serialize, PartialEq, Default)]
 pub struct WorkloadResult {
     pub kind: String,
     /// Sum over tasks of bytes written / measured time, as vm-scalability sums usemem's lines.
@@ -52,19 +100,24 @@ pub struct WorkloadResult {
     /// The longest measured phase of any task.
     pub elapsed_ns_max: u64,
     pub tasks: u32,
+    /// thp_swap_allocator_test: swpout / swpout_fallback of the test's size per iteration.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fallback_series: Vec<FallbackPoint>,
 }
 
-/// Marks recorded by one task: index = mark id.
-pub type TaskMarks = Vec<Option<u64>>;
-
-pub fn tasks(spec: &WorkloadSpec) -> Vec<TaskSpec> {
+/// The tasks of a workload; `seed` drives any random choices it makes (its own stream).
+pub fn tasks(spec: &WorkloadSpec, seed: u64) -> Vec<TaskSpec> {
     match spec {
         WorkloadSpec::Usemem { .. } => usemem::tasks(spec),
+        WorkloadSpec::ThpSwapAllocatorTest { .. } => thp_swap_allocator_test::tasks(spec, seed),
+        WorkloadSpec::Kbuild { .. } => kbuild::tasks(spec, seed),
     }
 }
 
 pub fn report(spec: &WorkloadSpec, marks: &[TaskMarks]) -> WorkloadResult {
     match spec {
         WorkloadSpec::Usemem { .. } => usemem::report(spec, marks),
+        WorkloadSpec::ThpSwapAllocatorTest { .. } => thp_swap_allocator_test::report(spec, marks),
+        WorkloadSpec::Kbuild { .. } => kbuild::report(spec, marks),
     }
 }

@@ -4,6 +4,7 @@
 
 use super::{Op, TaskMarks, TaskSpec, WorkloadResult};
 use crate::mm::madvise::Advice;
+use crate::mm::mmap::ThpAdvice;
 use crate::scenario::WorkloadSpec;
 
 const MARK_START: usize = 0;
@@ -16,7 +17,10 @@ pub fn tasks(spec: &WorkloadSpec) -> Vec<TaskSpec> {
         memcg,
         madv_hugepage,
         pageout_after_write,
-    } = spec;
+    } = spec
+    else {
+        unreachable!("usemem::tasks of another workload")
+    };
     let nr_pages = size.pages() as u32;
     (0..*nproc)
         .map(|i| {
@@ -24,7 +28,11 @@ pub fn tasks(spec: &WorkloadSpec) -> Vec<TaskSpec> {
                 Op::Mmap {
                     vma: 0,
                     nr_pages,
-                    hugepage: *madv_hugepage,
+                    thp: if *madv_hugepage {
+                        ThpAdvice::Hugepage
+                    } else {
+                        ThpAdvice::Default
+                    },
                 },
                 Op::Mark(MARK_START),
                 Op::Touch {
@@ -54,14 +62,16 @@ pub fn tasks(spec: &WorkloadSpec) -> Vec<TaskSpec> {
 }
 
 pub fn report(spec: &WorkloadSpec, marks: &[TaskMarks]) -> WorkloadResult {
-    let WorkloadSpec::Usemem { size, .. } = spec;
+    let WorkloadSpec::Usemem { size, .. } = spec else {
+        unreachable!("usemem::report of another workload")
+    };
     let mut throughput = 0.0;
     let mut elapsed_max = 0;
     for m in marks {
-        let (Some(start), Some(end)) = (m[MARK_START], m[MARK_END]) else {
+        let (Some(start), Some(end)) = (&m[MARK_START], &m[MARK_END]) else {
             continue;
         };
-        let elapsed = (end - start).max(1);
+        let elapsed = (end.at_ns - start.at_ns).max(1);
         throughput += size.0 as f64 * 1e9 / elapsed as f64;
         elapsed_max = elapsed_max.max(elapsed);
     }
@@ -70,5 +80,6 @@ pub fn report(spec: &WorkloadSpec, marks: &[TaskMarks]) -> WorkloadResult {
         throughput_bytes_per_s: throughput,
         elapsed_ns_max: elapsed_max,
         tasks: marks.len() as u32,
+        ..WorkloadResult::default()
     }
 }

@@ -213,7 +213,17 @@ impl ClusterFreelist {
         self.count[c as usize] += nr as u16;
     }
 
-    pub fn on_free(&mut self, offset: u32, nr: u32) {
+    /// Slots back from the per-CPU return buffer, released under si->lock
+    /// (swapcache_free_entries / swap_entry_free).
+    pub fn on_free(
+        &mut self,
+        map: &mut SwapMap,
+        ctx: &mut Ctx,
+        cost: &CostModel,
+        offset: u32,
+        nr: u32,
+    ) {
+        map.lock.hold(ctx, cost.swap_map_update_ns * nr as u64);
         let mut slot = offset;
         while slot < offset + nr {
             let c = slot / SWAPFILE_CLUSTER;

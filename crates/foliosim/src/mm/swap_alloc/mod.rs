@@ -2,12 +2,17 @@
 //! profile picks one per device; nothing outside this module asks which one it is.
 
 pub mod cluster_freelist;
+pub mod cluster_lists;
+pub mod cluster_lists_c12;
+pub mod cluster_lists_c18;
+pub mod discard;
 pub mod legacy;
 pub mod percpu_order;
 
 use super::folio::SwapEntry;
 use super::swapfile::SwapMap;
 use crate::engine::cost::CostModel;
+use crate::engine::lock::LockStats;
 use crate::engine::Ctx;
 use crate::scenario::SwapAllocatorKind;
 
@@ -38,20 +43,39 @@ pub trait SwapAllocator {
         out: &mut Vec<SwapEntry>,
     );
 
-    /// Slots [offset, offset + nr) reached swap_map 0 and are free again.
-    fn on_free(&mut self, map: &SwapMap, offset: u32, nr: u32);
+    /// Slots [offset, offset + nr) reached swap_map 0 and are free again: take them back,
+    /// holding the locks this policy's free path holds.
+    fn on_free(&mut self, map: &mut SwapMap, ctx: &mut Ctx, cost: &CostModel, offset: u32, nr: u32);
 
     /// Check the policy's own invariants (cluster counts, list membership) against the map.
     fn check(&self, map: &SwapMap) -> Result<(), String>;
+
+    /// Locks the policy has besides si->lock, each name totalled over its instances.
+    fn extra_locks(&self) -> Vec<(&'static str, LockStats)> {
+        Vec::new()
+    }
 }
 
+/// The policy for one device; `mthp_reserve_percent` only exists for the cluster lists
+/// (scenario validation says so).
 pub fn new_allocator(
     kind: SwapAllocatorKind,
     map: &SwapMap,
     ncpus: usize,
+    mthp_reserve_percent: u32,
 ) -> Box<dyn SwapAllocator> {
     match kind {
         SwapAllocatorKind::Legacy => Box::new(legacy::Legacy::new(map, ncpus)),
         SwapAllocatorKind::PercpuOrder => Box::new(percpu_order::PercpuOrder::new(map, ncpus)),
+        SwapAllocatorKind::ClusterListsC12 => Box::new(cluster_lists_c12::ClusterListsC12::new(
+            map,
+            ncpus,
+            mthp_reserve_percent,
+        )),
+        SwapAllocatorKind::ClusterListsC18 => Box::new(cluster_lists_c18::ClusterListsC18::new(
+            map,
+            ncpus,
+            mthp_reserve_percent,
+        )),
     }
 }

@@ -47,8 +47,15 @@ impl SwapAllocator for PercpuOrder {
     ) {
         self.clusters.alloc(map, ctx, cost, order, n, out)
     }
-    fn on_free(&mut self, _map: &SwapMap, offset: u32, nr: u32) {
-        self.clusters.on_free(offset, nr)
+    fn on_free(
+        &mut self,
+        map: &mut SwapMap,
+        ctx: &mut Ctx,
+        cost: &CostModel,
+        offset: u32,
+        nr: u32,
+    ) {
+        self.clusters.on_free(map, ctx, cost, offset, nr)
     }
     fn check(&self, map: &SwapMap) -> Result<(), String> {
         self.clusters.check(map)

@@ -1,0 +1,108 @@
+//! A kernel-build-like mix (`make -jN` in a memcg, seed 003): many short-lived compiler
+//! processes of mixed heap sizes, `jobs_concurrent` at a time. Each job maps its heap, writes
+//! it, then computes in phases, re-touching a random tenth of the heap in each phase (what
+//! reclaim took meanwhile swaps back in), and exits. One task per make job slot runs its
+//! share of the jobs back to back; each job's end is a mark, so the report has the swap-out
+//! fallback rate over time.
+
+use super::thp_swap_allocator_test::mthp_swpout_counts;
+use super::{FallbackPoint, Op, TaskMarks, TaskSpec, WorkloadResult};
+use crate::engine::rng::SimRng;
+use crate::mm::mmap::ThpAdvice;
+use crate::scenario::WorkloadSpec;
+
+/// Intervals of the fallback-over-time series.
+const SERIES_POINTS: u64 = 10;
+
+pub fn tasks(spec: &WorkloadSpec, seed: u64) -> Vec<TaskSpec> {
+    let WorkloadSpec::Kbuild {
+        jobs,
+        jobs_concurrent,
+        rss_min,
+        rss_max,
+        user_ns_per_page,
+        phases,
+        memcg,
+    } = spec
+    else {
+        unreachable!("kbuild::tasks of another workload")
+    };
+    let mut rng = SimRng::stream(seed, "kbuild");
+    let slots = (*jobs_concurrent).min(*jobs);
+    let mut programs: Vec<Vec<Op>> = vec![Vec::new(); slots as usize];
+    let (lo, hi) = ((rss_min.pages() as f64).ln(), (rss_max.pages() as f64).ln());
+    for job in 0..*jobs {
+        // Log-uniform heap size: many small compilations, a few huge ones.
+        let u = rng.below(1 << 30) as f64 / (1u64 << 30) as f64;
+        let pages = ((lo + u * (hi - lo)).exp() as u32).max(1);
+        let ops = &mut programs[(job % slots) as usize];
+        ops.push(Op::Mmap {
+            vma: 0,
+            nr_pages: pages,
+            thp: ThpAdvice::Default,
+        });
+        ops.push(Op::Touch {
+            vma: 0,
+            first: 0,
+            nr: pages,
+            write: true,
+        });
+        let working_set = (pages / 10).max(1);
+        for _ in 0..*phases {
+            ops.push(Op::Compute {
+                ns: user_ns_per_page * pages as u64 / *phases as u64,
+            });
+            let first = rng.below((pages - working_set + 1) as u64) as u32;
+            ops.push(Op::Touch {
+                vma: 0,
+                first,
+                nr: working_set,
+                write: true,
+            });
+        }
+        ops.push(Op::Munmap { vma: 0 });
+        ops.push(Op::Mark((job / slots) as usize));
+    }
+    programs
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut ops)| {
+            ops.push(Op::Exit);
+            TaskSpec {
+                name: format!("make-slot-{i}"),
+                memcg: memcg.clone(),
+                ops,
+            }
+        })
+        .collect()
+}
+
+pub fn report(_spec: &WorkloadSpec, marks: &[TaskMarks]) -> WorkloadResult {
+    let mut ends: Vec<_> = marks.iter().flatten().flatten().collect();
+    ends.sort_by_key(|m| m.at_ns);
+    let elapsed_ns = ends.last().map_or(0, |m| m.at_ns);
+    // The counters at the last job end inside each tenth of the build.
+    let mut fallback_series = Vec::new();
+    let mut prev = (0, 0);
+    for point in 1..=SERIES_POINTS {
+        let until = elapsed_ns * point / SERIES_POINTS;
+        let Some(m) = ends.iter().rev().find(|m| m.at_ns <= until) else {
+            continue;
+        };
+        let (out, fb) = mthp_swpout_counts(&m.counters);
+        fallback_series.push(FallbackPoint::new(
+            point as u32,
+            until,
+            out - prev.0,
+            fb - prev.1,
+        ));
+        prev = (out, fb);
+    }
+    WorkloadResult {
+        kind: "kbuild".into(),
+        elapsed_ns_max: elapsed_ns,
+        tasks: marks.len() as u32,
+        fallback_series,
+        ..WorkloadResult::default()
+    }
+}
