@@ -1,0 +1,428 @@
+//! One live run: refuse unless allowed and safe, apply the scenario to the host, run the tasks,
+//! read the counters, restore the host.
+
+use crate::cgroup::Memcg;
+use crate::counters;
+use crate::exec::{self, LiveTask};
+use crate::settings::{self, HostGuard};
+use crate::swapdev;
+use crate::Refusal;
+use anyhow::{Context, Result};
+use foliosim::scenario::{Bytes, Scenario, ThpEnabled, PAGE_SIZE, PMD_ORDER};
+use foliosim::workload::{self, Op, WorkloadResult};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+#[derive(Debug, Clone, Default)]
+pub struct LiveOptions {
+    /// The explicit opt-in (`--live`, `allow_live=True`).
+    pub allow_live: bool,
+    /// Kill the tasks and restore if the workload runs longer than this.
+    pub timeout: Option<Duration>,
+}
+
+/// RAM kept free beyond the scenario's own needs.
+const HEADROOM_BYTES: u64 = 512 << 20;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LiveResult {
+    pub backend: String,
+    pub foliosim_version: String,
+    /// `uname -r` of the host.
+    pub kernel_release: String,
+    /// The scenario's sim kernel profile (what `validate` compares against).
+    pub kernel_profile: String,
+    pub seed: u64,
+    /// From the release of the tasks until the last exited.
+    pub wall_ns: u64,
+    /// CPU time of the task processes (time(1)'s user and sys).
+    pub cpu_user_ns: u64,
+    pub cpu_sys_ns: u64,
+    /// /proc/vmstat and hugepages-*/stats/* event deltas over the run, kernel (= sim) names.
+    pub counters: BTreeMap<String, u64>,
+    /// Deltas of levels (nr_* in vmstat, hugepages-*/stats/nr_anon…).
+    pub gauges: BTreeMap<String, i64>,
+    pub workloads: Vec<WorkloadResult>,
+    /// Per zram device we created (`zram0` …): mm_stat/*, io_stat/*, stat/* at the end.
+    pub zram: BTreeMap<String, BTreeMap<String, i64>>,
+    /// Per scenario memcg: memory.stat and peak usage at the end (the memcg is fresh).
+    pub memcgs: BTreeMap<String, BTreeMap<String, i64>>,
+    /// Settings written, `path = value`.
+    pub settings: Vec<String>,
+    /// Tasks that did not complete, and why.
+    pub task_failures: Vec<String>,
+    /// Where the live run differs from what the scenario describes (host size, CPUs…).
+    pub notes: Vec<String>,
+    /// What was restored from a killed earlier run's journal before this one started.
+    pub recovered: Vec<String>,
+}
+
+impl LiveResult {
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("results always serialize")
+    }
+
+    pub fn to_table(&self) -> String {
+        let mut out = format!(
+            "live: kernel {} (sim profile {})  seed {}  wall {:.3} s  user {:.3} s  sys {:.3} s\n",
+            self.kernel_release,
+            self.kernel_profile,
+            self.seed,
+            self.wall_ns as f64 / 1e9,
+            self.cpu_user_ns as f64 / 1e9,
+            self.cpu_sys_ns as f64 / 1e9
+        );
+        for w in &self.workloads {
+            out.push_str(&format!(
+                "{:<10} tasks {:>5}  throughput {:>10.1} MiB/s  longest {:.3} s\n",
+                w.kind,
+                w.tasks,
+                w.throughput_bytes_per_s / (1 << 20) as f64,
+                w.elapsed_ns_max as f64 / 1e9
+            ));
+        }
+        for f in &self.task_failures {
+            out.push_str(&format!("task failed: {f}\n"));
+        }
+        for n in &self.notes {
+            out.push_str(&format!("note: {n}\n"));
+        }
+        let sim_names = foliosim::mm::vmstat::VmStat::default().to_map();
+        out.push_str("\ncounter (the sim's counters, non-zero)        value\n");
+        for (name, value) in &self.counters {
+            if *value != 0 && sim_names.contains_key(name) {
+                out.push_str(&format!("{name:<40} {value:>12}\n"));
+            }
+        }
+        for (dev, stats) in &self.zram {
+            out.push_str(&format!("\n{dev}\n"));
+            for (k, v) in stats.iter().filter(|(_, v)| **v != 0) {
+                out.push_str(&format!("  {k:<38} {v:>12}\n"));
+            }
+        }
+        for (name, stats) in &self.memcgs {
+            out.push_str(&format!("\nmemcg {name}\n"));
+            for k in [
+                "rss",
+                "anon",
+                "swap",
+                "pgfault",
+                "pgmajfault",
+                "memory.max_usage_in_bytes",
+                "memory.peak",
+                "memory.failcnt",
+                "memory.events.oom_kill",
+            ] {
+                if let Some(v) = stats.get(k) {
+                    out.push_str(&format!("  {k:<38} {v:>12}\n"));
+                }
+            }
+        }
+        out
+    }
+}
+
+fn kernel_release() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/osrelease")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+/// Anonymous memory the scenario's tasks map (all at once, as the live backend runs them).
+pub fn footprint_bytes(scenario: &Scenario) -> u64 {
+    scenario
+        .workloads
+        .iter()
+        .flat_map(|w| workload::tasks(w, scenario.seed))
+        .flat_map(|t| t.ops)
+        .map(|op| match op {
+            Op::Mmap { nr_pages, .. } => nr_pages as u64 * PAGE_SIZE,
+            _ => 0,
+        })
+        .sum()
+}
+
+/// The checks made before touching anything: opt-in, root, supported swap kinds and knobs,
+/// enough free memory.
+pub fn preflight(scenario: &Scenario, opts: &LiveOptions) -> Result<()> {
+    if !opts.allow_live {
+        return Err(Refusal::NotAllowed.into());
+    }
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    if uid != 0 {
+        return Err(Refusal::NotRoot(uid).into());
+    }
+    if scenario.sysfs.thp_enabled == ThpEnabled::Inherit {
+        return Err(Refusal::Unsupported(
+            "scenario field `sysfs.thp_enabled`: found inherit; allowed live: always, madvise, never (the top-level knob has nothing to inherit from)".into(),
+        )
+        .into());
+    }
+    for (i, dev) in scenario.machine.swap_devices.iter().enumerate() {
+        swapdev::check_supported(i, dev).map_err(|e| Refusal::Unsupported(e.to_string()))?;
+    }
+    if scenario.sysfs.zswap.enabled && !Path::new("/sys/module/zswap/parameters/enabled").exists() {
+        return Err(Refusal::Unsupported(
+            "scenario field `sysfs.zswap.enabled`: found true, but this kernel has no zswap".into(),
+        )
+        .into());
+    }
+    crate::cgroup::memory_root().map_err(|e| Refusal::Unsupported(e.to_string()))?;
+    // Resident pages are capped by the memcg, but what is swapped to zram stays in RAM
+    // (compressed, at worst 1:1), so the whole footprint must fit.
+    let footprint = footprint_bytes(scenario);
+    let needed = footprint + HEADROOM_BYTES;
+    let available = counters::mem_available_bytes().unwrap_or(0);
+    if needed > available {
+        return Err(Refusal::NotEnoughMemory {
+            needed_mib: needed >> 20,
+            available_mib: available >> 20,
+            what: format!(
+                "{} MiB mapped by the tasks + {} MiB headroom",
+                footprint >> 20,
+                HEADROOM_BYTES >> 20
+            ),
+        }
+        .into());
+    }
+    Ok(())
+}
+
+/// Every knob the scenario sets, as (sysfs path, value), in the order to write them.
+pub fn host_settings(scenario: &Scenario) -> Vec<(String, String)> {
+    let thp = counters::THP_DIR;
+    let s = &scenario.sysfs;
+    let name = |e: ThpEnabled| {
+        match e {
+            ThpEnabled::Always => "always",
+            ThpEnabled::Madvise => "madvise",
+            ThpEnabled::Inherit => "inherit",
+            ThpEnabled::Never => "never",
+        }
+        .to_string()
+    };
+    let mut out = vec![(format!("{thp}/enabled"), name(s.thp_enabled))];
+    // Every size the host has, as the sim resolves it: listed sizes as given, others never
+    // (2M: inherit).
+    for order in 1..=PMD_ORDER {
+        let size = PAGE_SIZE << order;
+        let path = format!("{thp}/hugepages-{}kB/enabled", size / 1024);
+        if !Path::new(&path).exists() {
+            continue;
+        }
+        let listed = s
+            .hugepages
+            .iter()
+            .find(|(k, _)| Bytes::parse(k).is_ok_and(|b| b.0 == size))
+            .map(|(_, v)| *v);
+        let value = listed.unwrap_or(if order == PMD_ORDER {
+            ThpEnabled::Inherit
+        } else {
+            ThpEnabled::Never
+        });
+        out.push((path, name(value)));
+    }
+    if let Some(d) = s.defrag {
+        out.push((format!("{thp}/defrag"), d.name().into()));
+    }
+    let k = &s.khugepaged;
+    let kh = |n: &str| format!("{thp}/khugepaged/{n}");
+    if let Some(v) = k.defrag {
+        out.push((kh("defrag"), u8::from(v).to_string()));
+    }
+    for (n, v) in [
+        ("pages_to_scan", k.pages_to_scan),
+        ("scan_sleep_millisecs", k.scan_sleep_millisecs),
+        ("alloc_sleep_millisecs", k.alloc_sleep_millisecs),
+        ("max_ptes_none", k.max_ptes_none),
+        ("max_ptes_swap", k.max_ptes_swap),
+        ("max_ptes_shared", k.max_ptes_shared),
+    ] {
+        if let Some(v) = v {
+            out.push((kh(n), v.to_string()));
+        }
+    }
+    let zs = "/sys/module/zswap/parameters";
+    if Path::new(zs).exists() {
+        if let Some(c) = &s.zswap.compressor {
+            out.push((format!("{zs}/compressor"), c.clone()));
+        }
+        if let Some(p) = s.zswap.max_pool_percent {
+            out.push((format!("{zs}/max_pool_percent"), p.to_string()));
+        }
+        out.push((
+            format!("{zs}/enabled"),
+            if s.zswap.enabled { "Y" } else { "N" }.into(),
+        ));
+    }
+    out
+}
+
+/// Run a scenario on the live kernel. The host is restored before this returns, also on error.
+pub fn run(scenario: &Scenario, opts: &LiveOptions) -> Result<LiveResult> {
+    preflight(scenario, opts)?;
+    let mut guard = HostGuard::acquire()?;
+    let result = run_holding(scenario, opts, &mut guard);
+    let restored = guard.restore();
+    let mut result = result?;
+    restored?;
+    result.recovered = guard.recovered.clone();
+    Ok(result)
+}
+
+fn check_interrupt() -> Result<()> {
+    if settings::interrupted() {
+        anyhow::bail!("interrupted by a signal; settings restored");
+    }
+    Ok(())
+}
+
+fn run_holding(
+    scenario: &Scenario,
+    opts: &LiveOptions,
+    guard: &mut HostGuard,
+) -> Result<LiveResult> {
+    let mut notes = vec![];
+    let other_swaps: Vec<_> = swapdev::active_swaps()?
+        .into_iter()
+        .filter(|p| !p.contains(swapdev::PREFIX) && !p.starts_with("/dev/zram"))
+        .collect();
+    if !other_swaps.is_empty() {
+        notes.push(format!(
+            "the host already swaps to {} (left alone; it takes swap-outs too)",
+            other_swaps.join(", ")
+        ));
+    }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+    if cpus != scenario.machine.cpus {
+        notes.push(format!(
+            "host has {cpus} CPUs, the scenario's machine {}",
+            scenario.machine.cpus
+        ));
+    }
+    let footprint = footprint_bytes(scenario);
+    let limited = scenario.memcgs.iter().any(|c| c.max.is_some());
+    if footprint > scenario.machine.memory.0 && !limited {
+        notes.push(format!(
+            "the tasks map {} MiB, more than the scenario's machine.memory, but the host is larger and there is no memcg limit: the sim reclaims, the live run may not",
+            footprint >> 20
+        ));
+    }
+    let mut applied = vec![];
+    for (path, value) in host_settings(scenario) {
+        check_interrupt()?;
+        guard.set_sysfs(&path, &value)?;
+        applied.push(format!("{path} = {value}"));
+    }
+    let mut zram_ids = vec![];
+    for (i, dev) in scenario.machine.swap_devices.iter().enumerate() {
+        check_interrupt()?;
+        let area = swapdev::create(guard, i, dev, &scenario.sysfs.zram.comp_algorithm)
+            .with_context(|| format!("creating machine.swap[{i}]"))?;
+        applied.push(format!(
+            "swapon {} ({}, {} bytes, priority {})",
+            area.path,
+            format!("{:?}", area.kind).to_lowercase(),
+            dev.size.0,
+            dev.priority
+        ));
+        zram_ids.extend(area.zram_id);
+    }
+    let mut memcgs = BTreeMap::new();
+    for spec in &scenario.memcgs {
+        check_interrupt()?;
+        let cg = Memcg::create(guard, &spec.name, spec.max.map(|b| b.0))?;
+        applied.push(format!(
+            "memcg {} max {}",
+            cg.path.display(),
+            spec.max.map_or("none".into(), |b| b.0.to_string())
+        ));
+        memcgs.insert(spec.name.clone(), cg);
+    }
+    let mut tasks = vec![];
+    for (w, spec) in scenario.workloads.iter().enumerate() {
+        for t in workload::tasks(spec, scenario.seed) {
+            let cgroup_procs = match &t.memcg {
+                Some(name) => Some(
+                    memcgs
+                        .get(name)
+                        .with_context(|| format!("memcg `{name}` not created"))?
+                        .procs_file(),
+                ),
+                None => None,
+            };
+            tasks.push(LiveTask {
+                name: t.name,
+                workload: w,
+                cgroup_procs,
+                ops: t.ops,
+            });
+        }
+    }
+    check_interrupt()?;
+    // Let writes to sysfs settle (khugepaged wakes on some) before the first snapshot.
+    let before = counters::snapshot();
+    let deadline = opts.timeout.map(|t| Instant::now() + t);
+    let outcome = exec::run_tasks(&tasks, &|| {
+        if settings::interrupted() {
+            return Some("interrupted by a signal; tasks killed, settings restored".into());
+        }
+        if deadline.is_some_and(|d| Instant::now() > d) {
+            return Some(format!(
+                "timed out after {:?}; tasks killed, settings restored",
+                opts.timeout.unwrap()
+            ));
+        }
+        None
+    })?;
+    let after = counters::snapshot();
+    let (events, gauges) = counters::delta(&before, &after);
+    let workloads = scenario
+        .workloads
+        .iter()
+        .enumerate()
+        .map(|(w, spec)| {
+            let marks: Vec<_> = outcome
+                .tasks
+                .iter()
+                .filter(|t| t.workload == w)
+                .map(|t| t.marks.clone())
+                .collect();
+            workload::report(spec, &marks)
+        })
+        .collect();
+    let zram = zram_ids
+        .iter()
+        .map(|id| (format!("zram{id}"), counters::zram_stats(*id)))
+        .collect();
+    let memcg_stats = memcgs
+        .iter()
+        .map(|(name, cg)| (name.clone(), cg.stats()))
+        .collect();
+    Ok(LiveResult {
+        backend: "live".into(),
+        foliosim_version: env!("CARGO_PKG_VERSION").into(),
+        kernel_release: kernel_release(),
+        kernel_profile: scenario.kernel.version.name().into(),
+        seed: scenario.seed,
+        wall_ns: outcome.wall_ns,
+        cpu_user_ns: outcome.user_ns,
+        cpu_sys_ns: outcome.sys_ns,
+        counters: events,
+        gauges,
+        workloads,
+        zram,
+        memcgs: memcg_stats,
+        settings: applied,
+        task_failures: outcome
+            .tasks
+            .iter()
+            .filter_map(|t| t.failure.as_ref().map(|f| format!("{}: {f}", t.name)))
+            .collect(),
+        notes,
+        recovered: vec![],
+    })
+}

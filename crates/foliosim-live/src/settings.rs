@@ -1,0 +1,317 @@
+//! Every change the live backend makes to the host, journaled before it is made, undone on
+//! restore: sysfs knobs (old value saved), swap devices, zram devices, loop devices, swap files
+//! and memcgs (created by us). The journal is a file in /run (tmpfs: a reboot undoes everything
+//! anyway), rewritten after each entry, so a run killed with SIGKILL is restored by the next
+//! start (or `foliosim restore --live`). A lock file keeps two live runs from interleaving.
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use std::fs;
+use std::io::Write;
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Where the journal and lock live unless `FOLIOSIM_LIVE_DIR` says otherwise.
+pub const DEFAULT_STATE_DIR: &str = "/run/foliosim";
+
+pub fn state_dir() -> PathBuf {
+    std::env::var_os("FOLIOSIM_LIVE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_STATE_DIR))
+}
+
+/// One change, in the order it was made; restore walks them backwards.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "what", rename_all = "snake_case")]
+pub enum Change {
+    /// A sysfs/module-parameter file and the value it had.
+    Sysfs { path: String, old_value: String },
+    /// A zram device we configured: reset it, and hot_remove it if we hot_added it.
+    Zram { id: u32, hot_added: bool },
+    /// A regular file we created (swap file, loop backing file): unlink it.
+    File { path: String },
+    /// A loop device we attached: detach it.
+    Loop { device: String },
+    /// A swap area we turned on: swapoff.
+    Swapon { path: String },
+    /// A memcg directory we created: kill what is left in it, rmdir.
+    Cgroup { path: String },
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct JournalFile {
+    pid: u32,
+    changes: Vec<Change>,
+}
+
+/// Set by the SIGINT/SIGTERM/SIGHUP handler; the run loop polls it and unwinds to restore.
+pub static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_sig: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
+}
+
+const CAUGHT: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+
+/// The host while a live run holds it: changes are journaled, and dropping the guard (normal
+/// return, error, panic unwind, or after a caught signal) restores them.
+pub struct HostGuard {
+    dir: PathBuf,
+    journal: JournalFile,
+    _lock: fs::File,
+    old_actions: Vec<(libc::c_int, libc::sigaction)>,
+    restored: bool,
+    /// What the recovery of an earlier, killed run restored (reported, not an error).
+    pub recovered: Vec<String>,
+}
+
+impl HostGuard {
+    /// Take the host: lock, restore a journal left by a killed run, catch signals.
+    pub fn acquire() -> Result<HostGuard> {
+        let dir = state_dir();
+        fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let lock_path = dir.join("live.lock");
+        let lock = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .with_context(|| format!("opening {}", lock_path.display()))?;
+        // SAFETY: flock on an fd we own.
+        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            bail!(
+                "another foliosim live run holds {}; wait for it to finish",
+                lock_path.display()
+            );
+        }
+        INTERRUPTED.store(false, Ordering::SeqCst);
+        let mut guard = HostGuard {
+            dir,
+            journal: JournalFile {
+                pid: std::process::id(),
+                changes: vec![],
+            },
+            _lock: lock,
+            old_actions: vec![],
+            restored: false,
+            recovered: vec![],
+        };
+        guard.recovered = recover_journal(&guard.journal_path())?;
+        guard.catch_signals();
+        guard.write_journal()?;
+        Ok(guard)
+    }
+
+    pub fn journal_path(&self) -> PathBuf {
+        self.dir.join("journal.json")
+    }
+
+    fn catch_signals(&mut self) {
+        for sig in CAUGHT {
+            // SAFETY: installing a handler that only stores to an atomic (async-signal-safe).
+            // No SA_RESTART: a blocking syscall returns EINTR so the run loop sees the flag.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = on_signal as extern "C" fn(libc::c_int) as usize;
+                libc::sigemptyset(&mut action.sa_mask);
+                let mut old: libc::sigaction = std::mem::zeroed();
+                if libc::sigaction(sig, &action, &mut old) == 0 {
+                    self.old_actions.push((sig, old));
+                }
+            }
+        }
+    }
+
+    fn write_journal(&self) -> Result<()> {
+        let path = self.journal_path();
+        let tmp = path.with_extension("tmp");
+        let mut f = fs::File::create(&tmp).with_context(|| format!("writing {}", tmp.display()))?;
+        f.write_all(serde_json::to_string_pretty(&self.journal)?.as_bytes())?;
+        f.sync_all()?;
+        fs::rename(&tmp, &path)?;
+        Ok(())
+    }
+
+    /// Journal a change before making it (write-ahead), so a kill between the two still
+    /// restores: every undo step tolerates a change that was never made.
+    pub fn record(&mut self, change: Change) -> Result<()> {
+        self.journal.changes.push(change);
+        self.write_journal()
+    }
+
+    /// Write a sysfs knob, saving its current value first. No-op if it already has the value.
+    pub fn set_sysfs(&mut self, path: &str, value: &str) -> Result<()> {
+        let old_value = read_knob(path)?;
+        if old_value == value {
+            return Ok(());
+        }
+        self.record(Change::Sysfs {
+            path: path.into(),
+            old_value,
+        })?;
+        write_knob(path, value)
+    }
+
+    /// Undo every change, newest first. Errors are collected; every step is attempted.
+    pub fn restore(&mut self) -> Result<()> {
+        if self.restored {
+            return Ok(());
+        }
+        self.restored = true;
+        let errors = undo_all(&self.journal.changes);
+        if errors.is_empty() {
+            let _ = fs::remove_file(self.journal_path());
+        }
+        for (sig, old) in self.old_actions.drain(..) {
+            // SAFETY: reinstating the action we replaced.
+            unsafe { libc::sigaction(sig, &old, std::ptr::null_mut()) };
+        }
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            bail!(
+                "restoring the host: {} (journal kept at {})",
+                errors.join("; "),
+                self.journal_path().display()
+            )
+        }
+    }
+}
+
+impl Drop for HostGuard {
+    fn drop(&mut self) {
+        if let Err(e) = self.restore() {
+            eprintln!("foliosim live: {e:#}");
+        }
+    }
+}
+
+/// Restore what a journal left by another (dead) run lists; returns what was done.
+pub fn recover_journal(path: &Path) -> Result<Vec<String>> {
+    let Ok(text) = fs::read_to_string(path) else {
+        return Ok(vec![]);
+    };
+    let journal: JournalFile = serde_json::from_str(&text)
+        .with_context(|| format!("parsing the restore journal {}", path.display()))?;
+    let done: Vec<String> = journal.changes.iter().map(describe).collect();
+    let errors = undo_all(&journal.changes);
+    if !errors.is_empty() {
+        bail!(
+            "restoring the journal {} of killed run {}: {}",
+            path.display(),
+            journal.pid,
+            errors.join("; ")
+        );
+    }
+    fs::remove_file(path).ok();
+    Ok(done)
+}
+
+/// Restore a killed run's journal if there is one (`foliosim restore --live`).
+pub fn recover() -> Result<Vec<String>> {
+    let guard = HostGuard::acquire()?;
+    Ok(guard.recovered.clone())
+}
+
+fn describe(c: &Change) -> String {
+    match c {
+        Change::Sysfs { path, old_value } => format!("{path} = {old_value}"),
+        Change::Zram { id, .. } => format!("reset zram{id}"),
+        Change::File { path } => format!("remove {path}"),
+        Change::Loop { device } => format!("detach {device}"),
+        Change::Swapon { path } => format!("swapoff {path}"),
+        Change::Cgroup { path } => format!("remove {path}"),
+    }
+}
+
+fn undo_all(changes: &[Change]) -> Vec<String> {
+    let mut errors = vec![];
+    // Swap areas go first (they pin zram/loop devices), cgroups before the knobs.
+    for c in changes.iter().rev() {
+        if let Err(e) = undo(c) {
+            errors.push(format!("{}: {e:#}", describe(c)));
+        }
+    }
+    errors
+}
+
+fn undo(c: &Change) -> Result<()> {
+    match c {
+        Change::Sysfs { path, old_value } => {
+            if read_knob(path)? != *old_value {
+                write_knob(path, old_value)?;
+            }
+            Ok(())
+        }
+        Change::Swapon { path } => crate::swapdev::swapoff_if_active(path),
+        Change::Zram { id, hot_added } => crate::swapdev::zram_release(*id, *hot_added),
+        Change::Loop { device } => crate::swapdev::loop_detach(device),
+        Change::File { path } => match fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(e).with_context(|| format!("removing {path}"))
+            }
+            _ => Ok(()),
+        },
+        Change::Cgroup { path } => crate::cgroup::remove(Path::new(path)),
+    }
+}
+
+/// A knob's current value: the bracketed choice of a `a [b] c` list, else the trimmed text.
+pub fn read_knob(path: &str) -> Result<String> {
+    let text = fs::read_to_string(path).with_context(|| format!("reading {path}"))?;
+    Ok(selected_value(&text))
+}
+
+pub fn selected_value(text: &str) -> String {
+    if let (Some(open), Some(close)) = (text.find('['), text.find(']')) {
+        if open < close {
+            return text[open + 1..close].to_string();
+        }
+    }
+    text.trim().to_string()
+}
+
+pub fn write_knob(path: &str, value: &str) -> Result<()> {
+    fs::write(path, value).with_context(|| format!("writing `{value}` to {path}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bracketed_choice_is_the_value() {
+        assert_eq!(selected_value("always inherit madvise [never]\n"), "never");
+        assert_eq!(
+            selected_value("always defer [defer+madvise] madvise never"),
+            "defer+madvise"
+        );
+        assert_eq!(selected_value("[lzo-rle] lzo lz4 \n"), "lzo-rle");
+        assert_eq!(selected_value("4096\n"), "4096");
+        assert_eq!(selected_value("N\n"), "N");
+    }
+
+    #[test]
+    fn journal_round_trips() {
+        let j = JournalFile {
+            pid: 7,
+            changes: vec![
+                Change::Sysfs {
+                    path: "/x".into(),
+                    old_value: "never".into(),
+                },
+                Change::Zram {
+                    id: 1,
+                    hot_added: true,
+                },
+            ],
+        };
+        let back: JournalFile = serde_json::from_str(&serde_json::to_string(&j).unwrap()).unwrap();
+        assert_eq!(back.changes, j.changes);
+    }
+}

@@ -1,0 +1,499 @@
+//! `foliosim validate`: the sim and the live kernel side by side. Every counter both report is a
+//! row; rows whose value depends only on policy (how many folios of which size were faulted and
+//! swapped out whole or split) are checked against a tolerance, the rest (timing, reclaim
+//! heuristics, host noise) are shown for information. Across scenarios that run the same
+//! workload, the throughput ordering of the sim must match the live kernel's.
+
+use crate::run::LiveResult;
+use foliosim::scenario::{Scenario, PAGE_SIZE};
+use foliosim::workload::{self, Op};
+use foliosim::RunResult;
+use serde::Serialize;
+
+/// Counts at or below this on both sides are noise (other processes on the host, the runner).
+pub const DEFAULT_MIN_COUNT: u64 = 64;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Check {
+    /// A policy row within the tolerance.
+    Ok,
+    /// A policy row outside the tolerance.
+    Miss,
+    /// A policy row too small on both sides to judge.
+    Noise,
+    /// Not checked: timing or heuristics the sim does not claim to match.
+    Info,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub name: String,
+    pub sim: f64,
+    pub live: f64,
+    /// (live - sim) / sim; for shares, live - sim (fraction points); None when both are 0.
+    pub diff: Option<f64>,
+    pub check: Check,
+    /// Why an info row is not checked, or what a policy row measures.
+    pub note: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Comparison {
+    pub scenario: String,
+    pub sim_profile: String,
+    pub live_kernel: String,
+    pub rows: Vec<Row>,
+    pub misses: usize,
+    /// usemem-style throughput (bytes/s) of the first workload: (sim, live).
+    pub throughput_bytes_per_s: (f64, f64),
+    /// The scenario's workloads, to group comparable scenarios.
+    #[serde(skip)]
+    group: String,
+    pub live_task_failures: Vec<String>,
+    pub live_notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct OrderRow {
+    pub group: String,
+    pub scenario: String,
+    pub sim_ratio: f64,
+    pub live_ratio: f64,
+    pub sim_rank: usize,
+    pub live_rank: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub tolerance: f64,
+    pub min_count: u64,
+    pub scenarios: Vec<Comparison>,
+    /// Throughput relative to the first scenario of each group of same-workload scenarios.
+    pub throughput_order: Vec<OrderRow>,
+    pub ordering_agrees: bool,
+    pub misses: usize,
+    pub pass: bool,
+}
+
+/// Policy-only counters (spec: they follow from the allocation and swap-out policy alone).
+fn is_policy(name: &str) -> bool {
+    const VMSTAT: &[&str] = &[
+        "pswpout",
+        "thp_swpout",
+        "thp_swpout_fallback",
+        "thp_fault_alloc",
+        "thp_fault_fallback",
+    ];
+    const MTHP: &[&str] = &[
+        "anon_fault_alloc",
+        "anon_fault_fallback",
+        "swpout",
+        "swpout_fallback",
+    ];
+    if let Some(rest) = name.strip_prefix("hugepages-") {
+        return rest
+            .rsplit_once("/stats/")
+            .is_some_and(|(_, stat)| MTHP.contains(&stat));
+    }
+    VMSTAT.contains(&name)
+}
+
+/// Why an information row is not held to the tolerance.
+fn info_note(name: &str) -> &'static str {
+    let stat = name.rsplit('/').next().unwrap_or(name);
+    match stat {
+        "pgfault" => "live counts every process's faults (runner, mkswap, host) and swap-in faults",
+        "pgmajfault" | "pswpin" | "swpin" => {
+            "swap-in: readahead and mTHP swap-in differ by release"
+        }
+        "pgscan_direct" | "pgsteal_direct" | "pgactivate" | "pgdeactivate"
+        | "allocstall_movable" => {
+            "reclaim heuristics (batching, LRU aging), not modelled count for count"
+        }
+        s if s.starts_with("nr_tlb") => "TLB flush batching and lazy mm_cpumask differ",
+        "split" | "split_failed" | "thp_split_page" | "thp_split_pmd" | "thp_split_page_failed" => {
+            "split counts: checked through swpout_fallback"
+        }
+        "anon_fault_fallback_charge" | "thp_fault_fallback_charge" => {
+            "charge fallbacks depend on reclaim timing at the memcg limit"
+        }
+        "oom_kill" => "should be 0 on both",
+        _ => "not a policy counter",
+    }
+}
+
+fn rel(sim: f64, live: f64) -> Option<f64> {
+    if sim == 0.0 && live == 0.0 {
+        None
+    } else if sim == 0.0 {
+        Some(f64::INFINITY)
+    } else {
+        Some((live - sim) / sim)
+    }
+}
+
+fn written_bytes(scenario: &Scenario) -> u64 {
+    scenario
+        .workloads
+        .iter()
+        .flat_map(|w| workload::tasks(w, scenario.seed))
+        .flat_map(|t| t.ops)
+        .map(|op| match op {
+            Op::Touch {
+                nr, write: true, ..
+            } => nr as u64 * PAGE_SIZE,
+            _ => 0,
+        })
+        .sum()
+}
+
+pub fn compare(
+    name: &str,
+    scenario: &Scenario,
+    sim: &RunResult,
+    live: &LiveResult,
+    tolerance: f64,
+    min_count: u64,
+) -> Comparison {
+    let mut rows = vec![];
+    let counter = |r: &std::collections::BTreeMap<String, u64>, k: &str| {
+        r.get(k).copied().unwrap_or(0) as f64
+    };
+    for (k, &s) in &sim.counters {
+        let Some(&l) = live.counters.get(k) else {
+            continue;
+        };
+        let (s, l) = (s as f64, l as f64);
+        let diff = rel(s, l);
+        let check = if !is_policy(k) {
+            Check::Info
+        } else if s.max(l) <= min_count as f64 {
+            Check::Noise
+        } else if diff.is_some_and(|d| d.abs() <= tolerance) {
+            Check::Ok
+        } else {
+            Check::Miss
+        };
+        let note = if check == Check::Info {
+            info_note(k).to_string()
+        } else {
+            String::new()
+        };
+        rows.push(Row {
+            name: k.clone(),
+            sim: s,
+            live: l,
+            diff,
+            check,
+            note,
+        });
+    }
+    // swpout_fallback share per size (and overall): a fraction, compared in fraction points.
+    let sizes: Vec<String> = sim
+        .counters
+        .keys()
+        .filter_map(|k| k.strip_suffix("/stats/swpout").map(str::to_string))
+        .collect();
+    let mut totals = [(0.0, 0.0), (0.0, 0.0)]; // (swpout, fallback) sim, live
+    for size in &sizes {
+        let out = format!("{size}/stats/swpout");
+        let fb = format!("{size}/stats/swpout_fallback");
+        let (so, sf) = (counter(&sim.counters, &out), counter(&sim.counters, &fb));
+        let (lo, lf) = (counter(&live.counters, &out), counter(&live.counters, &fb));
+        totals[0].0 += so;
+        totals[0].1 += sf;
+        totals[1].0 += lo;
+        totals[1].1 += lf;
+        if so + sf + lo + lf == 0.0 {
+            continue;
+        }
+        rows.push(share_row(
+            &format!("{size} swpout_fallback share"),
+            (so, sf),
+            (lo, lf),
+            tolerance,
+            min_count,
+        ));
+    }
+    if totals.iter().any(|(a, b)| a + b > 0.0) {
+        rows.push(share_row(
+            "mTHP swpout_fallback share (all sizes)",
+            totals[0],
+            totals[1],
+            tolerance,
+            min_count,
+        ));
+    }
+    let gib = written_bytes(scenario) as f64 / (1u64 << 30) as f64;
+    if gib > 0.0 {
+        let (s, l) = (
+            counter(&sim.counters, "pswpout") / gib,
+            counter(&live.counters, "pswpout") / gib,
+        );
+        let big = counter(&sim.counters, "pswpout").max(counter(&live.counters, "pswpout"));
+        let diff = rel(s, l);
+        rows.push(Row {
+            name: "pswpout per GiB written".into(),
+            sim: s,
+            live: l,
+            diff,
+            check: if big <= min_count as f64 {
+                Check::Noise
+            } else if diff.is_some_and(|d| d.abs() <= tolerance) {
+                Check::Ok
+            } else {
+                Check::Miss
+            },
+            note: format!("{gib:.3} GiB written by the workload"),
+        });
+    }
+    let tput = |w: &[foliosim::workload::WorkloadResult]| {
+        w.first().map_or(0.0, |w| w.throughput_bytes_per_s)
+    };
+    let throughput = (tput(&sim.workloads), tput(&live.workloads));
+    let mib = (1u64 << 20) as f64;
+    for (label, s, l, note) in [
+        (
+            "workload throughput MiB/s",
+            throughput.0 / mib,
+            throughput.1 / mib,
+            "absolute speed: host and cost model (see the ordering table)",
+        ),
+        (
+            "cpu sys s",
+            sim.cpu_sys_ns as f64 / 1e9,
+            live.cpu_sys_ns as f64 / 1e9,
+            "kernel CPU time of the tasks",
+        ),
+        (
+            "cpu user s",
+            sim.cpu_user_ns as f64 / 1e9,
+            live.cpu_user_ns as f64 / 1e9,
+            "user CPU time of the tasks",
+        ),
+        (
+            "elapsed s (sim: simulated, live: wall)",
+            sim.simulated_ns as f64 / 1e9,
+            live.wall_ns as f64 / 1e9,
+            "from the tasks' start to the last exit",
+        ),
+    ] {
+        rows.push(Row {
+            name: label.into(),
+            sim: s,
+            live: l,
+            diff: rel(s, l),
+            check: Check::Info,
+            note: note.into(),
+        });
+    }
+    let misses = rows.iter().filter(|r| r.check == Check::Miss).count();
+    Comparison {
+        scenario: name.into(),
+        sim_profile: sim.kernel.clone(),
+        live_kernel: live.kernel_release.clone(),
+        rows,
+        misses,
+        throughput_bytes_per_s: throughput,
+        group: format!("{:?}", scenario.workloads),
+        live_task_failures: live.task_failures.clone(),
+        live_notes: live.notes.clone(),
+    }
+}
+
+fn share_row(
+    name: &str,
+    (so, sf): (f64, f64),
+    (lo, lf): (f64, f64),
+    tolerance: f64,
+    min_count: u64,
+) -> Row {
+    let share = |out: f64, fb: f64| {
+        if out + fb == 0.0 {
+            0.0
+        } else {
+            fb / (out + fb)
+        }
+    };
+    let (s, l) = (share(so, sf), share(lo, lf));
+    let diff = l - s;
+    let check = if (so + sf).max(lo + lf) <= min_count as f64 {
+        Check::Noise
+    } else if diff.abs() <= tolerance {
+        Check::Ok
+    } else {
+        Check::Miss
+    };
+    Row {
+        name: name.into(),
+        sim: s,
+        live: l,
+        diff: Some(diff),
+        check,
+        note: "fallback / (swpout + fallback); diff in fraction points".into(),
+    }
+}
+
+impl Report {
+    pub fn new(scenarios: Vec<Comparison>, tolerance: f64, min_count: u64) -> Report {
+        let mut throughput_order = vec![];
+        let mut ordering_agrees = true;
+        let mut groups: Vec<&str> = scenarios.iter().map(|c| c.group.as_str()).collect();
+        groups.dedup();
+        groups.sort();
+        groups.dedup();
+        for (g, group) in groups.iter().enumerate() {
+            let members: Vec<&Comparison> = scenarios
+                .iter()
+                .filter(|c| c.group == *group && c.throughput_bytes_per_s.0 > 0.0)
+                .collect();
+            if members.len() < 2 {
+                continue;
+            }
+            let (s0, l0) = members[0].throughput_bytes_per_s;
+            let rank = |pick: fn(&Comparison) -> f64, c: &Comparison| {
+                members.iter().filter(|m| pick(m) > pick(c)).count() + 1
+            };
+            for c in &members {
+                let row = OrderRow {
+                    group: format!("group {}", g + 1),
+                    scenario: c.scenario.clone(),
+                    sim_ratio: c.throughput_bytes_per_s.0 / s0,
+                    live_ratio: c.throughput_bytes_per_s.1 / l0.max(1.0),
+                    sim_rank: rank(|m| m.throughput_bytes_per_s.0, c),
+                    live_rank: rank(|m| m.throughput_bytes_per_s.1, c),
+                };
+                ordering_agrees &= row.sim_rank == row.live_rank;
+                throughput_order.push(row);
+            }
+        }
+        let misses: usize = scenarios.iter().map(|c| c.misses).sum();
+        let pass = misses == 0 && ordering_agrees;
+        Report {
+            tolerance,
+            min_count,
+            scenarios,
+            throughput_order,
+            ordering_agrees,
+            misses,
+            pass,
+        }
+    }
+
+    pub fn to_table(&self) -> String {
+        let mut out = String::new();
+        for c in &self.scenarios {
+            out.push_str(&format!(
+                "\n{}  (sim profile {}, live kernel {})\n",
+                c.scenario, c.sim_profile, c.live_kernel
+            ));
+            for f in &c.live_task_failures {
+                out.push_str(&format!("  live task failed: {f}\n"));
+            }
+            for n in &c.live_notes {
+                out.push_str(&format!("  live note: {n}\n"));
+            }
+            out.push_str(&format!(
+                "  {:<44} {:>14} {:>14} {:>9}  {:<6} {}\n",
+                "row", "sim", "live", "diff", "check", "note"
+            ));
+            let mut hidden = 0;
+            for r in &c.rows {
+                if r.sim == 0.0 && r.live == 0.0 {
+                    hidden += 1;
+                    continue;
+                }
+                let fmt = |v: f64| {
+                    if v.fract() == 0.0 && v.abs() < 1e15 {
+                        format!("{v:.0}")
+                    } else {
+                        format!("{v:.4}")
+                    }
+                };
+                let diff = match r.diff {
+                    None => "-".to_string(),
+                    Some(d) if d.is_infinite() => "new".to_string(),
+                    Some(d) if r.name.ends_with("share") || r.name.contains("share ") => {
+                        format!("{:+.1}pt", d * 100.0)
+                    }
+                    Some(d) => format!("{:+.1}%", d * 100.0),
+                };
+                let check = match r.check {
+                    Check::Ok => "ok",
+                    Check::Miss => "MISS",
+                    Check::Noise => "noise",
+                    Check::Info => "info",
+                };
+                out.push_str(&format!(
+                    "  {:<44} {:>14} {:>14} {:>9}  {:<6} {}\n",
+                    r.name,
+                    fmt(r.sim),
+                    fmt(r.live),
+                    diff,
+                    check,
+                    r.note
+                ));
+            }
+            out.push_str(&format!(
+                "  ({hidden} counters are 0 on both sides; --format json lists them)\n"
+            ));
+        }
+        if !self.throughput_order.is_empty() {
+            out.push_str(
+                "\nthroughput relative to the first scenario of each same-workload group\n",
+            );
+            out.push_str(&format!(
+                "  {:<8} {:<44} {:>9} {:>9} {:>9} {:>9}\n",
+                "group", "scenario", "sim", "live", "sim rank", "live rank"
+            ));
+            for r in &self.throughput_order {
+                out.push_str(&format!(
+                    "  {:<8} {:<44} {:>9.3} {:>9.3} {:>9} {:>9}\n",
+                    r.group, r.scenario, r.sim_ratio, r.live_ratio, r.sim_rank, r.live_rank
+                ));
+            }
+            out.push_str(&format!(
+                "  ordering {}\n",
+                if self.ordering_agrees {
+                    "agrees"
+                } else {
+                    "DIFFERS"
+                }
+            ));
+        }
+        out.push_str(&format!(
+            "\n{}: {} policy row(s) outside {:.0}% (counts <= {} on both sides are noise)\n",
+            if self.pass { "PASS" } else { "FAIL" },
+            self.misses,
+            self.tolerance * 100.0,
+            self.min_count
+        ));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn policy_rows_are_the_allocation_and_swapout_counters() {
+        assert!(is_policy("pswpout"));
+        assert!(is_policy("hugepages-64kB/stats/swpout_fallback"));
+        assert!(is_policy("hugepages-2048kB/stats/anon_fault_alloc"));
+        assert!(!is_policy("pgfault"));
+        assert!(!is_policy("hugepages-64kB/stats/swpin"));
+    }
+
+    #[test]
+    fn shares_compare_in_points() {
+        let r = share_row("x", (90.0, 10.0), (85.0, 15.0), 0.10, 16);
+        assert_eq!(r.check, Check::Ok);
+        assert!((r.diff.unwrap() - 0.05).abs() < 1e-9);
+        let r = share_row("x", (100.0, 0.0), (50.0, 50.0), 0.10, 16);
+        assert_eq!(r.check, Check::Miss);
+        let r = share_row("x", (3.0, 0.0), (0.0, 3.0), 0.10, 16);
+        assert_eq!(r.check, Check::Noise);
+    }
+}
