@@ -37,10 +37,60 @@ enum Command {
         /// Check the model's invariants while running (slow).
         #[arg(long)]
         check_invariants: bool,
+        /// Run on the live kernel instead of the sim (root only; changes and then restores
+        /// sysfs knobs, swap devices and memcgs).
+        #[arg(long)]
+        live: bool,
+        /// Live: kill the workload and restore the host after this many seconds.
+        #[arg(long, value_name = "SECONDS")]
+        timeout: Option<f64>,
+        /// Sim: load named costs from a file written by `foliosim calibrate`.
+        #[arg(long, value_name = "FILE")]
+        costs: Option<std::path::PathBuf>,
+    },
+    /// Run scenarios on the sim and on the live kernel and compare their counters side by side.
+    Validate {
+        /// Scenario files, or directories of them (e.g. scenarios/validate).
+        #[arg(required = true)]
+        scenarios: Vec<std::path::PathBuf>,
+        /// Required: allow the live run (root only).
+        #[arg(long)]
+        live: bool,
+        /// Largest relative difference of a policy counter that still passes.
+        #[arg(long, default_value_t = 0.10)]
+        tolerance: f64,
+        /// Counts below this on both sides are noise and are not checked.
+        #[arg(long, default_value_t = foliosim_live::validate::DEFAULT_MIN_COUNT)]
+        min_count: u64,
+        #[arg(long, value_enum, default_value = "table")]
+        format: Format,
+        /// Sim: load named costs from a file written by `foliosim calibrate`.
+        #[arg(long, value_name = "FILE")]
+        costs: Option<std::path::PathBuf>,
+    },
+    /// Measure the cost model on the live kernel and write a costs file the sim can load.
+    Calibrate {
+        /// Required: allow the live measurements (root only).
+        #[arg(long)]
+        live: bool,
+        /// Where to write the costs TOML.
+        #[arg(long, default_value = "costs/calibrated.toml")]
+        output: std::path::PathBuf,
+        #[arg(long, value_enum, default_value = "table")]
+        format: Format,
+        /// Smaller regions, fewer repetitions (seconds instead of a minute; noisier).
+        #[arg(long)]
+        quick: bool,
+    },
+    /// Undo the settings of a live run that was killed (normally done by the next live start).
+    Restore {
+        /// Required: allow touching the host (root only).
+        #[arg(long)]
+        live: bool,
     },
     /// Run a seed document's experiment and print its table beside ours.
     Reproduce {
-        /// Which seed: 000 (swap-out mTHP without splitting).
+        /// Which seed: 000 (swap-out mTHP without splitting) or 003 (the mTHP swap allocator).
         seed_doc: String,
         /// Multiply every size of the experiment (memory per process, memcg limit, swap).
         #[arg(long, default_value_t = 1.0)]
@@ -92,12 +142,22 @@ fn main() -> Result<()> {
             format,
             seed,
             check_invariants,
+            live,
+            timeout,
+            costs,
         } => {
             let mut s = load(&scenario)?;
             if let Some(seed) = seed {
                 s.seed = seed;
             }
             s.check_invariants |= check_invariants;
+            if live {
+                let timeout = timeout.map(std::time::Duration::from_secs_f64);
+                return run_live(&s, timeout, format);
+            }
+            if let Some(path) = costs {
+                apply_costs_file(&mut s, &path)?;
+            }
             let bar = ProgressBar::new_spinner();
             bar.set_style(ProgressStyle::with_template("{spinner} {msg}").unwrap());
             let wall = Instant::now();
@@ -130,38 +190,211 @@ fn main() -> Result<()> {
             check_invariants,
             costs,
         } => {
-            if seed_doc.trim_start_matches('0') != "" && seed_doc != "000" && seed_doc != "0" {
-                bail!("reproduce: seed `{seed_doc}` is not available; allowed: 000");
-            }
+            let which = match seed_doc.trim_start_matches('0') {
+                "" => 0,
+                "3" => 3,
+                _ => bail!("reproduce: seed `{seed_doc}` is not available; allowed: 000, 003"),
+            };
             if !(scale > 0.0 && scale <= 4.0) {
                 bail!("reproduce: --scale {scale} out of range; allowed: 0 < scale <= 4");
             }
             if seeds == 0 {
                 bail!("reproduce: --seeds must be at least 1");
             }
-            let bar = ProgressBar::new(
-                (seed000::KERNELS.len() * seed000::SIZES.len()) as u64 * seeds as u64,
-            );
+            let bar = ProgressBar::new(0);
             bar.set_style(
                 ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed}").unwrap(),
             );
+            let mut progress = |done: usize, total: usize| {
+                bar.set_length(total as u64);
+                bar.set_position(done as u64);
+            };
             let wall = Instant::now();
             let costs = parse_costs(&costs)?;
-            let report = seed000::reproduce_with_costs(
-                scale,
-                seeds,
-                check_invariants,
-                &costs,
-                &mut |done, _| bar.set_position(done as u64),
-            )?;
+            let (json, table) = if which == 0 {
+                let report = seed000::reproduce_with_costs(
+                    scale,
+                    seeds,
+                    check_invariants,
+                    &costs,
+                    &mut progress,
+                )?;
+                (serde_json::to_string_pretty(&report)?, report.to_table())
+            } else {
+                let report = foliosim::reproduce::seed003::reproduce(
+                    scale,
+                    seeds,
+                    check_invariants,
+                    &costs,
+                    &mut progress,
+                )?;
+                (serde_json::to_string_pretty(&report)?, report.to_table())
+            };
             bar.finish_and_clear();
             match format {
-                Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
-                Format::Table => print!("{}", report.to_table()),
+                Format::Json => println!("{json}"),
+                Format::Table => print!("{table}"),
             }
             eprintln!("wall time {:.1} s", wall.elapsed().as_secs_f64());
         }
         Command::Show { scenario } => print!("{}", load(&scenario)?.to_toml_string()),
+        Command::Validate {
+            scenarios,
+            live,
+            tolerance,
+            min_count,
+            format,
+            costs,
+        } => return validate(scenarios, live, tolerance, min_count, format, costs),
+        Command::Calibrate {
+            live,
+            output,
+            format,
+            quick,
+        } => {
+            let opts = foliosim_live::LiveOptions {
+                allow_live: live,
+                timeout: None,
+            };
+            let report = foliosim_live::calibrate::calibrate(&opts, quick, &mut |msg| {
+                eprintln!("calibrate: {msg}")
+            })?;
+            if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)?;
+            }
+            std::fs::write(&output, report.to_toml())
+                .with_context(|| format!("writing {}", output.display()))?;
+            match format {
+                Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+                Format::Table => print!("{}", report.to_table()),
+            }
+            eprintln!("wrote {}", output.display());
+        }
+        Command::Restore { live } => {
+            if !live {
+                bail!("{}", foliosim_live::Refusal::NotAllowed);
+            }
+            let done = foliosim_live::settings::recover()?;
+            if done.is_empty() {
+                println!("nothing to restore: no journal of a killed live run");
+            }
+            for d in done {
+                println!("restored: {d}");
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Exit status of a live run stopped by a signal (as a shell reports SIGINT).
+const EXIT_INTERRUPTED: i32 = 130;
+
+fn exit_on_interrupt(e: anyhow::Error) -> anyhow::Error {
+    if foliosim_live::settings::interrupted() {
+        eprintln!("Error: {e:#}");
+        std::process::exit(EXIT_INTERRUPTED);
+    }
+    e
+}
+
+fn run_live(s: &Scenario, timeout: Option<std::time::Duration>, format: Format) -> Result<()> {
+    let opts = foliosim_live::LiveOptions {
+        allow_live: true,
+        timeout,
+    };
+    let result = foliosim_live::run(s, &opts).map_err(exit_on_interrupt)?;
+    for r in &result.recovered {
+        eprintln!("restored from a killed run's journal: {r}");
+    }
+    match format {
+        Format::Json => println!("{}", result.to_json()),
+        Format::Table => print!("{}", result.to_table()),
+    }
+    Ok(())
+}
+
+/// Merge the `[costs]` table of a `foliosim calibrate` file into the scenario's overrides
+/// (the scenario's own `[costs]` win).
+fn apply_costs_file(s: &mut Scenario, path: &std::path::Path) -> Result<()> {
+    let costs = foliosim_live::calibrate::load_costs(path)?;
+    for (name, value) in costs {
+        s.costs.entry(name).or_insert(value);
+    }
+    s.validate()
+        .with_context(|| format!("costs from {}", path.display()))?;
+    Ok(())
+}
+
+fn scenario_files(paths: Vec<std::path::PathBuf>) -> Result<Vec<std::path::PathBuf>> {
+    let mut out = vec![];
+    for p in paths {
+        if p.is_dir() {
+            let mut files: Vec<_> = std::fs::read_dir(&p)
+                .with_context(|| format!("reading {}", p.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|f| f.extension().is_some_and(|x| x == "toml"))
+                .collect();
+            files.sort();
+            if files.is_empty() {
+                bail!("{}: no .toml scenarios", p.display());
+            }
+            out.extend(files);
+        } else {
+            out.push(p);
+        }
+    }
+    Ok(out)
+}
+
+fn validate(
+    paths: Vec<std::path::PathBuf>,
+    live: bool,
+    tolerance: f64,
+    min_count: u64,
+    format: Format,
+    costs: Option<std::path::PathBuf>,
+) -> Result<()> {
+    if !(tolerance >= 0.0 && tolerance.is_finite()) {
+        bail!("validate: --tolerance {tolerance}; allowed: a finite number >= 0 (0.10 = 10%)");
+    }
+    let opts = foliosim_live::LiveOptions {
+        allow_live: live,
+        timeout: Some(std::time::Duration::from_secs(300)),
+    };
+    let mut runs = vec![];
+    for path in scenario_files(paths)? {
+        let mut s = load(&path)?;
+        let live_result = {
+            foliosim_live::preflight(&s, &opts)?;
+            eprintln!("validate: {} live …", path.display());
+            foliosim_live::run(&s, &opts).map_err(exit_on_interrupt)?
+        };
+        if let Some(c) = &costs {
+            apply_costs_file(&mut s, c)?;
+        }
+        eprintln!("validate: {} sim …", path.display());
+        let sim = foliosim::run(&s)?;
+        runs.push(foliosim_live::validate::compare(
+            &path.display().to_string(),
+            &s,
+            &sim,
+            &live_result,
+            tolerance,
+            min_count,
+        ));
+    }
+    let report = foliosim_live::validate::Report::new(runs, tolerance, min_count);
+    match format {
+        Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
+        Format::Table => print!("{}", report.to_table()),
+    }
+    if !report.pass {
+        eprintln!(
+            "validate: {} checked row(s) differ by more than {:.0}%",
+            report.misses,
+            tolerance * 100.0
+        );
+        std::process::exit(1);
     }
     Ok(())
 }

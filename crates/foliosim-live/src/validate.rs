@@ -45,7 +45,7 @@ pub struct Comparison {
     pub live_kernel: String,
     pub rows: Vec<Row>,
     pub misses: usize,
-    /// usemem-style throughput (bytes/s) of the first workload: (sim, live).
+    /// Throughput (bytes/s) summed over workloads: (sim, live).
     pub throughput_bytes_per_s: (f64, f64),
     /// The scenario's workloads, to group comparable scenarios.
     #[serde(skip)]
@@ -248,8 +248,9 @@ pub fn compare(
             note: format!("{gib:.3} GiB written by the workload"),
         });
     }
+    // Summed over workloads, as usemem's lines are summed.
     let tput = |w: &[foliosim::workload::WorkloadResult]| {
-        w.first().map_or(0.0, |w| w.throughput_bytes_per_s)
+        w.iter().map(|w| w.throughput_bytes_per_s).sum::<f64>()
     };
     let throughput = (tput(&sim.workloads), tput(&live.workloads));
     let mib = (1u64 << 20) as f64;
@@ -296,10 +297,23 @@ pub fn compare(
         rows,
         misses,
         throughput_bytes_per_s: throughput,
-        group: format!("{:?}", scenario.workloads),
+        group: group_key(scenario),
         live_task_failures: live.task_failures.clone(),
         live_notes: live.notes.clone(),
     }
+}
+
+/// Scenarios that run the same amount of work the same way (they differ in folio size or
+/// knobs) are compared for throughput ordering.
+fn group_key(scenario: &Scenario) -> String {
+    let tasks: Vec<String> = scenario
+        .workloads
+        .iter()
+        .flat_map(|w| workload::tasks(w, scenario.seed))
+        .map(|t| format!("{}@{:?}", t.ops.len(), t.memcg))
+        .collect();
+    let limits: Vec<_> = scenario.memcgs.iter().map(|c| c.max).collect();
+    format!("{} {:?} {:?}", written_bytes(scenario), tasks, limits)
 }
 
 fn share_row(
