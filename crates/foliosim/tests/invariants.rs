@@ -80,6 +80,7 @@ fn build(check_each_step: bool) -> Sim {
             cpu: 0,
             now_ns: 0,
             step_start_ns: 0,
+            lock_handoff_ns: 0,
         },
     };
     check(&sim.k).expect("fresh kernel");

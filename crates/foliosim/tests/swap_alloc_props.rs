@@ -107,6 +107,7 @@ impl Harness {
             cpu,
             now_ns: 0,
             step_start_ns: 0,
+            lock_handoff_ns: 0,
         };
         let mut out: Vec<SwapEntry> = Vec::new();
         self.alloc
@@ -211,6 +212,7 @@ impl Harness {
             cpu: 0,
             now_ns: 0,
             step_start_ns: 0,
+            lock_handoff_ns: 0,
         };
         self.alloc
             .on_free(&mut self.map, &mut ctx, &self.cost, off + a, b - a);
@@ -248,6 +250,7 @@ fn run(kind: SwapAllocatorKind, pages: u64, ncpus: usize, ops: &[Op]) -> Result<
                 cpu: 0,
                 now_ns: 0,
                 step_start_ns: 0,
+                lock_handoff_ns: 0,
             };
             let mut out = Vec::new();
             if h.alloc.swapout_whole(PMD_ORDER) {
@@ -331,6 +334,7 @@ fn order0_finds_every_last_slot() {
                 cpu: 1,
                 now_ns: 0,
                 step_start_ns: 0,
+                lock_handoff_ns: 0,
             },
             &h.cost,
             large,
@@ -367,6 +371,7 @@ fn rotational_device_order0_uses_every_slot() {
                     cpu: 0,
                     now_ns: 0,
                     step_start_ns: 0,
+                    lock_handoff_ns: 0,
                 },
                 &cost,
                 0,

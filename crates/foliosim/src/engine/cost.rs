@@ -75,6 +75,18 @@ cost_model! {
     /// Swap slot allocation bookkeeping under si->lock (per call, plus per-slot scan below).
     /// split of fit.
     swap_alloc_ns = 300;
+    /// A lock hold by a CPU other than the previous holder: the lock word and the data it
+    /// guards (a few cache lines) migrate between cores, ~50-100 ns each on one socket.
+    /// estimate (typical x86 core-to-core line transfer).
+    lock_handoff_ns = 200;
+    /// Taking one allocated range: writing HAS_CACHE over its swap_map bytes, cluster count,
+    /// inuse_pages and nr_swap_pages accounting (cluster_alloc_range). estimate.
+    swap_alloc_range_ns = 100;
+    /// Releasing one slot whose count reached 0 (swap_range_free: clear the byte, memcg swap
+    /// uncharge, zswap invalidate, the device's slot-free notify, nr_swap_pages). Held under
+    /// si->lock up to 6.12 (swapcache_free_entries / swap_entry_range_free), under ci->lock
+    /// after the lock split. estimate.
+    swap_entry_free_ns = 150;
     /// Moving a swap cluster between the allocator's lists, si->lock held (list_move_tail plus
     /// flag update, cache-missing on the cluster). estimate.
     swap_cluster_list_move_ns = 60;

@@ -36,8 +36,10 @@ impl LockStats {
 #[derive(Debug, Clone)]
 pub struct SimLock {
     pub name: &'static str,
-    /// [start, end) holds, sorted by start.
-    holds: VecDeque<(u64, u64)>,
+    /// [start, end) holds with the holder's CPU, sorted by start.
+    holds: VecDeque<(u64, u64, u32)>,
+    /// CPU of the latest hold booked (who has the lock's cache lines when the calendar is empty).
+    last_cpu: Option<u32>,
     pub stats: LockStats,
 }
 
@@ -46,6 +48,7 @@ impl SimLock {
         SimLock {
             name,
             holds: VecDeque::new(),
+            last_cpu: None,
             stats: LockStats::default(),
         }
     }
@@ -58,22 +61,32 @@ impl SimLock {
         while self
             .holds
             .front()
-            .is_some_and(|&(_, end)| end <= ctx.step_start_ns)
+            .is_some_and(|&(_, end, _)| end <= ctx.step_start_ns)
             || self.holds.len() >= MAX_HOLDS
         {
             self.holds.pop_front();
         }
         let mut start = ctx.now_ns;
         loop {
-            let i = self.holds.partition_point(|&(s, _)| s <= start);
+            let i = self.holds.partition_point(|&(s, _, _)| s <= start);
             match i.checked_sub(1).map(|j| self.holds[j]) {
-                Some((_, end)) if end > start => start = end,
+                Some((_, end, _)) if end > start => start = end,
                 _ => break,
             }
         }
+        // The lock word and the data it guards move from the previous holder's cache.
+        let i = self.holds.partition_point(|&(s, _, _)| s <= start);
+        let previous_cpu = i.checked_sub(1).map(|j| self.holds[j].2).or(self.last_cpu);
+        let mut hold_ns = hold_ns;
+        if previous_cpu.is_some_and(|c| c != ctx.cpu as u32) {
+            hold_ns += ctx.lock_handoff_ns;
+        }
         if hold_ns > 0 {
-            let i = self.holds.partition_point(|&(s, _)| s <= start);
-            self.holds.insert(i, (start, start + hold_ns));
+            self.holds
+                .insert(i, (start, start + hold_ns, ctx.cpu as u32));
+            if i + 1 == self.holds.len() {
+                self.last_cpu = Some(ctx.cpu as u32);
+            }
         }
         let wait_ns = start - ctx.now_ns;
         let s = &mut self.stats;
@@ -99,11 +112,13 @@ mod tests {
             cpu: 0,
             now_ns: 100,
             step_start_ns: 0,
+            lock_handoff_ns: 0,
         };
         let mut b = Ctx {
             cpu: 1,
             now_ns: 150,
             step_start_ns: 0,
+            lock_handoff_ns: 0,
         };
         lock.hold(&mut a, 200);
         assert_eq!(a.now_ns, 300);
@@ -115,6 +130,7 @@ mod tests {
             cpu: 0,
             now_ns: 1000,
             step_start_ns: 0,
+            lock_handoff_ns: 0,
         };
         lock.hold(&mut c, 10);
         assert_eq!(lock.stats.contended, 1, "a late arrival does not wait");
@@ -129,6 +145,7 @@ mod tests {
                 cpu: 0,
                 now_ns: 10_000,
                 step_start_ns: 0,
+                lock_handoff_ns: 0,
             },
             100,
         );
@@ -137,6 +154,7 @@ mod tests {
             cpu: 1,
             now_ns: 500,
             step_start_ns: 0,
+            lock_handoff_ns: 0,
         };
         lock.hold(&mut early, 100);
         assert_eq!(early.now_ns, 600);
@@ -145,6 +163,7 @@ mod tests {
             cpu: 2,
             now_ns: 10_050,
             step_start_ns: 0,
+            lock_handoff_ns: 0,
         };
         lock.hold(&mut during, 100);
         assert_eq!(during.now_ns, 10_200);

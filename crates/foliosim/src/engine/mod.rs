@@ -14,6 +14,9 @@ pub struct Ctx {
     pub now_ns: u64,
     /// When the current step started: no step still to run starts earlier.
     pub step_start_ns: u64,
+    /// Cost a lock hold pays when the previous holder was another CPU (the cost model's
+    /// lock_handoff_ns, carried here so every lock sees it).
+    pub lock_handoff_ns: u64,
 }
 
 impl Ctx {

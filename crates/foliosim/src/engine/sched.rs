@@ -113,6 +113,7 @@ pub fn run_tasks(
             cpu,
             now_ns: c.now_ns,
             step_start_ns: c.now_ns,
+            lock_handoff_ns: k.cost.lock_handoff_ns,
         };
         let tid = match c.current {
             Some(tid) => tid,

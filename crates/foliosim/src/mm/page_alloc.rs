@@ -219,6 +219,7 @@ mod tests {
             cpu: 0,
             now_ns: 0,
             step_start_ns: 0,
+            lock_handoff_ns: 0,
         }
     }
 

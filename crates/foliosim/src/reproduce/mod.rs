@@ -1,2 +1,3 @@
 //! `foliosim reproduce <seed>`: run a seed document's experiment and print its table beside ours.
 pub mod seed000;
+pub mod seed003;

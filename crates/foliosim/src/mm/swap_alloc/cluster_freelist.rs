@@ -111,6 +111,7 @@ impl ClusterFreelist {
         out: &mut Vec<SwapEntry>,
     ) {
         let mut probes = 0u64;
+        let taken_before = out.len() as u64;
         let nr = 1u32 << order;
         for _ in 0..n {
             let found = if map.solidstate {
@@ -135,8 +136,12 @@ impl ClusterFreelist {
                 None => break,
             }
         }
-        map.lock
-            .hold(ctx, cost.swap_alloc_ns + probes * cost.swap_slot_scan_ns);
+        map.lock.hold(
+            ctx,
+            cost.swap_alloc_ns
+                + (out.len() as u64 - taken_before) * cost.swap_alloc_range_ns
+                + probes * cost.swap_slot_scan_ns,
+        );
     }
 
     /// scan_swap_map_try_ssd_cluster + the in-cluster scan in steps of 2^order.
@@ -223,7 +228,7 @@ impl ClusterFreelist {
         offset: u32,
         nr: u32,
     ) {
-        map.lock.hold(ctx, cost.swap_map_update_ns * nr as u64);
+        map.lock.hold(ctx, cost.swap_entry_free_ns * nr as u64);
         let mut slot = offset;
         while slot < offset + nr {
             let c = slot / SWAPFILE_CLUSTER;

@@ -192,6 +192,7 @@ impl SwapAllocator for ClusterListsC12 {
         out: &mut Vec<SwapEntry>,
     ) {
         let mut work = Work::default();
+        let taken_before = out.len() as u64;
         self.discard.complete_ready(&mut self.lists, ctx.now_ns);
         for _ in 0..n {
             match self.alloc_one(map, ctx, order, &mut work) {
@@ -199,7 +200,9 @@ impl SwapAllocator for ClusterListsC12 {
                 None => break,
             }
         }
+        let taken = out.len() as u64 - taken_before;
         let hold_ns = cost.swap_alloc_ns
+            + taken * cost.swap_alloc_range_ns
             + work.probes * cost.swap_slot_scan_ns
             + work.list_moves * cost.swap_cluster_list_move_ns;
         map.lock.hold(ctx, hold_ns);
@@ -230,7 +233,7 @@ impl SwapAllocator for ClusterListsC12 {
             }
         }
         let hold_ns =
-            cost.swap_map_update_ns * nr as u64 + work.list_moves * cost.swap_cluster_list_move_ns;
+            cost.swap_entry_free_ns * nr as u64 + work.list_moves * cost.swap_cluster_list_move_ns;
         map.lock.hold(ctx, hold_ns);
     }
 

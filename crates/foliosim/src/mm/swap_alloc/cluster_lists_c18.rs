@@ -102,7 +102,15 @@ impl ClusterListsC18 {
         };
         let found = self.lists.scan(map, c, start, order, &mut probes);
         let next = found.and_then(|offset| self.lists.take(map, offset, order));
-        self.ci_locks[c as usize].hold(ctx, cost.swap_alloc_ns + probes * cost.swap_slot_scan_ns);
+        let range_ns = if found.is_some() {
+            cost.swap_alloc_range_ns
+        } else {
+            0
+        };
+        self.ci_locks[c as usize].hold(
+            ctx,
+            cost.swap_alloc_ns + range_ns + probes * cost.swap_slot_scan_ns,
+        );
         self.relocate(map, ctx, cost, c);
         *self.cursor(ctx.cpu, order) = next;
         found
@@ -269,7 +277,7 @@ impl SwapAllocator for ClusterListsC18 {
         nr: u32,
     ) {
         for (c, piece) in ClusterLists::pieces(offset, nr) {
-            self.ci_locks[c as usize].hold(ctx, cost.swap_map_update_ns * piece as u64);
+            self.ci_locks[c as usize].hold(ctx, cost.swap_entry_free_ns * piece as u64);
             if self.lists.put(c, piece) {
                 if map.discard {
                     self.discard
