@@ -224,6 +224,10 @@ fn drain(fd: RawFd, buf: &mut Vec<u8>) {
 fn child_main(task: &LiveTask, start_r: RawFd, out_w: RawFd) -> i32 {
     // SAFETY: plain syscalls in the freshly forked child.
     unsafe {
+        let lock = crate::settings::LOCK_FD.load(std::sync::atomic::Ordering::SeqCst);
+        if lock >= 0 {
+            libc::close(lock);
+        }
         for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
             libc::signal(sig, libc::SIG_DFL);
         }

@@ -52,6 +52,9 @@ extern "C" fn on_signal(_sig: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
+/// The lock's fd, which forked task processes close so the lock dies with this process.
+pub static LOCK_FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
@@ -73,7 +76,11 @@ pub struct HostGuard {
 impl HostGuard {
     /// Take the host: lock, restore a journal left by a killed run, catch signals.
     pub fn acquire() -> Result<HostGuard> {
-        let dir = state_dir();
+        Self::acquire_in(state_dir())
+    }
+
+    /// As `acquire`, with the journal and lock in `dir`.
+    pub fn acquire_in(dir: PathBuf) -> Result<HostGuard> {
         fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
         let lock_path = dir.join("live.lock");
         let lock = fs::OpenOptions::new()
@@ -82,13 +89,20 @@ impl HostGuard {
             .write(true)
             .open(&lock_path)
             .with_context(|| format!("opening {}", lock_path.display()))?;
+        // A run killed a moment ago may still have dying children holding the lock: wait a bit.
+        let mut tries = 0;
         // SAFETY: flock on an fd we own.
-        if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            bail!(
-                "another foliosim live run holds {}; wait for it to finish",
-                lock_path.display()
-            );
+        while unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            tries += 1;
+            if tries > 30 {
+                bail!(
+                    "another foliosim live run holds {}; wait for it to finish",
+                    lock_path.display()
+                );
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
         }
+        LOCK_FD.store(lock.as_raw_fd(), Ordering::SeqCst);
         INTERRUPTED.store(false, Ordering::SeqCst);
         let mut guard = HostGuard {
             dir,
@@ -294,6 +308,38 @@ mod tests {
         assert_eq!(selected_value("[lzo-rle] lzo lz4 \n"), "lzo-rle");
         assert_eq!(selected_value("4096\n"), "4096");
         assert_eq!(selected_value("N\n"), "N");
+    }
+
+    #[test]
+    fn a_dropped_guard_restores_and_a_journal_restores_after_a_kill() {
+        let dir = std::env::temp_dir().join(format!("foliosim-settings-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let knob = dir.join("enabled");
+        let knob_path = knob.to_str().unwrap().to_string();
+        fs::write(&knob, "always inherit madvise [never]\n").unwrap();
+        {
+            let mut g = HostGuard::acquire_in(dir.clone()).unwrap();
+            g.set_sysfs(&knob_path, "always").unwrap();
+            assert_eq!(fs::read_to_string(&knob).unwrap(), "always");
+            // A second run is refused while this one holds the host.
+            assert!(HostGuard::acquire_in(dir.clone()).is_err());
+        }
+        assert_eq!(read_knob(&knob_path).unwrap(), "never");
+        assert!(!dir.join("journal.json").exists());
+        // A run killed before it could restore leaves its journal; the next start restores.
+        let g = HostGuard::acquire_in(dir.clone()).unwrap();
+        let mut g = std::mem::ManuallyDrop::new(g);
+        g.set_sysfs(&knob_path, "madvise").unwrap();
+        for (sig, old) in g.old_actions.drain(..) {
+            unsafe { libc::sigaction(sig, &old, std::ptr::null_mut()) };
+        }
+        unsafe { std::ptr::drop_in_place(&mut g._lock) };
+        assert!(dir.join("journal.json").exists());
+        let next = HostGuard::acquire_in(dir.clone()).unwrap();
+        assert_eq!(next.recovered.len(), 1);
+        assert_eq!(read_knob(&knob_path).unwrap(), "never");
+        drop(next);
+        fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

@@ -1,0 +1,232 @@
+//! Live backend tests. They run when this machine can run live (root, per-size mTHP sysfs, zram,
+//! a memory cgroup controller) and otherwise pass after printing why they skipped. The live
+//! tests share the host, so they take one lock and run one at a time.
+
+use foliosim::Scenario;
+use foliosim_live::{cgroup, run::host_settings, settings, swapdev, LiveOptions, Refusal};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+static HOST: Mutex<()> = Mutex::new(());
+
+fn skip_reason() -> Option<String> {
+    foliosim_live::live_capable().err()
+}
+
+macro_rules! require_live {
+    () => {
+        if let Some(why) = skip_reason() {
+            eprintln!("SKIP (live backend unavailable here: {why})");
+            return;
+        }
+    };
+}
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn scenario(text: &str) -> Scenario {
+    Scenario::from_toml_str(text).unwrap()
+}
+
+/// A scenario long enough to be killed midway: two processes push 768 MiB each through a
+/// 64 MiB memcg onto zram, with 64K mTHP on.
+const SLOW: &str = r#"
+[machine]
+cpus = 2
+memory = "4G"
+[[machine.swap]]
+kind = "zram"
+size = "2G"
+[sysfs]
+thp_enabled = "never"
+defrag = "always"
+[sysfs.hugepages]
+"64K" = "always"
+"2M" = "never"
+[sysfs.khugepaged]
+pages_to_scan = 1024
+[sysfs.zswap]
+enabled = true
+max_pool_percent = 5
+[[memcg]]
+name = "bench"
+max = "64M"
+[[workload]]
+kind = "usemem"
+nproc = 2
+size = "768M"
+memcg = "bench"
+"#;
+
+/// Everything a live run may change, as text, to compare before and after.
+fn host_state(s: &Scenario) -> Vec<String> {
+    let mut out: Vec<String> = host_settings(s)
+        .into_iter()
+        .map(|(path, _)| format!("{path} = {:?}", settings::read_knob(&path).ok()))
+        .collect();
+    out.push(format!("swaps {:?}", swapdev::active_swaps().unwrap()));
+    out.push(format!("memcgs {:?}", cgroup::leftovers()));
+    let mut zram: Vec<_> = std::fs::read_dir("/sys/block")
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("zram"))
+        .collect();
+    zram.sort();
+    out.push(format!("zram devices {zram:?}"));
+    out
+}
+
+fn journal() -> PathBuf {
+    settings::state_dir().join("journal.json")
+}
+
+#[test]
+fn refuses_without_the_explicit_opt_in() {
+    let s = scenario(SLOW);
+    let err = foliosim_live::run(&s, &LiveOptions::default()).unwrap_err();
+    assert!(
+        matches!(err.downcast_ref::<Refusal>(), Some(Refusal::NotAllowed)),
+        "{err:#}"
+    );
+}
+
+#[test]
+fn refuses_a_scenario_that_would_exhaust_the_host() {
+    require_live!();
+    let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
+    let s = scenario(&SLOW.replace("size = \"768M\"", "size = \"2T\""));
+    let opts = LiveOptions {
+        allow_live: true,
+        timeout: None,
+    };
+    let err = foliosim_live::run(&s, &opts).unwrap_err();
+    assert!(
+        matches!(
+            err.downcast_ref::<Refusal>(),
+            Some(Refusal::NotEnoughMemory { .. })
+        ),
+        "{err:#}"
+    );
+}
+
+#[test]
+fn pageout_of_64k_mthp_matches_the_policy_and_restores_the_host() {
+    require_live!();
+    let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
+    let text =
+        std::fs::read_to_string(repo().join("scenarios/validate/pageout-64k-zram.toml")).unwrap();
+    let s = scenario(&text);
+    let before = host_state(&s);
+    let opts = LiveOptions {
+        allow_live: true,
+        timeout: Some(Duration::from_secs(60)),
+    };
+    let r = foliosim_live::run(&s, &opts).unwrap();
+    assert_eq!(host_state(&s), before, "host not restored");
+    assert!(r.task_failures.is_empty(), "{:?}", r.task_failures);
+    // 2 x 64 MiB of 64K folios, all paged out whole.
+    assert_eq!(r.counters["hugepages-64kB/stats/swpout"], 2048);
+    assert_eq!(r.counters["hugepages-64kB/stats/swpout_fallback"], 0);
+    assert_eq!(r.counters["pswpout"], 2 * 16384);
+    assert!(r.workloads[0].throughput_bytes_per_s > 0.0);
+    assert!(r.zram.values().any(|z| z["stat/write_ios"] > 0));
+}
+
+fn cli() -> Option<PathBuf> {
+    // target/<profile>/deps/live-… -> target/<profile>/foliosim
+    let exe = std::env::current_exe().ok()?;
+    let bin = exe.parent()?.parent()?.join("foliosim");
+    bin.exists().then_some(bin)
+}
+
+/// Start `foliosim run --live` on SLOW and wait until its tasks are running in our memcg.
+fn start_slow_run(bin: &Path) -> (std::process::Child, PathBuf) {
+    let file = std::env::temp_dir().join(format!("foliosim-slow-{}.toml", std::process::id()));
+    std::fs::write(&file, SLOW).unwrap();
+    let child = Command::new(bin)
+        .args(["run", "--live", "--timeout", "120"])
+        .arg(&file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let t0 = Instant::now();
+    loop {
+        let busy = cgroup::leftovers().iter().any(|cg| {
+            std::fs::read_to_string(cg.join("cgroup.procs")).is_ok_and(|p| p.lines().count() >= 2)
+        });
+        if busy {
+            break;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(30),
+            "live run never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Let the tasks reach the memcg limit and swap.
+    std::thread::sleep(Duration::from_millis(300));
+    (child, file)
+}
+
+#[test]
+fn sigint_midway_restores_every_setting() {
+    require_live!();
+    let Some(bin) = cli() else {
+        eprintln!("SKIP (the foliosim CLI is not built next to this test; cargo test --workspace builds it)");
+        return;
+    };
+    let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
+    let s = scenario(SLOW);
+    let before = host_state(&s);
+    let (mut child, file) = start_slow_run(&bin);
+    assert_ne!(host_state(&s), before, "the run changed nothing?");
+    // SAFETY: signalling the child we spawned.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    std::fs::remove_file(file).ok();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(host_state(&s), before, "host not restored after SIGINT");
+    assert!(!journal().exists(), "journal left after a clean restore");
+}
+
+#[test]
+fn sigkill_midway_is_restored_from_the_journal_on_the_next_start() {
+    require_live!();
+    let Some(bin) = cli() else {
+        eprintln!("SKIP (the foliosim CLI is not built next to this test; cargo test --workspace builds it)");
+        return;
+    };
+    let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
+    let s = scenario(SLOW);
+    let before = host_state(&s);
+    let (mut child, file) = start_slow_run(&bin);
+    child.kill().unwrap(); // SIGKILL: no chance to restore
+    child.wait().unwrap();
+    std::fs::remove_file(file).ok();
+    assert!(journal().exists(), "a killed run must leave its journal");
+    assert_ne!(host_state(&s), before, "nothing left to restore?");
+    let out = Command::new(&bin)
+        .args(["restore", "--live"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("restored: swapoff"), "{said}");
+    assert_eq!(host_state(&s), before, "host not restored from the journal");
+    assert!(!journal().exists());
+}
