@@ -376,3 +376,59 @@ fn hugepages_same_size_twice() {
     );
     expect_err("64K and 64k", &t, &["sysfs.hugepages", "64k", "once"]);
 }
+
+#[test]
+fn seed003_fields() {
+    expect_err(
+        "discard on a ramdisk",
+        &replace("size = \"512M\"", "size = \"512M\"\ndiscard = true"),
+        &["machine.swap[0].discard", "ramdisk", "ssd"],
+    );
+    expect_err(
+        "erase block not a power of two",
+        &replace(
+            "kind = \"ramdisk\"\nsize = \"512M\"",
+            "kind = \"ssd\"\nsize = \"512M\"\nerase_block = \"96K\"",
+        ),
+        &["machine.swap[0].erase_block", "96K", "power of two"],
+    );
+    expect_err(
+        "mthp reserve with the 6.10 allocator",
+        &replace("size = \"512M\"", "size = \"512M\"\nmthp_reserve_percent = 20"),
+        &["machine.swap[0].mthp_reserve_percent", "20", "cluster-lists"],
+    );
+    expect_err(
+        "unknown kernel version",
+        &replace("version = \"6.10\"", "version = \"6.11\""),
+        &["6.11", "6.12", "6.18"],
+    );
+    expect_err(
+        "unknown allocator",
+        &replace("version = \"6.10\"", "version = \"6.10\"\nswap_allocator = \"buddy\""),
+        &["buddy", "cluster-lists-c18"],
+    );
+    let kbuild = |fields: &str| {
+        replace(
+            "kind = \"usemem\"\nnproc = 8\nsize = \"64M\"",
+            &format!("kind = \"kbuild\"\n{fields}"),
+        )
+    };
+    expect_err(
+        "kbuild without concurrency",
+        &kbuild("jobs = 10\njobs_concurrent = 0"),
+        &["workload[0].jobs_concurrent", "0", "1 ..= 4096"],
+    );
+    expect_err(
+        "kbuild rss_max below rss_min",
+        &kbuild("jobs = 10\njobs_concurrent = 2\nrss_min = \"64M\"\nrss_max = \"8M\""),
+        &["workload[0].rss_max", "8M", "64M"],
+    );
+    expect_err(
+        "allocator test with no iterations",
+        &replace(
+            "kind = \"usemem\"\nnproc = 8\nsize = \"64M\"",
+            "kind = \"thp_swap_allocator_test\"\niterations = 0",
+        ),
+        &["workload[0].iterations", "0"],
+    );
+}

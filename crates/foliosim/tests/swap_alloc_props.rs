@@ -389,3 +389,79 @@ fn rotational_device_order0_uses_every_slot() {
         }
     }
 }
+
+fn ctx_at(cpu: usize, now_ns: u64) -> Ctx {
+    Ctx {
+        cpu,
+        now_ns,
+        step_start_ns: now_ns,
+        lock_handoff_ns: 0,
+    }
+}
+
+/// Seed 003's mTHP reserve: order 0 never takes or steals a reserved cluster, so a 64K range
+/// is still there after order 0 has used every other slot.
+#[test]
+fn mthp_reserve_is_kept_from_order0() {
+    let cost = CostModel::profile("vm-6.18-2cpu").unwrap();
+    for kind in [
+        SwapAllocatorKind::ClusterListsC12,
+        SwapAllocatorKind::ClusterListsC18,
+    ] {
+        let mut map = SwapMap::new(0, 8 * CLUSTER as u64, true, true, false);
+        let mut alloc = new_allocator(kind, &map, 2, 25);
+        let reserved_from = 6 * CLUSTER;
+        let mut got = 0;
+        loop {
+            let mut out = Vec::new();
+            alloc.alloc(&mut map, &mut ctx_at(got % 2, 0), &cost, 0, 1, &mut out);
+            let Some(e) = out.pop() else { break };
+            assert!(e.offset() < reserved_from, "{kind:?}: order 0 in the reserve");
+            got += 1;
+        }
+        assert_eq!(got, 6 * CLUSTER as usize - 1, "{kind:?}: every unreserved slot");
+        let mut out = Vec::new();
+        alloc.alloc(&mut map, &mut ctx_at(0, 0), &cost, 4, 1, &mut out);
+        assert_eq!(out.len(), 1, "{kind:?}: 64K from the reserve");
+        alloc.check(&map).unwrap();
+    }
+}
+
+/// On a discard device a freed cluster is reused only after its discard completes. Out of
+/// clusters, 6.12 waits for pending discards for any order; 6.18 only for order 0, so its
+/// PMD request fails meanwhile.
+#[test]
+fn discarded_cluster_waits_for_its_discard() {
+    let cost = CostModel::profile("vm-6.18-2cpu").unwrap();
+    for kind in [
+        SwapAllocatorKind::ClusterListsC12,
+        SwapAllocatorKind::ClusterListsC18,
+    ] {
+        let mut map = SwapMap::new(0, 2 * CLUSTER as u64, true, false, true);
+        let mut alloc = new_allocator(kind, &map, 1, 0);
+        let mut out = Vec::new();
+        alloc.alloc(&mut map, &mut ctx_at(0, 0), &cost, PMD_ORDER, 1, &mut out);
+        let e = out.pop().expect("the one free cluster");
+        // Free it: swap_map to 0, then the policy queues the discard.
+        for s in e.offset()..e.offset() + CLUSTER {
+            map.swap_map[s as usize] = 0;
+        }
+        map.inuse_pages -= CLUSTER;
+        alloc.on_free(&mut map, &mut ctx_at(0, 1000), &cost, e.offset(), CLUSTER);
+        assert_eq!(map.discarded_clusters, vec![e.offset() / CLUSTER]);
+        alloc.check(&map).unwrap();
+        let done = 1000 + cost.swap_discard_cluster_ns;
+        let mut early = ctx_at(0, 2000);
+        alloc.alloc(&mut map, &mut early, &cost, PMD_ORDER, 1, &mut out);
+        if kind == SwapAllocatorKind::ClusterListsC12 {
+            assert_eq!(out.len(), 1, "C12 waits for the discard");
+            assert!(early.now_ns >= done, "C12 waited until {}", early.now_ns);
+            continue;
+        }
+        assert!(out.is_empty(), "{kind:?}: reused a cluster being discarded");
+        // (The free itself took time under ci->lock before queueing the discard.)
+        alloc.alloc(&mut map, &mut ctx_at(0, done + 1_000_000), &cost, PMD_ORDER, 1, &mut out);
+        assert_eq!(out.len(), 1, "{kind:?}: discard completed");
+        alloc.check(&map).unwrap();
+    }
+}
