@@ -88,6 +88,24 @@ impl SwapMap {
         self.nr_slots() / SWAPFILE_CLUSTER
     }
 
+    /// Non-zero swap_map bytes per cluster: what every policy's cluster count must equal.
+    pub fn cluster_usage(&self) -> Vec<u16> {
+        self.swap_map
+            .chunks(SWAPFILE_CLUSTER as usize)
+            .map(|chunk| chunk.iter().filter(|&&b| b != 0).count() as u16)
+            .collect()
+    }
+
+    /// Check a policy's per-cluster counts against swap_map.
+    pub fn check_cluster_counts(&self, counts: &[u16]) -> Result<(), String> {
+        for (c, (&used, &count)) in self.cluster_usage().iter().zip(counts).enumerate() {
+            if used != count {
+                return Err(format!("cluster {c}: count {count} but {used} slots in use"));
+            }
+        }
+        Ok(())
+    }
+
     pub fn free_pages(&self) -> u32 {
         self.pages - self.inuse_pages
     }

@@ -38,12 +38,7 @@ impl ClusterFreelist {
     /// swapon: count the header and tail, then build the free list column by column.
     pub fn new(map: &SwapMap, ncpus: usize) -> ClusterFreelist {
         let nr = map.nr_clusters();
-        let mut count = vec![0u16; nr as usize];
-        for (slot, &b) in map.swap_map.iter().enumerate() {
-            if b != 0 {
-                count[slot / SWAPFILE_CLUSTER as usize] += 1;
-            }
-        }
+        let count = map.cluster_usage();
         let mut s = ClusterFreelist {
             count,
             is_free: vec![false; nr as usize],
@@ -264,14 +259,9 @@ impl ClusterFreelist {
                 self.nr_free_clusters
             ));
         }
+        map.check_cluster_counts(&self.count)?;
         for (c, chunk) in map.swap_map.chunks(SWAPFILE_CLUSTER as usize).enumerate() {
             let used = chunk.iter().filter(|&&b| b != 0).count();
-            if used != self.count[c] as usize {
-                return Err(format!(
-                    "cluster {c}: count {} but {used} slots in use",
-                    self.count[c]
-                ));
-            }
             if on_list[c] != self.is_free[c]
                 || (self.has_clusters && self.is_free[c] != (used == 0))
             {

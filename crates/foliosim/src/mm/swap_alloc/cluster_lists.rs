@@ -69,12 +69,7 @@ impl ClusterLists {
     /// `reserve_percent` of the clusters form the mTHP reserve.
     pub fn new(map: &SwapMap, reserve_percent: u32) -> ClusterLists {
         let nr = map.nr_clusters() as usize;
-        let mut count = vec![0u16; nr];
-        for (slot, &b) in map.swap_map.iter().enumerate() {
-            if b != 0 {
-                count[slot / SWAPFILE_CLUSTER as usize] += 1;
-            }
-        }
+        let count = map.cluster_usage();
         let nr_reserved = nr * reserve_percent as usize / 100;
         let empty = ListHead {
             head: NIL,
@@ -273,14 +268,9 @@ impl ClusterLists {
                 ));
             }
         }
+        map.check_cluster_counts(&self.count)?;
         for (c, chunk) in map.swap_map.chunks(SWAPFILE_CLUSTER as usize).enumerate() {
             let used = chunk.iter().filter(|&&b| b != 0).count();
-            if used != self.count[c] as usize {
-                return Err(format!(
-                    "cluster {c}: count {} but {used} slots in use",
-                    self.count[c]
-                ));
-            }
             let ok = match self.on[c] {
                 None => false,
                 Some(List::Free | List::FreeReserved) => used == 0,
