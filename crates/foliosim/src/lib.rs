@@ -83,7 +83,33 @@ pub fn run_with_progress(
             .iter()
             .map(|d| d.bdev.stats.clone())
             .collect(),
+        cpu_time_ns: cpu_time_by_cost(&k, tasks.iter().map(|t| t.user_ns + t.sys_ns).sum()),
     })
+}
+
+/// CPU time of the costs charged through hw/membw.rs and mm/tlb/, by cost name; "other" is
+/// the rest of the tasks' CPU time (faults, reclaim, swap, splits, ...).
+fn cpu_time_by_cost(k: &Kernel, total_ns: u64) -> std::collections::BTreeMap<String, u64> {
+    use crate::hw::membw::Stream;
+    let mut m = std::collections::BTreeMap::new();
+    for bus in [&k.membw, &k.tlb_bus] {
+        for s in Stream::ALL {
+            let (busy, alone) = (bus.busy_ns[s as usize], bus.alone_ns[s as usize]);
+            if busy > 0 {
+                *m.entry(s.cost_name().to_string()).or_default() += alone;
+                *m.entry(format!("{} contention", s.cost_name()))
+                    .or_default() += busy - alone;
+            }
+        }
+    }
+    for (name, ns) in crate::mm::tlb::TlbCost::NAMES.iter().zip(k.tlb_ns) {
+        if ns > 0 {
+            m.insert(name.to_string(), ns);
+        }
+    }
+    let charged: u64 = m.values().sum();
+    m.insert("other".into(), total_ns.saturating_sub(charged));
+    m
 }
 
 fn lock_reports(k: &Kernel) -> Vec<LockReport> {

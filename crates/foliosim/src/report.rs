@@ -36,6 +36,9 @@ pub struct RunResult {
     /// Lock contention as `perf lock contention` would total it.
     pub locks: Vec<LockReport>,
     pub swap_devices: Vec<crate::hw::blockdev::BlockDevStats>,
+    /// CPU time by named cost, for the costs charged through the memory-bandwidth and TLB
+    /// models ("... contention" is the extra time of sharing), and the rest of user + sys.
+    pub cpu_time_ns: BTreeMap<String, u64>,
 }
 
 impl RunResult {

@@ -152,6 +152,32 @@ pub struct Machine {
     /// Scheduler time slice. EEVDF's base slice is 0.75 ms x (1 + log2 CPUs), 3 ms for 8 CPUs.
     #[serde(default = "default_sched_slice_ns")]
     pub sched_slice_ns: u64,
+    /// How the CPUs invalidate each other's TLBs (mm/tlb/): "x86-ipi" | "arm64-tlbi".
+    #[serde(default)]
+    pub tlb: TlbKind,
+    /// Memory bandwidth shared by all CPUs (hw/membw.rs), bytes/s; 0 means unlimited.
+    #[serde(default = "default_memory_bandwidth")]
+    pub memory_bandwidth_bytes_per_s: u64,
+}
+
+/// The TLB invalidation mechanism of the machine's architecture.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TlbKind {
+    /// x86: flush_tlb_multi sends an IPI to every other CPU in mm_cpumask and waits.
+    #[default]
+    #[serde(rename = "x86-ipi")]
+    X86Ipi,
+    /// arm64: broadcast TLBI instructions, completed by a DSB; contpte blocks.
+    #[serde(rename = "arm64-tlbi")]
+    Arm64Tlbi,
+}
+
+/// The development VM's (x86-64, 2 vCPUs) copy bandwidth with both vCPUs streaming: measured
+/// 25-31 GB/s read+written (docs/membw.md, tools/microbench/membw.c).
+pub const DEFAULT_MEMORY_BANDWIDTH_BYTES_PER_S: u64 = 28_000_000_000;
+
+fn default_memory_bandwidth() -> u64 {
+    DEFAULT_MEMORY_BANDWIDTH_BYTES_PER_S
 }
 
 fn default_sched_slice_ns() -> u64 {
@@ -176,6 +202,8 @@ impl Default for Machine {
             cost_profile: default_cost_profile(),
             swap_devices: vec![],
             sched_slice_ns: default_sched_slice_ns(),
+            tlb: TlbKind::default(),
+            memory_bandwidth_bytes_per_s: default_memory_bandwidth(),
         }
     }
 }
@@ -677,6 +705,14 @@ impl Scenario {
         }
         if m.cpus == 0 || m.cpus > 1024 {
             return Err(invalid("machine.cpus", m.cpus, "1 ..= 1024"));
+        }
+        let bw = m.memory_bandwidth_bytes_per_s;
+        if bw != 0 && !(100_000_000..=100_000_000_000_000).contains(&bw) {
+            return Err(invalid(
+                "machine.memory_bandwidth_bytes_per_s",
+                bw,
+                "0 (unlimited) or 100000000 ..= 100000000000000 (0.1 GB/s to 100 TB/s)",
+            ));
         }
         let min_memory = 16 << 20;
         if m.memory.0 < min_memory || m.memory.0 > 1 << 42 {

@@ -56,8 +56,12 @@ cost_model! {
     fault_1m_ns = 63000;
     /// 2 MiB, PMD-mapped. measured (112.9 µs).
     fault_2m_ns = 112900;
-    /// The workload storing to every word of a present 4 KiB page (usemem's loop). fit: the 2M
-    /// fault's 0.21 µs per 4 KiB is clear_page, the same store stream.
+    /// clear_page of 4 KiB, one CPU streaming alone; part of every fault cost above, charged as
+    /// memory traffic (hw/membw.rs). fit: the 2M fault's 0.21 µs per 4 KiB; the store stream
+    /// measured 184-222 ns per 4 KiB on one vCPU (docs/membw.md).
+    clear_page_ns = 210;
+    /// The workload storing to every word of a present 4 KiB page (usemem's loop), one CPU
+    /// alone; charged as memory traffic. fit: the same store stream as clear_page.
     user_write_page_ns = 210;
     /// Zap of one PTE (or one PMD) at munmap/exit/MADV_DONTNEED. fit of munmap of 1 GiB at 4K/64K.
     zap_pte_ns = 36;
@@ -108,6 +112,17 @@ cost_model! {
     /// Each further remote CPU of the same shootdown: the IPIs go out together, each costing
     /// one more ICR write exit. estimate (a 2-vCPU machine has only one remote CPU).
     tlb_ipi_extra_cpu_ns = 1500;
+    /// arm64: issuing one broadcast TLBI (TLBI VALE1IS) without waiting for it. estimate: the
+    /// cost of a flush is in its DSB; deferring the DSB removed ptep_clear_flush from reclaim
+    /// profiles (Barry Song, "arm64: support batched/deferred tlb shootdown during page
+    /// reclamation/migration", v6.5).
+    tlbi_issue_ns = 20;
+    /// arm64: the DSB ISH that waits for broadcast TLBIs, uncontended. measured elsewhere: eliding
+    /// the one-page flush of mprotect NONE->RW cut the call from 3.2 to 2.85 µs on an arm64
+    /// server (Dev Jain, "arm64/mm: Elide TLB flush in certain pte protection transitions"):
+    /// 0.35 µs for TLBI + DSB, less `tlbi_issue_ns`. Grows with concurrent broadcasters
+    /// (mm/tlb/arm64.rs).
+    tlb_dsb_ns = 330;
     /// How long a CPU stays in an mm's mm_cpumask after it last ran the mm (x86 trims the mask
     /// lazily, about once a second, since ~6.14). estimate of this kernel's behaviour; 0 means
     /// only CPUs running the mm now are interrupted.
@@ -131,13 +146,26 @@ cost_model! {
 }
 
 impl CostModel {
-    pub const PROFILES: &'static [&'static str] = &["vm-6.18-2cpu"];
+    pub const PROFILES: &'static [&'static str] = &["vm-6.18-2cpu", "arm64-vm-8cpu"];
 
     pub fn profile(name: &str) -> Option<CostModel> {
         match name {
             "vm-6.18-2cpu" => Some(CostModel::vm_6_18_2cpu()),
+            "arm64-vm-8cpu" => Some(CostModel::arm64_vm_8cpu()),
             _ => None,
         }
+    }
+
+    /// Seed 000's machine: an Ampere Altra (Neoverse N1) VM with 8 vCPUs, used with
+    /// `machine.tlb = "arm64-tlbi"`. No per-operation measurement of that machine is public, so
+    /// every kernel-path cost is this x86 VM's measured one, unchanged: fault, reclaim, swap
+    /// slot, split and memory-stream costs are taken as architecture-neutral work of the same
+    /// order on a 3 GHz server core. What differs is mechanism, not number: TLB invalidation is
+    /// broadcast TLBI + DSB (`tlbi_issue_ns`, `tlb_dsb_ns`, cited above) instead of IPIs, and
+    /// contpte blocks must be unfolded (mm/tlb/arm64.rs). The x86-only costs (IPI, mm_cpumask
+    /// window) are unused there.
+    fn arm64_vm_8cpu() -> CostModel {
+        CostModel::vm_6_18_2cpu()
     }
 
     /// Fault cost for a folio of `order` (the measured per-size table).

@@ -1,3 +1,4 @@
 //! Hardware models, apart from kernel policy.
 pub mod blockdev;
+pub mod membw;
 pub mod ssd_ftl;

@@ -2,7 +2,6 @@
 
 use super::folio::flags;
 use super::mmap::{ThpAdvice, Vma};
-use super::tlb::flush_tlb_mms;
 use super::vmstat::{MthpStat, VmEvent};
 use super::Kernel;
 use crate::engine::Ctx;
@@ -26,9 +25,9 @@ pub fn suitable_orders(k: &Kernel, vma: &Vma, index: u32) -> impl Iterator<Item 
 
 /// split_folio_to_list: split a large folio into order-0 folios. The folio must not be in the
 /// swap cache (the model only splits before slots are allocated). Its PTEs are unmapped to
-/// migration entries and restored; measured on 6.18, that costs two shootdowns of the owner mm
-/// for a PTE-mapped folio and one for a PMD-mapped one (docs/calibration-split-tlb.md). Tails follow the head on its LRU list, or are queued on `list` when
-/// the head is isolated for reclaim.
+/// migration entries and restored, with the TLB work of the machine's arch (mm/tlb/). Tails
+/// follow the head on its LRU list, or are queued on `list` when the head is isolated for
+/// reclaim.
 pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut VecDeque<u32>>) {
     let f = &mut k.folios;
     let i = pfn as usize;
@@ -42,7 +41,7 @@ pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut Ve
     let (mm, vma, index, memcg) = (f.owner_mm[i], f.owner_vma[i], f.owner_index[i], f.memcg[i]);
     ctx.spend(k.cost.split_folio_ns + k.cost.split_page_ns * nr as u64);
     let was_mapped = f.mapcount[i] > 0;
-    let shootdowns = if f.test(pfn, flags::PMD_MAPPED) { 1 } else { 2 };
+    let pmd_mapped = f.test(pfn, flags::PMD_MAPPED);
     if f.test(pfn, flags::PMD_MAPPED) {
         f.clear(pfn, flags::PMD_MAPPED);
         k.vmstat.count(VmEvent::ThpSplitPmd, 1);
@@ -76,9 +75,8 @@ pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut Ve
         panic!("split of isolated folio {pfn} without a list for its tails");
     }
     if was_mapped {
-        for _ in 0..shootdowns {
-            flush_tlb_mms(k, ctx, &[mm]);
-        }
+        let arch = k.tlb;
+        arch.split_folio(k, ctx, mm, order, pmd_mapped);
     }
     k.vmstat.count_mthp(order, MthpStat::Split);
     if order == PMD_ORDER {

@@ -11,7 +11,8 @@ use super::vmscan::try_to_free_pages;
 use super::vmstat::{MthpStat, VmEvent};
 use super::{Kernel, MmError};
 use crate::engine::Ctx;
-use crate::scenario::PMD_ORDER;
+use crate::hw::membw::Stream;
+use crate::scenario::{PAGE_SIZE, PMD_ORDER};
 
 /// The task touches page `index` of `vma` (a store if `write`). Returns how many pages from
 /// `index` on (up to `end`) this step covered: a fault maps a whole folio, and the task's
@@ -49,7 +50,14 @@ pub fn touch(
         }
         n
     };
-    ctx.spend(k.cost.user_write_page_ns * covered as u64);
+    // The store loop streams through memory shared with the other CPUs.
+    let bytes = covered as u64 * PAGE_SIZE;
+    k.membw.transfer(
+        ctx,
+        Stream::UserStore,
+        bytes as f64,
+        k.cost.user_write_page_ns * covered as u64,
+    );
     Ok(covered)
 }
 
@@ -159,7 +167,15 @@ fn map_new_folio(
     }
     m.rss_anon += nr as u64;
     k.folio_add_lru(ctx, pfn);
-    ctx.spend(k.cost.fault_folio_ns(order));
+    // The measured fault includes clear_page of every page: that part is memory traffic.
+    let clear_ns = (k.cost.clear_page_ns * nr as u64).min(k.cost.fault_folio_ns(order));
+    ctx.spend(k.cost.fault_folio_ns(order) - clear_ns);
+    k.membw.transfer(
+        ctx,
+        Stream::ClearPage,
+        (nr as u64 * PAGE_SIZE) as f64,
+        clear_ns,
+    );
 }
 
 /// do_swap_page: map the page from the swap cache if its folio is still there, otherwise read

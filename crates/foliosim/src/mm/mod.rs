@@ -21,12 +21,14 @@ pub mod vmstat;
 use crate::engine::cost::CostModel;
 use crate::engine::Ctx;
 use crate::hw::blockdev::BlockDevice;
+use crate::hw::membw::SharedBandwidth;
 use crate::scenario::Scenario;
 use folio::{flags, FolioTable, NIL};
 use memcontrol::MemCgroup;
 use mmap::MmStruct;
 use page_alloc::Zone;
 use swapfile::{Swap, SwapInfo, SwapMap};
+use tlb::TlbArch;
 use vmstat::VmStat;
 
 /// The model stopped: the workload cannot go on (as the kernel would OOM-kill), or bad use.
@@ -62,6 +64,14 @@ pub struct Kernel {
     pub cpu_mm: Vec<u32>,
     /// Interrupt work each CPU owes (TLB shootdowns it received), paid at its next step.
     pub cpu_irq_ns: Vec<u64>,
+    /// The machine's TLB invalidation mechanism (mm/tlb/).
+    pub tlb: &'static dyn TlbArch,
+    /// CPU time of TLB work by `tlb::TlbCost`, for reports.
+    pub tlb_ns: [u64; 4],
+    /// Completion of broadcast TLB maintenance, one at a time (arm64's DSB waits).
+    pub tlb_bus: SharedBandwidth,
+    /// DRAM bandwidth shared by the CPUs: page clearing, copying and the workload's stores.
+    pub membw: SharedBandwidth,
     lru_add_pending: Vec<u32>,
 }
 
@@ -110,6 +120,7 @@ impl Kernel {
                 }
             })
             .collect();
+        let tlb_bus_per_s = 1e9 / cost.tlb_dsb_ns.max(1) as f64;
         Kernel {
             cost,
             vmstat: VmStat::default(),
@@ -128,6 +139,13 @@ impl Kernel {
             swapin_mthp: scenario.kernel.swapin_mthp(),
             cpu_mm: vec![NIL; ncpus],
             cpu_irq_ns: vec![0; ncpus],
+            tlb: tlb::arch(scenario.machine.tlb),
+            tlb_ns: [0; 4],
+            tlb_bus: SharedBandwidth::new(tlb_bus_per_s, ncpus),
+            membw: SharedBandwidth::new(
+                scenario.machine.memory_bandwidth_bytes_per_s as f64,
+                ncpus,
+            ),
             lru_add_pending: vec![0; ncpus],
         }
     }

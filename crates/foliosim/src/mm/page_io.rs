@@ -15,10 +15,12 @@ pub fn swap_writepage(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     let order = k.folios.order[pfn as usize] as u32;
     let nr = 1u64 << order;
     ctx.spend(k.cost.bio_submit_ns);
-    let completion =
-        k.swap.devices[entry.dev()]
-            .bdev
-            .write(ctx, entry.offset() as u64, nr * PAGE_SIZE);
+    let completion = k.swap.devices[entry.dev()].bdev.write(
+        ctx,
+        &mut k.membw,
+        entry.offset() as u64,
+        nr * PAGE_SIZE,
+    );
     k.vmstat.count(VmEvent::Pswpout, nr);
     k.vmstat.count_mthp(order, MthpStat::Swpout);
     if order == PMD_ORDER {
@@ -35,7 +37,8 @@ pub fn swap_writepage(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
 pub fn swap_read_folio(k: &mut Kernel, ctx: &mut Ctx, entry: SwapEntry, order: u32) {
     let nr = 1u64 << order;
     ctx.spend(k.cost.bio_submit_ns);
-    if let Completion::At(done_ns) = k.swap.devices[entry.dev()].bdev.read(ctx, nr * PAGE_SIZE) {
+    let bdev = &mut k.swap.devices[entry.dev()].bdev;
+    if let Completion::At(done_ns) = bdev.read(ctx, &mut k.membw, nr * PAGE_SIZE) {
         ctx.now_ns = ctx.now_ns.max(done_ns);
     }
     k.vmstat.count(VmEvent::Pswpin, nr);

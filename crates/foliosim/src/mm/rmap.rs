@@ -24,7 +24,10 @@ pub fn try_to_unmap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, tlb: &mut TlbUnmapB
         f.clear(pfn, flags::PMD_MAPPED);
         k.vmstat.count(VmEvent::ThpSplitPmd, 1);
         ctx.spend(k.cost.pmd_split_ns);
+        let arch = k.tlb;
+        arch.split_pmd(k, ctx, mm);
     }
+    let f = &mut k.folios;
     let ptes = &mut k.mms[mm as usize].vma_mut(vma).ptes;
     let mut unmapped = 0u32;
     for i in 0..nr {
@@ -45,5 +48,6 @@ pub fn try_to_unmap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, tlb: &mut TlbUnmapB
     mm_struct.rss_anon -= unmapped as u64;
     mm_struct.swap_ents += unmapped as u64;
     ctx.spend(k.cost.pte_unmap_ns * unmapped as u64);
-    tlb.add(mm, f.test(pfn, flags::DIRTY));
+    let (order, dirty) = (f.order[pfn as usize] as u32, f.test(pfn, flags::DIRTY));
+    tlb.add(k, ctx, mm, order, unmapped, dirty);
 }

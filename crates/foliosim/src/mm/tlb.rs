@@ -1,24 +1,93 @@
-//! TLB flushing after unmap: the deferred batch of try_to_unmap (struct tlbflush_unmap_batch,
-//! mm/rmap.c) and the flush itself (x86 flush_tlb_multi): a local flush, plus one IPI to every
-//! other CPU currently running an affected mm, which flushes there and acks.
+//! TLB invalidation after unmapping. The generic part is the kernel's: the deferred batch of
+//! try_to_unmap (struct tlbflush_unmap_batch, mm/rmap.c) and when it is flushed. What a flush
+//! costs is the architecture's, one implementation per mechanism, chosen by `machine.tlb`:
+//! - `x86`: IPIs to every other CPU in mm_cpumask (flush_tlb_multi);
+//! - `arm64`: broadcast TLBI instructions completed by a DSB, and contpte blocks to unfold.
 
-use super::vmstat::VmEvent;
+mod arm64;
+mod x86;
+
 use super::Kernel;
 use crate::engine::Ctx;
+use crate::scenario::TlbKind;
+
+/// The arch hooks the mm model calls where the kernel flushes TLBs or changes PTEs that the
+/// arch maps specially.
+pub trait TlbArch: Sync {
+    /// try_to_unmap_one cleared the `nr` PTEs of a folio of `order`, mapped as at fault (a
+    /// PMD-mapped THP was just split to PTEs), one PTE at a time, deferring the flush
+    /// (set_tlb_ubc_flush_pending -> arch_tlbbatch_add_pending).
+    fn unmap_folio_ptes(&self, k: &mut Kernel, ctx: &mut Ctx, order: u32, nr: u32);
+
+    /// try_to_unmap_flush: complete the invalidations pending for `mms` (`nr_ptes` PTEs).
+    fn flush_batch(&self, k: &mut Kernel, ctx: &mut Ctx, mms: &[u32], nr_ptes: u32);
+
+    /// __split_huge_pmd: a PMD mapping of `mm` becomes a page table (pmdp_invalidate flushes it).
+    fn split_pmd(&self, k: &mut Kernel, ctx: &mut Ctx, mm: u32);
+
+    /// The TLB work of split_folio for a mapped folio of `order` in `mm`: unmap_folio (PTEs to
+    /// migration entries, TTU_BATCH_FLUSH, try_to_unmap_flush) and remap_page.
+    fn split_folio(&self, k: &mut Kernel, ctx: &mut Ctx, mm: u32, order: u32, pmd_mapped: bool);
+}
+
+/// TLB work charged outside the shared broadcast channel, for the CPU-time report.
+#[derive(Clone, Copy)]
+pub enum TlbCost {
+    LocalFlush = 0,
+    Ipi = 1,
+    TlbiIssue = 2,
+    ContptePtes = 3,
+}
+
+impl TlbCost {
+    pub const NAMES: [&'static str; 4] = [
+        "tlb_flush_local_ns",
+        "tlb_flush_ipi_ns (+ tlb_ipi_extra_cpu_ns)",
+        "tlbi_issue_ns",
+        "contpte_convert PTE rewrite (pte_unmap_ns)",
+    ];
+}
+
+/// Spend `ns` of TLB work of kind `what`.
+#[inline]
+pub(crate) fn charge(k: &mut Kernel, ctx: &mut Ctx, what: TlbCost, ns: u64) {
+    ctx.spend(ns);
+    k.tlb_ns[what as usize] += ns;
+}
+
+pub fn arch(kind: TlbKind) -> &'static dyn TlbArch {
+    match kind {
+        TlbKind::X86Ipi => &x86::X86Ipi,
+        TlbKind::Arm64Tlbi => &arm64::Arm64Tlbi,
+    }
+}
 
 /// Pending flush of unmapped PTEs (TTU_BATCH_FLUSH).
 #[derive(Default)]
 pub struct TlbUnmapBatch {
     mms: Vec<u32>,
+    nr_ptes: u32,
     /// A dirty (writable) PTE was cleared: the flush must precede writing the page out.
     writable: bool,
 }
 
 impl TlbUnmapBatch {
-    pub fn add(&mut self, mm: u32, writable: bool) {
+    /// set_tlb_ubc_flush_pending for the `nr` PTEs of a folio of `order` in `mm`.
+    pub fn add(
+        &mut self,
+        k: &mut Kernel,
+        ctx: &mut Ctx,
+        mm: u32,
+        order: u32,
+        nr: u32,
+        writable: bool,
+    ) {
+        let arch = k.tlb;
+        arch.unmap_folio_ptes(k, ctx, order, nr);
         if !self.mms.contains(&mm) {
             self.mms.push(mm);
         }
+        self.nr_ptes += nr;
         self.writable |= writable;
     }
 
@@ -32,37 +101,11 @@ impl TlbUnmapBatch {
     /// try_to_unmap_flush
     pub fn flush(&mut self, k: &mut Kernel, ctx: &mut Ctx) {
         if !self.mms.is_empty() {
-            flush_tlb_mms(k, ctx, &self.mms);
+            let arch = k.tlb;
+            arch.flush_batch(k, ctx, &self.mms, self.nr_ptes);
         }
         self.mms.clear();
+        self.nr_ptes = 0;
         self.writable = false;
-    }
-}
-
-/// Flush the TLB entries of `mms` everywhere they may be cached: every other CPU in their
-/// mm_cpumask (running one of them now, or within the mask's trim window).
-pub fn flush_tlb_mms(k: &mut Kernel, ctx: &mut Ctx, mms: &[u32]) {
-    ctx.spend(k.cost.tlb_flush_local_ns);
-    k.vmstat.count(VmEvent::NrTlbLocalFlushAll, 1);
-    let mut remote = 0;
-    for cpu in 0..k.cpu_mm.len() {
-        let in_mask = mms.iter().any(|&mm| {
-            k.cpu_mm[cpu] == mm
-                || k.mms[mm as usize].cpu_recently_active(
-                    cpu,
-                    ctx.now_ns,
-                    k.cost.mm_cpumask_window_ns,
-                )
-        });
-        if cpu != ctx.cpu && in_mask {
-            remote += 1;
-            k.cpu_irq_ns[cpu] += k.cost.tlb_flush_local_ns;
-        }
-    }
-    if remote > 0 {
-        // The IPIs go out together; the sender waits for the slowest ack.
-        ctx.spend(k.cost.tlb_flush_ipi_ns + k.cost.tlb_ipi_extra_cpu_ns * (remote - 1));
-        k.vmstat.count(VmEvent::NrTlbRemoteFlush, 1);
-        k.vmstat.count(VmEvent::NrTlbRemoteFlushReceived, remote);
     }
 }

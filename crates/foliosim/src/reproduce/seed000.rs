@@ -5,11 +5,14 @@
 
 use crate::scenario::{
     Bytes, Kernel, KernelVersion, Machine, MemcgSpec, Scenario, SwapDeviceKind, SwapDeviceSpec,
-    Sysfs, WorkloadSpec,
+    Sysfs, TlbKind, WorkloadSpec,
 };
 use crate::{run, RunResult, SimError};
 use serde::Serialize;
 use std::collections::BTreeMap;
+
+/// 8 x DDR4-3200 x 8 bytes.
+pub const ALTRA_MEMORY_BANDWIDTH_BYTES_PER_S: u64 = 204_800_000_000;
 
 pub const SIZES: [&str; 3] = ["4K", "64K", "2M"];
 pub const KERNELS: [KernelVersion; 2] = [KernelVersion::V6_9, KernelVersion::V6_10];
@@ -43,7 +46,12 @@ pub fn scenario(kernel: KernelVersion, size: &str, scale: f64, seed: u64) -> Sce
             cpus: 8,
             // The seed's VM size is not given; 48 GiB keeps the 40 GiB memcg the binding limit.
             memory: scaled(48 * GIB, scale, 64 << 20),
-            cost_profile: "vm-6.18-2cpu".into(),
+            // Ampere Altra VM (Neoverse N1), 8 vCPUs: broadcast TLBI, contpte.
+            cost_profile: "arm64-vm-8cpu".into(),
+            tlb: TlbKind::Arm64Tlbi,
+            // Altra: 8 channels of DDR4-3200, 204.8 GB/s peak per socket (AnandTech's Altra
+            // review). The VM's share of it is not given; the peak is an upper bound.
+            memory_bandwidth_bytes_per_s: ALTRA_MEMORY_BANDWIDTH_BYTES_PER_S,
             swap_devices: vec![SwapDeviceSpec::new(
                 SwapDeviceKind::Ramdisk,
                 scaled(35 * GIB, scale, 8 << 20),
@@ -91,6 +99,8 @@ pub struct Row {
     pub thp_swpout: f64,
     pub nr_tlb_remote_flush: f64,
     pub simulated_s: f64,
+    /// CPU time by named cost (RunResult::cpu_time_ns), ms per GiB the workload wrote; means.
+    pub cpu_ms_per_gib: BTreeMap<String, f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -137,6 +147,10 @@ pub fn reproduce_with_costs(
         }
     }
     let throughput = |r: &RunResult| r.workloads[0].throughput_bytes_per_s;
+    let usemem_bytes = match &scenario(KERNELS[0], SIZES[0], scale, 1).workloads[0] {
+        WorkloadSpec::Usemem { size, .. } => size.0,
+        _ => unreachable!("seed 000 runs usemem"),
+    };
     let base = &results[&(0, 0)];
     let base_mean = base.iter().map(throughput).sum::<f64>() / base.len() as f64;
     let table = seed_table();
@@ -162,6 +176,14 @@ pub fn reproduce_with_costs(
             runs.iter().map(|r| r.counter(name) as f64).sum::<f64>() / runs.len() as f64
         };
         let (seed_mean, seed_std, _) = table[&(kernel, size)];
+        let mut cpu_ms_per_gib = BTreeMap::new();
+        for r in runs {
+            let gib = r.workloads[0].tasks as f64 * usemem_bytes as f64 / (1u64 << 30) as f64;
+            for (name, ns) in &r.cpu_time_ns {
+                *cpu_ms_per_gib.entry(name.clone()).or_insert(0.0) +=
+                    *ns as f64 / 1e6 / gib / runs.len() as f64;
+            }
+        }
         rows.push(Row {
             kernel: kernel.into(),
             size: size.into(),
@@ -182,6 +204,7 @@ pub fn reproduce_with_costs(
             simulated_s: runs.iter().map(|r| r.simulated_ns as f64).sum::<f64>()
                 / runs.len() as f64
                 / 1e9,
+            cpu_ms_per_gib,
         });
     }
     Ok(Report {
@@ -233,6 +256,27 @@ impl Report {
                 r.thp_swpout,
                 r.nr_tlb_remote_flush
             ));
+        }
+        out.push_str("\nCPU time by cost, ms per GiB written (all CPUs; \"contention\": extra time of sharing)\n");
+        out.push_str(&format!("{:<44}", "cost"));
+        for r in &self.rows {
+            out.push_str(&format!(" {:>9}", format!("{} {}", r.kernel, r.size)));
+        }
+        out.push('\n');
+        let names: std::collections::BTreeSet<&String> = self
+            .rows
+            .iter()
+            .flat_map(|r| r.cpu_ms_per_gib.keys())
+            .collect();
+        for name in names {
+            out.push_str(&format!("{name:<44}"));
+            for r in &self.rows {
+                out.push_str(&format!(
+                    " {:>9.1}",
+                    r.cpu_ms_per_gib.get(name).copied().unwrap_or(0.0)
+                ));
+            }
+            out.push('\n');
         }
         out
     }

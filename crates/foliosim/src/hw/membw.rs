@@ -1,0 +1,182 @@
+//! A machine-wide bandwidth shared by the CPUs: DRAM (bytes), or the interconnect's broadcast
+//! TLB maintenance (DVM operations on arm64).
+//!
+//! Each transfer names its size and how long it takes one CPU alone (`alone_ns`: the measured
+//! single-CPU cost). While several CPUs stream at once their demands add up; when the sum
+//! exceeds the machine's capacity every stream is slowed in proportion (processor sharing), so
+//! the transfer takes `alone_ns * max(1, demand / capacity)`.
+//!
+//! The other CPUs' demand is their recent duty cycle times the rate they stream at when alone,
+//! measured over fixed windows of simulated time: deterministic, and O(CPUs) per transfer. CPUs
+//! run steps out of time order by up to one step, so the demand seen is the last complete
+//! window's, not the instant's; a CPU silent for more than a window counts as idle.
+
+use crate::engine::Ctx;
+
+/// Window over which each CPU's demand is measured. Long against one step (tens of µs) so the
+/// one-step lag between CPUs does not matter; short against a run (seconds).
+const WINDOW_NS: u64 = 1_000_000;
+
+#[derive(Clone, Default)]
+struct CpuDemand {
+    window: u64,
+    /// In the current window: time spent transferring (stretched by contention), the units
+    /// moved, and the time they would have taken alone.
+    busy_ns: u64,
+    units: f64,
+    alone_ns: u64,
+    /// Units per ns this CPU asked for over its last complete window.
+    last_demand: f64,
+}
+
+/// What a transfer is, for the CPU-time report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stream {
+    ClearPage = 0,
+    UserStore = 1,
+    RamdiskCopy = 2,
+    TlbBroadcast = 3,
+}
+
+impl Stream {
+    pub const ALL: [Stream; 4] = [
+        Stream::ClearPage,
+        Stream::UserStore,
+        Stream::RamdiskCopy,
+        Stream::TlbBroadcast,
+    ];
+
+    /// The cost whose time the transfer charges when alone.
+    pub fn cost_name(self) -> &'static str {
+        match self {
+            Stream::ClearPage => "clear_page_ns",
+            Stream::UserStore => "user_write_page_ns",
+            Stream::RamdiskCopy => "ramdisk copy (bandwidth_bytes_per_s)",
+            Stream::TlbBroadcast => "tlb_dsb_ns",
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct SharedBandwidth {
+    /// Units per ns the machine sustains; 0.0: unlimited.
+    capacity_per_ns: f64,
+    cpus: Vec<CpuDemand>,
+    /// Totals per `Stream` for reports: time the transfers took, and what they would have
+    /// taken alone.
+    pub busy_ns: [u64; 4],
+    pub alone_ns: [u64; 4],
+}
+
+impl SharedBandwidth {
+    /// `capacity_per_s`: units per second for the whole machine; 0 means no shared limit.
+    pub fn new(capacity_per_s: f64, ncpus: usize) -> SharedBandwidth {
+        SharedBandwidth {
+            capacity_per_ns: capacity_per_s / 1e9,
+            cpus: vec![CpuDemand::default(); ncpus],
+            busy_ns: [0; 4],
+            alone_ns: [0; 4],
+        }
+    }
+
+    /// CPU `ctx.cpu` moves `units` that take it `alone_ns` when no other CPU competes; charges
+    /// the (possibly stretched) time to `ctx` and returns it.
+    #[inline]
+    pub fn transfer(&mut self, ctx: &mut Ctx, what: Stream, units: f64, alone_ns: u64) -> u64 {
+        if alone_ns == 0 {
+            return 0;
+        }
+        let ns = if self.capacity_per_ns > 0.0 {
+            let window = ctx.now_ns / WINDOW_NS;
+            let mut demand = units / alone_ns as f64;
+            for (cpu, d) in self.cpus.iter().enumerate() {
+                if cpu != ctx.cpu && d.window + 1 >= window {
+                    demand += d.last_demand;
+                }
+            }
+            let factor = (demand / self.capacity_per_ns).max(1.0);
+            (alone_ns as f64 * factor) as u64
+        } else {
+            alone_ns
+        };
+        self.account(ctx.cpu, ctx.now_ns, units, alone_ns, ns);
+        self.busy_ns[what as usize] += ns;
+        self.alone_ns[what as usize] += alone_ns;
+        ctx.spend(ns);
+        ns
+    }
+
+    fn account(&mut self, cpu: usize, now_ns: u64, units: f64, alone_ns: u64, ns: u64) {
+        let window = now_ns / WINDOW_NS;
+        let d = &mut self.cpus[cpu];
+        if window != d.window {
+            // Demand = duty cycle x rate when alone; a skipped window means the last was idle.
+            d.last_demand = if window == d.window + 1 && d.alone_ns > 0 {
+                (d.busy_ns as f64 / WINDOW_NS as f64).min(1.0) * (d.units / d.alone_ns as f64)
+            } else {
+                0.0
+            };
+            d.window = window;
+            d.busy_ns = 0;
+            d.units = 0.0;
+            d.alone_ns = 0;
+        }
+        d.busy_ns += ns;
+        d.units += units;
+        d.alone_ns += alone_ns;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ctx(cpu: usize, now_ns: u64) -> Ctx {
+        Ctx {
+            cpu,
+            now_ns,
+            step_start_ns: now_ns,
+            lock_handoff_ns: 0,
+        }
+    }
+
+    #[test]
+    fn one_cpu_alone_is_not_slowed() {
+        let mut bw = SharedBandwidth::new(40e9, 4);
+        for i in 0..10_000u64 {
+            let mut c = ctx(0, i * 1000);
+            assert_eq!(bw.transfer(&mut c, Stream::UserStore, 4096.0, 200), 200);
+        }
+    }
+
+    #[test]
+    fn cpus_streaming_together_share_the_capacity() {
+        // Four CPUs each wanting 20 GB/s all the time, on a 40 GB/s machine: after the first
+        // window each transfer takes twice as long, and the total rate is the capacity.
+        let mut bw = SharedBandwidth::new(40e9, 4);
+        let mut now = [0u64; 4];
+        let mut bytes = [0f64; 4];
+        while now.iter().any(|&t| t < 20 * WINDOW_NS) {
+            let cpu = (0..4).min_by_key(|&c| (now[c], c)).unwrap();
+            let mut c = ctx(cpu, now[cpu]);
+            bw.transfer(&mut c, Stream::UserStore, 4096.0, 205);
+            now[cpu] = c.now_ns;
+            if now[cpu] > 10 * WINDOW_NS {
+                bytes[cpu] += 4096.0;
+            }
+        }
+        let total_gb_s: f64 = bytes.iter().sum::<f64>() / (10.0 * WINDOW_NS as f64);
+        assert!((total_gb_s - 40.0).abs() < 2.0, "{total_gb_s} GB/s");
+    }
+
+    #[test]
+    fn unlimited_never_slows() {
+        let mut bw = SharedBandwidth::new(0.0, 2);
+        for i in 0..1000u64 {
+            for cpu in 0..2 {
+                let mut c = ctx(cpu, i * 100);
+                assert_eq!(bw.transfer(&mut c, Stream::UserStore, 4096.0, 100), 100);
+            }
+        }
+    }
+}

@@ -1,0 +1,78 @@
+//! arm64: TLB maintenance is broadcast in hardware (TLBI ...IS), with no IPI and no work on
+//! the other CPUs; the issuer waits for completion at a DSB ISH. Deferred unmap flushing
+//! (ARCH_WANT_BATCHED_UNMAP_TLB_FLUSH, on with 8 or more CPUs) issues one TLBI per cleared PTE
+//! and one DSB per flush (arch_tlbbatch_add_pending / arch_tlbbatch_flush).
+//!
+//! A naturally aligned, fully mapped block of 16 PTEs of one folio (64 KiB) is mapped with the
+//! contiguous bit (contpte, since 6.9). Changing one PTE of such a block unfolds the whole block
+//! first (contpte_try_unfold -> contpte_convert): clear the 16 PTEs, flush their TLB range and
+//! wait, write them back without the bit. Ryan Roberts' profile of seed 000 shows this in
+//! try_to_unmap_one on both kernels.
+//!
+//! Broadcast completion contends: the latency of a TLBI broadcast grows about linearly with the
+//! number of CPUs broadcasting at the same time (Andrea Arcangeli, "arm64: tlb: skip tlbi
+//! broadcast", measured on a 32-CPU Ampere). The DSB waits therefore go through a shared
+//! channel (`Kernel::tlb_bus`) that completes one broadcast at a time.
+
+use super::{charge, TlbArch, TlbCost};
+use crate::engine::Ctx;
+use crate::hw::membw::Stream;
+use crate::mm::Kernel;
+
+pub struct Arm64Tlbi;
+
+/// CONT_PTE_SHIFT - PAGE_SHIFT with 4 KiB pages: 16 PTEs.
+const CONT_PTE_ORDER: u32 = 4;
+
+impl Arm64Tlbi {
+    /// DSB ISH after broadcast TLBIs: waits until every CPU has completed them.
+    fn dsb(k: &mut Kernel, ctx: &mut Ctx) {
+        let ns = k.cost.tlb_dsb_ns;
+        k.tlb_bus.transfer(ctx, Stream::TlbBroadcast, 1.0, ns);
+    }
+
+    /// __flush_tlb_range of `nr` pages, synchronous: per-page TLBIs (Neoverse N1 has no
+    /// FEAT_TLBIRANGE) and a DSB.
+    fn flush_range_sync(k: &mut Kernel, ctx: &mut Ctx, nr: u32) {
+        charge(k, ctx, TlbCost::TlbiIssue, k.cost.tlbi_issue_ns * nr as u64);
+        Self::dsb(k, ctx);
+    }
+}
+
+impl TlbArch for Arm64Tlbi {
+    fn unmap_folio_ptes(&self, k: &mut Kernel, ctx: &mut Ctx, order: u32, nr: u32) {
+        if order >= CONT_PTE_ORDER {
+            // contpte_convert per block: 16 clears, a synchronous range flush, 16 writes.
+            for _ in 0..nr >> CONT_PTE_ORDER {
+                let ns = k.cost.pte_unmap_ns * (2 << CONT_PTE_ORDER);
+                charge(k, ctx, TlbCost::ContptePtes, ns);
+                Self::flush_range_sync(k, ctx, 1 << CONT_PTE_ORDER);
+            }
+        }
+        // arch_tlbbatch_add_pending: __flush_tlb_page_nosync per PTE.
+        charge(k, ctx, TlbCost::TlbiIssue, k.cost.tlbi_issue_ns * nr as u64);
+    }
+
+    fn flush_batch(&self, k: &mut Kernel, ctx: &mut Ctx, _mms: &[u32], nr_ptes: u32) {
+        // arch_tlbbatch_flush: dsb(ish).
+        if nr_ptes > 0 {
+            Self::dsb(k, ctx);
+        }
+    }
+
+    fn split_pmd(&self, k: &mut Kernel, ctx: &mut Ctx, _mm: u32) {
+        // pmdp_invalidate -> flush_pmd_tlb_range: one TLBI for the block entry, then wait.
+        Self::flush_range_sync(k, ctx, 1);
+    }
+
+    fn split_folio(&self, k: &mut Kernel, ctx: &mut Ctx, _mm: u32, order: u32, pmd_mapped: bool) {
+        // unmap_folio: try_to_migrate_one per PTE under TTU_BATCH_FLUSH (a PMD-mapped folio's
+        // PMD was split first: its PTEs are contpte blocks), then try_to_unmap_flush. The
+        // remap installs order-0 PTEs over migration entries, which needs no flush.
+        if pmd_mapped {
+            self.split_pmd(k, ctx, _mm);
+        }
+        self.unmap_folio_ptes(k, ctx, order, 1 << order);
+        Self::dsb(k, ctx);
+    }
+}
