@@ -28,7 +28,7 @@ from . import _foliosim
 
 __version__ = _foliosim.__version__
 
-__all__ = ["run", "reproduce", "scenario_defaults", "to_toml", "Result", "__version__"]
+__all__ = ["run", "reproduce", "scenario_defaults", "to_toml", "Result", "LiveResult", "__version__"]
 
 ScenarioLike = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 
@@ -238,12 +238,59 @@ class Result:
         )
 
 
-def run(scenario: ScenarioLike) -> Result:
+class LiveResult:
+    """The result of a live run (``run(..., backend="live")``).
+
+    Attributes: ``raw`` (the JSON as a dict), ``counters`` (DataFrame ``counter``, ``value``:
+    event deltas under the sim's names), ``workloads`` (DataFrame), ``wall_s``, ``cpu_user_s``,
+    ``cpu_sys_s``, ``kernel_release``, ``notes``, ``task_failures``.
+    """
+
+    def __init__(self, json_text: str):
+        self._json = json_text
+        self.raw: dict = json.loads(json_text)
+        raw = self.raw
+        self.kernel_release: str = raw["kernel_release"]
+        self.wall_s: float = raw["wall_ns"] / 1e9
+        self.cpu_user_s: float = raw["cpu_user_ns"] / 1e9
+        self.cpu_sys_s: float = raw["cpu_sys_ns"] / 1e9
+        counters = raw["counters"]
+        self.counters = pd.DataFrame(
+            {"counter": list(counters.keys()), "value": pd.Series(list(counters.values()), dtype="int64")}
+        )
+        self.workloads = pd.DataFrame(raw.get("workloads", []))
+        self.notes: list = raw.get("notes", [])
+        self.task_failures: list = raw.get("task_failures", [])
+
+    def to_json(self) -> str:
+        return self._json
+
+    def counter(self, name: str) -> int:
+        try:
+            return int(self.raw["counters"][name])
+        except KeyError:
+            raise KeyError(f"no counter named {name!r}") from None
+
+    def __repr__(self) -> str:
+        return f"<foliosim.LiveResult kernel={self.kernel_release} wall_s={self.wall_s:.3f}>"
+
+
+def run(scenario: ScenarioLike, backend: str = "sim", allow_live: bool = False):
     """Run a scenario (TOML text, path to a .toml file, or dict) and return its Result.
 
-    Raises ValueError for an invalid scenario, RuntimeError if the simulation fails.
+    ``backend="live"`` runs it on this machine's kernel instead (root only, and only with
+    ``allow_live=True``): it changes sysfs knobs, swap devices and memcgs for the run and
+    restores them afterwards; it returns a LiveResult.
+
+    Raises ValueError for an invalid scenario or backend, RuntimeError if the run fails,
+    PermissionError if a live run is refused.
     """
-    return Result(_foliosim.run_json(_scenario_text(scenario)))
+    text = _scenario_text(scenario)
+    if backend == "sim":
+        return Result(_foliosim.run_json(text))
+    if backend == "live":
+        return LiveResult(_foliosim.run_live_json(text, bool(allow_live)))
+    raise ValueError(f"backend: found {backend!r}; allowed: 'sim', 'live'")
 
 
 def scenario_defaults(scenario: ScenarioLike) -> str:

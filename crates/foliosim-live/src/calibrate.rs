@@ -1,30 +1,78 @@
-//! `foliosim calibrate`: placeholder, replaced below.
-use anyhow::{Context, Result};
+//! `foliosim calibrate`: microbenchmarks on the live kernel that fill the sim's cost model.
+//!
+//! Each benchmark sets only the knobs it needs (through the same journaled guard as a live run)
+//! and times a loop in this process: anonymous faults per folio size (allocation and zeroing
+//! included), the user store loop, munmap, MADV_PAGEOUT and swap-in per folio size to zram and
+//! to a swap file, zram compression per codec, and folio split (a PAGEOUT of one page of each
+//! large folio splits it). Costs the sim names directly go to `[costs]` (a scenario or
+//! `--costs FILE` loads them); every raw number goes to `[measured]`; `[provenance]` says which
+//! machine and kernel they came from.
+
+use crate::counters::{meminfo_bytes, THP_DIR};
+use crate::settings::HostGuard;
+use crate::swapdev;
+use crate::LiveOptions;
+use anyhow::{bail, Context, Result};
+use foliosim::scenario::{Bytes, SwapDeviceKind, SwapDeviceSpec};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::time::Instant;
+
+const PAGE: usize = 4096;
+const MADV_PAGEOUT: i32 = 21;
+const MADV_HUGEPAGE: i32 = 14;
+/// Folio sizes with a sim fault cost, and the cost's name.
+const FAULT_SIZES: &[(usize, &str)] = &[
+    (4 << 10, "fault_4k_ns"),
+    (8 << 10, "fault_8k_ns"),
+    (16 << 10, "fault_16k_ns"),
+    (32 << 10, "fault_32k_ns"),
+    (64 << 10, "fault_64k_ns"),
+    (128 << 10, "fault_128k_ns"),
+    (256 << 10, "fault_256k_ns"),
+    (512 << 10, "fault_512k_ns"),
+    (1 << 20, "fault_1m_ns"),
+    (2 << 20, "fault_2m_ns"),
+];
 
 #[derive(Debug, Clone, Serialize)]
 pub struct CalibrationReport {
+    pub provenance: BTreeMap<String, String>,
+    /// Named costs of the sim's cost model (engine/cost.rs NAMES), ns.
     pub costs: BTreeMap<String, f64>,
+    /// Every raw measurement, ns per folio or per page as the name says.
+    pub measured: BTreeMap<String, f64>,
 }
 
 impl CalibrationReport {
     pub fn to_toml(&self) -> String {
-        String::new()
+        let mut out = String::from(
+            "# foliosim cost model measured by `foliosim calibrate` on the machine below.\n\
+             # Load with `foliosim run --costs FILE` (the [costs] table; a scenario's own\n\
+             # [costs] win). [measured] holds every raw number behind them.\n",
+        );
+        out.push_str(&toml::to_string(self).expect("report serializes"));
+        out
     }
+
     pub fn to_table(&self) -> String {
-        String::new()
+        let mut out = String::new();
+        for (k, v) in &self.provenance {
+            out.push_str(&format!("{k:<24} {v}\n"));
+        }
+        out.push_str("\ncost (sim name)                      ns\n");
+        for (k, v) in &self.costs {
+            out.push_str(&format!("{k:<30} {v:>12.0}\n"));
+        }
+        out.push_str("\nmeasurement                                        ns\n");
+        for (k, v) in &self.measured {
+            out.push_str(&format!("{k:<44} {v:>12.0}\n"));
+        }
+        out
     }
 }
 
-pub fn calibrate(
-    _opts: &crate::LiveOptions,
-    _quick: bool,
-    _progress: &mut dyn FnMut(&str),
-) -> Result<CalibrationReport> {
-    anyhow::bail!("not yet")
-}
-
+/// The `[costs]` table of a calibrate file.
 pub fn load_costs(path: &std::path::Path) -> Result<BTreeMap<String, f64>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
@@ -32,6 +80,388 @@ pub fn load_costs(path: &std::path::Path) -> Result<BTreeMap<String, f64>> {
     struct File {
         costs: BTreeMap<String, f64>,
     }
-    let f: File = toml::from_str(&text).with_context(|| format!("parsing {}", path.display()))?;
+    let f: File = toml::from_str(&text)
+        .with_context(|| format!("{}: expected a [costs] table of NAME = ns", path.display()))?;
     Ok(f.costs)
+}
+
+fn provenance() -> BTreeMap<String, String> {
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .map(|s| s.trim().to_string())
+            .unwrap_or_default()
+    };
+    let cpuinfo = read("/proc/cpuinfo");
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("model name")
+                .map(|r| r.trim_start_matches([' ', '\t', ':']))
+        })
+        .unwrap_or("unknown")
+        .to_string();
+    let virt = if cpuinfo.contains(" hypervisor") {
+        "guest (hypervisor flag)"
+    } else {
+        "bare metal (no hypervisor flag)"
+    };
+    let mut p = BTreeMap::new();
+    p.insert("kernel_release".into(), read("/proc/sys/kernel/osrelease"));
+    p.insert("kernel_version".into(), read("/proc/version"));
+    p.insert("hostname".into(), read("/proc/sys/kernel/hostname"));
+    p.insert("cpu_model".into(), model);
+    p.insert("virtualization".into(), virt.into());
+    p.insert(
+        "cpus".into(),
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .to_string(),
+    );
+    p.insert(
+        "mem_total_bytes".into(),
+        meminfo_bytes(&read("/proc/meminfo"), "MemTotal")
+            .unwrap_or(0)
+            .to_string(),
+    );
+    p.insert(
+        "measured_at_unix_s".into(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+            .to_string(),
+    );
+    p.insert("foliosim_version".into(), env!("CARGO_PKG_VERSION").into());
+    p
+}
+
+/// An anonymous mapping aligned to 2 MiB, unmapped on drop.
+struct Area {
+    addr: *mut u8,
+    len: usize,
+}
+
+impl Area {
+    fn new(len: usize, hugepage: bool) -> Result<Area> {
+        let pad = 2 << 20;
+        // SAFETY: anonymous private mapping, trimmed to an aligned subrange.
+        let raw = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len + pad,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if raw == libc::MAP_FAILED {
+            bail!("mmap: {}", std::io::Error::last_os_error());
+        }
+        let start = raw as usize;
+        let aligned = (start + pad - 1) & !(pad - 1);
+        // SAFETY: trimming our own mapping.
+        unsafe {
+            if aligned > start {
+                libc::munmap(raw, aligned - start);
+            }
+            let end = aligned + len;
+            if start + len + pad > end {
+                libc::munmap(end as *mut libc::c_void, start + len + pad - end);
+            }
+        }
+        let area = Area {
+            addr: aligned as *mut u8,
+            len,
+        };
+        if hugepage {
+            area.madvise(0, len, MADV_HUGEPAGE)?;
+        }
+        Ok(area)
+    }
+
+    fn madvise(&self, offset: usize, len: usize, advice: i32) -> Result<()> {
+        // SAFETY: the range lies within our mapping.
+        if unsafe { libc::madvise(self.addr.add(offset).cast(), len, advice) } != 0 {
+            bail!("madvise({advice}): {}", std::io::Error::last_os_error());
+        }
+        Ok(())
+    }
+
+    /// Store one word every `stride` bytes (faults each folio once when stride = folio size).
+    fn poke(&self, stride: usize) {
+        let mut off = 0;
+        while off < self.len {
+            // SAFETY: within the mapping.
+            unsafe { std::ptr::write_volatile(self.addr.add(off) as *mut u64, off as u64 | 1) };
+            off += stride;
+        }
+    }
+
+    /// Store every word (usemem's loop), distinct values so pages are not same-filled.
+    fn fill(&self) {
+        let words = self.len / 8;
+        let p = self.addr as *mut u64;
+        for w in 0..words {
+            // SAFETY: within the mapping.
+            unsafe { std::ptr::write_volatile(p.add(w), w as u64 | 1 << 40) };
+        }
+    }
+}
+
+impl Drop for Area {
+    fn drop(&mut self) {
+        // SAFETY: our mapping.
+        unsafe { libc::munmap(self.addr.cast(), self.len) };
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn timed(f: impl FnOnce() -> Result<()>) -> Result<f64> {
+    let t = Instant::now();
+    f()?;
+    Ok(t.elapsed().as_nanos() as f64)
+}
+
+/// Enable exactly one folio size (4K: none) for MADV_HUGEPAGE areas.
+fn only_size(guard: &mut HostGuard, size: usize) -> Result<()> {
+    for (s, _) in FAULT_SIZES.iter().skip(1) {
+        let path = format!("{THP_DIR}/hugepages-{}kB/enabled", s / 1024);
+        if std::path::Path::new(&path).exists() {
+            guard.set_sysfs(&path, if *s == size { "madvise" } else { "never" })?;
+        }
+    }
+    Ok(())
+}
+
+pub fn calibrate(
+    opts: &LiveOptions,
+    quick: bool,
+    progress: &mut dyn FnMut(&str),
+) -> Result<CalibrationReport> {
+    if !opts.allow_live {
+        return Err(crate::Refusal::NotAllowed.into());
+    }
+    // SAFETY: geteuid has no preconditions.
+    let uid = unsafe { libc::geteuid() };
+    if uid != 0 {
+        return Err(crate::Refusal::NotRoot(uid).into());
+    }
+    let region: usize = if quick { 32 << 20 } else { 128 << 20 };
+    let reps = if quick { 3 } else { 5 };
+    let needed = (region as u64) * 3 + (512 << 20);
+    let available = crate::counters::mem_available_bytes().unwrap_or(0);
+    if needed > available {
+        return Err(crate::Refusal::NotEnoughMemory {
+            needed_mib: needed >> 20,
+            available_mib: available >> 20,
+            what: "calibration regions".into(),
+        }
+        .into());
+    }
+    let mut guard = HostGuard::acquire()?;
+    let result = measure(&mut guard, region, reps, progress);
+    let restored = guard.restore();
+    let (costs, measured) = result?;
+    restored?;
+    Ok(CalibrationReport {
+        provenance: provenance(),
+        costs,
+        measured,
+    })
+}
+
+fn check_interrupt() -> Result<()> {
+    if crate::settings::interrupted() {
+        bail!("interrupted by a signal; settings restored");
+    }
+    Ok(())
+}
+
+type Tables = (BTreeMap<String, f64>, BTreeMap<String, f64>);
+
+fn measure(
+    guard: &mut HostGuard,
+    region: usize,
+    reps: usize,
+    progress: &mut dyn FnMut(&str),
+) -> Result<Tables> {
+    let mut costs = BTreeMap::new();
+    let mut m = BTreeMap::new();
+    guard.set_sysfs(&format!("{THP_DIR}/enabled"), "madvise")?;
+    guard.set_sysfs(&format!("{THP_DIR}/defrag"), "madvise")?;
+    guard
+        .set_sysfs("/sys/module/zswap/parameters/enabled", "N")
+        .ok();
+
+    // Faults per folio size: one store per folio of a fresh MADV_HUGEPAGE area.
+    for &(size, name) in FAULT_SIZES {
+        check_interrupt()?;
+        progress(&format!("fault {}K", size / 1024));
+        only_size(guard, size)?;
+        let mut per = vec![];
+        // One untimed round first: it warms the allocator's per-CPU lists and page tables.
+        for rep in 0..=reps {
+            let area = Area::new(region, true)?;
+            let ns = timed(|| Ok(area.poke(size)))? / (region / size) as f64;
+            if rep > 0 {
+                per.push(ns);
+            }
+        }
+        let ns = median(per);
+        costs.insert(name.to_string(), ns.round());
+        m.insert(format!("fault_{}k_ns_per_folio", size / 1024), ns);
+    }
+
+    // The user store loop on present pages, and munmap per folio at 4K and 2M.
+    only_size(guard, 4096)?;
+    progress("user stores, munmap");
+    let mut write = vec![];
+    let mut unmap_4k = vec![];
+    for _ in 0..reps {
+        let area = Area::new(region, false)?;
+        area.poke(PAGE);
+        write.push(timed(|| Ok(area.fill()))? / (region / PAGE) as f64);
+        unmap_4k.push(timed(|| Ok(drop(area)))? / (region / PAGE) as f64);
+    }
+    let write = median(write);
+    costs.insert("user_write_page_ns".into(), write.round());
+    m.insert("user_write_ns_per_page".into(), write);
+    only_size(guard, 2 << 20)?;
+    let mut unmap_2m = vec![];
+    for _ in 0..reps {
+        let area = Area::new(region, true)?;
+        area.poke(2 << 20);
+        unmap_2m.push(timed(|| Ok(drop(area)))? / (region >> 21) as f64);
+    }
+    let (u4, u2) = (median(unmap_4k), median(unmap_2m));
+    m.insert("munmap_4k_ns_per_folio".into(), u4);
+    m.insert("munmap_2m_ns_per_folio".into(), u2);
+    // munmap of a 4K folio = zap_pte + folio_free + page_free; of a 2M folio = one PMD zap +
+    // folio_free + 512 page_free. zap_pte_ns keeps the profile's value.
+    let zap = 36.0;
+    let page_free = ((u2 - u4) / 511.0).max(0.0);
+    costs.insert("page_free_ns".into(), page_free.round());
+    costs.insert(
+        "folio_free_ns".into(),
+        (u4 - zap - page_free).max(0.0).round(),
+    );
+
+    // Swap-out (MADV_PAGEOUT) and swap-in per folio size, to zram and to a swap file.
+    let swap_size = Bytes((region as u64 * 2).next_power_of_two());
+    for (kind, label) in [
+        (SwapDeviceKind::Zram, "zram"),
+        (SwapDeviceKind::File, "file"),
+    ] {
+        check_interrupt()?;
+        // Through serde, so the spec's other fields take their documented defaults.
+        let spec = serde_json::from_str::<SwapDeviceSpec>(&format!(
+            r#"{{"kind":"{label}","size":{},"priority":10}}"#,
+            swap_size.0
+        ))?;
+        debug_assert_eq!(spec.kind, kind);
+        let area_dev = swapdev::create(guard, 90, &spec, "lzo-rle")?;
+        for size in [4096usize, 16 << 10, 64 << 10, 2 << 20] {
+            check_interrupt()?;
+            progress(&format!("pageout + swapin {}K to {label}", size / 1024));
+            only_size(guard, size)?;
+            let (mut out, mut inn) = (vec![], vec![]);
+            for _ in 0..reps {
+                let area = Area::new(region, true)?;
+                area.fill();
+                let folios = (region / size) as f64;
+                out.push(timed(|| area.madvise(0, region, MADV_PAGEOUT))? / folios);
+                inn.push(timed(|| Ok(area.poke(PAGE)))? / (region / PAGE) as f64);
+            }
+            m.insert(
+                format!("pageout_{label}_{}k_ns_per_folio", size / 1024),
+                median(out),
+            );
+            m.insert(
+                format!("swapin_{label}_{}k_folios_ns_per_page", size / 1024),
+                median(inn),
+            );
+        }
+        if kind == SwapDeviceKind::Zram {
+            // Split: PAGEOUT of the first page of each large folio splits it first.
+            let p4 = m["pageout_zram_4k_ns_per_folio"];
+            let mut split = vec![];
+            for size in [16usize << 10, 256 << 10] {
+                progress(&format!("split {}K", size / 1024));
+                only_size(guard, size)?;
+                let mut per = vec![];
+                for _ in 0..reps {
+                    let area = Area::new(region, true)?;
+                    area.fill();
+                    per.push(
+                        timed(|| {
+                            let mut off = 0;
+                            while off < region {
+                                area.madvise(off, PAGE, MADV_PAGEOUT)?;
+                                off += size;
+                            }
+                            Ok(())
+                        })? / (region / size) as f64,
+                    );
+                }
+                let ns = (median(per) - p4).max(0.0);
+                m.insert(format!("split_{}k_ns_per_folio", size / 1024), ns);
+                split.push((size / PAGE, ns));
+            }
+            // split = split_folio + pages x split_page, fitted through 16K and 256K.
+            let ((n1, t1), (n2, t2)) = (split[0], split[1]);
+            let per_page = ((t2 - t1) / (n2 - n1) as f64).max(0.0);
+            costs.insert("split_page_ns".into(), per_page.round());
+            costs.insert(
+                "split_folio_ns".into(),
+                (t1 - per_page * n1 as f64).max(0.0).round(),
+            );
+        }
+        crate::swapdev::swapoff_if_active(&area_dev.path)?;
+        if let Some(id) = area_dev.zram_id {
+            crate::swapdev::zram_release(id, true)?;
+        }
+    }
+
+    // Compression per codec: 4K PAGEOUT to a zram device using each codec the kernel offers.
+    only_size(guard, 4096)?;
+    let offered = std::fs::read_to_string("/sys/block/zram0/comp_algorithm")
+        .unwrap_or_else(|_| "lzo-rle".into());
+    for codec in offered
+        .split_whitespace()
+        .map(|c| c.trim_matches(['[', ']']))
+    {
+        check_interrupt()?;
+        progress(&format!("zram codec {codec}"));
+        let spec = serde_json::from_str::<SwapDeviceSpec>(&format!(
+            r#"{{"kind":"zram","size":{},"priority":10}}"#,
+            swap_size.0
+        ))?;
+        let dev = swapdev::create(guard, 91, &spec, codec)?;
+        let mut per = vec![];
+        for _ in 0..reps {
+            let area = Area::new(region, false)?;
+            area.fill();
+            per.push(timed(|| area.madvise(0, region, MADV_PAGEOUT))? / (region / PAGE) as f64);
+        }
+        let ns = median(per);
+        let stats = crate::counters::zram_stats(dev.zram_id.unwrap_or(0));
+        let orig = stats.get("mm_stat/orig_data_size").copied().unwrap_or(0) as f64;
+        let compr = stats.get("mm_stat/compr_data_size").copied().unwrap_or(0) as f64;
+        m.insert(format!("zram_{codec}_pageout_4k_ns_per_page"), ns);
+        if compr > 0.0 {
+            m.insert(
+                format!("zram_{codec}_ratio_x1000"),
+                (orig / compr * 1000.0).round(),
+            );
+        }
+        crate::swapdev::swapoff_if_active(&dev.path)?;
+        if let Some(id) = dev.zram_id {
+            crate::swapdev::zram_release(id, true)?;
+        }
+    }
+    Ok((costs, m))
 }

@@ -170,6 +170,16 @@ pub fn preflight(scenario: &Scenario, opts: &LiveOptions) -> Result<()> {
         )
         .into());
     }
+    // Enabling zswap flips a boot-long switch (zswap_never_enabled) that turns mTHP swap-in
+    // off until reboot: not restorable, so we do not do it. Runs keep zswap on if it is on.
+    let zswap_on = settings::read_knob("/sys/module/zswap/parameters/enabled")
+        .is_ok_and(|v| v == "Y" || v == "1");
+    if scenario.sysfs.zswap.enabled && !zswap_on {
+        return Err(Refusal::Unsupported(
+            "scenario field `sysfs.zswap.enabled`: found true, but zswap is off on this host and turning it on cannot be undone (the kernel disables mTHP swap-in until reboot once zswap has been enabled); enable it yourself (echo Y > /sys/module/zswap/parameters/enabled) to run zswap scenarios".into(),
+        )
+        .into());
+    }
     crate::cgroup::memory_root().map_err(|e| Refusal::Unsupported(e.to_string()))?;
     // Resident pages are capped by the memcg, but what is swapped to zram stays in RAM
     // (compressed, at worst 1:1), so the whole footprint must fit.

@@ -50,7 +50,6 @@ defrag = "always"
 [sysfs.khugepaged]
 pages_to_scan = 1024
 [sysfs.zswap]
-enabled = true
 max_pool_percent = 5
 [[memcg]]
 name = "bench"
@@ -91,6 +90,25 @@ fn refuses_without_the_explicit_opt_in() {
     let err = foliosim_live::run(&s, &LiveOptions::default()).unwrap_err();
     assert!(
         matches!(err.downcast_ref::<Refusal>(), Some(Refusal::NotAllowed)),
+        "{err:#}"
+    );
+}
+
+#[test]
+fn refuses_to_turn_zswap_on() {
+    require_live!();
+    if settings::read_knob("/sys/module/zswap/parameters/enabled").is_ok_and(|v| v == "Y") {
+        eprintln!("SKIP (zswap is already on here)");
+        return;
+    }
+    let s = scenario(&SLOW.replace("max_pool_percent = 5", "enabled = true"));
+    let opts = LiveOptions {
+        allow_live: true,
+        timeout: None,
+    };
+    let err = foliosim_live::run(&s, &opts).unwrap_err();
+    assert!(
+        format!("{err:#}").contains("sysfs.zswap.enabled"),
         "{err:#}"
     );
 }
@@ -141,7 +159,11 @@ fn cli() -> Option<PathBuf> {
     // target/<profile>/deps/live-… -> target/<profile>/foliosim
     let exe = std::env::current_exe().ok()?;
     let bin = exe.parent()?.parent()?.join("foliosim");
-    bin.exists().then_some(bin)
+    // A stale CLI from before `restore` existed would leave a killed run unrestored.
+    let help = Command::new(&bin).arg("--help").output().ok()?;
+    String::from_utf8_lossy(&help.stdout)
+        .contains("restore")
+        .then_some(bin)
 }
 
 /// Start `foliosim run --live` on SLOW and wait until its tasks are running in our memcg.
@@ -178,7 +200,9 @@ fn start_slow_run(bin: &Path) -> (std::process::Child, PathBuf) {
 fn sigint_midway_restores_every_setting() {
     require_live!();
     let Some(bin) = cli() else {
-        eprintln!("SKIP (the foliosim CLI is not built next to this test; cargo test --workspace builds it)");
+        eprintln!(
+            "SKIP (no current foliosim CLI next to this test; cargo test --workspace builds it)"
+        );
         return;
     };
     let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
@@ -204,7 +228,9 @@ fn sigint_midway_restores_every_setting() {
 fn sigkill_midway_is_restored_from_the_journal_on_the_next_start() {
     require_live!();
     let Some(bin) = cli() else {
-        eprintln!("SKIP (the foliosim CLI is not built next to this test; cargo test --workspace builds it)");
+        eprintln!(
+            "SKIP (no current foliosim CLI next to this test; cargo test --workspace builds it)"
+        );
         return;
     };
     let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());

@@ -23,6 +23,29 @@ fn run_json(py: Python<'_>, scenario_toml: &str) -> PyResult<String> {
         .map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
+/// Run a scenario on the live kernel (root only; `allow_live` must be true); return the live
+/// result as JSON text. The host's settings are restored before this returns.
+///
+/// Raises PermissionError when refused (no opt-in, not root, not enough memory), RuntimeError
+/// when the run fails.
+#[pyfunction]
+#[pyo3(signature = (scenario_toml, allow_live = false))]
+fn run_live_json(py: Python<'_>, scenario_toml: &str, allow_live: bool) -> PyResult<String> {
+    let scenario = parse(scenario_toml)?;
+    let opts = foliosim_live::LiveOptions {
+        allow_live,
+        timeout: None,
+    };
+    py.allow_threads(move || foliosim_live::run(&scenario, &opts).map(|r| r.to_json()))
+        .map_err(|e| {
+            if e.downcast_ref::<foliosim_live::Refusal>().is_some() {
+                pyo3::exceptions::PyPermissionError::new_err(format!("{e:#}"))
+            } else {
+                PyRuntimeError::new_err(format!("{e:#}"))
+            }
+        })
+}
+
 /// Reproduce seed 000 (usemem, 6.9 vs 6.10, 4K..2M) at `scale` with `seeds` seeds per cell;
 /// return the report (scale, seeds, rows) as JSON text.
 #[pyfunction]
@@ -53,6 +76,7 @@ fn scenario_defaults_toml(scenario_toml: &str) -> PyResult<String> {
 #[pymodule]
 fn _foliosim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
+    m.add_function(wrap_pyfunction!(run_live_json, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce_000_json, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_defaults_toml, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -443,7 +443,8 @@ pub struct KhugepagedKnobs {
 /// Compressors the kernel's crypto API commonly offers (zram `comp_algorithm`, zswap `compressor`).
 pub const COMPRESSORS: &[&str] = &["lzo", "lzo-rle", "lz4", "lz4hc", "zstd", "deflate", "842"];
 
-/// zswap module parameters. Live, `enabled = false` (the default) turns zswap off for the run.
+/// zswap module parameters. Live, `enabled = false` (the default) turns zswap off for the run;
+/// `true` is refused on a host where zswap is off (enabling it disables mTHP swap-in until reboot).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ZswapKnobs {
