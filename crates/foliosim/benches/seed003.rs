@@ -25,7 +25,11 @@ fn churn(kind: SwapAllocatorKind) {
     let mut live: Vec<(u32, u32)> = Vec::new();
     let mut out = Vec::new();
     for i in 0..OPS {
-        let order = if alloc.swapout_whole(4) && i % 4 == 0 { 4 } else { 0 };
+        let order = if alloc.swapout_whole(4) && i % 4 == 0 {
+            4
+        } else {
+            0
+        };
         let mut ctx = Ctx {
             cpu: (i % 8) as usize,
             now_ns: i * 1000,

@@ -394,8 +394,15 @@ fn seed003_fields() {
     );
     expect_err(
         "mthp reserve with the 6.10 allocator",
-        &replace("size = \"512M\"", "size = \"512M\"\nmthp_reserve_percent = 20"),
-        &["machine.swap[0].mthp_reserve_percent", "20", "cluster-lists"],
+        &replace(
+            "size = \"512M\"",
+            "size = \"512M\"\nmthp_reserve_percent = 20",
+        ),
+        &[
+            "machine.swap[0].mthp_reserve_percent",
+            "20",
+            "cluster-lists",
+        ],
     );
     expect_err(
         "unknown kernel version",
@@ -404,7 +411,10 @@ fn seed003_fields() {
     );
     expect_err(
         "unknown allocator",
-        &replace("version = \"6.10\"", "version = \"6.10\"\nswap_allocator = \"buddy\""),
+        &replace(
+            "version = \"6.10\"",
+            "version = \"6.10\"\nswap_allocator = \"buddy\"",
+        ),
         &["buddy", "cluster-lists-c18"],
     );
     let kbuild = |fields: &str| {

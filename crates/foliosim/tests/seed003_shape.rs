@@ -9,7 +9,11 @@ use foliosim::workload::FallbackPoint;
 
 const ITERATIONS: u32 = 10;
 
-fn fallback(version: KernelVersion, swapin_mthp: Option<bool>, aligned: bool) -> Vec<FallbackPoint> {
+fn fallback(
+    version: KernelVersion,
+    swapin_mthp: Option<bool>,
+    aligned: bool,
+) -> Vec<FallbackPoint> {
     let kernel = Kernel {
         version,
         swapin_mthp,
@@ -40,7 +44,11 @@ fn cluster_lists_with_aligned_swapin_stay_near_zero() {
         let series = fallback(version, Some(false), true);
         let p = percents(&series);
         assert!(p.iter().all(|&x| x <= 5.0), "{}: {p:?}", version.name());
-        assert!(series.iter().all(|s| s.swpout > 150), "{}: {series:?}", version.name());
+        assert!(
+            series.iter().all(|s| s.swpout > 150),
+            "{}: {series:?}",
+            version.name()
+        );
     }
 }
 
@@ -81,5 +89,8 @@ fn lock_split_cuts_si_lock_wait() {
             .sum::<u64>()
     };
     let (before, after) = (wait(KernelVersion::V6_12), wait(KernelVersion::V6_18));
-    assert!(before > 10 * after.max(1), "si->lock wait C12 {before} ns, C18 {after} ns");
+    assert!(
+        before > 10 * after.max(1),
+        "si->lock wait C12 {before} ns, C18 {after} ns"
+    );
 }

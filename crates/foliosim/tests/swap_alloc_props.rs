@@ -416,10 +416,17 @@ fn mthp_reserve_is_kept_from_order0() {
             let mut out = Vec::new();
             alloc.alloc(&mut map, &mut ctx_at(got % 2, 0), &cost, 0, 1, &mut out);
             let Some(e) = out.pop() else { break };
-            assert!(e.offset() < reserved_from, "{kind:?}: order 0 in the reserve");
+            assert!(
+                e.offset() < reserved_from,
+                "{kind:?}: order 0 in the reserve"
+            );
             got += 1;
         }
-        assert_eq!(got, 6 * CLUSTER as usize - 1, "{kind:?}: every unreserved slot");
+        assert_eq!(
+            got,
+            6 * CLUSTER as usize - 1,
+            "{kind:?}: every unreserved slot"
+        );
         let mut out = Vec::new();
         alloc.alloc(&mut map, &mut ctx_at(0, 0), &cost, 4, 1, &mut out);
         assert_eq!(out.len(), 1, "{kind:?}: 64K from the reserve");
@@ -460,7 +467,14 @@ fn discarded_cluster_waits_for_its_discard() {
         }
         assert!(out.is_empty(), "{kind:?}: reused a cluster being discarded");
         // (The free itself took time under ci->lock before queueing the discard.)
-        alloc.alloc(&mut map, &mut ctx_at(0, done + 1_000_000), &cost, PMD_ORDER, 1, &mut out);
+        alloc.alloc(
+            &mut map,
+            &mut ctx_at(0, done + 1_000_000),
+            &cost,
+            PMD_ORDER,
+            1,
+            &mut out,
+        );
         assert_eq!(out.len(), 1, "{kind:?}: discard completed");
         alloc.check(&map).unwrap();
     }

@@ -100,7 +100,9 @@ impl SwapMap {
     pub fn check_cluster_counts(&self, counts: &[u16]) -> Result<(), String> {
         for (c, (&used, &count)) in self.cluster_usage().iter().zip(counts).enumerate() {
             if used != count {
-                return Err(format!("cluster {c}: count {count} but {used} slots in use"));
+                return Err(format!(
+                    "cluster {c}: count {count} but {used} slots in use"
+                ));
             }
         }
         Ok(())
