@@ -20,6 +20,21 @@ pub const SWAP_HAS_CACHE: u8 = 0x40;
 pub const SWAP_MAP_BAD: u8 = 0x3f;
 pub const SWAP_MAP_MAX: u8 = 0x3e;
 
+/// Split slots [offset, offset + nr) at cluster boundaries: (cluster, slots in it).
+pub fn cluster_pieces(offset: u32, nr: u32) -> impl Iterator<Item = (u32, u32)> {
+    let end = offset + nr;
+    let mut slot = offset;
+    std::iter::from_fn(move || {
+        if slot >= end {
+            return None;
+        }
+        let c = slot / SWAPFILE_CLUSTER;
+        let piece = ((c + 1) * SWAPFILE_CLUSTER).min(end) - slot;
+        slot += piece;
+        Some((c, piece))
+    })
+}
+
 #[inline]
 pub fn swap_count(byte: u8) -> u8 {
     byte & !SWAP_HAS_CACHE

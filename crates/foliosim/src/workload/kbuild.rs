@@ -5,8 +5,7 @@
 //! share of the jobs back to back; each job's end is a mark, so the report has the swap-out
 //! fallback rate over time.
 
-use super::thp_swap_allocator_test::mthp_swpout_counts;
-use super::{FallbackPoint, Op, TaskMarks, TaskSpec, WorkloadResult};
+use super::{mthp_swpout_counts, FallbackPoint, Op, TaskMarks, TaskSpec, WorkloadResult};
 use crate::engine::rng::SimRng;
 use crate::mm::mmap::ThpAdvice;
 use crate::scenario::WorkloadSpec;

@@ -91,6 +91,18 @@ impl FallbackPoint {
     }
 }
 
+/// Large-folio swpout and swpout_fallback at a mark, summed over every size.
+pub fn mthp_swpout_counts(counters: &BTreeMap<String, u64>) -> (u64, u64) {
+    let sum = |stat: &str| {
+        counters
+            .iter()
+            .filter(|(name, _)| name.starts_with("hugepages-") && name.ends_with(stat))
+            .map(|(_, v)| v)
+            .sum::<u64>()
+    };
+    (sum("/stats/swpout"), sum("/stats/swpout_fallback"))
+}
+
 /// What a workload reports, in its own terms (usemem: bytes per second).
 #[derive(Debug, Clone, Serialize, PartialEq, Default)]
 pub struct WorkloadResult {

@@ -7,7 +7,7 @@
 //! The tool draws offsets from glibc's unseeded rand(); we draw from the scenario seed's own
 //! stream (the results are statistical, spec-swap.md §14).
 
-use super::{FallbackPoint, Op, TaskMarks, TaskSpec, WorkloadResult};
+use super::{mthp_swpout_counts, FallbackPoint, Op, TaskMarks, TaskSpec, WorkloadResult};
 use crate::engine::rng::SimRng;
 use crate::mm::madvise::Advice;
 use crate::mm::mmap::ThpAdvice;
@@ -115,19 +115,6 @@ pub fn tasks(spec: &WorkloadSpec, seed: u64) -> Vec<TaskSpec> {
         memcg: memcg.clone(),
         ops,
     }]
-}
-
-/// Large-folio swpout and swpout_fallback at a mark, summed over every size (the test
-/// enables one, 64K).
-pub fn mthp_swpout_counts(counters: &std::collections::BTreeMap<String, u64>) -> (u64, u64) {
-    let sum = |stat: &str| {
-        counters
-            .iter()
-            .filter(|(name, _)| name.starts_with("hugepages-") && name.ends_with(stat))
-            .map(|(_, v)| v)
-            .sum::<u64>()
-    };
-    (sum("/stats/swpout"), sum("/stats/swpout_fallback"))
 }
 
 pub fn report(_spec: &WorkloadSpec, marks: &[TaskMarks]) -> WorkloadResult {

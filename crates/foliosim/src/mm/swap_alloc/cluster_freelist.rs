@@ -7,7 +7,7 @@
 use crate::engine::cost::CostModel;
 use crate::engine::Ctx;
 use crate::mm::folio::{SwapEntry, NIL};
-use crate::mm::swapfile::{SwapMap, SWAPFILE_CLUSTER};
+use crate::mm::swapfile::{cluster_pieces, SwapMap, SWAPFILE_CLUSTER};
 use crate::scenario::PMD_ORDER;
 
 /// SWAP_NEXT_INVALID: slot 0 is the header, never a next offset.
@@ -224,10 +224,7 @@ impl ClusterFreelist {
         nr: u32,
     ) {
         map.lock.hold(ctx, cost.swap_entry_free_ns * nr as u64);
-        let mut slot = offset;
-        while slot < offset + nr {
-            let c = slot / SWAPFILE_CLUSTER;
-            let piece = ((c + 1) * SWAPFILE_CLUSTER).min(offset + nr) - slot;
+        for (c, piece) in cluster_pieces(offset, nr) {
             let count = &mut self.count[c as usize];
             assert!(
                 *count as u32 >= piece,
@@ -237,7 +234,6 @@ impl ClusterFreelist {
             if *count == 0 && self.has_clusters {
                 self.push_free_tail(c);
             }
-            slot += piece;
         }
     }
 

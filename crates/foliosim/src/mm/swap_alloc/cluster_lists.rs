@@ -225,21 +225,6 @@ impl ClusterLists {
         *count == 0
     }
 
-    /// Split [offset, offset + nr) at cluster boundaries.
-    pub fn pieces(offset: u32, nr: u32) -> impl Iterator<Item = (u32, u32)> {
-        let end = offset + nr;
-        let mut slot = offset;
-        std::iter::from_fn(move || {
-            if slot >= end {
-                return None;
-            }
-            let c = slot / SWAPFILE_CLUSTER;
-            let piece = ((c + 1) * SWAPFILE_CLUSTER).min(end) - slot;
-            slot += piece;
-            Some((c, piece))
-        })
-    }
-
     /// Counts match swap_map; every cluster is on the list its state allows (none is left
     /// isolated between steps); list links and lengths are consistent.
     pub fn check(&self, map: &SwapMap) -> Result<(), String> {

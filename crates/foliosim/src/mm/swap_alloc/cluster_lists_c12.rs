@@ -10,7 +10,7 @@ use super::SwapAllocator;
 use crate::engine::cost::CostModel;
 use crate::engine::Ctx;
 use crate::mm::folio::SwapEntry;
-use crate::mm::swapfile::{SwapMap, SWAPFILE_CLUSTER};
+use crate::mm::swapfile::{cluster_pieces, SwapMap, SWAPFILE_CLUSTER};
 use crate::scenario::PMD_ORDER;
 
 /// SWAP_NEXT_INVALID
@@ -218,7 +218,7 @@ impl SwapAllocator for ClusterListsC12 {
         nr: u32,
     ) {
         let mut work = Work::default();
-        for (c, piece) in ClusterLists::pieces(offset, nr) {
+        for (c, piece) in cluster_pieces(offset, nr) {
             if self.lists.put(c, piece) {
                 if map.discard {
                     self.discard

@@ -15,7 +15,7 @@ use crate::engine::cost::CostModel;
 use crate::engine::lock::{LockStats, SimLock};
 use crate::engine::Ctx;
 use crate::mm::folio::SwapEntry;
-use crate::mm::swapfile::{SwapMap, SWAPFILE_CLUSTER};
+use crate::mm::swapfile::{cluster_pieces, SwapMap, SWAPFILE_CLUSTER};
 use crate::scenario::PMD_ORDER;
 
 pub struct ClusterListsC18 {
@@ -276,7 +276,7 @@ impl SwapAllocator for ClusterListsC18 {
         offset: u32,
         nr: u32,
     ) {
-        for (c, piece) in ClusterLists::pieces(offset, nr) {
+        for (c, piece) in cluster_pieces(offset, nr) {
             self.ci_locks[c as usize].hold(ctx, cost.swap_entry_free_ns * piece as u64);
             if self.lists.put(c, piece) {
                 if map.discard {
