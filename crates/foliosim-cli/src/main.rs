@@ -361,8 +361,9 @@ fn validate(
         allow_live: live,
         timeout: Some(std::time::Duration::from_secs(300)),
     };
+    let files = scenario_files(paths)?;
     let mut runs = vec![];
-    for path in scenario_files(paths)? {
+    for path in files {
         let mut s = load(&path)?;
         let live_result = {
             foliosim_live::preflight(&s, &opts)?;

@@ -218,10 +218,11 @@ pub enum SwapDeviceKind {
     /// Rotational block device: no swap clusters before 6.12.
     Hdd,
     /// zram: compressed RAM block device, synchronous like a RAM disk (SWP_SYNCHRONOUS_IO).
-    /// The sim models it as `ramdisk` (compression cost not modelled yet); live configures a
-    /// zram device with `sysfs.zram.comp_algorithm`.
+    /// The sim charges the submitting CPU the measured lzo-rle rate (hw/blockdev.rs); live
+    /// configures a zram device with `sysfs.zram.comp_algorithm`.
     Zram,
-    /// A swap file on the host's filesystem. The sim models it as `ssd`.
+    /// A swap file on the host's filesystem: timed as `ssd`; not a block device, so it never
+    /// stores a large folio whole (every one is split, counted as swpout_fallback).
     File,
     /// A loop block device over a file. The sim models it as `ssd`.
     Loop,

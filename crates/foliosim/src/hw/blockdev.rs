@@ -45,9 +45,11 @@ impl BlockDevice {
     pub fn new(spec: &SwapDeviceSpec) -> BlockDevice {
         let (latency_ns, bandwidth) = match spec.kind {
             SwapDeviceKind::Ramdisk => (500, 9_750_000_000),
-            // zram: the submitter compresses synchronously. estimate: lzo-rle at ~2 GB/s on
-            // usemem's pages; `foliosim calibrate` measures the host's per-codec rate.
-            SwapDeviceKind::Zram => (500, 2_000_000_000),
+            // zram: the submitter compresses (and zs_mallocs) synchronously. fit: MADV_PAGEOUT
+            // to zram (lzo-rle, usemem's pages) costs 6.2 µs per extra 4 KiB page between 64K
+            // and 2M folios on the development VM (`foliosim calibrate`, pageout_zram_*), less
+            // the ~0.1 µs of per-page unmap/swap-cache work modelled elsewhere: 6.1 µs per 4 KiB.
+            SwapDeviceKind::Zram => (500, 670_000_000),
             SwapDeviceKind::Ssd | SwapDeviceKind::File | SwapDeviceKind::Loop => {
                 (77_000, 2_000_000_000)
             }

@@ -22,7 +22,7 @@ use crate::engine::cost::CostModel;
 use crate::engine::Ctx;
 use crate::hw::blockdev::BlockDevice;
 use crate::hw::membw::SharedBandwidth;
-use crate::scenario::Scenario;
+use crate::scenario::{Scenario, SwapDeviceKind};
 use folio::{flags, FolioTable, NIL};
 use memcontrol::MemCgroup;
 use mmap::MmStruct;
@@ -103,13 +103,14 @@ impl Kernel {
             .enumerate()
             .map(|(id, spec)| {
                 let bdev = BlockDevice::new(spec);
-                let map = SwapMap::new(
+                let mut map = SwapMap::new(
                     id,
                     spec.size.pages(),
                     bdev.solidstate(),
                     bdev.synchronous_io(),
                     spec.discard,
                 );
+                map.blkdev = spec.kind != SwapDeviceKind::File;
                 let allocator =
                     swap_alloc::new_allocator(allocator, &map, ncpus, spec.mthp_reserve_percent);
                 SwapInfo {

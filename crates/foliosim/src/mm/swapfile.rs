@@ -55,6 +55,8 @@ pub struct SwapMap {
     pub solidstate: bool,
     /// SWP_SYNCHRONOUS_IO (brd, zram).
     pub synchronous_io: bool,
+    /// SWP_BLKDEV: a block device. A swap file on a filesystem has no large entries.
+    pub blkdev: bool,
     /// SWP_PAGE_DISCARD (`swapon --discard`): freed clusters are discarded before reuse.
     pub discard: bool,
     /// Clusters the allocator queued for discard since the device last heard of it.
@@ -89,6 +91,7 @@ impl SwapMap {
             swap_cache: vec![NIL; total as usize],
             solidstate,
             synchronous_io,
+            blkdev: true,
             discard,
             discarded_clusters: Vec::new(),
             lock: SimLock::new("si->lock"),
@@ -213,6 +216,11 @@ impl Swap {
         out: &mut Vec<SwapEntry>,
     ) {
         for dev in self.devices.iter_mut() {
+            // scan_swap_map_slots / cluster_alloc_swap_entry: a swap file cannot take a large
+            // folio whole; the caller splits it and counts the fallback.
+            if order > 0 && !dev.map.blkdev {
+                return;
+            }
             if dev.map.free_pages() >= 1 << order {
                 dev.allocator
                     .alloc(&mut dev.map, ctx, cost, order, n - out.len(), out);

@@ -1,0 +1,56 @@
+//! Which swap devices take a large folio whole: a swap file on a filesystem never does (it is not
+//! SWP_BLKDEV), in every release; a block device does from 6.10 on.
+
+use foliosim::{run, Scenario};
+
+fn usemem_64k(kernel: &str, kind: &str) -> foliosim::RunResult {
+    let toml = format!(
+        r#"
+seed = 1
+[machine]
+cpus = 2
+memory = "512M"
+[[machine.swap]]
+kind = "{kind}"
+size = "256M"
+[kernel]
+version = "{kernel}"
+[sysfs.hugepages]
+"64K" = "always"
+[[memcg]]
+name = "a"
+max = "32M"
+[[workload]]
+kind = "usemem"
+nproc = 1
+size = "64M"
+memcg = "a"
+"#
+    );
+    let mut s = Scenario::from_toml_str(&toml).unwrap();
+    s.check_invariants = true;
+    run(&s).unwrap()
+}
+
+#[test]
+fn a_swap_file_splits_every_large_folio_and_counts_the_fallback() {
+    for kernel in ["6.10", "6.12", "6.18"] {
+        let c = usemem_64k(kernel, "file");
+        let get = |n: &str| c.counter(n);
+        assert_eq!(get("hugepages-64kB/stats/swpout"), 0, "{kernel}");
+        let fallback = get("hugepages-64kB/stats/swpout_fallback");
+        assert!(fallback > 0, "{kernel}: no fallback");
+        assert_eq!(get("hugepages-64kB/stats/split"), fallback, "{kernel}");
+        assert!(get("pswpout") >= 16 * fallback, "{kernel}");
+    }
+}
+
+#[test]
+fn a_block_device_takes_them_whole() {
+    for kind in ["ssd", "loop"] {
+        let c = usemem_64k("6.18", kind);
+        let get = |n: &str| c.counter(n);
+        assert!(get("hugepages-64kB/stats/swpout") > 0, "{kind}");
+        assert_eq!(get("hugepages-64kB/stats/swpout_fallback"), 0, "{kind}");
+    }
+}
