@@ -67,6 +67,10 @@ enum Command {
         /// Sim: load named costs from a file written by `foliosim calibrate`.
         #[arg(long, value_name = "FILE")]
         costs: Option<std::path::PathBuf>,
+        /// Live runs per scenario: throughput is their median, and the ordering is judged only
+        /// between scenarios whose live ranges do not overlap.
+        #[arg(long, default_value_t = 3)]
+        repeat: u32,
     },
     /// Measure the cost model on the live kernel and write a costs file the sim can load.
     Calibrate {
@@ -245,7 +249,8 @@ fn main() -> Result<()> {
             min_count,
             format,
             costs,
-        } => return validate(scenarios, live, tolerance, min_count, format, costs),
+            repeat,
+        } => return validate(scenarios, live, tolerance, min_count, format, costs, repeat),
         Command::Calibrate {
             live,
             output,
@@ -353,7 +358,11 @@ fn validate(
     min_count: u64,
     format: Format,
     costs: Option<std::path::PathBuf>,
+    repeat: u32,
 ) -> Result<()> {
+    if repeat == 0 {
+        bail!("validate: --repeat 0; allowed: 1 or more live runs per scenario");
+    }
     if !(tolerance >= 0.0 && tolerance.is_finite()) {
         bail!("validate: --tolerance {tolerance}; allowed: a finite number >= 0 (0.10 = 10%)");
     }
@@ -368,21 +377,31 @@ fn validate(
         let live_result = {
             foliosim_live::preflight(&s, &opts)?;
             eprintln!("validate: {} live …", path.display());
-            foliosim_live::run(&s, &opts).map_err(exit_on_interrupt)?
+            let mut results = vec![];
+            for _ in 0..repeat {
+                results.push(foliosim_live::run(&s, &opts).map_err(exit_on_interrupt)?);
+            }
+            results
         };
+        let live_throughputs = live_result
+            .iter()
+            .map(|r| r.workloads.iter().map(|w| w.throughput_bytes_per_s).sum())
+            .collect();
         if let Some(c) = &costs {
             apply_costs_file(&mut s, c)?;
         }
         eprintln!("validate: {} sim …", path.display());
         let sim = foliosim::run(&s)?;
-        runs.push(foliosim_live::validate::compare(
+        let mut comparison = foliosim_live::validate::compare(
             &path.display().to_string(),
             &s,
             &sim,
-            &live_result,
+            &live_result[0],
             tolerance,
             min_count,
-        ));
+        );
+        comparison.set_live_runs(live_throughputs);
+        runs.push(comparison);
     }
     let report = foliosim_live::validate::Report::new(runs, tolerance, min_count);
     match format {

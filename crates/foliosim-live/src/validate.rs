@@ -10,6 +10,8 @@ use foliosim::workload::{self, Op};
 use foliosim::RunResult;
 use serde::Serialize;
 
+const THROUGHPUT_ROW: &str = "workload throughput MiB/s";
+
 /// Counts at or below this on both sides are noise (other processes on the host, the runner).
 pub const DEFAULT_MIN_COUNT: u64 = 64;
 
@@ -45,8 +47,10 @@ pub struct Comparison {
     pub live_kernel: String,
     pub rows: Vec<Row>,
     pub misses: usize,
-    /// Throughput (bytes/s) summed over workloads: (sim, live).
+    /// Throughput (bytes/s) summed over workloads: (sim, live median over the live runs).
     pub throughput_bytes_per_s: (f64, f64),
+    /// Throughput of every live run (the counters are the first run's).
+    pub live_runs_throughput_bytes_per_s: Vec<f64>,
     /// The scenario's workloads, to group comparable scenarios.
     #[serde(skip)]
     group: String,
@@ -59,7 +63,10 @@ pub struct OrderRow {
     pub group: String,
     pub scenario: String,
     pub sim_ratio: f64,
+    /// Median of the live runs, and their range, relative to the group's first scenario.
     pub live_ratio: f64,
+    pub live_ratio_min: f64,
+    pub live_ratio_max: f64,
     pub sim_rank: usize,
     pub live_rank: usize,
 }
@@ -71,6 +78,10 @@ pub struct Report {
     pub scenarios: Vec<Comparison>,
     /// Throughput relative to the first scenario of each group of same-workload scenarios.
     pub throughput_order: Vec<OrderRow>,
+    /// Pairs the live runs order without overlap that the sim orders the other way.
+    pub ordering_disagreements: Vec<(String, String)>,
+    /// Pairs whose live ranges overlap: the live runs do not order them.
+    pub ordering_ties_live: usize,
     pub ordering_agrees: bool,
     pub misses: usize,
     pub pass: bool,
@@ -256,7 +267,7 @@ pub fn compare(
     let mib = (1u64 << 20) as f64;
     for (label, s, l, note) in [
         (
-            "workload throughput MiB/s",
+            THROUGHPUT_ROW,
             throughput.0 / mib,
             throughput.1 / mib,
             "absolute speed: host and cost model (see the ordering table)",
@@ -297,9 +308,33 @@ pub fn compare(
         rows,
         misses,
         throughput_bytes_per_s: throughput,
+        live_runs_throughput_bytes_per_s: vec![throughput.1],
         group: group_key(scenario),
         live_task_failures: live.task_failures.clone(),
         live_notes: live.notes.clone(),
+    }
+}
+
+impl Comparison {
+    /// Take the throughputs of repeated live runs: the median stands for the scenario.
+    pub fn set_live_runs(&mut self, mut runs_bytes_per_s: Vec<f64>) {
+        runs_bytes_per_s.sort_by(f64::total_cmp);
+        let median = runs_bytes_per_s[runs_bytes_per_s.len() / 2];
+        self.throughput_bytes_per_s.1 = median;
+        if let Some(row) = self.rows.iter_mut().find(|r| r.name == THROUGHPUT_ROW) {
+            row.live = median / (1u64 << 20) as f64;
+            row.diff = rel(row.sim, row.live);
+            row.note = format!(
+                "absolute speed: host and cost model; live median of {} run(s)",
+                runs_bytes_per_s.len()
+            );
+        }
+        self.live_runs_throughput_bytes_per_s = runs_bytes_per_s;
+    }
+
+    fn live_range(&self) -> (f64, f64) {
+        let r = &self.live_runs_throughput_bytes_per_s;
+        (r[0], r[r.len() - 1])
     }
 }
 
@@ -352,7 +387,8 @@ fn share_row(
 impl Report {
     pub fn new(scenarios: Vec<Comparison>, tolerance: f64, min_count: u64) -> Report {
         let mut throughput_order = vec![];
-        let mut ordering_agrees = true;
+        let mut ordering_disagreements = vec![];
+        let mut ordering_ties_live = 0;
         let mut groups: Vec<&str> = scenarios.iter().map(|c| c.group.as_str()).collect();
         groups.dedup();
         groups.sort();
@@ -366,22 +402,42 @@ impl Report {
                 continue;
             }
             let (s0, l0) = members[0].throughput_bytes_per_s;
+            let l0 = l0.max(1.0);
             let rank = |pick: fn(&Comparison) -> f64, c: &Comparison| {
                 members.iter().filter(|m| pick(m) > pick(c)).count() + 1
             };
             for c in &members {
-                let row = OrderRow {
+                let (lo, hi) = c.live_range();
+                throughput_order.push(OrderRow {
                     group: format!("group {}", g + 1),
                     scenario: c.scenario.clone(),
                     sim_ratio: c.throughput_bytes_per_s.0 / s0,
-                    live_ratio: c.throughput_bytes_per_s.1 / l0.max(1.0),
+                    live_ratio: c.throughput_bytes_per_s.1 / l0,
+                    live_ratio_min: lo / l0,
+                    live_ratio_max: hi / l0,
                     sim_rank: rank(|m| m.throughput_bytes_per_s.0, c),
                     live_rank: rank(|m| m.throughput_bytes_per_s.1, c),
-                };
-                ordering_agrees &= row.sim_rank == row.live_rank;
-                throughput_order.push(row);
+                });
+            }
+            for (i, a) in members.iter().enumerate() {
+                for b in &members[i + 1..] {
+                    let ((alo, ahi), (blo, bhi)) = (a.live_range(), b.live_range());
+                    let live_faster_a = if ahi < blo {
+                        false
+                    } else if bhi < alo {
+                        true
+                    } else {
+                        ordering_ties_live += 1;
+                        continue;
+                    };
+                    let sim_faster_a = a.throughput_bytes_per_s.0 > b.throughput_bytes_per_s.0;
+                    if live_faster_a != sim_faster_a {
+                        ordering_disagreements.push((a.scenario.clone(), b.scenario.clone()));
+                    }
+                }
             }
         }
+        let ordering_agrees = ordering_disagreements.is_empty();
         let misses: usize = scenarios.iter().map(|c| c.misses).sum();
         let pass = misses == 0 && ordering_agrees;
         Report {
@@ -389,6 +445,8 @@ impl Report {
             min_count,
             scenarios,
             throughput_order,
+            ordering_disagreements,
+            ordering_ties_live,
             ordering_agrees,
             misses,
             pass,
@@ -458,23 +516,33 @@ impl Report {
                 "\nthroughput relative to the first scenario of each same-workload group\n",
             );
             out.push_str(&format!(
-                "  {:<8} {:<44} {:>9} {:>9} {:>9} {:>9}\n",
-                "group", "scenario", "sim", "live", "sim rank", "live rank"
+                "  {:<8} {:<44} {:>9} {:>19} {:>9} {:>9}\n",
+                "group", "scenario", "sim", "live median [range]", "sim rank", "live rank"
             ));
             for r in &self.throughput_order {
                 out.push_str(&format!(
-                    "  {:<8} {:<44} {:>9.3} {:>9.3} {:>9} {:>9}\n",
-                    r.group, r.scenario, r.sim_ratio, r.live_ratio, r.sim_rank, r.live_rank
+                    "  {:<8} {:<44} {:>9.3} {:>7.3} [{:.2}-{:.2}] {:>9} {:>9}\n",
+                    r.group,
+                    r.scenario,
+                    r.sim_ratio,
+                    r.live_ratio,
+                    r.live_ratio_min,
+                    r.live_ratio_max,
+                    r.sim_rank,
+                    r.live_rank
                 ));
             }
-            out.push_str(&format!(
-                "  ordering {}\n",
-                if self.ordering_agrees {
-                    "agrees"
-                } else {
-                    "DIFFERS"
-                }
-            ));
+            for (a, b) in &self.ordering_disagreements {
+                out.push_str(&format!(
+                    "  ordering DIFFERS: the live runs separate {a} and {b}; the sim orders them the other way\n"
+                ));
+            }
+            if self.ordering_agrees {
+                out.push_str(&format!(
+                    "  ordering agrees on every pair the live runs separate ({} pair(s) overlap live and are not judged)\n",
+                    self.ordering_ties_live
+                ));
+            }
         }
         out.push_str(&format!(
             "\n{}: {} policy row(s) outside {:.0}% (counts <= {} on both sides are noise)\n",
@@ -509,5 +577,52 @@ mod tests {
         assert_eq!(r.check, Check::Miss);
         let r = share_row("x", (3.0, 0.0), (0.0, 3.0), 0.10, 16);
         assert_eq!(r.check, Check::Noise);
+    }
+
+    fn comparison(name: &str, sim: f64, live_runs: &[f64]) -> Comparison {
+        let mut c = Comparison {
+            scenario: name.into(),
+            sim_profile: "6.18".into(),
+            live_kernel: "test".into(),
+            rows: vec![],
+            misses: 0,
+            throughput_bytes_per_s: (sim, live_runs[0]),
+            live_runs_throughput_bytes_per_s: vec![],
+            group: "g".into(),
+            live_task_failures: vec![],
+            live_notes: vec![],
+        };
+        c.set_live_runs(live_runs.to_vec());
+        c
+    }
+
+    #[test]
+    fn ordering_is_judged_only_where_live_runs_do_not_overlap() {
+        let agree = Report::new(
+            vec![
+                comparison("a", 3.0, &[12.0, 10.0, 11.0]),
+                comparison("b", 2.0, &[11.5, 9.0, 10.5]),
+                comparison("c", 1.0, &[1.0, 3.0, 2.0]),
+            ],
+            0.1,
+            64,
+        );
+        assert!(agree.ordering_agrees && agree.pass);
+        assert_eq!(agree.ordering_ties_live, 1);
+        assert_eq!(agree.throughput_order[0].live_ratio, 1.0);
+        assert_eq!(agree.throughput_order[2].live_ratio_max, 3.0 / 11.0);
+        let differ = Report::new(
+            vec![
+                comparison("a", 3.0, &[12.0, 10.0, 11.0]),
+                comparison("c", 4.0, &[1.0, 3.0, 2.0]),
+            ],
+            0.1,
+            64,
+        );
+        assert!(!differ.pass);
+        assert_eq!(
+            differ.ordering_disagreements,
+            vec![("a".to_string(), "c".to_string())]
+        );
     }
 }
