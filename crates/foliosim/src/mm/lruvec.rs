@@ -3,6 +3,8 @@
 
 use super::folio::{flags, FolioTable, NIL};
 use crate::engine::lock::SimLock;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 
 #[derive(Debug, Clone)]
 pub struct LruList {
@@ -57,6 +59,20 @@ impl LruList {
         self.nr_pages += folios.nr_pages(pfn) as u64;
     }
 
+    pub fn add_tail(&mut self, folios: &mut FolioTable, pfn: u32) {
+        let i = pfn as usize;
+        folios.lru_next[i] = NIL;
+        folios.lru_prev[i] = self.tail;
+        if self.tail != NIL {
+            folios.lru_next[self.tail as usize] = pfn;
+        } else {
+            self.head = pfn;
+        }
+        self.tail = pfn;
+        self.nr_folios += 1;
+        self.nr_pages += folios.nr_pages(pfn) as u64;
+    }
+
     pub fn remove(&mut self, folios: &mut FolioTable, pfn: u32) {
         let i = pfn as usize;
         let (prev, next) = (folios.lru_prev[i], folios.lru_next[i]);
@@ -96,6 +112,8 @@ pub struct Lruvec {
     pub inactive_anon: LruList,
     pub active_anon: LruList,
     pub lru_lock: SimLock,
+    /// Folios reclaim wrote to an asynchronous device, by the time their write completes.
+    writeback: BinaryHeap<Reverse<(u64, u32)>>,
 }
 
 impl Lruvec {
@@ -104,6 +122,35 @@ impl Lruvec {
             inactive_anon: LruList::default(),
             active_anon: LruList::default(),
             lru_lock: SimLock::new("lruvec->lru_lock"),
+            writeback: BinaryHeap::new(),
+        }
+    }
+
+    /// pageout() set PG_reclaim on a folio now under writeback until `done_ns`.
+    pub fn writeback_started(&mut self, pfn: u32, done_ns: u64) {
+        self.writeback.push(Reverse((done_ns, pfn)));
+    }
+
+    /// folio_end_writeback -> folio_rotate_reclaimable for every write done by `now_ns`: the
+    /// folio is clean and unmapped, so it moves to the inactive tail to be freed by the next
+    /// scan instead of reclaim writing out more folios. Folios reclaim holds isolated, or that
+    /// were freed or reused meanwhile, are left alone.
+    pub fn end_writeback(&mut self, folios: &mut FolioTable, now_ns: u64) {
+        while let Some(&Reverse((done_ns, pfn))) = self.writeback.peek() {
+            if done_ns > now_ns {
+                break;
+            }
+            self.writeback.pop();
+            let ours = folios.test(pfn, flags::WRITEBACK)
+                && folios.writeback_done_ns[pfn as usize] == done_ns;
+            if !ours {
+                continue;
+            }
+            folios.clear(pfn, flags::WRITEBACK);
+            if folios.test(pfn, flags::LRU) && !folios.test(pfn, flags::ACTIVE) {
+                self.inactive_anon.remove(folios, pfn);
+                self.inactive_anon.add_tail(folios, pfn);
+            }
         }
     }
 

@@ -30,6 +30,8 @@ pub fn swap_writepage(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     if let Completion::At(done_ns) = completion {
         k.folios.set(pfn, flags::WRITEBACK);
         k.folios.writeback_done_ns[pfn as usize] = done_ns;
+        let memcg = k.folios.memcg[pfn as usize] as usize;
+        k.memcgs[memcg].lruvec.writeback_started(pfn, done_ns);
     }
 }
 

@@ -102,7 +102,8 @@ fn shrink_lruvec(
     nr_to_reclaim: u64,
     priority: u32,
 ) -> u64 {
-    let lv = &k.memcgs[memcg as usize].lruvec;
+    let lv = &mut k.memcgs[memcg as usize].lruvec;
+    lv.end_writeback(&mut k.folios, ctx.now_ns);
     let mut nr_inactive = lv.inactive_anon.nr_pages >> priority;
     let mut nr_active = lv.active_anon.nr_pages >> priority;
     let may_deactivate = inactive_is_low(k, memcg);
