@@ -75,6 +75,11 @@ pub fn run_with_progress(
         cpu_user_ns: tasks.iter().map(|t| t.user_ns).sum(),
         cpu_sys_ns: tasks.iter().map(|t| t.sys_ns).sum(),
         counters: k.vmstat.to_map(),
+        memcg_stats: k
+            .memcgs
+            .iter()
+            .map(|cg| (cg.name.clone(), cg.stat_map()))
+            .collect(),
         workloads,
         locks: lock_reports(&k),
         swap_devices: k

@@ -32,6 +32,10 @@ pub struct RunResult {
     pub cpu_sys_ns: u64,
     /// /proc/vmstat and hugepages-*/stats/* deltas over the run, kernel names.
     pub counters: BTreeMap<String, u64>,
+    /// Per memcg, by name ("/" is the root): the events the kernel also counts per memcg
+    /// (cgroup v2 memory.stat names: pgscan_direct, pgsteal_direct, pgactivate, pgdeactivate),
+    /// memcg-limit reclaim included.
+    pub memcg_stats: BTreeMap<String, BTreeMap<String, u64>>,
     pub workloads: Vec<WorkloadResult>,
     /// Lock contention as `perf lock contention` would total it.
     pub locks: Vec<LockReport>,
@@ -76,6 +80,16 @@ impl RunResult {
         out.push_str("\ncounter                                       value\n");
         for (name, value) in self.counters.iter().filter(|(_, v)| **v != 0) {
             out.push_str(&format!("{name:<40} {value:>12}\n"));
+        }
+        for (memcg, stats) in &self.memcg_stats {
+            let nonzero: Vec<_> = stats.iter().filter(|(_, v)| **v != 0).collect();
+            if nonzero.is_empty() {
+                continue;
+            }
+            out.push_str(&format!("\nmemcg {memcg} memory.stat\n"));
+            for (name, value) in nonzero {
+                out.push_str(&format!("  {name:<38} {value:>12}\n"));
+            }
         }
         out.push_str("\nlock                    instance           acquired  contended  wait total ms  wait max us\n");
         for l in &self.locks {

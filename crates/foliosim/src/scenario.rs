@@ -380,8 +380,11 @@ pub struct Sysfs {
     /// defaults to "inherit" as in the kernel. "4K" is accepted and means nothing to set.
     #[serde(default)]
     pub hugepages: BTreeMap<String, ThpEnabled>,
-    /// `transparent_hugepage/defrag`; absent leaves the host's value (live). The sim has no
-    /// compaction yet, so it has no effect there: a THP fault takes a free huge page or falls back.
+    /// `transparent_hugepage/defrag`; absent leaves the host's value (live) and is the kernel's
+    /// default, `madvise`, in the sim. The sim has no compaction, so it decides only whether a
+    /// large folio's memcg charge may reclaim (vma_thp_gfp_mask): `always` (one round unless
+    /// MADV_HUGEPAGE), `madvise` and `defer+madvise` (MADV_HUGEPAGE VMAs only); otherwise a
+    /// charge over the limit fails and the fault falls back to a smaller order.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub defrag: Option<ThpDefrag>,
     /// `transparent_hugepage/khugepaged/*`; absent fields leave the host's value. The sim has no
@@ -410,6 +413,19 @@ pub enum ThpDefrag {
 }
 
 impl ThpDefrag {
+    pub const ALL: [ThpDefrag; 5] = [
+        ThpDefrag::Always,
+        ThpDefrag::Defer,
+        ThpDefrag::DeferMadvise,
+        ThpDefrag::Madvise,
+        ThpDefrag::Never,
+    ];
+
+    /// The value as sysfs spells it (`defer+madvise`), None for anything else.
+    pub fn from_name(name: &str) -> Option<ThpDefrag> {
+        Self::ALL.into_iter().find(|d| d.name() == name)
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             ThpDefrag::Always => "always",
@@ -542,6 +558,11 @@ impl Default for Sysfs {
 }
 
 impl Sysfs {
+    /// `defrag` as the sim applies it: the scenario's value, else the kernel default `madvise`.
+    pub fn thp_defrag(&self) -> ThpDefrag {
+        self.defrag.unwrap_or(ThpDefrag::Madvise)
+    }
+
     /// Only the given large size enabled ("always"); "4K" leaves all large sizes off.
     pub fn only_size(size: &str) -> Sysfs {
         let mut hugepages = BTreeMap::new();

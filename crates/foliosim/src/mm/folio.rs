@@ -7,17 +7,22 @@
 pub const NIL: u32 = u32::MAX;
 
 pub mod flags {
-    pub const LRU: u8 = 1 << 0;
-    pub const ACTIVE: u8 = 1 << 1;
-    /// Some PTE mapping the folio was accessed since the last folio_referenced().
-    pub const REFERENCED: u8 = 1 << 2;
-    pub const SWAPCACHE: u8 = 1 << 3;
-    pub const DIRTY: u8 = 1 << 4;
-    pub const WRITEBACK: u8 = 1 << 5;
+    pub type Flags = u16;
+    pub const LRU: Flags = 1 << 0;
+    pub const ACTIVE: Flags = 1 << 1;
+    /// Accessed bit: some PTE (or the PMD) mapping the folio was accessed since the last
+    /// folio_referenced(), which clears it. Set by the hardware on access, so by every touch.
+    pub const YOUNG: Flags = 1 << 2;
+    pub const SWAPCACHE: Flags = 1 << 3;
+    pub const DIRTY: Flags = 1 << 4;
+    pub const WRITEBACK: Flags = 1 << 5;
     /// Mapped by one PMD entry (a THP not yet split into PTE mappings).
-    pub const PMD_MAPPED: u8 = 1 << 6;
+    pub const PMD_MAPPED: Flags = 1 << 6;
     /// Allocated (head of a live folio).
-    pub const ALLOCATED: u8 = 1 << 7;
+    pub const ALLOCATED: Flags = 1 << 7;
+    /// PG_referenced: reclaim found the folio young once already (folio_check_references sets
+    /// it on the first sighting and activates on the second); the fault does not set it.
+    pub const REFERENCED: Flags = 1 << 8;
 }
 
 /// A swap entry: device index in the top 4 bits, slot offset in the low 28 (1 TiB per device).
@@ -46,7 +51,7 @@ impl SwapEntry {
 
 pub struct FolioTable {
     pub order: Vec<u8>,
-    pub flags: Vec<u8>,
+    pub flags: Vec<flags::Flags>,
     /// Number of PTEs (or the PMD, counted as 2^order) mapping pages of this folio.
     pub mapcount: Vec<u16>,
     pub memcg: Vec<u16>,
@@ -85,15 +90,15 @@ impl FolioTable {
         1 << self.order[pfn as usize]
     }
     #[inline]
-    pub fn test(&self, pfn: u32, flag: u8) -> bool {
+    pub fn test(&self, pfn: u32, flag: flags::Flags) -> bool {
         self.flags[pfn as usize] & flag != 0
     }
     #[inline]
-    pub fn set(&mut self, pfn: u32, flag: u8) {
+    pub fn set(&mut self, pfn: u32, flag: flags::Flags) {
         self.flags[pfn as usize] |= flag;
     }
     #[inline]
-    pub fn clear(&mut self, pfn: u32, flag: u8) {
+    pub fn clear(&mut self, pfn: u32, flag: flags::Flags) {
         self.flags[pfn as usize] &= !flag;
     }
     pub fn swap_entry(&self, pfn: u32) -> SwapEntry {

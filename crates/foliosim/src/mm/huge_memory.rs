@@ -1,12 +1,28 @@
 //! Large folio helpers (mm/huge_memory.c): which orders a fault may use, and splitting.
 
 use super::folio::flags;
+use super::gfp::Gfp;
 use super::mmap::{ThpAdvice, Vma};
 use super::vmstat::{MthpStat, VmEvent};
 use super::Kernel;
 use crate::engine::Ctx;
-use crate::scenario::PMD_ORDER;
+use crate::scenario::{ThpDefrag, PMD_ORDER};
 use std::collections::VecDeque;
+
+/// vma_thp_gfp_mask: how hard a large anon folio's allocation and memcg charge may try, from
+/// `transparent_hugepage/defrag` and whether the VMA is MADV_HUGEPAGE. `defer` only wakes
+/// kswapd/kcompactd, which the model does not have: no direct reclaim.
+pub fn vma_thp_gfp_mask(defrag: ThpDefrag, vma: &Vma) -> Gfp {
+    let madvised = vma.thp == ThpAdvice::Hugepage;
+    match defrag {
+        ThpDefrag::Always if madvised => Gfp::TRANSHUGE,
+        ThpDefrag::Always => Gfp::TRANSHUGE.noretry(),
+        ThpDefrag::DeferMadvise | ThpDefrag::Madvise if madvised => Gfp::TRANSHUGE,
+        ThpDefrag::Defer | ThpDefrag::DeferMadvise | ThpDefrag::Madvise | ThpDefrag::Never => {
+            Gfp::TRANSHUGE_LIGHT
+        }
+    }
+}
 
 /// thp_vma_allowable_orders + thp_vma_suitable_order: enabled orders whose naturally aligned
 /// range around `index` lies inside the VMA, highest first.
@@ -47,7 +63,7 @@ pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut Ve
         k.vmstat.count(VmEvent::ThpSplitPmd, 1);
         ctx.spend(k.cost.pmd_split_ns);
     }
-    let inherited = f.flags[i] & (flags::DIRTY | flags::REFERENCED | flags::ACTIVE);
+    let inherited = f.flags[i] & (flags::DIRTY | flags::YOUNG | flags::REFERENCED | flags::ACTIVE);
     let on_lru = f.test(pfn, flags::LRU);
     let ptes = &k.mms[mm as usize].vma(vma).ptes;
     for sub in 0..nr {
@@ -81,5 +97,37 @@ pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut Ve
     k.vmstat.count_mthp(order, MthpStat::Split);
     if order == PMD_ORDER {
         k.vmstat.count(VmEvent::ThpSplitPage, 1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thp_gfp_follows_defrag_and_madv_hugepage() {
+        let vma = |thp| Vma {
+            nr_pages: 0,
+            thp,
+            ptes: vec![],
+        };
+        let (plain, madvised) = (vma(ThpAdvice::Default), vma(ThpAdvice::Hugepage));
+        let light = Gfp::TRANSHUGE_LIGHT;
+        let full = Gfp::TRANSHUGE;
+        for (defrag, not_madvised, is_madvised) in [
+            (ThpDefrag::Always, full.noretry(), full),
+            (ThpDefrag::Defer, light, light),
+            (ThpDefrag::DeferMadvise, light, full),
+            (ThpDefrag::Madvise, light, full),
+            (ThpDefrag::Never, light, light),
+        ] {
+            assert_eq!(vma_thp_gfp_mask(defrag, &plain), not_madvised, "{defrag:?}");
+            assert_eq!(
+                vma_thp_gfp_mask(defrag, &madvised),
+                is_madvised,
+                "{defrag:?}"
+            );
+        }
+        assert!(!light.direct_reclaim && full.direct_reclaim && !full.noretry);
     }
 }

@@ -77,18 +77,20 @@ fn cold_or_pageout(
                 }
             }
             let memcg = k.folios.memcg[head as usize] as usize;
-            let lv = &mut k.memcgs[memcg].lruvec;
+            // Both paths forget the folio's accesses (folio_clear_referenced, young cleared).
+            k.folios.clear(head, flags::YOUNG | flags::REFERENCED);
+            let cg = &mut k.memcgs[memcg];
             if pageout {
-                lv.del_folio(&mut k.folios, head);
+                cg.lruvec.del_folio(&mut k.folios, head);
                 isolated.push(head);
-            } else {
-                // deactivate: to the inactive list, young cleared.
-                lv.del_folio(&mut k.folios, head);
-                k.folios.clear(head, flags::REFERENCED);
-                lv.add_folio(&mut k.folios, head);
+            } else if k.folios.test(head, flags::ACTIVE) {
+                // lru_deactivate: only an active folio moves (and is counted).
+                cg.lruvec.del_folio(&mut k.folios, head);
+                cg.lruvec.add_folio(&mut k.folios, head);
+                cg.count(VmEvent::Pgdeactivate, nr_folio as u64);
                 k.vmstat.count(VmEvent::Pgdeactivate, nr_folio as u64);
             }
-            lv.lru_lock.hold(ctx, k.cost.lru_move_ns);
+            cg.lruvec.lru_lock.hold(ctx, k.cost.lru_move_ns);
             index = start + nr_folio;
         }
         if !isolated.is_empty() {

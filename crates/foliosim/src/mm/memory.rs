@@ -3,7 +3,8 @@
 //! zap of a range (zap_pte_range) freeing folios and swap entries in batches.
 
 use super::folio::{flags, SwapEntry, NIL};
-use super::huge_memory::suitable_orders;
+use super::gfp::Gfp;
+use super::huge_memory::{suitable_orders, vma_thp_gfp_mask};
 use super::memcontrol::try_charge;
 use super::mmap::Pte;
 use super::page_io::swap_read_folio;
@@ -42,10 +43,8 @@ pub fn touch(
         let limit = end.min(index + (1 << PMD_ORDER));
         while index + n < limit && ptes[(index + n) as usize].is_present() {
             let head = k.folios.head_of(ptes[(index + n) as usize].pfn());
-            k.folios.set(
-                head,
-                flags::REFERENCED | if write { flags::DIRTY } else { 0 },
-            );
+            k.folios
+                .set(head, flags::YOUNG | if write { flags::DIRTY } else { 0 });
             n += 1;
         }
         n
@@ -73,6 +72,8 @@ fn do_anonymous_page(
 ) -> Result<(u32, u32), MmError> {
     let memcg = k.mms[mm as usize].memcg;
     let vma_ref = k.mms[mm as usize].vma(vma);
+    // alloc_anon_folio / vma_alloc_anon_folio_pmd: allocation and charge use the THP gfp.
+    let gfp = vma_thp_gfp_mask(k.thp_defrag, vma_ref);
     let candidates: Vec<u32> = suitable_orders(k, vma_ref, index)
         .filter(|&order| {
             let start = index & !((1 << order) - 1);
@@ -90,7 +91,7 @@ fn do_anonymous_page(
             }
             continue;
         };
-        if !try_charge(k, ctx, memcg, 1 << order, false) {
+        if !try_charge(k, ctx, memcg, 1 << order, gfp) {
             k.zone.free(ctx, pfn, order);
             k.vmstat
                 .count_mthp(order, MthpStat::AnonFaultFallbackCharge);
@@ -123,7 +124,7 @@ fn alloc_order0_charged(k: &mut Kernel, ctx: &mut Ctx, memcg: u16) -> Result<u32
             k.zone.alloc(ctx, 0).ok_or(MmError::GlobalOom)?
         }
     };
-    if !try_charge(k, ctx, memcg, 1, true) {
+    if !try_charge(k, ctx, memcg, 1, Gfp::KERNEL) {
         k.zone.free(ctx, pfn, 0);
         k.vmstat.count(VmEvent::OomKill, 1);
         return Err(MmError::MemcgOom {
@@ -150,7 +151,7 @@ fn map_new_folio(
     k.folios.set(
         pfn,
         flags::DIRTY
-            | flags::REFERENCED
+            | flags::YOUNG
             | if order == PMD_ORDER {
                 flags::PMD_MAPPED
             } else {
@@ -199,7 +200,7 @@ fn do_swap_page(
         let page = head + (entry.offset() - k.folios.swap_entry(head).offset());
         k.mms[mm as usize].vma_mut(vma).ptes[index as usize] = Pte::present(page);
         k.folios.mapcount[head as usize] += 1;
-        k.folios.set(head, flags::REFERENCED | dirty);
+        k.folios.set(head, flags::YOUNG | dirty);
         k.swap.put_refs(ctx, &k.cost, entry, 1);
         let m = &mut k.mms[mm as usize];
         m.rss_anon += 1;
@@ -215,7 +216,7 @@ fn do_swap_page(
     let first = SwapEntry::new(entry.dev(), entry.offset() - (index - start));
     swap_read_folio(k, ctx, first, order);
     k.folios.init(pfn, order, memcg, (mm, vma, start));
-    k.folios.set(pfn, flags::REFERENCED | dirty);
+    k.folios.set(pfn, flags::YOUNG | dirty);
     k.folios.mapcount[pfn as usize] = nr as u16;
     let ptes = &mut k.mms[mm as usize].vma_mut(vma).ptes[start as usize..(start + nr) as usize];
     for (i, pte) in ptes.iter_mut().enumerate() {
@@ -247,6 +248,7 @@ fn alloc_swap_folio(
     }
     let memcg = k.mms[mm as usize].memcg;
     let vma_ref = k.mms[mm as usize].vma(vma);
+    let gfp = vma_thp_gfp_mask(k.thp_defrag, vma_ref);
     let candidates: Vec<u32> = suitable_orders(k, vma_ref, index)
         .filter(|&order| order < PMD_ORDER)
         .filter(|&order| {
@@ -273,7 +275,7 @@ fn alloc_swap_folio(
             k.vmstat.count_mthp(order, MthpStat::SwpinFallback);
             continue;
         };
-        if !try_charge(k, ctx, memcg, 1 << order, false) {
+        if !try_charge(k, ctx, memcg, 1 << order, gfp) {
             k.zone.free(ctx, pfn, order);
             k.vmstat.count_mthp(order, MthpStat::SwpinFallbackCharge);
             k.vmstat.count_mthp(order, MthpStat::SwpinFallback);

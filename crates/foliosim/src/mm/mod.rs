@@ -2,6 +2,7 @@
 //! mechanism where they expect it.
 
 pub mod folio;
+pub mod gfp;
 pub mod huge_memory;
 pub mod invariants;
 pub mod lruvec;
@@ -22,7 +23,7 @@ use crate::engine::cost::CostModel;
 use crate::engine::Ctx;
 use crate::hw::blockdev::BlockDevice;
 use crate::hw::membw::SharedBandwidth;
-use crate::scenario::{Scenario, SwapDeviceKind};
+use crate::scenario::{Scenario, SwapDeviceKind, ThpDefrag};
 use folio::{flags, FolioTable, NIL};
 use memcontrol::MemCgroup;
 use mmap::MmStruct;
@@ -60,6 +61,8 @@ pub struct Kernel {
     pub thp_orders_madvised: u32,
     /// Swap large folios back in whole (alloc_swap_folio).
     pub swapin_mthp: bool,
+    /// `transparent_hugepage/defrag`: how hard large folio allocations and charges try.
+    pub thp_defrag: ThpDefrag,
     /// The mm each CPU is running (NIL when idle): who a TLB shootdown must interrupt.
     pub cpu_mm: Vec<u32>,
     /// Interrupt work each CPU owes (TLB shootdowns it received), paid at its next step.
@@ -138,6 +141,7 @@ impl Kernel {
             thp_orders: scenario.sysfs.orders_enabled(false),
             thp_orders_madvised: scenario.sysfs.orders_enabled(true),
             swapin_mthp: scenario.kernel.swapin_mthp(),
+            thp_defrag: scenario.sysfs.thp_defrag(),
             cpu_mm: vec![NIL; ncpus],
             cpu_irq_ns: vec![0; ncpus],
             tlb: tlb::arch(scenario.machine.tlb),

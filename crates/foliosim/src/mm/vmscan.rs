@@ -1,7 +1,7 @@
 //! Reclaim (mm/vmscan.c): memcg direct reclaim over the anon LRU lists and shrink_folio_list's
 //! swap-out of each isolated folio.
 
-use super::folio::flags;
+use super::folio::{flags, FolioTable};
 use super::huge_memory::split_folio;
 use super::memcontrol::ROOT_MEMCG;
 use super::page_io::swap_writepage;
@@ -16,6 +16,16 @@ use std::collections::VecDeque;
 /// SWAP_CLUSTER_MAX: pages isolated per batch, and the least a reclaim call aims for.
 pub const SWAP_CLUSTER_MAX: u64 = 32;
 const DEF_PRIORITY: u32 = 12;
+
+/// Whose reclaim this is (scan_control.target_mem_cgroup): the kernel counts /proc/vmstat's
+/// pgscan_direct/pgsteal_direct only for global reclaim (`!cgroup_reclaim(sc)`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reclaim {
+    /// try_to_free_pages: the zone ran out.
+    Global,
+    /// try_to_free_mem_cgroup_pages: a memcg is at its limit.
+    Memcg,
+}
 
 /// What shrink_folio_list did with its list.
 #[derive(Default)]
@@ -36,7 +46,14 @@ pub fn try_to_free_mem_cgroup_pages(
     let nr_to_reclaim = nr_pages.max(SWAP_CLUSTER_MAX);
     let mut reclaimed = 0;
     for priority in (0..=DEF_PRIORITY).rev() {
-        reclaimed += shrink_lruvec(k, ctx, memcg, nr_to_reclaim - reclaimed, priority);
+        reclaimed += shrink_lruvec(
+            k,
+            ctx,
+            memcg,
+            nr_to_reclaim - reclaimed,
+            priority,
+            Reclaim::Memcg,
+        );
         if reclaimed >= nr_to_reclaim {
             break;
         }
@@ -57,6 +74,7 @@ pub fn try_to_free_pages(k: &mut Kernel, ctx: &mut Ctx, nr_pages: u64) -> u64 {
                 memcg,
                 nr_to_reclaim.saturating_sub(reclaimed).max(1),
                 priority,
+                Reclaim::Global,
             );
             if reclaimed >= nr_to_reclaim {
                 return reclaimed;
@@ -101,6 +119,7 @@ fn shrink_lruvec(
     memcg: u16,
     nr_to_reclaim: u64,
     priority: u32,
+    reclaim: Reclaim,
 ) -> u64 {
     let lv = &mut k.memcgs[memcg as usize].lruvec;
     lv.end_writeback(&mut k.folios, ctx.now_ns);
@@ -112,7 +131,7 @@ fn shrink_lruvec(
         if nr_inactive > 0 {
             let n = nr_inactive.min(SWAP_CLUSTER_MAX);
             nr_inactive -= n;
-            reclaimed += shrink_inactive_list(k, ctx, memcg, n);
+            reclaimed += shrink_inactive_list(k, ctx, memcg, n, reclaim);
         }
         if nr_active > 0 {
             let n = nr_active.min(SWAP_CLUSTER_MAX);
@@ -129,21 +148,23 @@ fn shrink_lruvec(
 }
 
 /// shrink_active_list: move `nr_to_scan` pages' worth of folios from the active tail to the
-/// inactive head, clearing their referenced state (anon folios are deactivated regardless).
+/// inactive head. folio_referenced clears their young bits, but anon folios are deactivated
+/// regardless; PG_referenced stays, so one more access before reclaim reactivates them.
 fn shrink_active_list(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_to_scan: u64) {
     let mut scanned = 0;
     let mut moved = 0u64;
     while scanned < nr_to_scan {
-        let lv = &mut k.memcgs[memcg as usize].lruvec;
-        let Some(pfn) = lv.active_anon.tail() else {
+        let cg = &mut k.memcgs[memcg as usize];
+        let Some(pfn) = cg.lruvec.active_anon.tail() else {
             break;
         };
-        lv.active_anon.remove(&mut k.folios, pfn);
-        k.folios.clear(pfn, flags::ACTIVE | flags::REFERENCED);
-        lv.inactive_anon.add_head(&mut k.folios, pfn);
+        cg.lruvec.active_anon.remove(&mut k.folios, pfn);
+        k.folios.clear(pfn, flags::ACTIVE | flags::YOUNG);
+        cg.lruvec.inactive_anon.add_head(&mut k.folios, pfn);
         let nr = k.folios.nr_pages(pfn) as u64;
         scanned += nr;
         moved += 1;
+        cg.count(VmEvent::Pgdeactivate, nr);
         k.vmstat.count(VmEvent::Pgdeactivate, nr);
     }
     ctx.spend(k.cost.folio_referenced_ns * moved);
@@ -153,8 +174,16 @@ fn shrink_active_list(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_to_scan: u64
         .hold(ctx, k.cost.lru_move_ns * moved);
 }
 
-/// shrink_inactive_list: isolate from the inactive tail, shrink, put back what stays.
-fn shrink_inactive_list(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_to_scan: u64) -> u64 {
+/// shrink_inactive_list: isolate from the inactive tail, shrink, put back what stays. Scans and
+/// steals count as pgscan_anon/pgsteal_anon and in the memcg's own stats always, and as
+/// /proc/vmstat's pgscan_direct/pgsteal_direct only in global reclaim.
+fn shrink_inactive_list(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    memcg: u16,
+    nr_to_scan: u64,
+    reclaim: Reclaim,
+) -> u64 {
     let mut list = Vec::new();
     let mut scanned = 0;
     while scanned < nr_to_scan {
@@ -173,9 +202,18 @@ fn shrink_inactive_list(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_to_scan: u
         .lruvec
         .lru_lock
         .hold(ctx, k.cost.lru_move_ns * list.len() as u64);
-    k.vmstat.count(VmEvent::PgscanDirect, scanned);
+    let global = reclaim == Reclaim::Global;
+    k.memcgs[memcg as usize].count(VmEvent::PgscanDirect, scanned);
+    k.vmstat.count(VmEvent::PgscanAnon, scanned);
+    if global {
+        k.vmstat.count(VmEvent::PgscanDirect, scanned);
+    }
     let result = shrink_folio_list(k, ctx, list, false);
-    k.vmstat.count(VmEvent::PgstealDirect, result.nr_reclaimed);
+    k.memcgs[memcg as usize].count(VmEvent::PgstealDirect, result.nr_reclaimed);
+    k.vmstat.count(VmEvent::PgstealAnon, result.nr_reclaimed);
+    if global {
+        k.vmstat.count(VmEvent::PgstealDirect, result.nr_reclaimed);
+    }
     putback_folios(k, ctx, &result.putback);
     result.nr_reclaimed
 }
@@ -184,18 +222,19 @@ fn shrink_inactive_list(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_to_scan: u
 pub fn putback_folios(k: &mut Kernel, ctx: &mut Ctx, putback: &[(u32, bool)]) {
     for &(pfn, active) in putback {
         let memcg = k.folios.memcg[pfn as usize] as usize;
-        let lv = &mut k.memcgs[memcg].lruvec;
+        let cg = &mut k.memcgs[memcg];
         k.folios.set(pfn, flags::LRU);
         if active {
+            let nr = k.folios.nr_pages(pfn) as u64;
             k.folios.set(pfn, flags::ACTIVE);
-            lv.active_anon.add_head(&mut k.folios, pfn);
-            k.vmstat
-                .count(VmEvent::Pgactivate, k.folios.nr_pages(pfn) as u64);
+            cg.lruvec.active_anon.add_head(&mut k.folios, pfn);
+            cg.count(VmEvent::Pgactivate, nr);
+            k.vmstat.count(VmEvent::Pgactivate, nr);
         } else {
             k.folios.clear(pfn, flags::ACTIVE);
-            lv.inactive_anon.add_head(&mut k.folios, pfn);
+            cg.lruvec.inactive_anon.add_head(&mut k.folios, pfn);
         }
-        lv.lru_lock.hold(ctx, k.cost.lru_move_ns);
+        cg.lruvec.lru_lock.hold(ctx, k.cost.lru_move_ns);
     }
 }
 
@@ -220,12 +259,17 @@ pub fn shrink_folio_list(
             f.clear(pfn, flags::WRITEBACK);
         }
         if !ignore_references {
-            // folio_check_references: a young anon folio is activated.
             ctx.spend(k.cost.folio_referenced_ns);
-            if f.test(pfn, flags::REFERENCED) {
-                f.clear(pfn, flags::REFERENCED);
-                result.putback.push((pfn, true));
-                continue;
+            match folio_check_references(f, pfn) {
+                FolioReferences::Activate => {
+                    result.putback.push((pfn, true));
+                    continue;
+                }
+                FolioReferences::Keep => {
+                    result.putback.push((pfn, false));
+                    continue;
+                }
+                FolioReferences::Reclaim => {}
             }
         }
         if !f.test(pfn, flags::SWAPCACHE) && !add_to_swap(k, ctx, pfn, &mut list) {
@@ -257,6 +301,36 @@ pub fn shrink_folio_list(
     result
 }
 
+/// What reclaim does with a folio after looking at its references.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FolioReferences {
+    /// To the active list.
+    Activate,
+    /// Back to the inactive list for another trip.
+    Keep,
+    Reclaim,
+}
+
+/// folio_check_references for an anonymous folio with one mapping: folio_referenced tests and
+/// clears the young bits, PG_referenced is tested and cleared. Young: PG_referenced is set and
+/// the folio gets another trip round the inactive list, or is activated if it was referenced
+/// already (used twice). Not young: reclaim it. So a folio faulted in (young) and never touched
+/// again is kept once and reclaimed on its second trip, without activation.
+fn folio_check_references(f: &mut FolioTable, pfn: u32) -> FolioReferences {
+    let young = f.test(pfn, flags::YOUNG);
+    let referenced = f.test(pfn, flags::REFERENCED);
+    f.clear(pfn, flags::YOUNG | flags::REFERENCED);
+    if !young {
+        return FolioReferences::Reclaim;
+    }
+    f.set(pfn, flags::REFERENCED);
+    if referenced {
+        FolioReferences::Activate
+    } else {
+        FolioReferences::Keep
+    }
+}
+
 /// add_to_swap with the large-folio rules of §8: split first if the policy never stores this
 /// order whole or the folio is partially mapped; on allocation failure split and retry order 0
 /// (counting the fallback). Returns false if not even an order-0 slot was found.
@@ -284,4 +358,26 @@ fn add_to_swap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: &mut VecDeque<u32>
     k.folios.set(pfn, flags::SWAPCACHE | flags::DIRTY);
     k.folios.swap[pfn as usize] = entry.raw();
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folio_used_once_is_kept_once_then_reclaimed_and_one_used_twice_is_activated() {
+        let mut f = FolioTable::new(4);
+        f.init(0, 0, 0, (0, 0, 0));
+        // Faulted in: young, not PG_referenced. First trip: kept, marked referenced.
+        f.set(0, flags::YOUNG);
+        assert_eq!(folio_check_references(&mut f, 0), FolioReferences::Keep);
+        assert!(f.test(0, flags::REFERENCED) && !f.test(0, flags::YOUNG));
+        // Not touched again: reclaimed on the second trip.
+        assert_eq!(folio_check_references(&mut f, 0), FolioReferences::Reclaim);
+        // Touched again between the trips: activated.
+        f.set(0, flags::YOUNG);
+        assert_eq!(folio_check_references(&mut f, 0), FolioReferences::Keep);
+        f.set(0, flags::YOUNG);
+        assert_eq!(folio_check_references(&mut f, 0), FolioReferences::Activate);
+    }
 }

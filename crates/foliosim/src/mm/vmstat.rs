@@ -27,6 +27,8 @@ counter_enum! {
         Pswpout => "pswpout",
         PgscanDirect => "pgscan_direct",
         PgstealDirect => "pgsteal_direct",
+        PgscanAnon => "pgscan_anon",
+        PgstealAnon => "pgsteal_anon",
         Pgactivate => "pgactivate",
         Pgdeactivate => "pgdeactivate",
         Allocstall => "allocstall_movable",

@@ -5,7 +5,7 @@
 
 use crate::scenario::{
     Bytes, Kernel, KernelVersion, Machine, MemcgSpec, Scenario, SwapDeviceKind, SwapDeviceSpec,
-    Sysfs, TlbKind, WorkloadSpec,
+    Sysfs, ThpDefrag, TlbKind, WorkloadSpec,
 };
 use crate::{run, RunResult, SimError};
 use serde::Serialize;
@@ -63,7 +63,13 @@ pub fn scenario(kernel: KernelVersion, size: &str, scale: f64, seed: u64) -> Sce
             version: kernel,
             ..Kernel::default()
         },
-        sysfs: Sysfs::only_size(size),
+        // The seed's kernel (6.6-rc4 + anonfolio) charged large folios with GFP_KERNEL: at the
+        // memcg limit the charge reclaims. From 6.9 the charge uses the THP gfp, and `defrag =
+        // always` is the setting under which it still reclaims outside MADV_HUGEPAGE.
+        sysfs: Sysfs {
+            defrag: Some(ThpDefrag::Always),
+            ..Sysfs::only_size(size)
+        },
         memcgs: vec![MemcgSpec {
             name: "usemem".into(),
             max: Some(scaled(40 * GIB, scale, 32 << 20)),

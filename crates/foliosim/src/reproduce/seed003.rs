@@ -12,7 +12,7 @@
 use super::seed000::mean_std;
 use crate::scenario::{
     Bytes, Kernel, KernelVersion, Machine, MemcgSpec, Scenario, SwapDeviceKind, SwapDeviceSpec,
-    Sysfs, WorkloadSpec,
+    Sysfs, ThpDefrag, WorkloadSpec,
 };
 use crate::workload::FallbackPoint;
 use crate::{run, RunResult, SimError};
@@ -80,7 +80,13 @@ pub fn kbuild_scenario(kernel: Kernel, size: &str, jobs: u32, scale: f64, seed: 
             ..Machine::default()
         },
         kernel,
-        sysfs: Sysfs::only_size(size),
+        // The seed does not give `defrag`. `always` lets a 64K folio's charge reclaim at the
+        // memcg limit (with the default `madvise` it falls back to 4K there), so the swap
+        // allocator sees as many 64K swap-outs as the fault path can make.
+        sysfs: Sysfs {
+            defrag: Some(ThpDefrag::Always),
+            ..Sysfs::only_size(size)
+        },
         memcgs: vec![MemcgSpec {
             name: "build".into(),
             max: Some(scaled(1 << 30)),
