@@ -49,6 +49,9 @@ enum Command {
         costs: Option<std::path::PathBuf>,
     },
     /// Run scenarios on the sim and on the live kernel and compare their counters side by side.
+    /// Where the host's state decides what a scenario leaves open, the sim is run like the host
+    /// and the scenario's output says so: mTHP swap-in (probed once: 6.18 loses it for good
+    /// once zswap has been enabled since boot) and `defrag` when the scenario does not set it.
     Validate {
         /// Scenario files, or directories of them (e.g. scenarios/validate).
         #[arg(required = true)]
@@ -372,9 +375,11 @@ fn validate(
     };
     let files = scenario_files(paths)?;
     let mut runs = vec![];
+    // The host's mTHP swap-in, probed once, when the first scenario's profile needs it.
+    let mut swapin_probe: Option<foliosim_live::probe::SwapinMthpProbe> = None;
     for path in files {
         let mut s = load(&path)?;
-        let live_result = {
+        let mut live_result = {
             foliosim_live::preflight(&s, &opts)?;
             eprintln!("validate: {} live …", path.display());
             let mut results = vec![];
@@ -387,6 +392,27 @@ fn validate(
             .iter()
             .map(|r| r.workloads.iter().map(|w| w.throughput_bytes_per_s).sum())
             .collect();
+        if swapin_probe.is_none() && foliosim_live::validate::sim_swaps_in_mthp(&s) {
+            eprintln!("validate: probing the host's mTHP swap-in …");
+            let probe = foliosim_live::probe::swapin_mthp(&opts).map_err(exit_on_interrupt)?;
+            eprintln!("validate: {}", probe.describe());
+            swapin_probe = Some(probe);
+        }
+        // The live runs restored the host, so this is the value they ran with when the
+        // scenario leaves defrag unset.
+        let host_defrag = foliosim_live::settings::read_knob(&format!(
+            "{}/defrag",
+            foliosim_live::counters::THP_DIR
+        ))
+        .ok()
+        .and_then(|v| foliosim::scenario::ThpDefrag::from_name(&v));
+        live_result[0]
+            .notes
+            .extend(foliosim_live::validate::configure_sim_like_host(
+                &mut s,
+                swapin_probe.as_ref(),
+                host_defrag,
+            ));
         if let Some(c) = &costs {
             apply_costs_file(&mut s, c)?;
         }

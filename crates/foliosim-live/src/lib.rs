@@ -11,6 +11,7 @@ pub mod calibrate;
 pub mod cgroup;
 pub mod counters;
 pub mod exec;
+pub mod probe;
 pub mod run;
 pub mod settings;
 pub mod swapdev;

@@ -4,8 +4,9 @@
 //! heuristics, host noise) are shown for information. Across scenarios that run the same
 //! workload, the throughput ordering of the sim must match the live kernel's.
 
+use crate::probe::SwapinMthpProbe;
 use crate::run::LiveResult;
-use foliosim::scenario::{Scenario, PAGE_SIZE};
+use foliosim::scenario::{Scenario, SwapDeviceKind, ThpDefrag, PAGE_SIZE, PMD_ORDER};
 use foliosim::workload::{self, Op};
 use foliosim::RunResult;
 use serde::Serialize;
@@ -87,6 +88,54 @@ pub struct Report {
     pub pass: bool,
 }
 
+/// Would the sim swap large folios back in whole (alloc_swap_folio) in this scenario: its
+/// profile does, a swap device is synchronous (zram, ramdisk) and a size below PMD is enabled?
+pub fn sim_swaps_in_mthp(s: &Scenario) -> bool {
+    let below_pmd = (1u32 << PMD_ORDER) - 2; // orders 1 ..= PMD_ORDER - 1
+    s.kernel.swapin_mthp()
+        && s.machine
+            .swap_devices
+            .iter()
+            .any(|d| matches!(d.kind, SwapDeviceKind::Zram | SwapDeviceKind::Ramdisk))
+        && (s.sysfs.orders_enabled(true) | s.sysfs.orders_enabled(false)) & below_pmd != 0
+}
+
+/// Configure the sim like the host where the host's state decides what the scenario leaves
+/// open: mTHP swap-in (the probe; the host may have lost it since boot) and `defrag` when the
+/// scenario does not set it (the live run then keeps the host's value). Returns a note for
+/// each change.
+pub fn configure_sim_like_host(
+    s: &mut Scenario,
+    swapin_probe: Option<&SwapinMthpProbe>,
+    host_defrag: Option<ThpDefrag>,
+) -> Vec<String> {
+    let mut notes = vec![];
+    if let Some(probe) = swapin_probe.filter(|_| sim_swaps_in_mthp(s)) {
+        match probe.verdict() {
+            Ok(false) => {
+                s.kernel.swapin_mthp = Some(false);
+                notes.push(format!(
+                    "{}; sim run with kernel.swapin_mthp = false",
+                    probe.describe()
+                ));
+            }
+            Ok(true) => {}
+            Err(_) => notes.push(format!(
+                "{}; sim run with its profile's mTHP swap-in",
+                probe.describe()
+            )),
+        }
+    }
+    if let (None, Some(host)) = (s.sysfs.defrag, host_defrag) {
+        s.sysfs.defrag = Some(host);
+        notes.push(format!(
+            "the scenario leaves defrag unset, so the live run kept the host's `{}`; sim run with it",
+            host.name()
+        ));
+    }
+    notes
+}
+
 /// Policy-only counters (spec: they follow from the allocation and swap-out policy alone).
 fn is_policy(name: &str) -> bool {
     const VMSTAT: &[&str] = &[
@@ -118,8 +167,8 @@ fn info_note(name: &str) -> &'static str {
         "pgmajfault" | "pswpin" | "swpin" => {
             "swap-in: readahead and mTHP swap-in differ by release"
         }
-        "pgscan_direct" | "pgsteal_direct" | "pgactivate" | "pgdeactivate"
-        | "allocstall_movable" => {
+        "pgscan_direct" | "pgsteal_direct" | "pgscan_anon" | "pgsteal_anon" | "pgactivate"
+        | "pgdeactivate" | "allocstall_movable" => {
             "reclaim heuristics (batching, LRU aging), not modelled count for count"
         }
         s if s.starts_with("nr_tlb") => "TLB flush batching and lazy mm_cpumask differ",
@@ -566,6 +615,80 @@ mod tests {
         assert!(is_policy("hugepages-2048kB/stats/anon_fault_alloc"));
         assert!(!is_policy("pgfault"));
         assert!(!is_policy("hugepages-64kB/stats/swpin"));
+    }
+
+    fn scenario(swap: &str, sizes: &str, extra: &str) -> Scenario {
+        Scenario::from_toml_str(&format!(
+            r#"
+[machine]
+memory = "1G"
+[[machine.swap]]
+kind = "{swap}"
+size = "64M"
+[kernel]
+version = "6.18"
+{extra}
+[sysfs.hugepages]
+{sizes}
+[[workload]]
+kind = "usemem"
+nproc = 1
+size = "1M"
+"#
+        ))
+        .unwrap()
+    }
+
+    fn probe(swpin: u64) -> SwapinMthpProbe {
+        SwapinMthpProbe {
+            folios: 16,
+            anon_fault_alloc: 16,
+            swpout: 16,
+            swpin,
+            zswap_enabled: false,
+        }
+    }
+
+    #[test]
+    fn sim_swaps_in_mthp_only_from_sync_devices_with_a_size_below_pmd() {
+        assert!(sim_swaps_in_mthp(&scenario(
+            "zram",
+            "\"64K\" = \"madvise\"",
+            ""
+        )));
+        assert!(!sim_swaps_in_mthp(&scenario(
+            "ssd",
+            "\"64K\" = \"always\"",
+            ""
+        )));
+        assert!(!sim_swaps_in_mthp(&scenario(
+            "zram",
+            "\"2M\" = \"always\"",
+            ""
+        )));
+        assert!(!sim_swaps_in_mthp(&scenario(
+            "zram",
+            "\"64K\" = \"always\"",
+            "swapin_mthp = false"
+        )));
+    }
+
+    #[test]
+    fn the_sim_follows_the_host_probe_and_defrag() {
+        let base = scenario("zram", "\"64K\" = \"always\"", "");
+        let mut s = base.clone();
+        let notes = configure_sim_like_host(&mut s, Some(&probe(0)), Some(ThpDefrag::Madvise));
+        assert!(!s.kernel.swapin_mthp());
+        assert_eq!(s.sysfs.defrag, Some(ThpDefrag::Madvise));
+        assert_eq!(notes.len(), 2, "{notes:?}");
+        assert!(notes[0].contains("does not swap in mTHP"), "{notes:?}");
+        assert!(notes[0].contains("kernel.swapin_mthp = false"), "{notes:?}");
+        // A host that swaps mTHP in, and a scenario that sets defrag: nothing to change.
+        let mut s = base.clone();
+        s.sysfs.defrag = Some(ThpDefrag::Always);
+        let notes = configure_sim_like_host(&mut s, Some(&probe(16)), Some(ThpDefrag::Madvise));
+        assert!(notes.is_empty() && s.kernel.swapin_mthp());
+        assert_eq!(s.sysfs.defrag, Some(ThpDefrag::Always));
     }
 
     #[test]

@@ -256,3 +256,35 @@ fn sigkill_midway_is_restored_from_the_journal_on_the_next_start() {
     assert_eq!(host_state(&s), before, "host not restored from the journal");
     assert!(!journal().exists());
 }
+
+#[test]
+fn swapin_mthp_probe_refuses_without_the_explicit_opt_in() {
+    let err = foliosim_live::probe::swapin_mthp(&LiveOptions::default()).unwrap_err();
+    assert!(
+        matches!(err.downcast_ref::<Refusal>(), Some(Refusal::NotAllowed)),
+        "{err:#}"
+    );
+}
+
+#[test]
+fn swapin_mthp_probe_answers_and_restores_the_host() {
+    require_live!();
+    let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
+    let s = scenario(SLOW);
+    let before = host_state(&s);
+    let opts = LiveOptions {
+        allow_live: true,
+        timeout: None,
+    };
+    let probe = foliosim_live::probe::swapin_mthp(&opts).unwrap();
+    assert_eq!(host_state(&s), before, "host not restored");
+    eprintln!("{}", probe.describe());
+    // Its 16 folios were faulted and swapped out whole, so the answer is definite.
+    let swaps_in = probe.verdict().unwrap_or_else(|why| panic!("{why}"));
+    if probe.zswap_enabled {
+        assert!(!swaps_in, "zswap is on, yet 64K folios came back whole");
+    }
+    if swaps_in {
+        assert_eq!(probe.swpin, probe.folios, "{probe:?}");
+    }
+}
