@@ -144,10 +144,12 @@ fn is_policy(name: &str) -> bool {
         "thp_swpout_fallback",
         "thp_fault_alloc",
         "thp_fault_fallback",
+        "thp_fault_fallback_charge",
     ];
     const MTHP: &[&str] = &[
         "anon_fault_alloc",
         "anon_fault_fallback",
+        "anon_fault_fallback_charge",
         "swpout",
         "swpout_fallback",
     ];
@@ -174,9 +176,6 @@ fn info_note(name: &str) -> &'static str {
         s if s.starts_with("nr_tlb") => "TLB flush batching and lazy mm_cpumask differ",
         "split" | "split_failed" | "thp_split_page" | "thp_split_pmd" | "thp_split_page_failed" => {
             "split counts: checked through swpout_fallback"
-        }
-        "anon_fault_fallback_charge" | "thp_fault_fallback_charge" => {
-            "charge fallbacks depend on reclaim timing at the memcg limit"
         }
         "oom_kill" => "should be 0 on both",
         _ => "not a policy counter",
@@ -615,6 +614,9 @@ mod tests {
         assert!(is_policy("hugepages-2048kB/stats/anon_fault_alloc"));
         assert!(!is_policy("pgfault"));
         assert!(!is_policy("hugepages-64kB/stats/swpin"));
+        // Whether a charge at the memcg limit may reclaim is policy (defrag, MADV_HUGEPAGE).
+        assert!(is_policy("hugepages-64kB/stats/anon_fault_fallback_charge"));
+        assert!(is_policy("thp_fault_fallback_charge"));
     }
 
     fn scenario(swap: &str, sizes: &str, extra: &str) -> Scenario {
