@@ -4,7 +4,7 @@
 use super::folio::flags;
 use super::huge_memory::split_folio;
 use super::memory::zap_range;
-use super::vmscan::{putback_folios, shrink_folio_list};
+use super::vmscan::{putback_folios, shrink_folio_list, Reclaim};
 use super::vmstat::VmEvent;
 use super::Kernel;
 use crate::engine::Ctx;
@@ -95,7 +95,7 @@ fn cold_or_pageout(
         }
         if !isolated.is_empty() {
             // reclaim_pages
-            let result = shrink_folio_list(k, ctx, std::mem::take(&mut isolated), true);
+            let result = shrink_folio_list(k, ctx, std::mem::take(&mut isolated), Reclaim::Pageout);
             putback_folios(k, ctx, &result.putback);
         }
     }

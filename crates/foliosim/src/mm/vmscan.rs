@@ -17,14 +17,16 @@ use std::collections::VecDeque;
 pub const SWAP_CLUSTER_MAX: u64 = 32;
 const DEF_PRIORITY: u32 = 12;
 
-/// Whose reclaim this is (scan_control.target_mem_cgroup): the kernel counts /proc/vmstat's
+/// Which reclaim this is (scan_control): the kernel counts /proc/vmstat's
 /// pgscan_direct/pgsteal_direct only for global reclaim (`!cgroup_reclaim(sc)`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Reclaim {
+pub enum Reclaim {
     /// try_to_free_pages: the zone ran out.
     Global,
     /// try_to_free_mem_cgroup_pages: a memcg is at its limit.
     Memcg,
+    /// reclaim_pages for MADV_PAGEOUT: references ignored.
+    Pageout,
 }
 
 /// What shrink_folio_list did with its list.
@@ -184,6 +186,11 @@ fn shrink_inactive_list(
     nr_to_scan: u64,
     reclaim: Reclaim,
 ) -> u64 {
+    // Writes that completed while this reclaim ran have rotated their folios to the tail
+    // (folio_end_writeback runs at completion, not once per priority).
+    k.memcgs[memcg as usize]
+        .lruvec
+        .end_writeback(&mut k.folios, ctx.now_ns);
     let mut list = Vec::new();
     let mut scanned = 0;
     while scanned < nr_to_scan {
@@ -208,7 +215,7 @@ fn shrink_inactive_list(
     if global {
         k.vmstat.count(VmEvent::PgscanDirect, scanned);
     }
-    let result = shrink_folio_list(k, ctx, list, false);
+    let result = shrink_folio_list(k, ctx, list, reclaim);
     k.memcgs[memcg as usize].count(VmEvent::PgstealDirect, result.nr_reclaimed);
     k.vmstat.count(VmEvent::PgstealAnon, result.nr_reclaimed);
     if global {
@@ -238,13 +245,13 @@ pub fn putback_folios(k: &mut Kernel, ctx: &mut Ctx, putback: &[(u32, bool)]) {
     }
 }
 
-/// shrink_folio_list for isolated anonymous folios (spec-swap.md §8). `ignore_references` is
-/// MADV_PAGEOUT's reclaim_pages.
+/// shrink_folio_list for isolated anonymous folios (spec-swap.md §8). `Reclaim::Pageout`
+/// (MADV_PAGEOUT's reclaim_pages) ignores references.
 pub fn shrink_folio_list(
     k: &mut Kernel,
     ctx: &mut Ctx,
     folios: Vec<u32>,
-    ignore_references: bool,
+    reclaim: Reclaim,
 ) -> ShrinkResult {
     let mut list: VecDeque<u32> = folios.into();
     let mut tlb = TlbUnmapBatch::default();
@@ -258,7 +265,7 @@ pub fn shrink_folio_list(
             }
             f.clear(pfn, flags::WRITEBACK);
         }
-        if !ignore_references {
+        if reclaim != Reclaim::Pageout {
             ctx.spend(k.cost.folio_referenced_ns);
             match folio_check_references(f, pfn) {
                 FolioReferences::Activate => {
