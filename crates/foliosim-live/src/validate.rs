@@ -386,8 +386,8 @@ impl Comparison {
     }
 }
 
-/// Scenarios that run the same amount of work the same way (they differ in folio size or
-/// knobs) are compared for throughput ordering.
+/// Scenarios that run the same amount of work the same way to the same kind of swap device
+/// (they differ in folio size or knobs) are compared for throughput ordering.
 fn group_key(scenario: &Scenario) -> String {
     let tasks: Vec<String> = scenario
         .workloads
@@ -396,7 +396,19 @@ fn group_key(scenario: &Scenario) -> String {
         .map(|t| format!("{}@{:?}", t.ops.len(), t.memcg))
         .collect();
     let limits: Vec<_> = scenario.memcgs.iter().map(|c| c.max).collect();
-    format!("{} {:?} {:?}", written_bytes(scenario), tasks, limits)
+    let devices: Vec<_> = scenario
+        .machine
+        .swap_devices
+        .iter()
+        .map(|d| d.kind)
+        .collect();
+    format!(
+        "{} {:?} {:?} {:?}",
+        written_bytes(scenario),
+        tasks,
+        limits,
+        devices
+    )
 }
 
 fn share_row(
