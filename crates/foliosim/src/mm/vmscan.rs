@@ -225,10 +225,17 @@ fn shrink_inactive_list(
     result.nr_reclaimed
 }
 
-/// move_folios_to_lru: return kept folios to their memcg's lists.
+/// move_folios_to_lru: return kept folios to their memcg's lists, the lru_lock taken once per
+/// memcg for the whole list (the caller holds it across the loop; it relocks only when the next
+/// folio belongs to another lruvec).
 pub fn putback_folios(k: &mut Kernel, ctx: &mut Ctx, putback: &[(u32, bool)]) {
+    let mut moved_per_memcg: Vec<(usize, u64)> = Vec::new();
     for &(pfn, active) in putback {
         let memcg = k.folios.memcg[pfn as usize] as usize;
+        match moved_per_memcg.iter_mut().find(|(m, _)| *m == memcg) {
+            Some((_, n)) => *n += 1,
+            None => moved_per_memcg.push((memcg, 1)),
+        }
         let cg = &mut k.memcgs[memcg];
         k.folios.set(pfn, flags::LRU);
         if active {
@@ -241,7 +248,12 @@ pub fn putback_folios(k: &mut Kernel, ctx: &mut Ctx, putback: &[(u32, bool)]) {
             k.folios.clear(pfn, flags::ACTIVE);
             cg.lruvec.inactive_anon.add_head(&mut k.folios, pfn);
         }
-        cg.lruvec.lru_lock.hold(ctx, k.cost.lru_move_ns);
+    }
+    for (memcg, moved) in moved_per_memcg {
+        k.memcgs[memcg]
+            .lruvec
+            .lru_lock
+            .hold(ctx, k.cost.lru_move_ns * moved);
     }
 }
 
