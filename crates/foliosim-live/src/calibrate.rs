@@ -3,7 +3,8 @@
 //! Each benchmark sets only the knobs it needs (through the same journaled guard as a live run)
 //! and times a loop in this process: anonymous faults per folio size (allocation and zeroing
 //! included), the user store loop, munmap, MADV_PAGEOUT and swap-in per folio size to zram and
-//! to a swap file, zram compression per codec, and folio split (a PAGEOUT of one page of each
+//! to a swap file, munmap of swapped-out pages (the per-slot release, zram's slot-free notify
+//! included), zram compression per codec, and folio split (a PAGEOUT of one page of each
 //! large folio splits it). Costs the sim names directly go to `[costs]` (a scenario or
 //! `--costs FILE` loads them); every raw number goes to `[measured]`; `[provenance]` says which
 //! machine and kernel they came from.
@@ -13,6 +14,7 @@ use crate::settings::HostGuard;
 use crate::swapdev;
 use crate::LiveOptions;
 use anyhow::{bail, Context, Result};
+use foliosim::engine::cost::CostModel;
 use foliosim::scenario::{Bytes, SwapDeviceKind, SwapDeviceSpec};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -385,6 +387,23 @@ fn measure(
                 median(inn),
             );
         }
+        // Releasing swapped-out slots: munmap of a 4K area MADV_PAGEOUT swapped out (zap of the
+        // swap PTEs, free_swap_and_cache_nr, swap_entries_free with the device's
+        // swap_slot_free_notify). To a swap file the folios may still sit in the swap cache
+        // (async writeback), so only the zram number feeds a cost.
+        only_size(guard, 4096)?;
+        progress(&format!("munmap of swapped-out 4K pages on {label}"));
+        let mut release = vec![];
+        for _ in 0..reps {
+            let area = Area::new(region, true)?;
+            area.fill();
+            area.madvise(0, region, MADV_PAGEOUT)?;
+            release.push(timed(|| Ok(drop(area)))? / (region / PAGE) as f64);
+        }
+        m.insert(
+            format!("munmap_swapped_{label}_4k_ns_per_page"),
+            median(release),
+        );
         if kind == SwapDeviceKind::Zram {
             // Split: PAGEOUT of the first page of each large folio splits it first.
             let p4 = m["pageout_zram_4k_ns_per_folio"];
@@ -425,6 +444,18 @@ fn measure(
             crate::swapdev::zram_release(id, true)?;
         }
     }
+
+    // The per-slot release on zram less the profile's zap, swap_map update and generic release
+    // (swap_range_free) costs: what zram_slot_free_notify (zram_free_page, zs_free) adds.
+    let profile = CostModel::profile("vm-6.18-2cpu").expect("built-in profile");
+    let generic =
+        (profile.zap_pte_ns + profile.swap_map_update_ns + profile.swap_entry_free_ns) as f64;
+    costs.insert(
+        "zram_slot_free_notify_ns".into(),
+        (m["munmap_swapped_zram_4k_ns_per_page"] - generic)
+            .max(0.0)
+            .round(),
+    );
 
     // Compression per codec: 4K PAGEOUT to a zram device using each codec the kernel offers.
     only_size(guard, 4096)?;

@@ -71,6 +71,12 @@ impl BlockDevice {
         matches!(self.kind, SwapDeviceKind::Ramdisk | SwapDeviceKind::Zram)
     }
 
+    /// Does the driver implement block_device_operations.swap_slot_free_notify (told of every
+    /// freed slot so it can drop the slot's data)? Only zram does (zram_slot_free_notify).
+    pub fn has_slot_free_notify(&self) -> bool {
+        self.kind == SwapDeviceKind::Zram
+    }
+
     pub fn solidstate(&self) -> bool {
         self.kind != SwapDeviceKind::Hdd
     }

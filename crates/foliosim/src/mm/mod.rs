@@ -114,6 +114,7 @@ impl Kernel {
                     spec.discard,
                 );
                 map.blkdev = spec.kind != SwapDeviceKind::File;
+                map.slot_free_notify = bdev.has_slot_free_notify();
                 let allocator =
                     swap_alloc::new_allocator(allocator, &map, ncpus, spec.mthp_reserve_percent);
                 SwapInfo {

@@ -61,6 +61,8 @@ pub struct SwapMap {
     pub discard: bool,
     /// Clusters the allocator queued for discard since the device last heard of it.
     pub discarded_clusters: Vec<u32>,
+    /// The block device wants swap_slot_free_notify for each freed slot (zram).
+    pub slot_free_notify: bool,
     /// si->lock
     pub lock: SimLock,
 }
@@ -94,6 +96,7 @@ impl SwapMap {
             blkdev: true,
             discard,
             discarded_clusters: Vec::new(),
+            slot_free_notify: false,
             lock: SimLock::new("si->lock"),
         }
     }
@@ -136,6 +139,18 @@ impl SwapMap {
         self.swap_map[offset as usize..(offset + nr) as usize]
             .iter()
             .all(|&b| b == 0)
+    }
+
+    /// The per-slot release work of `nr` slots that the policy's free path does under its lock:
+    /// swap_entry_range_free / swap_entries_free (clear the bytes, memcg swap uncharge) and
+    /// swap_range_free (zswap invalidate, shadows, accounting, the device's slot-free notify).
+    pub fn swap_range_free_ns(&self, cost: &CostModel, nr: u32) -> u64 {
+        let notify_ns = if self.slot_free_notify {
+            cost.zram_slot_free_notify_ns
+        } else {
+            0
+        };
+        (cost.swap_entry_free_ns + notify_ns) * nr as u64
     }
 
     /// Mark a range allocated: HAS_CACHE with no count (the folio is about to enter the cache).

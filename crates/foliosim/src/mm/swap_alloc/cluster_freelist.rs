@@ -223,7 +223,7 @@ impl ClusterFreelist {
         offset: u32,
         nr: u32,
     ) {
-        map.lock.hold(ctx, cost.swap_entry_free_ns * nr as u64);
+        map.lock.hold(ctx, map.swap_range_free_ns(cost, nr));
         for (c, piece) in cluster_pieces(offset, nr) {
             let count = &mut self.count[c as usize];
             assert!(

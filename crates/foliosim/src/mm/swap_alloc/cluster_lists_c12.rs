@@ -233,7 +233,7 @@ impl SwapAllocator for ClusterListsC12 {
             }
         }
         let hold_ns =
-            cost.swap_entry_free_ns * nr as u64 + work.list_moves * cost.swap_cluster_list_move_ns;
+            map.swap_range_free_ns(cost, nr) + work.list_moves * cost.swap_cluster_list_move_ns;
         map.lock.hold(ctx, hold_ns);
     }
 

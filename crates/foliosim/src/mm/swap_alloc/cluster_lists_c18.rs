@@ -277,7 +277,8 @@ impl SwapAllocator for ClusterListsC18 {
         nr: u32,
     ) {
         for (c, piece) in cluster_pieces(offset, nr) {
-            self.ci_locks[c as usize].hold(ctx, cost.swap_entry_free_ns * piece as u64);
+            let release_ns = map.swap_range_free_ns(cost, piece);
+            self.ci_locks[c as usize].hold(ctx, release_ns);
             if self.lists.put(c, piece) {
                 if map.discard {
                     self.discard
