@@ -168,8 +168,15 @@ fn zapping_everything_leaves_nothing() {
     }
     let k = &sim.k;
     assert_eq!(k.memcgs[1].usage_pages, 0);
-    // Only slot-cache entries may still be held.
-    let cached: u32 = k.swap.slot_cache.iter().map(|c| c.len() as u32).sum();
+    // Only slot-cache entries (allocated, or freed and waiting in the return buffer) may
+    // still be held.
+    let cached: u32 = k
+        .swap
+        .slot_cache
+        .iter()
+        .chain(&k.swap.slots_ret)
+        .map(|c| c.len() as u32)
+        .sum();
     assert_eq!(k.swap.devices[0].map.inuse_pages, cached);
 }
 

@@ -148,6 +148,7 @@ pub fn check(k: &Kernel) -> Result<(), String> {
         .swap
         .slot_cache
         .iter()
+        .chain(&k.swap.slots_ret)
         .flatten()
         .map(|e| e.raw())
         .collect();

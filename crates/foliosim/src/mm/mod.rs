@@ -136,6 +136,7 @@ impl Kernel {
             swap: Swap {
                 devices,
                 slot_cache: vec![Vec::new(); ncpus],
+                slots_ret: vec![Vec::new(); ncpus],
                 slot_cache_active: false,
                 ncpus,
             },

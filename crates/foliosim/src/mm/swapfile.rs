@@ -15,6 +15,8 @@ pub const SWAPFILE_CLUSTER: u32 = 1 << PMD_ORDER;
 pub const MAX_SWAPFILES: usize = 16;
 /// SWAP_BATCH: entries one get_swap_pages() call hands the slot cache.
 pub const SWAP_BATCH: usize = 64;
+/// SWAP_SLOTS_CACHE_SIZE: entries the per-CPU return buffer gathers before releasing them.
+pub const SWAP_SLOTS_CACHE_SIZE: usize = SWAP_BATCH;
 /// swap_map: a folio for this slot is in (or entering) the swap cache.
 pub const SWAP_HAS_CACHE: u8 = 0x40;
 pub const SWAP_MAP_BAD: u8 = 0x3f;
@@ -171,12 +173,15 @@ pub struct SwapInfo {
     pub bdev: BlockDevice,
 }
 
-/// All swap devices plus the per-CPU order-0 slot cache (mm/swap_slots.c).
+/// All swap devices plus the per-CPU slot cache (mm/swap_slots.c, up to 6.13).
 pub struct Swap {
     /// Sorted by priority, highest first (the swap_avail list order).
     pub devices: Vec<SwapInfo>,
     /// Per CPU: allocated order-0 entries not yet handed to a folio.
     pub slot_cache: Vec<Vec<SwapEntry>>,
+    /// Per CPU: slots whose last reference went one at a time, waiting to be released together
+    /// (slots_ret). Each keeps HAS_CACHE until then, as __swap_entry_free_locked leaves it.
+    pub slots_ret: Vec<Vec<SwapEntry>>,
     pub slot_cache_active: bool,
     pub ncpus: usize,
 }
@@ -247,22 +252,67 @@ impl Swap {
         }
     }
 
-    /// The slot cache works only while free swap is plentiful (swap_slots.c thresholds).
+    /// The slot cache works only while free swap is plentiful (swap_slots.c thresholds);
+    /// deactivating it drains both halves (__drain_swap_slots_cache).
     fn update_slot_cache_active(&mut self, ctx: &mut Ctx, cost: &CostModel) {
         let free = self.nr_swap_pages();
         let per_cpus = (SWAP_BATCH * self.ncpus) as u64;
         if self.slot_cache_active && free < 2 * per_cpus {
             self.slot_cache_active = false;
-            let cached: Vec<SwapEntry> = self
-                .slot_cache
-                .iter_mut()
-                .flat_map(|c| c.drain(..))
-                .collect();
-            for e in cached {
-                self.clear_cache_flag(ctx, cost, e, 1);
+            for cpu in 0..self.ncpus {
+                let cached = std::mem::take(&mut self.slot_cache[cpu]);
+                self.swapcache_free_entries(ctx, cost, cached);
+                let returned = std::mem::take(&mut self.slots_ret[cpu]);
+                self.swapcache_free_entries(ctx, cost, returned);
             }
         } else if !self.slot_cache_active && free > 5 * per_cpus {
             self.slot_cache_active = true;
+        }
+    }
+
+    /// Do single-slot frees go through the per-CPU return buffer (use_swap_slot_cache)?
+    fn slots_ret_active(&self) -> bool {
+        self.slot_cache_active
+            && self
+                .devices
+                .first()
+                .is_some_and(|d| d.allocator.uses_slot_cache())
+    }
+
+    /// free_swap_slot: a slot whose last reference went joins this CPU's return buffer; a full
+    /// buffer is released first, in one batch.
+    fn free_swap_slot(&mut self, ctx: &mut Ctx, cost: &CostModel, entry: SwapEntry) {
+        if self.slots_ret[ctx.cpu].len() >= SWAP_SLOTS_CACHE_SIZE {
+            let batch = std::mem::take(&mut self.slots_ret[ctx.cpu]);
+            self.swapcache_free_entries(ctx, cost, batch);
+        }
+        self.slots_ret[ctx.cpu].push(entry);
+    }
+
+    /// swapcache_free_entries: release HAS_CACHE-only slots, grouped by device (each device's
+    /// lock taken once for its group; the policy says which lock and for how long).
+    fn swapcache_free_entries(
+        &mut self,
+        ctx: &mut Ctx,
+        cost: &CostModel,
+        mut entries: Vec<SwapEntry>,
+    ) {
+        entries.sort_by_key(|e| e.dev());
+        for group in entries.chunk_by(|a, b| a.dev() == b.dev()) {
+            let dev = &mut self.devices[group[0].dev()];
+            let offsets: Vec<u32> = group.iter().map(|e| e.offset()).collect();
+            for &slot in &offsets {
+                let b = &mut dev.map.swap_map[slot as usize];
+                assert_eq!(
+                    *b, SWAP_HAS_CACHE,
+                    "slot {slot} released from the slot cache"
+                );
+                *b = 0;
+            }
+            dev.map.inuse_pages -= offsets.len() as u32;
+            dev.allocator
+                .on_free_slots(&mut dev.map, ctx, cost, &offsets);
+            dev.flush_discards();
         }
     }
 
@@ -317,10 +367,15 @@ impl Swap {
         self.clear_cache_flag(ctx, cost, entry, nr);
     }
 
-    /// Clear HAS_CACHE over a range; slots reaching 0 go back to the allocator in runs.
+    /// Clear HAS_CACHE over a range (put_swap_folio): a large range that is all cache-only is
+    /// released whole; otherwise slot by slot, those reaching 0 through free_swap_slot.
     fn clear_cache_flag(&mut self, ctx: &mut Ctx, cost: &CostModel, entry: SwapEntry, nr: u32) {
-        let dev = &mut self.devices[entry.dev()];
-        drop_slots(dev, ctx, cost, entry, nr, |slot, b, _| {
+        let map = &self.devices[entry.dev()].map;
+        let whole = nr > 1
+            && map.swap_map[entry.offset() as usize..(entry.offset() + nr) as usize]
+                .iter()
+                .all(|&b| b == SWAP_HAS_CACHE);
+        self.drop_slots(ctx, cost, entry, nr, whole, |slot, b, _| {
             assert!(
                 *b & SWAP_HAS_CACHE != 0,
                 "slot {slot} of dev {} leaves the swap cache without HAS_CACHE",
@@ -333,6 +388,9 @@ impl Swap {
     /// Drop one PTE reference from each of `nr` slots (swap_free_nr / the first half of
     /// free_swap_and_cache_nr). Returns the pfns of swap-cache folios left with no reference
     /// (cache-only), for the caller to try to reclaim.
+    /// A range of one cluster whose slots all hold exactly one reference and no cache is
+    /// released whole (the __swap_entries_free fast path); otherwise slot by slot, those
+    /// reaching 0 through free_swap_slot.
     pub fn put_refs(
         &mut self,
         ctx: &mut Ctx,
@@ -340,10 +398,15 @@ impl Swap {
         entry: SwapEntry,
         nr: u32,
     ) -> Vec<u32> {
-        let dev = &mut self.devices[entry.dev()];
+        let map = &self.devices[entry.dev()].map;
+        let whole = nr > 1
+            && entry.offset() / SWAPFILE_CLUSTER == (entry.offset() + nr - 1) / SWAPFILE_CLUSTER
+            && map.swap_map[entry.offset() as usize..(entry.offset() + nr) as usize]
+                .iter()
+                .all(|&b| b == 1);
         let mut cache_only = Vec::new();
         ctx.spend(cost.swap_map_update_ns * nr as u64);
-        drop_slots(dev, ctx, cost, entry, nr, |slot, b, cached| {
+        self.drop_slots(ctx, cost, entry, nr, whole, |slot, b, cached| {
             assert!(
                 swap_count(*b) > 0,
                 "swap_free on slot {slot} of dev {} with count 0",
@@ -363,32 +426,44 @@ impl Swap {
     }
 }
 
-/// Apply `drop_ref(slot, swap_map byte, swap-cache pfn)` to each slot of [entry, entry + nr);
-/// the slots it leaves at 0 are released, in runs of contiguous slots.
-fn drop_slots(
-    dev: &mut SwapInfo,
-    ctx: &mut Ctx,
-    cost: &CostModel,
-    entry: SwapEntry,
-    nr: u32,
-    mut drop_ref: impl FnMut(u32, &mut u8, u32),
-) {
-    let end = entry.offset() + nr;
-    let mut run_start = None;
-    for slot in entry.offset()..=end {
-        let freed = slot < end && {
-            let cached = dev.map.swap_cache[slot as usize];
-            let b = &mut dev.map.swap_map[slot as usize];
-            drop_ref(slot, b, cached);
-            *b == 0
-        };
-        match (freed, run_start) {
-            (true, None) => run_start = Some(slot),
-            (false, Some(start)) => {
-                release_range(dev, ctx, cost, start, slot - start);
-                run_start = None;
+impl Swap {
+    /// Apply `drop_ref(slot, swap_map byte, swap-cache pfn)` to each slot of [entry, entry + nr).
+    /// The slots it leaves at 0 are released in runs of contiguous slots when `whole` (one
+    /// range release) or when no return buffer is active; otherwise each goes through
+    /// free_swap_slot.
+    fn drop_slots(
+        &mut self,
+        ctx: &mut Ctx,
+        cost: &CostModel,
+        entry: SwapEntry,
+        nr: u32,
+        whole: bool,
+        mut drop_ref: impl FnMut(u32, &mut u8, u32),
+    ) {
+        let buffered = !whole && self.slots_ret_active();
+        let end = entry.offset() + nr;
+        let mut run_start = None;
+        for slot in entry.offset()..=end {
+            let dev = &mut self.devices[entry.dev()];
+            let freed = slot < end && {
+                let cached = dev.map.swap_cache[slot as usize];
+                let b = &mut dev.map.swap_map[slot as usize];
+                drop_ref(slot, b, cached);
+                *b == 0
+            };
+            if freed && buffered {
+                dev.map.swap_map[slot as usize] = SWAP_HAS_CACHE;
+                self.free_swap_slot(ctx, cost, SwapEntry::new(entry.dev(), slot));
+                continue;
             }
-            _ => {}
+            match (freed, run_start) {
+                (true, None) => run_start = Some(slot),
+                (false, Some(start)) => {
+                    release_range(dev, ctx, cost, start, slot - start);
+                    run_start = None;
+                }
+                _ => {}
+            }
         }
     }
 }

@@ -213,8 +213,7 @@ impl ClusterFreelist {
         self.count[c as usize] += nr as u16;
     }
 
-    /// Slots back from the per-CPU return buffer, released under si->lock
-    /// (swapcache_free_entries / swap_entry_free).
+    /// A range released under si->lock (swap_entry_range_free).
     pub fn on_free(
         &mut self,
         map: &mut SwapMap,
@@ -224,6 +223,27 @@ impl ClusterFreelist {
         nr: u32,
     ) {
         map.lock.hold(ctx, map.swap_range_free_ns(cost, nr));
+        self.dec_cluster_info_page(offset, nr);
+    }
+
+    /// Slots back from the per-CPU return buffer, released under one si->lock hold
+    /// (swapcache_free_entries).
+    pub fn on_free_slots(
+        &mut self,
+        map: &mut SwapMap,
+        ctx: &mut Ctx,
+        cost: &CostModel,
+        slots: &[u32],
+    ) {
+        map.lock
+            .hold(ctx, map.swap_range_free_ns(cost, slots.len() as u32));
+        for &slot in slots {
+            self.dec_cluster_info_page(slot, 1);
+        }
+    }
+
+    /// dec_cluster_info_page: cluster counts drop; an emptied cluster joins the free list.
+    fn dec_cluster_info_page(&mut self, offset: u32, nr: u32) {
         for (c, piece) in cluster_pieces(offset, nr) {
             let count = &mut self.count[c as usize];
             assert!(

@@ -218,6 +218,40 @@ impl SwapAllocator for ClusterListsC12 {
         nr: u32,
     ) {
         let mut work = Work::default();
+        self.dec_cluster_info_page(map, ctx, cost, offset, nr, &mut work);
+        let hold_ns =
+            map.swap_range_free_ns(cost, nr) + work.list_moves * cost.swap_cluster_list_move_ns;
+        map.lock.hold(ctx, hold_ns);
+    }
+
+    /// swapcache_free_entries: the return buffer's slots, one si->lock hold for all of them.
+    fn on_free_slots(&mut self, map: &mut SwapMap, ctx: &mut Ctx, cost: &CostModel, slots: &[u32]) {
+        let mut work = Work::default();
+        for &slot in slots {
+            self.dec_cluster_info_page(map, ctx, cost, slot, 1, &mut work);
+        }
+        let hold_ns = map.swap_range_free_ns(cost, slots.len() as u32)
+            + work.list_moves * cost.swap_cluster_list_move_ns;
+        map.lock.hold(ctx, hold_ns);
+    }
+
+    fn check(&self, map: &SwapMap) -> Result<(), String> {
+        self.lists.check(map)
+    }
+}
+
+impl ClusterListsC12 {
+    /// dec_cluster_info_page: an emptied cluster goes to the free (or discard) list, a full or
+    /// fragment cluster that lost slots back to nonfull[order].
+    fn dec_cluster_info_page(
+        &mut self,
+        map: &mut SwapMap,
+        ctx: &mut Ctx,
+        cost: &CostModel,
+        offset: u32,
+        nr: u32,
+        work: &mut Work,
+    ) {
         for (c, piece) in cluster_pieces(offset, nr) {
             if self.lists.put(c, piece) {
                 if map.discard {
@@ -225,19 +259,12 @@ impl SwapAllocator for ClusterListsC12 {
                         .queue(&mut self.lists, map, c, ctx.now_ns, cost);
                     work.list_moves += 1;
                 } else {
-                    self.move_to(c, self.lists.free_list_of(c), &mut work);
+                    self.move_to(c, self.lists.free_list_of(c), work);
                 }
             } else if !matches!(self.lists.on[c as usize], Some(List::Nonfull(_))) {
                 let o = self.lists.order[c as usize];
-                self.move_to(c, List::Nonfull(o), &mut work);
+                self.move_to(c, List::Nonfull(o), work);
             }
         }
-        let hold_ns =
-            map.swap_range_free_ns(cost, nr) + work.list_moves * cost.swap_cluster_list_move_ns;
-        map.lock.hold(ctx, hold_ns);
-    }
-
-    fn check(&self, map: &SwapMap) -> Result<(), String> {
-        self.lists.check(map)
     }
 }

@@ -47,6 +47,14 @@ pub trait SwapAllocator {
     /// holding the locks this policy's free path holds.
     fn on_free(&mut self, map: &mut SwapMap, ctx: &mut Ctx, cost: &CostModel, offset: u32, nr: u32);
 
+    /// swapcache_free_entries: single slots (swap_map already 0) released together, under one
+    /// hold of the lock the free path takes. Only policies with a slot cache get these.
+    fn on_free_slots(&mut self, map: &mut SwapMap, ctx: &mut Ctx, cost: &CostModel, slots: &[u32]) {
+        for &slot in slots {
+            self.on_free(map, ctx, cost, slot, 1);
+        }
+    }
+
     /// Check the policy's own invariants (cluster counts, list membership) against the map.
     fn check(&self, map: &SwapMap) -> Result<(), String>;
 

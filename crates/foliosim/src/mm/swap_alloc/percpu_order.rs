@@ -57,6 +57,9 @@ impl SwapAllocator for PercpuOrder {
     ) {
         self.clusters.on_free(map, ctx, cost, offset, nr)
     }
+    fn on_free_slots(&mut self, map: &mut SwapMap, ctx: &mut Ctx, cost: &CostModel, slots: &[u32]) {
+        self.clusters.on_free_slots(map, ctx, cost, slots)
+    }
     fn check(&self, map: &SwapMap) -> Result<(), String> {
         self.clusters.check(map)
     }
