@@ -143,6 +143,8 @@ pub struct LockSplitRow {
     pub si_lock_wait_s: f64,
     pub si_lock_acquisitions: f64,
     pub ci_lock_wait_s: f64,
+    /// Total wait on the memcg's lruvec->lru_lock (the other lock reclaim contends on).
+    pub lru_lock_wait_s: f64,
     pub seed_elapsed_s: f64,
     pub seed_user_s: f64,
     pub seed_sys_s: f64,
@@ -194,7 +196,8 @@ fn allocator_name(r: &RunResult) -> String {
     r.swap_allocator.clone()
 }
 
-fn si_lock(r: &RunResult, name: &str) -> (f64, f64) {
+/// Wait (s) and acquisitions of every instance of the lock called `name`.
+fn lock_totals(r: &RunResult, name: &str) -> (f64, f64) {
     r.locks
         .iter()
         .filter(|l| l.name == name)
@@ -326,9 +329,10 @@ pub fn reproduce(
             elapsed_s_std,
             user_s: avg(&|r| r.cpu_user_ns as f64 / 1e9),
             sys_s: avg(&|r| r.cpu_sys_ns as f64 / 1e9),
-            si_lock_wait_s: avg(&|r| si_lock(r, "si->lock").0),
-            si_lock_acquisitions: avg(&|r| si_lock(r, "si->lock").1),
-            ci_lock_wait_s: avg(&|r| si_lock(r, "ci->lock").0),
+            si_lock_wait_s: avg(&|r| lock_totals(r, "si->lock").0),
+            si_lock_acquisitions: avg(&|r| lock_totals(r, "si->lock").1),
+            ci_lock_wait_s: avg(&|r| lock_totals(r, "ci->lock").0),
+            lru_lock_wait_s: avg(&|r| lock_totals(r, "lruvec->lru_lock").0),
             seed_elapsed_s: if before { 302.95 } else { 218.35 },
             seed_user_s: if before { 2506.66 } else { 2637.94 },
             seed_sys_s: if before { 14856.77 } else { 9384.29 },
@@ -405,10 +409,10 @@ impl Report {
             "\n3. make -j96 in a 1G memcg, no mTHP ({} jobs): before/after the si->lock split\n",
             self.kbuild_jobs / 2
         ));
-        out.push_str("kernel allocator          | elapsed s (std)  user s    sys s | si->lock wait s  acquisitions | ci->lock wait s | seed: elapsed  user  sys  si->lock wait\n");
+        out.push_str("kernel allocator          | elapsed s (std)  user s    sys s | si->lock wait s  acquisitions | ci->lock wait s | lru_lock wait s | seed: elapsed  user  sys  si->lock wait\n");
         for r in &self.lock_split {
             out.push_str(&format!(
-                "{:<6} {:<18} | {:>9.3} ({:.3}) {:>7.1} {:>8.1} | {:>15.4} {:>13.0} | {:>15.4} | {:>7.0} {:>5.0} {:>6.0}  {}\n",
+                "{:<6} {:<18} | {:>9.3} ({:.3}) {:>7.1} {:>8.1} | {:>15.4} {:>13.0} | {:>15.4} | {:>15.3} | {:>7.0} {:>5.0} {:>6.0}  {}\n",
                 r.kernel,
                 r.allocator,
                 r.elapsed_s,
@@ -418,6 +422,7 @@ impl Report {
                 r.si_lock_wait_s,
                 r.si_lock_acquisitions,
                 r.ci_lock_wait_s,
+                r.lru_lock_wait_s,
                 r.seed_elapsed_s,
                 r.seed_user_s,
                 r.seed_sys_s,
