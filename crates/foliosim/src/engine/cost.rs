@@ -76,8 +76,12 @@ cost_model! {
     folio_referenced_ns = 250;
     /// Moving one folio between LRU lists under the lru_lock (activate / deactivate). estimate.
     lru_move_ns = 80;
-    /// Swap slot allocation bookkeeping under si->lock (per call, plus per-slot scan below).
-    /// split of fit.
+    /// One alloc_swap_scan_cluster (lock the cluster, check it, set up the scan; the per-slot
+    /// probes and the range taken are below), charged per call by every cluster-list policy:
+    /// 6.18 makes one per allocation, a 6.12 slot-cache refill 64 under one si->lock hold.
+    /// split of fit. Removing the slot cache (v6.15, so each allocation makes its own call)
+    /// left make -j96 sys time unchanged (6446 -> 6409 s, "mm, swap: remove swap slot cache"):
+    /// the per-slot work is the same with and without the cache.
     swap_alloc_ns = 300;
     /// A lock hold by a CPU other than the previous holder: the lock word and the data it
     /// guards (a few cache lines) migrate between cores, ~50-100 ns each on one socket.

@@ -26,6 +26,8 @@ pub struct ClusterListsC12 {
 /// Work done inside one si->lock section, for its hold time.
 #[derive(Default)]
 struct Work {
+    /// alloc_swap_scan_cluster calls: each costs what one allocation does in 6.18.
+    scans: u64,
     probes: u64,
     list_moves: u64,
 }
@@ -57,6 +59,7 @@ impl ClusterListsC12 {
         if !self.lists.usable(c, order) {
             return (None, NEXT_INVALID);
         }
+        work.scans += 1;
         let Some(found) = self.lists.scan(map, c, from, order, &mut work.probes) else {
             return (None, NEXT_INVALID);
         };
@@ -201,7 +204,9 @@ impl SwapAllocator for ClusterListsC12 {
             }
         }
         let taken = out.len() as u64 - taken_before;
-        let hold_ns = cost.swap_alloc_ns
+        // A slot-cache refill is 64 cluster_alloc_swap_entry calls under one hold, each the
+        // work of one 6.18 allocation.
+        let hold_ns = work.scans * cost.swap_alloc_ns
             + taken * cost.swap_alloc_range_ns
             + work.probes * cost.swap_slot_scan_ns
             + work.list_moves * cost.swap_cluster_list_move_ns;
