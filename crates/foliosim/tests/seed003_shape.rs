@@ -3,7 +3,7 @@
 //! iteration; "near 100" is >= 95 %; "climbing" is <= 5 % in iteration 1 and >= 80 % by
 //! iteration 10 (the seed: 0, 42, 68, 82, then 90-97 %).
 
-use foliosim::reproduce::seed003::{allocator_test_scenario, kbuild_scenario};
+use foliosim::reproduce::seed003::{allocator_test_scenario, kbuild_scenario, make_j96_scenario};
 use foliosim::scenario::{Kernel, KernelVersion};
 use foliosim::workload::FallbackPoint;
 
@@ -93,4 +93,29 @@ fn lock_split_cuts_si_lock_wait() {
         before > 10 * after.max(1),
         "si->lock wait C12 {before} ns, C18 {after} ns"
     );
+}
+
+/// make -j96 in steady state on the bare-metal profile, scaled down: before the lock split the
+/// build waits on si->lock, after it the wait is gone and the build finishes sooner.
+#[test]
+fn lock_split_makes_the_build_faster() {
+    let run = |version| {
+        let kernel = Kernel {
+            version,
+            ..Kernel::default()
+        };
+        let r = foliosim::run(&make_j96_scenario(kernel, 0.25, 1)).unwrap();
+        let wait: u64 = r
+            .locks
+            .iter()
+            .filter(|l| l.name == "si->lock")
+            .map(|l| l.stats.wait_ns_total)
+            .sum();
+        (r.workloads[0].elapsed_ns_max, r.cpu_sys_ns, wait)
+    };
+    let (c12, c18) = (run(KernelVersion::V6_12), run(KernelVersion::V6_18));
+    eprintln!("make -j96 x0.25 (elapsed ns, sys ns, si->lock wait ns): C12 {c12:?} C18 {c18:?}");
+    assert!(c12.2 > 10 * c18.2.max(1), "si->lock wait {c12:?} {c18:?}");
+    assert!(c18.0 < c12.0, "elapsed C12 {} ns, C18 {} ns", c12.0, c18.0);
+    assert!(c18.1 < c12.1, "sys C12 {} ns, C18 {} ns", c12.1, c18.1);
 }

@@ -106,6 +106,38 @@ pub fn kbuild_scenario(kernel: Kernel, size: &str, jobs: u32, scale: f64, seed: 
     }
 }
 
+/// Compile jobs per make slot in the make -j96 run: a defconfig build compiles thousands of
+/// files, so its 96 slots stay busy; with two or three jobs per slot the elapsed time would be
+/// the longest slot's tail, not the build's throughput.
+const MAKE_J96_JOBS_PER_SLOT: u32 = 10;
+/// Memory sizes of the make -j96 run relative to the seed's (1G memcg, 8-256 MiB heaps): each
+/// job's share of the memcg against its heap is the seed's, and the run is 16x shorter.
+const MAKE_J96_SIZE: f64 = 1.0 / 16.0;
+/// Re-touch passes per job (each over a random tenth of its heap). Measured: gcc -O2 on a 2 MB
+/// C file (299 MB peak RSS, 9.4 s user) swapped in 1.45 pages per heap page with a memcg of
+/// 21% of its RSS and 45 with 11% (tools/measure_cc_refaults.sh, docs/seed003-lock-split.md).
+/// Here a job's share is ~15% of the mean heap, where that curve gives ~8.6 (log-interpolated);
+/// 115 passes make the sim's build swap in ~8.6 pages per heap page.
+const MAKE_J96_PHASES: u32 = 115;
+
+/// Seed 003's make -j96 in a 1G memcg for the lock-split table: a build in steady state, on a
+/// bare-metal x86 server (`x86-server` costs), whose compiler jobs revisit their heap at the
+/// rate measured from gcc.
+pub fn make_j96_scenario(kernel: Kernel, scale: f64, seed: u64) -> Scenario {
+    let mut s = kbuild_scenario(
+        kernel,
+        "4K",
+        96 * MAKE_J96_JOBS_PER_SLOT,
+        scale * MAKE_J96_SIZE,
+        seed,
+    );
+    s.machine.cost_profile = "x86-server".into();
+    if let WorkloadSpec::Kbuild { phases, .. } = &mut s.workloads[0] {
+        *phases = MAKE_J96_PHASES;
+    }
+    s
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct AllocatorTestRow {
     pub kernel: String,
@@ -305,10 +337,8 @@ pub fn reproduce(
     for version in lock_kernels {
         let mut runs = Vec::new();
         for seed in 1..=seeds as u64 {
-            runs.push(finish(kbuild_scenario(
+            runs.push(finish(make_j96_scenario(
                 kernel(version, None),
-                "4K",
-                kbuild_jobs / 2,
                 scale,
                 seed,
             ))?);
@@ -406,8 +436,10 @@ impl Report {
             ));
         }
         out.push_str(&format!(
-            "\n3. make -j96 in a 1G memcg, no mTHP ({} jobs): before/after the si->lock split\n",
-            self.kbuild_jobs / 2
+            "\n3. make -j96 in a 1G memcg, no mTHP, bare-metal x86 ({} jobs, {} re-touch passes, sizes x{}): before/after the si->lock split\n",
+            96 * MAKE_J96_JOBS_PER_SLOT,
+            MAKE_J96_PHASES,
+            MAKE_J96_SIZE
         ));
         out.push_str("kernel allocator          | elapsed s (std)  user s    sys s | si->lock wait s  acquisitions | ci->lock wait s | lru_lock wait s | seed: elapsed  user  sys  si->lock wait\n");
         for r in &self.lock_split {
