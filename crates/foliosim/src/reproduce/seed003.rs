@@ -63,14 +63,30 @@ pub fn allocator_test_scenario(
     }
 }
 
-/// `make -jN` in a 1 GiB memcg swapping to zram, on a 96-CPU machine (the seed's machine is
-/// not described; -j96 with 14857 s of system time in 303 s needs at least ~50 busy CPUs).
-/// The swap device is the one of Kairui Song's kernel-build tests behind the seed's numbers
-/// ("mm, swap: rework of swap allocator locks", Oct 2024: "linux kernel build using tmpfs and
-/// ZRAM ... make -j64 with 1G memcg and 4k pages"; its make -j96 rows use a 10G ZRAM). The
-/// device is 16 GiB here: this workload's peak swapped-out set passes 10 GiB in some seeds.
-/// `size` is "4K" (no mTHP) or an mTHP size.
-pub fn kbuild_scenario(kernel: Kernel, size: &str, jobs: u32, scale: f64, seed: u64) -> Scenario {
+/// Compile jobs per make slot: a defconfig build compiles thousands of files, so its 96 slots
+/// stay busy; with two or three jobs per slot the elapsed time would be the longest slot's
+/// tail, not the build's throughput.
+const KBUILD_JOBS_PER_SLOT: u32 = 10;
+/// Memory sizes relative to the seed's (1G memcg, 8-256 MiB compiler heaps): each job's share
+/// of the memcg against its heap is the seed's, and a run is 16x shorter.
+const KBUILD_SIZE: f64 = 1.0 / 16.0;
+/// Re-touch passes per job (each over a random tenth of its heap). Measured: gcc -O2 on a 2 MB
+/// C file (299 MB peak RSS, 9.4 s user) swapped in 1.45-2.0 pages per heap page with a memcg of
+/// 21% of its RSS and 45 with 11% (tools/measure/cc_refaults.sh, docs/seed003-lock-split.md).
+/// A job's share here is ~15% of the mean heap, where that curve gives ~8.6 (log-interpolated);
+/// 115 passes make the build swap in 8.67 pages per heap page.
+const KBUILD_PHASES: u32 = 115;
+
+/// Seed 003's kernel build, `make -j96` in a 1 GiB memcg: a build in steady state (960 jobs),
+/// swapping to zram, on a bare-metal x86 server (`x86-server` costs), whose compiler jobs
+/// revisit their heap at the rate measured from gcc. The swap device is the one of Kairui
+/// Song's kernel-build tests behind the seed's numbers ("mm, swap: rework of swap allocator
+/// locks", Oct 2024: "linux kernel build using tmpfs and ZRAM ... make -j64 with 1G memcg and
+/// 4k pages"; its make -j96 rows use a 10G ZRAM); 16 GiB here (scaled with the rest), as this
+/// workload's peak swapped-out set passes 10 GiB in some seeds. `size` is "4K" (no mTHP) or
+/// an mTHP size; `scale` multiplies every memory size further.
+pub fn kbuild_scenario(kernel: Kernel, size: &str, scale: f64, seed: u64) -> Scenario {
+    let scale = scale * KBUILD_SIZE;
     let scaled = |bytes: u64| Bytes(((bytes as f64 * scale) as u64 >> 21 << 21).max(4 << 20));
     Scenario {
         seed,
@@ -78,6 +94,7 @@ pub fn kbuild_scenario(kernel: Kernel, size: &str, jobs: u32, scale: f64, seed: 
             cpus: 96,
             memory: scaled(64 << 30),
             swap_devices: vec![SwapDeviceSpec::new(SwapDeviceKind::Zram, scaled(16 << 30))],
+            cost_profile: "x86-server".into(),
             ..Machine::default()
         },
         kernel,
@@ -93,49 +110,17 @@ pub fn kbuild_scenario(kernel: Kernel, size: &str, jobs: u32, scale: f64, seed: 
             max: Some(scaled(1 << 30)),
         }],
         workloads: vec![WorkloadSpec::Kbuild {
-            jobs,
+            jobs: 96 * KBUILD_JOBS_PER_SLOT,
             jobs_concurrent: 96,
             rss_min: Bytes(((8u64 << 20) as f64 * scale) as u64).max(Bytes(64 << 10)),
             rss_max: Bytes(((256u64 << 20) as f64 * scale) as u64).max(Bytes(2 << 20)),
             user_ns_per_page: 40_000,
-            phases: 4,
+            phases: KBUILD_PHASES,
             memcg: Some("build".into()),
         }],
         costs: BTreeMap::new(),
         check_invariants: false,
     }
-}
-
-/// Compile jobs per make slot in the make -j96 run: a defconfig build compiles thousands of
-/// files, so its 96 slots stay busy; with two or three jobs per slot the elapsed time would be
-/// the longest slot's tail, not the build's throughput.
-const MAKE_J96_JOBS_PER_SLOT: u32 = 10;
-/// Memory sizes of the make -j96 run relative to the seed's (1G memcg, 8-256 MiB heaps): each
-/// job's share of the memcg against its heap is the seed's, and the run is 16x shorter.
-const MAKE_J96_SIZE: f64 = 1.0 / 16.0;
-/// Re-touch passes per job (each over a random tenth of its heap). Measured: gcc -O2 on a 2 MB
-/// C file (299 MB peak RSS, 9.4 s user) swapped in 1.45 pages per heap page with a memcg of
-/// 21% of its RSS and 45 with 11% (tools/measure_cc_refaults.sh, docs/seed003-lock-split.md).
-/// Here a job's share is ~15% of the mean heap, where that curve gives ~8.6 (log-interpolated);
-/// 115 passes make the sim's build swap in ~8.6 pages per heap page.
-const MAKE_J96_PHASES: u32 = 115;
-
-/// Seed 003's make -j96 in a 1G memcg for the lock-split table: a build in steady state, on a
-/// bare-metal x86 server (`x86-server` costs), whose compiler jobs revisit their heap at the
-/// rate measured from gcc.
-pub fn make_j96_scenario(kernel: Kernel, scale: f64, seed: u64) -> Scenario {
-    let mut s = kbuild_scenario(
-        kernel,
-        "4K",
-        96 * MAKE_J96_JOBS_PER_SLOT,
-        scale * MAKE_J96_SIZE,
-        seed,
-    );
-    s.machine.cost_profile = "x86-server".into();
-    if let WorkloadSpec::Kbuild { phases, .. } = &mut s.workloads[0] {
-        *phases = MAKE_J96_PHASES;
-    }
-    s
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -251,7 +236,7 @@ pub fn reproduce(
 ) -> Result<Report, SimError> {
     let iterations =
         ((TEST_ITERATIONS as f64 * scale).round() as u32).clamp(5, 10 * TEST_ITERATIONS);
-    let kbuild_jobs = 480;
+    let kbuild_jobs = 96 * KBUILD_JOBS_PER_SLOT;
     let configs = allocator_test_configs();
     let fallback_kernels = [
         KernelVersion::V6_10,
@@ -310,13 +295,7 @@ pub fn reproduce(
 
     let mut kbuild_fallback = Vec::new();
     for version in fallback_kernels {
-        let r = finish(kbuild_scenario(
-            kernel(version, None),
-            "64K",
-            kbuild_jobs,
-            scale,
-            1,
-        ))?;
+        let r = finish(kbuild_scenario(kernel(version, None), "64K", scale, 1))?;
         tick(&mut done);
         let total_out = r.counter("hugepages-64kB/stats/swpout");
         let total_fb = r.counter("hugepages-64kB/stats/swpout_fallback");
@@ -337,8 +316,9 @@ pub fn reproduce(
     for version in lock_kernels {
         let mut runs = Vec::new();
         for seed in 1..=seeds as u64 {
-            runs.push(finish(make_j96_scenario(
+            runs.push(finish(kbuild_scenario(
                 kernel(version, None),
+                "4K",
                 scale,
                 seed,
             ))?);
@@ -421,8 +401,8 @@ impl Report {
             ));
         }
         out.push_str(&format!(
-            "\n2. kernel-build mix, {} jobs, make -j96, 1G memcg, 64K mTHP: fallback % per tenth of the build\n",
-            self.kbuild_jobs
+            "\n2. kernel build: make -j96 ({} jobs, {} re-touch passes), 1G memcg, sizes x{}, 64K mTHP: fallback % per tenth of the build\n",
+            self.kbuild_jobs, KBUILD_PHASES, KBUILD_SIZE
         ));
         out.push_str("kernel allocator          | tenths 1-10                              | total  | seed\n");
         for r in &self.kbuild_fallback {
@@ -435,12 +415,9 @@ impl Report {
                 r.expected
             ));
         }
-        out.push_str(&format!(
-            "\n3. make -j96 in a 1G memcg, no mTHP, bare-metal x86 ({} jobs, {} re-touch passes, sizes x{}): before/after the si->lock split\n",
-            96 * MAKE_J96_JOBS_PER_SLOT,
-            MAKE_J96_PHASES,
-            MAKE_J96_SIZE
-        ));
+        out.push_str(
+            "\n3. the same build without mTHP (bare-metal x86 costs): before/after the si->lock split\n",
+        );
         out.push_str("kernel allocator          | elapsed s (std)  user s    sys s | si->lock wait s  acquisitions | ci->lock wait s | lru_lock wait s | seed: elapsed  user  sys  si->lock wait\n");
         for r in &self.lock_split {
             out.push_str(&format!(
