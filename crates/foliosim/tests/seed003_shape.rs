@@ -96,8 +96,7 @@ fn lock_split_makes_the_build_faster() {
 
 /// The kernel build with 64K mTHP (scaled): the 6.10 allocator falls back for most 64K
 /// swap-outs once the device fragments, the 6.12 cluster lists for far fewer (seed: ~99% ->
-/// <10%; full scale here 85.5% -> 1.1%). At this scale the device has only 128 clusters for 96
-/// CPUs' per-CPU clusters of two orders, so C12 fragments sooner (~26%).
+/// <10%; full scale here 85.5% -> 1.1%, this scale ~80% -> 0%).
 #[test]
 fn kbuild_fallback_drops_with_the_cluster_lists() {
     let share = |version| {

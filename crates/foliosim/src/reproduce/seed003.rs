@@ -93,7 +93,12 @@ pub fn kbuild_scenario(kernel: Kernel, size: &str, scale: f64, seed: u64) -> Sce
         machine: Machine {
             cpus: 96,
             memory: scaled(64 << 30),
-            swap_devices: vec![SwapDeviceSpec::new(SwapDeviceKind::Zram, scaled(16 << 30))],
+            // At least 256 clusters: every one of the 96 CPUs may hold a cluster per order in
+            // use, and a smaller device runs out of swap to per-CPU clusters alone.
+            swap_devices: vec![SwapDeviceSpec::new(
+                SwapDeviceKind::Zram,
+                scaled(16 << 30).max(Bytes(512 << 20)),
+            )],
             cost_profile: "x86-server".into(),
             ..Machine::default()
         },
