@@ -78,7 +78,9 @@ fn lock_split_makes_the_build_faster() {
             version,
             ..Kernel::default()
         };
-        let r = foliosim::run(&kbuild_scenario(kernel, "4K", 0.25, 1)).unwrap();
+        let mut s = kbuild_scenario(kernel, "4K", 0.25, 1);
+        s.check_invariants = true;
+        let r = foliosim::run(&s).unwrap();
         let wait: u64 = r
             .locks
             .iter()
