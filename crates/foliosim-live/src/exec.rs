@@ -29,7 +29,7 @@ pub struct LiveTask {
     pub workload: usize,
     pub cgroup_procs: Option<PathBuf>,
     pub ops: Vec<Op>,
-    /// Pin the task to this CPU (sched_setaffinity) before it starts.
+    /// Pin the task to the n-th CPU the runner may use (sched_setaffinity) before it starts.
     pub cpu: Option<usize>,
 }
 
@@ -125,14 +125,18 @@ pub fn run_tasks(
         }
     };
     let parent_cpus = affinity()?;
+    // SAFETY: CPU_ISSET reads a bit of a local set; every index is below CPU_SETSIZE.
+    let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &parent_cpus) })
+        .collect();
     for task in tasks {
         let (out_r, out_w) = pipe()?;
         // A pinned task is forked from a parent already on its CPU: its new mm then never runs
         // elsewhere, so no other CPU ever enters its mm_cpumask (moving the child after fork
         // would leave the CPU it started on in the mask, and in every TLB flush, for ~1 s).
-        if let Some(cpu) = task.cpu {
+        if let Some(&cpu) = task.cpu.and_then(|n| allowed.get(n)) {
             let mut set = empty_cpu_set();
-            // SAFETY: CPU_SET on a local set; cpu < online CPUs (checked by the caller).
+            // SAFETY: CPU_SET on a local set with a CPU taken from a valid set.
             unsafe { libc::CPU_SET(cpu, &mut set) };
             if let Err(e) = set_affinity(&set) {
                 kill_all(&children);

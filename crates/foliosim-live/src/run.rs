@@ -450,9 +450,9 @@ fn run_holding(
 /// here: usemem 4K to a swap file took 0.6 s or 1.8 s of sys time depending on that alone
 /// (~1 TLB shootdown per swapped-out folio in the slow runs, /proc/interrupts TLB).
 fn pin_one_per_cpu(tasks: &mut [LiveTask], scenario_cpus: usize) -> bool {
-    // SAFETY: sysconf has no preconditions.
-    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) }.max(1) as usize;
-    if tasks.len() > scenario_cpus.min(online) {
+    // The CPUs this process may run on (affinity included), as exec::run_tasks numbers them.
+    let allowed = std::thread::available_parallelism().map_or(1, |n| n.get());
+    if tasks.len() > scenario_cpus.min(allowed) {
         return false;
     }
     for (cpu, t) in tasks.iter_mut().enumerate() {
