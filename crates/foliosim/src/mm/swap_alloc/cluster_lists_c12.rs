@@ -175,14 +175,8 @@ impl SwapAllocator for ClusterListsC12 {
     fn name(&self) -> &'static str {
         "cluster-lists-c12"
     }
-    fn swapout_whole(&self, order: u32) -> bool {
-        order <= PMD_ORDER
-    }
     fn uses_slot_cache(&self) -> bool {
         true
-    }
-    fn zap_batch(&self) -> u32 {
-        SWAPFILE_CLUSTER
     }
 
     fn alloc(
@@ -222,22 +216,12 @@ impl SwapAllocator for ClusterListsC12 {
         offset: u32,
         nr: u32,
     ) {
-        let mut work = Work::default();
-        self.dec_cluster_info_page(map, ctx, cost, offset, nr, &mut work);
-        let hold_ns =
-            map.swap_range_free_ns(cost, nr) + work.list_moves * cost.swap_cluster_list_move_ns;
-        map.lock.hold(ctx, hold_ns);
+        self.release(map, ctx, cost, [(offset, nr)]);
     }
 
     /// swapcache_free_entries: the return buffer's slots, one si->lock hold for all of them.
     fn on_free_slots(&mut self, map: &mut SwapMap, ctx: &mut Ctx, cost: &CostModel, slots: &[u32]) {
-        let mut work = Work::default();
-        for &slot in slots {
-            self.dec_cluster_info_page(map, ctx, cost, slot, 1, &mut work);
-        }
-        let hold_ns = map.swap_range_free_ns(cost, slots.len() as u32)
-            + work.list_moves * cost.swap_cluster_list_move_ns;
-        map.lock.hold(ctx, hold_ns);
+        self.release(map, ctx, cost, slots.iter().map(|&slot| (slot, 1)));
     }
 
     fn check(&self, map: &SwapMap) -> Result<(), String> {
@@ -246,6 +230,25 @@ impl SwapAllocator for ClusterListsC12 {
 }
 
 impl ClusterListsC12 {
+    /// Release slot ranges under one si->lock hold: per-slot release work plus list moves.
+    fn release(
+        &mut self,
+        map: &mut SwapMap,
+        ctx: &mut Ctx,
+        cost: &CostModel,
+        ranges: impl IntoIterator<Item = (u32, u32)>,
+    ) {
+        let mut work = Work::default();
+        let mut nr_slots = 0;
+        for (offset, nr) in ranges {
+            self.dec_cluster_info_page(map, ctx, cost, offset, nr, &mut work);
+            nr_slots += nr;
+        }
+        let hold_ns = map.swap_range_free_ns(cost, nr_slots)
+            + work.list_moves * cost.swap_cluster_list_move_ns;
+        map.lock.hold(ctx, hold_ns);
+    }
+
     /// dec_cluster_info_page: an emptied cluster goes to the free (or discard) list, a full or
     /// fragment cluster that lost slots back to nonfull[order].
     fn dec_cluster_info_page(

@@ -220,14 +220,8 @@ impl SwapAllocator for ClusterListsC18 {
     fn name(&self) -> &'static str {
         "cluster-lists-c18"
     }
-    fn swapout_whole(&self, order: u32) -> bool {
-        order <= PMD_ORDER
-    }
     fn uses_slot_cache(&self) -> bool {
         false
-    }
-    fn zap_batch(&self) -> u32 {
-        SWAPFILE_CLUSTER
     }
 
     /// folio_alloc_swap: one range per call (no slot cache).

@@ -10,25 +10,30 @@ pub mod legacy;
 pub mod percpu_order;
 
 use super::folio::SwapEntry;
-use super::swapfile::SwapMap;
+use super::swapfile::{SwapMap, SWAPFILE_CLUSTER};
 use crate::engine::cost::CostModel;
 use crate::engine::lock::LockStats;
 use crate::engine::Ctx;
-use crate::scenario::SwapAllocatorKind;
+use crate::scenario::{SwapAllocatorKind, PMD_ORDER};
 
 pub trait SwapAllocator {
     fn name(&self) -> &'static str;
 
     /// Does swap-out keep a folio of `order` whole (and try to allocate 2^order contiguous
     /// slots)? false: reclaim splits it before allocating, as <= 6.9 does for every mTHP.
-    fn swapout_whole(&self, order: u32) -> bool;
+    /// Every order up to PMD from 6.10 on.
+    fn swapout_whole(&self, order: u32) -> bool {
+        order <= PMD_ORDER
+    }
 
     /// Does order-0 allocation go through the per-CPU slot cache (mm/swap_slots.c)?
     fn uses_slot_cache(&self) -> bool;
 
     /// Swap PTEs zap frees per call: 1 = free_swap_and_cache() per PTE (<= 6.9), more =
-    /// free_swap_and_cache_nr() over a batch of contiguous entries (6.10+).
-    fn zap_batch(&self) -> u32;
+    /// free_swap_and_cache_nr() over a batch of contiguous entries (6.10+, up to a cluster).
+    fn zap_batch(&self) -> u32 {
+        SWAPFILE_CLUSTER
+    }
 
     /// Allocate up to `n` naturally aligned ranges of 2^order slots; push their first slots to
     /// `out`. Takes si->lock itself, for as long as the policy holds it. Writes HAS_CACHE through

@@ -8,8 +8,7 @@ use super::SwapAllocator;
 use crate::engine::cost::CostModel;
 use crate::engine::Ctx;
 use crate::mm::folio::SwapEntry;
-use crate::mm::swapfile::{SwapMap, SWAPFILE_CLUSTER};
-use crate::scenario::PMD_ORDER;
+use crate::mm::swapfile::SwapMap;
 
 pub struct PercpuOrder {
     clusters: ClusterFreelist,
@@ -27,14 +26,8 @@ impl SwapAllocator for PercpuOrder {
     fn name(&self) -> &'static str {
         "percpu-order"
     }
-    fn swapout_whole(&self, order: u32) -> bool {
-        order <= PMD_ORDER
-    }
     fn uses_slot_cache(&self) -> bool {
         true
-    }
-    fn zap_batch(&self) -> u32 {
-        SWAPFILE_CLUSTER
     }
     fn alloc(
         &mut self,
