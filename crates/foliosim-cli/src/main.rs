@@ -182,12 +182,7 @@ fn main() -> Result<()> {
                 Format::Table => print!("{}", result.to_table()),
             }
             // Wall-clock figures go to stderr: they are not results and vary run to run.
-            eprintln!(
-                "engine: {} steps in {wall_s:.2} s wall = {:.2} M steps/s; {:.3} simulated s per wall s",
-                result.steps,
-                result.steps as f64 / wall_s / 1e6,
-                result.simulated_ns as f64 / 1e9 / wall_s
-            );
+            eprintln!("engine: {}", result.speed_line(wall_s));
         }
         Command::Reproduce {
             seed_doc,

@@ -26,14 +26,10 @@ fn full_scale() {
             let s = scenario(kernel, size, 1.0, 1);
             let wall = Instant::now();
             let r = foliosim::run(&s).unwrap();
-            let wall_s = wall.elapsed().as_secs_f64();
             println!(
-                "seed000 full scale kernel {} {size:>3}: {:>10} steps in {wall_s:7.2} s wall = {:5.2} M steps/s; simulated {:6.2} s = {:5.2} simulated s per wall s",
+                "seed000 full scale kernel {} {size:>3}: {}",
                 kernel.name(),
-                r.steps,
-                r.steps as f64 / wall_s / 1e6,
-                r.simulated_ns as f64 / 1e9,
-                r.simulated_ns as f64 / 1e9 / wall_s
+                r.speed_line(wall.elapsed().as_secs_f64())
             );
         }
     }

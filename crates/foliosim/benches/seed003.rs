@@ -76,14 +76,10 @@ fn kbuild_speed() {
         let s = kbuild_scenario(kernel, "4K", 1.0, 1);
         let wall = Instant::now();
         let r = foliosim::run(&s).unwrap();
-        let wall_s = wall.elapsed().as_secs_f64();
         println!(
-            "seed003 kbuild make -j96 1G, kernel {}: {} steps in {wall_s:.2} s wall = {:.2} M steps/s; simulated {:.2} s = {:.2} simulated s per wall s",
+            "seed003 kbuild make -j96 1G, kernel {}: {}",
             version.name(),
-            r.steps,
-            r.steps as f64 / wall_s / 1e6,
-            r.simulated_ns as f64 / 1e9,
-            r.simulated_ns as f64 / 1e9 / wall_s
+            r.speed_line(wall.elapsed().as_secs_f64())
         );
     }
 }

@@ -57,6 +57,18 @@ impl RunResult {
             .unwrap_or_else(|| panic!("no counter named {name}"))
     }
 
+    /// The engine's speed over a run that took `wall_s` seconds of wall time (not a result: it
+    /// varies run to run).
+    pub fn speed_line(&self, wall_s: f64) -> String {
+        format!(
+            "{} steps in {wall_s:.2} s wall = {:.2} M steps/s; {:.2} simulated s = {:.3} simulated s per wall s",
+            self.steps,
+            self.steps as f64 / wall_s / 1e6,
+            self.simulated_ns as f64 / 1e9,
+            self.simulated_ns as f64 / 1e9 / wall_s
+        )
+    }
+
     /// A human table: workloads, then non-zero counters, then contended locks.
     pub fn to_table(&self) -> String {
         let mut out = String::new();
