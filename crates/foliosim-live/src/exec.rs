@@ -7,7 +7,7 @@ use crate::counters;
 use anyhow::{bail, Context, Result};
 use foliosim::mm::madvise::Advice;
 use foliosim::mm::mmap::ThpAdvice;
-use foliosim::workload::{Mark, Op, TaskMarks};
+use foliosim::workload::{empty_marks, Mark, Op, TaskMarks};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::os::unix::io::RawFd;
@@ -214,21 +214,9 @@ pub fn run_tasks(
         } else if libc::WEXITSTATUS(status) != 0 {
             failure = Some(format!("exited with status {}", libc::WEXITSTATUS(status)));
         }
-        let nr_marks = task
-            .ops
-            .iter()
-            .filter_map(|op| {
-                if let Op::Mark(m) = op {
-                    Some(m + 1)
-                } else {
-                    None
-                }
-            })
-            .max()
-            .unwrap_or(0);
-        let mut marks: TaskMarks = vec![None; nr_marks];
+        let mut marks = empty_marks(&task.ops);
         for (m, at_ns, counters) in report.map(|r| r.marks).unwrap_or_default() {
-            if m < nr_marks {
+            if m < marks.len() {
                 marks[m] = Some(Mark { at_ns, counters });
             }
         }

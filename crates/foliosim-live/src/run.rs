@@ -397,20 +397,10 @@ fn run_holding(
     })?;
     let after = counters::snapshot();
     let (events, gauges) = counters::delta(&before, &after);
-    let workloads = scenario
-        .workloads
-        .iter()
-        .enumerate()
-        .map(|(w, spec)| {
-            let marks: Vec<_> = outcome
-                .tasks
-                .iter()
-                .filter(|t| t.workload == w)
-                .map(|t| t.marks.clone())
-                .collect();
-            workload::report(spec, &marks)
-        })
-        .collect();
+    let workloads = workload::report_all(
+        &scenario.workloads,
+        outcome.tasks.iter().map(|t| (t.workload, &t.marks)),
+    );
     let zram = zram_ids
         .iter()
         .map(|id| (format!("zram{id}"), counters::zram_stats(*id)))

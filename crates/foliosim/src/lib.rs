@@ -47,19 +47,10 @@ pub fn run_with_progress(
         scenario.check_invariants,
         progress,
     )?;
-    let workloads = scenario
-        .workloads
-        .iter()
-        .enumerate()
-        .map(|(w, spec)| {
-            let marks: Vec<_> = tasks
-                .iter()
-                .filter(|t| t.workload == w)
-                .map(|t| t.marks.clone())
-                .collect();
-            workload::report(spec, &marks)
-        })
-        .collect();
+    let workloads = workload::report_all(
+        &scenario.workloads,
+        tasks.iter().map(|t| (t.workload, &t.marks)),
+    );
     Ok(RunResult {
         foliosim_version: env!("CARGO_PKG_VERSION").into(),
         kernel: scenario.kernel.version.name().into(),

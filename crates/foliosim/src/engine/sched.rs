@@ -9,7 +9,7 @@ use crate::mm::folio::NIL;
 use crate::mm::madvise::madvise;
 use crate::mm::memory::{touch, zap_range};
 use crate::mm::{invariants, Kernel, MmError};
-use crate::workload::{Mark, Op, TaskMarks};
+use crate::workload::{empty_marks, Mark, Op, TaskMarks};
 use std::collections::VecDeque;
 
 /// Children of a multi-process workload start up to a third of a slice apart (fork + exec,
@@ -37,17 +37,7 @@ pub struct Task {
 
 impl Task {
     pub fn new(name: String, mm: u32, workload: usize, ops: Vec<Op>) -> Task {
-        let nr_marks = ops
-            .iter()
-            .filter_map(|op| {
-                if let Op::Mark(m) = op {
-                    Some(m + 1)
-                } else {
-                    None
-                }
-            })
-            .max()
-            .unwrap_or(0);
+        let marks = empty_marks(&ops);
         Task {
             name,
             mm,
@@ -55,7 +45,7 @@ impl Task {
             ops,
             pc: 0,
             cursor: 0,
-            marks: vec![None; nr_marks],
+            marks,
             user_ns: 0,
             sys_ns: 0,
             runnable_at_ns: 0,

@@ -63,6 +63,19 @@ pub struct Mark {
 /// Marks recorded by one task: index = mark id.
 pub type TaskMarks = Vec<Option<Mark>>;
 
+/// An empty mark table for a task running `ops`: one slot per mark index they record.
+pub fn empty_marks(ops: &[Op]) -> TaskMarks {
+    let nr_marks = ops
+        .iter()
+        .filter_map(|op| match op {
+            Op::Mark(m) => Some(m + 1),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    vec![None; nr_marks]
+}
+
 /// One row of a per-iteration (or per-interval) series of swap-out outcomes for one size.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct FallbackPoint {
@@ -132,4 +145,23 @@ pub fn report(spec: &WorkloadSpec, marks: &[TaskMarks]) -> WorkloadResult {
         WorkloadSpec::ThpSwapAllocatorTest { .. } => thp_swap_allocator_test::report(spec, marks),
         WorkloadSpec::Kbuild { .. } => kbuild::report(spec, marks),
     }
+}
+
+/// Every workload's result from its tasks' marks; `tasks` yields (workload index, marks).
+pub fn report_all<'a>(
+    specs: &[WorkloadSpec],
+    tasks: impl Iterator<Item = (usize, &'a TaskMarks)> + Clone,
+) -> Vec<WorkloadResult> {
+    specs
+        .iter()
+        .enumerate()
+        .map(|(w, spec)| {
+            let marks: Vec<TaskMarks> = tasks
+                .clone()
+                .filter(|&(tw, _)| tw == w)
+                .map(|(_, m)| m.clone())
+                .collect();
+            report(spec, &marks)
+        })
+        .collect()
 }
