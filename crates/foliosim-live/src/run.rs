@@ -132,11 +132,7 @@ fn kernel_release() -> String {
 
 /// Anonymous memory the scenario's tasks map (all at once, as the live backend runs them).
 pub fn footprint_bytes(scenario: &Scenario) -> u64 {
-    scenario
-        .workloads
-        .iter()
-        .flat_map(|w| workload::tasks(w, scenario.seed))
-        .flat_map(|t| t.ops)
+    workload::all_ops(scenario)
         .map(|op| match op {
             Op::Mmap { nr_pages, .. } => nr_pages as u64 * PAGE_SIZE,
             _ => 0,

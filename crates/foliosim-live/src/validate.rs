@@ -193,11 +193,7 @@ fn rel(sim: f64, live: f64) -> Option<f64> {
 }
 
 fn written_bytes(scenario: &Scenario) -> u64 {
-    scenario
-        .workloads
-        .iter()
-        .flat_map(|w| workload::tasks(w, scenario.seed))
-        .flat_map(|t| t.ops)
+    workload::all_ops(scenario)
         .map(|op| match op {
             Op::Touch {
                 nr, write: true, ..

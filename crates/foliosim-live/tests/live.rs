@@ -155,15 +155,24 @@ fn pageout_of_64k_mthp_matches_the_policy_and_restores_the_host() {
     assert!(r.zram.values().any(|z| z["stat/write_ios"] > 0));
 }
 
+/// The CLI built beside this test, or None (with a SKIP line) when there is no current one.
 fn cli() -> Option<PathBuf> {
-    // target/<profile>/deps/live-… -> target/<profile>/foliosim
-    let exe = std::env::current_exe().ok()?;
-    let bin = exe.parent()?.parent()?.join("foliosim");
-    // A stale CLI from before `restore` existed would leave a killed run unrestored.
-    let help = Command::new(&bin).arg("--help").output().ok()?;
-    String::from_utf8_lossy(&help.stdout)
-        .contains("restore")
-        .then_some(bin)
+    let found = (|| {
+        // target/<profile>/deps/live-… -> target/<profile>/foliosim
+        let exe = std::env::current_exe().ok()?;
+        let bin = exe.parent()?.parent()?.join("foliosim");
+        // A stale CLI from before `restore` existed would leave a killed run unrestored.
+        let help = Command::new(&bin).arg("--help").output().ok()?;
+        String::from_utf8_lossy(&help.stdout)
+            .contains("restore")
+            .then_some(bin)
+    })();
+    if found.is_none() {
+        eprintln!(
+            "SKIP (no current foliosim CLI next to this test; cargo test --workspace builds it)"
+        );
+    }
+    found
 }
 
 /// Start `foliosim run --live` on SLOW and wait until its tasks are running in our memcg.
@@ -200,9 +209,6 @@ fn start_slow_run(bin: &Path) -> (std::process::Child, PathBuf) {
 fn sigint_midway_restores_every_setting() {
     require_live!();
     let Some(bin) = cli() else {
-        eprintln!(
-            "SKIP (no current foliosim CLI next to this test; cargo test --workspace builds it)"
-        );
         return;
     };
     let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
@@ -228,9 +234,6 @@ fn sigint_midway_restores_every_setting() {
 fn sigkill_midway_is_restored_from_the_journal_on_the_next_start() {
     require_live!();
     let Some(bin) = cli() else {
-        eprintln!(
-            "SKIP (no current foliosim CLI next to this test; cargo test --workspace builds it)"
-        );
         return;
     };
     let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());

@@ -6,7 +6,7 @@ pub mod usemem;
 
 use crate::mm::madvise::Advice;
 use crate::mm::mmap::ThpAdvice;
-use crate::scenario::WorkloadSpec;
+use crate::scenario::{Scenario, WorkloadSpec};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -137,6 +137,15 @@ pub fn tasks(spec: &WorkloadSpec, seed: u64) -> Vec<TaskSpec> {
         WorkloadSpec::ThpSwapAllocatorTest { .. } => thp_swap_allocator_test::tasks(spec, seed),
         WorkloadSpec::Kbuild { .. } => kbuild::tasks(spec, seed),
     }
+}
+
+/// Every op of every task of the scenario's workloads.
+pub fn all_ops(scenario: &Scenario) -> impl Iterator<Item = Op> + '_ {
+    scenario
+        .workloads
+        .iter()
+        .flat_map(|w| tasks(w, scenario.seed))
+        .flat_map(|t| t.ops)
 }
 
 pub fn report(spec: &WorkloadSpec, marks: &[TaskMarks]) -> WorkloadResult {
