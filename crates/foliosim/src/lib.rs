@@ -10,15 +10,16 @@ pub mod mm;
 pub mod report;
 pub mod reproduce;
 pub mod scenario;
+pub mod sched;
 pub mod workload;
 
-pub use engine::sched::SimError;
 pub use report::RunResult;
 pub use scenario::Scenario;
+pub use sched::SimError;
 
-use engine::sched::{run_tasks, Task};
 use mm::Kernel;
 use report::LockReport;
+use sched::{run_tasks, Task};
 
 /// Run a scenario to completion.
 pub fn run(scenario: &Scenario) -> Result<RunResult, SimError> {

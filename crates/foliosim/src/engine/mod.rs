@@ -1,10 +1,10 @@
-//! The discrete-event engine: simulated CPUs running tasks, time in ns, contended locks,
-//! one cost model, seeded randomness. The mm model never reads a wall clock.
+//! The ground floor: time in ns, the running context of a CPU, contended locks,
+//! one cost model, seeded randomness. It knows nothing of mm or workloads (the scheduler that
+//! dispatches their operations is `sched`, above mm). Nothing here reads a wall clock.
 
 pub mod cost;
 pub mod lock;
 pub mod rng;
-pub mod sched;
 
 /// The running context of one step of one task: which CPU, and the task's time cursor. Every
 /// cost the model charges advances `now_ns`; lock waits advance it too.

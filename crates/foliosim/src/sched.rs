@@ -1,10 +1,10 @@
-//! Simulated CPUs running tasks. The next CPU to act is the one with the earliest time (ties:
+//! The task scheduler (above mm, below workloads' front ends): simulated CPUs running tasks. The next CPU to act is the one with the earliest time (ties:
 //! lowest CPU number); it runs one step of its task (one fault with whatever reclaim it
 //! triggers, or one operation). A task that used its time slice goes to the back of one global
 //! run queue when others wait (round-robin, like CFS/EEVDF under equal weights).
 
-use super::rng::SimRng;
-use super::Ctx;
+use crate::engine::rng::SimRng;
+use crate::engine::Ctx;
 use crate::mm::folio::NIL;
 use crate::mm::madvise::madvise;
 use crate::mm::memory::{touch, zap_range};
