@@ -4,6 +4,7 @@
 //! becomes tasks of operations; the engine runs them on simulated CPUs against the mm model
 //! ([`mm`], files named after the kernel's mm/*.c); the result is kernel-named counters.
 
+pub mod content;
 pub mod engine;
 pub mod hw;
 pub mod mm;
@@ -36,7 +37,7 @@ pub fn run_with_progress(
     for (w, spec) in scenario.workloads.iter().enumerate() {
         for t in workload::tasks(spec, scenario.seed) {
             let memcg = k.memcg_id(t.memcg.as_deref());
-            let mm = k.new_mm(memcg);
+            let mm = k.new_mm(memcg, spec.content());
             tasks.push(Task::new(t.name, mm, w, t.ops));
         }
     }

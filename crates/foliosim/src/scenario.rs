@@ -4,6 +4,7 @@
 //! place where the defaults are written down (see the `default_*` functions and `Default` impls).
 //! Errors name the field, the value found and what is allowed.
 
+use crate::content::ContentClass;
 use crate::engine::cost::CostModel;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -277,7 +278,7 @@ impl SwapDeviceSpec {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum KernelVersion {
     #[serde(rename = "6.9")]
     V6_9,
@@ -328,6 +329,20 @@ pub struct Kernel {
     /// devices only). Default: on from 6.18 (the 6.13+ profiles), off before.
     #[serde(default)]
     pub swapin_mthp: Option<bool>,
+    /// Override of how zswap treats a large folio (mm/zswap_store/): `reject` (<= 6.12: the
+    /// whole folio goes to the swap device), `per-page-rfc` (seed 002's RFC on 6.10: stored
+    /// page by page, same-filled pages kept as a value), `per-page` (6.13+ as merged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zswap_large_folios: Option<ZswapLargeFolios>,
+}
+
+/// How zswap_store treats a large folio; one file each under mm/zswap_store/.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ZswapLargeFolios {
+    Reject,
+    PerPageRfc,
+    PerPage,
 }
 
 fn default_kernel_version() -> KernelVersion {
@@ -340,6 +355,7 @@ impl Default for Kernel {
             version: default_kernel_version(),
             swap_allocator: None,
             swapin_mthp: None,
+            zswap_large_folios: None,
         }
     }
 }
@@ -351,6 +367,13 @@ impl Kernel {
             KernelVersion::V6_10 => SwapAllocatorKind::PercpuOrder,
             KernelVersion::V6_12 => SwapAllocatorKind::ClusterListsC12,
             KernelVersion::V6_18 => SwapAllocatorKind::ClusterListsC18,
+        })
+    }
+
+    pub fn zswap_large_folios(&self) -> ZswapLargeFolios {
+        self.zswap_large_folios.unwrap_or(match self.version {
+            KernelVersion::V6_18 => ZswapLargeFolios::PerPage,
+            _ => ZswapLargeFolios::Reject,
         })
     }
 
@@ -458,7 +481,16 @@ pub struct KhugepagedKnobs {
 }
 
 /// Compressors the kernel's crypto API commonly offers (zram `comp_algorithm`, zswap `compressor`).
-pub const COMPRESSORS: &[&str] = &["lzo", "lzo-rle", "lz4", "lz4hc", "zstd", "deflate", "842"];
+/// `deflate-iaa` is Intel IAA's hardware deflate (iaa_crypto); it needs `machine.iaa`.
+pub const COMPRESSORS: &[&str] = &[
+    "lzo",
+    "lzo-rle",
+    "lz4",
+    "lz4hc",
+    "zstd",
+    "deflate",
+    "deflate-iaa",
+];
 
 /// zswap module parameters. Live, `enabled = false` (the default) turns zswap off for the run;
 /// `true` is refused on a host where zswap is off (enabling it disables mTHP swap-in until reboot).
@@ -473,6 +505,27 @@ pub struct ZswapKnobs {
     /// `max_pool_percent` (1..=100); absent leaves the host's value.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_pool_percent: Option<u32>,
+    /// `accept_threshold_percent` (0..=100): once full, zswap refuses stores until the pool
+    /// shrinks below this share of its limit; absent leaves the host's value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept_threshold_percent: Option<u32>,
+    /// `shrinker_enabled`: the memory shrinker writes cold entries back under reclaim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shrinker_enabled: Option<bool>,
+}
+
+impl ZswapKnobs {
+    /// The sim's values where the scenario leaves a knob to the host: the kernel's defaults
+    /// (CONFIG_ZSWAP_COMPRESSOR_DEFAULT lzo, 20%, 90%, CONFIG_ZSWAP_SHRINKER_DEFAULT_ON=n).
+    pub fn compressor_or_default(&self) -> &str {
+        self.compressor.as_deref().unwrap_or("lzo")
+    }
+    pub fn max_pool_percent_or_default(&self) -> u32 {
+        self.max_pool_percent.unwrap_or(20)
+    }
+    pub fn accept_threshold_percent_or_default(&self) -> u32 {
+        self.accept_threshold_percent.unwrap_or(90)
+    }
 }
 
 /// Settings of zram swap devices (`/sys/block/zramN/*`).
@@ -521,6 +574,15 @@ impl Scenario {
         if let Some(p) = sysfs.zswap.max_pool_percent {
             if p == 0 || p > 100 {
                 return Err(invalid("sysfs.zswap.max_pool_percent", p, "1 ..= 100"));
+            }
+        }
+        if let Some(p) = sysfs.zswap.accept_threshold_percent {
+            if p > 100 {
+                return Err(invalid(
+                    "sysfs.zswap.accept_threshold_percent",
+                    p,
+                    "0 ..= 100",
+                ));
             }
         }
         let k = &sysfs.khugepaged;
@@ -619,6 +681,34 @@ pub struct MemcgSpec {
     /// memory.max; absent means no limit.
     #[serde(default)]
     pub max: Option<Bytes>,
+    /// memory.high: above it, a task reclaims on its way back to user space and is throttled
+    /// while reclaim cannot bring the memcg back under (mem_cgroup_handle_over_high).
+    #[serde(default)]
+    pub high: Option<Bytes>,
+    /// memory.zswap.max: compressed bytes this memcg may keep in zswap; absent = no limit.
+    #[serde(default)]
+    pub zswap_max: Option<Bytes>,
+    /// memory.zswap.writeback: may zswap write this memcg's entries back to the swap device
+    /// (and store incompressible pages uncompressed)?
+    #[serde(default = "default_true")]
+    pub zswap_writeback: bool,
+}
+
+fn default_true() -> bool {
+    true
+}
+
+impl MemcgSpec {
+    /// A memcg with only memory.max set.
+    pub fn with_max(name: &str, max: Option<Bytes>) -> MemcgSpec {
+        MemcgSpec {
+            name: name.into(),
+            max,
+            high: None,
+            zswap_max: None,
+            zswap_writeback: true,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -639,6 +729,10 @@ pub enum WorkloadSpec {
         /// MADV_PAGEOUT the whole mapping once written (an extra step some tests use).
         #[serde(default)]
         pageout_after_write: bool,
+        /// What the tasks write into their pages (decides compressibility); absent = the
+        /// workload's own pattern (WorkloadSpec::content).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<ContentClass>,
     },
     /// tools/mm/thp_swap_allocator_test.c (spec-swap.md §14): 60 MiB of 64 KiB mTHP paged out,
     /// then per iteration random swap-ins, random 64 KiB MADV_DONTNEED + refault, page-out
@@ -651,6 +745,10 @@ pub enum WorkloadSpec {
         /// `-s`: also page out a 4 MiB area of small (order-0, MADV_NOHUGEPAGE) folios.
         #[serde(default)]
         small_folios: bool,
+        /// What the tasks write into their pages (decides compressibility); absent = the
+        /// workload's own pattern (WorkloadSpec::content).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<ContentClass>,
         #[serde(default = "default_allocator_test_iterations")]
         iterations: u32,
         #[serde(default)]
@@ -674,6 +772,10 @@ pub enum WorkloadSpec {
         user_ns_per_page: u64,
         #[serde(default = "default_kbuild_phases")]
         phases: u32,
+        /// What the tasks write into their pages (decides compressibility); absent = the
+        /// workload's own pattern (WorkloadSpec::content).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<ContentClass>,
         #[serde(default)]
         memcg: Option<String>,
     },
@@ -696,6 +798,18 @@ fn default_kbuild_phases() -> u32 {
 }
 
 impl WorkloadSpec {
+    /// The page content the workload writes: usemem stores each word's index (p[i] = i),
+    /// thp_swap_allocator_test memsets 0x11, a compiler's heap is real process memory.
+    pub fn content(&self) -> ContentClass {
+        match self {
+            WorkloadSpec::Usemem { content, .. } => content.unwrap_or(ContentClass::Usemem),
+            WorkloadSpec::ThpSwapAllocatorTest { content, .. } => {
+                content.unwrap_or(ContentClass::SameFilled)
+            }
+            WorkloadSpec::Kbuild { content, .. } => content.unwrap_or(ContentClass::ProcessSample),
+        }
+    }
+
     pub fn memcg(&self) -> Option<&str> {
         match self {
             WorkloadSpec::Usemem { memcg, .. }
@@ -856,11 +970,11 @@ impl Scenario {
                     "a unique non-empty name without `/`",
                 ));
             }
-            if let Some(max) = cg.max {
-                if max.0 < 1 << 20 {
+            for (name, limit) in [("max", cg.max), ("high", cg.high)] {
+                if let Some(limit) = limit.filter(|l| l.0 < 1 << 20) {
                     return Err(invalid(
-                        format!("memcg[{i}].max"),
-                        format_size(max.0),
+                        format!("memcg[{i}].{name}"),
+                        format_size(limit.0),
                         ">= 1M",
                     ));
                 }

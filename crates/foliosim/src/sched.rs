@@ -7,6 +7,7 @@ use crate::engine::rng::SimRng;
 use crate::engine::Ctx;
 use crate::mm::folio::NIL;
 use crate::mm::madvise::madvise;
+use crate::mm::memcontrol::mem_cgroup_handle_over_high;
 use crate::mm::memory::{touch, zap_range};
 use crate::mm::{invariants, Kernel, MmError};
 use crate::workload::{empty_marks, Mark, Op, TaskMarks};
@@ -31,6 +32,8 @@ pub struct Task {
     /// included), as getrusage would split it.
     pub user_ns: u64,
     pub sys_ns: u64,
+    /// Time asleep off the CPU (memory.high throttling).
+    pub sleep_ns: u64,
     runnable_at_ns: u64,
     pub exited_at_ns: Option<u64>,
 }
@@ -48,6 +51,7 @@ impl Task {
             marks,
             user_ns: 0,
             sys_ns: 0,
+            sleep_ns: 0,
             runnable_at_ns: 0,
             exited_at_ns: None,
         }
@@ -89,21 +93,31 @@ pub fn run_tasks(
             t.runnable_at_ns = rng.below(slice_ns / START_JITTER_SLICES);
         }
     }
+    // Tasks asleep off-CPU (throttled), by wake time: they rejoin the run queue at it.
+    let mut sleepers: Vec<(u64, usize)> = Vec::new();
     let mut steps = 0u64;
     let mut end_ns = 0u64;
     loop {
         let Some(cpu) = (0..ncpus)
-            .filter(|&c| cpus[c].current.is_some() || !runq.is_empty())
+            .filter(|&c| cpus[c].current.is_some() || !runq.is_empty() || !sleepers.is_empty())
             .min_by_key(|&c| (cpus[c].now_ns, c))
         else {
             break;
         };
+        wake_sleepers(&mut sleepers, &mut runq, tasks, cpus[cpu].now_ns);
+        if cpus[cpu].current.is_none() && runq.is_empty() {
+            // Idle until the first sleeper wakes.
+            let (wake_ns, _) = sleepers[0];
+            cpus[cpu].now_ns = cpus[cpu].now_ns.max(wake_ns);
+            wake_sleepers(&mut sleepers, &mut runq, tasks, cpus[cpu].now_ns);
+        }
         let c = &mut cpus[cpu];
         let mut ctx = Ctx {
             cpu,
             now_ns: c.now_ns,
             step_start_ns: c.now_ns,
             lock_handoff_ns: k.cost.lock_handoff_ns,
+            sleep_ns: 0,
         };
         let tid = match c.current {
             Some(tid) => tid,
@@ -124,19 +138,30 @@ pub fn run_tasks(
             at_ns: ctx.now_ns,
             error: e,
         })?;
+        // Back to user space: memory.high reclaim owed by this task's charges.
+        if !exited {
+            mem_cgroup_handle_over_high(k, &mut ctx);
+        }
+        k.free_released_slots(&mut ctx);
         steps += 1;
         let t = &mut tasks[tid];
         t.sys_ns += ctx.now_ns - busy_from_ns - (t.user_ns - user_before_ns);
         let c = &mut cpus[cpu];
         c.now_ns = ctx.now_ns;
         end_ns = end_ns.max(ctx.now_ns);
-        let switch_out = exited || (ctx.now_ns >= c.slice_end_ns && !runq.is_empty());
+        let asleep = ctx.sleep_ns > 0 && !exited;
+        let switch_out = exited || asleep || (ctx.now_ns >= c.slice_end_ns && !runq.is_empty());
         if switch_out {
             c.current = None;
             k.cpu_mm[cpu] = NIL;
             k.mms[tasks[tid].mm as usize].cpu_last_ran_ns[cpu] = Some(ctx.now_ns);
             if exited {
                 tasks[tid].exited_at_ns = Some(ctx.now_ns);
+            } else if asleep {
+                let wake_ns = ctx.now_ns + ctx.sleep_ns;
+                tasks[tid].sleep_ns += ctx.sleep_ns;
+                let at = sleepers.partition_point(|&(w, _)| w <= wake_ns);
+                sleepers.insert(at, (wake_ns, tid));
             } else {
                 tasks[tid].runnable_at_ns = ctx.now_ns;
                 runq.push_back(tid);
@@ -164,6 +189,20 @@ pub fn run_tasks(
         steps,
         simulated_ns: end_ns,
     })
+}
+
+/// Move every sleeper due by `now_ns` to the back of the run queue, in wake order.
+fn wake_sleepers(
+    sleepers: &mut Vec<(u64, usize)>,
+    runq: &mut VecDeque<usize>,
+    tasks: &mut [Task],
+    now_ns: u64,
+) {
+    let due = sleepers.partition_point(|&(w, _)| w <= now_ns);
+    for (wake_ns, tid) in sleepers.drain(..due) {
+        tasks[tid].runnable_at_ns = wake_ns;
+        runq.push_back(tid);
+    }
 }
 
 /// One step of a task. Returns true when the task exited.

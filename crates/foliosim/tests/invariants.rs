@@ -70,8 +70,8 @@ fn build(check_each_step: bool) -> Sim {
     let scenario = Scenario::from_toml_str(SMALL).unwrap();
     let mut k = Kernel::new(&scenario);
     let cg = k.memcg_id(Some("cg"));
-    let a = k.new_mm(cg);
-    let b = k.new_mm(cg);
+    let a = k.new_mm(cg, foliosim::content::ContentClass::Usemem);
+    let b = k.new_mm(cg, foliosim::content::ContentClass::Usemem);
     k.mms[a as usize].mmap(0, VMA_PAGES, ThpAdvice::Default);
     k.mms[b as usize].mmap(0, VMA_PAGES, ThpAdvice::Hugepage);
     let mut sim = Sim {
@@ -81,6 +81,7 @@ fn build(check_each_step: bool) -> Sim {
             now_ns: 0,
             step_start_ns: 0,
             lock_handoff_ns: 0,
+            sleep_ns: 0,
         },
     };
     check(&sim.k).expect("fresh kernel");

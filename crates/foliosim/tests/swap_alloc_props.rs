@@ -108,6 +108,7 @@ impl Harness {
             now_ns: 0,
             step_start_ns: 0,
             lock_handoff_ns: 0,
+            sleep_ns: 0,
         };
         let mut out: Vec<SwapEntry> = Vec::new();
         self.alloc
@@ -213,6 +214,7 @@ impl Harness {
             now_ns: 0,
             step_start_ns: 0,
             lock_handoff_ns: 0,
+            sleep_ns: 0,
         };
         self.alloc
             .on_free(&mut self.map, &mut ctx, &self.cost, off + a, b - a);
@@ -251,6 +253,7 @@ fn run(kind: SwapAllocatorKind, pages: u64, ncpus: usize, ops: &[Op]) -> Result<
                 now_ns: 0,
                 step_start_ns: 0,
                 lock_handoff_ns: 0,
+                sleep_ns: 0,
             };
             let mut out = Vec::new();
             if h.alloc.swapout_whole(PMD_ORDER) {
@@ -335,6 +338,7 @@ fn order0_finds_every_last_slot() {
                 now_ns: 0,
                 step_start_ns: 0,
                 lock_handoff_ns: 0,
+                sleep_ns: 0,
             },
             &h.cost,
             large,
@@ -372,6 +376,7 @@ fn rotational_device_order0_uses_every_slot() {
                     now_ns: 0,
                     step_start_ns: 0,
                     lock_handoff_ns: 0,
+                    sleep_ns: 0,
                 },
                 &cost,
                 0,
@@ -396,6 +401,7 @@ fn ctx_at(cpu: usize, now_ns: u64) -> Ctx {
         now_ns,
         step_start_ns: now_ns,
         lock_handoff_ns: 0,
+        sleep_ns: 0,
     }
 }
 

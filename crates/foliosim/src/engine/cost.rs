@@ -155,6 +155,26 @@ cost_model! {
     syscall_ns = 500;
     /// Swap-in fault work besides the read (lookup, charge, map, swap_free). estimate.
     swapin_fault_ns = 2500;
+    /// zswap_store_page besides compression: entry allocation, zs_malloc, the copy into the
+    /// zspage, xarray store, list_lru add, obj_cgroup charge. estimate (no zswap is measured on
+    /// this host: enabling it cannot be undone until reboot, see docs/live-host-effects.md).
+    zswap_store_page_ns = 900;
+    /// zswap_load besides decompression: xarray erase, zs_map/unmap, entry free. estimate.
+    zswap_load_page_ns = 600;
+    /// zswap_invalidate of one entry at slot release: xarray erase, zs_free, uncharge.
+    /// estimate.
+    zswap_invalidate_ns = 300;
+    /// Reading every word of a 4 KiB page once (the same-filled / zero checks of zram, zswap
+    /// and the swap zero map; they stop at the first differing word, so this is the worst
+    /// case). fit: a load stream at the membw.md store rate.
+    page_scan_ns = 200;
+    /// zram_write_page of one 4 KiB page besides compression: slot lock, zs_malloc, the copy
+    /// into the zspage, stats. split of fit: MADV_PAGEOUT to zram (lzo-rle, usemem's pages)
+    /// cost 6.1 µs per extra 4 KiB page on the development VM (`foliosim calibrate`,
+    /// pageout_zram_*), less the measured lzo-rle compression of such a page.
+    zram_write_page_ns = 3100;
+    /// zram_read_page besides decompression: slot lock, zs_map_object, copy out. estimate.
+    zram_read_page_ns = 500;
 }
 
 impl CostModel {

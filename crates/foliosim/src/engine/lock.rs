@@ -113,12 +113,14 @@ mod tests {
             now_ns: 100,
             step_start_ns: 0,
             lock_handoff_ns: 0,
+            sleep_ns: 0,
         };
         let mut b = Ctx {
             cpu: 1,
             now_ns: 150,
             step_start_ns: 0,
             lock_handoff_ns: 0,
+            sleep_ns: 0,
         };
         lock.hold(&mut a, 200);
         assert_eq!(a.now_ns, 300);
@@ -131,6 +133,7 @@ mod tests {
             now_ns: 1000,
             step_start_ns: 0,
             lock_handoff_ns: 0,
+            sleep_ns: 0,
         };
         lock.hold(&mut c, 10);
         assert_eq!(lock.stats.contended, 1, "a late arrival does not wait");
@@ -146,6 +149,7 @@ mod tests {
                 now_ns: 10_000,
                 step_start_ns: 0,
                 lock_handoff_ns: 0,
+                sleep_ns: 0,
             },
             100,
         );
@@ -155,6 +159,7 @@ mod tests {
             now_ns: 500,
             step_start_ns: 0,
             lock_handoff_ns: 0,
+            sleep_ns: 0,
         };
         lock.hold(&mut early, 100);
         assert_eq!(early.now_ns, 600);
@@ -164,6 +169,7 @@ mod tests {
             now_ns: 10_050,
             step_start_ns: 0,
             lock_handoff_ns: 0,
+            sleep_ns: 0,
         };
         lock.hold(&mut during, 100);
         assert_eq!(during.now_ns, 10_200);

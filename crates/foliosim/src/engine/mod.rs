@@ -17,6 +17,9 @@ pub struct Ctx {
     /// Cost a lock hold pays when the previous holder was another CPU (the cost model's
     /// lock_handoff_ns, carried here so every lock sees it).
     pub lock_handoff_ns: u64,
+    /// Time the step asks to sleep off the CPU when it ends (a throttle, a penalty): the
+    /// scheduler runs other tasks meanwhile and books it as neither user nor system time.
+    pub sleep_ns: u64,
 }
 
 impl Ctx {

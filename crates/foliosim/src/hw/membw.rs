@@ -137,6 +137,7 @@ mod tests {
             now_ns,
             step_start_ns: now_ns,
             lock_handoff_ns: 0,
+            sleep_ns: 0,
         }
     }
 

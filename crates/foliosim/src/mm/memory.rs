@@ -214,7 +214,7 @@ fn do_swap_page(
     };
     let nr = 1u32 << order;
     let first = SwapEntry::new(entry.dev(), entry.offset() - (index - start));
-    swap_read_folio(k, ctx, first, order);
+    swap_read_folio(k, ctx, first, order, memcg);
     k.folios.init(pfn, order, memcg, (mm, vma, start));
     k.folios.set(pfn, flags::YOUNG | dirty);
     k.folios.mapcount[pfn as usize] = nr as u16;

@@ -5,6 +5,7 @@
 //! address's alignment, which is what folio order selection checks.
 
 use super::folio::SwapEntry;
+use crate::content::ContentClass;
 
 /// A page table entry: none, present (pfn), or a swap entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +66,11 @@ pub struct Vma {
 pub struct MmStruct {
     pub vmas: Vec<Option<Vma>>,
     pub memcg: u16,
+    /// What the task writes into its pages (decides compressed sizes).
+    pub content: ContentClass,
+    /// current->memcg_nr_pages_over_high: pages charged above memory.high since the task
+    /// last returned to user space.
+    pub memcg_nr_pages_over_high: u64,
     /// MM_ANONPAGES: present anon PTEs.
     pub rss_anon: u64,
     /// MM_SWAPENTS: swap PTEs.
@@ -74,10 +80,12 @@ pub struct MmStruct {
 }
 
 impl MmStruct {
-    pub fn new(memcg: u16, ncpus: usize) -> MmStruct {
+    pub fn new(memcg: u16, content: ContentClass, ncpus: usize) -> MmStruct {
         MmStruct {
             vmas: Vec::new(),
             memcg,
+            content,
+            memcg_nr_pages_over_high: 0,
             rss_anon: 0,
             swap_ents: 0,
             cpu_last_ran_ns: vec![None; ncpus],

@@ -14,23 +14,33 @@ pub mod page_alloc;
 pub mod page_io;
 pub mod rmap;
 pub mod swap_alloc;
+pub mod swap_devstore;
 pub mod swapfile;
 pub mod tlb;
 pub mod vmscan;
 pub mod vmstat;
+pub mod zram;
+pub mod zsmalloc;
+pub mod zswap;
+pub mod zswap_store;
 
+use crate::content::ContentClass;
 use crate::engine::cost::CostModel;
 use crate::engine::Ctx;
 use crate::hw::blockdev::BlockDevice;
+use crate::hw::compressor::Codec;
 use crate::hw::membw::SharedBandwidth;
-use crate::scenario::{Scenario, SwapDeviceKind, ThpDefrag};
+use crate::scenario::{KernelVersion, Scenario, SwapDeviceKind, ThpDefrag};
 use folio::{flags, FolioTable, NIL};
 use memcontrol::MemCgroup;
 use mmap::MmStruct;
 use page_alloc::Zone;
+use swap_devstore::RamStore;
 use swapfile::{Swap, SwapInfo, SwapMap};
 use tlb::TlbArch;
 use vmstat::VmStat;
+use zram::Zram;
+use zswap::Zswap;
 
 /// The model stopped: the workload cannot go on (as the kernel would OOM-kill), or bad use.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
@@ -75,6 +85,9 @@ pub struct Kernel {
     pub tlb_bus: SharedBandwidth,
     /// DRAM bandwidth shared by the CPUs: page clearing, copying and the workload's stores.
     pub membw: SharedBandwidth,
+    pub zswap: Zswap,
+    /// The swap zero map (6.12+): all-zero folios are marked, not written.
+    pub zeromap: bool,
     lru_add_pending: Vec<u32>,
 }
 
@@ -92,16 +105,13 @@ impl Kernel {
         let nr_pages = scenario.machine.memory.pages() as u32;
         let mut memcgs = vec![MemCgroup::new("/".into(), None)];
         for spec in &scenario.memcgs {
-            memcgs.push(MemCgroup::new(
-                spec.name.clone(),
-                spec.max.map(|b| b.pages()),
-            ));
+            memcgs.push(MemCgroup::from_spec(spec));
         }
         let allocator = scenario.kernel.swap_allocator();
         let mut specs: Vec<_> = scenario.machine.swap_devices.iter().collect();
         // swap_avail order: highest priority first; ties keep swapon order.
         specs.sort_by_key(|s| std::cmp::Reverse(s.priority));
-        let devices = specs
+        let devices: Vec<SwapInfo> = specs
             .iter()
             .enumerate()
             .map(|(id, spec)| {
@@ -117,15 +127,27 @@ impl Kernel {
                 map.slot_free_notify = bdev.has_slot_free_notify();
                 let allocator =
                     swap_alloc::new_allocator(allocator, &map, ncpus, spec.mthp_reserve_percent);
+                let store = match spec.kind {
+                    SwapDeviceKind::Zram => RamStore::Zram(Zram::new(
+                        Codec::from_name(&scenario.sysfs.zram.comp_algorithm)
+                            .expect("validated zram compressor"),
+                        map.nr_slots(),
+                    )),
+                    SwapDeviceKind::Ramdisk => RamStore::Brd(vec![NIL; map.nr_slots() as usize]),
+                    _ => RamStore::None,
+                };
                 SwapInfo {
                     prio: spec.priority,
                     map,
                     allocator,
                     bdev,
+                    store,
                 }
             })
             .collect();
         let tlb_bus_per_s = 1e9 / cost.tlb_dsb_ns.max(1) as f64;
+        let device_slots: Vec<u32> = devices.iter().map(|d| d.map.nr_slots()).collect();
+        let zswap = Zswap::new(scenario, &device_slots, memcgs.len());
         Kernel {
             cost,
             vmstat: VmStat::default(),
@@ -139,10 +161,12 @@ impl Kernel {
                 slots_ret: vec![Vec::new(); ncpus],
                 slot_cache_active: false,
                 ncpus,
+                released: Vec::new(),
             },
             thp_orders: scenario.sysfs.orders_enabled(false),
             thp_orders_madvised: scenario.sysfs.orders_enabled(true),
-            swapin_mthp: scenario.kernel.swapin_mthp(),
+            // alloc_swap_folio falls back to order 0 once zswap has been enabled.
+            swapin_mthp: scenario.kernel.swapin_mthp() && !scenario.sysfs.zswap.enabled,
             thp_defrag: scenario.sysfs.thp_defrag(),
             cpu_mm: vec![NIL; ncpus],
             cpu_irq_ns: vec![0; ncpus],
@@ -153,7 +177,41 @@ impl Kernel {
                 scenario.machine.memory_bandwidth_bytes_per_s as f64,
                 ncpus,
             ),
+            zswap,
+            zeromap: scenario.kernel.version >= KernelVersion::V6_12,
             lru_add_pending: vec![0; ncpus],
+        }
+    }
+
+    /// What page `i` of the folio at `pfn` holds: its mm's content class, and the page's index
+    /// in its VMA as the key that picks it out of the class.
+    pub fn page_content(&self, pfn: u32, i: u32) -> (ContentClass, u64) {
+        let f = &self.folios;
+        let mm = f.owner_mm[pfn as usize];
+        let key =
+            (f.owner_vma[pfn as usize] as u64) << 32 | (f.owner_index[pfn as usize] + i) as u64;
+        (self.mms[mm as usize].content, key)
+    }
+
+    /// CPU time to compress one page of `class` with `codec`.
+    pub fn compress_ns(&self, codec: Codec, class: ContentClass) -> u64 {
+        crate::hw::compressor::codec_ns(&self.cost, codec, class).0
+    }
+
+    /// CPU time to decompress one page of `class` with `codec`.
+    pub fn decompress_ns(&self, codec: Codec, class: ContentClass) -> u64 {
+        crate::hw::compressor::codec_ns(&self.cost, codec, class).1
+    }
+
+    /// Free the data of slots released since the last call (zswap_invalidate and zram's
+    /// slot-free notify in swap_range_free): entries, objects and the pool pages they empty.
+    pub fn free_released_slots(&mut self, ctx: &mut Ctx) {
+        while let Some((first, nr)) = self.swap.released.pop() {
+            zswap::invalidate_range(self, ctx, first, nr);
+            swap_devstore::free_slots(self, ctx, first, nr);
+            let data = &mut self.swap.devices[first.dev()].map.data;
+            data[first.offset() as usize..(first.offset() + nr) as usize]
+                .fill(swapfile::SlotData::None);
         }
     }
 
@@ -168,8 +226,9 @@ impl Kernel {
         }
     }
 
-    pub fn new_mm(&mut self, memcg: u16) -> u32 {
-        self.mms.push(MmStruct::new(memcg, self.cpu_mm.len()));
+    pub fn new_mm(&mut self, memcg: u16, content: ContentClass) -> u32 {
+        self.mms
+            .push(MmStruct::new(memcg, content, self.cpu_mm.len()));
         (self.mms.len() - 1) as u32
     }
 

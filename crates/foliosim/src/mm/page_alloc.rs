@@ -26,7 +26,17 @@ pub struct Zone {
     pcp: Vec<Vec<u32>>,
     /// Free pages, buddy plus pcp.
     pub nr_free: u64,
+    /// The min watermark (min_free_kbytes): ordinary allocations leave this many pages free;
+    /// only reclaim itself (PF_MEMALLOC: zram, zswap and brd storing what it swaps out) may use
+    /// them. The model has no low/high watermarks or kswapd yet.
+    pub min_pages: u64,
     pub lock: SimLock,
+}
+
+/// init_per_zone_wmark_min: min_free_kbytes = sqrt(16 x lowmem KiB), within 128 KiB..256 MiB.
+fn min_free_pages(nr_pages: u64) -> u64 {
+    let kbytes = (nr_pages * 4 * 16).isqrt().clamp(128, 256 * 1024);
+    kbytes / 4
 }
 
 impl Zone {
@@ -38,6 +48,7 @@ impl Zone {
             free_pos: vec![0; nr_pages as usize],
             pcp: vec![Vec::new(); cpus],
             nr_free: 0,
+            min_pages: min_free_pages(nr_pages as u64),
             lock: SimLock::new("zone->lock"),
         };
         // Hand memory to the buddy lists in the largest aligned blocks that fit, from the top
@@ -110,6 +121,15 @@ impl Zone {
     /// On failure the pcp lists are drained into the buddy lists and the allocation retried
     /// (as __alloc_pages_direct_reclaim's drain_all_pages does).
     pub fn alloc(&mut self, ctx: &mut Ctx, order: u32) -> Option<u32> {
+        if self.nr_free < self.min_pages + (1 << order) {
+            return None;
+        }
+        self.alloc_no_watermarks(ctx, order)
+    }
+
+    /// An allocation by reclaim itself (ALLOC_NO_WATERMARKS): may take the reserve below the
+    /// min watermark.
+    pub fn alloc_no_watermarks(&mut self, ctx: &mut Ctx, order: u32) -> Option<u32> {
         if let Some(pfn) = self.alloc_once(ctx, order) {
             return Some(pfn);
         }
@@ -220,6 +240,7 @@ mod tests {
             now_ns: 0,
             step_start_ns: 0,
             lock_handoff_ns: 0,
+            sleep_ns: 0,
         }
     }
 

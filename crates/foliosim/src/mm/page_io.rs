@@ -1,27 +1,49 @@
-//! Swap I/O (mm/page_io.c): swap_writepage and swap_read_folio, with the counters the kernel
-//! bumps at submission (count_swpout_vm_event).
+//! Swap I/O (mm/page_io.c): swap_writepage and swap_read_folio in their 6.12+ order (zero map,
+//! then zswap, then the device), with the counters the kernel bumps at submission
+//! (count_swpout_vm_event).
 
 use super::folio::{flags, SwapEntry};
+use super::swapfile::SlotData;
 use super::vmstat::{MthpStat, VmEvent};
+use super::zswap::{invalidate_range, zswap_load, zswap_store};
 use super::Kernel;
+use crate::content::ContentClass;
 use crate::engine::Ctx;
 use crate::hw::blockdev::Completion;
 use crate::scenario::{PAGE_SIZE, PMD_ORDER};
 
-/// swap_writepage: one bio for the whole folio. A synchronous device is done on return; an
-/// asynchronous one leaves the folio under writeback until the device completes.
+/// swap_writepage: a folio whose pages are all zero only marks the zero map (6.12+); else
+/// zswap may take it; else one bio for the whole folio. A synchronous device is done on
+/// return; an asynchronous one leaves the folio under writeback until the device completes. A
+/// write the device refuses (zram out of memory) leaves the folio dirty.
 pub fn swap_writepage(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     let entry = k.folios.swap_entry(pfn);
     let order = k.folios.order[pfn as usize] as u32;
-    let nr = 1u64 << order;
+    let nr = 1u32 << order;
+    let memcg = k.folios.memcg[pfn as usize] as usize;
+    let contents: Vec<(ContentClass, u64)> = (0..nr).map(|i| k.page_content(pfn, i)).collect();
+    if k.zeromap {
+        ctx.spend(k.cost.page_scan_ns * nr as u64);
+        if contents.iter().all(|&(class, key)| class.is_zero(key)) {
+            invalidate_range(k, ctx, entry, nr);
+            let data = &mut k.swap.devices[entry.dev()].map.data;
+            data[entry.offset() as usize..(entry.offset() + nr) as usize].fill(SlotData::Zero);
+            k.vmstat.count(VmEvent::SwpoutZero, nr as u64);
+            k.memcgs[memcg].count(VmEvent::SwpoutZero, nr as u64);
+            k.folios.clear(pfn, flags::DIRTY);
+            return;
+        }
+    }
+    if zswap_store(k, ctx, pfn) {
+        k.folios.clear(pfn, flags::DIRTY);
+        return;
+    }
     ctx.spend(k.cost.bio_submit_ns);
-    let completion = k.swap.devices[entry.dev()].bdev.write(
-        ctx,
-        &mut k.membw,
-        entry.offset() as u64,
-        nr * PAGE_SIZE,
-    );
-    k.vmstat.count(VmEvent::Pswpout, nr);
+    let Some(completion) = write_to_device(k, ctx, entry, &contents) else {
+        return;
+    };
+    k.vmstat.count(VmEvent::Pswpout, nr as u64);
+    k.memcgs[memcg].count(VmEvent::Pswpout, nr as u64);
     k.vmstat.count_mthp(order, MthpStat::Swpout);
     if order == PMD_ORDER {
         k.vmstat.count(VmEvent::ThpSwpout, 1);
@@ -30,19 +52,55 @@ pub fn swap_writepage(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     if let Completion::At(done_ns) = completion {
         k.folios.set(pfn, flags::WRITEBACK);
         k.folios.writeback_done_ns[pfn as usize] = done_ns;
-        let memcg = k.folios.memcg[pfn as usize] as usize;
         k.memcgs[memcg].lruvec.writeback_started(pfn, done_ns);
     }
 }
 
-/// swap_read_folio: read `nr` pages from `entry`; the caller waits for the data.
-pub fn swap_read_folio(k: &mut Kernel, ctx: &mut Ctx, entry: SwapEntry, order: u32) {
+/// __swap_writepage's device half: write pages of `contents` from slot `first` (a bio the
+/// caller submitted). zram and brd store the data in memory taken from the buddy allocator;
+/// None when they could not (-ENOMEM), leaving nothing written.
+pub fn write_to_device(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    first: SwapEntry,
+    contents: &[(ContentClass, u64)],
+) -> Option<Completion> {
+    let nr = contents.len() as u32;
+    if !super::swap_devstore::store_pages(k, ctx, first, contents) {
+        return None;
+    }
+    let dev = &mut k.swap.devices[first.dev()];
+    dev.map.data[first.offset() as usize..(first.offset() + nr) as usize].fill(SlotData::Device);
+    Some(dev.bdev.write(
+        ctx,
+        &mut k.membw,
+        first.offset() as u64,
+        nr as u64 * PAGE_SIZE,
+    ))
+}
+
+/// swap_read_folio: read `2^order` pages from `first` into a new folio of `memcg`; the caller
+/// waits for the data. The zero map and zswap answer without I/O (zswap only for order 0: a
+/// large folio is never read from zswap, alloc_swap_folio falls back once zswap is on).
+pub fn swap_read_folio(k: &mut Kernel, ctx: &mut Ctx, first: SwapEntry, order: u32, memcg: u16) {
     let nr = 1u64 << order;
+    let data = k.swap.devices[first.dev()].map.data[first.offset() as usize];
+    if data == SlotData::Zero {
+        ctx.spend(k.cost.clear_page_ns * nr);
+        k.vmstat.count(VmEvent::SwpinZero, nr);
+        k.memcgs[memcg as usize].count(VmEvent::SwpinZero, nr);
+        return;
+    }
+    if order == 0 && zswap_load(k, ctx, first, memcg) {
+        return;
+    }
     ctx.spend(k.cost.bio_submit_ns);
-    let bdev = &mut k.swap.devices[entry.dev()].bdev;
+    super::swap_devstore::load_pages(k, ctx, first, nr as u32);
+    let bdev = &mut k.swap.devices[first.dev()].bdev;
     if let Completion::At(done_ns) = bdev.read(ctx, &mut k.membw, nr * PAGE_SIZE) {
         ctx.now_ns = ctx.now_ns.max(done_ns);
     }
     k.vmstat.count(VmEvent::Pswpin, nr);
+    k.memcgs[memcg as usize].count(VmEvent::Pswpin, nr);
     k.vmstat.count_mthp(order, MthpStat::Swpin);
 }

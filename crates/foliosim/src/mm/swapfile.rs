@@ -4,6 +4,7 @@
 
 use super::folio::{SwapEntry, NIL};
 use super::swap_alloc::SwapAllocator;
+use super::swap_devstore::RamStore;
 use crate::engine::cost::CostModel;
 use crate::engine::lock::SimLock;
 use crate::engine::Ctx;
@@ -37,6 +38,20 @@ pub fn cluster_pieces(offset: u32, nr: u32) -> impl Iterator<Item = (u32, u32)> 
     })
 }
 
+/// Where a slot's data is (one byte per slot): every slot a PTE still references and no
+/// swap-cache folio holds is in exactly one of these places.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum SlotData {
+    None,
+    /// Written to the swap device (for zram and brd: in their memory).
+    Device,
+    /// An entry in zswap.
+    Zswap,
+    /// The swap zero map (6.12+): an all-zero page, no data kept.
+    Zero,
+}
+
 #[inline]
 pub fn swap_count(byte: u8) -> u8 {
     byte & !SWAP_HAS_CACHE
@@ -53,6 +68,8 @@ pub struct SwapMap {
     pub swap_map: Vec<u8>,
     /// Swap cache: slot -> head pfn of the folio, NIL when none (the xarray of swap_state.c).
     pub swap_cache: Vec<u32>,
+    /// Where each slot's data is.
+    pub data: Vec<SlotData>,
     /// Non-rotational (SWP_SOLIDSTATE).
     pub solidstate: bool,
     /// SWP_SYNCHRONOUS_IO (brd, zram).
@@ -93,6 +110,7 @@ impl SwapMap {
             inuse_pages: 0,
             swap_map,
             swap_cache: vec![NIL; total as usize],
+            data: vec![SlotData::None; total as usize],
             solidstate,
             synchronous_io,
             blkdev: true,
@@ -171,6 +189,8 @@ pub struct SwapInfo {
     pub map: SwapMap,
     pub allocator: Box<dyn SwapAllocator>,
     pub bdev: BlockDevice,
+    /// What the device keeps in machine memory (zram, brd).
+    pub store: RamStore,
 }
 
 /// All swap devices plus the per-CPU slot cache (mm/swap_slots.c, up to 6.13).
@@ -184,6 +204,10 @@ pub struct Swap {
     pub slots_ret: Vec<Vec<SwapEntry>>,
     pub slot_cache_active: bool,
     pub ncpus: usize,
+    /// Ranges released since the kernel last freed their data (zswap entries, zram objects):
+    /// swap_range_free's zswap_invalidate and slot-free notify, applied by
+    /// Kernel::free_released_slots before the next allocation and at the end of each step.
+    pub released: Vec<(SwapEntry, u32)>,
 }
 
 impl Swap {
@@ -310,6 +334,7 @@ impl Swap {
                 *b = 0;
             }
             dev.map.inuse_pages -= offsets.len() as u32;
+            self.released.extend(group.iter().map(|&e| (e, 1)));
             dev.allocator
                 .on_free_slots(&mut dev.map, ctx, cost, &offsets);
             dev.flush_discards();
@@ -460,6 +485,8 @@ impl Swap {
                 (true, None) => run_start = Some(slot),
                 (false, Some(start)) => {
                     release_range(dev, ctx, cost, start, slot - start);
+                    self.released
+                        .push((SwapEntry::new(entry.dev(), start), slot - start));
                     run_start = None;
                 }
                 _ => {}

@@ -307,6 +307,11 @@ pub fn shrink_folio_list(
                 result.putback.push((pfn, false));
                 continue;
             }
+            if k.folios.test(pfn, flags::DIRTY) {
+                // The device refused the write (zram or brd out of memory): activate_locked.
+                result.putback.push((pfn, true));
+                continue;
+            }
         }
         // __remove_mapping: clean, unmapped, in the swap cache: drop it and free the folio.
         let entry = k.folios.swap_entry(pfn);
@@ -362,6 +367,8 @@ fn add_to_swap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: &mut VecDeque<u32>
         }
     }
     let order = k.folios.order[pfn as usize] as u32;
+    // Slots released earlier drop their zswap/zram data before any of them is reused.
+    k.free_released_slots(ctx);
     let mut entry = k.swap.alloc(ctx, &k.cost, order);
     if entry.is_none() && order > 0 {
         split_folio(k, ctx, pfn, Some(list));

@@ -44,6 +44,11 @@ counter_enum! {
         NrTlbRemoteFlushReceived => "nr_tlb_remote_flush_received",
         NrTlbLocalFlushAll => "nr_tlb_local_flush_all",
         OomKill => "oom_kill",
+        Zswpout => "zswpout",
+        Zswpin => "zswpin",
+        Zswpwb => "zswpwb",
+        SwpoutZero => "swpout_zero",
+        SwpinZero => "swpin_zero",
     }
 }
 
@@ -53,6 +58,7 @@ counter_enum! {
         AnonFaultFallback => "anon_fault_fallback",
         AnonFaultFallbackCharge => "anon_fault_fallback_charge",
         Swpout => "swpout",
+        Zswpout => "zswpout",
         SwpoutFallback => "swpout_fallback",
         Swpin => "swpin",
         SwpinFallback => "swpin_fallback",

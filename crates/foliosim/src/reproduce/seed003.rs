@@ -57,6 +57,7 @@ pub fn allocator_test_scenario(
             small_folios: false,
             iterations,
             memcg: None,
+            content: None,
         }],
         costs: BTreeMap::new(),
         check_invariants: false,
@@ -110,10 +111,7 @@ pub fn kbuild_scenario(kernel: Kernel, size: &str, scale: f64, seed: u64) -> Sce
             defrag: Some(ThpDefrag::Always),
             ..Sysfs::only_size(size)
         },
-        memcgs: vec![MemcgSpec {
-            name: "build".into(),
-            max: Some(scaled(1 << 30)),
-        }],
+        memcgs: vec![MemcgSpec::with_max("build", Some(scaled(1 << 30)))],
         workloads: vec![WorkloadSpec::Kbuild {
             jobs: 96 * KBUILD_JOBS_PER_SLOT,
             jobs_concurrent: 96,
@@ -122,6 +120,7 @@ pub fn kbuild_scenario(kernel: Kernel, size: &str, scale: f64, seed: u64) -> Sce
             user_ns_per_page: 40_000,
             phases: KBUILD_PHASES,
             memcg: Some("build".into()),
+            content: None,
         }],
         costs: BTreeMap::new(),
         check_invariants: false,

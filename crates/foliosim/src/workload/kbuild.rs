@@ -22,6 +22,7 @@ pub fn tasks(spec: &WorkloadSpec, seed: u64) -> Vec<TaskSpec> {
         user_ns_per_page,
         phases,
         memcg,
+        ..
     } = spec
     else {
         unreachable!("kbuild::tasks of another workload")

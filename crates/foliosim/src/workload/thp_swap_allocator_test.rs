@@ -53,6 +53,7 @@ pub fn tasks(spec: &WorkloadSpec, seed: u64) -> Vec<TaskSpec> {
         small_folios,
         iterations,
         memcg,
+        ..
     } = spec
     else {
         unreachable!("thp_swap_allocator_test::tasks of another workload")

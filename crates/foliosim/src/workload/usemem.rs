@@ -17,6 +17,7 @@ pub fn tasks(spec: &WorkloadSpec) -> Vec<TaskSpec> {
         memcg,
         madv_hugepage,
         pageout_after_write,
+        ..
     } = spec
     else {
         unreachable!("usemem::tasks of another workload")

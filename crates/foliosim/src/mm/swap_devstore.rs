@@ -1,0 +1,128 @@
+//! What a RAM-backed swap device keeps in memory: zram's compressed store (mm/zram.rs) and a
+//! RAM disk's pages (drivers/block/brd.c: one page per sector range written, kept until
+//! discard, which swap never sends to brd). Both take their pages from the buddy allocator and
+//! charge them to no memcg, so they add global, not memcg, pressure.
+
+use super::folio::{SwapEntry, NIL};
+use super::page_alloc::Zone;
+use super::zram::{PageSource, Zram};
+use super::Kernel;
+use crate::content::ContentClass;
+use crate::engine::Ctx;
+use crate::hw::compressor::size_sample;
+
+pub enum RamStore {
+    /// A device whose data lives off the machine's memory (SSD, HDD, file).
+    None,
+    Zram(Zram),
+    /// brd: the pfn holding each slot's page, NIL until first written.
+    Brd(Vec<u32>),
+}
+
+impl RamStore {
+    /// Pages of machine memory this store holds, for the invariant checker.
+    pub fn pfns(&self) -> Vec<u32> {
+        match self {
+            RamStore::None => Vec::new(),
+            RamStore::Zram(z) => z.pool.page_pfns(),
+            RamStore::Brd(pages) => pages.iter().copied().filter(|&p| p != NIL).collect(),
+        }
+    }
+}
+
+/// The buddy allocator as a page source for a store working under reclaim: no direct reclaim,
+/// but the reserve below the min watermark is open to it (PF_MEMALLOC).
+pub struct ZonePages<'a> {
+    pub zone: &'a mut Zone,
+    pub ctx: &'a mut Ctx,
+}
+
+impl PageSource for ZonePages<'_> {
+    fn alloc_page(&mut self) -> Option<u32> {
+        self.zone.alloc_no_watermarks(self.ctx, 0)
+    }
+    fn free_page(&mut self, pfn: u32) {
+        self.zone.free(self.ctx, pfn, 0);
+    }
+}
+
+/// The device's share of a write: zram compresses and stores each page (zram_write_page), brd
+/// allocates a page for each slot it has not held yet. False, with nothing kept, when memory
+/// ran out.
+pub fn store_pages(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    first: SwapEntry,
+    contents: &[(ContentClass, u64)],
+) -> bool {
+    let cost = &k.cost;
+    let dev = &mut k.swap.devices[first.dev()];
+    let mut pages = ZonePages {
+        zone: &mut k.zone,
+        ctx,
+    };
+    match &mut dev.store {
+        RamStore::None => true,
+        RamStore::Zram(zram) => {
+            for (i, &(class, key)) in contents.iter().enumerate() {
+                let slot = first.offset() + i as u32;
+                let same = class.same_filled(key);
+                let (compress_ns, _) = crate::hw::compressor::codec_ns(cost, zram.codec, class);
+                pages.ctx.spend(
+                    cost.zram_write_page_ns + if same { cost.page_scan_ns } else { compress_ns },
+                );
+                let len = size_sample(zram.codec, class).compressed_len(key);
+                if zram.write_page(slot, class, len, same, &mut pages).is_err() {
+                    for undo in first.offset()..slot {
+                        zram.free_slot(undo, &mut pages);
+                    }
+                    return false;
+                }
+            }
+            true
+        }
+        RamStore::Brd(held) => {
+            let range = first.offset() as usize..first.offset() as usize + contents.len();
+            let mut taken = Vec::new();
+            for slot in range {
+                if held[slot] == NIL {
+                    let Some(pfn) = pages.alloc_page() else {
+                        for s in taken {
+                            let pfn = std::mem::replace(&mut held[s], NIL);
+                            pages.free_page(pfn);
+                        }
+                        return false;
+                    };
+                    held[slot] = pfn;
+                    taken.push(slot);
+                }
+            }
+            true
+        }
+    }
+}
+
+/// The device's share of a read: zram decompresses each page (zram_read_page).
+pub fn load_pages(k: &mut Kernel, ctx: &mut Ctx, first: SwapEntry, nr: u32) {
+    let dev = &k.swap.devices[first.dev()];
+    if let RamStore::Zram(zram) = &dev.store {
+        for slot in first.offset()..first.offset() + nr {
+            ctx.spend(k.cost.zram_read_page_ns + zram.read_cost_ns(slot, &k.cost));
+        }
+    }
+}
+
+/// The slots were released: zram drops their data (zram_slot_free_notify; its CPU cost is
+/// charged under the freeing lock by swapfile.rs).
+pub fn free_slots(k: &mut Kernel, ctx: &mut Ctx, first: SwapEntry, nr: u32) {
+    let dev = &mut k.swap.devices[first.dev()];
+    if let RamStore::Zram(zram) = &mut dev.store {
+        let mut pages = ZonePages {
+            zone: &mut k.zone,
+            ctx,
+        };
+        for slot in first.offset()..first.offset() + nr {
+            zram.free_slot(slot, &mut pages);
+        }
+    }
+}

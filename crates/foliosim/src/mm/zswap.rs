@@ -1,0 +1,439 @@
+//! zswap (mm/zswap.c, spec-swap.md §11): a compressed cache in front of every swap device.
+//! A folio leaving memory is stored page by page as entries keyed by swap slot in a zsmalloc
+//! pool charged to the folio's memcg; what zswap refuses goes to the device. Entries come back
+//! on swap-in (zswap_load), die with their slot (zswap_invalidate), and are written back to the
+//! device when the pool is full, the memcg's zswap.max is reached, or the shrinker asks.
+
+use super::folio::SwapEntry;
+use super::memcontrol::{zswap_charge, zswap_uncharge, MEMCG_CHARGE_BATCH};
+use super::page_io::write_to_device;
+use super::swapfile::SlotData;
+use super::vmstat::{MthpStat, VmEvent};
+use super::zsmalloc::{Handle, ZsPool};
+use super::zswap_store::{policy, ZswapLargeFolioPolicy};
+use super::Kernel;
+use crate::content::ContentClass;
+use crate::engine::Ctx;
+use crate::hw::compressor::{size_sample, Codec};
+use crate::scenario::{Scenario, PAGE_SIZE};
+use serde::Serialize;
+use std::collections::VecDeque;
+
+/// Per-slot length meaning "no entry".
+const NO_ENTRY: u16 = u16::MAX;
+/// shrink_worker gives up after this many failed or empty rounds (MAX_RECLAIM_RETRIES).
+const MAX_RECLAIM_RETRIES: u32 = 16;
+
+/// /sys/kernel/debug/zswap/*, under the kernel's names.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct ZswapStats {
+    pub pool_limit_hit: u64,
+    pub reject_reclaim_fail: u64,
+    pub reject_alloc_fail: u64,
+    pub reject_compress_poor: u64,
+    pub reject_compress_fail: u64,
+    pub written_back_pages: u64,
+    /// Bytes of pool memory (zspages).
+    pub pool_total_size: u64,
+    pub stored_pages: u64,
+    pub stored_incompressible_pages: u64,
+    /// <= 6.11: entries holding a repeated word instead of compressed data.
+    pub same_filled_pages: u64,
+}
+
+/// One device's entries (the xarrays of zswap_trees[type]), dense by slot.
+struct Tree {
+    /// Compressed length; 0 = same-filled value; NO_ENTRY = none.
+    len: Vec<u16>,
+    handle: Vec<Handle>,
+    memcg: Vec<u16>,
+    /// Bumped at every store: LRU records of an older generation are stale.
+    gen: Vec<u32>,
+    /// Second chance for the LRU walk (set at store, cleared when the walk passes).
+    referenced: Vec<bool>,
+    /// What the page held (content class index, page key): writeback recompresses it for
+    /// the device (zram).
+    class: Vec<u8>,
+    key: Vec<u32>,
+}
+
+impl Tree {
+    fn new(nr_slots: usize) -> Tree {
+        Tree {
+            len: vec![NO_ENTRY; nr_slots],
+            handle: vec![0; nr_slots],
+            memcg: vec![0; nr_slots],
+            gen: vec![0; nr_slots],
+            referenced: vec![false; nr_slots],
+            class: vec![0; nr_slots],
+            key: vec![0; nr_slots],
+        }
+    }
+}
+
+pub struct Zswap {
+    pub enabled: bool,
+    policy: &'static dyn ZswapLargeFolioPolicy,
+    pub codec: Codec,
+    max_pool_pages: u64,
+    accept_pool_pages: u64,
+    pub shrinker_enabled: bool,
+    /// zswap_pool_reached_full: stores refused until the pool shrinks to accept_pool_pages.
+    reached_full: bool,
+    pub pool: ZsPool,
+    trees: Vec<Tree>,
+    /// Per memcg, oldest first: (entry, generation) as stored (list_lru per memcg).
+    lru: Vec<VecDeque<(u32, u32)>>,
+    /// shrink_worker's round-robin memcg cursor (zswap_next_shrink).
+    next_shrink: usize,
+    pub stats: ZswapStats,
+}
+
+impl Zswap {
+    pub fn new(scenario: &Scenario, device_slots: &[u32], nr_memcgs: usize) -> Zswap {
+        let knobs = &scenario.sysfs.zswap;
+        let ram_pages = scenario.machine.memory.pages();
+        let max_pool_pages = ram_pages * knobs.max_pool_percent_or_default() as u64 / 100;
+        let enabled = knobs.enabled;
+        Zswap {
+            enabled,
+            policy: policy(scenario.kernel.zswap_large_folios()),
+            codec: Codec::from_name(knobs.compressor_or_default()).expect("validated compressor"),
+            max_pool_pages,
+            accept_pool_pages: max_pool_pages * knobs.accept_threshold_percent_or_default() as u64
+                / 100,
+            shrinker_enabled: knobs.shrinker_enabled.unwrap_or(false),
+            reached_full: false,
+            pool: ZsPool::new(),
+            // Trees exist only while zswap is on: a run without zswap pays nothing per slot.
+            trees: if enabled {
+                device_slots
+                    .iter()
+                    .map(|&n| Tree::new(n as usize))
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            lru: vec![VecDeque::new(); nr_memcgs],
+            next_shrink: 0,
+            stats: ZswapStats::default(),
+        }
+    }
+
+    pub fn policy_name(&self) -> &'static str {
+        self.policy.name()
+    }
+
+    pub fn has_entry(&self, entry: SwapEntry) -> bool {
+        self.trees
+            .get(entry.dev())
+            .is_some_and(|t| t.len[entry.offset() as usize] != NO_ENTRY)
+    }
+
+    /// Every (device, slot) holding an entry, for the invariant checker.
+    pub fn entries(&self) -> impl Iterator<Item = SwapEntry> + '_ {
+        self.trees.iter().enumerate().flat_map(|(d, t)| {
+            t.len
+                .iter()
+                .enumerate()
+                .filter(|(_, &l)| l != NO_ENTRY)
+                .map(move |(s, _)| SwapEntry::new(d, s as u32))
+        })
+    }
+
+    fn pool_pages(&self) -> u64 {
+        self.pool.total_pages()
+    }
+
+    /// zswap_check_limits: is the global pool full (with hysteresis)?
+    fn check_limits(&mut self) -> bool {
+        let pages = self.pool_pages();
+        if pages >= self.max_pool_pages {
+            self.stats.pool_limit_hit += 1;
+            self.reached_full = true;
+        } else if self.reached_full && pages <= self.accept_pool_pages {
+            self.reached_full = false;
+        }
+        !self.reached_full
+    }
+}
+
+/// zswap_store: store the folio at `pfn` (locked, in the swap cache) page by page. On any
+/// failure every entry at the folio's slots is freed and the caller writes the whole folio to
+/// the device. Returns whether zswap holds the folio now.
+pub fn zswap_store(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) -> bool {
+    let entry = k.folios.swap_entry(pfn);
+    let order = k.folios.order[pfn as usize] as u32;
+    let nr = 1u32 << order;
+    let memcg = k.folios.memcg[pfn as usize];
+    let z = &k.zswap;
+    if !z.enabled || !z.policy.stores_order(order) {
+        invalidate_range(k, ctx, entry, nr);
+        return false;
+    }
+    // obj_cgroup_may_zswap: over memory.zswap.max, write one of this memcg's entries back.
+    let cg = &k.memcgs[memcg as usize];
+    if cg.zswap_bytes >= cg.zswap_max_bytes
+        && (!shrink_memcg(k, ctx, memcg)
+            || k.memcgs[memcg as usize].zswap_bytes >= k.memcgs[memcg as usize].zswap_max_bytes)
+    {
+        k.zswap.stats.reject_reclaim_fail += 1;
+        invalidate_range(k, ctx, entry, nr);
+        return false;
+    }
+    if !k.zswap.check_limits() {
+        invalidate_range(k, ctx, entry, nr);
+        shrink_worker(k, ctx);
+        return false;
+    }
+    let writeback_ok = k.memcgs[memcg as usize].zswap_writeback;
+    for i in 0..nr {
+        if !store_page(
+            k,
+            ctx,
+            pfn,
+            i,
+            SwapEntry::new(entry.dev(), entry.offset() + i),
+            memcg,
+            writeback_ok,
+        ) {
+            invalidate_range(k, ctx, entry, nr);
+            return false;
+        }
+    }
+    k.vmstat.count(VmEvent::Zswpout, nr as u64);
+    k.memcgs[memcg as usize].count(VmEvent::Zswpout, nr as u64);
+    k.vmstat.count_mthp(order, MthpStat::Zswpout);
+    true
+}
+
+/// zswap_store_page: compress page `i` of the folio and publish its entry.
+fn store_page(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    pfn: u32,
+    i: u32,
+    slot: SwapEntry,
+    memcg: u16,
+    writeback_ok: bool,
+) -> bool {
+    let (class, key) = k.page_content(pfn, i);
+    ctx.spend(k.cost.zswap_store_page_ns);
+    let len = if k.zswap.policy.same_filled_in_zswap() && class.same_filled(key) {
+        ctx.spend(k.cost.page_scan_ns);
+        k.zswap.stats.same_filled_pages += 1;
+        0
+    } else {
+        ctx.spend(k.compress_ns(k.zswap.codec, class));
+        let len = size_sample(k.zswap.codec, class).compressed_len(key);
+        if len as u64 >= PAGE_SIZE {
+            // Incompressible: kept as is while the memcg may write back (keeps LRU order).
+            if !writeback_ok {
+                k.zswap.stats.reject_compress_poor += 1;
+                return false;
+            }
+            k.zswap.stats.stored_incompressible_pages += 1;
+            PAGE_SIZE as u32
+        } else {
+            len.max(1)
+        }
+    };
+    let handle = if len > 0 {
+        let zone = &mut k.zone;
+        let Some(h) = k
+            .zswap
+            .pool
+            .malloc(len, &mut || zone.alloc_no_watermarks(ctx, 0))
+        else {
+            k.zswap.stats.reject_alloc_fail += 1;
+            return false;
+        };
+        h
+    } else {
+        0
+    };
+    let t = &mut k.zswap.trees[slot.dev()];
+    let s = slot.offset() as usize;
+    debug_assert_eq!(t.len[s], NO_ENTRY, "stale entry left at {slot:?}");
+    t.len[s] = len as u16;
+    t.handle[s] = handle;
+    t.memcg[s] = memcg;
+    t.gen[s] = t.gen[s].wrapping_add(1);
+    t.referenced[s] = true;
+    t.class[s] = ContentClass::ALL
+        .iter()
+        .position(|&c| c == class)
+        .unwrap_or(0) as u8;
+    t.key[s] = key as u32;
+    k.zswap.lru[memcg as usize].push_back((slot.raw(), t.gen[s]));
+    k.swap.devices[slot.dev()].map.data[s] = SlotData::Zswap;
+    zswap_charge(&mut k.memcgs[memcg as usize], len as u64);
+    k.zswap.stats.stored_pages += 1;
+    k.zswap.stats.pool_total_size = k.zswap.pool_pages() * PAGE_SIZE;
+    true
+}
+
+/// Free one entry (zswap_entry_free): pool memory back to the buddy allocator, uncharged.
+fn free_entry(k: &mut Kernel, ctx: &mut Ctx, slot: SwapEntry) {
+    let t = &mut k.zswap.trees[slot.dev()];
+    let s = slot.offset() as usize;
+    let len = t.len[s];
+    debug_assert_ne!(len, NO_ENTRY);
+    t.len[s] = NO_ENTRY;
+    let memcg = t.memcg[s];
+    if len == 0 {
+        k.zswap.stats.same_filled_pages -= 1;
+    } else {
+        let zone = &mut k.zone;
+        k.zswap
+            .pool
+            .free(t.handle[s], &mut |pfn| zone.free(ctx, pfn, 0));
+        if len as u64 == PAGE_SIZE {
+            k.zswap.stats.stored_incompressible_pages -= 1;
+        }
+    }
+    zswap_uncharge(&mut k.memcgs[memcg as usize], len as u64);
+    k.zswap.stats.stored_pages -= 1;
+    k.zswap.stats.pool_total_size = k.zswap.pool_pages() * PAGE_SIZE;
+    // The LRU keeps stale records until they reach its head; compact when they dominate.
+    let lru = &mut k.zswap.lru[memcg as usize];
+    if lru.len() > 64 && lru.len() > 2 * k.zswap.stats.stored_pages as usize {
+        let trees = &k.zswap.trees;
+        lru.retain(|&(raw, gen)| live(trees, raw, gen));
+    }
+}
+
+fn live(trees: &[Tree], raw: u32, gen: u32) -> bool {
+    let e = SwapEntry::from_raw(raw);
+    let t = &trees[e.dev()];
+    t.len[e.offset() as usize] != NO_ENTRY && t.gen[e.offset() as usize] == gen
+}
+
+/// zswap_invalidate over a range: the slots were released or are being rewritten.
+pub fn invalidate_range(k: &mut Kernel, ctx: &mut Ctx, first: SwapEntry, nr: u32) {
+    if k.zswap.trees.is_empty() {
+        return;
+    }
+    for i in 0..nr {
+        let slot = SwapEntry::new(first.dev(), first.offset() + i);
+        if k.zswap.has_entry(slot) {
+            ctx.spend(k.cost.zswap_invalidate_ns);
+            free_entry(k, ctx, slot);
+            k.swap.devices[slot.dev()].map.data[slot.offset() as usize] = SlotData::None;
+        }
+    }
+}
+
+/// zswap_load for an order-0 swap-in: decompress the entry into the new folio and free it
+/// (zswap keeps no copy). False when the slot has no entry (read the device).
+pub fn zswap_load(k: &mut Kernel, ctx: &mut Ctx, slot: SwapEntry, memcg: u16) -> bool {
+    if !k.zswap.has_entry(slot) {
+        return false;
+    }
+    let t = &k.zswap.trees[slot.dev()];
+    let (len, class) = (
+        t.len[slot.offset() as usize],
+        t.class[slot.offset() as usize],
+    );
+    ctx.spend(k.cost.zswap_load_page_ns);
+    if len > 0 && (len as u64) < PAGE_SIZE {
+        ctx.spend(k.decompress_ns(k.zswap.codec, ContentClass::ALL[class as usize]));
+    }
+    free_entry(k, ctx, slot);
+    k.swap.devices[slot.dev()].map.data[slot.offset() as usize] = SlotData::None;
+    k.vmstat.count(VmEvent::Zswpin, 1);
+    k.memcgs[memcg as usize].count(VmEvent::Zswpin, 1);
+    true
+}
+
+/// zswap_writeback_entry: decompress into a swap-cache page and write it to the device. Fails
+/// when the slot is in the swap cache already (a swap-in made it hot).
+fn writeback_entry(k: &mut Kernel, ctx: &mut Ctx, slot: SwapEntry) -> bool {
+    if k.swap.lookup(slot).is_some() {
+        return false;
+    }
+    let t = &k.zswap.trees[slot.dev()];
+    let s = slot.offset() as usize;
+    let (len, memcg) = (t.len[s], t.memcg[s]);
+    let content = (ContentClass::ALL[t.class[s] as usize], t.key[s] as u64);
+    if len > 0 && (len as u64) < PAGE_SIZE {
+        ctx.spend(k.decompress_ns(k.zswap.codec, content.0));
+    }
+    ctx.spend(k.cost.bio_submit_ns);
+    if write_to_device(k, ctx, slot, &[content]).is_none() {
+        return false;
+    }
+    free_entry(k, ctx, slot);
+    k.vmstat.count(VmEvent::Pswpout, 1);
+    k.memcgs[memcg as usize].count(VmEvent::Pswpout, 1);
+    k.vmstat.count(VmEvent::Zswpwb, 1);
+    k.memcgs[memcg as usize].count(VmEvent::Zswpwb, 1);
+    k.zswap.stats.written_back_pages += 1;
+    true
+}
+
+/// One step of the LRU walk of `memcg` (shrink_memcg_cb): a referenced entry gets a second
+/// chance; the first unreferenced one is written back. Returns whether one was.
+fn shrink_memcg(k: &mut Kernel, ctx: &mut Ctx, memcg: u16) -> bool {
+    let mut budget = k.zswap.lru[memcg as usize].len();
+    while budget > 0 {
+        budget -= 1;
+        let Some((raw, gen)) = k.zswap.lru[memcg as usize].pop_front() else {
+            return false;
+        };
+        if !live(&k.zswap.trees, raw, gen) {
+            continue;
+        }
+        let slot = SwapEntry::from_raw(raw);
+        let t = &mut k.zswap.trees[slot.dev()];
+        if std::mem::take(&mut t.referenced[slot.offset() as usize]) {
+            k.zswap.lru[memcg as usize].push_back((raw, gen));
+            continue;
+        }
+        if writeback_entry(k, ctx, slot) {
+            return true;
+        }
+        // In the swap cache: hot again; keep it (rotated).
+        if live(&k.zswap.trees, raw, gen) {
+            k.zswap.lru[memcg as usize].push_back((raw, gen));
+        }
+        return false;
+    }
+    false
+}
+
+/// shrink_worker (queued when the pool hits its limit): round-robin over memcgs, one entry
+/// each, until the pool is back under the accept threshold or MAX_RECLAIM_RETRIES rounds
+/// fail. The kernel runs it on a workqueue; without kernel threads it runs here, charged to
+/// the task that found the pool full.
+fn shrink_worker(k: &mut Kernel, ctx: &mut Ctx) {
+    let mut failures = 0;
+    while k.zswap.pool_pages() > k.zswap.accept_pool_pages && failures < MAX_RECLAIM_RETRIES {
+        let memcg = k.zswap.next_shrink % k.memcgs.len();
+        k.zswap.next_shrink = k.zswap.next_shrink.wrapping_add(1);
+        if !shrink_memcg(k, ctx, memcg as u16) {
+            failures += 1;
+        }
+    }
+}
+
+/// The zswap shrinker in memcg reclaim (zswap_shrinker_count/scan): with `shrinker_enabled`,
+/// write back up to (entries >> priority) of the memcg's coldest entries, fewer the better
+/// they compress (the count is scaled by compressed/uncompressed size).
+pub fn shrinker_scan(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, priority: u32) -> u64 {
+    if !k.zswap.shrinker_enabled || !k.memcgs[memcg as usize].zswap_writeback {
+        return 0;
+    }
+    let cg = &k.memcgs[memcg as usize];
+    if cg.zswapped == 0 {
+        return 0;
+    }
+    let scaled = cg.zswapped * cg.zswap_bytes / (cg.zswapped * PAGE_SIZE);
+    let mut to_scan = (scaled >> priority).min(MEMCG_CHARGE_BATCH);
+    let mut written = 0;
+    while to_scan > 0 && shrink_memcg(k, ctx, memcg) {
+        to_scan -= 1;
+        written += 1;
+    }
+    written
+}
