@@ -18,6 +18,7 @@ pub mod swapfile;
 pub mod tlb;
 pub mod vmscan;
 pub mod vmstat;
+pub mod zsmalloc;
 
 use crate::engine::cost::CostModel;
 use crate::engine::Ctx;
