@@ -814,9 +814,9 @@ impl ZsPool {
         let (mut objs, mut used, mut pages, mut freeable) = (0, 0, 0, 0);
         for r in self.class_stats() {
             let _ = write!(s, " {:>5} {:>5} ", r.class, r.size_bytes);
-            for fg in 1..NR_FULLNESS_GROUPS {
-                totals[fg] += r.zspages_by_fullness[fg];
-                let _ = write!(s, "{:>9} ", r.zspages_by_fullness[fg]);
+            for (total, &n) in totals.iter_mut().zip(&r.zspages_by_fullness).skip(1) {
+                *total += n;
+                let _ = write!(s, "{n:>9} ");
             }
             let _ = writeln!(
                 s,
@@ -885,7 +885,7 @@ impl ZsPool {
             let mut zspages = 0u64;
             let mut inuse_sum = 0u64;
             let mut listed = [0u64; NR_FULLNESS_GROUPS];
-            for fg in 0..NR_FULLNESS_GROUPS {
+            for (fg, n_listed) in listed.iter_mut().enumerate() {
                 let mut z = class.fullness_head[fg];
                 let mut prev = NONE;
                 while z != NONE {
@@ -895,8 +895,8 @@ impl ZsPool {
                             class.index
                         ));
                     }
-                    listed[fg] += 1;
-                    if listed[fg] > class.inuse.len() as u64 {
+                    *n_listed += 1;
+                    if *n_listed > class.inuse.len() as u64 {
                         return Err(format!("class {}: fullness list {fg} loops", class.index));
                     }
                     prev = z;
