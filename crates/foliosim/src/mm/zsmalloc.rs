@@ -181,7 +181,7 @@ pub enum ZsError {
     NoMemory,
     #[error("zs_free of handle {0}, which is not allocated")]
     BadHandle(u32),
-    /// The model's dense indices are full (over 2^31 objects in a class or 2^32 handles).
+    /// The model's dense indices are full (2^31 slots in a class or 2^31 handles).
     #[error("zsmalloc model capacity exceeded")]
     Capacity,
     #[error("bad zsmalloc config: {0}")]
@@ -588,7 +588,8 @@ impl ZsPool {
         pages: &mut dyn ZsPageSource,
     ) -> Result<Handle, ZsError> {
         let cid = self.class_for_len(len_bytes)?;
-        if self.free_handles.is_empty() && self.h_class.len() > u32::MAX as usize - 1 {
+        // A handle is stored in a slot word, whose top bit marks a free slot.
+        if self.free_handles.is_empty() && self.h_class.len() >= FREE_TAG as usize {
             return Err(ZsError::Capacity);
         }
         let class = &mut self.classes[cid];
