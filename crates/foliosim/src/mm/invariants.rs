@@ -20,6 +20,15 @@ pub fn check(k: &Kernel) -> Result<(), String> {
     let mut memcg_pages = vec![0u64; k.memcgs.len()];
     // Pages the kernel holds outside folios: zsmalloc pools (zswap, zram) and brd.
     let mut held = vec![false; nr];
+    k.zswap
+        .pool
+        .check()
+        .map_err(|e| format!("zswap pool: {e}"))?;
+    for (d, dev) in k.swap.devices.iter().enumerate() {
+        if let RamStore::Zram(z) = &dev.store {
+            z.pool.check().map_err(|e| format!("zram {d} pool: {e}"))?;
+        }
+    }
     let pools = std::iter::once(k.zswap.pool.page_pfns())
         .chain(k.swap.devices.iter().map(|d| d.store.pfns()));
     for pfns in pools {

@@ -5,7 +5,8 @@
 
 use super::folio::{SwapEntry, NIL};
 use super::page_alloc::Zone;
-use super::zram::{PageSource, Zram};
+use super::zram::Zram;
+use super::zsmalloc::ZsPageSource as PageSource;
 use super::Kernel;
 use crate::content::ContentClass;
 use crate::engine::Ctx;

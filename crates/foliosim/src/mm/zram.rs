@@ -3,7 +3,7 @@
 //! ("huge") pages stored whole. Its pool pages come from the buddy allocator and are charged to
 //! no memcg: this is what makes zram's memory invisible to a memcg limit (seed 002).
 
-use super::zsmalloc::{Handle, ZsPool};
+use super::zsmalloc::{Handle, ZsConfig, ZsPageSource as PageSource, ZsPool};
 use crate::content::ContentClass;
 use crate::engine::cost::CostModel;
 use crate::hw::compressor::Codec;
@@ -41,21 +41,14 @@ pub struct Zram {
     stat: MmStat,
 }
 
-/// Pages a zram store needs from, or gives back to, the buddy allocator.
-pub trait PageSource {
-    /// An order-0 page without direct reclaim (zs_malloc's first, non-blocking attempt).
-    fn alloc_page(&mut self) -> Option<u32>;
-    fn free_page(&mut self, pfn: u32);
-}
-
 impl Zram {
     pub fn new(codec: Codec, nr_slots: u32) -> Zram {
         Zram {
             codec,
             len: vec![EMPTY; nr_slots as usize],
-            handle: vec![0; nr_slots as usize],
+            handle: vec![Handle(0); nr_slots as usize],
             class: vec![0; nr_slots as usize],
-            pool: ZsPool::new(),
+            pool: ZsPool::new(ZsConfig::default()).expect("default zsmalloc config"),
             stat: MmStat::default(),
         }
     }
@@ -87,13 +80,14 @@ impl Zram {
             self.stat.same_pages += 1;
             return Ok(());
         }
-        let len = if compressed_len as u64 >= huge_class_size() {
+        let len = // At zsmalloc's huge class size the object would take a page anyway: store it whole.
+        if compressed_len >= self.pool.huge_class_size_bytes() {
             self.stat.huge_pages += 1;
             PAGE_SIZE as u32
         } else {
             compressed_len.max(1)
         };
-        let Some(handle) = self.pool.malloc(len, &mut || pages.alloc_page()) else {
+        let Ok(handle) = self.pool.zs_malloc(len, pages) else {
             self.stat.orig_data_size -= PAGE_SIZE;
             if len == PAGE_SIZE as u32 {
                 self.stat.huge_pages -= 1;
@@ -115,7 +109,8 @@ impl Zram {
             SAME => self.stat.same_pages -= 1,
             len => {
                 self.pool
-                    .free(self.handle[i], &mut |pfn| pages.free_page(pfn));
+                    .zs_free(self.handle[i], pages)
+                    .expect("zram frees a handle it holds");
                 self.stat.compr_data_size -= len as u64;
                 if len as u64 == PAGE_SIZE {
                     self.stat.huge_pages -= 1;
@@ -128,7 +123,7 @@ impl Zram {
     }
 
     fn note_pool_size(&mut self) {
-        self.stat.mem_used_total = self.pool.total_pages() * PAGE_SIZE;
+        self.stat.mem_used_total = self.pool.zs_get_total_pages() * PAGE_SIZE;
         self.stat.mem_used_max = self.stat.mem_used_max.max(self.stat.mem_used_total);
     }
 
@@ -161,13 +156,6 @@ impl Zram {
             .filter(|(_, &l)| l != EMPTY)
             .map(|(s, _)| s as u32)
     }
-}
-
-/// zram stores a page uncompressed once its compressed size reaches zsmalloc's huge class
-/// (huge_class_size, about 3/4 of a page with the default chain size): storing it compressed
-/// would take as much pool memory as the page itself.
-pub fn huge_class_size() -> u64 {
-    PAGE_SIZE * 3 / 4
 }
 
 #[cfg(test)]

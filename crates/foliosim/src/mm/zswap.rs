@@ -7,9 +7,10 @@
 use super::folio::SwapEntry;
 use super::memcontrol::{zswap_charge, zswap_uncharge, MEMCG_CHARGE_BATCH};
 use super::page_io::write_to_device;
+use super::swap_devstore::ZonePages;
 use super::swapfile::SlotData;
 use super::vmstat::{MthpStat, VmEvent};
-use super::zsmalloc::{Handle, ZsPool};
+use super::zsmalloc::{Handle, ZsConfig, ZsPool};
 use super::zswap_store::{policy, ZswapLargeFolioPolicy};
 use super::Kernel;
 use crate::content::ContentClass;
@@ -61,7 +62,7 @@ impl Tree {
     fn new(nr_slots: usize) -> Tree {
         Tree {
             len: vec![NO_ENTRY; nr_slots],
-            handle: vec![0; nr_slots],
+            handle: vec![Handle(0); nr_slots],
             memcg: vec![0; nr_slots],
             gen: vec![0; nr_slots],
             referenced: vec![false; nr_slots],
@@ -104,7 +105,7 @@ impl Zswap {
                 / 100,
             shrinker_enabled: knobs.shrinker_enabled.unwrap_or(false),
             reached_full: false,
-            pool: ZsPool::new(),
+            pool: ZsPool::new(ZsConfig::default()).expect("default zsmalloc config"),
             // Trees exist only while zswap is on: a run without zswap pays nothing per slot.
             trees: if enabled {
                 device_slots
@@ -142,7 +143,7 @@ impl Zswap {
     }
 
     fn pool_pages(&self) -> u64 {
-        self.pool.total_pages()
+        self.pool.zs_get_total_pages()
     }
 
     /// zswap_check_limits: is the global pool full (with hysteresis)?
@@ -239,18 +240,17 @@ fn store_page(
         }
     };
     let handle = if len > 0 {
-        let zone = &mut k.zone;
-        let Some(h) = k
-            .zswap
-            .pool
-            .malloc(len, &mut || zone.alloc_no_watermarks(ctx, 0))
-        else {
+        let mut pages = ZonePages {
+            zone: &mut k.zone,
+            ctx,
+        };
+        let Ok(h) = k.zswap.pool.zs_malloc(len, &mut pages) else {
             k.zswap.stats.reject_alloc_fail += 1;
             return false;
         };
         h
     } else {
-        0
+        Handle(0)
     };
     let t = &mut k.zswap.trees[slot.dev()];
     let s = slot.offset() as usize;
@@ -284,10 +284,14 @@ fn free_entry(k: &mut Kernel, ctx: &mut Ctx, slot: SwapEntry) {
     if len == 0 {
         k.zswap.stats.same_filled_pages -= 1;
     } else {
-        let zone = &mut k.zone;
+        let mut pages = ZonePages {
+            zone: &mut k.zone,
+            ctx,
+        };
         k.zswap
             .pool
-            .free(t.handle[s], &mut |pfn| zone.free(ctx, pfn, 0));
+            .zs_free(t.handle[s], &mut pages)
+            .expect("zswap frees a handle it holds");
         if len as u64 == PAGE_SIZE {
             k.zswap.stats.stored_incompressible_pages -= 1;
         }
