@@ -97,7 +97,8 @@ enum Command {
     },
     /// Run a seed document's experiment and print its table beside ours.
     Reproduce {
-        /// Which seed: 000 (swap-out mTHP without splitting) or 003 (the mTHP swap allocator).
+        /// Which seed: 000 (swap-out mTHP without splitting), 002 (zswap stores mTHP) or 003
+        /// (the mTHP swap allocator).
         seed_doc: String,
         /// Multiply every size of the experiment (memory per process, memcg limit, swap).
         #[arg(long, default_value_t = 1.0)]
@@ -194,8 +195,9 @@ fn main() -> Result<()> {
         } => {
             let which = match seed_doc.trim_start_matches('0') {
                 "" => 0,
+                "2" => 2,
                 "3" => 3,
-                _ => bail!("reproduce: seed `{seed_doc}` is not available; allowed: 000, 003"),
+                _ => bail!("reproduce: seed `{seed_doc}` is not available; allowed: 000, 002, 003"),
             };
             if !(scale > 0.0 && scale <= 4.0) {
                 bail!("reproduce: --scale {scale} out of range; allowed: 0 < scale <= 4");
@@ -215,6 +217,15 @@ fn main() -> Result<()> {
             let costs = parse_costs(&costs)?;
             let (json, table) = if which == 0 {
                 let report = seed000::reproduce_with_costs(
+                    scale,
+                    seeds,
+                    check_invariants,
+                    &costs,
+                    &mut progress,
+                )?;
+                (serde_json::to_string_pretty(&report)?, report.to_table())
+            } else if which == 2 {
+                let report = foliosim::reproduce::seed002::reproduce(
                     scale,
                     seeds,
                     check_invariants,

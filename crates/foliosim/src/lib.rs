@@ -81,6 +81,17 @@ pub fn run_with_progress(
             .iter()
             .map(|d| d.bdev.stats.clone())
             .collect(),
+        zram_mm_stat: k
+            .swap
+            .devices
+            .iter()
+            .filter_map(|d| match &d.store {
+                mm::swap_devstore::RamStore::Zram(z) => Some(z.mm_stat()),
+                _ => None,
+            })
+            .collect(),
+        zswap: k.zswap.enabled.then(|| k.zswap.stats.clone()),
+        iaa: k.iaa.as_ref().map(|i| i.total_stats()),
         cpu_time_ns: cpu_time_by_cost(&k, tasks.iter().map(|t| t.user_ns + t.sys_ns).sum()),
     })
 }

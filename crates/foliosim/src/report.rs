@@ -40,6 +40,15 @@ pub struct RunResult {
     /// Lock contention as `perf lock contention` would total it.
     pub locks: Vec<LockReport>,
     pub swap_devices: Vec<crate::hw::blockdev::BlockDevStats>,
+    /// /sys/block/zramN/mm_stat of each zram swap device, in swap priority order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub zram_mm_stat: Vec<crate::mm::zram::MmStat>,
+    /// /sys/kernel/debug/zswap/* when zswap is on.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub zswap: Option<crate::mm::zswap::ZswapStats>,
+    /// IAA devices' work (iaa_crypto wq_stats summed), when the machine has them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub iaa: Option<crate::hw::iaa::IaaDeviceStats>,
     /// CPU time by named cost, for the costs charged through the memory-bandwidth and TLB
     /// models ("... contention" is the extra time of sharing), and the rest of user + sys.
     pub cpu_time_ns: BTreeMap<String, u64>,

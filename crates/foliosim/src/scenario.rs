@@ -159,6 +159,34 @@ pub struct Machine {
     /// Memory bandwidth shared by all CPUs (hw/membw.rs), bytes/s; 0 means unlimited.
     #[serde(default = "default_memory_bandwidth")]
     pub memory_bandwidth_bytes_per_s: u64,
+    /// Intel IAA compression accelerators (hw/iaa.rs), for zswap's `deflate-iaa`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iaa: Option<IaaSpec>,
+}
+
+/// IAA devices of the machine and how iaa_crypto drives them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IaaSpec {
+    #[serde(default = "default_iaa_sockets")]
+    pub sockets: u32,
+    #[serde(default = "default_iaa_devices_per_socket")]
+    pub devices_per_socket: u32,
+    /// iaa_crypto `verify_compress`: decompress every compressed page on the device and
+    /// compare (seed 002 runs with it on).
+    #[serde(default = "default_true")]
+    pub verify_compress: bool,
+    /// The IAA batching series: a folio's pages go to the device together, up to 8 in flight,
+    /// instead of one synchronous job per page (the RFC).
+    #[serde(default)]
+    pub batch: bool,
+}
+
+fn default_iaa_sockets() -> u32 {
+    2
+}
+fn default_iaa_devices_per_socket() -> u32 {
+    4
 }
 
 /// The TLB invalidation mechanism of the machine's architecture.
@@ -205,6 +233,7 @@ impl Default for Machine {
             sched_slice_ns: default_sched_slice_ns(),
             tlb: TlbKind::default(),
             memory_bandwidth_bytes_per_s: default_memory_bandwidth(),
+            iaa: None,
         }
     }
 }
@@ -857,6 +886,32 @@ impl Scenario {
                 "machine.memory",
                 format_size(m.memory.0),
                 "16M ..= 4T",
+            ));
+        }
+        if let Some(iaa) = &m.iaa {
+            if iaa.sockets == 0 || iaa.sockets > m.cpus || iaa.devices_per_socket == 0 {
+                return Err(invalid(
+                    "machine.iaa",
+                    format!(
+                        "{} sockets x {} devices",
+                        iaa.sockets, iaa.devices_per_socket
+                    ),
+                    "1 ..= machine.cpus sockets, at least 1 device per socket",
+                ));
+            }
+        }
+        if self.sysfs.zswap.compressor.as_deref() == Some("deflate-iaa") && m.iaa.is_none() {
+            return Err(invalid(
+                "sysfs.zswap.compressor",
+                "`deflate-iaa`",
+                "a software compressor, or deflate-iaa with a [machine.iaa] table",
+            ));
+        }
+        if self.sysfs.zram.comp_algorithm == "deflate-iaa" {
+            return Err(invalid(
+                "sysfs.zram.comp_algorithm",
+                "`deflate-iaa`",
+                "a software compressor (zram does not drive IAA here)",
             ));
         }
         CostModel::profile(&m.cost_profile).ok_or_else(|| {

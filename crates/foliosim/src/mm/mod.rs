@@ -29,6 +29,7 @@ use crate::engine::cost::CostModel;
 use crate::engine::Ctx;
 use crate::hw::blockdev::BlockDevice;
 use crate::hw::compressor::Codec;
+use crate::hw::iaa::{Iaa, IaaConfig, IaaCosts, IaaMode, IAA_CRYPTO_MAX_BATCH_SIZE};
 use crate::hw::membw::SharedBandwidth;
 use crate::scenario::{KernelVersion, Scenario, SwapDeviceKind, ThpDefrag};
 use folio::{flags, FolioTable, NIL};
@@ -86,6 +87,10 @@ pub struct Kernel {
     /// DRAM bandwidth shared by the CPUs: page clearing, copying and the workload's stores.
     pub membw: SharedBandwidth,
     pub zswap: Zswap,
+    /// The IAA accelerators zswap's deflate-iaa offloads to.
+    pub iaa: Option<Iaa>,
+    /// How zswap drives them: one synchronous job per page, or a folio's pages batched.
+    pub iaa_mode: IaaMode,
     /// The swap zero map (6.12+): all-zero folios are marked, not written.
     pub zeromap: bool,
     lru_add_pending: Vec<u32>,
@@ -148,6 +153,20 @@ impl Kernel {
         let tlb_bus_per_s = 1e9 / cost.tlb_dsb_ns.max(1) as f64;
         let device_slots: Vec<u32> = devices.iter().map(|d| d.map.nr_slots()).collect();
         let zswap = Zswap::new(scenario, &device_slots, memcgs.len());
+        let iaa = scenario.machine.iaa.as_ref().map(|spec| {
+            Iaa::new(
+                IaaConfig {
+                    sockets: spec.sockets,
+                    devices_per_socket: spec.devices_per_socket,
+                    cpus_per_socket: scenario.machine.cpus.div_ceil(spec.sockets),
+                    verify_compress: spec.verify_compress,
+                    ..IaaConfig::default()
+                },
+                IaaCosts::from_cost(&cost),
+            )
+            .expect("validated IAA spec")
+        });
+
         Kernel {
             cost,
             vmstat: VmStat::default(),
@@ -177,6 +196,13 @@ impl Kernel {
                 scenario.machine.memory_bandwidth_bytes_per_s as f64,
                 ncpus,
             ),
+            iaa,
+            iaa_mode: match &scenario.machine.iaa {
+                Some(spec) if spec.batch => IaaMode::Batch {
+                    batch_size: IAA_CRYPTO_MAX_BATCH_SIZE,
+                },
+                _ => IaaMode::Sync,
+            },
             zswap,
             zeromap: scenario.kernel.version >= KernelVersion::V6_12,
             lru_add_pending: vec![0; ncpus],

@@ -16,6 +16,7 @@ use super::Kernel;
 use crate::content::ContentClass;
 use crate::engine::Ctx;
 use crate::hw::compressor::{size_sample, Codec};
+use crate::hw::iaa::IaaMode;
 use crate::scenario::{Scenario, PAGE_SIZE};
 use serde::Serialize;
 use std::collections::VecDeque;
@@ -188,6 +189,7 @@ pub fn zswap_store(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) -> bool {
         return false;
     }
     let writeback_ok = k.memcgs[memcg as usize].zswap_writeback;
+    offload_compress(k, ctx, nr);
     for i in 0..nr {
         if !store_page(
             k,
@@ -206,6 +208,23 @@ pub fn zswap_store(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) -> bool {
     k.memcgs[memcg as usize].count(VmEvent::Zswpout, nr as u64);
     k.vmstat.count_mthp(order, MthpStat::Zswpout);
     true
+}
+
+/// deflate-iaa: the folio's pages go to this CPU's IAA device, one synchronous job per page
+/// (the RFC) or batched (the IAA batching series); the CPU polls until they are done. A
+/// software compressor's time is charged per page in store_page instead.
+fn offload_compress(k: &mut Kernel, ctx: &mut Ctx, nr: u32) {
+    if k.zswap.codec != Codec::DeflateIaa {
+        return;
+    }
+    let iaa = k
+        .iaa
+        .as_mut()
+        .expect("deflate-iaa is validated to have machine.iaa");
+    let t = iaa
+        .submit_compress(ctx.now_ns, ctx.cpu as u32, nr, PAGE_SIZE as u32, k.iaa_mode)
+        .expect("IAA jobs of a folio's pages");
+    ctx.now_ns = ctx.now_ns.max(t.done_at_ns);
 }
 
 /// zswap_store_page: compress page `i` of the folio and publish its entry.
@@ -340,7 +359,22 @@ pub fn zswap_load(k: &mut Kernel, ctx: &mut Ctx, slot: SwapEntry, memcg: u16) ->
         t.class[slot.offset() as usize],
     );
     ctx.spend(k.cost.zswap_load_page_ns);
-    if len > 0 && (len as u64) < PAGE_SIZE {
+    if len > 0 && (len as u64) < PAGE_SIZE && k.zswap.codec == Codec::DeflateIaa {
+        let iaa = k
+            .iaa
+            .as_mut()
+            .expect("deflate-iaa is validated to have machine.iaa");
+        let t = iaa
+            .submit_decompress(
+                ctx.now_ns,
+                ctx.cpu as u32,
+                1,
+                PAGE_SIZE as u32,
+                IaaMode::Sync,
+            )
+            .expect("one IAA job");
+        ctx.now_ns = ctx.now_ns.max(t.done_at_ns);
+    } else if len > 0 && (len as u64) < PAGE_SIZE {
         ctx.spend(k.decompress_ns(k.zswap.codec, ContentClass::ALL[class as usize]));
     }
     free_entry(k, ctx, slot);

@@ -60,6 +60,7 @@ pub fn scenario(kernel: KernelVersion, size: &str, scale: f64, seed: u64) -> Sce
             )],
             // Scaled with the sizes, so each process gets as many slices as at full scale.
             sched_slice_ns: ((3_000_000.0 * scale) as u64).max(10_000),
+            iaa: None,
         },
         kernel: Kernel {
             version: kernel,

@@ -1,0 +1,320 @@
+//! Seed 002 (Kanchana Sridhar, "zswap: store mTHP folios", RFC on 6.10): usemem 70 x 1 GiB in
+//! a memcg with memory.high 40 GiB on a dual-socket Sapphire Rapids (2 x 56 cores, 503 GiB,
+//! 176 GiB zram, 4 IAA devices per socket), 64K and 2M folios, three ways out of memory:
+//! whole to zram (6.10), per page into zswap with lz4, per page into zswap with deflate-iaa
+//! (compress verification on). The seed's tables beside ours: throughput, sys time, counters.
+//!
+//! What decides it in the model, nothing of it set from the seed: zram's pool is charged to no
+//! memcg, zswap's is charged by the compressed byte to the folio's memcg, so with zswap the
+//! memcg must push out about 1 / (1 - compressed ratio) times as many pages to get under
+//! memory.high; each store costs a compression on the CPU (lz4) or a device round trip (IAA).
+
+use crate::reproduce::seed000::mean_std;
+use crate::scenario::{
+    Bytes, IaaSpec, Kernel, KernelVersion, Machine, MemcgSpec, Scenario, SwapDeviceKind,
+    SwapDeviceSpec, Sysfs, WorkloadSpec, ZswapKnobs, ZswapLargeFolios,
+};
+use crate::{run, RunResult, SimError};
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// The three configurations of the seed's tables, in its row order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+pub enum Config {
+    /// v6.10 mainline, zswap off: large folios go whole to zram (lzo-rle).
+    ZramLzoRle,
+    /// The RFC on 6.10, zswap lz4 in front of the same zram.
+    ZswapLz4,
+    /// The RFC, zswap deflate-iaa (IAA, verify_compress on, one synchronous job per page).
+    ZswapDeflateIaa,
+}
+
+impl Config {
+    pub const ALL: [Config; 3] = [
+        Config::ZramLzoRle,
+        Config::ZswapLz4,
+        Config::ZswapDeflateIaa,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Config::ZramLzoRle => "v6.10 ZRAM lzo-rle",
+            Config::ZswapLz4 => "RFC ZSWAP lz4",
+            Config::ZswapDeflateIaa => "RFC ZSWAP deflate-iaa",
+        }
+    }
+}
+
+pub const SIZES: [&str; 2] = ["64K", "2M"];
+
+/// The seed's numbers per (config, size): throughput KB/s, sys s, and its counters.
+struct SeedRow {
+    throughput_kb_s: f64,
+    sys_s: f64,
+    /// pswpout, zswpout, per-size swpout (zram) or zswpout (zswap); None where not given.
+    pswpout: Option<f64>,
+    zswpout: Option<f64>,
+}
+
+fn seed_row(config: Config, size: &str) -> SeedRow {
+    let zram = matches!(config, Config::ZramLzoRle);
+    // The vmstat table gives one RFC column (the lz4 runs); deflate-iaa's counters are not
+    // published.
+    let counters = |pswpout: f64, zswpout: f64| match config {
+        Config::ZramLzoRle => (Some(pswpout), Some(zswpout)),
+        Config::ZswapLz4 => (Some(0.0), Some(zswpout)),
+        Config::ZswapDeflateIaa => (None, None),
+    };
+    let (throughput_kb_s, sys_s, (pswpout, zswpout)) = match (config, size) {
+        (Config::ZramLzoRle, "64K") => (111_180.0, 1049.69, counters(7_823_984.0, 1_410.0)),
+        (Config::ZswapLz4, "64K") => (115_996.0, 1178.20, counters(0.0, 15_175_113.0)),
+        (Config::ZswapDeflateIaa, "64K") => (166_048.0, 626.12, counters(0.0, 0.0)),
+        (Config::ZramLzoRle, _) => (136_617.0, 1044.40, counters(8_630_272.0, 1_388.0)),
+        (Config::ZswapLz4, _) => (137_360.0, 1035.79, counters(0.0, 15_379_163.0)),
+        (Config::ZswapDeflateIaa, _) => (179_097.0, 571.31, counters(0.0, 0.0)),
+    };
+    let _ = zram;
+    SeedRow {
+        throughput_kb_s,
+        sys_s,
+        pswpout,
+        zswpout,
+    }
+}
+
+fn scaled(bytes: u64, scale: f64, floor: u64) -> Bytes {
+    let v = (bytes as f64 * scale) as u64;
+    Bytes((v.max(floor) >> 21 << 21).max(2 << 20))
+}
+
+/// The experiment's scenario for one configuration, folio size and seed; `scale` multiplies
+/// every size (memory per process, memory.high, zram, machine memory).
+pub fn scenario(config: Config, size: &str, scale: f64, seed: u64) -> Scenario {
+    const GIB: u64 = 1 << 30;
+    let zswap = config != Config::ZramLzoRle;
+    let compressor = match config {
+        Config::ZramLzoRle => None,
+        Config::ZswapLz4 => Some("lz4".to_string()),
+        Config::ZswapDeflateIaa => Some("deflate-iaa".to_string()),
+    };
+    Scenario {
+        seed,
+        machine: Machine {
+            // Dual-socket Sapphire Rapids, 56 cores per socket, core clock fixed at 2.5 GHz.
+            cpus: 112,
+            memory: scaled(503 * GIB, scale, 256 << 20),
+            // Bare-metal x86: this VM's measured kernel-path costs, bare-metal IPIs.
+            cost_profile: "x86-server".into(),
+            swap_devices: vec![SwapDeviceSpec::new(
+                SwapDeviceKind::Zram,
+                scaled(176 * GIB, scale, 64 << 20),
+            )],
+            sched_slice_ns: ((3_000_000.0 * scale) as u64).max(10_000),
+            iaa: (config == Config::ZswapDeflateIaa).then(|| IaaSpec {
+                sockets: 2,
+                devices_per_socket: 4,
+                verify_compress: true,
+                batch: false,
+            }),
+            ..Machine::default()
+        },
+        kernel: Kernel {
+            version: KernelVersion::V6_10,
+            zswap_large_folios: Some(if zswap {
+                ZswapLargeFolios::PerPageRfc
+            } else {
+                ZswapLargeFolios::Reject
+            }),
+            ..Kernel::default()
+        },
+        sysfs: Sysfs {
+            zswap: ZswapKnobs {
+                enabled: zswap,
+                compressor,
+                ..ZswapKnobs::default()
+            },
+            ..Sysfs::only_size(size)
+        },
+        memcgs: vec![MemcgSpec {
+            high: Some(scaled(40 * GIB, scale, 32 << 20)),
+            ..MemcgSpec::with_max("usemem", None)
+        }],
+        workloads: vec![WorkloadSpec::Usemem {
+            nproc: 70,
+            size: scaled(GIB, scale, 2 << 20),
+            memcg: Some("usemem".into()),
+            madv_hugepage: false,
+            pageout_after_write: false,
+            content: None,
+        }],
+        costs: BTreeMap::new(),
+        check_invariants: false,
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Row {
+    pub config: String,
+    pub size: String,
+    pub runs: u32,
+    /// usemem's sum over processes, KB/s (usemem prints KB as 1024 bytes), mean and std.
+    pub throughput_kb_s: f64,
+    pub throughput_std_kb_s: f64,
+    /// Relative to the zram row of the same size, %.
+    pub throughput_rel_pct: f64,
+    pub seed_throughput_kb_s: f64,
+    pub seed_throughput_rel_pct: f64,
+    /// System CPU time of the workload, s (the seed: perf's sys time), and relative to zram.
+    pub sys_s: f64,
+    pub sys_rel_pct: f64,
+    pub seed_sys_s: f64,
+    pub seed_sys_rel_pct: f64,
+    /// Means over runs; counters scaled back to full size (divided by `scale`).
+    pub pswpout: f64,
+    pub zswpout: f64,
+    pub seed_pswpout: Option<f64>,
+    pub seed_zswpout: Option<f64>,
+    pub size_swpout: f64,
+    pub size_zswpout: f64,
+    pub thp_swpout: f64,
+    /// Compressed bytes per stored page: zswap's pool or zram's compr_data_size at the end of
+    /// the measured phase is not kept; this is from the codec sample (hw/compressor.rs).
+    pub simulated_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub scale: f64,
+    pub seeds: u32,
+    pub rows: Vec<Row>,
+}
+
+/// Run every (config, size, seed); `progress(done, total)` after each run.
+pub fn reproduce(
+    scale: f64,
+    seeds: u32,
+    check_invariants: bool,
+    costs: &BTreeMap<String, f64>,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<Report, SimError> {
+    let total = Config::ALL.len() * SIZES.len() * seeds as usize;
+    let mut results: BTreeMap<(usize, Config), Vec<RunResult>> = BTreeMap::new();
+    let mut done = 0;
+    for (si, size) in SIZES.iter().enumerate() {
+        for config in Config::ALL {
+            for seed in 1..=seeds as u64 {
+                let mut s = scenario(config, size, scale, seed);
+                s.check_invariants = check_invariants;
+                s.costs = costs.clone();
+                results.entry((si, config)).or_default().push(run(&s)?);
+                done += 1;
+                progress(done, total);
+            }
+        }
+    }
+    let throughput_kb = |r: &RunResult| r.workloads[0].throughput_bytes_per_s / 1024.0;
+    let sys_s = |r: &RunResult| r.cpu_sys_ns as f64 / 1e9 / scale;
+    let mut rows = Vec::new();
+    for (&(si, config), runs) in &results {
+        let size = SIZES[si];
+        let base = &results[&(si, Config::ZramLzoRle)];
+        let (base_tp, _) = mean_std(&base.iter().map(throughput_kb).collect::<Vec<_>>());
+        let (base_sys, _) = mean_std(&base.iter().map(sys_s).collect::<Vec<_>>());
+        let (tp, tp_std) = mean_std(&runs.iter().map(throughput_kb).collect::<Vec<_>>());
+        let (sys, _) = mean_std(&runs.iter().map(sys_s).collect::<Vec<_>>());
+        let avg = |name: &str| {
+            runs.iter().map(|r| r.counter(name) as f64).sum::<f64>() / runs.len() as f64 / scale
+        };
+        let order = Bytes::parse(size).unwrap().pages().trailing_zeros();
+        let dir = crate::mm::vmstat::hugepages_dir(order);
+        let seed = seed_row(config, size);
+        let seed_base = seed_row(Config::ZramLzoRle, size);
+        rows.push(Row {
+            config: config.name().into(),
+            size: size.into(),
+            runs: runs.len() as u32,
+            throughput_kb_s: tp,
+            throughput_std_kb_s: tp_std,
+            throughput_rel_pct: 100.0 * (tp / base_tp - 1.0),
+            seed_throughput_kb_s: seed.throughput_kb_s,
+            seed_throughput_rel_pct: 100.0
+                * (seed.throughput_kb_s / seed_base.throughput_kb_s - 1.0),
+            sys_s: sys,
+            sys_rel_pct: 100.0 * (sys / base_sys - 1.0),
+            seed_sys_s: seed.sys_s,
+            seed_sys_rel_pct: 100.0 * (seed.sys_s / seed_base.sys_s - 1.0),
+            pswpout: avg("pswpout"),
+            zswpout: avg("zswpout"),
+            seed_pswpout: seed.pswpout,
+            seed_zswpout: seed.zswpout,
+            size_swpout: avg(&format!("{dir}/stats/swpout")),
+            size_zswpout: avg(&format!("{dir}/stats/zswpout")),
+            thp_swpout: avg("thp_swpout"),
+            simulated_s: runs
+                .iter()
+                .map(|r| r.simulated_ns as f64 / 1e9)
+                .sum::<f64>()
+                / runs.len() as f64,
+        });
+    }
+    Ok(Report { scale, seeds, rows })
+}
+
+impl Report {
+    pub fn to_table(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "seed 002: usemem 70 x 1G, memory.high 40G, 176G zram (scale {}, {} seed(s)); counters scaled to full size",
+            self.scale, self.seeds
+        );
+        let _ = writeln!(
+            out,
+            "{:<5} {:<22} {:>12} {:>8} {:>8} | {:>9} {:>7} {:>7} | {:>11} {:>11} | {:>11} {:>11}",
+            "size",
+            "config",
+            "KB/s",
+            "vs zram",
+            "seed",
+            "sys s",
+            "vs zram",
+            "seed",
+            "pswpout",
+            "seed",
+            "zswpout",
+            "seed"
+        );
+        let opt = |v: Option<f64>| v.map_or("-".to_string(), |v| format!("{v:.0}"));
+        for r in &self.rows {
+            let _ = writeln!(
+                out,
+                "{:<5} {:<22} {:>12.0} {:>+7.1}% {:>+7.1}% | {:>9.1} {:>+6.1}% {:>+6.1}% | {:>11.0} {:>11} | {:>11.0} {:>11}",
+                r.size,
+                r.config,
+                r.throughput_kb_s,
+                r.throughput_rel_pct,
+                r.seed_throughput_rel_pct,
+                r.sys_s,
+                r.sys_rel_pct,
+                r.seed_sys_rel_pct,
+                r.pswpout,
+                opt(r.seed_pswpout),
+                r.zswpout,
+                opt(r.seed_zswpout),
+            );
+        }
+        let _ = writeln!(
+            out,
+            "per-size swpout / zswpout and thp_swpout (means, full size):"
+        );
+        for r in &self.rows {
+            let _ = writeln!(
+                out,
+                "  {:<5} {:<22} swpout {:>10.0}  zswpout {:>10.0}  thp_swpout {:>8.0}",
+                r.size, r.config, r.size_swpout, r.size_zswpout, r.thp_swpout
+            );
+        }
+        out
+    }
+}
