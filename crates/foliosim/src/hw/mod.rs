@@ -1,4 +1,5 @@
 //! Hardware models, apart from kernel policy.
 pub mod blockdev;
+pub mod compressor;
 pub mod membw;
 pub mod ssd_ftl;
