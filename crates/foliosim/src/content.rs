@@ -173,12 +173,12 @@ const WORDS: &[&str] = &[
     "time", "process", "first", "new", "other", "some", "could", "into", "than", "then", "only",
     "its", "two", "over", "may", "after", "most", "also", "made", "many", "before", "must",
     "through", "back", "years", "where", "much", "your", "way", "well", "down", "should",
-    "because", "each", "just", "those", "people", "how", "too", "little", "state", "good",
-    "very", "make", "world", "still", "own", "see", "men", "work", "long", "get", "here",
-    "between", "both", "life", "being", "under", "never", "day", "same", "another", "know",
-    "while", "last", "might", "great", "old", "year", "off", "come", "since", "against", "go",
-    "came", "right", "used", "take", "three", "kernel", "file", "data", "number", "small",
-    "large", "without", "again", "place", "around", "however", "home", "found", "thought",
+    "because", "each", "just", "those", "people", "how", "too", "little", "state", "good", "very",
+    "make", "world", "still", "own", "see", "men", "work", "long", "get", "here", "between",
+    "both", "life", "being", "under", "never", "day", "same", "another", "know", "while", "last",
+    "might", "great", "old", "year", "off", "come", "since", "against", "go", "came", "right",
+    "used", "take", "three", "kernel", "file", "data", "number", "small", "large", "without",
+    "again", "place", "around", "however", "home", "found", "thought",
 ];
 
 fn fill_text(rng: &mut Pcg64Mcg, buf: &mut [u8]) {

@@ -49,7 +49,12 @@ fn lzo_round_trips_odd_lengths_and_long_inputs() {
         }
         for codec in [Codec::Lzo, Codec::LzoRle] {
             let c = codec.compress(&buf);
-            assert_eq!(codec.decompress(&c, len).unwrap(), buf, "{} {len}", codec.name());
+            assert_eq!(
+                codec.decompress(&c, len).unwrap(),
+                buf,
+                "{} {len}",
+                codec.name()
+            );
         }
     }
 }
@@ -101,7 +106,12 @@ fn zero_pages_compress_to_a_few_bytes() {
         let s = size_sample(codec, ContentClass::Zero);
         assert!(s.mean_len() <= 64.0, "{}: {}", codec.name(), s.mean_len());
         let sf = size_sample(codec, ContentClass::SameFilled);
-        assert!(sf.mean_len() <= 128.0, "{}: {}", codec.name(), sf.mean_len());
+        assert!(
+            sf.mean_len() <= 128.0,
+            "{}: {}",
+            codec.name(),
+            sf.mean_len()
+        );
     }
     assert!(ContentClass::Zero.is_zero(3) && ContentClass::Zero.same_filled(3));
     assert!(ContentClass::SameFilled.same_filled(3) && !ContentClass::SameFilled.is_zero(3));
@@ -135,7 +145,12 @@ fn text_and_process_memory_compress_moderately() {
     for codec in Codec::ALL {
         for class in [ContentClass::Text, ContentClass::ProcessSample] {
             let r = size_sample(codec, class).ratio();
-            assert!((1.2..=8.0).contains(&r), "{} {}: {r:.2}", codec.name(), class.name());
+            assert!(
+                (1.2..=8.0).contains(&r),
+                "{} {}: {r:.2}",
+                codec.name(),
+                class.name()
+            );
         }
     }
 }
@@ -147,7 +162,10 @@ fn pages_are_deterministic_and_distinct() {
     }
     assert_ne!(page(ContentClass::Random, 1), page(ContentClass::Random, 2));
     assert_ne!(page(ContentClass::Text, 1), page(ContentClass::Text, 2));
-    assert_ne!(page(ContentClass::SameFilled, 1), page(ContentClass::SameFilled, 2));
+    assert_ne!(
+        page(ContentClass::SameFilled, 1),
+        page(ContentClass::SameFilled, 2)
+    );
     let t = page(ContentClass::Text, 3);
     assert!(t.iter().all(|b| b.is_ascii_graphic() || b" \n".contains(b)));
 }
@@ -180,7 +198,11 @@ fn corrupt_streams_are_errors_not_panics() {
     for codec in Codec::ALL {
         let c = codec.compress(&p);
         for cut in [0, 1, 2, c.len() / 2] {
-            assert!(codec.decompress(&c[..cut], p.len()).is_err(), "{}", codec.name());
+            assert!(
+                codec.decompress(&c[..cut], p.len()).is_err(),
+                "{}",
+                codec.name()
+            );
         }
         let mut bad = c.clone();
         for b in bad.iter_mut().skip(3).step_by(7) {
@@ -205,4 +227,31 @@ fn print_sample_table() {
             );
         }
     }
+}
+
+#[test]
+fn codec_costs_come_from_the_cost_model() {
+    use foliosim::engine::cost::CostModel;
+    let mut m = CostModel::profile("vm-6.18-2cpu").unwrap();
+    for codec in Codec::ALL {
+        for class in ContentClass::ALL {
+            let (c, d) = m.codec_ns(codec, class);
+            assert_eq!((c, d), m.codec_ns(codec, class));
+            if codec.is_hardware() {
+                assert_eq!((c, d), (0, 0), "{}", codec.name());
+            } else {
+                assert!(c > 0 && d > 0, "{} {}", codec.name(), class.name());
+            }
+        }
+        if !codec.is_hardware() {
+            let (c, d) = m.codec_ns(codec, ContentClass::Usemem);
+            // Usemem is the measured row, unscaled; zero pages cost less than usemem pages.
+            let (zc, _) = m.codec_ns(codec, ContentClass::Zero);
+            assert!(zc < c && d > 0, "{}", codec.name());
+        }
+    }
+    assert_eq!(m.codec_ns(Codec::Lz4, ContentClass::Usemem), (3760, 2861));
+    assert!(m.set("lz4_compress_ns", 1000));
+    assert_eq!(m.codec_ns(Codec::Lz4, ContentClass::Usemem).0, 1000);
+    assert_eq!(m.codec_ns(Codec::Lz4, ContentClass::Text).0, 2750);
 }

@@ -155,6 +155,40 @@ cost_model! {
     syscall_ns = 500;
     /// Swap-in fault work besides the read (lookup, charge, map, swap_free). estimate.
     swapin_fault_ns = 2500;
+    // Codec CPU time per 4 KiB page of usemem content (hw/compressor.rs scales it per content
+    // class; docs/compression.md). "measured (zram)": tools/measure/zram_codecs.sh on this VM
+    // (6.18, AMD EPYC, 2 vCPUs), 256 MiB of usemem pages through a hot-added zram device with
+    // O_DIRECT, median of 5, less the same-filled page time (block layer + zram per request,
+    // which compresses nothing); it includes zs_malloc and the copy of the compressed bytes
+    // (compress) and zs_map (decompress). "scaled": the codec's crate on this VM
+    // (benches/codec_ns.rs, min of 7 rounds) times kernel lz4 / C liblz4 fast on the same
+    // data: 3760/3102 = 1.21 to compress, 2861/2674 = 1.07 to decompress.
+    /// lzo-rle compress. measured (zram): 3830 - 211 ns.
+    lzo_rle_compress_ns = 3620;
+    /// lzo-rle decompress. measured (zram): 2228 - 109 ns.
+    lzo_rle_decompress_ns = 2119;
+    /// lzo compress. measured (zram): 3818 - 213 ns.
+    lzo_compress_ns = 3605;
+    /// lzo decompress. measured (zram): 2178 - 110 ns.
+    lzo_decompress_ns = 2068;
+    /// lz4 compress (acceleration 1). measured (zram): 3970 - 210 ns.
+    lz4_compress_ns = 3760;
+    /// lz4 decompress. measured (zram): 2970 - 109 ns.
+    lz4_decompress_ns = 2861;
+    /// lz4hc compress, level 9. scaled: liblz4 HC 124329 ns x 1.21 (usemem's short repeats
+    /// make HC walk long hash chains).
+    lz4hc_compress_ns = 150700;
+    /// lz4hc decompress (the lz4 decoder). scaled: liblz4 2759 ns x 1.07.
+    lz4hc_decompress_ns = 2952;
+    /// zstd compress, level 3, one reused context. scaled: libzstd 8905 ns x 1.21.
+    zstd_compress_ns = 10790;
+    /// zstd decompress. scaled: libzstd 3680 ns x 1.07.
+    zstd_decompress_ns = 3938;
+    /// deflate compress, level 6. scaled: miniz_oxide 165615 ns x 1.21 (not the kernel's
+    /// zlib; same lazy-matching design, so the same order).
+    deflate_compress_ns = 200700;
+    /// deflate decompress. scaled: miniz_oxide 5956 ns x 1.07.
+    deflate_decompress_ns = 6373;
 }
 
 impl CostModel {

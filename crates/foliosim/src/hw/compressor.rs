@@ -105,10 +105,12 @@ impl Codec {
             Codec::Lz4 => lz4_flex::block::compress(page),
             // Only an allocation failure or a > 2 GiB input makes liblz4 fail; an empty result
             // then reads as incompressible rather than panicking.
-            Codec::Lz4hc => {
-                lz4::block::compress(page, Some(lz4::block::CompressionMode::HIGHCOMPRESSION(9)), false)
-                    .unwrap_or_else(|_| page.to_vec())
-            }
+            Codec::Lz4hc => lz4::block::compress(
+                page,
+                Some(lz4::block::CompressionMode::HIGHCOMPRESSION(9)),
+                false,
+            )
+            .unwrap_or_else(|_| page.to_vec()),
             Codec::Zstd => zstd::bulk::compress(page, 3).unwrap_or_else(|_| page.to_vec()),
             Codec::Deflate => miniz_oxide::deflate::compress_to_vec(page, 6),
             Codec::DeflateIaa => deflate_fixed(page),
@@ -127,7 +129,9 @@ impl Codec {
             why,
         };
         let out = match self {
-            Codec::LzoRle | Codec::Lzo => lzo1x_decompress(data, orig_len).map_err(|w| err(w.into()))?,
+            Codec::LzoRle | Codec::Lzo => {
+                lzo1x_decompress(data, orig_len).map_err(|w| err(w.into()))?
+            }
             Codec::Lz4 => {
                 lz4_flex::block::decompress(data, orig_len).map_err(|e| err(e.to_string()))?
             }
@@ -436,10 +440,13 @@ pub fn lzo1x_decompress(src: &[u8], max_out: usize) -> Result<Vec<u8>, &'static 
         if out.len() + n > max_out {
             return Err("output overrun");
         }
+        // Overlapping copies repeat the last `dist` bytes: copy in steps of at most `dist`.
         let from = out.len() - dist;
-        for k in 0..n {
-            let b = out[from + k];
-            out.push(b);
+        let mut left = n;
+        while left > 0 {
+            let step = left.min(out.len() - from);
+            out.extend_from_within(from..from + step);
+            left -= step;
         }
         Ok(())
     };
@@ -623,7 +630,50 @@ pub fn size_sample(codec: Codec, class: ContentClass) -> &'static SizeSample {
     let memo = MEMO.get_or_init(|| Mutex::new(BTreeMap::new()));
     // A poisoned lock only means another thread panicked mid-insert; the map is still valid.
     let mut map = memo.lock().unwrap_or_else(|e| e.into_inner());
-    map.entry((codec, class)).or_insert_with(|| {
-        Box::leak(Box::new(SizeSample::compute(codec, class, SAMPLE_PAGES)))
-    })
+    map.entry((codec, class))
+        .or_insert_with(|| Box::leak(Box::new(SizeSample::compute(codec, class, SAMPLE_PAGES))))
+}
+
+// ---------------------------------------------------------------------------------------------
+// CPU cost.
+
+/// Codec CPU time for one page of `class`, in percent of its time for a usemem page:
+/// (compress, decompress), indexed like [`ContentClass::ALL`]. measured offline with the crates
+/// on the development VM (benches/codec_ns.rs, min of 7 rounds over each class's 128-page
+/// sample; docs/compression.md), never read from a clock at simulation time. Compression uses
+/// each codec's own encoder (lz4: C liblz4, the kernel's algorithm). Decompression of lzo and
+/// lzo-rle uses liblz4's decoder shape (our LZO decoder is a plain test decoder without the
+/// kernel's wide copies), except lzo-rle's zero runs, which decode as a memset (3%).
+const CLASS_COST_PCT: [[(u64, u64); 6]; 6] = [
+    // usemem, zero, same-filled, random, text, process-sample
+    [(100, 100), (19, 3), (37, 8), (11, 3), (220, 42), (84, 23)], // lzo-rle
+    [(100, 100), (37, 8), (37, 8), (11, 3), (220, 42), (101, 23)], // lzo
+    [(100, 100), (10, 8), (10, 8), (22, 3), (275, 42), (58, 23)], // lz4
+    [(100, 100), (1, 8), (1, 7), (11, 3), (28, 38), (37, 17)],    // lz4hc
+    [(100, 100), (10, 6), (10, 5), (34, 1), (222, 126), (144, 66)], // zstd
+    [(100, 100), (4, 25), (5, 42), (21, 1), (35, 204), (27, 187)], // deflate
+];
+
+impl CostModel {
+    /// CPU ns to (compress, decompress) one 4 KiB page of `class` with `codec`: the usemem
+    /// figure of the cost model (engine/cost.rs, measured on this machine's zram or scaled from
+    /// the crate) times the class's measured factor. `deflate-iaa` runs on the accelerator:
+    /// its CPU side (descriptor submission, polling) belongs to the accelerator model, so 0 here.
+    pub fn codec_ns(&self, codec: Codec, class: ContentClass) -> (u64, u64) {
+        let (row, c, d) = match codec {
+            Codec::LzoRle => (0, self.lzo_rle_compress_ns, self.lzo_rle_decompress_ns),
+            Codec::Lzo => (1, self.lzo_compress_ns, self.lzo_decompress_ns),
+            Codec::Lz4 => (2, self.lz4_compress_ns, self.lz4_decompress_ns),
+            Codec::Lz4hc => (3, self.lz4hc_compress_ns, self.lz4hc_decompress_ns),
+            Codec::Zstd => (4, self.zstd_compress_ns, self.zstd_decompress_ns),
+            Codec::Deflate => (5, self.deflate_compress_ns, self.deflate_decompress_ns),
+            Codec::DeflateIaa => return (0, 0),
+        };
+        let col = ContentClass::ALL
+            .iter()
+            .position(|&k| k == class)
+            .unwrap_or(0);
+        let (fc, fd) = CLASS_COST_PCT[row][col];
+        (c * fc / 100, d * fd / 100)
+    }
 }
