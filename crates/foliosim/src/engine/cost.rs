@@ -157,38 +157,39 @@ cost_model! {
     swapin_fault_ns = 2500;
     // Codec CPU time per 4 KiB page of usemem content (hw/compressor.rs scales it per content
     // class; docs/compression.md). "measured (zram)": tools/measure/zram_codecs.sh on this VM
-    // (6.18, AMD EPYC, 2 vCPUs), 256 MiB of usemem pages through a hot-added zram device with
-    // O_DIRECT, median of 5, less the same-filled page time (block layer + zram per request,
-    // which compresses nothing); it includes zs_malloc and the copy of the compressed bytes
-    // (compress) and zs_map (decompress). "scaled": the codec's crate on this VM
-    // (benches/codec_ns.rs, min of 7 rounds) times kernel lz4 / C liblz4 fast on the same
-    // data: 3760/3102 = 1.21 to compress, 2861/2674 = 1.07 to decompress.
-    /// lzo-rle compress. measured (zram): 3830 - 211 ns.
-    lzo_rle_compress_ns = 3620;
-    /// lzo-rle decompress. measured (zram): 2228 - 109 ns.
-    lzo_rle_decompress_ns = 2119;
-    /// lzo compress. measured (zram): 3818 - 213 ns.
-    lzo_compress_ns = 3605;
-    /// lzo decompress. measured (zram): 2178 - 110 ns.
-    lzo_decompress_ns = 2068;
-    /// lz4 compress (acceleration 1). measured (zram): 3970 - 210 ns.
-    lz4_compress_ns = 3760;
-    /// lz4 decompress. measured (zram): 2970 - 109 ns.
-    lz4_decompress_ns = 2861;
-    /// lz4hc compress, level 9. scaled: liblz4 HC 124329 ns x 1.21 (usemem's short repeats
+    // (6.18, AMD EPYC, 2 vCPUs): 256 MiB of usemem pages written to, then read from, a
+    // hot-added zram device with O_DIRECT 256 KiB requests, minimum of 7 runs, less the
+    // same-filled page time (block layer + zram per page, no codec: 202 ns write, 104 ns
+    // read); so it includes zs_malloc and the copy of the compressed bytes (compress) and the
+    // zsmalloc map (decompress). "scaled": the codec's crate on this VM (benches/codec_ns.rs,
+    // min of 7 rounds) times kernel lz4 / C liblz4 fast on the same pages: 3594/3102 = 1.16 to
+    // compress, 2798/2674 = 1.05 to decompress.
+    /// lzo-rle compress. measured (zram): 3629 - 202 ns.
+    lzo_rle_compress_ns = 3427;
+    /// lzo-rle decompress. measured (zram): 2100 - 104 ns.
+    lzo_rle_decompress_ns = 1996;
+    /// lzo compress. measured (zram): 3704 - 202 ns.
+    lzo_compress_ns = 3501;
+    /// lzo decompress. measured (zram): 2075 - 104 ns.
+    lzo_decompress_ns = 1971;
+    /// lz4 compress (acceleration 1). measured (zram): 3796 - 202 ns.
+    lz4_compress_ns = 3594;
+    /// lz4 decompress. measured (zram): 2902 - 104 ns.
+    lz4_decompress_ns = 2798;
+    /// lz4hc compress, level 9. scaled: liblz4 HC 124329 ns x 1.16 (usemem's short repeats
     /// make HC walk long hash chains).
-    lz4hc_compress_ns = 150700;
-    /// lz4hc decompress (the lz4 decoder). scaled: liblz4 2759 ns x 1.07.
-    lz4hc_decompress_ns = 2952;
-    /// zstd compress, level 3, one reused context. scaled: libzstd 8905 ns x 1.21.
-    zstd_compress_ns = 10790;
-    /// zstd decompress. scaled: libzstd 3680 ns x 1.07.
-    zstd_decompress_ns = 3938;
-    /// deflate compress, level 6. scaled: miniz_oxide 165615 ns x 1.21 (not the kernel's
-    /// zlib; same lazy-matching design, so the same order).
-    deflate_compress_ns = 200700;
-    /// deflate decompress. scaled: miniz_oxide 5956 ns x 1.07.
-    deflate_decompress_ns = 6373;
+    lz4hc_compress_ns = 144032;
+    /// lz4hc decompress (the lz4 decoder). scaled: liblz4 2759 ns x 1.05.
+    lz4hc_decompress_ns = 2887;
+    /// zstd compress, level 3, one reused context. scaled: libzstd 8905 ns x 1.16.
+    zstd_compress_ns = 10316;
+    /// zstd decompress. scaled: libzstd 3680 ns x 1.05.
+    zstd_decompress_ns = 3851;
+    /// deflate compress, level 6. scaled: miniz_oxide 165615 ns x 1.16 (not the kernel's
+    /// zlib; the same lazy-matching design, so the same order).
+    deflate_compress_ns = 191861;
+    /// deflate decompress. scaled: miniz_oxide 5956 ns x 1.05.
+    deflate_decompress_ns = 6232;
 }
 
 impl CostModel {
