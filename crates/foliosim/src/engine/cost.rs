@@ -168,13 +168,15 @@ cost_model! {
     /// and the swap zero map; they stop at the first differing word, so this is the worst
     /// case). fit: a load stream at the membw.md store rate.
     page_scan_ns = 200;
-    /// zram_write_page of one 4 KiB page besides compression: slot lock, zs_malloc, the copy
-    /// into the zspage, stats. split of fit: MADV_PAGEOUT to zram (lzo-rle, usemem's pages)
-    /// cost 6.1 µs per extra 4 KiB page on the development VM (`foliosim calibrate`,
-    /// pageout_zram_*), less the measured lzo-rle compression of such a page.
-    zram_write_page_ns = 3100;
-    /// zram_read_page besides decompression: slot lock, zs_map_object, copy out. estimate.
-    zram_read_page_ns = 500;
+    /// zram's per-page share of a swap write besides what `lzo_rle_compress_ns` measures
+    /// (which already holds zsmalloc's allocation and copy): the bio's pages walked, slot
+    /// locks, stats. split of fit: MADV_PAGEOUT to zram (lzo-rle, usemem's pages) cost 6.1 µs
+    /// per extra 4 KiB page on the development VM (`foliosim calibrate`, pageout_zram_*), less
+    /// the 3.43 µs measured for lzo-rle through zram (docs/compression.md).
+    zram_write_page_ns = 2670;
+    /// zram_read_page besides decompression: measured 104 ns per 4 KiB read of a same-filled
+    /// page through zram (tools/measure/zram_codecs.sh, docs/compression.md).
+    zram_read_page_ns = 104;
     // Intel IAA compression offload (hw/iaa.rs, docs/iaa.md). Public per-job figures are few:
     // the one direct measurement is an 8-page batch of 4 KiB compresses on Sapphire Rapids
     // (2.5 GHz, async polling, no verification): p50 5,589 ns, p05 5,279, p99 8,875
@@ -202,6 +204,41 @@ cost_model! {
     /// Device time per KiB of output decompressed by one engine (4 GB/s per engine). estimate:
     /// twice the compress rate, see above.
     iaa_decompress_ns_per_kib = 256;
+    // Codec CPU time per 4 KiB page of usemem content (hw/compressor.rs scales it per content
+    // class; docs/compression.md). "measured (zram)": tools/measure/zram_codecs.sh on this VM
+    // (6.18, AMD EPYC, 2 vCPUs): 256 MiB of usemem pages written to, then read from, a
+    // hot-added zram device with O_DIRECT 256 KiB requests, minimum of 7 runs, less the
+    // same-filled page time (block layer + zram per page, no codec: 202 ns write, 104 ns
+    // read); so it includes zs_malloc and the copy of the compressed bytes (compress) and the
+    // zsmalloc map (decompress). "scaled": the codec's crate on this VM (benches/codec_ns.rs,
+    // min of 7 rounds) times kernel lz4 / C liblz4 fast on the same pages: 3594/3102 = 1.16 to
+    // compress, 2798/2674 = 1.05 to decompress.
+    /// lzo-rle compress. measured (zram): 3629 - 202 ns.
+    lzo_rle_compress_ns = 3427;
+    /// lzo-rle decompress. measured (zram): 2100 - 104 ns.
+    lzo_rle_decompress_ns = 1996;
+    /// lzo compress. measured (zram): 3704 - 202 ns.
+    lzo_compress_ns = 3501;
+    /// lzo decompress. measured (zram): 2075 - 104 ns.
+    lzo_decompress_ns = 1971;
+    /// lz4 compress (acceleration 1). measured (zram): 3796 - 202 ns.
+    lz4_compress_ns = 3594;
+    /// lz4 decompress. measured (zram): 2902 - 104 ns.
+    lz4_decompress_ns = 2798;
+    /// lz4hc compress, level 9. scaled: liblz4 HC 124329 ns x 1.16 (usemem's short repeats
+    /// make HC walk long hash chains).
+    lz4hc_compress_ns = 144032;
+    /// lz4hc decompress (the lz4 decoder). scaled: liblz4 2759 ns x 1.05.
+    lz4hc_decompress_ns = 2887;
+    /// zstd compress, level 3, one reused context. scaled: libzstd 8905 ns x 1.16.
+    zstd_compress_ns = 10316;
+    /// zstd decompress. scaled: libzstd 3680 ns x 1.05.
+    zstd_decompress_ns = 3851;
+    /// deflate compress, level 6. scaled: miniz_oxide 165615 ns x 1.16 (not the kernel's
+    /// zlib; the same lazy-matching design, so the same order).
+    deflate_compress_ns = 191861;
+    /// deflate decompress. scaled: miniz_oxide 5956 ns x 1.05.
+    deflate_decompress_ns = 6232;
 }
 
 impl CostModel {

@@ -30,8 +30,6 @@
 //! duration. (`sync_mode=async_irq`, which sleeps, is not modelled.)
 
 use crate::engine::cost::CostModel;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 
 /// How the CPU drives the device for a multi-page request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -137,6 +135,22 @@ pub struct IaaTiming {
     pub device: u32,
 }
 
+/// Bookings each engine (and each WQ) remembers.
+const CALENDAR_MAX: usize = 4096;
+
+/// The earliest start >= `from` of a `len`-long job in an engine with `busy` intervals.
+fn first_gap(busy: &[(u64, u64)], from: u64, len: u64) -> u64 {
+    let mut start = from;
+    let first = busy.partition_point(|&(_, end)| end <= from);
+    for &(s0, e0) in &busy[first..] {
+        if start + len <= s0 {
+            break;
+        }
+        start = start.max(e0);
+    }
+    start
+}
+
 /// iaa_crypto's wq_stats per device, plus device busy time.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct IaaDeviceStats {
@@ -152,9 +166,14 @@ pub struct IaaDeviceStats {
 }
 
 struct Device {
-    engine_free_at_ns: Vec<u64>,
+    /// Per engine: busy intervals [start, end), sorted. A calendar, not a "free at" time: the
+    /// scheduler runs CPUs slightly out of time order (a long step books its jobs ahead of
+    /// CPUs still behind it), and a job submitted earlier in simulated time must still find
+    /// the gaps before a later booking.
+    engine_busy: Vec<Vec<(u64, u64)>>,
     /// Completion times of jobs still occupying a WQ entry.
-    outstanding: BinaryHeap<Reverse<u64>>,
+    /// Jobs in the WQ: (submitted, done), sorted by submission.
+    outstanding: Vec<(u64, u64)>,
     stats: IaaDeviceStats,
 }
 
@@ -183,8 +202,8 @@ impl Iaa {
         let n = config.sockets * config.devices_per_socket;
         let devices = (0..n)
             .map(|_| Device {
-                engine_free_at_ns: vec![0; config.engines_per_device as usize],
-                outstanding: BinaryHeap::new(),
+                engine_busy: vec![Vec::new(); config.engines_per_device as usize],
+                outstanding: Vec::new(),
                 stats: IaaDeviceStats::default(),
             })
             .collect();
@@ -275,31 +294,45 @@ impl Iaa {
         let service = self.costs.service_ns(op, bytes);
         let wq_size = self.config.wq_size as usize;
         let d = &mut self.devices[dev];
-        while d
-            .outstanding
-            .peek()
-            .is_some_and(|&Reverse(done)| done <= t0)
-        {
-            d.outstanding.pop();
-        }
+        // WQ full at t0 (jobs submitted by then and not done): ENQCMD is refused and the
+        // driver retries until an entry completes.
         let mut t = t0;
-        // WQ full: ENQCMD is refused and the driver retries until an entry completes.
-        while d.outstanding.len() >= wq_size {
-            let Reverse(done) = d.outstanding.pop().expect("non-empty");
-            t = t.max(done);
+        loop {
+            let in_wq: Vec<u64> = d
+                .outstanding
+                .iter()
+                .filter(|&&(sub, done)| sub <= t && done > t)
+                .map(|&(_, done)| done)
+                .collect();
+            if in_wq.len() < wq_size {
+                break;
+            }
+            t = in_wq.into_iter().min().expect("a full WQ");
         }
         let submitted = t + self.costs.submit_ns;
-        let (e, free_at) = d
-            .engine_free_at_ns
+        let (e, start) = d
+            .engine_busy
             .iter()
-            .copied()
+            .map(|busy| first_gap(busy, submitted, service))
             .enumerate()
-            .min_by_key(|&(i, f)| (f, i))
+            .min_by_key(|&(i, start)| (start, i))
             .expect("engines_per_device >= 1");
-        let start = submitted.max(free_at);
         let done = start + service;
-        d.engine_free_at_ns[e] = done;
-        d.outstanding.push(Reverse(done));
+        let busy = &mut d.engine_busy[e];
+        let at = busy.partition_point(|&(s0, _)| s0 < start);
+        busy.insert(at, (start, done));
+        let at = d.outstanding.partition_point(|&(s0, _)| s0 < submitted);
+        d.outstanding.insert(at, (submitted, done));
+        // Bounded memory: forget the oldest bookings (a CPU is never that far behind).
+        for list in d
+            .engine_busy
+            .iter_mut()
+            .chain(std::iter::once(&mut d.outstanding))
+        {
+            if list.len() > CALENDAR_MAX {
+                list.drain(..CALENDAR_MAX / 2);
+            }
+        }
         let s = &mut d.stats;
         s.busy_ns += service;
         let waited = (t - t0) + (start - submitted);

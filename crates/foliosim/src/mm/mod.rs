@@ -221,12 +221,12 @@ impl Kernel {
 
     /// CPU time to compress one page of `class` with `codec`.
     pub fn compress_ns(&self, codec: Codec, class: ContentClass) -> u64 {
-        crate::hw::compressor::codec_ns(&self.cost, codec, class).0
+        self.cost.codec_ns(codec, class).0
     }
 
     /// CPU time to decompress one page of `class` with `codec`.
     pub fn decompress_ns(&self, codec: Codec, class: ContentClass) -> u64 {
-        crate::hw::compressor::codec_ns(&self.cost, codec, class).1
+        self.cost.codec_ns(codec, class).1
     }
 
     /// Free the data of slots released since the last call (zswap_invalidate and zram's

@@ -68,7 +68,7 @@ pub fn store_pages(
             for (i, &(class, key)) in contents.iter().enumerate() {
                 let slot = first.offset() + i as u32;
                 let same = class.same_filled(key);
-                let (compress_ns, _) = crate::hw::compressor::codec_ns(cost, zram.codec, class);
+                let (compress_ns, _) = cost.codec_ns(zram.codec, class);
                 pages.ctx.spend(
                     cost.zram_write_page_ns + if same { cost.page_scan_ns } else { compress_ns },
                 );

@@ -134,8 +134,7 @@ impl Zram {
             EMPTY | SAME => 0,
             len if len as u64 >= PAGE_SIZE => 0,
             _ => {
-                crate::hw::compressor::codec_ns(
-                    cost,
+                cost.codec_ns(
                     self.codec,
                     ContentClass::ALL[self.class[slot as usize] as usize],
                 )
