@@ -136,7 +136,7 @@ pub struct IaaTiming {
 }
 
 /// Bookings each engine (and each WQ) remembers.
-const CALENDAR_MAX: usize = 4096;
+const CALENDAR_MAX: usize = 512;
 
 /// The earliest start >= `from` of a `len`-long job in an engine with `busy` intervals.
 fn first_gap(busy: &[(u64, u64)], from: u64, len: u64) -> u64 {
@@ -297,9 +297,10 @@ impl Iaa {
         // WQ full at t0 (jobs submitted by then and not done): ENQCMD is refused and the
         // driver retries until an entry completes.
         let mut t = t0;
-        loop {
-            let in_wq: Vec<u64> = d
-                .outstanding
+        while d.outstanding.len() >= wq_size {
+            // Only jobs submitted by t can be in the WQ at t.
+            let upto = d.outstanding.partition_point(|&(sub, _)| sub <= t);
+            let in_wq: Vec<u64> = d.outstanding[..upto]
                 .iter()
                 .filter(|&&(sub, done)| sub <= t && done > t)
                 .map(|&(_, done)| done)
