@@ -152,3 +152,23 @@ fn the_same_zswap_scenario_gives_the_same_bytes() {
     let b = small(Config::ZswapDeflateIaa, "2M").to_json();
     assert_eq!(a, b);
 }
+
+#[test]
+fn the_shrinker_writes_cold_entries_back_under_memcg_reclaim() {
+    // 2 x 64M in a 64M memcg: lzo-rle keeps ~38% of a page, so zswap alone fits it.
+    let text = POOL_LIMIT
+        .replace(
+            "max_pool_percent = 2",
+            "max_pool_percent = 50\nshrinker_enabled = true",
+        )
+        .replace("size = \"96M\"", "size = \"64M\"");
+    let r = run(&Scenario::from_toml_str(&text).unwrap()).unwrap();
+    let z = r.zswap.as_ref().unwrap();
+    assert_eq!(z.pool_limit_hit, 0, "the pool never filled: {z:?}");
+    assert!(r.counter("zswpwb") > 0, "{z:?}");
+    assert_eq!(r.memcg_stats["m"]["zswpwb"], r.counter("zswpwb"));
+    // Without the shrinker nothing is written back.
+    let off = run(&Scenario::from_toml_str(&text.replace("shrinker_enabled = true", "")).unwrap())
+        .unwrap();
+    assert_eq!(off.counter("zswpwb"), 0);
+}

@@ -133,11 +133,11 @@ impl Kernel {
                 let allocator =
                     swap_alloc::new_allocator(allocator, &map, ncpus, spec.mthp_reserve_percent);
                 let store = match spec.kind {
-                    SwapDeviceKind::Zram => RamStore::Zram(Zram::new(
+                    SwapDeviceKind::Zram => RamStore::Zram(Box::new(Zram::new(
                         Codec::from_name(&scenario.sysfs.zram.comp_algorithm)
                             .expect("validated zram compressor"),
                         map.nr_slots(),
-                    )),
+                    ))),
                     SwapDeviceKind::Ramdisk => RamStore::Brd(vec![NIL; map.nr_slots() as usize]),
                     _ => RamStore::None,
                 };

@@ -23,8 +23,10 @@ pub fn swap_writepage(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     let memcg = k.folios.memcg[pfn as usize] as usize;
     let contents: Vec<(ContentClass, u64)> = (0..nr).map(|i| k.page_content(pfn, i)).collect();
     if k.zeromap {
-        ctx.spend(k.cost.page_scan_ns * nr as u64);
-        if contents.iter().all(|&(class, key)| class.is_zero(key)) {
+        // is_folio_zero_filled stops at the first non-zero word: only zero pages cost a scan.
+        let zero_pages = contents.iter().filter(|&&(c, key)| c.is_zero(key)).count() as u64;
+        ctx.spend(k.cost.page_scan_ns * zero_pages);
+        if zero_pages == nr as u64 {
             invalidate_range(k, ctx, entry, nr);
             let data = &mut k.swap.devices[entry.dev()].map.data;
             data[entry.offset() as usize..(entry.offset() + nr) as usize].fill(SlotData::Zero);

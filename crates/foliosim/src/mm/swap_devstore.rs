@@ -15,7 +15,7 @@ use crate::hw::compressor::size_sample;
 pub enum RamStore {
     /// A device whose data lives off the machine's memory (SSD, HDD, file).
     None,
-    Zram(Zram),
+    Zram(Box<Zram>),
     /// brd: the pfn holding each slot's page, NIL until first written.
     Brd(Vec<u32>),
 }

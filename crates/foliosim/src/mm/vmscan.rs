@@ -56,6 +56,9 @@ pub fn try_to_free_mem_cgroup_pages(
             priority,
             Reclaim::Memcg,
         );
+        // shrink_slab: zswap's shrinker writes cold entries back (if enabled); what it frees
+        // is zswap's compressed memory, not folios, so it does not add to `reclaimed`.
+        super::zswap::shrinker_scan(k, ctx, memcg, priority);
         if reclaimed >= nr_to_reclaim {
             break;
         }

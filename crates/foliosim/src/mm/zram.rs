@@ -3,7 +3,7 @@
 //! ("huge") pages stored whole. Its pool pages come from the buddy allocator and are charged to
 //! no memcg: this is what makes zram's memory invisible to a memcg limit (seed 002).
 
-use super::zsmalloc::{Handle, ZsConfig, ZsPageSource as PageSource, ZsPool};
+use super::zsmalloc::{Handle, ZsConfig, ZsError, ZsPageSource as PageSource, ZsPool};
 use crate::content::ContentClass;
 use crate::engine::cost::CostModel;
 use crate::hw::compressor::Codec;
@@ -59,7 +59,7 @@ impl Zram {
 
     /// zram_write_page: store one page compressed to `compressed_len` bytes (or same-filled).
     /// A length that does not fit below a page is stored uncompressed (huge). Err when the
-    /// pool needed a page and none was free (-ENOMEM: the swap write fails).
+    /// pool needed a page and none was free (-ENOMEM: the swap write fails), with nothing kept.
     pub fn write_page(
         &mut self,
         slot: u32,
@@ -67,7 +67,7 @@ impl Zram {
         compressed_len: u32,
         same_filled: bool,
         pages: &mut dyn PageSource,
-    ) -> Result<(), ()> {
+    ) -> Result<(), ZsError> {
         self.free_slot(slot, pages);
         let i = slot as usize;
         self.class[i] = ContentClass::ALL
@@ -87,12 +87,15 @@ impl Zram {
         } else {
             compressed_len.max(1)
         };
-        let Ok(handle) = self.pool.zs_malloc(len, pages) else {
-            self.stat.orig_data_size -= PAGE_SIZE;
-            if len == PAGE_SIZE as u32 {
-                self.stat.huge_pages -= 1;
+        let handle = match self.pool.zs_malloc(len, pages) {
+            Ok(handle) => handle,
+            Err(e) => {
+                self.stat.orig_data_size -= PAGE_SIZE;
+                if len == PAGE_SIZE as u32 {
+                    self.stat.huge_pages -= 1;
+                }
+                return Err(e);
             }
-            return Err(());
         };
         self.len[i] = len as u16;
         self.handle[i] = handle;

@@ -5,7 +5,7 @@
 //! device when the pool is full, the memcg's zswap.max is reached, or the shrinker asks.
 
 use super::folio::SwapEntry;
-use super::memcontrol::{zswap_charge, zswap_uncharge, MEMCG_CHARGE_BATCH};
+use super::memcontrol::{zswap_charge, zswap_uncharge};
 use super::page_io::write_to_device;
 use super::swap_devstore::ZonePages;
 use super::swapfile::SlotData;
@@ -466,8 +466,9 @@ pub fn shrinker_scan(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, priority: u32) -
     if cg.zswapped == 0 {
         return 0;
     }
-    let scaled = cg.zswapped * cg.zswap_bytes / (cg.zswapped * PAGE_SIZE);
-    let mut to_scan = (scaled >> priority).min(MEMCG_CHARGE_BATCH);
+    // zswap_shrinker_count: entries x (pool pages / entries), i.e. the compressed size in
+    // pages (recent disk swap-ins, which the kernel subtracts, are not modelled).
+    let mut to_scan = (cg.zswap_bytes / PAGE_SIZE) >> priority;
     let mut written = 0;
     while to_scan > 0 && shrink_memcg(k, ctx, memcg) {
         to_scan -= 1;

@@ -30,7 +30,8 @@ pub fn seed_table() -> BTreeMap<(&'static str, &'static str), (f64, f64, f64)> {
     ])
 }
 
-fn scaled(bytes: u64, scale: f64, floor: u64) -> Bytes {
+/// `bytes` x `scale`, at least `floor`, rounded down to whole 2 MiB (PMD) units.
+pub fn scaled(bytes: u64, scale: f64, floor: u64) -> Bytes {
     let v = (bytes as f64 * scale) as u64;
     // Keep sizes whole 2 MiB units so every folio size divides them.
     Bytes((v.max(floor) >> 21 << 21).max(2 << 20))

@@ -9,7 +9,7 @@
 //! memcg must push out about 1 / (1 - compressed ratio) times as many pages to get under
 //! memory.high; each store costs a compression on the CPU (lz4) or a device round trip (IAA).
 
-use crate::reproduce::seed000::mean_std;
+use crate::reproduce::seed000::{mean_std, scaled};
 use crate::scenario::{
     Bytes, IaaSpec, Kernel, KernelVersion, Machine, MemcgSpec, Scenario, SwapDeviceKind,
     SwapDeviceSpec, Sysfs, WorkloadSpec, ZswapKnobs, ZswapLargeFolios,
@@ -58,7 +58,6 @@ struct SeedRow {
 }
 
 fn seed_row(config: Config, size: &str) -> SeedRow {
-    let zram = matches!(config, Config::ZramLzoRle);
     // The vmstat table gives one RFC column (the lz4 runs); deflate-iaa's counters are not
     // published.
     let counters = |pswpout: f64, zswpout: f64| match config {
@@ -74,18 +73,12 @@ fn seed_row(config: Config, size: &str) -> SeedRow {
         (Config::ZswapLz4, _) => (137_360.0, 1035.79, counters(0.0, 15_379_163.0)),
         (Config::ZswapDeflateIaa, _) => (179_097.0, 571.31, counters(0.0, 0.0)),
     };
-    let _ = zram;
     SeedRow {
         throughput_kb_s,
         sys_s,
         pswpout,
         zswpout,
     }
-}
-
-fn scaled(bytes: u64, scale: f64, floor: u64) -> Bytes {
-    let v = (bytes as f64 * scale) as u64;
-    Bytes((v.max(floor) >> 21 << 21).max(2 << 20))
 }
 
 /// The experiment's scenario for one configuration, folio size and seed; `scale` multiplies
@@ -111,7 +104,7 @@ pub fn scenario(config: Config, size: &str, scale: f64, seed: u64) -> Scenario {
                 scaled(176 * GIB, scale, 64 << 20),
             )],
             sched_slice_ns: ((3_000_000.0 * scale) as u64).max(10_000),
-            iaa: (config == Config::ZswapDeflateIaa).then(|| IaaSpec {
+            iaa: (config == Config::ZswapDeflateIaa).then_some(IaaSpec {
                 sockets: 2,
                 devices_per_socket: 4,
                 verify_compress: true,
