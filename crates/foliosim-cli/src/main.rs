@@ -215,33 +215,18 @@ fn main() -> Result<()> {
             };
             let wall = Instant::now();
             let costs = parse_costs(&costs)?;
-            let (json, table) = if which == 0 {
-                let report = seed000::reproduce_with_costs(
-                    scale,
-                    seeds,
-                    check_invariants,
-                    &costs,
-                    &mut progress,
-                )?;
-                (serde_json::to_string_pretty(&report)?, report.to_table())
-            } else if which == 2 {
-                let report = foliosim::reproduce::seed002::reproduce(
-                    scale,
-                    seeds,
-                    check_invariants,
-                    &costs,
-                    &mut progress,
-                )?;
-                (serde_json::to_string_pretty(&report)?, report.to_table())
-            } else {
-                let report = foliosim::reproduce::seed003::reproduce(
-                    scale,
-                    seeds,
-                    check_invariants,
-                    &costs,
-                    &mut progress,
-                )?;
-                (serde_json::to_string_pretty(&report)?, report.to_table())
+            // Every seed's reproduce takes the same arguments; its report is Serialize and
+            // prints its own table.
+            macro_rules! rendered {
+                ($reproduce:path) => {{
+                    let report = $reproduce(scale, seeds, check_invariants, &costs, &mut progress)?;
+                    (serde_json::to_string_pretty(&report)?, report.to_table())
+                }};
+            }
+            let (json, table) = match which {
+                0 => rendered!(seed000::reproduce_with_costs),
+                2 => rendered!(foliosim::reproduce::seed002::reproduce),
+                _ => rendered!(foliosim::reproduce::seed003::reproduce),
             };
             bar.finish_and_clear();
             match format {

@@ -11,7 +11,7 @@ use rand_pcg::Pcg64Mcg;
 use serde::{Deserialize, Serialize};
 
 /// Bytes in one base page (x86-64 and the 4K arm64 configurations the seeds use).
-pub const PAGE_BYTES: usize = 4096;
+pub const PAGE_BYTES: usize = crate::scenario::PAGE_SIZE as usize;
 
 /// 8-byte words in one page.
 const WORDS_PER_PAGE: u64 = (PAGE_BYTES / 8) as u64;
@@ -54,6 +54,16 @@ impl ContentClass {
         ContentClass::Text,
         ContentClass::ProcessSample,
     ];
+
+    /// Position in [`ContentClass::ALL`]: a one-byte tag for per-slot tables.
+    pub fn index(self) -> u8 {
+        self as u8
+    }
+
+    /// The class of an [`index`](ContentClass::index).
+    pub fn from_index(index: u8) -> ContentClass {
+        ContentClass::ALL[index as usize]
+    }
 
     /// The scenario name (serde's kebab-case).
     pub fn name(self) -> &'static str {
@@ -239,9 +249,10 @@ mod tests {
     }
 
     #[test]
-    fn names_round_trip() {
+    fn names_and_indices_round_trip() {
         for c in ContentClass::ALL {
             assert_eq!(ContentClass::from_name(c.name()), Ok(c));
+            assert_eq!(ContentClass::from_index(c.index()), c);
         }
         assert!(ContentClass::from_name("zeros").is_err());
     }

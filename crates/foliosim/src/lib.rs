@@ -90,7 +90,7 @@ pub fn run_with_progress(
                 _ => None,
             })
             .collect(),
-        zswap: k.zswap.enabled.then(|| k.zswap.stats.clone()),
+        zswap: k.zswap.enabled.then(|| k.zswap.debugfs()),
         iaa: k.iaa.as_ref().map(|i| i.total_stats()),
         cpu_time_ns: cpu_time_by_cost(&k, tasks.iter().map(|t| t.user_ns + t.sys_ns).sum()),
     })

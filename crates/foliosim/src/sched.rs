@@ -1,6 +1,6 @@
-//! The task scheduler (above mm, below workloads' front ends): simulated CPUs running tasks. The next CPU to act is the one with the earliest time (ties:
-//! lowest CPU number); it runs one step of its task (one fault with whatever reclaim it
-//! triggers, or one operation). A task that used its time slice goes to the back of one global
+//! The task scheduler, above mm: simulated CPUs running tasks. The next CPU to act is the one
+//! with the earliest time (ties: lowest CPU number); it runs one step of its task (one fault
+//! with whatever reclaim it triggers, or one operation). A task that used its time slice goes to the back of one global
 //! run queue when others wait (round-robin, like CFS/EEVDF under equal weights).
 
 use crate::engine::rng::SimRng;

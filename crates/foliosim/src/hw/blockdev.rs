@@ -45,11 +45,11 @@ impl BlockDevice {
     pub fn new(spec: &SwapDeviceSpec) -> BlockDevice {
         let (latency_ns, bandwidth) = match spec.kind {
             SwapDeviceKind::Ramdisk => (500, 9_750_000_000),
-            // zram: the submitter compresses (and zs_mallocs) synchronously. fit: MADV_PAGEOUT
-            // to zram (lzo-rle, usemem's pages) costs 6.2 µs per extra 4 KiB page between 64K
-            // and 2M folios on the development VM (`foliosim calibrate`, pageout_zram_*), less
-            // the ~0.1 µs of per-page unmap/swap-cache work modelled elsewhere: 6.1 µs per 4 KiB.
-            SwapDeviceKind::Zram => (500, 670_000_000),
+            // zram: per request only (bio and zram_submit_bio). split of fit: MADV_PAGEOUT to
+            // zram costs 6.1 µs per extra 4 KiB page (`foliosim calibrate`, pageout_zram_*); that
+            // slope is the driver's per-page work (mm/swap_devstore.rs), this the intercept's
+            // device share. No bandwidth: the CPU is the device.
+            SwapDeviceKind::Zram => (500, u64::MAX),
             SwapDeviceKind::Ssd | SwapDeviceKind::File | SwapDeviceKind::Loop => {
                 (77_000, 2_000_000_000)
             }
@@ -97,8 +97,10 @@ impl BlockDevice {
             );
             return Completion::Sync;
         }
-        if self.synchronous_io() {
-            ctx.spend(self.latency_ns + self.transfer_ns(bytes));
+        if self.kind == SwapDeviceKind::Zram {
+            // zram: the per-page work (compression, zsmalloc) is the driver's, charged by
+            // mm/swap_devstore.rs per page and content; the device adds its per-request cost.
+            ctx.spend(self.latency_ns);
             return Completion::Sync;
         }
         let start = self.busy_until_ns.max(ctx.now_ns);

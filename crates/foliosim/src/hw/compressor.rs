@@ -670,10 +670,7 @@ impl CostModel {
             Codec::Deflate => (5, self.deflate_compress_ns, self.deflate_decompress_ns),
             Codec::DeflateIaa => return (0, 0),
         };
-        let col = ContentClass::ALL
-            .iter()
-            .position(|&k| k == class)
-            .unwrap_or(0);
+        let col = class.index() as usize;
         let (fc, fd) = CLASS_COST_PCT[row][col];
         (c * fc / 100, d * fd / 100)
     }

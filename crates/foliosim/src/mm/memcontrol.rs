@@ -60,7 +60,8 @@ pub struct MemCgroup {
     pub zswap_max_bytes: u64,
     /// memory.zswap.writeback
     pub zswap_writeback: bool,
-    /// memory.events `high`: times a charge left the memcg above memory.high.
+    /// memory.events `high`: times a task had to reclaim because the memcg was above
+    /// memory.high (counted in reclaim_high).
     pub events_high: u64,
     pub lruvec: Lruvec,
     /// This memcg's own counts of [`MEMCG_EVENTS`].
@@ -183,7 +184,6 @@ fn note_over_high(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_pages: u64, gfp:
     if cg.usage_pages <= cg.high_pages {
         return;
     }
-    cg.events_high += 1;
     let mm = k.cpu_mm[ctx.cpu];
     if mm == NIL {
         return;
@@ -215,6 +215,7 @@ pub fn mem_cgroup_handle_over_high(k: &mut Kernel, ctx: &mut Ctx) {
         // reclaim_high: only while still above the limit.
         let cg = &k.memcgs[memcg as usize];
         let reclaimed = if cg.usage_pages > cg.high_pages {
+            k.memcgs[memcg as usize].events_high += 1;
             let want = if in_retry {
                 vmscan::SWAP_CLUSTER_MAX
             } else {

@@ -219,16 +219,6 @@ impl Kernel {
         (self.mms[mm as usize].content, key)
     }
 
-    /// CPU time to compress one page of `class` with `codec`.
-    pub fn compress_ns(&self, codec: Codec, class: ContentClass) -> u64 {
-        self.cost.codec_ns(codec, class).0
-    }
-
-    /// CPU time to decompress one page of `class` with `codec`.
-    pub fn decompress_ns(&self, codec: Codec, class: ContentClass) -> u64 {
-        self.cost.codec_ns(codec, class).1
-    }
-
     /// Free the data of slots released since the last call (zswap_invalidate and zram's
     /// slot-free notify in swap_range_free): entries, objects and the pool pages they empty.
     pub fn free_released_slots(&mut self, ctx: &mut Ctx) {

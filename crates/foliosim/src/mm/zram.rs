@@ -70,10 +70,7 @@ impl Zram {
     ) -> Result<(), ZsError> {
         self.free_slot(slot, pages);
         let i = slot as usize;
-        self.class[i] = ContentClass::ALL
-            .iter()
-            .position(|&c| c == class)
-            .unwrap_or(0) as u8;
+        self.class[i] = class.index();
         self.stat.orig_data_size += PAGE_SIZE;
         if same_filled {
             self.len[i] = SAME;
@@ -139,7 +136,7 @@ impl Zram {
             _ => {
                 cost.codec_ns(
                     self.codec,
-                    ContentClass::ALL[self.class[slot as usize] as usize],
+                    ContentClass::from_index(self.class[slot as usize]),
                 )
                 .1
             }

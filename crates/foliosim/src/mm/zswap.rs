@@ -122,29 +122,22 @@ impl Zswap {
         }
     }
 
-    pub fn policy_name(&self) -> &'static str {
-        self.policy.name()
-    }
-
     pub fn has_entry(&self, entry: SwapEntry) -> bool {
         self.trees
             .get(entry.dev())
             .is_some_and(|t| t.len[entry.offset() as usize] != NO_ENTRY)
     }
 
-    /// Every (device, slot) holding an entry, for the invariant checker.
-    pub fn entries(&self) -> impl Iterator<Item = SwapEntry> + '_ {
-        self.trees.iter().enumerate().flat_map(|(d, t)| {
-            t.len
-                .iter()
-                .enumerate()
-                .filter(|(_, &l)| l != NO_ENTRY)
-                .map(move |(s, _)| SwapEntry::new(d, s as u32))
-        })
-    }
-
     fn pool_pages(&self) -> u64 {
         self.pool.zs_get_total_pages()
+    }
+
+    /// The debugfs files now (pool_total_size read off the pool, as the kernel's is).
+    pub fn debugfs(&self) -> ZswapStats {
+        ZswapStats {
+            pool_total_size: self.pool_pages() * PAGE_SIZE,
+            ..self.stats.clone()
+        }
     }
 
     /// zswap_check_limits: is the global pool full (with hysteresis)?
@@ -244,7 +237,7 @@ fn store_page(
         k.zswap.stats.same_filled_pages += 1;
         0
     } else {
-        ctx.spend(k.compress_ns(k.zswap.codec, class));
+        ctx.spend(k.cost.codec_ns(k.zswap.codec, class).0);
         let len = size_sample(k.zswap.codec, class).compressed_len(key);
         if len as u64 >= PAGE_SIZE {
             // Incompressible: kept as is while the memcg may write back (keeps LRU order).
@@ -279,16 +272,12 @@ fn store_page(
     t.memcg[s] = memcg;
     t.gen[s] = t.gen[s].wrapping_add(1);
     t.referenced[s] = true;
-    t.class[s] = ContentClass::ALL
-        .iter()
-        .position(|&c| c == class)
-        .unwrap_or(0) as u8;
+    t.class[s] = class.index();
     t.key[s] = key as u32;
     k.zswap.lru[memcg as usize].push_back((slot.raw(), t.gen[s]));
     k.swap.devices[slot.dev()].map.data[s] = SlotData::Zswap;
     zswap_charge(&mut k.memcgs[memcg as usize], len as u64);
     k.zswap.stats.stored_pages += 1;
-    k.zswap.stats.pool_total_size = k.zswap.pool_pages() * PAGE_SIZE;
     true
 }
 
@@ -317,7 +306,6 @@ fn free_entry(k: &mut Kernel, ctx: &mut Ctx, slot: SwapEntry) {
     }
     zswap_uncharge(&mut k.memcgs[memcg as usize], len as u64);
     k.zswap.stats.stored_pages -= 1;
-    k.zswap.stats.pool_total_size = k.zswap.pool_pages() * PAGE_SIZE;
     // The LRU keeps stale records until they reach its head; compact when they dominate.
     let lru = &mut k.zswap.lru[memcg as usize];
     if lru.len() > 64 && lru.len() > 2 * k.zswap.stats.stored_pages as usize {
@@ -353,13 +341,26 @@ pub fn zswap_load(k: &mut Kernel, ctx: &mut Ctx, slot: SwapEntry, memcg: u16) ->
     if !k.zswap.has_entry(slot) {
         return false;
     }
-    let t = &k.zswap.trees[slot.dev()];
-    let (len, class) = (
-        t.len[slot.offset() as usize],
-        t.class[slot.offset() as usize],
-    );
     ctx.spend(k.cost.zswap_load_page_ns);
-    if len > 0 && (len as u64) < PAGE_SIZE && k.zswap.codec == Codec::DeflateIaa {
+    decompress_entry(k, ctx, slot);
+    free_entry(k, ctx, slot);
+    k.swap.devices[slot.dev()].map.data[slot.offset() as usize] = SlotData::None;
+    k.vmstat.count(VmEvent::Zswpin, 1);
+    k.memcgs[memcg as usize].count(VmEvent::Zswpin, 1);
+    true
+}
+
+/// zswap_decompress: the entry's data back into a page, on this CPU's IAA device for
+/// deflate-iaa, else on the CPU. A same-filled entry is a fill and an incompressible one a
+/// copy, both within the per-entry cost.
+fn decompress_entry(k: &mut Kernel, ctx: &mut Ctx, slot: SwapEntry) {
+    let t = &k.zswap.trees[slot.dev()];
+    let s = slot.offset() as usize;
+    let (len, class) = (t.len[s], ContentClass::from_index(t.class[s]));
+    if len == 0 || len as u64 >= PAGE_SIZE {
+        return;
+    }
+    if k.zswap.codec == Codec::DeflateIaa {
         let iaa = k
             .iaa
             .as_mut()
@@ -374,14 +375,9 @@ pub fn zswap_load(k: &mut Kernel, ctx: &mut Ctx, slot: SwapEntry, memcg: u16) ->
             )
             .expect("one IAA job");
         ctx.now_ns = ctx.now_ns.max(t.done_at_ns);
-    } else if len > 0 && (len as u64) < PAGE_SIZE {
-        ctx.spend(k.decompress_ns(k.zswap.codec, ContentClass::ALL[class as usize]));
+    } else {
+        ctx.spend(k.cost.codec_ns(k.zswap.codec, class).1);
     }
-    free_entry(k, ctx, slot);
-    k.swap.devices[slot.dev()].map.data[slot.offset() as usize] = SlotData::None;
-    k.vmstat.count(VmEvent::Zswpin, 1);
-    k.memcgs[memcg as usize].count(VmEvent::Zswpin, 1);
-    true
 }
 
 /// zswap_writeback_entry: decompress into a swap-cache page and write it to the device. Fails
@@ -392,11 +388,9 @@ fn writeback_entry(k: &mut Kernel, ctx: &mut Ctx, slot: SwapEntry) -> bool {
     }
     let t = &k.zswap.trees[slot.dev()];
     let s = slot.offset() as usize;
-    let (len, memcg) = (t.len[s], t.memcg[s]);
-    let content = (ContentClass::ALL[t.class[s] as usize], t.key[s] as u64);
-    if len > 0 && (len as u64) < PAGE_SIZE {
-        ctx.spend(k.decompress_ns(k.zswap.codec, content.0));
-    }
+    let memcg = t.memcg[s];
+    let content = (ContentClass::from_index(t.class[s]), t.key[s] as u64);
+    decompress_entry(k, ctx, slot);
     ctx.spend(k.cost.bio_submit_ns);
     if write_to_device(k, ctx, slot, &[content]).is_none() {
         return false;

@@ -3,11 +3,12 @@
 //! kernel 6.9 (split before swap-out) against 6.10 (whole). Throughput is relative to the
 //! 6.9 4K mean, as in the seed's table.
 
+use crate::reproduce::run_grid;
 use crate::scenario::{
     Bytes, Kernel, KernelVersion, Machine, MemcgSpec, Scenario, SwapDeviceKind, SwapDeviceSpec,
     Sysfs, ThpDefrag, TlbKind, WorkloadSpec,
 };
-use crate::{run, RunResult, SimError};
+use crate::{RunResult, SimError};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -142,21 +143,17 @@ pub fn reproduce_with_costs(
     costs: &BTreeMap<String, f64>,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Report, SimError> {
-    let total = KERNELS.len() * SIZES.len() * seeds as usize;
-    let mut results: BTreeMap<(usize, usize), Vec<RunResult>> = BTreeMap::new();
-    let mut done = 0;
-    for (ki, &kernel) in KERNELS.iter().enumerate() {
-        for (si, size) in SIZES.iter().enumerate() {
-            for seed in 1..=seeds as u64 {
-                let mut s = scenario(kernel, size, scale, seed);
-                s.check_invariants = check_invariants;
-                s.costs = costs.clone();
-                results.entry((ki, si)).or_default().push(run(&s)?);
-                done += 1;
-                progress(done, total);
-            }
-        }
-    }
+    let keys: Vec<(usize, usize)> = (0..KERNELS.len())
+        .flat_map(|ki| (0..SIZES.len()).map(move |si| (ki, si)))
+        .collect();
+    let results = run_grid(
+        &keys,
+        seeds,
+        check_invariants,
+        costs,
+        |(ki, si), seed| scenario(KERNELS[ki], SIZES[si], scale, seed),
+        progress,
+    )?;
     let throughput = |r: &RunResult| r.workloads[0].throughput_bytes_per_s;
     let usemem_bytes = match &scenario(KERNELS[0], SIZES[0], scale, 1).workloads[0] {
         WorkloadSpec::Usemem { size, .. } => size.0,

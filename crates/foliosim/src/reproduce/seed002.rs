@@ -9,12 +9,13 @@
 //! memcg must push out about 1 / (1 - compressed ratio) times as many pages to get under
 //! memory.high; each store costs a compression on the CPU (lz4) or a device round trip (IAA).
 
+use crate::reproduce::run_grid;
 use crate::reproduce::seed000::{mean_std, scaled};
 use crate::scenario::{
     Bytes, IaaSpec, Kernel, KernelVersion, Machine, MemcgSpec, Scenario, SwapDeviceKind,
     SwapDeviceSpec, Sysfs, WorkloadSpec, ZswapKnobs, ZswapLargeFolios,
 };
-use crate::{run, RunResult, SimError};
+use crate::{RunResult, SimError};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -192,21 +193,17 @@ pub fn reproduce(
     costs: &BTreeMap<String, f64>,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Report, SimError> {
-    let total = Config::ALL.len() * SIZES.len() * seeds as usize;
-    let mut results: BTreeMap<(usize, Config), Vec<RunResult>> = BTreeMap::new();
-    let mut done = 0;
-    for (si, size) in SIZES.iter().enumerate() {
-        for config in Config::ALL {
-            for seed in 1..=seeds as u64 {
-                let mut s = scenario(config, size, scale, seed);
-                s.check_invariants = check_invariants;
-                s.costs = costs.clone();
-                results.entry((si, config)).or_default().push(run(&s)?);
-                done += 1;
-                progress(done, total);
-            }
-        }
-    }
+    let keys: Vec<(usize, Config)> = (0..SIZES.len())
+        .flat_map(|si| Config::ALL.map(|config| (si, config)))
+        .collect();
+    let results = run_grid(
+        &keys,
+        seeds,
+        check_invariants,
+        costs,
+        |(si, config), seed| scenario(config, SIZES[si], scale, seed),
+        progress,
+    )?;
     // usemem prints one line per process; the seed's figure matches their average (70 x 111
     // MB/s is the 7.8 GB/s such a machine swaps at; the sum would be a 10-minute run at 111 MB/s
     // for 1049 s of sys time on 112 cores).
