@@ -275,12 +275,19 @@ class LiveResult:
         return f"<foliosim.LiveResult kernel={self.kernel_release} wall_s={self.wall_s:.3f}>"
 
 
-def run(scenario: ScenarioLike, backend: str = "sim", allow_live: bool = False):
+def run(
+    scenario: ScenarioLike,
+    backend: str = "sim",
+    allow_live: bool = False,
+    enable_zswap: bool = False,
+):
     """Run a scenario (TOML text, path to a .toml file, or dict) and return its Result.
 
     ``backend="live"`` runs it on this machine's kernel instead (root only, and only with
     ``allow_live=True``): it changes sysfs knobs, swap devices and memcgs for the run and
-    restores them afterwards; it returns a LiveResult.
+    restores them afterwards; it returns a LiveResult. A scenario that turns zswap on also
+    needs ``enable_zswap=True``: zswap is turned off again after the run, but the host then
+    swaps mTHP in as order 0 until reboot.
 
     Raises ValueError for an invalid scenario or backend, RuntimeError if the run fails,
     PermissionError if a live run is refused.
@@ -289,7 +296,7 @@ def run(scenario: ScenarioLike, backend: str = "sim", allow_live: bool = False):
     if backend == "sim":
         return Result(_foliosim.run_json(text))
     if backend == "live":
-        return LiveResult(_foliosim.run_live_json(text, bool(allow_live)))
+        return LiveResult(_foliosim.run_live_json(text, bool(allow_live), bool(enable_zswap)))
     raise ValueError(f"backend: found {backend!r}; allowed: 'sim', 'live'")
 
 

@@ -44,6 +44,10 @@ enum Command {
         /// Live: kill the workload and restore the host after this many seconds.
         #[arg(long, value_name = "SECONDS")]
         timeout: Option<f64>,
+        /// Live: allow turning zswap on for scenarios that enable it. zswap is off again after
+        /// the run, but the host then swaps mTHP in as order 0 until reboot.
+        #[arg(long)]
+        enable_zswap: bool,
         /// Sim: load named costs from a file written by `foliosim calibrate`.
         #[arg(long, value_name = "FILE")]
         costs: Option<std::path::PathBuf>,
@@ -74,6 +78,10 @@ enum Command {
         /// between scenarios whose live ranges do not overlap.
         #[arg(long, default_value_t = 3)]
         repeat: u32,
+        /// Live: allow turning zswap on for scenarios that enable it. zswap is off again after
+        /// the run, but the host then swaps mTHP in as order 0 until reboot.
+        #[arg(long)]
+        enable_zswap: bool,
     },
     /// Measure the cost model on the live kernel and write a costs file the sim can load.
     Calibrate {
@@ -152,6 +160,7 @@ fn main() -> Result<()> {
             check_invariants,
             live,
             timeout,
+            enable_zswap,
             costs,
         } => {
             let mut s = load(&scenario)?;
@@ -160,8 +169,12 @@ fn main() -> Result<()> {
             }
             s.check_invariants |= check_invariants;
             if live {
-                let timeout = timeout.map(std::time::Duration::from_secs_f64);
-                return run_live(&s, timeout, format);
+                let opts = foliosim_live::LiveOptions {
+                    allow_live: true,
+                    timeout: timeout.map(std::time::Duration::from_secs_f64),
+                    enable_zswap,
+                };
+                return run_live(&s, &opts, format);
             }
             if let Some(path) = costs {
                 apply_costs_file(&mut s, &path)?;
@@ -244,7 +257,17 @@ fn main() -> Result<()> {
             format,
             costs,
             repeat,
-        } => return validate(scenarios, live, tolerance, min_count, format, costs, repeat),
+            enable_zswap,
+        } => {
+            let opts = foliosim_live::LiveOptions {
+                allow_live: live,
+                timeout: Some(std::time::Duration::from_secs(300)),
+                enable_zswap,
+            };
+            return validate(
+                scenarios, &opts, tolerance, min_count, format, costs, repeat,
+            );
+        }
         Command::Calibrate {
             live,
             output,
@@ -254,6 +277,7 @@ fn main() -> Result<()> {
             let opts = foliosim_live::LiveOptions {
                 allow_live: live,
                 timeout: None,
+                ..Default::default()
             };
             let report = foliosim_live::calibrate::calibrate(&opts, quick, &mut |msg| {
                 eprintln!("calibrate: {msg}")
@@ -296,12 +320,8 @@ fn exit_on_interrupt(e: anyhow::Error) -> anyhow::Error {
     e
 }
 
-fn run_live(s: &Scenario, timeout: Option<std::time::Duration>, format: Format) -> Result<()> {
-    let opts = foliosim_live::LiveOptions {
-        allow_live: true,
-        timeout,
-    };
-    let result = foliosim_live::run(s, &opts).map_err(exit_on_interrupt)?;
+fn run_live(s: &Scenario, opts: &foliosim_live::LiveOptions, format: Format) -> Result<()> {
+    let result = foliosim_live::run(s, opts).map_err(exit_on_interrupt)?;
     for r in &result.recovered {
         eprintln!("restored from a killed run's journal: {r}");
     }
@@ -347,7 +367,7 @@ fn scenario_files(paths: Vec<std::path::PathBuf>) -> Result<Vec<std::path::PathB
 
 fn validate(
     paths: Vec<std::path::PathBuf>,
-    live: bool,
+    opts: &foliosim_live::LiveOptions,
     tolerance: f64,
     min_count: u64,
     format: Format,
@@ -360,32 +380,42 @@ fn validate(
     if !(tolerance >= 0.0 && tolerance.is_finite()) {
         bail!("validate: --tolerance {tolerance}; allowed: a finite number >= 0 (0.10 = 10%)");
     }
-    let opts = foliosim_live::LiveOptions {
-        allow_live: live,
-        timeout: Some(std::time::Duration::from_secs(300)),
-    };
     let files = scenario_files(paths)?;
     let mut runs = vec![];
+    let mut skipped = vec![];
     // The host's mTHP swap-in, probed once, when the first scenario's profile needs it.
     let mut swapin_probe: Option<foliosim_live::probe::SwapinMthpProbe> = None;
     for path in files {
         let mut s = load(&path)?;
+        let enables_zswap = s.sysfs.zswap.enabled && !foliosim_live::run::zswap_enabled_on_host();
+        if enables_zswap && !opts.enable_zswap {
+            eprintln!(
+                "validate: {} skipped: it turns zswap on (pass --enable-zswap to allow)",
+                path.display()
+            );
+            skipped.push(path.display().to_string());
+            continue;
+        }
         let mut live_result = {
-            foliosim_live::preflight(&s, &opts)?;
+            foliosim_live::preflight(&s, opts)?;
             eprintln!("validate: {} live …", path.display());
             let mut results = vec![];
             for _ in 0..repeat {
-                results.push(foliosim_live::run(&s, &opts).map_err(exit_on_interrupt)?);
+                results.push(foliosim_live::run(&s, opts).map_err(exit_on_interrupt)?);
             }
             results
         };
+        if enables_zswap {
+            // The host lost mTHP swap-in for this boot: probe again when next needed.
+            swapin_probe = None;
+        }
         let live_throughputs = live_result
             .iter()
             .map(|r| r.workloads.iter().map(|w| w.throughput_bytes_per_s).sum())
             .collect();
         if swapin_probe.is_none() && foliosim_live::validate::sim_swaps_in_mthp(&s) {
             eprintln!("validate: probing the host's mTHP swap-in …");
-            let probe = foliosim_live::probe::swapin_mthp(&opts).map_err(exit_on_interrupt)?;
+            let probe = foliosim_live::probe::swapin_mthp(opts).map_err(exit_on_interrupt)?;
             eprintln!("validate: {}", probe.describe());
             swapin_probe = Some(probe);
         }
@@ -403,6 +433,7 @@ fn validate(
                 &mut s,
                 swapin_probe.as_ref(),
                 host_defrag,
+                foliosim_live::cgroup::memory_root().ok().map(|(_, v)| v),
             ));
         if let Some(c) = &costs {
             apply_costs_file(&mut s, c)?;
@@ -424,6 +455,13 @@ fn validate(
     match format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),
         Format::Table => print!("{}", report.to_table()),
+    }
+    if !skipped.is_empty() {
+        eprintln!(
+            "validate: {} scenario(s) skipped (they turn zswap on; pass --enable-zswap): {}",
+            skipped.len(),
+            skipped.join(", ")
+        );
     }
     if !report.pass {
         eprintln!(

@@ -4,15 +4,13 @@
 
 use crate::settings::{Change, HostGuard};
 use anyhow::{bail, Context, Result};
+use foliosim::scenario::MemcgSpec;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Version {
-    V1,
-    V2,
-}
+/// The scenario's `kernel.cgroup` values name the host's hierarchies too.
+pub use foliosim::scenario::CgroupVersion as Version;
 
 /// The mount with the memory controller.
 pub fn memory_root() -> Result<(PathBuf, Version)> {
@@ -40,9 +38,16 @@ pub struct Memcg {
 }
 
 impl Memcg {
-    /// Create `foliosim-<pid>-<name>` with memory limit `max_bytes` (None: no limit).
-    pub fn create(guard: &mut HostGuard, name: &str, max_bytes: Option<u64>) -> Result<Memcg> {
+    /// Create `foliosim-<pid>-<name>` with the spec's limits (memory.max; on v2 also
+    /// memory.high, memory.zswap.max, memory.zswap.writeback).
+    pub fn create(guard: &mut HostGuard, spec: &MemcgSpec) -> Result<Memcg> {
         let (root, version) = memory_root()?;
+        if version == Version::V1 {
+            if let Some(field) = v2_only_field(spec) {
+                bail!("memcg `{}`: `{field}` exists only on cgroup v2, and this host's memory controller is v1", spec.name);
+            }
+        }
+        let name = &spec.name;
         let path = root.join(format!(
             "{}{}-{name}",
             crate::swapdev::PREFIX,
@@ -57,12 +62,22 @@ impl Memcg {
             path,
             version,
         };
-        if let Some(max) = max_bytes {
-            let file = match version {
-                Version::V2 => "memory.max",
-                Version::V1 => "memory.limit_in_bytes",
-            };
-            fs::write(cg.path.join(file), max.to_string())
+        let max_file = match version {
+            Version::V2 => "memory.max",
+            Version::V1 => "memory.limit_in_bytes",
+        };
+        let mut files = vec![];
+        files.extend(spec.max.map(|b| (max_file, b.0.to_string())));
+        files.extend(spec.high.map(|b| ("memory.high", b.0.to_string())));
+        files.extend(
+            spec.zswap_max
+                .map(|b| ("memory.zswap.max", b.0.to_string())),
+        );
+        if !spec.zswap_writeback {
+            files.push(("memory.zswap.writeback", "0".into()));
+        }
+        for (file, value) in files {
+            fs::write(cg.path.join(file), value)
                 .with_context(|| format!("setting {}/{file}", cg.path.display()))?;
         }
         Ok(cg)
@@ -102,6 +117,19 @@ impl Memcg {
             }
         }
         out
+    }
+}
+
+/// The first memcg field of the spec that only cgroup v2 has, if any.
+pub fn v2_only_field(spec: &MemcgSpec) -> Option<&'static str> {
+    if spec.high.is_some() {
+        Some("high")
+    } else if spec.zswap_max.is_some() {
+        Some("zswap_max")
+    } else if !spec.zswap_writeback {
+        Some("zswap_writeback")
+    } else {
+        None
     }
 }
 

@@ -21,6 +21,10 @@ pub struct LiveOptions {
     pub allow_live: bool,
     /// Kill the tasks and restore if the workload runs longer than this.
     pub timeout: Option<Duration>,
+    /// Allow turning zswap on (`--enable-zswap`). zswap itself is turned off again after the
+    /// run, but 6.18 stops swapping mTHP in whole for the rest of the boot once zswap has been
+    /// enabled (`zswap_never_enabled()`), which cannot be undone.
+    pub enable_zswap: bool,
 }
 
 /// RAM kept free beyond the scenario's own needs.
@@ -167,16 +171,25 @@ pub fn preflight(scenario: &Scenario, opts: &LiveOptions) -> Result<()> {
         .into());
     }
     // Enabling zswap flips a boot-long switch (zswap_never_enabled) that turns mTHP swap-in
-    // off until reboot: not restorable, so we do not do it. Runs keep zswap on if it is on.
-    let zswap_on = settings::read_knob("/sys/module/zswap/parameters/enabled")
-        .is_ok_and(|v| v == "Y" || v == "1");
-    if scenario.sysfs.zswap.enabled && !zswap_on {
+    // off until reboot: not restorable, so only with the explicit flag.
+    if scenario.sysfs.zswap.enabled && !zswap_enabled_on_host() && !opts.enable_zswap {
         return Err(Refusal::Unsupported(
-            "scenario field `sysfs.zswap.enabled`: found true, but zswap is off on this host and turning it on cannot be undone (the kernel disables mTHP swap-in until reboot once zswap has been enabled); enable it yourself (echo Y > /sys/module/zswap/parameters/enabled) to run zswap scenarios".into(),
+            "scenario field `sysfs.zswap.enabled`: found true, but zswap is off on this host and turning it on cannot be fully undone (the kernel disables mTHP swap-in until reboot once zswap has been enabled); pass --enable-zswap (Python: enable_zswap=True) to allow it".into(),
         )
         .into());
     }
-    crate::cgroup::memory_root().map_err(|e| Refusal::Unsupported(e.to_string()))?;
+    let (_, cgroup) =
+        crate::cgroup::memory_root().map_err(|e| Refusal::Unsupported(e.to_string()))?;
+    if cgroup == crate::cgroup::Version::V1 {
+        for (i, spec) in scenario.memcgs.iter().enumerate() {
+            if let Some(field) = crate::cgroup::v2_only_field(spec) {
+                return Err(Refusal::Unsupported(format!(
+                    "scenario field `memcg[{i}].{field}`: cgroup v2 only, and this host's memory controller is v1"
+                ))
+                .into());
+            }
+        }
+    }
     // Resident pages are capped by the memcg, but what is swapped to zram stays in RAM
     // (compressed, at worst 1:1), so the whole footprint must fit.
     let footprint = footprint_bytes(scenario);
@@ -195,6 +208,10 @@ pub fn preflight(scenario: &Scenario, opts: &LiveOptions) -> Result<()> {
         .into());
     }
     Ok(())
+}
+
+pub fn zswap_enabled_on_host() -> bool {
+    settings::read_knob("/sys/module/zswap/parameters/enabled").is_ok_and(|v| v == "Y" || v == "1")
 }
 
 /// Every knob the scenario sets, as (sysfs path, value), in the order to write them.
@@ -259,6 +276,15 @@ pub fn host_settings(scenario: &Scenario) -> Vec<(String, String)> {
         if let Some(p) = s.zswap.max_pool_percent {
             out.push((format!("{zs}/max_pool_percent"), p.to_string()));
         }
+        if let Some(p) = s.zswap.accept_threshold_percent {
+            out.push((format!("{zs}/accept_threshold_percent"), p.to_string()));
+        }
+        if let Some(on) = s.zswap.shrinker_enabled {
+            out.push((
+                format!("{zs}/shrinker_enabled"),
+                if on { "Y" } else { "N" }.into(),
+            ));
+        }
         out.push((
             format!("{zs}/enabled"),
             if s.zswap.enabled { "Y" } else { "N" }.into(),
@@ -317,6 +343,11 @@ fn run_holding(
             footprint >> 20
         ));
     }
+    if scenario.sysfs.zswap.enabled && !zswap_enabled_on_host() {
+        notes.push(
+            "zswap turned on for this run (--enable-zswap) and off again after it; this host now swaps mTHP in as order 0 until reboot".into(),
+        );
+    }
     let mut applied = vec![];
     for (path, value) in host_settings(scenario) {
         check_interrupt()?;
@@ -340,7 +371,7 @@ fn run_holding(
     let mut memcgs = BTreeMap::new();
     for spec in &scenario.memcgs {
         check_interrupt()?;
-        let cg = Memcg::create(guard, &spec.name, spec.max.map(|b| b.0))?;
+        let cg = Memcg::create(guard, spec)?;
         applied.push(format!(
             "memcg {} max {}",
             cg.path.display(),

@@ -6,7 +6,9 @@
 
 use crate::probe::SwapinMthpProbe;
 use crate::run::LiveResult;
-use foliosim::scenario::{Scenario, SwapDeviceKind, ThpDefrag, PAGE_SIZE, PMD_ORDER};
+use foliosim::scenario::{
+    CgroupVersion, Scenario, SwapDeviceKind, ThpDefrag, PAGE_SIZE, PMD_ORDER,
+};
 use foliosim::workload::{self, Op};
 use foliosim::RunResult;
 use serde::Serialize;
@@ -101,15 +103,23 @@ pub fn sim_swaps_in_mthp(s: &Scenario) -> bool {
 }
 
 /// Configure the sim like the host where the host's state decides what the scenario leaves
-/// open: mTHP swap-in (the probe; the host may have lost it since boot) and `defrag` when the
-/// scenario does not set it (the live run then keeps the host's value). Returns a note for
-/// each change.
+/// open: mTHP swap-in (the probe; the host may have lost it since boot), `defrag` when the
+/// scenario does not set it (the live run then keeps the host's value) and the memory
+/// controller's cgroup version. Returns a note for each change.
 pub fn configure_sim_like_host(
     s: &mut Scenario,
     swapin_probe: Option<&SwapinMthpProbe>,
     host_defrag: Option<ThpDefrag>,
+    host_cgroup: Option<CgroupVersion>,
 ) -> Vec<String> {
     let mut notes = vec![];
+    if let Some(v) = host_cgroup.filter(|&v| v != s.kernel.cgroup) {
+        s.kernel.cgroup = v;
+        let name = if v == CgroupVersion::V1 { "v1" } else { "v2" };
+        notes.push(format!(
+            "the host's memory controller is cgroup {name}; sim run with kernel.cgroup = \"{name}\""
+        ));
+    }
     if let Some(probe) = swapin_probe.filter(|_| sim_swaps_in_mthp(s)) {
         match probe.verdict() {
             Ok(false) => {
@@ -145,6 +155,7 @@ fn is_policy(name: &str) -> bool {
         "thp_fault_alloc",
         "thp_fault_fallback",
         "thp_fault_fallback_charge",
+        "zswpout",
     ];
     const MTHP: &[&str] = &[
         "anon_fault_alloc",
@@ -152,6 +163,7 @@ fn is_policy(name: &str) -> bool {
         "anon_fault_fallback_charge",
         "swpout",
         "swpout_fallback",
+        "zswpout",
     ];
     if let Some(rest) = name.strip_prefix("hugepages-") {
         return rest
@@ -687,16 +699,28 @@ size = "1M"
     fn the_sim_follows_the_host_probe_and_defrag() {
         let base = scenario("zram", "\"64K\" = \"always\"", "");
         let mut s = base.clone();
-        let notes = configure_sim_like_host(&mut s, Some(&probe(0)), Some(ThpDefrag::Madvise));
+        let notes = configure_sim_like_host(
+            &mut s,
+            Some(&probe(0)),
+            Some(ThpDefrag::Madvise),
+            Some(CgroupVersion::V1),
+        );
         assert!(!s.kernel.swapin_mthp());
         assert_eq!(s.sysfs.defrag, Some(ThpDefrag::Madvise));
-        assert_eq!(notes.len(), 2, "{notes:?}");
-        assert!(notes[0].contains("does not swap in mTHP"), "{notes:?}");
-        assert!(notes[0].contains("kernel.swapin_mthp = false"), "{notes:?}");
+        assert_eq!(s.kernel.cgroup, CgroupVersion::V1);
+        assert_eq!(notes.len(), 3, "{notes:?}");
+        assert!(notes[0].contains("cgroup v1"), "{notes:?}");
+        assert!(notes[1].contains("does not swap in mTHP"), "{notes:?}");
+        assert!(notes[1].contains("kernel.swapin_mthp = false"), "{notes:?}");
         // A host that swaps mTHP in, and a scenario that sets defrag: nothing to change.
         let mut s = base.clone();
         s.sysfs.defrag = Some(ThpDefrag::Always);
-        let notes = configure_sim_like_host(&mut s, Some(&probe(16)), Some(ThpDefrag::Madvise));
+        let notes = configure_sim_like_host(
+            &mut s,
+            Some(&probe(16)),
+            Some(ThpDefrag::Madvise),
+            Some(CgroupVersion::V2),
+        );
         assert!(notes.is_empty() && s.kernel.swapin_mthp());
         assert_eq!(s.sysfs.defrag, Some(ThpDefrag::Always));
     }

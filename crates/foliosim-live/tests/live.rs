@@ -105,6 +105,7 @@ fn refuses_to_turn_zswap_on() {
     let opts = LiveOptions {
         allow_live: true,
         timeout: None,
+        ..Default::default()
     };
     let err = foliosim_live::run(&s, &opts).unwrap_err();
     assert!(
@@ -121,6 +122,7 @@ fn refuses_a_scenario_that_would_exhaust_the_host() {
     let opts = LiveOptions {
         allow_live: true,
         timeout: None,
+        ..Default::default()
     };
     let err = foliosim_live::run(&s, &opts).unwrap_err();
     assert!(
@@ -143,6 +145,7 @@ fn pageout_of_64k_mthp_matches_the_policy_and_restores_the_host() {
     let opts = LiveOptions {
         allow_live: true,
         timeout: Some(Duration::from_secs(60)),
+        ..Default::default()
     };
     let r = foliosim_live::run(&s, &opts).unwrap();
     assert_eq!(host_state(&s), before, "host not restored");
@@ -153,6 +156,49 @@ fn pageout_of_64k_mthp_matches_the_policy_and_restores_the_host() {
     assert_eq!(r.counters["pswpout"], 2 * 16384);
     assert!(r.workloads[0].throughput_bytes_per_s > 0.0);
     assert!(r.zram.values().any(|z| z["stat/write_ios"] > 0));
+}
+
+#[test]
+fn refuses_memory_high_on_a_cgroup_v1_host() {
+    require_live!();
+    if !cgroup::memory_root().is_ok_and(|(_, v)| v == cgroup::Version::V1) {
+        eprintln!("SKIP (the memory controller here is not cgroup v1)");
+        return;
+    }
+    let s = scenario(&SLOW.replace("max = \"64M\"", "max = \"64M\"\nhigh = \"48M\""));
+    let opts = LiveOptions {
+        allow_live: true,
+        ..Default::default()
+    };
+    let err = foliosim_live::run(&s, &opts).unwrap_err();
+    assert!(format!("{err:#}").contains("memcg[0].high"), "{err:#}");
+}
+
+#[test]
+fn zswap_scenario_runs_with_its_opt_in_and_turns_zswap_off_again() {
+    require_live!();
+    if !Path::new("/sys/module/zswap/parameters/enabled").exists() {
+        eprintln!("SKIP (no zswap in this kernel)");
+        return;
+    }
+    let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
+    let text = std::fs::read_to_string(repo().join("scenarios/validate/zswap-usemem-64k-lzo.toml"))
+        .unwrap();
+    let s = scenario(&text);
+    let before = host_state(&s);
+    // Turning zswap on ends mTHP swap-in for this boot; the probe test reads that either way.
+    let opts = LiveOptions {
+        allow_live: true,
+        timeout: Some(Duration::from_secs(60)),
+        enable_zswap: true,
+    };
+    let r = foliosim_live::run(&s, &opts).unwrap();
+    assert_eq!(host_state(&s), before, "host not restored");
+    assert!(r.task_failures.is_empty(), "{:?}", r.task_failures);
+    // Each 256 MiB process in its 128 MiB memcg goes to zswap page by page, nothing to zram.
+    assert!(r.counters["zswpout"] >= 2 * 32768, "{:?}", r.counters);
+    assert!(r.counters["hugepages-64kB/stats/zswpout"] >= 2 * 2048);
+    assert_eq!(r.counters.get("pswpout").copied().unwrap_or(0), 0);
 }
 
 /// The CLI built beside this test, or None (with a SKIP line) when there is no current one.
@@ -214,7 +260,7 @@ fn sigint_midway_restores_every_setting() {
     let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
     let s = scenario(SLOW);
     let before = host_state(&s);
-    let (mut child, file) = start_slow_run(&bin);
+    let (child, file) = start_slow_run(&bin);
     assert_ne!(host_state(&s), before, "the run changed nothing?");
     // SAFETY: signalling the child we spawned.
     unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
@@ -278,6 +324,7 @@ fn swapin_mthp_probe_answers_and_restores_the_host() {
     let opts = LiveOptions {
         allow_live: true,
         timeout: None,
+        ..Default::default()
     };
     let probe = foliosim_live::probe::swapin_mthp(&opts).unwrap();
     assert_eq!(host_state(&s), before, "host not restored");

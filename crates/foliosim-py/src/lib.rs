@@ -23,18 +23,24 @@ fn run_json(py: Python<'_>, scenario_toml: &str) -> PyResult<String> {
         .map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
-/// Run a scenario on the live kernel (root only; `allow_live` must be true); return the live
-/// result as JSON text. The host's settings are restored before this returns.
+/// Run a scenario on the live kernel (root only; `allow_live` must be true; `enable_zswap`
+/// allows turning zswap on); return the live result as JSON text. The host's settings are restored before this returns.
 ///
 /// Raises PermissionError when refused (no opt-in, not root, not enough memory), RuntimeError
 /// when the run fails.
 #[pyfunction]
-#[pyo3(signature = (scenario_toml, allow_live = false))]
-fn run_live_json(py: Python<'_>, scenario_toml: &str, allow_live: bool) -> PyResult<String> {
+#[pyo3(signature = (scenario_toml, allow_live = false, enable_zswap = false))]
+fn run_live_json(
+    py: Python<'_>,
+    scenario_toml: &str,
+    allow_live: bool,
+    enable_zswap: bool,
+) -> PyResult<String> {
     let scenario = parse(scenario_toml)?;
     let opts = foliosim_live::LiveOptions {
         allow_live,
         timeout: None,
+        enable_zswap,
     };
     py.allow_threads(move || foliosim_live::run(&scenario, &opts).map(|r| r.to_json()))
         .map_err(|e| {

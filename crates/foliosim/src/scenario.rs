@@ -363,6 +363,19 @@ pub struct Kernel {
     /// page by page, same-filled pages kept as a value), `per-page` (6.13+ as merged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zswap_large_folios: Option<ZswapLargeFolios>,
+    /// The memory controller's hierarchy. On v1, zswap charges its compressed bytes to no
+    /// memcg (obj_cgroup_charge_zswap returns early unless on the default hierarchy), and
+    /// memory.high and memory.zswap.* do not exist.
+    #[serde(default)]
+    pub cgroup: CgroupVersion,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CgroupVersion {
+    V1,
+    #[default]
+    V2,
 }
 
 /// How zswap_store treats a large folio; one file each under mm/zswap_store/.
@@ -385,6 +398,7 @@ impl Default for Kernel {
             swap_allocator: None,
             swapin_mthp: None,
             zswap_large_folios: None,
+            cgroup: CgroupVersion::V2,
         }
     }
 }
@@ -1024,6 +1038,20 @@ impl Scenario {
                     format!("`{}`", cg.name),
                     "a unique non-empty name without `/`",
                 ));
+            }
+            if self.kernel.cgroup == CgroupVersion::V1 {
+                let v2_only = [
+                    ("high", cg.high.is_some()),
+                    ("zswap_max", cg.zswap_max.is_some()),
+                    ("zswap_writeback", !cg.zswap_writeback),
+                ];
+                if let Some((name, _)) = v2_only.iter().find(|(_, set)| *set) {
+                    return Err(invalid(
+                        format!("memcg[{i}].{name}"),
+                        "set",
+                        "unset with kernel.cgroup = \"v1\" (a cgroup v2 file)",
+                    ));
+                }
             }
             for (name, limit) in [("max", cg.max), ("high", cg.high)] {
                 if let Some(limit) = limit.filter(|l| l.0 < 1 << 20) {

@@ -205,10 +205,14 @@ fn wake_sleepers(
     }
 }
 
-/// One step of a task. Returns true when the task exited.
+/// One step of a task. Returns true when the task exited. A task whose ops run out without an
+/// Exit stops with its mm left mapped (tests read its page tables afterwards).
 fn step(k: &mut Kernel, ctx: &mut Ctx, task: &mut Task) -> Result<bool, MmError> {
     let mm = task.mm;
-    match task.ops[task.pc].clone() {
+    let Some(op) = task.ops.get(task.pc).cloned() else {
+        return Ok(true);
+    };
+    match op {
         Op::Mmap { vma, nr_pages, thp } => {
             k.mms[mm as usize].mmap(vma, nr_pages, thp);
             ctx.spend(k.cost.syscall_ns);

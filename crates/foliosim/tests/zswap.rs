@@ -172,3 +172,31 @@ fn the_shrinker_writes_cold_entries_back_under_memcg_reclaim() {
         .unwrap();
     assert_eq!(off.counter("zswpwb"), 0);
 }
+
+#[test]
+fn on_cgroup_v1_zswap_is_charged_to_no_memcg_and_swaps_out_only_the_excess() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scenarios/validate/zswap-usemem-64k-lzo.toml"
+    );
+    let mut s = Scenario::from_toml_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    s.check_invariants = true;
+    let v2 = run(&s).unwrap();
+    s.kernel.cgroup = foliosim::scenario::CgroupVersion::V1;
+    let v1 = run(&s).unwrap();
+    // Two 256 MiB processes, each in a 128 MiB memcg: v1 pushes out the 128 MiB excess
+    // (32768 pages each, as this host does live); v2 also makes room for what zswap holds.
+    assert_eq!(v1.counter("zswpout"), 2 * 32768);
+    assert_eq!(v1.memcg_stats["a"]["zswap"], 0);
+    assert!(v2.counter("zswpout") as f64 > 1.4 * v1.counter("zswpout") as f64);
+    assert!(v2.memcg_stats["a"]["zswpout"] > 0);
+}
+
+#[test]
+fn cgroup_v2_files_on_a_v1_scenario_name_the_field() {
+    let mut s = scenario(Config::ZswapLz4, "64K", 0.01, 1);
+    s.kernel.cgroup = foliosim::scenario::CgroupVersion::V1;
+    let err = s.validate().unwrap_err().to_string();
+    assert!(err.contains("memcg[0].high"), "{err}");
+    assert!(err.contains("kernel.cgroup"), "{err}");
+}

@@ -110,7 +110,7 @@ impl Kernel {
         let nr_pages = scenario.machine.memory.pages() as u32;
         let mut memcgs = vec![MemCgroup::new("/".into(), None)];
         for spec in &scenario.memcgs {
-            memcgs.push(MemCgroup::from_spec(spec));
+            memcgs.push(MemCgroup::from_spec(spec, scenario.kernel.cgroup));
         }
         let allocator = scenario.kernel.swap_allocator();
         let mut specs: Vec<_> = scenario.machine.swap_devices.iter().collect();

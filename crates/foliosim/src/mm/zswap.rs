@@ -470,3 +470,88 @@ pub fn shrinker_scan(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, priority: u32) -
     }
     written
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::mm::swapfile::SlotData;
+    use crate::mm::Kernel;
+    use crate::sched::{run_tasks, Task};
+    use crate::workload::{self, Op};
+    use crate::Scenario;
+
+    /// One usemem process (order-0 pages) through a 32 MiB memcg into a zswap pool of 2% of
+    /// 256 MiB: the pool fills and the shrink worker writes entries back. The task's exit is
+    /// left out so its page tables can be read afterwards.
+    const POOL_LIMIT: &str = r#"
+        [machine]
+        cpus = 1
+        memory = "256M"
+        [[machine.swap]]
+        kind = "zram"
+        size = "256M"
+        [kernel]
+        version = "6.18"
+        [sysfs.zswap]
+        enabled = true
+        compressor = "lzo-rle"
+        max_pool_percent = 2
+        [[memcg]]
+        name = "m"
+        max = "32M"
+        [[workload]]
+        kind = "usemem"
+        nproc = 1
+        size = "96M"
+        memcg = "m"
+    "#;
+
+    #[test]
+    fn writeback_takes_the_oldest_entries_first() {
+        let s = Scenario::from_toml_str(POOL_LIMIT).unwrap();
+        let mut k = Kernel::new(&s);
+        let spec = &s.workloads[0];
+        let t = workload::tasks(spec, s.seed).remove(0);
+        let memcg = k.memcg_id(t.memcg.as_deref());
+        let mm = k.new_mm(memcg, spec.content());
+        let ops: Vec<Op> = t.ops.into_iter().filter(|op| *op != Op::Exit).collect();
+        let mut tasks = vec![Task::new(t.name, mm, 0, ops)];
+        run_tasks(
+            &mut k,
+            &mut tasks,
+            s.seed,
+            s.machine.sched_slice_ns,
+            true,
+            &mut |_, _| {},
+        )
+        .unwrap();
+        // usemem writes its pages in address order and nothing touches them again, so reclaim
+        // stores them in that order; the LRU must give back the oldest stores first (their
+        // second chance only rotates every entry once).
+        let vma = k.mms[mm as usize].vmas[0].as_ref().unwrap();
+        let where_: Vec<SlotData> = vma
+            .ptes
+            .iter()
+            .filter(|p| p.is_swap())
+            .map(|p| {
+                let e = p.swap_entry();
+                k.swap.devices[e.dev()].map.data[e.offset() as usize]
+            })
+            .collect();
+        let device = where_.iter().filter(|d| **d == SlotData::Device).count() as u64;
+        let first_in_zswap = where_.iter().position(|d| *d == SlotData::Zswap).unwrap();
+        let stats = &k.zswap.stats;
+        assert!(stats.written_back_pages > 0, "the pool never filled");
+        // On the device: entries written back, and pages the full pool refused.
+        assert!(device > stats.written_back_pages && stats.pool_limit_hit > 0);
+        let device_before_zswap = where_[..first_in_zswap]
+            .iter()
+            .filter(|d| **d == SlotData::Device)
+            .count() as u64;
+        assert!(
+            device_before_zswap >= stats.written_back_pages,
+            "an entry stored after one still in zswap was written back: {device_before_zswap} \
+             device pages precede the oldest zswap entry, {} were written back",
+            stats.written_back_pages
+        );
+    }
+}
