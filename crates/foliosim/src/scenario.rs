@@ -363,11 +363,24 @@ pub struct Kernel {
     /// page by page, same-filled pages kept as a value), `per-page` (6.13+ as merged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub zswap_large_folios: Option<ZswapLargeFolios>,
+    /// What add_to_swap does when no free range of slots fits a large folio: `split` it and
+    /// swap its pages out one by one (every kernel), or keep it whole on `non-contiguous`
+    /// order-0 slots (seed 003's idea; not upstream).
+    #[serde(default)]
+    pub swapout_fallback: SwapoutFallbackKind,
     /// The memory controller's hierarchy. On v1, zswap charges its compressed bytes to no
     /// memcg (obj_cgroup_charge_zswap returns early unless on the default hierarchy), and
     /// memory.high and memory.zswap.* do not exist.
     #[serde(default)]
     pub cgroup: CgroupVersion,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SwapoutFallbackKind {
+    #[default]
+    Split,
+    NonContiguous,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -398,6 +411,7 @@ impl Default for Kernel {
             swap_allocator: None,
             swapin_mthp: None,
             zswap_large_folios: None,
+            swapout_fallback: SwapoutFallbackKind::Split,
             cgroup: CgroupVersion::V2,
         }
     }

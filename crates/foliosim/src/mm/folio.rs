@@ -4,6 +4,8 @@
 //! [head, head + 2^n). An anonymous folio here has one owner (mm, vma, page index), which is what
 //! rmap needs to find its PTEs: the model has no fork yet, so anon_vma chains are not needed.
 
+use std::collections::BTreeMap;
+
 pub const NIL: u32 = u32::MAX;
 
 pub mod flags {
@@ -65,6 +67,25 @@ pub struct FolioTable {
     pub lru_next: Vec<u32>,
     /// Time writeback completes, valid while WRITEBACK is set.
     pub writeback_done_ns: Vec<u64>,
+    /// Folios in the swap cache on non-contiguous slots (the `non-contiguous` swap-out
+    /// fallback), by head pfn: page i's slot. Any other folio's page i is at `swap[head] + i`.
+    pub scattered: BTreeMap<u32, Box<[SwapEntry]>>,
+}
+
+/// The contiguous slot ranges of a folio in the swap cache, in page order.
+pub enum SwapRuns {
+    One(Option<(SwapEntry, u32)>),
+    Many(std::vec::IntoIter<(SwapEntry, u32)>),
+}
+
+impl Iterator for SwapRuns {
+    type Item = (SwapEntry, u32);
+    fn next(&mut self) -> Option<(SwapEntry, u32)> {
+        match self {
+            SwapRuns::One(run) => run.take(),
+            SwapRuns::Many(runs) => runs.next(),
+        }
+    }
 }
 
 impl FolioTable {
@@ -82,6 +103,7 @@ impl FolioTable {
             lru_prev: vec![NIL; n],
             lru_next: vec![NIL; n],
             writeback_done_ns: vec![0; n],
+            scattered: BTreeMap::new(),
         }
     }
 
@@ -101,9 +123,50 @@ impl FolioTable {
     pub fn clear(&mut self, pfn: u32, flag: flags::Flags) {
         self.flags[pfn as usize] &= !flag;
     }
+    /// The slot of the folio's first page.
     pub fn swap_entry(&self, pfn: u32) -> SwapEntry {
         debug_assert!(self.test(pfn, flags::SWAPCACHE));
         SwapEntry::from_raw(self.swap[pfn as usize])
+    }
+
+    /// The slot of page `i` of the folio at `pfn` (in the swap cache).
+    pub fn page_swap_entry(&self, pfn: u32, i: u32) -> SwapEntry {
+        match self.scattered.get(&pfn) {
+            Some(slots) => slots[i as usize],
+            None => {
+                let first = self.swap_entry(pfn);
+                SwapEntry::new(first.dev(), first.offset() + i)
+            }
+        }
+    }
+
+    /// Which page of the folio at `pfn` (in the swap cache) sits in slot `entry`.
+    pub fn swap_page_index(&self, pfn: u32, entry: SwapEntry) -> u32 {
+        match self.scattered.get(&pfn) {
+            Some(slots) => slots
+                .iter()
+                .position(|&e| e == entry)
+                .expect("the swap cache points at a folio that owns the slot")
+                as u32,
+            None => entry.offset() - self.swap_entry(pfn).offset(),
+        }
+    }
+
+    /// The folio's slots as contiguous runs (one for a folio on contiguous slots).
+    pub fn swap_runs(&self, pfn: u32) -> SwapRuns {
+        let Some(slots) = self.scattered.get(&pfn) else {
+            return SwapRuns::One(Some((self.swap_entry(pfn), self.nr_pages(pfn))));
+        };
+        let mut runs: Vec<(SwapEntry, u32)> = Vec::new();
+        for &e in slots.iter() {
+            match runs.last_mut() {
+                Some((first, n)) if first.dev() == e.dev() && first.offset() + *n == e.offset() => {
+                    *n += 1
+                }
+                _ => runs.push((e, 1)),
+            }
+        }
+        SwapRuns::Many(runs.into_iter())
     }
 
     /// Set up a freshly allocated folio.

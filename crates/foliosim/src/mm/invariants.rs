@@ -40,6 +40,14 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             }
         }
     }
+    for (&head, slots) in &f.scattered {
+        if !f.test(head, flags::SWAPCACHE) || slots.len() as u32 != f.nr_pages(head) {
+            return Err(format!(
+                "folio {head} has {} scattered swap slots but is not in the swap cache with as many pages",
+                slots.len()
+            ));
+        }
+    }
     let mut pfn = 0usize;
     while pfn < nr {
         if f.test(pfn as u32, flags::ALLOCATED) {
@@ -200,12 +208,17 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             let cached = map.swap_cache[slot];
             if cached != NIL {
                 let h = cached as usize;
-                let ok = f.test(cached, flags::SWAPCACHE) && {
-                    let e = f.swap_entry(cached);
-                    e.dev() == d
-                        && (e.offset() as usize..e.offset() as usize + f.nr_pages(cached) as usize)
-                            .contains(&slot)
-                };
+                let here = super::folio::SwapEntry::new(d, slot as u32);
+                let ok = f.test(cached, flags::SWAPCACHE)
+                    && match f.scattered.get(&cached) {
+                        Some(slots) => slots.contains(&here),
+                        None => {
+                            let e = f.swap_entry(cached);
+                            e.dev() == d
+                                && (e.offset()..e.offset() + f.nr_pages(cached))
+                                    .contains(&(slot as u32))
+                        }
+                    };
                 if !ok {
                     return Err(format!("swap {d} slot {slot}: swap cache points at folio {h}, which does not own it"));
                 }

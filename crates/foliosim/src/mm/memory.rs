@@ -8,6 +8,7 @@ use super::huge_memory::{suitable_orders, vma_thp_gfp_mask};
 use super::memcontrol::try_charge;
 use super::mmap::Pte;
 use super::page_io::swap_read_folio;
+use super::swap_state::folio_delete_from_swap_cache;
 use super::vmscan::try_to_free_pages;
 use super::vmstat::{MthpStat, VmEvent};
 use super::{Kernel, MmError};
@@ -197,7 +198,7 @@ fn do_swap_page(
     let dirty = if write { flags::DIRTY } else { 0 };
     if let Some(head) = k.swap.lookup(entry) {
         // Still in the swap cache (e.g. under writeback): map the page of that folio.
-        let page = head + (entry.offset() - k.folios.swap_entry(head).offset());
+        let page = head + k.folios.swap_page_index(head, entry);
         k.mms[mm as usize].vma_mut(vma).ptes[index as usize] = Pte::present(page);
         k.folios.mapcount[head as usize] += 1;
         k.folios.set(head, flags::YOUNG | dirty);
@@ -350,10 +351,7 @@ fn release_unmapped_folio(k: &mut Kernel, ctx: &mut Ctx, head: u32) {
         return;
     }
     if k.folios.test(head, flags::SWAPCACHE) {
-        let entry = k.folios.swap_entry(head);
-        let nr = k.folios.nr_pages(head);
-        k.swap.delete_from_swap_cache(ctx, &k.cost, entry, nr);
-        k.folios.clear(head, flags::SWAPCACHE);
+        folio_delete_from_swap_cache(k, ctx, head);
     }
     k.folio_free(ctx, head);
 }

@@ -15,7 +15,9 @@ pub mod page_io;
 pub mod rmap;
 pub mod swap_alloc;
 pub mod swap_devstore;
+pub mod swap_state;
 pub mod swapfile;
+pub mod swapout_fallback;
 pub mod tlb;
 pub mod vmscan;
 pub mod vmstat;
@@ -67,6 +69,8 @@ pub struct Kernel {
     /// Index 0 is the root memcg.
     pub memcgs: Vec<MemCgroup>,
     pub swap: Swap,
+    /// What add_to_swap does when no range of slots fits a large folio (mm/swapout_fallback/).
+    pub swapout_fallback: &'static dyn swapout_fallback::SwapoutFallback,
     /// Per-size `enabled` resolved to order masks: for any VMA, and for MADV_HUGEPAGE VMAs.
     pub thp_orders: u32,
     pub thp_orders_madvised: u32,
@@ -182,6 +186,7 @@ impl Kernel {
                 ncpus,
                 released: Vec::new(),
             },
+            swapout_fallback: swapout_fallback::policy(scenario.kernel.swapout_fallback),
             thp_orders: scenario.sysfs.orders_enabled(false),
             thp_orders_madvised: scenario.sysfs.orders_enabled(true),
             // alloc_swap_folio falls back to order 0 once zswap has been enabled.

@@ -17,7 +17,6 @@ use crate::scenario::{PAGE_SIZE, PMD_ORDER};
 /// return; an asynchronous one leaves the folio under writeback until the device completes. A
 /// write the device refuses (zram out of memory) leaves the folio dirty.
 pub fn swap_writepage(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
-    let entry = k.folios.swap_entry(pfn);
     let order = k.folios.order[pfn as usize] as u32;
     let nr = 1u32 << order;
     let memcg = k.folios.memcg[pfn as usize] as usize;
@@ -27,9 +26,11 @@ pub fn swap_writepage(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
         let zero_pages = contents.iter().filter(|&&(c, key)| c.is_zero(key)).count() as u64;
         ctx.spend(k.cost.page_scan_ns * zero_pages);
         if zero_pages == nr as u64 {
-            invalidate_range(k, ctx, entry, nr);
-            let data = &mut k.swap.devices[entry.dev()].map.data;
-            data[entry.offset() as usize..(entry.offset() + nr) as usize].fill(SlotData::Zero);
+            for (first, n) in k.folios.swap_runs(pfn) {
+                invalidate_range(k, ctx, first, n);
+                let data = &mut k.swap.devices[first.dev()].map.data;
+                data[first.offset() as usize..(first.offset() + n) as usize].fill(SlotData::Zero);
+            }
             k.vmstat.count(VmEvent::SwpoutZero, nr as u64);
             k.memcgs[memcg].count(VmEvent::SwpoutZero, nr as u64);
             k.folios.clear(pfn, flags::DIRTY);
@@ -40,10 +41,26 @@ pub fn swap_writepage(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
         k.folios.clear(pfn, flags::DIRTY);
         return;
     }
-    ctx.spend(k.cost.bio_submit_ns);
-    let Some(completion) = write_to_device(k, ctx, entry, &contents) else {
-        return;
-    };
+    // One bio per run of adjacent slots: one for a folio on a contiguous range.
+    let mut done_ns = None;
+    let mut written = 0usize;
+    for (first, n) in k.folios.swap_runs(pfn) {
+        ctx.spend(k.cost.bio_submit_ns);
+        let pages = &contents[written..written + n as usize];
+        let Some(completion) = write_to_device(k, ctx, first, pages) else {
+            // Refused (zram/brd out of memory): what earlier bios stored is dropped too.
+            for (first, n) in k.folios.swap_runs(pfn).take_while(|&(e, _)| e != first) {
+                super::swap_devstore::free_slots(k, ctx, first, n);
+                let data = &mut k.swap.devices[first.dev()].map.data;
+                data[first.offset() as usize..(first.offset() + n) as usize].fill(SlotData::None);
+            }
+            return;
+        };
+        if let Completion::At(t) = completion {
+            done_ns = Some(done_ns.map_or(t, |d: u64| d.max(t)));
+        }
+        written += n as usize;
+    }
     k.vmstat.count(VmEvent::Pswpout, nr as u64);
     k.memcgs[memcg].count(VmEvent::Pswpout, nr as u64);
     k.vmstat.count_mthp(order, MthpStat::Swpout);
@@ -51,7 +68,7 @@ pub fn swap_writepage(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
         k.vmstat.count(VmEvent::ThpSwpout, 1);
     }
     k.folios.clear(pfn, flags::DIRTY);
-    if let Completion::At(done_ns) = completion {
+    if let Some(done_ns) = done_ns {
         k.folios.set(pfn, flags::WRITEBACK);
         k.folios.writeback_done_ns[pfn as usize] = done_ns;
         k.memcgs[memcg].lruvec.writeback_started(pfn, done_ns);

@@ -1,7 +1,7 @@
 //! Reverse mapping: find and clear the PTEs that map a folio (mm/rmap.c try_to_unmap_one for an
 //! anonymous folio in the swap cache: each PTE becomes a swap PTE holding one slot reference).
 
-use super::folio::{flags, SwapEntry};
+use super::folio::flags;
 use super::mmap::Pte;
 use super::tlb::TlbUnmapBatch;
 use super::vmstat::VmEvent;
@@ -17,7 +17,6 @@ pub fn try_to_unmap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, tlb: &mut TlbUnmapB
         f.owner_vma[pfn as usize],
         f.owner_index[pfn as usize],
     );
-    let entry = f.swap_entry(pfn);
     let nr = f.nr_pages(pfn);
     if f.test(pfn, flags::PMD_MAPPED) {
         // TTU_SPLIT_HUGE_PMD: the PMD mapping is split to PTEs first.
@@ -33,9 +32,9 @@ pub fn try_to_unmap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, tlb: &mut TlbUnmapB
     for i in 0..nr {
         let slot = &mut ptes[(index + i) as usize];
         if slot.is_present() && slot.pfn() == pfn + i {
-            *slot = Pte::swap(SwapEntry::new(entry.dev(), entry.offset() + i));
-            k.swap
-                .swap_duplicate(SwapEntry::new(entry.dev(), entry.offset() + i));
+            let entry = f.page_swap_entry(pfn, i);
+            *slot = Pte::swap(entry);
+            k.swap.swap_duplicate(entry);
             unmapped += 1;
         }
     }

@@ -6,6 +6,7 @@ use super::huge_memory::split_folio;
 use super::memcontrol::ROOT_MEMCG;
 use super::page_io::swap_writepage;
 use super::rmap::try_to_unmap;
+use super::swap_state::{folio_add_to_swap_cache, folio_delete_from_swap_cache};
 use super::tlb::TlbUnmapBatch;
 use super::vmstat::{MthpStat, VmEvent};
 use super::Kernel;
@@ -317,10 +318,8 @@ pub fn shrink_folio_list(
             }
         }
         // __remove_mapping: clean, unmapped, in the swap cache: drop it and free the folio.
-        let entry = k.folios.swap_entry(pfn);
         let nr = k.folios.nr_pages(pfn);
-        k.swap.delete_from_swap_cache(ctx, &k.cost, entry, nr);
-        k.folios.clear(pfn, flags::SWAPCACHE);
+        folio_delete_from_swap_cache(k, ctx, pfn);
         k.folio_free(ctx, pfn);
         result.nr_reclaimed += nr as u64;
     }
@@ -374,6 +373,15 @@ fn add_to_swap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: &mut VecDeque<u32>
     k.free_released_slots(ctx);
     let mut entry = k.swap.alloc(ctx, &k.cost, order);
     if entry.is_none() && order > 0 {
+        let nr = 1 << order;
+        if let Some(slots) = k
+            .swapout_fallback
+            .scattered_slots(&mut k.swap, ctx, &k.cost, nr)
+        {
+            k.vmstat.count_mthp(order, MthpStat::SwpoutNoncontig);
+            folio_add_to_swap_cache(k, ctx, pfn, slots[0], Some(slots));
+            return true;
+        }
         split_folio(k, ctx, pfn, Some(list));
         if order >= PMD_ORDER {
             k.vmstat.count(VmEvent::ThpSwpoutFallback, 1);
@@ -382,10 +390,7 @@ fn add_to_swap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: &mut VecDeque<u32>
         entry = k.swap.alloc(ctx, &k.cost, 0);
     }
     let Some(entry) = entry else { return false };
-    let nr = k.folios.nr_pages(pfn);
-    k.swap.add_to_swap_cache(ctx, &k.cost, entry, nr, pfn);
-    k.folios.set(pfn, flags::SWAPCACHE | flags::DIRTY);
-    k.folios.swap[pfn as usize] = entry.raw();
+    folio_add_to_swap_cache(k, ctx, pfn, entry, None);
     true
 }
 

@@ -60,6 +60,8 @@ counter_enum! {
         Swpout => "swpout",
         Zswpout => "zswpout",
         SwpoutFallback => "swpout_fallback",
+        // foliosim's own, in no kernel: folios kept whole on non-contiguous slots.
+        SwpoutNoncontig => "swpout_noncontig",
         Swpin => "swpin",
         SwpinFallback => "swpin_fallback",
         SwpinFallbackCharge => "swpin_fallback_charge",

@@ -157,13 +157,12 @@ impl Zswap {
 /// failure every entry at the folio's slots is freed and the caller writes the whole folio to
 /// the device. Returns whether zswap holds the folio now.
 pub fn zswap_store(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) -> bool {
-    let entry = k.folios.swap_entry(pfn);
     let order = k.folios.order[pfn as usize] as u32;
     let nr = 1u32 << order;
     let memcg = k.folios.memcg[pfn as usize];
     let z = &k.zswap;
     if !z.enabled || !z.policy.stores_order(order) {
-        invalidate_range(k, ctx, entry, nr);
+        invalidate_folio(k, ctx, pfn);
         return false;
     }
     // obj_cgroup_may_zswap: over memory.zswap.max, write one of this memcg's entries back.
@@ -173,11 +172,11 @@ pub fn zswap_store(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) -> bool {
             || k.memcgs[memcg as usize].zswap_bytes >= k.memcgs[memcg as usize].zswap_max_bytes)
     {
         k.zswap.stats.reject_reclaim_fail += 1;
-        invalidate_range(k, ctx, entry, nr);
+        invalidate_folio(k, ctx, pfn);
         return false;
     }
     if !k.zswap.check_limits() {
-        invalidate_range(k, ctx, entry, nr);
+        invalidate_folio(k, ctx, pfn);
         shrink_worker(k, ctx);
         return false;
     }
@@ -189,11 +188,11 @@ pub fn zswap_store(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) -> bool {
             ctx,
             pfn,
             i,
-            SwapEntry::new(entry.dev(), entry.offset() + i),
+            k.folios.page_swap_entry(pfn, i),
             memcg,
             writeback_ok,
         ) {
-            invalidate_range(k, ctx, entry, nr);
+            invalidate_folio(k, ctx, pfn);
             return false;
         }
     }
@@ -201,6 +200,13 @@ pub fn zswap_store(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) -> bool {
     k.memcgs[memcg as usize].count(VmEvent::Zswpout, nr as u64);
     k.vmstat.count_mthp(order, MthpStat::Zswpout);
     true
+}
+
+/// zswap_invalidate over every slot of the folio at `pfn` (in the swap cache).
+fn invalidate_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
+    for (first, nr) in k.folios.swap_runs(pfn) {
+        invalidate_range(k, ctx, first, nr);
+    }
 }
 
 /// deflate-iaa: the folio's pages go to this CPU's IAA device, one synchronous job per page

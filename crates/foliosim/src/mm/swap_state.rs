@@ -1,0 +1,35 @@
+//! A folio entering and leaving the swap cache (mm/swap_state.c): on one range of slots, or,
+//! under the non-contiguous swap-out fallback, on slots scattered over the device.
+
+use super::folio::{flags, SwapEntry};
+use super::Kernel;
+use crate::engine::Ctx;
+
+/// add_to_swap_cache: the folio at `pfn` owns `first`.. (contiguous) or `scattered` (page i on
+/// slot i). The slots were allocated with SWAP_HAS_CACHE.
+pub fn folio_add_to_swap_cache(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    pfn: u32,
+    first: SwapEntry,
+    scattered: Option<Box<[SwapEntry]>>,
+) {
+    if let Some(slots) = scattered {
+        debug_assert_eq!(slots.len() as u32, k.folios.nr_pages(pfn));
+        k.folios.scattered.insert(pfn, slots);
+    }
+    k.folios.swap[pfn as usize] = first.raw();
+    k.folios.set(pfn, flags::SWAPCACHE | flags::DIRTY);
+    for (run, nr) in k.folios.swap_runs(pfn) {
+        k.swap.add_to_swap_cache(ctx, &k.cost, run, nr, pfn);
+    }
+}
+
+/// delete_from_swap_cache + put_swap_folio: the folio leaves the cache, run by run.
+pub fn folio_delete_from_swap_cache(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
+    for (run, nr) in k.folios.swap_runs(pfn) {
+        k.swap.delete_from_swap_cache(ctx, &k.cost, run, nr);
+    }
+    k.folios.scattered.remove(&pfn);
+    k.folios.clear(pfn, flags::SWAPCACHE);
+}
