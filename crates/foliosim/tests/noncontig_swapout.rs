@@ -4,12 +4,14 @@
 //! the folio back page by page (its PTEs do not hold contiguous entries).
 
 use foliosim::reproduce::seed003::allocator_test_scenario;
-use foliosim::scenario::{Kernel, KernelVersion, SwapoutFallbackKind};
+use foliosim::scenario::{Kernel, KernelVersion, SwapAllocatorKind, SwapoutFallbackKind};
 use foliosim::RunResult;
 
 fn run(fallback: SwapoutFallbackKind) -> RunResult {
+    // 6.18 swaps mTHP in whole; 6.10's allocator fragments the device.
     let kernel = Kernel {
-        version: KernelVersion::V6_10,
+        version: KernelVersion::V6_18,
+        swap_allocator: Some(SwapAllocatorKind::PercpuOrder),
         swapout_fallback: fallback,
         ..Kernel::default()
     };
@@ -37,10 +39,11 @@ fn non_contiguous_swapout_never_splits_but_writes_more_bios() {
         |r: &RunResult| stat(r, "swpout") + r.counter("pswpout") - 16 * stat(r, "swpout");
     for (name, r) in [("split", &split), ("non-contiguous", &scattered)] {
         eprintln!(
-            "{name}: 64K swpout {} swpout_fallback {} swpout_noncontig {} pswpout {} write bios {} sim {:.3} s",
+            "{name}: 64K swpout {} swpout_fallback {} swpout_noncontig {} swpin {} pswpout {} write bios {} sim {:.3} s",
             stat(r, "swpout"),
             stat(r, "swpout_fallback"),
             stat(r, "swpout_noncontig"),
+            stat(r, "swpin"),
             r.counter("pswpout"),
             bios(r),
             r.simulated_ns as f64 / 1e9
