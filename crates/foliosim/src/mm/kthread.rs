@@ -25,6 +25,9 @@ pub enum KthreadKind {
     /// For the scheduler's tests: per wake-up, `Kthreads::test_passes` pieces of `ns` of CPU.
     #[cfg(test)]
     TestBusy { ns: u64 },
+    /// For the scheduler's tests: 10 us of CPU, then a timed sleep of `period_ns`.
+    #[cfg(test)]
+    TestTimer { period_ns: u64 },
 }
 
 impl KthreadKind {
@@ -34,6 +37,8 @@ impl KthreadKind {
             KthreadKind::ZswapShrink => "kworker/u+zswap-shrink".into(),
             #[cfg(test)]
             KthreadKind::TestBusy { .. } => "test-busy".into(),
+            #[cfg(test)]
+            KthreadKind::TestTimer { .. } => "test-timer".into(),
         }
     }
 
@@ -71,6 +76,11 @@ pub fn run(k: &mut Kernel, ctx: &mut Ctx, kind: KthreadKind) -> KthreadNext {
             } else {
                 KthreadNext::Run
             }
+        }
+        #[cfg(test)]
+        KthreadKind::TestTimer { period_ns } => {
+            ctx.spend(10_000);
+            KthreadNext::SleepNs(period_ns)
         }
     }
 }

@@ -2,7 +2,8 @@
 //! A folio leaving memory is stored page by page as entries keyed by swap slot in a zsmalloc
 //! pool charged to the folio's memcg; what zswap refuses goes to the device. Entries come back
 //! on swap-in (zswap_load), die with their slot (zswap_invalidate), and are written back to the
-//! device when the pool is full, the memcg's zswap.max is reached, or the shrinker asks.
+//! device when the pool is full (by the shrink worker, a kernel thread: mm/kthread.rs), the
+//! memcg's zswap.max is reached, or the shrinker asks.
 
 use super::folio::SwapEntry;
 use super::kthread::{KthreadKind, KthreadNext};

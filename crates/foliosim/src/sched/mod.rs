@@ -9,16 +9,17 @@
 //! Sleeping: a step that waited off the CPU (`Ctx::wait_until`: an I/O wait, a throttle) gives
 //! its CPU up. A step runs atomically, so the model books its CPU work first and its waits
 //! after: the CPU is free from `now - waits` and the task is runnable again at `now`, its
-//! waits counted as iowait or sleep, not CPU time.
+//! waits counted as iowait or sleep, not CPU time. A woken task may preempt a running one
+//! (queue.rs, CFS's wakeup preemption) at the end of that one's step; user-space computing
+//! (Compute ops) stops at the next known wake-up for that.
 //!
 //! Kernel threads are SCHED_NORMAL tasks at nice 0 like the user tasks (kswapd, kcompactd and
-//! the unbound kworkers are; khugepaged runs at nice 19, which the equal-weight round robin
-//! does not model yet). What the kernel does differently for them: they have no mm (the CPU
-//! runs no user mm, so no TLB shootdown targets it), never return to user space (no
-//! memory.high reclaim on the way back), and only kswapd sleeps in reclaim_throttle. Their CPU
-//! time is system time booked to the thread. Wake-ups the mm code posts in
-//! `Kernel::kthreads` are applied after each step, in posting order; a woken task waits its
-//! turn in the run queue (wakeup preemption is not modelled).
+//! the unbound kworkers are; khugepaged runs at nice 19, which the equal weights do not model
+//! yet). What the kernel does differently for them: they have no mm (the CPU runs no user mm,
+//! so no TLB shootdown targets it), never return to user space (no memory.high reclaim on the
+//! way back), and only kswapd sleeps in reclaim_throttle. Their CPU time is system time booked
+//! to the thread. Wake-ups the mm code posts in `Kernel::kthreads` are applied after each
+//! step, in posting order. The run ends when the last user task exits.
 
 mod queue;
 mod task;

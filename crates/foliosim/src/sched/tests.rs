@@ -104,3 +104,20 @@ fn a_kernel_thread_never_woken_never_runs_and_does_not_keep_the_run_alive() {
     assert_eq!(tasks[1].wakeups, 0);
     assert!(stats.simulated_ns < MS);
 }
+
+#[test]
+fn a_timed_sleep_wakes_the_thread_which_preempts_a_cpu_hog() {
+    let (mut k, mut tasks) = setup(0, 0, 200);
+    let timer = KthreadKind::TestTimer { period_ns: MS };
+    k.kthreads.kinds = vec![timer];
+    k.kthreads.clear_pending();
+    k.kthreads.wake(timer, 0);
+    let stats = run(&mut k, &mut tasks);
+    let t = &tasks[1];
+    // The first wake-up finds the user task with little CPU time used: no preemption, the
+    // thread waits for the end of its slice (~3 ms). From then on each 1 ms timer preempts
+    // the user task at once: ~18 wake-ups in its 20 ms (~7 if they waited for slice ends).
+    assert!((16..=20).contains(&t.wakeups), "{} wake-ups", t.wakeups);
+    assert_eq!(t.sys_ns, 10 * US * t.wakeups);
+    assert!(stats.simulated_ns < 20 * MS + 300 * US);
+}
