@@ -36,6 +36,7 @@ fn churn(kind: SwapAllocatorKind) {
             step_start_ns: i * 1000,
             lock_handoff_ns: 0,
             sleep_ns: 0,
+            iowait_ns: 0,
         };
         alloc.alloc(&mut map, &mut ctx, &cost, order, 1, &mut out);
         live.extend(out.drain(..).map(|e| (e.offset(), 1u32 << order)));

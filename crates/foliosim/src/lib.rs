@@ -19,7 +19,7 @@ pub use scenario::Scenario;
 pub use sched::SimError;
 
 use mm::Kernel;
-use report::LockReport;
+use report::{LockReport, ThreadTimes};
 use sched::{run_tasks, Task};
 
 /// Run a scenario to completion.
@@ -51,8 +51,11 @@ pub fn run_with_progress(
     )?;
     let workloads = workload::report_all(
         &scenario.workloads,
-        tasks.iter().map(|t| (t.workload, &t.marks)),
+        tasks
+            .iter()
+            .filter_map(|t| t.program().map(|p| (p.workload, &p.marks))),
     );
+    let users = || tasks.iter().filter(|t| t.program().is_some());
     Ok(RunResult {
         foliosim_version: env!("CARGO_PKG_VERSION").into(),
         kernel: scenario.kernel.version.name().into(),
@@ -65,8 +68,19 @@ pub fn run_with_progress(
         seed: scenario.seed,
         simulated_ns: stats.simulated_ns,
         steps: stats.steps,
-        cpu_user_ns: tasks.iter().map(|t| t.user_ns).sum(),
-        cpu_sys_ns: tasks.iter().map(|t| t.sys_ns).sum(),
+        cpu_user_ns: users().map(|t| t.user_ns).sum(),
+        cpu_sys_ns: users().map(|t| t.sys_ns).sum(),
+        cpu_iowait_ns: users().map(|t| t.iowait_ns).sum(),
+        kernel_threads: tasks
+            .iter()
+            .filter(|t| t.kthread_kind().is_some())
+            .map(|t| ThreadTimes {
+                name: t.name.clone(),
+                sys_ns: t.sys_ns,
+                iowait_ns: t.iowait_ns,
+                wakeups: t.wakeups,
+            })
+            .collect(),
         counters: k.vmstat.to_map(),
         memcg_stats: k
             .memcgs
@@ -97,7 +111,7 @@ pub fn run_with_progress(
 }
 
 /// CPU time of the costs charged through hw/membw.rs and mm/tlb/, by cost name; "other" is
-/// the rest of the tasks' CPU time (faults, reclaim, swap, splits, ...).
+/// the rest of the tasks' CPU time, kernel threads included (faults, reclaim, swap, ...).
 fn cpu_time_by_cost(k: &Kernel, total_ns: u64) -> std::collections::BTreeMap<String, u64> {
     use crate::hw::membw::Stream;
     let mut m = std::collections::BTreeMap::new();

@@ -17,6 +17,19 @@ pub struct LockReport {
     pub stats: LockStats,
 }
 
+/// A kernel thread's share of the run (what `ps`/schedstat would show for it).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct ThreadTimes {
+    /// The name `ps` shows, e.g. `kswapd0`.
+    pub name: String,
+    /// CPU time (a kernel thread's is all system time).
+    pub sys_ns: u64,
+    /// Time asleep waiting for I/O.
+    pub iowait_ns: u64,
+    /// Times it was woken (by the kernel event it waits for, or its timer).
+    pub wakeups: u64,
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct RunResult {
     pub foliosim_version: String,
@@ -27,9 +40,15 @@ pub struct RunResult {
     pub simulated_ns: u64,
     /// Engine steps (one fault with its reclaim, or one operation).
     pub steps: u64,
-    /// CPU time of all tasks in user space and in the kernel (time(1)'s user and sys).
+    /// CPU time of the workloads' tasks in user space and in the kernel (time(1)'s user and
+    /// sys: kernel threads' time is not in it, see `kernel_threads`).
     pub cpu_user_ns: u64,
     pub cpu_sys_ns: u64,
+    /// Time the workloads' tasks slept waiting for I/O (swap-in reads, discards), summed over
+    /// tasks (schedstat iowait_sum): neither user nor sys time.
+    pub cpu_iowait_ns: u64,
+    /// The kernel threads the run had (zswap's shrink worker, ...), in creation order.
+    pub kernel_threads: Vec<ThreadTimes>,
     /// /proc/vmstat and hugepages-*/stats/* deltas over the run, kernel names.
     pub counters: BTreeMap<String, u64>,
     /// Per memcg, by name ("/" is the root): the events the kernel also counts per memcg
@@ -50,7 +69,8 @@ pub struct RunResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iaa: Option<crate::hw::iaa::IaaDeviceStats>,
     /// CPU time by named cost, for the costs charged through the memory-bandwidth and TLB
-    /// models ("... contention" is the extra time of sharing), and the rest of user + sys.
+    /// models ("... contention" is the extra time of sharing), and the rest of the CPU time of
+    /// every task, kernel threads included.
     pub cpu_time_ns: BTreeMap<String, u64>,
 }
 
@@ -89,6 +109,21 @@ impl RunResult {
             self.simulated_ns as f64 / 1e9,
             self.steps
         ));
+        out.push_str(&format!(
+            "cpu user {:.3} s  sys {:.3} s  iowait {:.3} s\n",
+            self.cpu_user_ns as f64 / 1e9,
+            self.cpu_sys_ns as f64 / 1e9,
+            self.cpu_iowait_ns as f64 / 1e9
+        ));
+        for t in &self.kernel_threads {
+            out.push_str(&format!(
+                "{:<24} sys {:.3} s  iowait {:.3} s  wakeups {}\n",
+                t.name,
+                t.sys_ns as f64 / 1e9,
+                t.iowait_ns as f64 / 1e9,
+                t.wakeups
+            ));
+        }
         for w in &self.workloads {
             out.push_str(&format!(
                 "{:<10} tasks {:>5}  throughput {:>10.1} MiB/s  longest {:.3} s\n",

@@ -82,6 +82,7 @@ fn build(check_each_step: bool) -> Sim {
             step_start_ns: 0,
             lock_handoff_ns: 0,
             sleep_ns: 0,
+            iowait_ns: 0,
         },
     };
     check(&sim.k).expect("fresh kernel");

@@ -109,6 +109,7 @@ impl Harness {
             step_start_ns: 0,
             lock_handoff_ns: 0,
             sleep_ns: 0,
+            iowait_ns: 0,
         };
         let mut out: Vec<SwapEntry> = Vec::new();
         self.alloc
@@ -215,6 +216,7 @@ impl Harness {
             step_start_ns: 0,
             lock_handoff_ns: 0,
             sleep_ns: 0,
+            iowait_ns: 0,
         };
         self.alloc
             .on_free(&mut self.map, &mut ctx, &self.cost, off + a, b - a);
@@ -254,6 +256,7 @@ fn run(kind: SwapAllocatorKind, pages: u64, ncpus: usize, ops: &[Op]) -> Result<
                 step_start_ns: 0,
                 lock_handoff_ns: 0,
                 sleep_ns: 0,
+                iowait_ns: 0,
             };
             let mut out = Vec::new();
             if h.alloc.swapout_whole(PMD_ORDER) {
@@ -339,6 +342,7 @@ fn order0_finds_every_last_slot() {
                 step_start_ns: 0,
                 lock_handoff_ns: 0,
                 sleep_ns: 0,
+                iowait_ns: 0,
             },
             &h.cost,
             large,
@@ -377,6 +381,7 @@ fn rotational_device_order0_uses_every_slot() {
                     step_start_ns: 0,
                     lock_handoff_ns: 0,
                     sleep_ns: 0,
+                    iowait_ns: 0,
                 },
                 &cost,
                 0,
@@ -402,6 +407,7 @@ fn ctx_at(cpu: usize, now_ns: u64) -> Ctx {
         step_start_ns: now_ns,
         lock_handoff_ns: 0,
         sleep_ns: 0,
+        iowait_ns: 0,
     }
 }
 

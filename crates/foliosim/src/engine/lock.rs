@@ -114,6 +114,7 @@ mod tests {
             step_start_ns: 0,
             lock_handoff_ns: 0,
             sleep_ns: 0,
+            iowait_ns: 0,
         };
         let mut b = Ctx {
             cpu: 1,
@@ -121,6 +122,7 @@ mod tests {
             step_start_ns: 0,
             lock_handoff_ns: 0,
             sleep_ns: 0,
+            iowait_ns: 0,
         };
         lock.hold(&mut a, 200);
         assert_eq!(a.now_ns, 300);
@@ -134,6 +136,7 @@ mod tests {
             step_start_ns: 0,
             lock_handoff_ns: 0,
             sleep_ns: 0,
+            iowait_ns: 0,
         };
         lock.hold(&mut c, 10);
         assert_eq!(lock.stats.contended, 1, "a late arrival does not wait");
@@ -150,6 +153,7 @@ mod tests {
                 step_start_ns: 0,
                 lock_handoff_ns: 0,
                 sleep_ns: 0,
+                iowait_ns: 0,
             },
             100,
         );
@@ -160,6 +164,7 @@ mod tests {
             step_start_ns: 0,
             lock_handoff_ns: 0,
             sleep_ns: 0,
+            iowait_ns: 0,
         };
         lock.hold(&mut early, 100);
         assert_eq!(early.now_ns, 600);
@@ -170,6 +175,7 @@ mod tests {
             step_start_ns: 0,
             lock_handoff_ns: 0,
             sleep_ns: 0,
+            iowait_ns: 0,
         };
         lock.hold(&mut during, 100);
         assert_eq!(during.now_ns, 10_200);

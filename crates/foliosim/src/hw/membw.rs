@@ -138,6 +138,7 @@ mod tests {
             step_start_ns: now_ns,
             lock_handoff_ns: 0,
             sleep_ns: 0,
+            iowait_ns: 0,
         }
     }
 

@@ -8,7 +8,7 @@ use super::gfp::Gfp;
 use super::lruvec::Lruvec;
 use super::vmstat::{VmEvent, VmStat};
 use super::{vmscan, Kernel};
-use crate::engine::Ctx;
+use crate::engine::{Ctx, WaitKind};
 use crate::scenario::{CgroupVersion, MemcgSpec, PAGE_SIZE};
 use std::collections::BTreeMap;
 
@@ -21,8 +21,8 @@ const PAGE_ALLOC_COSTLY_ORDER: u32 = 3;
 /// may go over memory.high before it reclaims inside the charge instead of on return to user.
 pub const MEMCG_CHARGE_BATCH: u64 = 64;
 /// CONFIG_HZ of the distribution kernels the seeds ran (250); a jiffy in ns.
-const JIFFY_NS: u64 = 4_000_000;
-const HZ: u64 = 250;
+pub const JIFFY_NS: u64 = 4_000_000;
+pub const HZ: u64 = 250;
 /// MEMCG_MAX_HIGH_DELAY_JIFFIES: the longest over-high sleep per return to user.
 const MEMCG_MAX_HIGH_DELAY_JIFFIES: u64 = 2 * HZ;
 const MEMCG_DELAY_PRECISION_SHIFT: u32 = 20;
@@ -202,7 +202,7 @@ fn note_over_high(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_pages: u64, gfp:
 /// mem_cgroup_handle_over_high: the running task reclaims what it charged above memory.high;
 /// while the memcg stays above, it retries as long as reclaim progresses (or 16 times), then
 /// sleeps the penalty: quadratic in the overage, scaled by its share of the charges, at most
-/// two seconds. The sleep is off-CPU (`ctx.sleep_ns`).
+/// two seconds. The sleep is off-CPU (`WaitKind::Sleep`).
 pub fn mem_cgroup_handle_over_high(k: &mut Kernel, ctx: &mut Ctx) {
     let mm = k.cpu_mm[ctx.cpu];
     if mm == NIL {
@@ -242,7 +242,8 @@ pub fn mem_cgroup_handle_over_high(k: &mut Kernel, ctx: &mut Ctx) {
             in_retry = true;
             continue;
         }
-        ctx.sleep_ns += penalty_jiffies * JIFFY_NS;
+        // schedule_timeout_killable: a sleep, not iowait.
+        ctx.wait_until(ctx.now_ns + penalty_jiffies * JIFFY_NS, WaitKind::Sleep);
         return;
     }
 }

@@ -5,6 +5,7 @@ pub mod folio;
 pub mod gfp;
 pub mod huge_memory;
 pub mod invariants;
+pub mod kthread;
 pub mod lruvec;
 pub mod madvise;
 pub mod memcontrol;
@@ -35,6 +36,7 @@ use crate::hw::iaa::{Iaa, IaaConfig, IaaCosts, IaaMode, IAA_CRYPTO_MAX_BATCH_SIZ
 use crate::hw::membw::SharedBandwidth;
 use crate::scenario::{KernelVersion, Scenario, SwapDeviceKind, ThpDefrag};
 use folio::{flags, FolioTable, NIL};
+use kthread::Kthreads;
 use memcontrol::MemCgroup;
 use mmap::MmStruct;
 use page_alloc::Zone;
@@ -78,7 +80,9 @@ pub struct Kernel {
     pub swapin_mthp: bool,
     /// `transparent_hugepage/defrag`: how hard large folio allocations and charges try.
     pub thp_defrag: ThpDefrag,
-    /// The mm each CPU is running (NIL when idle): who a TLB shootdown must interrupt.
+    /// The mm each CPU is running (NIL when idle or running a kernel thread: kernel threads
+    /// have no mm, and lazy TLB is not modelled, as x86 sends lazy CPUs no shootdown IPI
+    /// unless page tables are freed): who a TLB shootdown must interrupt.
     pub cpu_mm: Vec<u32>,
     /// Interrupt work each CPU owes (TLB shootdowns it received), paid at its next step.
     pub cpu_irq_ns: Vec<u64>,
@@ -91,6 +95,8 @@ pub struct Kernel {
     /// DRAM bandwidth shared by the CPUs: page clearing, copying and the workload's stores.
     pub membw: SharedBandwidth,
     pub zswap: Zswap,
+    /// The kernel threads and the wake-ups posted for them.
+    pub kthreads: Kthreads,
     /// The IAA accelerators zswap's deflate-iaa offloads to.
     pub iaa: Option<Iaa>,
     /// How zswap drives them: one synchronous job per page, or a folio's pages batched.
@@ -208,6 +214,7 @@ impl Kernel {
                 },
                 _ => IaaMode::Sync,
             },
+            kthreads: Kthreads::new(zswap.enabled, ncpus),
             zswap,
             zeromap: scenario.kernel.version >= KernelVersion::V6_12,
             lru_add_pending: vec![0; ncpus],

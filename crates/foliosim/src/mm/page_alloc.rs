@@ -241,6 +241,7 @@ mod tests {
             step_start_ns: 0,
             lock_handoff_ns: 0,
             sleep_ns: 0,
+            iowait_ns: 0,
         }
     }
 

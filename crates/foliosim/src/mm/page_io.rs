@@ -8,7 +8,7 @@ use super::vmstat::{MthpStat, VmEvent};
 use super::zswap::{invalidate_range, zswap_load, zswap_store};
 use super::Kernel;
 use crate::content::ContentClass;
-use crate::engine::Ctx;
+use crate::engine::{Ctx, WaitKind};
 use crate::hw::blockdev::Completion;
 use crate::scenario::{PAGE_SIZE, PMD_ORDER};
 
@@ -99,7 +99,7 @@ pub fn write_to_device(
 }
 
 /// swap_read_folio: read `2^order` pages from `first` into a new folio of `memcg`; the caller
-/// waits for the data. The zero map and zswap answer without I/O (zswap only for order 0: a
+/// sleeps until the data is in (iowait). The zero map and zswap answer without I/O (zswap only for order 0: a
 /// large folio is never read from zswap, alloc_swap_folio falls back once zswap is on).
 pub fn swap_read_folio(k: &mut Kernel, ctx: &mut Ctx, first: SwapEntry, order: u32, memcg: u16) {
     let nr = 1u64 << order;
@@ -117,7 +117,8 @@ pub fn swap_read_folio(k: &mut Kernel, ctx: &mut Ctx, first: SwapEntry, order: u
     super::swap_devstore::load_pages(k, ctx, first, nr as u32);
     let bdev = &mut k.swap.devices[first.dev()].bdev;
     if let Completion::At(done_ns) = bdev.read(ctx, &mut k.membw, nr * PAGE_SIZE) {
-        ctx.now_ns = ctx.now_ns.max(done_ns);
+        // folio_wait_locked: io_schedule() until the read completes, off the CPU.
+        ctx.wait_until(done_ns, WaitKind::Io);
     }
     k.vmstat.count(VmEvent::Pswpin, nr);
     k.memcgs[memcg as usize].count(VmEvent::Pswpin, nr);

@@ -3,14 +3,14 @@
 
 use super::folio::{flags, FolioTable};
 use super::huge_memory::split_folio;
-use super::memcontrol::ROOT_MEMCG;
+use super::memcontrol::{HZ, JIFFY_NS, ROOT_MEMCG};
 use super::page_io::swap_writepage;
 use super::rmap::try_to_unmap;
 use super::swap_state::{folio_add_to_swap_cache, folio_delete_from_swap_cache};
 use super::tlb::TlbUnmapBatch;
 use super::vmstat::{MthpStat, VmEvent};
 use super::Kernel;
-use crate::engine::Ctx;
+use crate::engine::{Ctx, WaitKind};
 use crate::scenario::PMD_ORDER;
 use std::collections::VecDeque;
 
@@ -91,9 +91,13 @@ pub fn try_to_free_pages(k: &mut Kernel, ctx: &mut Ctx, nr_pages: u64) -> u64 {
 }
 
 /// reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK): reclaim made no progress while swap writes are
-/// in flight; the reclaimer sleeps until they complete (the model keeps its CPU busy meanwhile).
-/// Returns whether it waited.
+/// in flight; the reclaimer sleeps off the CPU (schedule_timeout, not iowait) until they
+/// complete, at most HZ/10. Kernel threads other than kswapd do not sleep here (they may be
+/// needed for reclaim to progress). Returns whether it waited.
 pub fn reclaim_throttle(k: &Kernel, ctx: &mut Ctx) -> bool {
+    if k.kthreads.current(ctx.cpu).is_some_and(|t| !t.is_kswapd()) {
+        return false;
+    }
     let idle_at = k
         .swap
         .devices
@@ -102,7 +106,8 @@ pub fn reclaim_throttle(k: &Kernel, ctx: &mut Ctx) -> bool {
         .max()
         .unwrap_or(0);
     if idle_at > ctx.now_ns {
-        ctx.now_ns = idle_at;
+        let timeout_ns = HZ / 10 * JIFFY_NS;
+        ctx.wait_until(idle_at.min(ctx.now_ns + timeout_ns), WaitKind::Sleep);
         return true;
     }
     false

@@ -2,9 +2,11 @@
 //! A folio leaving memory is stored page by page as entries keyed by swap slot in a zsmalloc
 //! pool charged to the folio's memcg; what zswap refuses goes to the device. Entries come back
 //! on swap-in (zswap_load), die with their slot (zswap_invalidate), and are written back to the
-//! device when the pool is full, the memcg's zswap.max is reached, or the shrinker asks.
+//! device when the pool is full (by the shrink worker, a kernel thread: mm/kthread.rs), the
+//! memcg's zswap.max is reached, or the shrinker asks.
 
 use super::folio::SwapEntry;
+use super::kthread::{KthreadKind, KthreadNext};
 use super::memcontrol::{zswap_charge, zswap_uncharge};
 use super::page_io::write_to_device;
 use super::swap_devstore::ZonePages;
@@ -86,8 +88,13 @@ pub struct Zswap {
     trees: Vec<Tree>,
     /// Per memcg, oldest first: (entry, generation) as stored (list_lru per memcg).
     lru: Vec<VecDeque<(u32, u32)>>,
-    /// shrink_worker's round-robin memcg cursor (zswap_next_shrink).
+    /// shrink_worker's round-robin memcg cursor (zswap_next_shrink); the number of memcgs
+    /// stands for NULL, the end of a walk.
     next_shrink: usize,
+    /// shrink_worker's locals, kept across the passes of one run of the work item.
+    shrink_running: bool,
+    shrink_failures: u32,
+    shrink_attempts: u32,
     pub stats: ZswapStats,
 }
 
@@ -118,6 +125,9 @@ impl Zswap {
             },
             lru: vec![VecDeque::new(); nr_memcgs],
             next_shrink: 0,
+            shrink_running: false,
+            shrink_failures: 0,
+            shrink_attempts: 0,
             stats: ZswapStats::default(),
         }
     }
@@ -140,6 +150,12 @@ impl Zswap {
         }
     }
 
+    /// A failure of shrink_worker; true when it is the last one allowed.
+    fn count_failure(&mut self) -> bool {
+        self.shrink_failures += 1;
+        self.shrink_failures >= MAX_RECLAIM_RETRIES
+    }
+
     /// zswap_check_limits: is the global pool full (with hysteresis)?
     fn check_limits(&mut self) -> bool {
         let pages = self.pool_pages();
@@ -155,16 +171,31 @@ impl Zswap {
 
 /// zswap_store: store the folio at `pfn` (locked, in the swap cache) page by page. On any
 /// failure every entry at the folio's slots is freed and the caller writes the whole folio to
-/// the device. Returns whether zswap holds the folio now.
+/// the device; a failure while the pool is full queues the shrink worker. Returns whether
+/// zswap holds the folio now.
 pub fn zswap_store(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) -> bool {
     let order = k.folios.order[pfn as usize] as u32;
-    let nr = 1u32 << order;
-    let memcg = k.folios.memcg[pfn as usize];
     let z = &k.zswap;
     if !z.enabled || !z.policy.stores_order(order) {
         invalidate_folio(k, ctx, pfn);
         return false;
     }
+    let stored = store_folio(k, ctx, pfn);
+    if !stored {
+        // queue_work(shrink_wq, &zswap_shrink_work): the worker writes back, not this task.
+        if k.zswap.reached_full {
+            k.kthreads.wake(KthreadKind::ZswapShrink, ctx.now_ns);
+        }
+        invalidate_folio(k, ctx, pfn);
+    }
+    stored
+}
+
+/// zswap_store's checks and per-page stores; false at the first refusal.
+fn store_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) -> bool {
+    let order = k.folios.order[pfn as usize] as u32;
+    let nr = 1u32 << order;
+    let memcg = k.folios.memcg[pfn as usize];
     // obj_cgroup_may_zswap: over memory.zswap.max, write one of this memcg's entries back.
     let cg = &k.memcgs[memcg as usize];
     if cg.zswap_bytes >= cg.zswap_max_bytes
@@ -172,12 +203,9 @@ pub fn zswap_store(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) -> bool {
             || k.memcgs[memcg as usize].zswap_bytes >= k.memcgs[memcg as usize].zswap_max_bytes)
     {
         k.zswap.stats.reject_reclaim_fail += 1;
-        invalidate_folio(k, ctx, pfn);
         return false;
     }
     if !k.zswap.check_limits() {
-        invalidate_folio(k, ctx, pfn);
-        shrink_worker(k, ctx);
         return false;
     }
     let writeback_ok = k.memcgs[memcg as usize].zswap_writeback;
@@ -192,7 +220,6 @@ pub fn zswap_store(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) -> bool {
             memcg,
             writeback_ok,
         ) {
-            invalidate_folio(k, ctx, pfn);
             return false;
         }
     }
@@ -410,14 +437,25 @@ fn writeback_entry(k: &mut Kernel, ctx: &mut Ctx, slot: SwapEntry) -> bool {
     true
 }
 
-/// One step of the LRU walk of `memcg` (shrink_memcg_cb): a referenced entry gets a second
-/// chance; the first unreferenced one is written back. Returns whether one was.
-fn shrink_memcg(k: &mut Kernel, ctx: &mut Ctx, memcg: u16) -> bool {
-    let mut budget = k.zswap.lru[memcg as usize].len();
-    while budget > 0 {
-        budget -= 1;
+/// What one visit of a memcg's zswap LRU head did (list_lru_walk_one with nr_to_walk = 1,
+/// shrink_memcg_cb).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Walk {
+    /// The LRU holds no live entry.
+    Empty,
+    /// The head was referenced: its bit cleared, rotated to the tail (second chance).
+    Rotated,
+    WrittenBack,
+    /// Writeback failed (the slot is in the swap cache: a swap-in made it hot); rotated.
+    Failed,
+}
+
+/// Visit the head of `memcg`'s zswap LRU. Stale records (entries freed since) are not on the
+/// kernel's list: they are skipped without counting as a visit.
+fn walk_one(k: &mut Kernel, ctx: &mut Ctx, memcg: u16) -> Walk {
+    loop {
         let Some((raw, gen)) = k.zswap.lru[memcg as usize].pop_front() else {
-            return false;
+            return Walk::Empty;
         };
         if !live(&k.zswap.trees, raw, gen) {
             continue;
@@ -426,33 +464,87 @@ fn shrink_memcg(k: &mut Kernel, ctx: &mut Ctx, memcg: u16) -> bool {
         let t = &mut k.zswap.trees[slot.dev()];
         if std::mem::take(&mut t.referenced[slot.offset() as usize]) {
             k.zswap.lru[memcg as usize].push_back((raw, gen));
-            continue;
+            return Walk::Rotated;
         }
         if writeback_entry(k, ctx, slot) {
-            return true;
+            return Walk::WrittenBack;
         }
-        // In the swap cache: hot again; keep it (rotated).
         if live(&k.zswap.trees, raw, gen) {
             k.zswap.lru[memcg as usize].push_back((raw, gen));
         }
-        return false;
+        return Walk::Failed;
+    }
+}
+
+/// Write back one of `memcg`'s entries, giving referenced ones their second chance on the
+/// way (at most as many visits as the LRU has records). Returns whether one was written back.
+fn shrink_memcg(k: &mut Kernel, ctx: &mut Ctx, memcg: u16) -> bool {
+    for _ in 0..k.zswap.lru[memcg as usize].len() {
+        match walk_one(k, ctx, memcg) {
+            Walk::Rotated => continue,
+            Walk::WrittenBack => return true,
+            Walk::Empty | Walk::Failed => return false,
+        }
     }
     false
 }
 
-/// shrink_worker (queued when the pool hits its limit): round-robin over memcgs, one entry
-/// each, until the pool is back under the accept threshold or MAX_RECLAIM_RETRIES rounds
-/// fail. The kernel runs it on a workqueue; without kernel threads it runs here, charged to
-/// the task that found the pool full.
-fn shrink_worker(k: &mut Kernel, ctx: &mut Ctx) {
-    let mut failures = 0;
-    while k.zswap.pool_pages() > k.zswap.accept_pool_pages && failures < MAX_RECLAIM_RETRIES {
-        let memcg = k.zswap.next_shrink % k.memcgs.len();
-        k.zswap.next_shrink = k.zswap.next_shrink.wrapping_add(1);
-        if !shrink_memcg(k, ctx, memcg as u16) {
-            failures += 1;
-        }
+/// shrink_memcg as shrink_worker calls it: one LRU visit (0, -ENOENT or -EAGAIN).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ShrinkOnce {
+    WrittenBack,
+    /// -ENOENT: nothing to write back in this memcg; not a failure.
+    NoCandidate,
+    /// -EAGAIN: the visited entry was referenced, or its writeback failed.
+    Again,
+}
+
+fn shrink_memcg_once(k: &mut Kernel, ctx: &mut Ctx, memcg: u16) -> ShrinkOnce {
+    if !k.memcgs[memcg as usize].zswap_writeback {
+        return ShrinkOnce::NoCandidate;
     }
+    match walk_one(k, ctx, memcg) {
+        Walk::Empty => ShrinkOnce::NoCandidate,
+        Walk::WrittenBack => ShrinkOnce::WrittenBack,
+        Walk::Rotated | Walk::Failed => ShrinkOnce::Again,
+    }
+}
+
+/// One pass of shrink_worker's loop (follows shrink_worker, mm/zswap.c): the next memcg in
+/// the round-robin walk (past the last one, the end of a tree walk) loses one entry. It
+/// stops once the pool is back at the accept threshold or after MAX_RECLAIM_RETRIES
+/// failures (a failed memcg, or a whole walk with no candidate). The body of the
+/// ZswapShrink kernel thread: the kernel runs it from the zswap-shrink workqueue, with a
+/// cond_resched() between passes.
+pub fn shrink_worker_step(k: &mut Kernel, ctx: &mut Ctx) -> KthreadNext {
+    let z = &mut k.zswap;
+    if !z.shrink_running {
+        z.shrink_running = true;
+        z.shrink_failures = 0;
+        z.shrink_attempts = 0;
+    }
+    let nr_memcgs = k.memcgs.len();
+    let at = z.next_shrink;
+    z.next_shrink = (at + 1) % (nr_memcgs + 1);
+    let give_up = if at == nr_memcgs {
+        // mem_cgroup_iter returned NULL: a whole walk without a candidate is a failure.
+        let failed = z.shrink_attempts == 0;
+        z.shrink_attempts = 0;
+        failed && z.count_failure()
+    } else {
+        let result = shrink_memcg_once(k, ctx, at as u16);
+        let z = &mut k.zswap;
+        if result != ShrinkOnce::NoCandidate {
+            z.shrink_attempts += 1;
+        }
+        result == ShrinkOnce::Again && z.count_failure()
+    };
+    let z = &mut k.zswap;
+    if give_up || z.pool_pages() <= z.accept_pool_pages {
+        z.shrink_running = false;
+        return KthreadNext::Wait;
+    }
+    KthreadNext::Run
 }
 
 /// The zswap shrinker in memcg reclaim (zswap_shrinker_count/scan): with `shrinker_enabled`,

@@ -5,7 +5,7 @@
 
 use super::cluster_lists::{ClusterLists, List};
 use crate::engine::cost::CostModel;
-use crate::engine::Ctx;
+use crate::engine::{Ctx, WaitKind};
 use crate::mm::swapfile::SwapMap;
 use std::collections::VecDeque;
 
@@ -42,13 +42,14 @@ impl DiscardQueue {
         }
     }
 
-    /// Wait for every pending discard (the caller sleeps until the last completes). Returns
-    /// false when there was none.
+    /// Wait for every pending discard (the caller sleeps until the last completes: the
+    /// discard bios are waited for in io_schedule, so iowait). Returns false when there was
+    /// none.
     pub fn run_all(&mut self, lists: &mut ClusterLists, ctx: &mut Ctx) -> bool {
         let Some(&(_, last_ns)) = self.pending.back() else {
             return false;
         };
-        ctx.now_ns = ctx.now_ns.max(last_ns);
+        ctx.wait_until(last_ns, WaitKind::Io);
         self.complete_ready(lists, u64::MAX);
         true
     }

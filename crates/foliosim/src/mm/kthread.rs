@@ -1,0 +1,144 @@
+//! Kernel threads (and workqueue items with a worker of their own) whose bodies are mm code.
+//! The scheduler (`sched`) runs each as a task with no mm on the simulated CPUs, competing with
+//! user tasks; this file names them, holds their bodies and the wake-ups mm code posts.
+//!
+//! A body does one bounded piece of work per call (where the kernel would cond_resched()) and
+//! says what comes next (`KthreadNext`); the scheduler may run other tasks between calls. Its
+//! CPU time is system time booked to the thread.
+//!
+//! Adding a kernel thread (kswapd, kcompactd, khugepaged):
+//! 1. a `KthreadKind` variant (with its node when there is one per node) and its `name`;
+//! 2. its body in `run` (one piece of work, then `Run`, `Wait` or `SleepNs`);
+//! 3. create it in `Kthreads::new` when the kernel runs it;
+//! 4. wake it where the kernel does: `k.kthreads.wake(KthreadKind::Kswapd { node }, ctx.now_ns)`
+//!    (wake_up_interruptible(&pgdat->kswapd_wait), queue_work, ...).
+
+use super::zswap::shrink_worker_step;
+use super::Kernel;
+use crate::engine::Ctx;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum KthreadKind {
+    /// zswap's shrink_worker: zswap_shrink_work on the `zswap-shrink` workqueue (unbound,
+    /// max_active 1), queued by zswap_store when a store fails with the pool full.
+    ZswapShrink,
+    /// For the scheduler's tests: per wake-up, `Kthreads::test_passes` pieces of `ns` of CPU.
+    #[cfg(test)]
+    TestBusy { ns: u64 },
+    /// For the scheduler's tests: 10 us of CPU, then a timed sleep of `period_ns`.
+    #[cfg(test)]
+    TestTimer { period_ns: u64 },
+}
+
+impl KthreadKind {
+    /// The name `ps` shows (an unbound kworker shows the workqueue it is running).
+    pub fn name(self) -> String {
+        match self {
+            KthreadKind::ZswapShrink => "kworker/u+zswap-shrink".into(),
+            #[cfg(test)]
+            KthreadKind::TestBusy { .. } => "test-busy".into(),
+            #[cfg(test)]
+            KthreadKind::TestTimer { .. } => "test-timer".into(),
+        }
+    }
+
+    /// current_is_kswapd(): reclaim_throttle lets kswapd alone of the kernel threads sleep.
+    pub fn is_kswapd(self) -> bool {
+        false
+    }
+}
+
+/// What a kernel thread does after a piece of work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KthreadNext {
+    /// More work: stay runnable (cond_resched; the round robin may switch to another task).
+    Run,
+    /// Sleep until woken (schedule() on its wait queue; a work item that is done).
+    Wait,
+    /// Sleep until woken or this many ns pass (schedule_timeout, e.g. scan_sleep_millisecs).
+    SleepNs(u64),
+}
+
+/// One piece of work of `kind` on the CPU of `ctx`.
+pub fn run(k: &mut Kernel, ctx: &mut Ctx, kind: KthreadKind) -> KthreadNext {
+    match kind {
+        KthreadKind::ZswapShrink => shrink_worker_step(k, ctx),
+        #[cfg(test)]
+        KthreadKind::TestBusy { ns } => {
+            let left = &mut k.kthreads.test_passes;
+            if *left == 0 {
+                return KthreadNext::Wait;
+            }
+            ctx.spend(ns);
+            *left -= 1;
+            if *left == 0 {
+                KthreadNext::Wait
+            } else {
+                KthreadNext::Run
+            }
+        }
+        #[cfg(test)]
+        KthreadKind::TestTimer { period_ns } => {
+            ctx.spend(10_000);
+            KthreadNext::SleepNs(period_ns)
+        }
+    }
+}
+
+/// The kernel threads of a run and the wake-ups mm code posted for the scheduler.
+pub struct Kthreads {
+    /// The threads this kernel runs, in creation order (the scheduler's order too).
+    pub kinds: Vec<KthreadKind>,
+    /// Wake-ups since the scheduler last looked: (index in `kinds`, time), in posting order.
+    pending: Vec<(usize, u64)>,
+    /// The kernel thread each CPU is running (None: a user task, or idle).
+    current: Vec<Option<KthreadKind>>,
+    /// Work left for `KthreadKind::TestBusy`.
+    #[cfg(test)]
+    pub test_passes: u32,
+}
+
+impl Kthreads {
+    pub fn new(zswap_enabled: bool, ncpus: usize) -> Kthreads {
+        let mut kinds = Vec::new();
+        if zswap_enabled {
+            kinds.push(KthreadKind::ZswapShrink);
+        }
+        Kthreads {
+            kinds,
+            pending: Vec::new(),
+            current: vec![None; ncpus],
+            #[cfg(test)]
+            test_passes: 0,
+        }
+    }
+
+    /// Wake `kind` at `now_ns` (try_to_wake_up / queue_work). Waking one that is not
+    /// asleep makes it run again instead of sleeping (the wake-up is not lost); waking one this
+    /// kernel does not run does nothing.
+    #[inline]
+    pub fn wake(&mut self, kind: KthreadKind, now_ns: u64) {
+        if let Some(i) = self.kinds.iter().position(|&x| x == kind) {
+            self.pending.push((i, now_ns));
+        }
+    }
+
+    /// The wake-ups posted since the last call (the scheduler consumes them after each step).
+    pub fn pending(&self) -> &[(usize, u64)] {
+        &self.pending
+    }
+
+    pub fn clear_pending(&mut self) {
+        self.pending.clear();
+    }
+
+    /// The kernel thread running on `cpu`, if any (`current` when it is a kernel thread).
+    pub fn current(&self, cpu: usize) -> Option<KthreadKind> {
+        self.current[cpu]
+    }
+
+    /// Set by the scheduler when it switches `cpu` to a task.
+    pub fn set_current(&mut self, cpu: usize, kind: Option<KthreadKind>) {
+        self.current[cpu] = kind;
+    }
+}

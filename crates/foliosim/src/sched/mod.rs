@@ -1,0 +1,267 @@
+//! The task scheduler, above mm: simulated CPUs running user tasks and kernel threads
+//! (`mm::kthread`). The next CPU to act is the one with the earliest next event (its clock
+//! when it has a task or one is waiting; the first sleeper's wake-up when it is idle; ties:
+//! lowest CPU number); it runs one step of its task (one fault with whatever reclaim it
+//! triggers, one operation, or one piece of a kernel thread's work). A task that used its
+//! time slice goes to the back of one global run queue when others wait (round-robin, like
+//! CFS/EEVDF under equal weights). Choosing a CPU is a scan of the CPUs: O(cpus) per step.
+//!
+//! Sleeping: a step that waited off the CPU (`Ctx::wait_until`: an I/O wait, a throttle) gives
+//! its CPU up. A step runs atomically, so the model books its CPU work first and its waits
+//! after: the CPU is free from `now - waits` and the task is runnable again at `now`, its
+//! waits counted as iowait or sleep, not CPU time. A woken task may preempt a running one
+//! (queue.rs, CFS's wakeup preemption) at the end of that one's step; user-space computing
+//! (Compute ops) stops at the next known wake-up for that.
+//!
+//! Kernel threads are SCHED_NORMAL tasks at nice 0 like the user tasks (kswapd, kcompactd and
+//! the unbound kworkers are; khugepaged runs at nice 19, which the equal weights do not model
+//! yet). What the kernel does differently for them: they have no mm (the CPU runs no user mm,
+//! so no TLB shootdown targets it), never return to user space (no memory.high reclaim on the
+//! way back), and only kswapd sleeps in reclaim_throttle. Their CPU time is system time booked
+//! to the thread. Wake-ups the mm code posts in `Kernel::kthreads` are applied after each
+//! step, in posting order. The run ends when the last user task exits.
+
+mod queue;
+mod task;
+#[cfg(test)]
+mod tests;
+mod user;
+
+pub use task::{Body, Task, UserProgram};
+
+use crate::engine::rng::SimRng;
+use crate::engine::Ctx;
+use crate::mm::folio::NIL;
+use crate::mm::kthread::{self, KthreadNext};
+use crate::mm::memcontrol::mem_cgroup_handle_over_high;
+use crate::mm::{invariants, Kernel, MmError};
+use queue::Queues;
+use task::State;
+
+/// Children of a multi-process workload start up to a third of a slice apart (fork + exec,
+/// jittered by the seed): the run's only randomness besides slice jitter.
+const START_JITTER_SLICES: u64 = 3;
+/// How often, in steps, the invariant checker runs when enabled.
+pub const CHECK_EVERY_STEPS: u64 = 2_000;
+
+pub struct SchedStats {
+    pub steps: u64,
+    /// When the last user task exited.
+    pub simulated_ns: u64,
+}
+
+/// What a task does after its step.
+enum Next {
+    Run,
+    Exit,
+    /// A kernel thread sleeps until woken, or (Some) until woken or its timer.
+    Sleep(Option<u64>),
+}
+
+/// Run every user task to completion, with a task for each kernel thread of `k.kthreads`
+/// appended to `tasks` (asleep until woken). The run ends when the last user task exits.
+/// `progress` is called every 2^16 steps with (steps, sim ns).
+pub fn run_tasks(
+    k: &mut Kernel,
+    tasks: &mut Vec<Task>,
+    seed: u64,
+    slice_ns: u64,
+    check_invariants: bool,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<SchedStats, SimError> {
+    let ncpus = k.cpu_mm.len();
+    let mut rng = SimRng::stream(seed, "sched");
+    let mut live_users = tasks.len();
+    let mut q = Queues::new(ncpus, slice_ns, 0..tasks.len());
+    for (i, t) in tasks.iter_mut().enumerate() {
+        if i > 0 {
+            t.runnable_at_ns = rng.below(slice_ns / START_JITTER_SLICES);
+        }
+    }
+    let kthread_tid: Vec<usize> = k
+        .kthreads
+        .kinds
+        .iter()
+        .map(|&kind| {
+            tasks.push(Task::kthread(kind));
+            tasks.len() - 1
+        })
+        .collect();
+    let mut steps = 0u64;
+    let mut end_ns = 0u64;
+    while live_users > 0 {
+        let cpu = q
+            .next_cpu()
+            .expect("a live user task is running, runnable or asleep until a time");
+        let c = &mut q.cpus[cpu];
+        if c.current.is_none() && q.runq.is_empty() {
+            // Idle until the first sleeper wakes.
+            c.now_ns = c.now_ns.max(q.sleepers[0].0);
+        }
+        let now_ns = c.now_ns;
+        q.wake_sleepers(tasks, now_ns);
+        let c = &mut q.cpus[cpu];
+        if std::mem::take(&mut c.preempt) {
+            if let Some(cur) = c.current.take() {
+                // A woken task preempts this one before its next step.
+                switch_out(k, cpu, &tasks[cur], now_ns);
+                tasks[cur].state = State::Runnable;
+                tasks[cur].runnable_at_ns = now_ns;
+                q.runq.push_back(cur);
+            }
+        }
+        let c = &mut q.cpus[cpu];
+        let mut ctx = Ctx {
+            cpu,
+            now_ns,
+            step_start_ns: now_ns,
+            lock_handoff_ns: k.cost.lock_handoff_ns,
+            sleep_ns: 0,
+            iowait_ns: 0,
+        };
+        let tid = match c.current {
+            Some(tid) => tid,
+            None => {
+                let tid = q.runq.pop_front().expect("a CPU was picked with work");
+                let t = &mut tasks[tid];
+                ctx.now_ns = ctx.now_ns.max(t.runnable_at_ns) + k.cost.context_switch_ns;
+                c.current = Some(tid);
+                // Slices vary +-10% (wakeups, ticks): seeded, so runs differ only by seed.
+                c.slice_end_ns = ctx.now_ns + slice_ns * 9 / 10 + rng.below(slice_ns / 5);
+                k.cpu_mm[cpu] = t.mm;
+                k.kthreads.set_current(cpu, t.kthread_kind());
+                t.state = State::Running;
+                tid
+            }
+        };
+        ctx.now_ns += std::mem::take(&mut k.cpu_irq_ns[cpu]);
+        let busy_from_ns = ctx.now_ns;
+        let t = &mut tasks[tid];
+        let user_before_ns = t.user_ns;
+        let wake_ns = q.sleepers.first().map_or(u64::MAX, |s| s.0);
+        let next = match &mut t.body {
+            Body::User(p) => match user::step(k, &mut ctx, t.mm, p, &mut t.user_ns, wake_ns) {
+                Ok(true) => Next::Exit,
+                Ok(false) => {
+                    // Back to user space: memory.high reclaim owed by this task's charges.
+                    mem_cgroup_handle_over_high(k, &mut ctx);
+                    Next::Run
+                }
+                Err(error) => {
+                    return Err(SimError::Mm {
+                        task: t.name.clone(),
+                        at_ns: ctx.now_ns,
+                        error,
+                    })
+                }
+            },
+            Body::Kernel(kind) => match kthread::run(k, &mut ctx, *kind) {
+                KthreadNext::Run => Next::Run,
+                KthreadNext::Wait => Next::Sleep(None),
+                KthreadNext::SleepNs(ns) => Next::Sleep(Some(ns)),
+            },
+        };
+        k.free_released_slots(&mut ctx);
+        steps += 1;
+        let off_ns = ctx.off_cpu_ns();
+        let busy_ns = ctx.now_ns - busy_from_ns - off_ns;
+        t.sys_ns += busy_ns - (t.user_ns - user_before_ns);
+        t.vruntime_ns += busy_ns;
+        t.iowait_ns += ctx.iowait_ns;
+        t.sleep_ns += ctx.sleep_ns;
+        let release_ns = ctx.now_ns - off_ns;
+        let c = &mut q.cpus[cpu];
+        c.now_ns = release_ns;
+        end_ns = end_ns.max(ctx.now_ns);
+        let next = match next {
+            // Woken while running: the wake-up is not lost.
+            Next::Sleep(_) if std::mem::take(&mut t.woken) => Next::Run,
+            next => next,
+        };
+        let slice_over = ctx.now_ns >= c.slice_end_ns || c.preempt;
+        t.state = match next {
+            Next::Exit => {
+                t.exited_at_ns = Some(ctx.now_ns);
+                live_users -= 1;
+                State::Exited
+            }
+            Next::Sleep(None) => State::Waiting,
+            Next::Sleep(Some(ns)) => {
+                q.sleep_until(ctx.now_ns + ns, tid);
+                State::TimedWait
+            }
+            Next::Run if off_ns > 0 => {
+                q.sleep_until(ctx.now_ns, tid);
+                State::Sleeping
+            }
+            Next::Run if slice_over && !q.runq.is_empty() => {
+                q.runq.push_back(tid);
+                State::Runnable
+            }
+            Next::Run => State::Running,
+        };
+        if t.state != State::Running {
+            t.runnable_at_ns = ctx.now_ns;
+            let c = &mut q.cpus[cpu];
+            c.current = None;
+            c.preempt = false;
+            switch_out(k, cpu, t, release_ns);
+        }
+        if !k.kthreads.pending().is_empty() {
+            for &(i, at_ns) in k.kthreads.pending() {
+                q.wake_kthread(tasks, kthread_tid[i], at_ns);
+            }
+            k.kthreads.clear_pending();
+        }
+        if check_invariants && steps % CHECK_EVERY_STEPS == 0 {
+            invariants::check(k).map_err(|e| SimError::Invariant {
+                at_ns: ctx.now_ns,
+                steps,
+                what: e,
+            })?;
+        }
+        if steps & 0xffff == 0 {
+            progress(steps, end_ns);
+        }
+    }
+    if check_invariants {
+        invariants::check(k).map_err(|e| SimError::Invariant {
+            at_ns: end_ns,
+            steps,
+            what: e,
+        })?;
+    }
+    Ok(SchedStats {
+        steps,
+        simulated_ns: tasks
+            .iter()
+            .filter_map(|t| t.exited_at_ns)
+            .max()
+            .unwrap_or(0),
+    })
+}
+
+/// `cpu` stops running `t` at `at_ns`.
+fn switch_out(k: &mut Kernel, cpu: usize, t: &Task, at_ns: u64) {
+    k.cpu_mm[cpu] = NIL;
+    k.kthreads.set_current(cpu, None);
+    if t.mm != NIL {
+        k.mms[t.mm as usize].cpu_last_ran_ns[cpu] = Some(at_ns);
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error("task {task} at {at_ns} ns: {error}")]
+    Mm {
+        task: String,
+        at_ns: u64,
+        error: MmError,
+    },
+    #[error("invariant broken at {at_ns} ns after {steps} steps: {what}")]
+    Invariant {
+        at_ns: u64,
+        steps: u64,
+        what: String,
+    },
+}

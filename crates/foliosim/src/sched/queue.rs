@@ -1,0 +1,141 @@
+//! The CPUs, the run queue and the sleepers, with wake-ups and their preemption.
+//!
+//! Wakeup preemption follows CFS's place_entity and check_preempt_wakeup (equal weights,
+//! vruntime = CPU time used): a woken task's vruntime is raised to at least the least
+//! vruntime running minus one slice (the sleeper credit, GENTLE_FAIR_SLEEPERS' half of the
+//! latency), and when no CPU is idle it preempts the running task with the most vruntime if
+//! that is ahead by more than a third of a slice (wakeup_granularity is 1 ms against the
+//! 3 ms of half the latency). The preempted task gives up its CPU at the end of its current
+//! step (steps are atomic) and the woken one is first in the queue. EEVDF (6.6+) decides by
+//! eligibility and virtual deadline instead; for an I/O-bound task against CPU hogs both
+//! preempt on wake-up.
+
+use super::task::{State, Task};
+use std::collections::VecDeque;
+
+pub(super) struct Cpu {
+    pub now_ns: u64,
+    pub current: Option<usize>,
+    pub slice_end_ns: u64,
+    /// A woken task preempts the current one at the end of its step.
+    pub preempt: bool,
+}
+
+pub(super) struct Queues {
+    pub cpus: Vec<Cpu>,
+    /// Runnable tasks in order (round robin; woken preempting tasks go first).
+    pub runq: VecDeque<usize>,
+    /// Tasks asleep until a known time, by wake time (FIFO among equals).
+    pub sleepers: Vec<(u64, usize)>,
+    slice_ns: u64,
+}
+
+impl Queues {
+    pub fn new(ncpus: usize, slice_ns: u64, runnable: impl Iterator<Item = usize>) -> Queues {
+        Queues {
+            cpus: (0..ncpus)
+                .map(|_| Cpu {
+                    now_ns: 0,
+                    current: None,
+                    slice_end_ns: 0,
+                    preempt: false,
+                })
+                .collect(),
+            runq: runnable.collect(),
+            sleepers: Vec::new(),
+            slice_ns,
+        }
+    }
+
+    /// The CPU with the earliest next event: its clock when it has a task to run or the run
+    /// queue is not empty, else (idle) the first sleeper's wake-up, never before its clock.
+    /// Ties: the lowest CPU. None when no CPU can act.
+    pub fn next_cpu(&self) -> Option<usize> {
+        let runnable = !self.runq.is_empty();
+        let first_wake_ns = self.sleepers.first().map(|s| s.0);
+        let mut best: Option<(u64, usize)> = None;
+        for (i, c) in self.cpus.iter().enumerate() {
+            let at_ns = if c.current.is_some() || runnable {
+                c.now_ns
+            } else if let Some(w) = first_wake_ns {
+                c.now_ns.max(w)
+            } else {
+                continue;
+            };
+            if best.is_none_or(|(b, _)| at_ns < b) {
+                best = Some((at_ns, i));
+            }
+        }
+        best.map(|(_, i)| i)
+    }
+
+    pub fn sleep_until(&mut self, wake_ns: u64, tid: usize) {
+        let at = self.sleepers.partition_point(|&(w, _)| w <= wake_ns);
+        self.sleepers.insert(at, (wake_ns, tid));
+    }
+
+    /// Wake every sleeper due by `now_ns`, in wake order.
+    pub fn wake_sleepers(&mut self, tasks: &mut [Task], now_ns: u64) {
+        let due = self.sleepers.partition_point(|&(w, _)| w <= now_ns);
+        if due == 0 {
+            return;
+        }
+        for i in 0..due {
+            let (wake_ns, tid) = self.sleepers[i];
+            self.wake(tasks, tid, wake_ns);
+        }
+        self.sleepers.drain(..due);
+    }
+
+    /// A wake-up posted for a kernel thread at `at_ns`: one asleep waiting for it becomes
+    /// runnable (a timed sleep ends early); one running, runnable or asleep on I/O will run
+    /// again instead of going to sleep.
+    pub fn wake_kthread(&mut self, tasks: &mut [Task], tid: usize, at_ns: u64) {
+        match tasks[tid].state {
+            State::Waiting => self.wake(tasks, tid, at_ns),
+            State::TimedWait => {
+                let i = self
+                    .sleepers
+                    .iter()
+                    .position(|&(_, s)| s == tid)
+                    .expect("a timed sleeper is in the sleepers list");
+                self.sleepers.remove(i);
+                self.wake(tasks, tid, at_ns);
+            }
+            _ => tasks[tid].woken = true,
+        }
+    }
+
+    /// try_to_wake_up: `tid` is runnable from `at_ns`, placed and maybe preempting.
+    // follows place_entity and check_preempt_wakeup (kernel/sched/fair.c, CFS, 6.5)
+    fn wake(&mut self, tasks: &mut [Task], tid: usize, at_ns: u64) {
+        let mut least_running: Option<u64> = None;
+        let mut victim: Option<(u64, usize)> = None;
+        let mut idle_cpu = false;
+        for (i, c) in self.cpus.iter().enumerate() {
+            let Some(cur) = c.current else {
+                idle_cpu = true;
+                continue;
+            };
+            let v = tasks[cur].vruntime_ns;
+            least_running = Some(least_running.map_or(v, |l| l.min(v)));
+            if !c.preempt && victim.is_none_or(|(best, _)| v > best) {
+                victim = Some((v, i));
+            }
+        }
+        let t = &mut tasks[tid];
+        if let Some(least) = least_running {
+            t.vruntime_ns = t.vruntime_ns.max(least.saturating_sub(self.slice_ns));
+        }
+        t.runnable_at_ns = t.runnable_at_ns.max(at_ns);
+        t.state = State::Runnable;
+        t.wakeups += 1;
+        match victim {
+            Some((v, cpu)) if !idle_cpu && v > t.vruntime_ns + self.slice_ns / 3 => {
+                self.cpus[cpu].preempt = true;
+                self.runq.push_front(tid);
+            }
+            _ => self.runq.push_back(tid),
+        }
+    }
+}

@@ -1,0 +1,122 @@
+//! A task: a user process running a workload's operations, or a kernel thread running an mm
+//! body. Both are scheduled, accounted and reported alike.
+
+use crate::mm::folio::NIL;
+use crate::mm::kthread::KthreadKind;
+use crate::workload::{empty_marks, Op, TaskMarks};
+
+/// What a task runs.
+pub enum Body {
+    User(UserProgram),
+    Kernel(KthreadKind),
+}
+
+/// A user task's program and its progress.
+pub struct UserProgram {
+    pub workload: usize,
+    pub(super) ops: Vec<Op>,
+    pub(super) pc: usize,
+    /// Progress inside the current Touch op, in pages.
+    pub(super) cursor: u32,
+    /// Progress inside the current Compute op.
+    pub(super) computed_ns: u64,
+    pub marks: TaskMarks,
+}
+
+/// Where a task is, for the scheduler.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum State {
+    Runnable,
+    Running,
+    /// Asleep until a known time (an I/O wait, a throttle): in the sleepers list.
+    Sleeping,
+    /// A kernel thread asleep until woken or its timer: in the sleepers list.
+    TimedWait,
+    /// A kernel thread asleep until woken.
+    Waiting,
+    Exited,
+}
+
+pub struct Task {
+    pub name: String,
+    /// The task's mm; NIL for a kernel thread.
+    pub mm: u32,
+    pub body: Body,
+    /// CPU time in user space (Compute ops) and in the kernel (everything else, lock spinning
+    /// included), as getrusage would split it. A kernel thread has system time only.
+    pub user_ns: u64,
+    pub sys_ns: u64,
+    /// Time asleep off the CPU waiting for I/O (schedstat's iowait_sum).
+    pub iowait_ns: u64,
+    /// Time asleep off the CPU otherwise (memory.high throttling, reclaim_throttle), timer
+    /// and idle waits of kernel threads excluded.
+    pub sleep_ns: u64,
+    /// Times the task went from asleep to runnable (woken, or its sleep ended).
+    pub wakeups: u64,
+    /// CPU time used, the fair scheduler's virtual runtime (all weights equal), raised on
+    /// wake-up to the sleeper credit (queue.rs).
+    pub(super) vruntime_ns: u64,
+    /// Not runnable before this time (when it was woken or last ran).
+    pub(super) runnable_at_ns: u64,
+    pub(super) state: State,
+    /// A kernel thread woken while not waiting for it: it runs again instead of sleeping.
+    pub(super) woken: bool,
+    pub exited_at_ns: Option<u64>,
+}
+
+impl Task {
+    pub fn new(name: String, mm: u32, workload: usize, ops: Vec<Op>) -> Task {
+        let marks = empty_marks(&ops);
+        Task::with_body(
+            name,
+            mm,
+            Body::User(UserProgram {
+                workload,
+                ops,
+                pc: 0,
+                cursor: 0,
+                computed_ns: 0,
+                marks,
+            }),
+            State::Runnable,
+        )
+    }
+
+    /// A kernel thread, created asleep until its first wake-up.
+    pub fn kthread(kind: KthreadKind) -> Task {
+        Task::with_body(kind.name(), NIL, Body::Kernel(kind), State::Waiting)
+    }
+
+    fn with_body(name: String, mm: u32, body: Body, state: State) -> Task {
+        Task {
+            name,
+            mm,
+            body,
+            user_ns: 0,
+            sys_ns: 0,
+            iowait_ns: 0,
+            sleep_ns: 0,
+            wakeups: 0,
+            vruntime_ns: 0,
+            runnable_at_ns: 0,
+            state,
+            woken: false,
+            exited_at_ns: None,
+        }
+    }
+
+    /// The user program, for a user task.
+    pub fn program(&self) -> Option<&UserProgram> {
+        match &self.body {
+            Body::User(p) => Some(p),
+            Body::Kernel(_) => None,
+        }
+    }
+
+    pub fn kthread_kind(&self) -> Option<KthreadKind> {
+        match self.body {
+            Body::Kernel(kind) => Some(kind),
+            Body::User(_) => None,
+        }
+    }
+}

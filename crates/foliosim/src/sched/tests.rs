@@ -1,0 +1,123 @@
+//! The scheduler with kernel threads: a woken thread runs on its own account, shares a CPU
+//! round-robin with a user task, and a wake-up while it runs is not lost.
+
+use super::*;
+use crate::content::ContentClass;
+use crate::mm::kthread::KthreadKind;
+use crate::scenario::Scenario;
+use crate::workload::Op;
+
+const ONE_CPU: &str = r#"
+[machine]
+cpus = 1
+memory = "64M"
+sched_slice_ns = 3000000
+[[workload]]
+kind = "usemem"
+nproc = 1
+size = "1M"
+"#;
+
+const US: u64 = 1_000;
+const MS: u64 = 1_000_000;
+
+/// A kernel on one CPU with the test kernel thread (`passes` x `ns` per wake-up, woken at
+/// the start), and one user task computing `compute` ops of 100 us.
+fn setup(passes: u32, ns: u64, compute: usize) -> (Kernel, Vec<Task>) {
+    let mut k = Kernel::new(&Scenario::from_toml_str(ONE_CPU).unwrap());
+    k.kthreads.kinds = vec![KthreadKind::TestBusy { ns }];
+    k.kthreads.test_passes = passes;
+    k.kthreads.wake(KthreadKind::TestBusy { ns }, 0);
+    let mm = k.new_mm(0, ContentClass::Usemem);
+    let mut ops = vec![Op::Compute { ns: 100 * US }; compute];
+    ops.push(Op::Exit);
+    (k, vec![Task::new("user".into(), mm, 0, ops)])
+}
+
+fn run(k: &mut Kernel, tasks: &mut Vec<Task>) -> SchedStats {
+    run_tasks(k, tasks, 1, 3 * MS, true, &mut |_, _| {}).unwrap()
+}
+
+#[test]
+fn a_woken_kernel_thread_runs_with_its_time_booked_to_it() {
+    // The user task computes 10 ms: the thread gets the CPU at its first slice end.
+    let (mut k, mut tasks) = setup(10, 50 * US, 100);
+    run(&mut k, &mut tasks);
+    let (user, kthread) = (&tasks[0], &tasks[1]);
+    assert_eq!(kthread.name, "test-busy");
+    assert_eq!(kthread.sys_ns, 500 * US, "10 pieces of 50 us");
+    assert_eq!(kthread.user_ns, 0);
+    assert_eq!(kthread.wakeups, 1);
+    assert_eq!(user.user_ns, 10 * MS);
+    assert_eq!(
+        user.sys_ns, 0,
+        "the user task pays nothing of the thread's work"
+    );
+    assert_eq!(k.kthreads.test_passes, 0);
+}
+
+#[test]
+fn a_user_task_and_a_busy_kernel_thread_share_one_cpu_round_robin() {
+    // 10 ms of work each on one CPU with 3 ms slices.
+    let (mut k, mut tasks) = setup(100, 100 * US, 100);
+    let stats = run(&mut k, &mut tasks);
+    let (user, kthread) = (&tasks[0], &tasks[1]);
+    assert_eq!(user.user_ns, 10 * MS);
+    // The user task waited for the thread's slices: it ends well after its own 10 ms...
+    assert!(stats.simulated_ns > 15 * MS, "{}", stats.simulated_ns);
+    // ... and the thread ran for most of its 10 ms before that (the run ends with the last
+    // user task: the thread's last slice may be cut).
+    assert!(
+        kthread.sys_ns >= 5 * MS && kthread.sys_ns <= 10 * MS,
+        "{}",
+        kthread.sys_ns
+    );
+    // Nothing is lost: one CPU's time is the two tasks' CPU time plus context switches.
+    let busy = user.user_ns + user.sys_ns + kthread.sys_ns;
+    assert!(stats.simulated_ns >= busy);
+    assert!(
+        stats.simulated_ns - busy < 100 * US,
+        "context switches only"
+    );
+}
+
+#[test]
+fn a_wake_up_while_the_thread_runs_makes_it_run_again() {
+    let (mut k, mut tasks) = setup(3, 10 * US, 100);
+    // Posted before the thread has run: it is runnable when the wake-up lands, so it runs
+    // its three pieces, then, woken meanwhile, runs once more (nothing left: it sleeps).
+    k.kthreads.wake(KthreadKind::TestBusy { ns: 10 * US }, 0);
+    run(&mut k, &mut tasks);
+    assert_eq!(tasks[1].sys_ns, 30 * US);
+    assert_eq!(
+        tasks[1].wakeups, 1,
+        "one wake-up from sleep; the second was absorbed"
+    );
+}
+
+#[test]
+fn a_kernel_thread_never_woken_never_runs_and_does_not_keep_the_run_alive() {
+    let (mut k, mut tasks) = setup(5, 10 * US, 5);
+    k.kthreads.clear_pending();
+    let stats = run(&mut k, &mut tasks);
+    assert_eq!(tasks[1].sys_ns, 0);
+    assert_eq!(tasks[1].wakeups, 0);
+    assert!(stats.simulated_ns < MS);
+}
+
+#[test]
+fn a_timed_sleep_wakes_the_thread_which_preempts_a_cpu_hog() {
+    let (mut k, mut tasks) = setup(0, 0, 200);
+    let timer = KthreadKind::TestTimer { period_ns: MS };
+    k.kthreads.kinds = vec![timer];
+    k.kthreads.clear_pending();
+    k.kthreads.wake(timer, 0);
+    let stats = run(&mut k, &mut tasks);
+    let t = &tasks[1];
+    // The first wake-up finds the user task with little CPU time used: no preemption, the
+    // thread waits for the end of its slice (~3 ms). From then on each 1 ms timer preempts
+    // the user task at once: ~18 wake-ups in its 20 ms (~7 if they waited for slice ends).
+    assert!((16..=20).contains(&t.wakeups), "{} wake-ups", t.wakeups);
+    assert_eq!(t.sys_ns, 10 * US * t.wakeups);
+    assert!(stats.simulated_ns < 20 * MS + 300 * US);
+}
