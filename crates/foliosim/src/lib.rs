@@ -67,7 +67,7 @@ pub fn run_with_progress(
         steps: stats.steps,
         cpu_user_ns: tasks.iter().map(|t| t.user_ns).sum(),
         cpu_sys_ns: tasks.iter().map(|t| t.sys_ns).sum(),
-        counters: k.vmstat.to_map(),
+        counters: k.vm_events().to_map(),
         memcg_stats: k
             .memcgs
             .iter()
