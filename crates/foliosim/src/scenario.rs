@@ -436,10 +436,12 @@ pub struct Sysfs {
     #[serde(default)]
     pub hugepages: BTreeMap<String, ThpEnabled>,
     /// `transparent_hugepage/defrag`; absent leaves the host's value (live) and is the kernel's
-    /// default, `madvise`, in the sim. The sim has no compaction, so it decides only whether a
-    /// large folio's memcg charge may reclaim (vma_thp_gfp_mask): `always` (one round unless
-    /// MADV_HUGEPAGE), `madvise` and `defer+madvise` (MADV_HUGEPAGE VMAs only); otherwise a
-    /// charge over the limit fails and the fault falls back to a smaller order.
+    /// default, `madvise`, in the sim. It sets the gfp of large folio faults
+    /// (vma_thp_gfp_mask), which decides whether their allocation and memcg charge may reclaim:
+    /// `always` (one round unless MADV_HUGEPAGE), `madvise` and `defer+madvise` (MADV_HUGEPAGE
+    /// VMAs only), and whether a failing allocation wakes kswapd (`defer`, `defer+madvise`);
+    /// otherwise it fails and the fault falls back to a smaller order. The sim has no
+    /// compaction yet (mm/compaction.rs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub defrag: Option<ThpDefrag>,
     /// `transparent_hugepage/khugepaged/*`; absent fields leave the host's value. The sim has no

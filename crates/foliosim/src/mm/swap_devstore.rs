@@ -3,9 +3,10 @@
 //! discard, which swap never sends to brd). Both take their pages from the buddy allocator and
 //! charge them to no memcg, so they add global, not memcg, pressure.
 
+use super::folio::FolioTable;
 use super::folio::{SwapEntry, NIL};
 use super::gfp::Gfp;
-use super::page_alloc::{alloc_pages_memalloc, Zone};
+use super::page_alloc::{alloc_pages_memalloc, free_pages_memalloc, Zone};
 use super::vmscan::kswapd::KswapdState;
 use super::zram::Zram;
 use super::zsmalloc::ZsPageSource as PageSource;
@@ -47,16 +48,17 @@ pub const BRD_GFP: Gfp = Gfp(Gfp::GFP_NOIO.0 | Gfp::ZERO.0 | Gfp::HIGHMEM.0);
 pub struct ZonePages<'a> {
     pub zone: &'a mut Zone,
     pub kswapd: &'a mut KswapdState,
+    pub folios: &'a FolioTable,
     pub ctx: &'a mut Ctx,
     pub gfp: Gfp,
 }
 
 impl PageSource for ZonePages<'_> {
     fn alloc_page(&mut self) -> Option<u32> {
-        alloc_pages_memalloc(self.zone, self.kswapd, self.ctx, self.gfp, 0)
+        alloc_pages_memalloc(self.zone, self.kswapd, self.folios, self.ctx, self.gfp, 0)
     }
     fn free_page(&mut self, pfn: u32) {
-        self.zone.free(self.ctx, pfn, 0);
+        free_pages_memalloc(self.zone, self.ctx, self.gfp, pfn, 0);
     }
 }
 
@@ -78,6 +80,7 @@ pub fn store_pages(
     let mut pages = ZonePages {
         zone: &mut k.zone,
         kswapd: &mut k.kswapd,
+        folios: &k.folios,
         ctx,
         gfp,
     };
@@ -140,6 +143,7 @@ pub fn free_slots(k: &mut Kernel, ctx: &mut Ctx, first: SwapEntry, nr: u32) {
         let mut pages = ZonePages {
             zone: &mut k.zone,
             kswapd: &mut k.kswapd,
+            folios: &k.folios,
             ctx,
             gfp: ZRAM_GFP,
         };

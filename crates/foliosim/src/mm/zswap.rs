@@ -255,6 +255,7 @@ fn store_page(
         let mut pages = ZonePages {
             zone: &mut k.zone,
             kswapd: &mut k.kswapd,
+            folios: &k.folios,
             ctx,
             gfp: ZSWAP_GFP,
         };
@@ -297,6 +298,7 @@ fn free_entry(k: &mut Kernel, ctx: &mut Ctx, slot: SwapEntry) {
         let mut pages = ZonePages {
             zone: &mut k.zone,
             kswapd: &mut k.kswapd,
+            folios: &k.folios,
             ctx,
             gfp: ZSWAP_GFP,
         };

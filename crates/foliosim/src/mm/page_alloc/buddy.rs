@@ -7,11 +7,17 @@
 
 use super::migratetype::{MigrateType, MIGRATE_TYPES, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
 use super::MAX_PAGE_ORDER;
+use crate::mm::folio::{flags, FolioTable};
 
 pub const NR_PAGE_ORDERS: usize = MAX_PAGE_ORDER as usize + 1;
-/// `buddy_order` of a pfn that heads no free buddy block (PageBuddy clear).
-const NOT_BUDDY: u8 = u8::MAX;
+/// The order word of a pfn that heads no free buddy block (PageBuddy clear); a free block's
+/// head stores its order + 1.
+const NOT_BUDDY: u32 = 0;
 const NIL: u32 = u32::MAX;
+/// Indices into a pfn's node: its list links and its order word.
+const NEXT: usize = 0;
+const PREV: usize = 1;
+const ORDER: usize = 2;
 
 pub struct FreeArea {
     nr_pages: u32,
@@ -19,10 +25,10 @@ pub struct FreeArea {
     tail: [[u32; MIGRATE_TYPES]; NR_PAGE_ORDERS],
     /// Blocks on each list (free_area[order].nr_free is the sum over types).
     nr_blocks: [[u32; MIGRATE_TYPES]; NR_PAGE_ORDERS],
-    next: Vec<u32>,
-    prev: Vec<u32>,
-    /// Per pfn: the order of the free block it heads (PageBuddy + buddy_order), or NOT_BUDDY.
-    buddy_order: Vec<u8>,
+    /// Per pfn: [next, prev, order + 1] when it heads a free block (PageBuddy + buddy_order,
+    /// and the list links), order word NOT_BUDDY otherwise. One node per cache line access:
+    /// the merge test and the unlink read the same bytes.
+    node: Vec<[u32; 3]>,
     /// Per pageblock: its MigrateType.
     pageblock_mt: Vec<u8>,
     /// Pageblocks of each type (/proc/pagetypeinfo's "Number of blocks type").
@@ -32,9 +38,10 @@ pub struct FreeArea {
     pub nr_free_pages: u64,
     /// zone->nr_free_highatomic.
     pub nr_free_highatomic: u64,
-    /// One bit per pfn: allocated to a movable (LRU or movable_ops) user. prep_move_freepages_block
-    /// counts these as the pageblock's movable pages (the kernel tests PageLRU / movable ops).
-    movable: Vec<u64>,
+    /// One bit per pfn: allocated to a movable user that is not an LRU folio (zsmalloc's
+    /// pages, which have movable_ops). prep_move_freepages_block counts these and the LRU
+    /// folios' pages as the pageblock's movable pages.
+    movable_ops: Vec<u64>,
 }
 
 impl FreeArea {
@@ -48,14 +55,13 @@ impl FreeArea {
             head: [[NIL; MIGRATE_TYPES]; NR_PAGE_ORDERS],
             tail: [[NIL; MIGRATE_TYPES]; NR_PAGE_ORDERS],
             nr_blocks: [[0; MIGRATE_TYPES]; NR_PAGE_ORDERS],
-            next: vec![NIL; nr_pages as usize],
-            prev: vec![NIL; nr_pages as usize],
-            buddy_order: vec![NOT_BUDDY; nr_pages as usize],
+            // All zero (NOT_BUDDY): allocated zeroed, touched only where pages get freed.
+            node: vec![[0; 3]; nr_pages as usize],
             pageblock_mt: vec![MigrateType::Movable as u8; nr_blocks],
             nr_pageblocks,
             nr_free_pages: 0,
             nr_free_highatomic: 0,
-            movable: vec![0; (nr_pages as usize).div_ceil(64)],
+            movable_ops: vec![0; (nr_pages as usize).div_ceil(64)],
         }
     }
 
@@ -88,8 +94,8 @@ impl FreeArea {
     /// The order of the free block `pfn` heads, if it heads one.
     #[inline]
     pub fn buddy_order(&self, pfn: u32) -> Option<u32> {
-        let o = self.buddy_order[pfn as usize];
-        (o != NOT_BUDDY).then_some(o as u32)
+        let o = self.node[pfn as usize][ORDER];
+        (o != NOT_BUDDY).then(|| o - 1)
     }
 
     /// free_area[order].nr_free.
@@ -119,7 +125,7 @@ impl FreeArea {
         std::iter::from_fn(move || {
             (cur != NIL).then(|| {
                 let p = cur;
-                cur = self.next[p as usize];
+                cur = self.node[p as usize][NEXT];
                 p
             })
         })
@@ -142,52 +148,53 @@ impl FreeArea {
 
     /// __add_to_free_list + set_buddy_order (no accounting).
     fn add(&mut self, pfn: u32, order: u32, mt: MigrateType, tail: bool) {
-        debug_assert_eq!(self.buddy_order[pfn as usize], NOT_BUDDY);
+        debug_assert_eq!(self.node[pfn as usize][ORDER], NOT_BUDDY);
         let (o, m) = (order as usize, mt as usize);
         let p = pfn as usize;
         if self.head[o][m] == NIL {
             self.head[o][m] = pfn;
             self.tail[o][m] = pfn;
-            self.next[p] = NIL;
-            self.prev[p] = NIL;
+            self.node[p][NEXT] = NIL;
+            self.node[p][PREV] = NIL;
         } else if tail {
             let t = self.tail[o][m];
-            self.next[t as usize] = pfn;
-            self.prev[p] = t;
-            self.next[p] = NIL;
+            self.node[t as usize][NEXT] = pfn;
+            self.node[p][PREV] = t;
+            self.node[p][NEXT] = NIL;
             self.tail[o][m] = pfn;
         } else {
             let h = self.head[o][m];
-            self.prev[h as usize] = pfn;
-            self.next[p] = h;
-            self.prev[p] = NIL;
+            self.node[h as usize][PREV] = pfn;
+            self.node[p][NEXT] = h;
+            self.node[p][PREV] = NIL;
             self.head[o][m] = pfn;
         }
         self.nr_blocks[o][m] += 1;
-        self.buddy_order[p] = order as u8;
+        self.node[p][ORDER] = order + 1;
     }
 
     /// __del_page_from_free_list (no accounting).
     fn del(&mut self, pfn: u32, order: u32, mt: MigrateType) {
         let (o, m, p) = (order as usize, mt as usize, pfn as usize);
         debug_assert_eq!(
-            self.buddy_order[p], order as u8,
+            self.node[p][ORDER],
+            order + 1,
             "pfn {pfn} is no order-{order} buddy"
         );
-        let (prev, next) = (self.prev[p], self.next[p]);
+        let (prev, next) = (self.node[p][PREV], self.node[p][NEXT]);
         if prev == NIL {
             debug_assert_eq!(self.head[o][m], pfn, "pfn {pfn} is not on the {mt:?} list");
             self.head[o][m] = next;
         } else {
-            self.next[prev as usize] = next;
+            self.node[prev as usize][NEXT] = next;
         }
         if next == NIL {
             self.tail[o][m] = prev;
         } else {
-            self.prev[next as usize] = prev;
+            self.node[next as usize][PREV] = prev;
         }
         self.nr_blocks[o][m] -= 1;
-        self.buddy_order[p] = NOT_BUDDY;
+        self.node[p][ORDER] = NOT_BUDDY;
     }
 
     /// del_page_from_free_list.
@@ -243,7 +250,7 @@ impl FreeArea {
         self.account(1 << order, mt);
         while order < MAX_PAGE_ORDER {
             let buddy = pfn ^ (1 << order);
-            if buddy >= self.nr_pages || self.buddy_order[buddy as usize] != order as u8 {
+            if buddy >= self.nr_pages || self.node[buddy as usize][ORDER] != order + 1 {
                 break;
             }
             let mut buddy_mt = mt;
@@ -276,7 +283,7 @@ impl FreeArea {
         }
         let higher = pfn & !(1 << order);
         let higher_buddy = higher ^ (1 << (order + 1));
-        higher_buddy < self.nr_pages && self.buddy_order[higher_buddy as usize] == (order + 1) as u8
+        higher_buddy < self.nr_pages && self.node[higher_buddy as usize][ORDER] == order + 2
     }
 
     /// split_large_buddy + __free_one_page: a block larger than a pageblock is freed one
@@ -290,26 +297,36 @@ impl FreeArea {
     }
 
     /// prep_move_freepages_block: the pageblock around `pfn` (None if it runs past the zone),
-    /// its free pages and its movable allocated pages.
-    pub fn prep_move_freepages_block(&self, pfn: u32) -> Option<(u32, u32, u32)> {
+    /// its free pages, and its movable pages: those of LRU folios (PageLRU) and those with
+    /// movable_ops. Pages on per-CPU lists are neither.
+    pub fn prep_move_freepages_block(
+        &self,
+        pfn: u32,
+        folios: &FolioTable,
+    ) -> Option<(u32, u32, u32)> {
         let start = pfn & !(PAGEBLOCK_NR_PAGES - 1);
         let end = start + PAGEBLOCK_NR_PAGES;
         if end > self.nr_pages {
             return None;
         }
-        let mut free = 0;
+        let (mut free, mut movable) = (0, 0);
         let mut p = start;
         while p < end {
-            match self.buddy_order(p) {
-                Some(o) => {
-                    free += 1 << o;
-                    p += 1 << o;
+            if let Some(o) = self.buddy_order(p) {
+                free += 1 << o;
+                p += 1 << o;
+            } else if folios.test(p, flags::ALLOCATED) {
+                // A folio lies within one pageblock (order <= pageblock_order, aligned).
+                let n = folios.nr_pages(p);
+                if folios.test(p, flags::LRU) {
+                    movable += n;
                 }
-                None => p += 1,
+                p += n;
+            } else {
+                movable += self.is_movable_ops(p) as u32;
+                p += 1;
             }
         }
-        let words = &self.movable[(start / 64) as usize..(end / 64) as usize];
-        let movable = words.iter().map(|w| w.count_ones()).sum();
         Some((start, free, movable))
     }
 
@@ -331,15 +348,15 @@ impl FreeArea {
         moved
     }
 
-    /// Mark or clear a just-allocated (or about-to-be-freed) block as movable.
-    pub fn set_movable(&mut self, pfn: u32, order: u32, movable: bool) {
+    /// Mark or clear a block allocated to a non-LRU movable user (__SetPageMovableOps).
+    pub fn set_movable_ops(&mut self, pfn: u32, order: u32, movable: bool) {
         let (first, n) = (pfn as usize, 1usize << order);
         if n >= 64 {
-            let words = &mut self.movable[first / 64..(first + n) / 64];
+            let words = &mut self.movable_ops[first / 64..(first + n) / 64];
             words.fill(if movable { u64::MAX } else { 0 });
         } else {
             let mask = ((1u64 << n) - 1) << (first % 64);
-            let w = &mut self.movable[first / 64];
+            let w = &mut self.movable_ops[first / 64];
             if movable {
                 *w |= mask;
             } else {
@@ -348,8 +365,8 @@ impl FreeArea {
         }
     }
 
-    pub fn is_movable(&self, pfn: u32) -> bool {
-        self.movable[pfn as usize / 64] >> (pfn % 64) & 1 != 0
+    pub fn is_movable_ops(&self, pfn: u32) -> bool {
+        self.movable_ops[pfn as usize / 64] >> (pfn % 64) & 1 != 0
     }
 
     /// Invariants of the lists: links, orders, alignment, types, counts. Returns a bitmap of
@@ -364,15 +381,15 @@ impl FreeArea {
                 let mut prev = NIL;
                 let mut cur = self.head[o][m];
                 while cur != NIL {
-                    if self.prev[cur as usize] != prev {
+                    if self.node[cur as usize][PREV] != prev {
                         return Err(format!(
                             "order-{order} {mt:?} list: pfn {cur} has a bad prev link"
                         ));
                     }
-                    if self.buddy_order[cur as usize] != order as u8 {
+                    if self.node[cur as usize][ORDER] != order + 1 {
                         return Err(format!(
                             "pfn {cur} on the order-{order} {mt:?} list has buddy order {}",
-                            self.buddy_order[cur as usize]
+                            self.node[cur as usize][ORDER] as i64 - 1
                         ));
                     }
                     if cur % (1 << order) != 0 || cur + (1 << order) > self.nr_pages {
@@ -391,13 +408,13 @@ impl FreeArea {
                         if std::mem::replace(&mut free[p as usize], true) {
                             return Err(format!("pfn {p} is in two free blocks"));
                         }
-                        if self.is_movable(p) {
-                            return Err(format!("free pfn {p} is marked as a movable allocation"));
+                        if self.is_movable_ops(p) {
+                            return Err(format!("free pfn {p} is marked as having movable_ops"));
                         }
                     }
                     count += 1;
                     prev = cur;
-                    cur = self.next[cur as usize];
+                    cur = self.node[cur as usize][NEXT];
                 }
                 if prev != self.tail[o][m] {
                     return Err(format!(
@@ -419,7 +436,7 @@ impl FreeArea {
                 }
             }
         }
-        let heads = self.buddy_order.iter().filter(|&&o| o != NOT_BUDDY).count();
+        let heads = self.node.iter().filter(|n| n[ORDER] != NOT_BUDDY).count();
         let listed: u32 = self.nr_blocks.iter().flatten().sum();
         if heads != listed as usize {
             return Err(format!(

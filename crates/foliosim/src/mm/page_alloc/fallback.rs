@@ -6,6 +6,7 @@
 use super::migratetype::{MigrateType, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
 use super::watermark::{boost_watermark, AllocFlags};
 use super::{Zone, MAX_PAGE_ORDER};
+use crate::mm::folio::FolioTable;
 
 /// enum rmqueue_mode (no CMA; a successful claim returns to Normal, so Claim is never kept).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,7 +19,7 @@ pub enum RmqueueMode {
 /// another type's list, those that took less than a pageblock (fragmenting: the kernel's
 /// "fragmenting" field), and those after which the pageblock is the request's type
 /// ("change_ownership").
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ExtfragStats {
     pub events: u64,
     pub fragmenting: u64,
@@ -65,6 +66,7 @@ impl Zone {
     /// __rmqueue: one block of `order` for a request of type `mt`.
     pub(super) fn rmqueue_block(
         &mut self,
+        folios: &FolioTable,
         order: u32,
         mt: MigrateType,
         alloc_flags: AllocFlags,
@@ -76,7 +78,7 @@ impl Zone {
             }
         }
         if *mode != RmqueueMode::Steal {
-            if let Some(pfn) = self.rmqueue_claim(order, mt, alloc_flags) {
+            if let Some(pfn) = self.rmqueue_claim(folios, order, mt, alloc_flags) {
                 // Replenished the request's own lists.
                 *mode = RmqueueMode::Normal;
                 return Some(pfn);
@@ -96,6 +98,7 @@ impl Zone {
     /// or compatible. Under ALLOC_NOFRAGMENT only whole pageblocks are considered.
     fn rmqueue_claim(
         &mut self,
+        folios: &FolioTable,
         order: u32,
         start_mt: MigrateType,
         alloc_flags: AllocFlags,
@@ -112,8 +115,15 @@ impl Zone {
                 Err(NoFallback::TooLowToClaim) => break,
             };
             let pfn = self.area.head(current, fallback_mt).unwrap();
-            let claimed =
-                self.try_to_claim_block(pfn, current, order, start_mt, fallback_mt, alloc_flags);
+            let claimed = self.try_to_claim_block(
+                folios,
+                pfn,
+                current,
+                order,
+                start_mt,
+                fallback_mt,
+                alloc_flags,
+            );
             if let Some(page) = claimed {
                 self.trace_extfrag(page, current, start_mt);
                 return Some(page);
@@ -123,8 +133,10 @@ impl Zone {
     }
 
     /// try_to_claim_block: take the pageblock(s) of a fallback block for `start_type`.
+    #[allow(clippy::too_many_arguments)]
     fn try_to_claim_block(
         &mut self,
+        folios: &FolioTable,
         pfn: u32,
         current_order: u32,
         order: u32,
@@ -152,7 +164,8 @@ impl Zone {
         {
             self.boosted_watermark = true;
         }
-        let (start, free_pages, movable_pages) = self.area.prep_move_freepages_block(pfn)?;
+        let (start, free_pages, movable_pages) =
+            self.area.prep_move_freepages_block(pfn, folios)?;
         // Pages compatible with the request: movable ones for a movable request; for an
         // unmovable or reclaimable one falling back to a movable block, every allocated page
         // that is not movable; between unmovable and reclaimable, none can be told apart.

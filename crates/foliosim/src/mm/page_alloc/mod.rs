@@ -15,7 +15,7 @@ pub mod watermark;
 
 pub use fallback::ExtfragStats;
 pub use migratetype::{MigrateType, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
-pub use slowpath::{alloc_pages, alloc_pages_memalloc};
+pub use slowpath::{alloc_pages, alloc_pages_memalloc, free_pages_memalloc};
 pub use watermark::{AllocFlags, WatermarkSysctl, Watermarks, Wmark};
 
 use super::vmstat::{VmEvent, VmStat};
@@ -145,7 +145,6 @@ impl Zone {
             self.area.buddy_order(pfn).is_none(),
             "double free of pfn {pfn}"
         );
-        self.area.set_movable(pfn, order, false);
         self.events.count(VmEvent::Pgfree, 1 << order);
         let mut mt = self.area.pageblock_mt(pfn);
         if !pcp_allowed_order(order) || mt == MigrateType::Isolate {

@@ -8,6 +8,7 @@ use super::pcp::{order_to_pindex, pcp_allowed_order};
 use super::watermark::{zone_watermark_ok, AllocFlags, Wmark};
 use super::{Zone, ZONE_LOCK_HOLD_NS_PER_BLOCK};
 use crate::engine::Ctx;
+use crate::mm::folio::FolioTable;
 use crate::mm::gfp::Gfp;
 use crate::mm::vmscan::kswapd::{wakeup_kswapd, KswapdState};
 use crate::mm::vmstat::VmEvent;
@@ -19,6 +20,7 @@ impl Zone {
     pub fn get_page_from_freelist(
         &mut self,
         kswapd: &mut KswapdState,
+        folios: &FolioTable,
         ctx: &mut Ctx,
         gfp: Gfp,
         order: u32,
@@ -31,12 +33,7 @@ impl Zone {
             let usable = alloc_flags.has(AllocFlags::NO_WATERMARKS)
                 || self.zone_watermark_fast(order, mark, alloc_flags);
             if usable {
-                if let Some(pfn) = self.rmqueue(kswapd, ctx, order, alloc_flags, mt) {
-                    // prep_new_page; the model's movable allocations are LRU folios and
-                    // zsmalloc pages, which compaction could move.
-                    if mt == MigrateType::Movable {
-                        self.area.set_movable(pfn, order, true);
-                    }
+                if let Some(pfn) = self.rmqueue(kswapd, folios, ctx, order, alloc_flags, mt) {
                     return Some(pfn);
                 }
             }
@@ -79,6 +76,7 @@ impl Zone {
     fn rmqueue(
         &mut self,
         kswapd: &mut KswapdState,
+        folios: &FolioTable,
         ctx: &mut Ctx,
         order: u32,
         alloc_flags: AllocFlags,
@@ -86,10 +84,10 @@ impl Zone {
     ) -> Option<u32> {
         let mut page = None;
         if pcp_allowed_order(order) {
-            page = self.rmqueue_pcplist(ctx, order, mt, alloc_flags);
+            page = self.rmqueue_pcplist(folios, ctx, order, mt, alloc_flags);
         }
         if page.is_none() {
-            page = self.rmqueue_buddy(ctx, order, alloc_flags, mt);
+            page = self.rmqueue_buddy(folios, ctx, order, alloc_flags, mt);
         }
         if alloc_flags.has(AllocFlags::KSWAPD) && self.boosted_watermark {
             self.boosted_watermark = false;
@@ -104,6 +102,7 @@ impl Zone {
     /// rmqueue_pcplist + __rmqueue_pcplist.
     fn rmqueue_pcplist(
         &mut self,
+        folios: &FolioTable,
         ctx: &mut Ctx,
         order: u32,
         mt: MigrateType,
@@ -116,7 +115,7 @@ impl Zone {
         pcp.free_count >>= 1;
         if pcp.lists[pindex].is_empty() {
             let count = pcp.nr_pcp_alloc(order, batch, high);
-            let alloced = self.rmqueue_bulk(ctx, order, count, mt, alloc_flags, pindex);
+            let alloced = self.rmqueue_bulk(folios, ctx, order, count, mt, alloc_flags, pindex);
             self.pcp[cpu].count += alloced << order;
         }
         let pcp = &mut self.pcp[cpu];
@@ -127,8 +126,10 @@ impl Zone {
 
     /// rmqueue_bulk: up to `count` blocks onto the tail of the CPU's list, under one hold of
     /// the zone lock, keeping the fallback mode that worked. Returns the blocks taken.
+    #[allow(clippy::too_many_arguments)]
     fn rmqueue_bulk(
         &mut self,
+        folios: &FolioTable,
         ctx: &mut Ctx,
         order: u32,
         count: u32,
@@ -139,7 +140,7 @@ impl Zone {
         let mut mode = RmqueueMode::Normal;
         let mut taken = 0;
         while taken < count {
-            let Some(pfn) = self.rmqueue_block(order, mt, alloc_flags, &mut mode) else {
+            let Some(pfn) = self.rmqueue_block(folios, order, mt, alloc_flags, &mut mode) else {
                 break;
             };
             self.pcp[ctx.cpu].lists[pindex].push_back(pfn);
@@ -154,6 +155,7 @@ impl Zone {
     /// pageblocks for the requests allowed them.
     fn rmqueue_buddy(
         &mut self,
+        folios: &FolioTable,
         ctx: &mut Ctx,
         order: u32,
         alloc_flags: AllocFlags,
@@ -168,7 +170,7 @@ impl Zone {
             }
         }
         let mut mode = RmqueueMode::Normal;
-        if let Some(pfn) = self.rmqueue_block(order, mt, alloc_flags, &mut mode) {
+        if let Some(pfn) = self.rmqueue_block(folios, order, mt, alloc_flags, &mut mode) {
             return Some(pfn);
         }
         if alloc_flags.has(AllocFlags::OOM.with(AllocFlags::NON_BLOCK)) {

@@ -10,6 +10,7 @@ use crate::mm::compaction::{
     self, CompactPriority, CompactResult, INIT_COMPACT_PRIORITY, MIN_COMPACT_COSTLY_PRIORITY,
     MIN_COMPACT_PRIORITY,
 };
+use crate::mm::folio::FolioTable;
 use crate::mm::gfp::Gfp;
 use crate::mm::page_alloc::migratetype::MigrateType;
 use crate::mm::vmscan::kswapd::{wakeup_kswapd, KswapdState, MAX_RECLAIM_RETRIES};
@@ -37,9 +38,9 @@ fn fast_path_flags(gfp: Gfp) -> AllocFlags {
 pub fn alloc_pages(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> Option<u32> {
     assert!(order <= MAX_PAGE_ORDER, "order {order} > MAX_PAGE_ORDER");
     let flags = fast_path_flags(gfp);
-    if let Some(pfn) = k
-        .zone
-        .get_page_from_freelist(&mut k.kswapd, ctx, gfp, order, flags)
+    if let Some(pfn) =
+        k.zone
+            .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, flags)
     {
         return Some(pfn);
     }
@@ -49,15 +50,41 @@ pub fn alloc_pages(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> Optio
 /// An allocation by reclaim itself (PF_MEMALLOC: zram, zswap and brd storing what is being
 /// swapped out), which may use every free page (ALLOC_NO_WATERMARKS) and never reclaims. As
 /// the model always has, a failure drains the per-CPU lists and tries once more (the kernel
-/// would fail it).
+/// would fail it). A movable one (zsmalloc's zspages) is marked as having movable_ops; free it
+/// with [`free_pages_memalloc`].
 pub fn alloc_pages_memalloc(
     zone: &mut Zone,
     kswapd: &mut KswapdState,
+    folios: &FolioTable,
     ctx: &mut Ctx,
     gfp: Gfp,
     order: u32,
 ) -> Option<u32> {
-    if let Some(pfn) = zone.get_page_from_freelist(kswapd, ctx, gfp, order, fast_path_flags(gfp)) {
+    let pfn = memalloc(zone, kswapd, folios, ctx, gfp, order)?;
+    if gfp.migratetype() == MigrateType::Movable {
+        zone.area.set_movable_ops(pfn, order, true);
+    }
+    Some(pfn)
+}
+
+/// Free what [`alloc_pages_memalloc`] allocated with the same `gfp`.
+pub fn free_pages_memalloc(zone: &mut Zone, ctx: &mut Ctx, gfp: Gfp, pfn: u32, order: u32) {
+    if gfp.migratetype() == MigrateType::Movable {
+        zone.area.set_movable_ops(pfn, order, false);
+    }
+    zone.free(ctx, pfn, order);
+}
+
+fn memalloc(
+    zone: &mut Zone,
+    kswapd: &mut KswapdState,
+    folios: &FolioTable,
+    ctx: &mut Ctx,
+    gfp: Gfp,
+    order: u32,
+) -> Option<u32> {
+    let fast = fast_path_flags(gfp);
+    if let Some(pfn) = zone.get_page_from_freelist(kswapd, folios, ctx, gfp, order, fast) {
         return Some(pfn);
     }
     let alloc_flags = gfp_to_alloc_flags(gfp, order);
@@ -65,14 +92,14 @@ pub fn alloc_pages_memalloc(
         wakeup_kswapd(zone, kswapd, gfp, order);
     }
     let reserve = AllocFlags::NO_WATERMARKS.with(AllocFlags(alloc_flags.0 & AllocFlags::KSWAPD.0));
-    if let Some(pfn) = zone.get_page_from_freelist(kswapd, ctx, gfp, order, reserve) {
+    if let Some(pfn) = zone.get_page_from_freelist(kswapd, folios, ctx, gfp, order, reserve) {
         return Some(pfn);
     }
     if zone.nr_pcp_pages() == 0 {
         return None;
     }
     zone.drain_all_pages(ctx);
-    zone.get_page_from_freelist(kswapd, ctx, gfp, order, reserve)
+    zone.get_page_from_freelist(kswapd, folios, ctx, gfp, order, reserve)
 }
 
 /// gfp_to_alloc_flags: the slow path's flags: the min watermark, kswapd wakeups, and a
@@ -128,9 +155,9 @@ fn alloc_pages_slowpath(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> 
     if alloc_flags.has(AllocFlags::KSWAPD) {
         wake_all_kswapds(k, gfp, order);
     }
-    if let Some(pfn) = k
-        .zone
-        .get_page_from_freelist(&mut k.kswapd, ctx, gfp, order, alloc_flags)
+    if let Some(pfn) =
+        k.zone
+            .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, alloc_flags)
     {
         return Some(pfn);
     }
@@ -167,7 +194,7 @@ fn alloc_pages_slowpath(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> 
         }
         if let Some(pfn) =
             k.zone
-                .get_page_from_freelist(&mut k.kswapd, ctx, gfp, order, alloc_flags)
+                .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, alloc_flags)
         {
             return Some(pfn);
         }
@@ -219,7 +246,7 @@ fn alloc_pages_may_oom(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> O
     let last = gfp.union(Gfp::HARDWALL).without(Gfp::DIRECT_RECLAIM);
     let flags = AllocFlags::WMARK_HIGH.with(AllocFlags::CPUSET);
     k.zone
-        .get_page_from_freelist(&mut k.kswapd, ctx, last, order, flags)
+        .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, last, order, flags)
 }
 
 /// __alloc_pages_direct_reclaim: reclaim, then try the free lists; if that fails, drain the
@@ -235,15 +262,15 @@ fn alloc_pages_direct_reclaim(
     if progress == 0 {
         return (None, 0);
     }
-    let mut page = k
-        .zone
-        .get_page_from_freelist(&mut k.kswapd, ctx, gfp, order, alloc_flags);
+    let mut page =
+        k.zone
+            .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, alloc_flags);
     if page.is_none() {
         // unreserve_highatomic_pageblock: the model reserves no highatomic blocks.
         k.zone.drain_all_pages(ctx);
-        page = k
-            .zone
-            .get_page_from_freelist(&mut k.kswapd, ctx, gfp, order, alloc_flags);
+        page =
+            k.zone
+                .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, alloc_flags);
     }
     (page, progress)
 }
@@ -269,7 +296,7 @@ fn alloc_pages_direct_compact(
     k.vmstat.count(VmEvent::CompactStall, 1);
     let page = captured.or_else(|| {
         k.zone
-            .get_page_from_freelist(&mut k.kswapd, ctx, gfp, order, alloc_flags)
+            .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, alloc_flags)
     });
     k.vmstat.count(
         if page.is_some() {

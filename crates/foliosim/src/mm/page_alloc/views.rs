@@ -96,9 +96,9 @@ impl Zone {
                                 "pfn {p} is on cpu {cpu}'s pcp list and free elsewhere"
                             ));
                         }
-                        if self.area.is_movable(p) {
+                        if self.area.is_movable_ops(p) {
                             return Err(format!(
-                                "pfn {p} on a pcp list is marked as a movable allocation"
+                                "pfn {p} on a pcp list is marked as having movable_ops"
                             ));
                         }
                     }

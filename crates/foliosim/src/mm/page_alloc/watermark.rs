@@ -71,7 +71,7 @@ pub const DEFAULT_WATERMARK_SCALE_FACTOR: u32 = 10;
 pub const DEFAULT_WATERMARK_BOOST_FACTOR: u32 = 15000;
 
 /// zone->_watermark[], in pages.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub struct Watermarks {
     pub min_pages: u64,
     pub low_pages: u64,
