@@ -10,14 +10,12 @@ use super::MAX_PAGE_ORDER;
 use crate::mm::folio::{flags, FolioTable};
 
 pub const NR_PAGE_ORDERS: usize = MAX_PAGE_ORDER as usize + 1;
-/// The order word of a pfn that heads no free buddy block (PageBuddy clear); a free block's
+/// The order byte of a pfn that heads no free buddy block (PageBuddy clear); a free block's
 /// head stores its order + 1.
-const NOT_BUDDY: u32 = 0;
+const NOT_BUDDY: u8 = 0;
 const NIL: u32 = u32::MAX;
-/// Indices into a pfn's node: its list links and its order word.
 const NEXT: usize = 0;
 const PREV: usize = 1;
-const ORDER: usize = 2;
 
 pub struct FreeArea {
     nr_pages: u32,
@@ -25,10 +23,10 @@ pub struct FreeArea {
     tail: [[u32; MIGRATE_TYPES]; NR_PAGE_ORDERS],
     /// Blocks on each list (free_area[order].nr_free is the sum over types).
     nr_blocks: [[u32; MIGRATE_TYPES]; NR_PAGE_ORDERS],
-    /// Per pfn: [next, prev, order + 1] when it heads a free block (PageBuddy + buddy_order,
-    /// and the list links), order word NOT_BUDDY otherwise. One node per cache line access:
-    /// the merge test and the unlink read the same bytes.
-    node: Vec<[u32; 3]>,
+    /// Per pfn heading a free block: [next, prev] on its list (meaningless otherwise).
+    links: Vec<[u32; 2]>,
+    /// Per pfn: order + 1 of the free block it heads (PageBuddy + buddy_order), or NOT_BUDDY.
+    buddy_order: Vec<u8>,
     /// Per pageblock: its MigrateType.
     pageblock_mt: Vec<u8>,
     /// Pageblocks of each type (/proc/pagetypeinfo's "Number of blocks type").
@@ -55,8 +53,9 @@ impl FreeArea {
             head: [[NIL; MIGRATE_TYPES]; NR_PAGE_ORDERS],
             tail: [[NIL; MIGRATE_TYPES]; NR_PAGE_ORDERS],
             nr_blocks: [[0; MIGRATE_TYPES]; NR_PAGE_ORDERS],
-            // All zero (NOT_BUDDY): allocated zeroed, touched only where pages get freed.
-            node: vec![[0; 3]; nr_pages as usize],
+            // Both all zero (NOT_BUDDY): allocated zeroed, touched only where pages are freed.
+            links: vec![[0; 2]; nr_pages as usize],
+            buddy_order: vec![NOT_BUDDY; nr_pages as usize],
             pageblock_mt: vec![MigrateType::Movable as u8; nr_blocks],
             nr_pageblocks,
             nr_free_pages: 0,
@@ -94,8 +93,8 @@ impl FreeArea {
     /// The order of the free block `pfn` heads, if it heads one.
     #[inline]
     pub fn buddy_order(&self, pfn: u32) -> Option<u32> {
-        let o = self.node[pfn as usize][ORDER];
-        (o != NOT_BUDDY).then(|| o - 1)
+        let o = self.buddy_order[pfn as usize];
+        (o != NOT_BUDDY).then(|| o as u32 - 1)
     }
 
     /// free_area[order].nr_free.
@@ -125,7 +124,7 @@ impl FreeArea {
         std::iter::from_fn(move || {
             (cur != NIL).then(|| {
                 let p = cur;
-                cur = self.node[p as usize][NEXT];
+                cur = self.links[p as usize][NEXT];
                 p
             })
         })
@@ -148,53 +147,53 @@ impl FreeArea {
 
     /// __add_to_free_list + set_buddy_order (no accounting).
     fn add(&mut self, pfn: u32, order: u32, mt: MigrateType, tail: bool) {
-        debug_assert_eq!(self.node[pfn as usize][ORDER], NOT_BUDDY);
+        debug_assert_eq!(self.buddy_order[pfn as usize], NOT_BUDDY);
         let (o, m) = (order as usize, mt as usize);
         let p = pfn as usize;
         if self.head[o][m] == NIL {
             self.head[o][m] = pfn;
             self.tail[o][m] = pfn;
-            self.node[p][NEXT] = NIL;
-            self.node[p][PREV] = NIL;
+            self.links[p][NEXT] = NIL;
+            self.links[p][PREV] = NIL;
         } else if tail {
             let t = self.tail[o][m];
-            self.node[t as usize][NEXT] = pfn;
-            self.node[p][PREV] = t;
-            self.node[p][NEXT] = NIL;
+            self.links[t as usize][NEXT] = pfn;
+            self.links[p][PREV] = t;
+            self.links[p][NEXT] = NIL;
             self.tail[o][m] = pfn;
         } else {
             let h = self.head[o][m];
-            self.node[h as usize][PREV] = pfn;
-            self.node[p][NEXT] = h;
-            self.node[p][PREV] = NIL;
+            self.links[h as usize][PREV] = pfn;
+            self.links[p][NEXT] = h;
+            self.links[p][PREV] = NIL;
             self.head[o][m] = pfn;
         }
         self.nr_blocks[o][m] += 1;
-        self.node[p][ORDER] = order + 1;
+        self.buddy_order[p] = order as u8 + 1;
     }
 
     /// __del_page_from_free_list (no accounting).
     fn del(&mut self, pfn: u32, order: u32, mt: MigrateType) {
         let (o, m, p) = (order as usize, mt as usize, pfn as usize);
         debug_assert_eq!(
-            self.node[p][ORDER],
-            order + 1,
+            self.buddy_order[p],
+            order as u8 + 1,
             "pfn {pfn} is no order-{order} buddy"
         );
-        let (prev, next) = (self.node[p][PREV], self.node[p][NEXT]);
+        let (prev, next) = (self.links[p][PREV], self.links[p][NEXT]);
         if prev == NIL {
             debug_assert_eq!(self.head[o][m], pfn, "pfn {pfn} is not on the {mt:?} list");
             self.head[o][m] = next;
         } else {
-            self.node[prev as usize][NEXT] = next;
+            self.links[prev as usize][NEXT] = next;
         }
         if next == NIL {
             self.tail[o][m] = prev;
         } else {
-            self.node[next as usize][PREV] = prev;
+            self.links[next as usize][PREV] = prev;
         }
         self.nr_blocks[o][m] -= 1;
-        self.node[p][ORDER] = NOT_BUDDY;
+        self.buddy_order[p] = NOT_BUDDY;
     }
 
     /// del_page_from_free_list.
@@ -250,7 +249,7 @@ impl FreeArea {
         self.account(1 << order, mt);
         while order < MAX_PAGE_ORDER {
             let buddy = pfn ^ (1 << order);
-            if buddy >= self.nr_pages || self.node[buddy as usize][ORDER] != order + 1 {
+            if buddy >= self.nr_pages || self.buddy_order[buddy as usize] != order as u8 + 1 {
                 break;
             }
             let mut buddy_mt = mt;
@@ -283,7 +282,7 @@ impl FreeArea {
         }
         let higher = pfn & !(1 << order);
         let higher_buddy = higher ^ (1 << (order + 1));
-        higher_buddy < self.nr_pages && self.node[higher_buddy as usize][ORDER] == order + 2
+        higher_buddy < self.nr_pages && self.buddy_order[higher_buddy as usize] == order as u8 + 2
     }
 
     /// split_large_buddy + __free_one_page: a block larger than a pageblock is freed one
@@ -381,18 +380,18 @@ impl FreeArea {
                 let mut prev = NIL;
                 let mut cur = self.head[o][m];
                 while cur != NIL {
-                    if self.node[cur as usize][PREV] != prev {
+                    if self.links[cur as usize][PREV] != prev {
                         return Err(format!(
                             "order-{order} {mt:?} list: pfn {cur} has a bad prev link"
                         ));
                     }
-                    if self.node[cur as usize][ORDER] != order + 1 {
+                    if self.buddy_order[cur as usize] != order as u8 + 1 {
                         return Err(format!(
                             "pfn {cur} on the order-{order} {mt:?} list has buddy order {}",
-                            self.node[cur as usize][ORDER] as i64 - 1
+                            self.buddy_order[cur as usize] as i64 - 1
                         ));
                     }
-                    if cur % (1 << order) != 0 || cur + (1 << order) > self.nr_pages {
+                    if !cur.is_multiple_of(1 << order) || cur + (1 << order) > self.nr_pages {
                         return Err(format!(
                             "order-{order} free block at pfn {cur} is misaligned or past the zone"
                         ));
@@ -414,7 +413,7 @@ impl FreeArea {
                     }
                     count += 1;
                     prev = cur;
-                    cur = self.node[cur as usize][NEXT];
+                    cur = self.links[cur as usize][NEXT];
                 }
                 if prev != self.tail[o][m] {
                     return Err(format!(
@@ -436,7 +435,7 @@ impl FreeArea {
                 }
             }
         }
-        let heads = self.node.iter().filter(|n| n[ORDER] != NOT_BUDDY).count();
+        let heads = self.buddy_order.iter().filter(|&&o| o != NOT_BUDDY).count();
         let listed: u32 = self.nr_blocks.iter().flatten().sum();
         if heads != listed as usize {
             return Err(format!(

@@ -84,7 +84,7 @@ impl Zone {
         let mut pfn = 0u32;
         while pfn < nr_pages {
             let mut order = MAX_PAGE_ORDER;
-            while order > 0 && (pfn % (1 << order) != 0 || pfn + (1 << order) > nr_pages) {
+            while order > 0 && (!pfn.is_multiple_of(1 << order) || pfn + (1 << order) > nr_pages) {
                 order -= 1;
             }
             zone.area.free_pages_ok(pfn, order, true);

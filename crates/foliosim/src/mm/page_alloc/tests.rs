@@ -189,15 +189,15 @@ fn unmovable_request_claims_a_whole_free_pageblock() {
 
 /// A zone whose every page is allocated movable (order 0), then `free` ranges freed and the
 /// pcp lists drained: pageblocks with those free pages and the rest movable.
-fn fragmented(free: &[std::ops::Range<u32>]) -> (Mem, Vec<bool>) {
+fn fragmented(free: &[(u32, u32)]) -> (Mem, Vec<bool>) {
     let mut m = Mem::new(4096, 1);
     let mut held = vec![false; 4096];
     while let Some(p) = m.alloc_any(MOVABLE, 0) {
         held[p as usize] = true;
     }
     assert!(held.iter().all(|&h| h));
-    for r in free {
-        for p in r.clone() {
+    for &(start, end) in free {
+        for p in start..end {
             m.free(p, 0);
             held[p as usize] = false;
         }
@@ -211,7 +211,7 @@ fn fragmented(free: &[std::ops::Range<u32>]) -> (Mem, Vec<bool>) {
 fn fallback_claims_a_pageblock_that_is_mostly_free() {
     // 300 free pages in pageblock 0: free + alike (0 for unmovable from movable when the rest
     // is movable) = 300 >= 256.
-    let (mut m, _) = fragmented(&[0..300]);
+    let (mut m, _) = fragmented(&[(0, 300)]);
     let pfn = m.alloc(UNMOVABLE, 0).unwrap();
     assert!(pfn < 512);
     assert_eq!(m.z.pageblock_mt(0), MigrateType::Unmovable);
@@ -233,7 +233,7 @@ fn fallback_claims_a_pageblock_that_is_mostly_free() {
 fn fallback_steals_one_block_and_boosts_when_the_pageblock_is_mostly_used() {
     // 100 free pages in pageblock 1 (below the low watermark: allocate ignoring it): 100 < 256,
     // so no claim; one block is stolen.
-    let (mut m, _) = fragmented(&[512..612]);
+    let (mut m, _) = fragmented(&[(512, 612)]);
     let flags = AllocFlags::NO_WATERMARKS.with(AllocFlags::KSWAPD);
     let pfn = m.alloc_flags(UNMOVABLE, 0, flags).unwrap();
     assert!((512..612).contains(&pfn));
@@ -284,7 +284,7 @@ fn movable_requests_steal_small_blocks_without_trying_to_claim() {
 #[test]
 fn watermark_needs_a_free_block_of_the_order() {
     // Every other page free: plenty of order-0 free pages, no order-1 block.
-    let evens: Vec<_> = (0..2048).map(|i| 2 * i..2 * i + 1).collect();
+    let evens: Vec<_> = (0..2048).map(|i| (2 * i, 2 * i + 1)).collect();
     let (m, _) = fragmented(&evens);
     assert_eq!(m.z.nr_free_pages(), 2048);
     let min = m.z.wmark_pages(Wmark::Min);
@@ -361,7 +361,7 @@ proptest! {
             if pick % 31 == 0 {
                 m.z.drain_all_pages(&mut m.c);
             }
-            let free = m.z.check().map_err(|e| TestCaseError::fail(e))?;
+            let free = m.z.check().map_err(TestCaseError::fail)?;
             let allocated: u64 = live.iter().map(|&(_, o)| 1u64 << o).sum();
             prop_assert_eq!(m.z.nr_free_pages() + m.z.nr_pcp_pages() + allocated, total as u64);
             for p in 0..total as usize {
