@@ -290,6 +290,24 @@ pub fn host_settings(scenario: &Scenario) -> Vec<(String, String)> {
             if s.zswap.enabled { "Y" } else { "N" }.into(),
         ));
     }
+    // After the THP knobs: enabling PMD THP makes khugepaged raise min_free_kbytes, which a
+    // scenario's own value must then override.
+    let vm = &scenario.sysctl.vm;
+    for (name, value) in [
+        ("min_free_kbytes", vm.min_free_kbytes),
+        (
+            "watermark_scale_factor",
+            vm.watermark_scale_factor.map(u64::from),
+        ),
+        (
+            "watermark_boost_factor",
+            vm.watermark_boost_factor.map(u64::from),
+        ),
+    ] {
+        if let Some(v) = value {
+            out.push((format!("/proc/sys/vm/{name}"), v.to_string()));
+        }
+    }
     out
 }
 

@@ -81,7 +81,7 @@ pub fn run_with_progress(
                 wakeups: t.wakeups,
             })
             .collect(),
-        counters: k.vmstat.to_map(),
+        counters: k.vm_events().to_map(),
         memcg_stats: k
             .memcgs
             .iter()
@@ -107,6 +107,7 @@ pub fn run_with_progress(
         zswap: k.zswap.enabled.then(|| k.zswap.debugfs()),
         iaa: k.iaa.as_ref().map(|i| i.total_stats()),
         cpu_time_ns: cpu_time_by_cost(&k, tasks.iter().map(|t| t.user_ns + t.sys_ns).sum()),
+        page_alloc: report::PageAllocReport::of(&k.zone),
     })
 }
 

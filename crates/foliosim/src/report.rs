@@ -72,6 +72,38 @@ pub struct RunResult {
     /// models ("... contention" is the extra time of sharing), and the rest of the CPU time of
     /// every task, kernel threads included.
     pub cpu_time_ns: BTreeMap<String, u64>,
+    /// The page allocator at the end of the run.
+    pub page_alloc: PageAllocReport,
+}
+
+/// The zone at the end of a run, as the kernel shows it (mm/page_alloc/).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PageAllocReport {
+    /// /proc/buddyinfo.
+    pub buddyinfo: String,
+    /// /proc/pagetypeinfo.
+    pub pagetypeinfo: String,
+    /// NR_FREE_PAGES (the buddy lists; pages on per-CPU lists are not counted).
+    pub nr_free_pages: u64,
+    /// zone->_watermark[], pages, and the boost left on them.
+    pub watermarks: crate::mm::page_alloc::Watermarks,
+    pub watermark_boost_pages: u64,
+    /// Allocations served from another migratetype's free lists, as the
+    /// mm_page_alloc_extfrag tracepoint reports them.
+    pub extfrag: crate::mm::page_alloc::ExtfragStats,
+}
+
+impl PageAllocReport {
+    pub fn of(zone: &crate::mm::page_alloc::Zone) -> PageAllocReport {
+        PageAllocReport {
+            buddyinfo: zone.buddyinfo(),
+            pagetypeinfo: zone.pagetypeinfo(),
+            nr_free_pages: zone.nr_free_pages(),
+            watermarks: zone.wmark,
+            watermark_boost_pages: zone.watermark_boost,
+            extfrag: zone.extfrag,
+        }
+    }
 }
 
 impl RunResult {

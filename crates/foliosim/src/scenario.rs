@@ -121,6 +121,9 @@ pub struct Scenario {
     pub kernel: Kernel,
     #[serde(default)]
     pub sysfs: Sysfs,
+    /// `/proc/sys` knobs (`[sysctl.vm]`).
+    #[serde(default, skip_serializing_if = "Sysctl::is_default")]
+    pub sysctl: Sysctl,
     /// Memory cgroups (cgroup v2 names); workloads name the one they run in.
     #[serde(default, rename = "memcg")]
     pub memcgs: Vec<MemcgSpec>,
@@ -461,10 +464,12 @@ pub struct Sysfs {
     #[serde(default)]
     pub hugepages: BTreeMap<String, ThpEnabled>,
     /// `transparent_hugepage/defrag`; absent leaves the host's value (live) and is the kernel's
-    /// default, `madvise`, in the sim. The sim has no compaction, so it decides only whether a
-    /// large folio's memcg charge may reclaim (vma_thp_gfp_mask): `always` (one round unless
-    /// MADV_HUGEPAGE), `madvise` and `defer+madvise` (MADV_HUGEPAGE VMAs only); otherwise a
-    /// charge over the limit fails and the fault falls back to a smaller order.
+    /// default, `madvise`, in the sim. It sets the gfp of large folio faults
+    /// (vma_thp_gfp_mask), which decides whether their allocation and memcg charge may reclaim:
+    /// `always` (one round unless MADV_HUGEPAGE), `madvise` and `defer+madvise` (MADV_HUGEPAGE
+    /// VMAs only), and whether a failing allocation wakes kswapd (`defer`, `defer+madvise`);
+    /// otherwise it fails and the fault falls back to a smaller order. The sim has no
+    /// compaction yet (mm/compaction.rs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub defrag: Option<ThpDefrag>,
     /// `transparent_hugepage/khugepaged/*`; absent fields leave the host's value. The sim has no
@@ -535,6 +540,39 @@ pub struct KhugepagedKnobs {
     pub max_ptes_swap: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_ptes_shared: Option<u32>,
+}
+
+/// `/proc/sys` knobs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sysctl {
+    #[serde(default)]
+    pub vm: VmSysctl,
+}
+
+impl Sysctl {
+    fn is_default(&self) -> bool {
+        *self == Sysctl::default()
+    }
+}
+
+/// `/proc/sys/vm/*`: the page allocator's watermarks. `None` leaves the host's value (live) and
+/// is the kernel's own value in the sim.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VmSysctl {
+    /// `watermark_scale_factor` (1 ..= 3000, default 10): the min-to-low and low-to-high
+    /// watermark distances, in 1/10000 of memory (at least a quarter of min).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watermark_scale_factor: Option<u32>,
+    /// `watermark_boost_factor` (default 15000, 0 disables): how far a fragmenting fallback may
+    /// raise the watermarks, in 1/10000 of the high watermark.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watermark_boost_factor: Option<u32>,
+    /// `min_free_kbytes`: the min watermark. Absent: the kernel's boot value, sqrt(16 x memory
+    /// in KiB) within 128 KiB ..= 256 MiB, raised by khugepaged when PMD THP is enabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_free_kbytes: Option<u64>,
 }
 
 /// Compressors the kernel's crypto API commonly offers (zram `comp_algorithm`, zswap `compressor`).
@@ -654,6 +692,37 @@ impl Scenario {
         }
         if k.pages_to_scan == Some(0) {
             return Err(invalid("sysfs.khugepaged.pages_to_scan", 0, ">= 1"));
+        }
+        // The kernel's proc_dointvec_minmax ranges (an int, >= 0 unless said).
+        let vm = &self.sysctl.vm;
+        if let Some(v) = vm
+            .watermark_scale_factor
+            .filter(|v| !(1..=3000).contains(v))
+        {
+            return Err(invalid("sysctl.vm.watermark_scale_factor", v, "1 ..= 3000"));
+        }
+        if let Some(v) = vm.watermark_boost_factor.filter(|&v| v > i32::MAX as u32) {
+            return Err(invalid(
+                "sysctl.vm.watermark_boost_factor",
+                v,
+                "0 ..= 2147483647 (0 disables boosting)",
+            ));
+        }
+        if let Some(v) = vm.min_free_kbytes {
+            // The kernel takes any int; a min watermark of half the machine or more leaves
+            // nothing to run in.
+            let limit_kbytes = self.machine.memory.0 / 1024 / 2;
+            if v >= limit_kbytes.min(i32::MAX as u64 + 1) {
+                return Err(invalid(
+                    "sysctl.vm.min_free_kbytes",
+                    v,
+                    format!(
+                        "0 ..= {} (less than half of machine.memory, {})",
+                        limit_kbytes.min(i32::MAX as u64 + 1) - 1,
+                        format_size(self.machine.memory.0)
+                    ),
+                ));
+            }
         }
         Ok(())
     }

@@ -442,3 +442,46 @@ fn seed003_fields() {
         &["workload[0].iterations", "0"],
     );
 }
+
+#[test]
+fn sysctl_vm_knobs_are_range_checked() {
+    let with = |knobs: &str| replace("[kernel]", &format!("[sysctl.vm]\n{knobs}\n\n[kernel]"));
+    expect_err(
+        "watermark_scale_factor 0",
+        &with("watermark_scale_factor = 0"),
+        &["sysctl.vm.watermark_scale_factor", "found 0", "1 ..= 3000"],
+    );
+    expect_err(
+        "watermark_scale_factor 3001",
+        &with("watermark_scale_factor = 3001"),
+        &["sysctl.vm.watermark_scale_factor", "3001", "1 ..= 3000"],
+    );
+    expect_err(
+        "watermark_boost_factor negative",
+        &with("watermark_boost_factor = -1"),
+        &["watermark_boost_factor"],
+    );
+    expect_err(
+        "watermark_boost_factor past an int",
+        &with("watermark_boost_factor = 3000000000"),
+        &["sysctl.vm.watermark_boost_factor", "0 ..= 2147483647"],
+    );
+    // BASE has 1 GiB: min_free_kbytes must stay under half of it.
+    expect_err(
+        "min_free_kbytes half the machine",
+        &with("min_free_kbytes = 524288"),
+        &[
+            "sysctl.vm.min_free_kbytes",
+            "524288",
+            "0 ..= 524287",
+            "machine.memory",
+        ],
+    );
+    expect_err("unknown vm knob", &with("swappiness = 60"), &["swappiness"]);
+    let ok =
+        with("watermark_scale_factor = 200\nwatermark_boost_factor = 0\nmin_free_kbytes = 65536");
+    round_trip(&ok);
+    let s = Scenario::from_toml_str(&ok).unwrap();
+    assert_eq!(s.sysctl.vm.watermark_scale_factor, Some(200));
+    assert_eq!(s.sysctl.vm.min_free_kbytes, Some(65536));
+}

@@ -10,17 +10,21 @@ use crate::scenario::{ThpDefrag, PMD_ORDER};
 use std::collections::VecDeque;
 
 /// vma_thp_gfp_mask: how hard a large anon folio's allocation and memcg charge may try, from
-/// `transparent_hugepage/defrag` and whether the VMA is MADV_HUGEPAGE. `defer` only wakes
-/// kswapd/kcompactd, which the model does not have: no direct reclaim.
+/// `transparent_hugepage/defrag` and whether the VMA is MADV_HUGEPAGE: `always` reclaims and
+/// compacts (once, without MADV_HUGEPAGE), `defer` only wakes kswapd (kcompactd in the kernel),
+/// `defer+madvise` reclaims for MADV_HUGEPAGE and wakes kswapd otherwise, `madvise` reclaims
+/// for MADV_HUGEPAGE only, `never` does neither.
 pub fn vma_thp_gfp_mask(defrag: ThpDefrag, vma: &Vma) -> Gfp {
     let madvised = vma.thp == ThpAdvice::Hugepage;
+    let light = Gfp::GFP_TRANSHUGE_LIGHT;
     match defrag {
-        ThpDefrag::Always if madvised => Gfp::TRANSHUGE,
-        ThpDefrag::Always => Gfp::TRANSHUGE.noretry(),
-        ThpDefrag::DeferMadvise | ThpDefrag::Madvise if madvised => Gfp::TRANSHUGE,
-        ThpDefrag::Defer | ThpDefrag::DeferMadvise | ThpDefrag::Madvise | ThpDefrag::Never => {
-            Gfp::TRANSHUGE_LIGHT
-        }
+        ThpDefrag::Always if madvised => Gfp::GFP_TRANSHUGE,
+        ThpDefrag::Always => Gfp::GFP_TRANSHUGE.noretry(),
+        ThpDefrag::Defer => light | Gfp::KSWAPD_RECLAIM,
+        ThpDefrag::DeferMadvise if madvised => light | Gfp::DIRECT_RECLAIM,
+        ThpDefrag::DeferMadvise => light | Gfp::KSWAPD_RECLAIM,
+        ThpDefrag::Madvise if madvised => light | Gfp::DIRECT_RECLAIM,
+        ThpDefrag::Madvise | ThpDefrag::Never => light,
     }
 }
 
@@ -114,10 +118,11 @@ mod tests {
         let (plain, madvised) = (vma(ThpAdvice::Default), vma(ThpAdvice::Hugepage));
         let light = Gfp::TRANSHUGE_LIGHT;
         let full = Gfp::TRANSHUGE;
+        let kswapd = light | Gfp::KSWAPD_RECLAIM;
         for (defrag, not_madvised, is_madvised) in [
             (ThpDefrag::Always, full.noretry(), full),
-            (ThpDefrag::Defer, light, light),
-            (ThpDefrag::DeferMadvise, light, full),
+            (ThpDefrag::Defer, kswapd, kswapd),
+            (ThpDefrag::DeferMadvise, kswapd, full),
             (ThpDefrag::Madvise, light, full),
             (ThpDefrag::Never, light, light),
         ] {
@@ -128,6 +133,7 @@ mod tests {
                 "{defrag:?}"
             );
         }
-        assert!(!light.direct_reclaim && full.direct_reclaim && !full.noretry);
+        assert!(!light.allow_blocking() && full.allow_blocking());
+        assert!(!full.contains(Gfp::NORETRY) && !full.contains(Gfp::KSWAPD_RECLAIM));
     }
 }

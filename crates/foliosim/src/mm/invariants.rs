@@ -1,5 +1,6 @@
 //! The model's invariants, checked between steps when the scenario asks (always in tests):
-//! every physical page is free or in exactly one live folio; every live folio is on its memcg's
+//! every physical page is free (on exactly one buddy or per-CPU list, at its order and
+//! pageblock type) or in exactly one live folio; every live folio is on its memcg's
 //! LRU and mapped or in the swap cache; PTEs and mapcounts agree; every swap_map count equals
 //! the swap PTEs that reference the slot, and HAS_CACHE equals swap-cache presence; memcg usage
 //! and LRU sizes add up; each allocator's cluster bookkeeping matches swap_map; every swapped
@@ -14,7 +15,9 @@ use super::Kernel;
 pub fn check(k: &Kernel) -> Result<(), String> {
     let nr = k.zone.nr_pages as usize;
     let f = &k.folios;
-    let free = k.zone.free_bitmap();
+    // The allocator's own bookkeeping (buddy lists, pageblock types, pcp lists), and which
+    // pages it holds free.
+    let free = k.zone.check().map_err(|e| format!("page allocator: {e}"))?;
     // Pages: free or covered by exactly one live folio.
     let mut owner = vec![NIL; nr];
     let mut memcg_pages = vec![0u64; k.memcgs.len()];

@@ -30,8 +30,10 @@ const MEMCG_DELAY_SCALING_SHIFT: u32 = 14;
 
 /// The events the kernel also counts per memcg (memcg_vm_event_stat; cgroup v2 memory.stat),
 /// for the memcg whose LRU was scanned, whichever reclaim scanned it.
-pub const MEMCG_EVENTS: [VmEvent; 11] = [
+pub const MEMCG_EVENTS: [VmEvent; 13] = [
+    VmEvent::PgscanKswapd,
     VmEvent::PgscanDirect,
+    VmEvent::PgstealKswapd,
     VmEvent::PgstealDirect,
     VmEvent::Pgactivate,
     VmEvent::Pgdeactivate,
@@ -154,7 +156,7 @@ pub fn try_charge(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_pages: u64, gfp:
             note_over_high(k, ctx, memcg, nr_pages, gfp);
             return true;
         }
-        if !gfp.direct_reclaim {
+        if !gfp.allow_blocking() {
             return false;
         }
         let reclaimed = vmscan::try_to_free_mem_cgroup_pages(k, ctx, memcg, nr_pages);
@@ -165,7 +167,7 @@ pub fn try_charge(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_pages: u64, gfp:
             drained = true;
             continue;
         }
-        if gfp.noretry {
+        if gfp.contains(Gfp::NORETRY) {
             return false;
         }
         if reclaimed > 0 && nr_pages <= 1 << PAGE_ALLOC_COSTLY_ORDER {
@@ -194,7 +196,7 @@ fn note_over_high(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_pages: u64, gfp:
     }
     let owed = &mut k.mms[mm as usize].memcg_nr_pages_over_high;
     *owed += nr_pages;
-    if *owed > MEMCG_CHARGE_BATCH && gfp.direct_reclaim {
+    if *owed > MEMCG_CHARGE_BATCH && gfp.allow_blocking() {
         mem_cgroup_handle_over_high(k, ctx);
     }
 }

@@ -7,9 +7,9 @@ use super::gfp::Gfp;
 use super::huge_memory::{suitable_orders, vma_thp_gfp_mask};
 use super::memcontrol::try_charge;
 use super::mmap::Pte;
+use super::page_alloc::alloc_pages;
 use super::page_io::swap_read_folio;
 use super::swap_state::folio_delete_from_swap_cache;
-use super::vmscan::try_to_free_pages;
 use super::vmstat::{MthpStat, VmEvent};
 use super::{Kernel, MmError};
 use crate::engine::Ctx;
@@ -85,7 +85,7 @@ fn do_anonymous_page(
         .collect();
     for order in candidates {
         let start = index & !((1 << order) - 1);
-        let Some(pfn) = k.zone.alloc(ctx, order) else {
+        let Some(pfn) = alloc_pages(k, ctx, gfp, order) else {
             k.vmstat.count_mthp(order, MthpStat::AnonFaultFallback);
             if order == PMD_ORDER {
                 k.vmstat.count(VmEvent::ThpFaultFallback, 1);
@@ -115,16 +115,10 @@ fn do_anonymous_page(
     Ok((index, 0))
 }
 
-/// An order-0 page for a fault: direct reclaim when the zone is empty, memcg reclaim with
-/// retries when over the limit; failure of either is OOM.
+/// An order-0 page for a fault (GFP_HIGHUSER_MOVABLE: the allocator reclaims and retries),
+/// charged with memcg reclaim and retries when over the limit; failure of either is OOM.
 fn alloc_order0_charged(k: &mut Kernel, ctx: &mut Ctx, memcg: u16) -> Result<u32, MmError> {
-    let pfn = match k.zone.alloc(ctx, 0) {
-        Some(pfn) => pfn,
-        None => {
-            try_to_free_pages(k, ctx, 1);
-            k.zone.alloc(ctx, 0).ok_or(MmError::GlobalOom)?
-        }
-    };
+    let pfn = alloc_pages(k, ctx, Gfp::GFP_HIGHUSER_MOVABLE, 0).ok_or(MmError::GlobalOom)?;
     if !try_charge(k, ctx, memcg, 1, Gfp::KERNEL) {
         k.zone.free(ctx, pfn, 0);
         k.vmstat.count(VmEvent::OomKill, 1);
@@ -272,7 +266,7 @@ fn alloc_swap_folio(
         .collect();
     for order in candidates {
         let start = index & !((1 << order) - 1);
-        let Some(pfn) = k.zone.alloc(ctx, order) else {
+        let Some(pfn) = alloc_pages(k, ctx, gfp, order) else {
             k.vmstat.count_mthp(order, MthpStat::SwpinFallback);
             continue;
         };

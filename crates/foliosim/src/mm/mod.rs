@@ -1,6 +1,7 @@
 //! The mm model. Files are named after the kernel's mm/*.c so a kernel developer finds each
 //! mechanism where they expect it.
 
+pub mod compaction;
 pub mod folio;
 pub mod gfp;
 pub mod huge_memory;
@@ -43,6 +44,7 @@ use page_alloc::Zone;
 use swap_devstore::RamStore;
 use swapfile::{Swap, SwapInfo, SwapMap};
 use tlb::TlbArch;
+use vmscan::kswapd::KswapdState;
 use vmstat::VmStat;
 use zram::Zram;
 use zswap::Zswap;
@@ -58,6 +60,29 @@ pub enum MmError {
     GlobalOom,
 }
 
+/// The vm sysctls at the start of the run: the scenario's, else the kernel's at boot, with
+/// min_free_kbytes raised as khugepaged does when it starts (PMD THP enabled).
+fn watermark_sysctl(scenario: &Scenario, nr_pages: u32) -> page_alloc::WatermarkSysctl {
+    use page_alloc::watermark::recommended_min_free_kbytes;
+    let vm = &scenario.sysctl.vm;
+    let mut sysctl = Zone::default_sysctl(nr_pages);
+    let pmd_thp = scenario.sysfs.orders_enabled(true) & (1 << crate::scenario::PMD_ORDER) != 0;
+    if pmd_thp {
+        sysctl.min_free_kbytes =
+            recommended_min_free_kbytes(nr_pages as u64, 1, sysctl.min_free_kbytes);
+    }
+    if let Some(v) = vm.min_free_kbytes {
+        sysctl.min_free_kbytes = v;
+    }
+    if let Some(v) = vm.watermark_scale_factor {
+        sysctl.watermark_scale_factor = v;
+    }
+    if let Some(v) = vm.watermark_boost_factor {
+        sysctl.watermark_boost_factor = v;
+    }
+    sysctl
+}
+
 /// Folios added to the LRU per lru_lock acquisition (the per-CPU lru_add folio batch).
 const LRU_ADD_BATCH: u32 = 15;
 
@@ -66,6 +91,8 @@ pub struct Kernel {
     pub cost: CostModel,
     pub vmstat: VmStat,
     pub zone: Zone,
+    /// kswapd's state of the one node: woken by the allocator, run by its kernel thread.
+    pub kswapd: KswapdState,
     pub folios: FolioTable,
     pub mms: Vec<MmStruct>,
     /// Index 0 is the root memcg.
@@ -180,7 +207,8 @@ impl Kernel {
         Kernel {
             cost,
             vmstat: VmStat::default(),
-            zone: Zone::new(nr_pages, ncpus),
+            zone: Zone::new(nr_pages, ncpus, watermark_sysctl(scenario, nr_pages)),
+            kswapd: KswapdState::default(),
             folios: FolioTable::new(nr_pages),
             mms: Vec::new(),
             memcgs,
@@ -219,6 +247,13 @@ impl Kernel {
             zeromap: scenario.kernel.version >= KernelVersion::V6_12,
             lru_add_pending: vec![0; ncpus],
         }
+    }
+
+    /// /proc/vmstat: the kernel-wide events and the zone's (pgalloc_normal, pgfree).
+    pub fn vm_events(&self) -> VmStat {
+        let mut v = self.vmstat.clone();
+        v.add(&self.zone.events);
+        v
     }
 
     /// What page `i` of the folio at `pfn` holds: its mm's content class, and the page's index

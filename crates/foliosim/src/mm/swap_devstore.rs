@@ -3,8 +3,11 @@
 //! discard, which swap never sends to brd). Both take their pages from the buddy allocator and
 //! charge them to no memcg, so they add global, not memcg, pressure.
 
+use super::folio::FolioTable;
 use super::folio::{SwapEntry, NIL};
-use super::page_alloc::Zone;
+use super::gfp::Gfp;
+use super::page_alloc::{alloc_pages_memalloc, free_pages_memalloc, Zone};
+use super::vmscan::kswapd::KswapdState;
 use super::zram::Zram;
 use super::zsmalloc::ZsPageSource as PageSource;
 use super::Kernel;
@@ -31,19 +34,31 @@ impl RamStore {
     }
 }
 
+/// zram's zs_malloc gfp (zram_write_page): GFP_NOIO | __GFP_NOWARN | __GFP_HIGHMEM |
+/// __GFP_MOVABLE; zsmalloc pages are movable (migratable zspages).
+pub const ZRAM_GFP: Gfp = Gfp(Gfp::GFP_NOIO.0 | Gfp::NOWARN.0 | Gfp::HIGHMEM.0 | Gfp::MOVABLE.0);
+/// zswap_compress's zs_malloc gfp: GFP_NOWAIT | __GFP_NORETRY | __GFP_HIGHMEM | __GFP_MOVABLE.
+pub const ZSWAP_GFP: Gfp =
+    Gfp(Gfp::GFP_NOWAIT.0 | Gfp::NORETRY.0 | Gfp::HIGHMEM.0 | Gfp::MOVABLE.0);
+/// brd_insert_page: GFP_NOIO | __GFP_ZERO | __GFP_HIGHMEM, unmovable.
+pub const BRD_GFP: Gfp = Gfp(Gfp::GFP_NOIO.0 | Gfp::ZERO.0 | Gfp::HIGHMEM.0);
+
 /// The buddy allocator as a page source for a store working under reclaim: no direct reclaim,
 /// but the reserve below the min watermark is open to it (PF_MEMALLOC).
 pub struct ZonePages<'a> {
     pub zone: &'a mut Zone,
+    pub kswapd: &'a mut KswapdState,
+    pub folios: &'a FolioTable,
     pub ctx: &'a mut Ctx,
+    pub gfp: Gfp,
 }
 
 impl PageSource for ZonePages<'_> {
     fn alloc_page(&mut self) -> Option<u32> {
-        self.zone.alloc_no_watermarks(self.ctx, 0)
+        alloc_pages_memalloc(self.zone, self.kswapd, self.folios, self.ctx, self.gfp, 0)
     }
     fn free_page(&mut self, pfn: u32) {
-        self.zone.free(self.ctx, pfn, 0);
+        free_pages_memalloc(self.zone, self.ctx, self.gfp, pfn, 0);
     }
 }
 
@@ -58,9 +73,16 @@ pub fn store_pages(
 ) -> bool {
     let cost = &k.cost;
     let dev = &mut k.swap.devices[first.dev()];
+    let gfp = match dev.store {
+        RamStore::Brd(_) => BRD_GFP,
+        _ => ZRAM_GFP,
+    };
     let mut pages = ZonePages {
         zone: &mut k.zone,
+        kswapd: &mut k.kswapd,
+        folios: &k.folios,
         ctx,
+        gfp,
     };
     match &mut dev.store {
         RamStore::None => true,
@@ -120,7 +142,10 @@ pub fn free_slots(k: &mut Kernel, ctx: &mut Ctx, first: SwapEntry, nr: u32) {
     if let RamStore::Zram(zram) = &mut dev.store {
         let mut pages = ZonePages {
             zone: &mut k.zone,
+            kswapd: &mut k.kswapd,
+            folios: &k.folios,
             ctx,
+            gfp: ZRAM_GFP,
         };
         for slot in first.offset()..first.offset() + nr {
             zram.free_slot(slot, &mut pages);

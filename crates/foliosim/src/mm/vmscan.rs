@@ -1,7 +1,10 @@
-//! Reclaim (mm/vmscan.c): memcg direct reclaim over the anon LRU lists and shrink_folio_list's
-//! swap-out of each isolated folio.
+//! Reclaim (mm/vmscan.c): global direct reclaim, memcg reclaim and kswapd (kswapd.rs) over the
+//! anon LRU lists, and shrink_folio_list's swap-out of each isolated folio.
+
+pub mod kswapd;
 
 use super::folio::{flags, FolioTable};
+use super::gfp::{Gfp, GfpZone};
 use super::huge_memory::split_folio;
 use super::memcontrol::{HZ, JIFFY_NS, ROOT_MEMCG};
 use super::page_io::swap_writepage;
@@ -28,6 +31,23 @@ pub enum Reclaim {
     Memcg,
     /// reclaim_pages for MADV_PAGEOUT: references ignored.
     Pageout,
+    /// balance_pgdat: kswapd's background reclaim, counted as pgscan_kswapd/pgsteal_kswapd.
+    Kswapd,
+}
+
+/// What a shrink pass did: pages reclaimed, and pages isolated from the inactive lists
+/// (sc->nr_reclaimed, sc->nr_scanned).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ShrinkCount {
+    pub reclaimed: u64,
+    pub scanned: u64,
+}
+
+impl std::ops::AddAssign for ShrinkCount {
+    fn add_assign(&mut self, rhs: ShrinkCount) {
+        self.reclaimed += rhs.reclaimed;
+        self.scanned += rhs.scanned;
+    }
 }
 
 /// What shrink_folio_list did with its list.
@@ -56,7 +76,8 @@ pub fn try_to_free_mem_cgroup_pages(
             nr_to_reclaim - reclaimed,
             priority,
             Reclaim::Memcg,
-        );
+        )
+        .reclaimed;
         // shrink_slab: zswap's shrinker writes cold entries back (if enabled); what it frees
         // is zswap's compressed memory, not folios, so it does not add to `reclaimed`.
         super::zswap::shrinker_scan(k, ctx, memcg, priority);
@@ -67,27 +88,57 @@ pub fn try_to_free_mem_cgroup_pages(
     reclaimed
 }
 
-/// try_to_free_pages: global direct reclaim when the zone has no free page (every memcg).
-pub fn try_to_free_pages(k: &mut Kernel, ctx: &mut Ctx, nr_pages: u64) -> u64 {
-    k.vmstat.count(VmEvent::Allocstall, 1);
-    let nr_to_reclaim = nr_pages.max(SWAP_CLUSTER_MAX);
+/// try_to_free_pages: global direct reclaim for an allocation of `order` that failed its
+/// watermark (every memcg, SWAP_CLUSTER_MAX pages, raising the priority until done; the order
+/// matters to the kernel only for compaction_ready, which waits for compaction). Counts
+/// allocstall_<zone> for the highest zone the request may use (sc.reclaim_idx = gfp_zone).
+pub fn try_to_free_pages(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, _order: u32) -> u64 {
+    k.vmstat.count(
+        match gfp.zone() {
+            GfpZone::Movable => VmEvent::AllocstallMovable,
+            _ => VmEvent::AllocstallNormal,
+        },
+        1,
+    );
     let mut reclaimed = 0;
     for priority in (0..=DEF_PRIORITY).rev() {
-        for memcg in ROOT_MEMCG..k.memcgs.len() as u16 {
-            reclaimed += shrink_lruvec(
-                k,
-                ctx,
-                memcg,
-                nr_to_reclaim.saturating_sub(reclaimed).max(1),
-                priority,
-                Reclaim::Global,
-            );
-            if reclaimed >= nr_to_reclaim {
-                return reclaimed;
-            }
+        reclaimed += shrink_node(
+            k,
+            ctx,
+            SWAP_CLUSTER_MAX - reclaimed,
+            priority,
+            Reclaim::Global,
+        )
+        .reclaimed;
+        if reclaimed >= SWAP_CLUSTER_MAX {
+            break;
         }
     }
+    if reclaimed > 0 {
+        // shrink_node: progress makes a hopeless node worth kswapd's time again.
+        k.kswapd.kswapd_failures = 0;
+    }
     reclaimed
+}
+
+/// shrink_node (global reclaim): each memcg's lruvec in turn, root first, until
+/// `nr_to_reclaim` pages are reclaimed.
+pub fn shrink_node(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    nr_to_reclaim: u64,
+    priority: u32,
+    reclaim: Reclaim,
+) -> ShrinkCount {
+    let mut done = ShrinkCount::default();
+    for memcg in ROOT_MEMCG..k.memcgs.len() as u16 {
+        let want = nr_to_reclaim.saturating_sub(done.reclaimed).max(1);
+        done += shrink_lruvec(k, ctx, memcg, want, priority, reclaim);
+        if done.reclaimed >= nr_to_reclaim {
+            break;
+        }
+    }
+    done
 }
 
 /// reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK): reclaim made no progress while swap writes are
@@ -116,7 +167,10 @@ pub fn reclaim_throttle(k: &Kernel, ctx: &mut Ctx) -> bool {
 /// inactive_is_low for anon: inactive * int_sqrt(10 * size in GiB) < active.
 fn inactive_is_low(k: &Kernel, memcg: u16) -> bool {
     let lv = &k.memcgs[memcg as usize].lruvec;
-    let (inactive, active) = (lv.inactive_anon.nr_pages, lv.active_anon.nr_pages);
+    inactive_is_low_pages(lv.inactive_anon.nr_pages, lv.active_anon.nr_pages)
+}
+
+fn inactive_is_low_pages(inactive: u64, active: u64) -> bool {
     let gib = (inactive + active) >> (30 - 12);
     let ratio = if gib > 0 { (10 * gib).isqrt() } else { 1 };
     inactive * ratio < active
@@ -131,18 +185,18 @@ fn shrink_lruvec(
     nr_to_reclaim: u64,
     priority: u32,
     reclaim: Reclaim,
-) -> u64 {
+) -> ShrinkCount {
     let lv = &mut k.memcgs[memcg as usize].lruvec;
     lv.end_writeback(&mut k.folios, ctx.now_ns);
     let mut nr_inactive = lv.inactive_anon.nr_pages >> priority;
     let mut nr_active = lv.active_anon.nr_pages >> priority;
     let may_deactivate = inactive_is_low(k, memcg);
-    let mut reclaimed = 0;
+    let mut done = ShrinkCount::default();
     while nr_inactive > 0 || nr_active > 0 {
         if nr_inactive > 0 {
             let n = nr_inactive.min(SWAP_CLUSTER_MAX);
             nr_inactive -= n;
-            reclaimed += shrink_inactive_list(k, ctx, memcg, n, reclaim);
+            done += shrink_inactive_list(k, ctx, memcg, n, reclaim);
         }
         if nr_active > 0 {
             let n = nr_active.min(SWAP_CLUSTER_MAX);
@@ -151,11 +205,11 @@ fn shrink_lruvec(
                 shrink_active_list(k, ctx, memcg, n);
             }
         }
-        if reclaimed >= nr_to_reclaim {
+        if done.reclaimed >= nr_to_reclaim {
             break;
         }
     }
-    reclaimed
+    done
 }
 
 /// shrink_active_list: move `nr_to_scan` pages' worth of folios from the active tail to the
@@ -187,14 +241,15 @@ fn shrink_active_list(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_to_scan: u64
 
 /// shrink_inactive_list: isolate from the inactive tail, shrink, put back what stays. Scans and
 /// steals count as pgscan_anon/pgsteal_anon and in the memcg's own stats always, and as
-/// /proc/vmstat's pgscan_direct/pgsteal_direct only in global reclaim.
+/// /proc/vmstat's pgscan_direct/pgsteal_direct only in global direct reclaim
+/// (pgscan_kswapd/pgsteal_kswapd for kswapd's).
 fn shrink_inactive_list(
     k: &mut Kernel,
     ctx: &mut Ctx,
     memcg: u16,
     nr_to_scan: u64,
     reclaim: Reclaim,
-) -> u64 {
+) -> ShrinkCount {
     // Writes that completed while this reclaim ran have rotated their folios to the tail
     // (folio_end_writeback runs at completion, not once per priority).
     k.memcgs[memcg as usize]
@@ -212,26 +267,33 @@ fn shrink_inactive_list(
         list.push(pfn);
     }
     if list.is_empty() {
-        return 0;
+        return ShrinkCount::default();
     }
     k.memcgs[memcg as usize]
         .lruvec
         .lru_lock
         .hold(ctx, k.cost.lru_move_ns * list.len() as u64);
-    let global = reclaim == Reclaim::Global;
-    k.memcgs[memcg as usize].count(VmEvent::PgscanDirect, scanned);
+    let (pgscan, pgsteal) = match reclaim {
+        Reclaim::Kswapd => (VmEvent::PgscanKswapd, VmEvent::PgstealKswapd),
+        _ => (VmEvent::PgscanDirect, VmEvent::PgstealDirect),
+    };
+    let global = matches!(reclaim, Reclaim::Global | Reclaim::Kswapd);
+    k.memcgs[memcg as usize].count(pgscan, scanned);
     k.vmstat.count(VmEvent::PgscanAnon, scanned);
     if global {
-        k.vmstat.count(VmEvent::PgscanDirect, scanned);
+        k.vmstat.count(pgscan, scanned);
     }
     let result = shrink_folio_list(k, ctx, list, reclaim);
-    k.memcgs[memcg as usize].count(VmEvent::PgstealDirect, result.nr_reclaimed);
+    k.memcgs[memcg as usize].count(pgsteal, result.nr_reclaimed);
     k.vmstat.count(VmEvent::PgstealAnon, result.nr_reclaimed);
     if global {
-        k.vmstat.count(VmEvent::PgstealDirect, result.nr_reclaimed);
+        k.vmstat.count(pgsteal, result.nr_reclaimed);
     }
     putback_folios(k, ctx, &result.putback);
-    result.nr_reclaimed
+    ShrinkCount {
+        reclaimed: result.nr_reclaimed,
+        scanned,
+    }
 }
 
 /// move_folios_to_lru: return kept folios to their memcg's lists, the lru_lock taken once per

@@ -31,7 +31,16 @@ counter_enum! {
         PgstealAnon => "pgsteal_anon",
         Pgactivate => "pgactivate",
         Pgdeactivate => "pgdeactivate",
-        Allocstall => "allocstall_movable",
+        AllocstallNormal => "allocstall_normal",
+        AllocstallMovable => "allocstall_movable",
+        PgscanKswapd => "pgscan_kswapd",
+        PgstealKswapd => "pgsteal_kswapd",
+        Pageoutrun => "pageoutrun",
+        PgallocNormal => "pgalloc_normal",
+        Pgfree => "pgfree",
+        CompactStall => "compact_stall",
+        CompactFail => "compact_fail",
+        CompactSuccess => "compact_success",
         ThpFaultAlloc => "thp_fault_alloc",
         ThpFaultFallback => "thp_fault_fallback",
         ThpFaultFallbackCharge => "thp_fault_fallback_charge",
@@ -101,6 +110,21 @@ impl VmStat {
     pub fn count_mthp(&mut self, order: u32, stat: MthpStat) {
         if order > 0 {
             self.mthp[order as usize][stat as usize] += 1;
+        }
+    }
+
+    /// Fold another set of counters (the zone's) into these.
+    pub fn add(&mut self, other: &VmStat) {
+        for (a, b) in self.events.iter_mut().zip(other.events) {
+            *a += b;
+        }
+        for (a, b) in self
+            .mthp
+            .iter_mut()
+            .flatten()
+            .zip(other.mthp.iter().flatten())
+        {
+            *a += b;
         }
     }
 

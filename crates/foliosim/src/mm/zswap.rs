@@ -9,7 +9,7 @@ use super::folio::SwapEntry;
 use super::kthread::{KthreadKind, KthreadNext};
 use super::memcontrol::{zswap_charge, zswap_uncharge};
 use super::page_io::write_to_device;
-use super::swap_devstore::ZonePages;
+use super::swap_devstore::{ZonePages, ZSWAP_GFP};
 use super::swapfile::SlotData;
 use super::vmstat::{MthpStat, VmEvent};
 use super::zsmalloc::{Handle, ZsConfig, ZsPool};
@@ -287,7 +287,10 @@ fn store_page(
     let handle = if len > 0 {
         let mut pages = ZonePages {
             zone: &mut k.zone,
+            kswapd: &mut k.kswapd,
+            folios: &k.folios,
             ctx,
+            gfp: ZSWAP_GFP,
         };
         let Ok(h) = k.zswap.pool.zs_malloc(len, &mut pages) else {
             k.zswap.stats.reject_alloc_fail += 1;
@@ -327,7 +330,10 @@ fn free_entry(k: &mut Kernel, ctx: &mut Ctx, slot: SwapEntry) {
     } else {
         let mut pages = ZonePages {
             zone: &mut k.zone,
+            kswapd: &mut k.kswapd,
+            folios: &k.folios,
             ctx,
+            gfp: ZSWAP_GFP,
         };
         k.zswap
             .pool

@@ -75,6 +75,7 @@ pub fn scenario(kernel: KernelVersion, size: &str, scale: f64, seed: u64) -> Sce
             defrag: Some(ThpDefrag::Always),
             ..Sysfs::only_size(size)
         },
+        sysctl: Default::default(),
         memcgs: vec![MemcgSpec::with_max(
             "usemem",
             Some(scaled(40 * GIB, scale, 32 << 20)),

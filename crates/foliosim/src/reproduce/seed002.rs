@@ -130,6 +130,7 @@ pub fn scenario(config: Config, size: &str, scale: f64, seed: u64) -> Scenario {
             },
             ..Sysfs::only_size(size)
         },
+        sysctl: Default::default(),
         memcgs: vec![MemcgSpec {
             high: Some(scaled(40 * GIB, scale, 32 << 20)),
             ..MemcgSpec::with_max("usemem", None)

@@ -51,6 +51,7 @@ pub fn allocator_test_scenario(
         },
         kernel,
         sysfs: Sysfs::only_size("64K"),
+        sysctl: Default::default(),
         memcgs: vec![],
         workloads: vec![WorkloadSpec::ThpSwapAllocatorTest {
             aligned_swapin,
@@ -111,6 +112,7 @@ pub fn kbuild_scenario(kernel: Kernel, size: &str, scale: f64, seed: u64) -> Sce
             defrag: Some(ThpDefrag::Always),
             ..Sysfs::only_size(size)
         },
+        sysctl: Default::default(),
         memcgs: vec![MemcgSpec::with_max("build", Some(scaled(1 << 30)))],
         workloads: vec![WorkloadSpec::Kbuild {
             jobs: 96 * KBUILD_JOBS_PER_SLOT,

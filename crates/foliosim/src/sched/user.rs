@@ -67,7 +67,7 @@ pub(super) fn step(
         Op::Mark(m) => {
             p.marks[m] = Some(Mark {
                 at_ns: ctx.now_ns,
-                counters: k.vmstat.to_map(),
+                counters: k.vm_events().to_map(),
             })
         }
         Op::Exit => {

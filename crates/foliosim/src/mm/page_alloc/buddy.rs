@@ -1,0 +1,463 @@
+//! The buddy free lists (mm/page_alloc.c): free_area[order].free_list[migratetype], merging on
+//! free, splitting on allocation, and the per-pageblock migratetype.
+//!
+//! Each list is doubly linked through two dense per-pfn arrays, so a buddy is unlinked in O(1)
+//! and pages go to a list's head or tail as the kernel puts them (allocation takes the head;
+//! a free whose buddy's buddy is free goes to the tail, where it waits to merge further).
+
+use super::migratetype::{MigrateType, MIGRATE_TYPES, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
+use super::MAX_PAGE_ORDER;
+use crate::mm::folio::{flags, FolioTable};
+
+pub const NR_PAGE_ORDERS: usize = MAX_PAGE_ORDER as usize + 1;
+/// The order byte of a pfn that heads no free buddy block (PageBuddy clear); a free block's
+/// head stores its order + 1.
+const NOT_BUDDY: u8 = 0;
+const NIL: u32 = u32::MAX;
+const NEXT: usize = 0;
+const PREV: usize = 1;
+
+pub struct FreeArea {
+    nr_pages: u32,
+    head: [[u32; MIGRATE_TYPES]; NR_PAGE_ORDERS],
+    tail: [[u32; MIGRATE_TYPES]; NR_PAGE_ORDERS],
+    /// Blocks on each list (free_area[order].nr_free is the sum over types).
+    nr_blocks: [[u32; MIGRATE_TYPES]; NR_PAGE_ORDERS],
+    /// Per pfn heading a free block: [next, prev] on its list (meaningless otherwise).
+    links: Vec<[u32; 2]>,
+    /// Per pfn: order + 1 of the free block it heads (PageBuddy + buddy_order), or NOT_BUDDY.
+    buddy_order: Vec<u8>,
+    /// Per pageblock: its MigrateType.
+    pageblock_mt: Vec<u8>,
+    /// Pageblocks of each type (/proc/pagetypeinfo's "Number of blocks type").
+    pub nr_pageblocks: [u32; MIGRATE_TYPES],
+    /// NR_FREE_PAGES: pages on the free lists, isolated pageblocks excluded. Pages on per-CPU
+    /// lists are not free pages to the kernel (the watermarks do not see them).
+    pub nr_free_pages: u64,
+    /// zone->nr_free_highatomic.
+    pub nr_free_highatomic: u64,
+    /// One bit per pfn: allocated to a movable user that is not an LRU folio (zsmalloc's
+    /// pages, which have movable_ops). prep_move_freepages_block counts these and the LRU
+    /// folios' pages as the pageblock's movable pages.
+    movable_ops: Vec<u64>,
+}
+
+impl FreeArea {
+    /// Empty lists; every pageblock MOVABLE, as memmap_init_range leaves them at boot.
+    pub fn new(nr_pages: u32) -> FreeArea {
+        let nr_blocks = nr_pages.div_ceil(PAGEBLOCK_NR_PAGES) as usize;
+        let mut nr_pageblocks = [0; MIGRATE_TYPES];
+        nr_pageblocks[MigrateType::Movable as usize] = nr_blocks as u32;
+        FreeArea {
+            nr_pages,
+            head: [[NIL; MIGRATE_TYPES]; NR_PAGE_ORDERS],
+            tail: [[NIL; MIGRATE_TYPES]; NR_PAGE_ORDERS],
+            nr_blocks: [[0; MIGRATE_TYPES]; NR_PAGE_ORDERS],
+            // Both all zero (NOT_BUDDY): allocated zeroed, touched only where pages are freed.
+            links: vec![[0; 2]; nr_pages as usize],
+            buddy_order: vec![NOT_BUDDY; nr_pages as usize],
+            pageblock_mt: vec![MigrateType::Movable as u8; nr_blocks],
+            nr_pageblocks,
+            nr_free_pages: 0,
+            nr_free_highatomic: 0,
+            movable_ops: vec![0; (nr_pages as usize).div_ceil(64)],
+        }
+    }
+
+    pub fn nr_pages(&self) -> u32 {
+        self.nr_pages
+    }
+
+    /// get_pfnblock_migratetype.
+    #[inline]
+    pub fn pageblock_mt(&self, pfn: u32) -> MigrateType {
+        MigrateType::from_index(self.pageblock_mt[(pfn >> PAGEBLOCK_ORDER) as usize])
+    }
+
+    /// set_pageblock_migratetype.
+    pub fn set_pageblock_mt(&mut self, pfn: u32, mt: MigrateType) {
+        let slot = &mut self.pageblock_mt[(pfn >> PAGEBLOCK_ORDER) as usize];
+        self.nr_pageblocks[*slot as usize] -= 1;
+        self.nr_pageblocks[mt as usize] += 1;
+        *slot = mt as u8;
+    }
+
+    /// change_pageblock_range: every pageblock of a block of `order` >= pageblock_order.
+    pub fn change_pageblock_range(&mut self, pfn: u32, order: u32, mt: MigrateType) {
+        debug_assert!(order >= PAGEBLOCK_ORDER);
+        for block in 0..1u32 << (order - PAGEBLOCK_ORDER) {
+            self.set_pageblock_mt(pfn + block * PAGEBLOCK_NR_PAGES, mt);
+        }
+    }
+
+    /// The order of the free block `pfn` heads, if it heads one.
+    #[inline]
+    pub fn buddy_order(&self, pfn: u32) -> Option<u32> {
+        let o = self.buddy_order[pfn as usize];
+        (o != NOT_BUDDY).then(|| o as u32 - 1)
+    }
+
+    /// free_area[order].nr_free.
+    pub fn nr_free(&self, order: u32) -> u32 {
+        self.nr_blocks[order as usize].iter().sum()
+    }
+
+    pub fn nr_blocks(&self, order: u32, mt: MigrateType) -> u32 {
+        self.nr_blocks[order as usize][mt as usize]
+    }
+
+    #[inline]
+    pub fn free_area_empty(&self, order: u32, mt: MigrateType) -> bool {
+        self.head[order as usize][mt as usize] == NIL
+    }
+
+    /// get_page_from_free_area: the list's head.
+    #[inline]
+    pub fn head(&self, order: u32, mt: MigrateType) -> Option<u32> {
+        let h = self.head[order as usize][mt as usize];
+        (h != NIL).then_some(h)
+    }
+
+    /// The blocks of one list, head first.
+    pub fn list(&self, order: u32, mt: MigrateType) -> impl Iterator<Item = u32> + '_ {
+        let mut cur = self.head[order as usize][mt as usize];
+        std::iter::from_fn(move || {
+            (cur != NIL).then(|| {
+                let p = cur;
+                cur = self.links[p as usize][NEXT];
+                p
+            })
+        })
+    }
+
+    /// account_freepages.
+    #[inline]
+    pub fn account(&mut self, nr_pages: i64, mt: MigrateType) {
+        if mt == MigrateType::Isolate {
+            return;
+        }
+        self.nr_free_pages = self.nr_free_pages.checked_add_signed(nr_pages).unwrap();
+        if mt == MigrateType::HighAtomic {
+            self.nr_free_highatomic = self
+                .nr_free_highatomic
+                .checked_add_signed(nr_pages)
+                .unwrap();
+        }
+    }
+
+    /// __add_to_free_list + set_buddy_order (no accounting).
+    fn add(&mut self, pfn: u32, order: u32, mt: MigrateType, tail: bool) {
+        debug_assert_eq!(self.buddy_order[pfn as usize], NOT_BUDDY);
+        let (o, m) = (order as usize, mt as usize);
+        let p = pfn as usize;
+        if self.head[o][m] == NIL {
+            self.head[o][m] = pfn;
+            self.tail[o][m] = pfn;
+            self.links[p][NEXT] = NIL;
+            self.links[p][PREV] = NIL;
+        } else if tail {
+            let t = self.tail[o][m];
+            self.links[t as usize][NEXT] = pfn;
+            self.links[p][PREV] = t;
+            self.links[p][NEXT] = NIL;
+            self.tail[o][m] = pfn;
+        } else {
+            let h = self.head[o][m];
+            self.links[h as usize][PREV] = pfn;
+            self.links[p][NEXT] = h;
+            self.links[p][PREV] = NIL;
+            self.head[o][m] = pfn;
+        }
+        self.nr_blocks[o][m] += 1;
+        self.buddy_order[p] = order as u8 + 1;
+    }
+
+    /// __del_page_from_free_list (no accounting).
+    fn del(&mut self, pfn: u32, order: u32, mt: MigrateType) {
+        let (o, m, p) = (order as usize, mt as usize, pfn as usize);
+        debug_assert_eq!(
+            self.buddy_order[p],
+            order as u8 + 1,
+            "pfn {pfn} is no order-{order} buddy"
+        );
+        let (prev, next) = (self.links[p][PREV], self.links[p][NEXT]);
+        if prev == NIL {
+            debug_assert_eq!(self.head[o][m], pfn, "pfn {pfn} is not on the {mt:?} list");
+            self.head[o][m] = next;
+        } else {
+            self.links[prev as usize][NEXT] = next;
+        }
+        if next == NIL {
+            self.tail[o][m] = prev;
+        } else {
+            self.links[next as usize][PREV] = prev;
+        }
+        self.nr_blocks[o][m] -= 1;
+        self.buddy_order[p] = NOT_BUDDY;
+    }
+
+    /// del_page_from_free_list.
+    pub fn del_and_account(&mut self, pfn: u32, order: u32, mt: MigrateType) {
+        self.del(pfn, order, mt);
+        self.account(-(1i64 << order), mt);
+    }
+
+    /// move_to_free_list: to the tail of another type's list.
+    fn move_to(&mut self, pfn: u32, order: u32, old: MigrateType, new: MigrateType) {
+        self.del(pfn, order, old);
+        self.add(pfn, order, new, true);
+        self.account(-(1i64 << order), old);
+        self.account(1i64 << order, new);
+    }
+
+    /// expand: hand the upper halves of a block split from `high` down to `low` back to the
+    /// head of `mt`'s lists. Returns the pages put back.
+    pub fn expand(&mut self, pfn: u32, low: u32, mut high: u32, mt: MigrateType) -> u64 {
+        let mut added = 0;
+        while high > low {
+            high -= 1;
+            self.add(pfn + (1 << high), high, mt, false);
+            added += 1u64 << high;
+        }
+        added
+    }
+
+    /// page_del_and_expand.
+    pub fn del_and_expand(&mut self, pfn: u32, low: u32, high: u32, mt: MigrateType) {
+        self.del(pfn, high, mt);
+        let kept = (1u64 << high) - self.expand(pfn, low, high, mt);
+        self.account(-(kept as i64), mt);
+    }
+
+    /// __rmqueue_smallest: the head of the smallest non-empty list of `mt` at or above `order`,
+    /// split down to `order`.
+    pub fn rmqueue_smallest(&mut self, order: u32, mt: MigrateType) -> Option<u32> {
+        for current in order..=MAX_PAGE_ORDER {
+            if let Some(pfn) = self.head(current, mt) {
+                self.del_and_expand(pfn, order, current, mt);
+                return Some(pfn);
+            }
+        }
+        None
+    }
+
+    /// __free_one_page: merge with free buddies as far as possible and put the result on its
+    /// type's list, at the tail when `to_tail` (FPI_TO_TAIL) or when a further merge looks
+    /// likely (buddy_merge_likely), else at the head.
+    pub fn free_one_page(&mut self, mut pfn: u32, mut order: u32, mt: MigrateType, to_tail: bool) {
+        debug_assert_eq!(pfn % (1 << order), 0);
+        self.account(1 << order, mt);
+        while order < MAX_PAGE_ORDER {
+            let buddy = pfn ^ (1 << order);
+            if buddy >= self.nr_pages || self.buddy_order[buddy as usize] != order as u8 + 1 {
+                break;
+            }
+            let mut buddy_mt = mt;
+            if order >= PAGEBLOCK_ORDER {
+                // Free pages of isolated or highatomic blocks never merge with other types.
+                buddy_mt = self.pageblock_mt(buddy);
+                if buddy_mt != mt && !(mt.is_mergeable() && buddy_mt.is_mergeable()) {
+                    break;
+                }
+            }
+            self.del(buddy, order, buddy_mt);
+            if buddy_mt != mt {
+                // The merged block takes our type, so expand() later splits onto the right lists.
+                self.account(-(1i64 << order), buddy_mt);
+                self.account(1i64 << order, mt);
+                self.change_pageblock_range(buddy, order, mt);
+            }
+            pfn &= !(1 << order);
+            order += 1;
+        }
+        let tail = to_tail || self.buddy_merge_likely(pfn, order);
+        self.add(pfn, order, mt, tail);
+    }
+
+    /// buddy_merge_likely: below the second-largest order, is the buddy of the block one order
+    /// up free? Then this block is likely to merge twice soon.
+    fn buddy_merge_likely(&self, pfn: u32, order: u32) -> bool {
+        if order >= MAX_PAGE_ORDER - 1 {
+            return false;
+        }
+        let higher = pfn & !(1 << order);
+        let higher_buddy = higher ^ (1 << (order + 1));
+        higher_buddy < self.nr_pages && self.buddy_order[higher_buddy as usize] == order as u8 + 2
+    }
+
+    /// split_large_buddy + __free_one_page: a block larger than a pageblock is freed one
+    /// pageblock at a time, each onto its own pageblock's type.
+    pub fn free_pages_ok(&mut self, pfn: u32, order: u32, to_tail: bool) {
+        let step = order.min(PAGEBLOCK_ORDER);
+        for chunk in (pfn..pfn + (1 << order)).step_by(1 << step) {
+            let mt = self.pageblock_mt(chunk);
+            self.free_one_page(chunk, step, mt, to_tail);
+        }
+    }
+
+    /// prep_move_freepages_block: the pageblock around `pfn` (None if it runs past the zone),
+    /// its free pages, and its movable pages: those of LRU folios (PageLRU) and those with
+    /// movable_ops. Pages on per-CPU lists are neither.
+    pub fn prep_move_freepages_block(
+        &self,
+        pfn: u32,
+        folios: &FolioTable,
+    ) -> Option<(u32, u32, u32)> {
+        let start = pfn & !(PAGEBLOCK_NR_PAGES - 1);
+        let end = start + PAGEBLOCK_NR_PAGES;
+        if end > self.nr_pages {
+            return None;
+        }
+        let (mut free, mut movable) = (0, 0);
+        let mut p = start;
+        while p < end {
+            if let Some(o) = self.buddy_order(p) {
+                free += 1 << o;
+                p += 1 << o;
+            } else if folios.test(p, flags::ALLOCATED) {
+                // A folio lies within one pageblock (order <= pageblock_order, aligned).
+                let n = folios.nr_pages(p);
+                if folios.test(p, flags::LRU) {
+                    movable += n;
+                }
+                p += n;
+            } else {
+                movable += self.is_movable_ops(p) as u32;
+                p += 1;
+            }
+        }
+        Some((start, free, movable))
+    }
+
+    /// __move_freepages_block: every free block of the pageblock at `start` to `new`'s lists
+    /// (the caller sets the pageblock's type). Returns the pages moved.
+    pub fn move_freepages_block(&mut self, start: u32, old: MigrateType, new: MigrateType) -> u32 {
+        let mut moved = 0;
+        let mut p = start;
+        while p < start + PAGEBLOCK_NR_PAGES {
+            match self.buddy_order(p) {
+                Some(o) => {
+                    self.move_to(p, o, old, new);
+                    moved += 1 << o;
+                    p += 1 << o;
+                }
+                None => p += 1,
+            }
+        }
+        moved
+    }
+
+    /// Mark or clear a block allocated to a non-LRU movable user (__SetPageMovableOps).
+    pub fn set_movable_ops(&mut self, pfn: u32, order: u32, movable: bool) {
+        let (first, n) = (pfn as usize, 1usize << order);
+        if n >= 64 {
+            let words = &mut self.movable_ops[first / 64..(first + n) / 64];
+            words.fill(if movable { u64::MAX } else { 0 });
+        } else {
+            let mask = ((1u64 << n) - 1) << (first % 64);
+            let w = &mut self.movable_ops[first / 64];
+            if movable {
+                *w |= mask;
+            } else {
+                *w &= !mask;
+            }
+        }
+    }
+
+    pub fn is_movable_ops(&self, pfn: u32) -> bool {
+        self.movable_ops[pfn as usize / 64] >> (pfn % 64) & 1 != 0
+    }
+
+    /// Invariants of the lists: links, orders, alignment, types, counts. Returns a bitmap of
+    /// the free pages for the caller's cross-checks.
+    pub fn check(&self) -> Result<Vec<bool>, String> {
+        let mut free = vec![false; self.nr_pages as usize];
+        let (mut nr_free, mut nr_highatomic) = (0u64, 0u64);
+        for order in 0..=MAX_PAGE_ORDER {
+            for mt in MigrateType::ALL {
+                let (o, m) = (order as usize, mt as usize);
+                let mut count = 0;
+                let mut prev = NIL;
+                let mut cur = self.head[o][m];
+                while cur != NIL {
+                    if self.links[cur as usize][PREV] != prev {
+                        return Err(format!(
+                            "order-{order} {mt:?} list: pfn {cur} has a bad prev link"
+                        ));
+                    }
+                    if self.buddy_order[cur as usize] != order as u8 + 1 {
+                        return Err(format!(
+                            "pfn {cur} on the order-{order} {mt:?} list has buddy order {}",
+                            self.buddy_order[cur as usize] as i64 - 1
+                        ));
+                    }
+                    if !cur.is_multiple_of(1 << order) || cur + (1 << order) > self.nr_pages {
+                        return Err(format!(
+                            "order-{order} free block at pfn {cur} is misaligned or past the zone"
+                        ));
+                    }
+                    let blocks = (1u32 << order.saturating_sub(PAGEBLOCK_ORDER)).max(1);
+                    for b in 0..blocks {
+                        let block_mt = self.pageblock_mt(cur + b * PAGEBLOCK_NR_PAGES);
+                        if block_mt != mt {
+                            return Err(format!("order-{order} free block at pfn {cur} is on the {mt:?} list in a {block_mt:?} pageblock"));
+                        }
+                    }
+                    for p in cur..cur + (1 << order) {
+                        if std::mem::replace(&mut free[p as usize], true) {
+                            return Err(format!("pfn {p} is in two free blocks"));
+                        }
+                        if self.is_movable_ops(p) {
+                            return Err(format!("free pfn {p} is marked as having movable_ops"));
+                        }
+                    }
+                    count += 1;
+                    prev = cur;
+                    cur = self.links[cur as usize][NEXT];
+                }
+                if prev != self.tail[o][m] {
+                    return Err(format!(
+                        "order-{order} {mt:?} list: tail is {} but the last block is {prev}",
+                        self.tail[o][m]
+                    ));
+                }
+                if count != self.nr_blocks[o][m] {
+                    return Err(format!(
+                        "order-{order} {mt:?} list holds {count} blocks, nr_free says {}",
+                        self.nr_blocks[o][m]
+                    ));
+                }
+                if mt != MigrateType::Isolate {
+                    nr_free += (count as u64) << order;
+                }
+                if mt == MigrateType::HighAtomic {
+                    nr_highatomic += (count as u64) << order;
+                }
+            }
+        }
+        let heads = self.buddy_order.iter().filter(|&&o| o != NOT_BUDDY).count();
+        let listed: u32 = self.nr_blocks.iter().flatten().sum();
+        if heads != listed as usize {
+            return Err(format!(
+                "{heads} pfns are marked PageBuddy but the lists hold {listed} blocks"
+            ));
+        }
+        if nr_free != self.nr_free_pages || nr_highatomic != self.nr_free_highatomic {
+            return Err(format!(
+                "NR_FREE_PAGES {} / nr_free_highatomic {} but the lists hold {nr_free} / {nr_highatomic}",
+                self.nr_free_pages, self.nr_free_highatomic
+            ));
+        }
+        let mut by_type = [0u32; MIGRATE_TYPES];
+        for &mt in &self.pageblock_mt {
+            by_type[mt as usize] += 1;
+        }
+        if by_type != self.nr_pageblocks {
+            return Err(format!(
+                "pageblock types count {by_type:?} but the counters say {:?}",
+                self.nr_pageblocks
+            ));
+        }
+        Ok(free)
+    }
+}

@@ -1,0 +1,228 @@
+//! The page allocator (mm/page_alloc.c, 6.18): one zone ("Normal", node 0) with buddy free
+//! lists per order and migratetype in 2 MiB pageblocks (buddy.rs, migratetype.rs), fallback
+//! between types (fallback.rs), per-CPU lists of orders 0..=3 and PMD order (pcp.rs),
+//! watermarks with boosting (watermark.rs), the fast path (rmqueue.rs) and __alloc_pages with
+//! its slow path (slowpath.rs), and the /proc views (views.rs).
+
+pub mod buddy;
+pub mod fallback;
+pub mod migratetype;
+pub mod pcp;
+pub mod rmqueue;
+pub mod slowpath;
+pub mod views;
+pub mod watermark;
+
+pub use fallback::ExtfragStats;
+pub use migratetype::{MigrateType, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
+pub use slowpath::{alloc_pages, alloc_pages_memalloc, free_pages_memalloc};
+pub use watermark::{AllocFlags, WatermarkSysctl, Watermarks, Wmark};
+
+use super::vmstat::{VmEvent, VmStat};
+use crate::engine::lock::SimLock;
+use crate::engine::Ctx;
+use buddy::FreeArea;
+use pcp::{order_to_pindex, pcp_allowed_order, pindex_to_order, PerCpuPages, PCP_BATCH_SCALE_MAX};
+
+pub const MAX_PAGE_ORDER: u32 = 10;
+/// PAGE_ALLOC_COSTLY_ORDER: above this, allocations are "costly" and give up easily.
+pub const PAGE_ALLOC_COSTLY_ORDER: u32 = 3;
+/// Zone lock hold per block moved between the buddy lists and a pcp list or a caller. estimate.
+const ZONE_LOCK_HOLD_NS_PER_BLOCK: u64 = 40;
+
+pub struct Zone {
+    /// managed_pages (the model's zone spans exactly its managed pages).
+    pub nr_pages: u32,
+    area: FreeArea,
+    pcp: Vec<PerCpuPages>,
+    /// pcp->batch and pcp->high of every CPU (zone_batchsize, zone_highsize).
+    pub pcp_batch: u32,
+    pub pcp_high: u32,
+    pub sysctl: WatermarkSysctl,
+    /// zone->_watermark[].
+    pub wmark: Watermarks,
+    /// zone->watermark_boost, added to every watermark (wmark_pages).
+    pub watermark_boost: u64,
+    /// ZONE_BOOSTED_WATERMARK: a boost happened; the next allocation that may wake kswapd does.
+    pub boosted_watermark: bool,
+    pub lock: SimLock,
+    /// The zone's vm events (pgalloc_normal, pgfree), folded into /proc/vmstat by
+    /// Kernel::vm_events: the allocator runs where only the zone is at hand.
+    pub events: VmStat,
+    pub extfrag: ExtfragStats,
+}
+
+impl Zone {
+    /// The sysctls at boot: min_free_kbytes from the zone size, the default factors.
+    pub fn default_sysctl(nr_pages: u32) -> WatermarkSysctl {
+        WatermarkSysctl {
+            min_free_kbytes: watermark::calculate_min_free_kbytes(nr_pages as u64),
+            watermark_scale_factor: watermark::DEFAULT_WATERMARK_SCALE_FACTOR,
+            watermark_boost_factor: watermark::DEFAULT_WATERMARK_BOOST_FACTOR,
+        }
+    }
+
+    /// A zone of `nr_pages` free pages for `cpus` CPUs. Memory reaches the buddy lists as
+    /// memblock_free_all hands it over: in MAX_PAGE_ORDER blocks, lowest pfn first, each to
+    /// the tail, so the lowest pfns are allocated first.
+    pub fn new(nr_pages: u32, cpus: usize, sysctl: WatermarkSysctl) -> Zone {
+        let mut zone = Zone {
+            nr_pages,
+            area: FreeArea::new(nr_pages),
+            pcp: (0..cpus).map(|_| PerCpuPages::default()).collect(),
+            pcp_batch: 0,
+            pcp_high: 0,
+            sysctl,
+            wmark: Watermarks::default(),
+            watermark_boost: 0,
+            boosted_watermark: false,
+            lock: SimLock::new("zone->lock"),
+            events: VmStat::default(),
+            extfrag: ExtfragStats::default(),
+        };
+        zone.setup_per_zone_wmarks();
+        let mut pfn = 0u32;
+        while pfn < nr_pages {
+            let mut order = MAX_PAGE_ORDER;
+            while order > 0 && (!pfn.is_multiple_of(1 << order) || pfn + (1 << order) > nr_pages) {
+                order -= 1;
+            }
+            zone.area.free_pages_ok(pfn, order, true);
+            pfn += 1 << order;
+        }
+        zone
+    }
+
+    /// setup_per_zone_wmarks, then zone_pcp_update for the new low watermark.
+    pub fn setup_per_zone_wmarks(&mut self) {
+        self.wmark = watermark::setup_per_zone_wmarks(self.nr_pages as u64, &self.sysctl);
+        self.watermark_boost = 0;
+        self.pcp_batch = pcp::zone_batchsize(self.nr_pages as u64);
+        self.pcp_high = pcp::zone_highsize(self.wmark.low_pages, self.pcp_batch, self.pcp.len());
+    }
+
+    /// NR_FREE_PAGES: pages on the buddy lists (not those on per-CPU lists).
+    pub fn nr_free_pages(&self) -> u64 {
+        self.area.nr_free_pages
+    }
+
+    /// Pages on every CPU's lists.
+    pub fn nr_pcp_pages(&self) -> u64 {
+        self.pcp.iter().map(|p| p.count as u64).sum()
+    }
+
+    /// wmark_pages: a watermark plus the boost.
+    pub fn wmark_pages(&self, w: Wmark) -> u64 {
+        self.wmark.get(w) + self.watermark_boost
+    }
+
+    /// zone_watermark_ok against the current free pages.
+    pub fn watermark_ok(&self, order: u32, mark: u64, alloc_flags: AllocFlags) -> bool {
+        watermark::zone_watermark_ok(
+            &self.area,
+            order,
+            mark,
+            alloc_flags,
+            self.area.nr_free_pages as i64,
+        )
+    }
+
+    /// The buddy lists, for checks made from outside the allocator (compaction, tests).
+    pub fn free_area(&self) -> &FreeArea {
+        &self.area
+    }
+
+    /// The pageblock type of `pfn`.
+    pub fn pageblock_mt(&self, pfn: u32) -> MigrateType {
+        self.area.pageblock_mt(pfn)
+    }
+
+    /// free_frozen_pages: orders the per-CPU lists take go to this CPU's list (draining a
+    /// batch once it holds `high` pages); others straight to the buddy lists.
+    pub fn free(&mut self, ctx: &mut Ctx, pfn: u32, order: u32) {
+        debug_assert_eq!(pfn % (1 << order), 0, "free of a misaligned block");
+        debug_assert!(
+            self.area.buddy_order(pfn).is_none(),
+            "double free of pfn {pfn}"
+        );
+        self.events.count(VmEvent::Pgfree, 1 << order);
+        let mut mt = self.area.pageblock_mt(pfn);
+        if !pcp_allowed_order(order) || mt == MigrateType::Isolate {
+            self.free_one_page(ctx, pfn, order);
+            return;
+        }
+        // Only the three pcp types have lists; a highatomic page waits on the movable one.
+        if mt == MigrateType::HighAtomic {
+            mt = MigrateType::Movable;
+        }
+        self.free_frozen_page_commit(ctx, pfn, order, mt);
+    }
+
+    /// free_one_page: straight to the buddy lists under the zone lock.
+    fn free_one_page(&mut self, ctx: &mut Ctx, pfn: u32, order: u32) {
+        self.area.free_pages_ok(pfn, order, false);
+        self.lock.hold(ctx, ZONE_LOCK_HOLD_NS_PER_BLOCK);
+    }
+
+    /// free_frozen_page_commit.
+    fn free_frozen_page_commit(&mut self, ctx: &mut Ctx, pfn: u32, order: u32, mt: MigrateType) {
+        let (batch, high) = (self.pcp_batch, self.pcp_high);
+        let pindex = order_to_pindex(mt, order);
+        let pcp = &mut self.pcp[ctx.cpu];
+        pcp.alloc_factor >>= 1;
+        pcp.lists[pindex].push_front(pfn);
+        pcp.count += 1 << order;
+        if pcp.free_count < batch << PCP_BATCH_SCALE_MAX {
+            pcp.free_count += 1 << order;
+        }
+        if pcp.count < high {
+            return;
+        }
+        let mut to_free = pcp.nr_pcp_free(batch, high);
+        while to_free > 0 && self.pcp[ctx.cpu].count > 0 {
+            let chunk = to_free.min(batch);
+            self.free_pcppages_bulk(ctx, ctx.cpu, chunk, pindex);
+            to_free -= chunk;
+        }
+    }
+
+    /// free_pcppages_bulk: give `count` pages of a CPU's lists back to the buddy lists, oldest
+    /// first, going round the lists from `pindex`.
+    fn free_pcppages_bulk(&mut self, ctx: &mut Ctx, cpu: usize, count: u32, mut pindex: usize) {
+        let mut count = count.min(self.pcp[cpu].count) as i64;
+        let mut blocks = 0;
+        while count > 0 {
+            pindex = self.pcp[cpu].next_nonempty(pindex);
+            let order = pindex_to_order(pindex);
+            loop {
+                let pfn = self.pcp[cpu].lists[pindex].pop_back().unwrap();
+                count -= 1 << order;
+                self.pcp[cpu].count -= 1 << order;
+                let mt = self.area.pageblock_mt(pfn);
+                self.area.free_one_page(pfn, order, mt, false);
+                blocks += 1;
+                if count <= 0 || self.pcp[cpu].lists[pindex].is_empty() {
+                    break;
+                }
+            }
+            pindex = (pindex + 1) % pcp::NR_PCP_LISTS;
+        }
+        self.lock.hold(ctx, ZONE_LOCK_HOLD_NS_PER_BLOCK * blocks);
+    }
+
+    /// drain_all_pages: every CPU's lists back to the buddy lists. Returns the pages drained.
+    pub fn drain_all_pages(&mut self, ctx: &mut Ctx) -> u64 {
+        let mut drained = 0;
+        for cpu in 0..self.pcp.len() {
+            let count = self.pcp[cpu].count;
+            if count > 0 {
+                self.free_pcppages_bulk(ctx, cpu, count, 0);
+                drained += count as u64;
+            }
+        }
+        drained
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,400 @@
+//! __alloc_pages (mm/page_alloc.c, 6.18): the fast path at the low watermark, then
+//! __alloc_pages_slowpath: wake kswapd, retry at the min watermark, direct compaction (not
+//! modelled: compaction.rs answers COMPACT_SKIPPED), direct reclaim, and the retry rules each
+//! gfp asks for, up to the point where the kernel would call the OOM killer.
+
+use super::watermark::{zone_watermark_ok, AllocFlags, Wmark};
+use super::{Zone, MAX_PAGE_ORDER, PAGE_ALLOC_COSTLY_ORDER};
+use crate::engine::Ctx;
+use crate::mm::compaction::{
+    self, CompactPriority, CompactResult, INIT_COMPACT_PRIORITY, MIN_COMPACT_COSTLY_PRIORITY,
+    MIN_COMPACT_PRIORITY,
+};
+use crate::mm::folio::FolioTable;
+use crate::mm::gfp::Gfp;
+use crate::mm::page_alloc::migratetype::MigrateType;
+use crate::mm::vmscan::kswapd::{wakeup_kswapd, KswapdState, MAX_RECLAIM_RETRIES};
+use crate::mm::vmscan::try_to_free_pages;
+use crate::mm::vmstat::VmEvent;
+use crate::mm::Kernel;
+
+/// MAX_COMPACT_RETRIES.
+const MAX_COMPACT_RETRIES: u32 = 16;
+
+/// The fast path's flags (alloc_flags_nofragment): ALLOC_KSWAPD from __GFP_KSWAPD_RECLAIM, and
+/// ALLOC_NOFRAGMENT as for ZONE_NORMAL on machines with a ZONE_DMA32 below it (x86-64, arm64):
+/// the first pass does not fall back to fragmenting another type's pageblock.
+fn fast_path_flags(gfp: Gfp) -> AllocFlags {
+    let mut flags = AllocFlags::WMARK_LOW.with(AllocFlags::NOFRAGMENT);
+    if gfp.contains(Gfp::KSWAPD_RECLAIM) {
+        flags = flags.with(AllocFlags::KSWAPD);
+    }
+    flags
+}
+
+/// __alloc_pages: a naturally aligned block of 2^order pages for a request of `gfp`, or None
+/// where the kernel would fail the allocation or invoke the OOM killer (the caller decides:
+/// an order-0 fault reports OOM, a large folio falls back to a smaller order).
+pub fn alloc_pages(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> Option<u32> {
+    assert!(order <= MAX_PAGE_ORDER, "order {order} > MAX_PAGE_ORDER");
+    let flags = fast_path_flags(gfp);
+    if let Some(pfn) =
+        k.zone
+            .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, flags)
+    {
+        return Some(pfn);
+    }
+    alloc_pages_slowpath(k, ctx, gfp, order)
+}
+
+/// An allocation by reclaim itself (PF_MEMALLOC: zram, zswap and brd storing what is being
+/// swapped out), which may use every free page (ALLOC_NO_WATERMARKS) and never reclaims. As
+/// the model always has, a failure drains the per-CPU lists and tries once more (the kernel
+/// would fail it). A movable one (zsmalloc's zspages) is marked as having movable_ops; free it
+/// with [`free_pages_memalloc`].
+pub fn alloc_pages_memalloc(
+    zone: &mut Zone,
+    kswapd: &mut KswapdState,
+    folios: &FolioTable,
+    ctx: &mut Ctx,
+    gfp: Gfp,
+    order: u32,
+) -> Option<u32> {
+    let pfn = memalloc(zone, kswapd, folios, ctx, gfp, order)?;
+    if gfp.migratetype() == MigrateType::Movable {
+        zone.area.set_movable_ops(pfn, order, true);
+    }
+    Some(pfn)
+}
+
+/// Free what [`alloc_pages_memalloc`] allocated with the same `gfp`.
+pub fn free_pages_memalloc(zone: &mut Zone, ctx: &mut Ctx, gfp: Gfp, pfn: u32, order: u32) {
+    if gfp.migratetype() == MigrateType::Movable {
+        zone.area.set_movable_ops(pfn, order, false);
+    }
+    zone.free(ctx, pfn, order);
+}
+
+fn memalloc(
+    zone: &mut Zone,
+    kswapd: &mut KswapdState,
+    folios: &FolioTable,
+    ctx: &mut Ctx,
+    gfp: Gfp,
+    order: u32,
+) -> Option<u32> {
+    let fast = fast_path_flags(gfp);
+    if let Some(pfn) = zone.get_page_from_freelist(kswapd, folios, ctx, gfp, order, fast) {
+        return Some(pfn);
+    }
+    let alloc_flags = gfp_to_alloc_flags(gfp, order);
+    if alloc_flags.has(AllocFlags::KSWAPD) {
+        wakeup_kswapd(zone, kswapd, gfp, order);
+    }
+    let reserve = AllocFlags::NO_WATERMARKS.with(AllocFlags(alloc_flags.0 & AllocFlags::KSWAPD.0));
+    if let Some(pfn) = zone.get_page_from_freelist(kswapd, folios, ctx, gfp, order, reserve) {
+        return Some(pfn);
+    }
+    if zone.nr_pcp_pages() == 0 {
+        return None;
+    }
+    zone.drain_all_pages(ctx);
+    zone.get_page_from_freelist(kswapd, folios, ctx, gfp, order, reserve)
+}
+
+/// gfp_to_alloc_flags: the slow path's flags: the min watermark, kswapd wakeups, and a
+/// little more of the reserves for __GFP_HIGH and for requests that cannot reclaim.
+pub fn gfp_to_alloc_flags(gfp: Gfp, order: u32) -> AllocFlags {
+    let mut flags = AllocFlags::WMARK_MIN.with(AllocFlags::CPUSET);
+    if gfp.contains(Gfp::HIGH) {
+        flags = flags.with(AllocFlags::MIN_RESERVE);
+    }
+    if gfp.contains(Gfp::KSWAPD_RECLAIM) {
+        flags = flags.with(AllocFlags::KSWAPD);
+    }
+    if !gfp.allow_blocking() {
+        if !gfp.contains(Gfp::NOMEMALLOC) {
+            flags = flags.with(AllocFlags::NON_BLOCK);
+            if order > 0 && flags.has(AllocFlags::MIN_RESERVE) {
+                flags = flags.with(AllocFlags::HIGHATOMIC);
+            }
+        }
+        if flags.has(AllocFlags::MIN_RESERVE) {
+            flags = flags.without(AllocFlags::CPUSET);
+        }
+    }
+    flags
+}
+
+/// __gfp_pfmemalloc_flags for the model's callers, which never run in PF_MEMALLOC context
+/// here: only __GFP_MEMALLOC (without __GFP_NOMEMALLOC) opens the reserves.
+fn gfp_pfmemalloc_flags(gfp: Gfp) -> Option<AllocFlags> {
+    (gfp.contains(Gfp::MEMALLOC) && !gfp.contains(Gfp::NOMEMALLOC))
+        .then_some(AllocFlags::NO_WATERMARKS)
+}
+
+/// wake_all_kswapds: the model has one node.
+fn wake_all_kswapds(k: &mut Kernel, gfp: Gfp, order: u32) {
+    wakeup_kswapd(&k.zone, &mut k.kswapd, gfp, order);
+}
+
+/// __alloc_pages_slowpath.
+fn alloc_pages_slowpath(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> Option<u32> {
+    assert!(
+        !gfp.contains(Gfp::NOFAIL),
+        "__GFP_NOFAIL is not modelled: no caller of the model may need it"
+    );
+    let can_direct_reclaim = gfp.allow_blocking();
+    let costly = order > PAGE_ALLOC_COSTLY_ORDER;
+    let mut alloc_flags = gfp_to_alloc_flags(gfp, order);
+    let mut compact_result = CompactResult::Skipped;
+    let mut compact_priority = CompactPriority::Async;
+    let mut compaction_retries = 0;
+    let mut no_progress_loops = 0;
+
+    if alloc_flags.has(AllocFlags::KSWAPD) {
+        wake_all_kswapds(k, gfp, order);
+    }
+    if let Some(pfn) =
+        k.zone
+            .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, alloc_flags)
+    {
+        return Some(pfn);
+    }
+
+    // Costly orders, and high orders that are not movable, try compaction before reclaim:
+    // there may well be enough free base pages.
+    if can_direct_reclaim
+        && (costly || (order > 0 && gfp.migratetype() != MigrateType::Movable))
+        && gfp_pfmemalloc_flags(gfp).is_none()
+    {
+        let (page, result) =
+            alloc_pages_direct_compact(k, ctx, gfp, order, alloc_flags, INIT_COMPACT_PRIORITY);
+        compact_result = result;
+        if page.is_some() {
+            return page;
+        }
+        if costly && gfp.contains(Gfp::NORETRY) {
+            // THP faults under defrag=always (not madvised): compaction found nothing
+            // suitable or is deferred, and reclaim is unlikely to free whole pageblocks.
+            if matches!(result, CompactResult::Skipped | CompactResult::Deferred) {
+                return None;
+            }
+            compact_priority = INIT_COMPACT_PRIORITY;
+        }
+    }
+
+    loop {
+        // retry:
+        if alloc_flags.has(AllocFlags::KSWAPD) {
+            wake_all_kswapds(k, gfp, order);
+        }
+        if let Some(reserve) = gfp_pfmemalloc_flags(gfp) {
+            alloc_flags = AllocFlags(reserve.0 | (alloc_flags.0 & AllocFlags::KSWAPD.0));
+        }
+        if let Some(pfn) =
+            k.zone
+                .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, alloc_flags)
+        {
+            return Some(pfn);
+        }
+        // The caller will not reclaim: nothing can be balanced.
+        if !can_direct_reclaim {
+            return None;
+        }
+        let (page, progress) = alloc_pages_direct_reclaim(k, ctx, gfp, order, alloc_flags);
+        if page.is_some() {
+            return page;
+        }
+        let (page, result) =
+            alloc_pages_direct_compact(k, ctx, gfp, order, alloc_flags, compact_priority);
+        if order > 0 {
+            compact_result = result;
+        }
+        if page.is_some() {
+            return page;
+        }
+        if gfp.contains(Gfp::NORETRY) {
+            return None;
+        }
+        // Costly orders loop only with __GFP_RETRY_MAYFAIL (and compaction to loop for).
+        if costly && !gfp.contains(Gfp::RETRY_MAYFAIL) {
+            return None;
+        }
+        if should_reclaim_retry(k, order, alloc_flags, progress > 0, &mut no_progress_loops) {
+            continue;
+        }
+        if progress > 0
+            && should_compact_retry(
+                k,
+                order,
+                compact_result,
+                &mut compact_priority,
+                &mut compaction_retries,
+            )
+        {
+            continue;
+        }
+        return alloc_pages_may_oom(k, ctx, gfp, order);
+    }
+}
+
+/// __alloc_pages_may_oom up to out_of_memory: one last try at the high watermark (a parallel
+/// OOM kill may have freed memory); costly orders and __GFP_RETRY_MAYFAIL fail instead. The
+/// model has no OOM killer: where the kernel would kill, this fails and the caller decides.
+fn alloc_pages_may_oom(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> Option<u32> {
+    let last = gfp.union(Gfp::HARDWALL).without(Gfp::DIRECT_RECLAIM);
+    let flags = AllocFlags::WMARK_HIGH.with(AllocFlags::CPUSET);
+    k.zone
+        .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, last, order, flags)
+}
+
+/// __alloc_pages_direct_reclaim: reclaim, then try the free lists; if that fails, drain the
+/// per-CPU lists (pages may wait there) and try once more. Returns the page and the progress.
+fn alloc_pages_direct_reclaim(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    gfp: Gfp,
+    order: u32,
+    alloc_flags: AllocFlags,
+) -> (Option<u32>, u64) {
+    let progress = try_to_free_pages(k, ctx, gfp, order);
+    if progress == 0 {
+        return (None, 0);
+    }
+    let mut page =
+        k.zone
+            .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, alloc_flags);
+    if page.is_none() {
+        // unreserve_highatomic_pageblock: the model reserves no highatomic blocks.
+        k.zone.drain_all_pages(ctx);
+        page =
+            k.zone
+                .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, alloc_flags);
+    }
+    (page, progress)
+}
+
+/// __alloc_pages_direct_compact: compaction, then the free lists. compact_stall counts only a
+/// run that was not skipped; compact_success / compact_fail its outcome.
+fn alloc_pages_direct_compact(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    gfp: Gfp,
+    order: u32,
+    alloc_flags: AllocFlags,
+    prio: CompactPriority,
+) -> (Option<u32>, CompactResult) {
+    if order == 0 {
+        return (None, CompactResult::Skipped);
+    }
+    let (result, captured) =
+        compaction::try_to_compact_pages(k, ctx, gfp, order, alloc_flags, prio);
+    if result == CompactResult::Skipped {
+        return (None, result);
+    }
+    k.vmstat.count(VmEvent::CompactStall, 1);
+    let page = captured.or_else(|| {
+        k.zone
+            .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, alloc_flags)
+    });
+    k.vmstat.count(
+        if page.is_some() {
+            VmEvent::CompactSuccess
+        } else {
+            VmEvent::CompactFail
+        },
+        1,
+    );
+    (page, result)
+}
+
+/// zone_reclaimable_pages: the anon LRU pages, when there is swap to reclaim them to (the
+/// model has no file pages).
+pub fn zone_reclaimable_pages(k: &Kernel) -> u64 {
+    if k.swap.nr_swap_pages() == 0 {
+        return 0;
+    }
+    k.memcgs
+        .iter()
+        .map(|cg| cg.lruvec.inactive_anon.nr_pages + cg.lruvec.active_anon.nr_pages)
+        .sum()
+}
+
+/// should_reclaim_retry: retry while reclaim progresses (costly orders never count as
+/// progress), at most MAX_RECLAIM_RETRIES rounds without it, and only while reclaiming
+/// everything reclaimable could meet the min watermark at this order.
+fn should_reclaim_retry(
+    k: &Kernel,
+    order: u32,
+    alloc_flags: AllocFlags,
+    did_some_progress: bool,
+    no_progress_loops: &mut u32,
+) -> bool {
+    if did_some_progress && order <= PAGE_ALLOC_COSTLY_ORDER {
+        *no_progress_loops = 0;
+    } else {
+        *no_progress_loops += 1;
+    }
+    if *no_progress_loops > MAX_RECLAIM_RETRIES {
+        // unreserve_highatomic_pageblock(force): nothing reserved in the model.
+        return false;
+    }
+    let available = zone_reclaimable_pages(k) + k.zone.nr_free_pages();
+    let min = k.zone.wmark_pages(Wmark::Min);
+    zone_watermark_ok(
+        k.zone.free_area(),
+        order,
+        min,
+        alloc_flags,
+        available as i64,
+    )
+}
+
+/// should_compact_retry (CONFIG_COMPACTION).
+fn should_compact_retry(
+    k: &Kernel,
+    order: u32,
+    result: CompactResult,
+    priority: &mut CompactPriority,
+    retries: &mut u32,
+) -> bool {
+    if order == 0 {
+        return false;
+    }
+    match result {
+        CompactResult::Skipped => {
+            // Retry if reclaim could make compaction possible. The kernel's loop ends when
+            // compaction runs and fails at its lowest priority; with compaction not modelled
+            // it would never run, so the model bounds these retries (a model bound).
+            *retries += 1;
+            *retries <= MAX_COMPACT_RETRIES && compaction::compaction_zonelist_suitable(k, order)
+        }
+        CompactResult::Success => {
+            // Raced with another allocation: retry a few times (costly: a quarter as many).
+            let max = if order > PAGE_ALLOC_COSTLY_ORDER {
+                MAX_COMPACT_RETRIES / 4
+            } else {
+                MAX_COMPACT_RETRIES
+            };
+            *retries += 1;
+            *retries <= max
+        }
+        CompactResult::Complete | CompactResult::Deferred => {
+            let min = if order > PAGE_ALLOC_COSTLY_ORDER {
+                MIN_COMPACT_COSTLY_PRIORITY
+            } else {
+                MIN_COMPACT_PRIORITY
+            };
+            if *priority > min {
+                *priority = match *priority {
+                    CompactPriority::Async => CompactPriority::SyncLight,
+                    _ => CompactPriority::SyncFull,
+                };
+                *retries = 0;
+                return true;
+            }
+            false
+        }
+    }
+}

@@ -1,0 +1,172 @@
+//! kswapd (mm/vmscan.c): the allocator wakes it when an allocation falls below the low
+//! watermark (wakeup_kswapd); it reclaims until the high watermark, plus any boost, holds
+//! (balance_pgdat), then sleeps.
+//!
+//! The thread itself lives in the scheduler: it runs `kswapd_run` while `kswapd_should_run`.
+//! Not modelled yet: the 100 ms trial nap before a full sleep (kswapd_{low,high}_wmark_hit_quickly),
+//! waking kcompactd (no kcompactd yet), shrink_slab (zswap's shrinker runs in memcg reclaim
+//! only), ZONE_RECLAIM_ACTIVE's lower pcp high.
+
+use super::{inactive_is_low_pages, shrink_active_list, shrink_node, Reclaim, SWAP_CLUSTER_MAX};
+use crate::engine::Ctx;
+use crate::mm::gfp::Gfp;
+use crate::mm::page_alloc::{AllocFlags, Wmark, Zone};
+use crate::mm::vmstat::VmEvent;
+use crate::mm::Kernel;
+
+/// MAX_RECLAIM_RETRIES: runs without progress before a node is hopeless to kswapd.
+pub const MAX_RECLAIM_RETRIES: u32 = 16;
+const DEF_PRIORITY: u32 = 12;
+
+/// kswapd's part of the node (pglist_data) of the model's one node.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct KswapdState {
+    /// pgdat->kswapd_order: the largest order a waker asked for since kswapd last read it.
+    pub kswapd_order: u32,
+    /// Woken (wake_up_interruptible on kswapd_wait) and not yet back to sleep.
+    pub woken: bool,
+    /// pgdat->kswapd_failures: balance_pgdat runs in a row that reclaimed nothing.
+    pub kswapd_failures: u32,
+}
+
+/// compact_gap: reclaim for a high order stops at twice its size; compaction does the rest.
+pub fn compact_gap(order: u32) -> u64 {
+    2u64 << order
+}
+
+/// pgdat_balanced: the zone meets its high watermark (with the boost) at `order`.
+pub fn pgdat_balanced(zone: &Zone, order: u32) -> bool {
+    zone.watermark_ok(order, zone.wmark_pages(Wmark::High), AllocFlags(0))
+}
+
+/// wakeup_kswapd: record the order, and wake kswapd unless it is awake already, the node is
+/// hopeless, or balanced without a boost (then, for callers that will not reclaim themselves,
+/// the kernel wakes kcompactd; the model has none yet).
+pub fn wakeup_kswapd(zone: &Zone, kswapd: &mut KswapdState, _gfp: Gfp, order: u32) {
+    kswapd.kswapd_order = kswapd.kswapd_order.max(order);
+    if kswapd.woken {
+        return;
+    }
+    if kswapd.kswapd_failures >= MAX_RECLAIM_RETRIES
+        || (pgdat_balanced(zone, order) && zone.watermark_boost == 0)
+    {
+        return;
+    }
+    kswapd.woken = true;
+}
+
+/// Has kswapd been woken and not yet gone back to sleep?
+pub fn kswapd_should_run(k: &Kernel) -> bool {
+    k.kswapd.woken
+}
+
+/// One turn of kswapd's loop: take the requested order, balance the node, and go back to
+/// sleep if it is balanced at the order reclaim finished at (prepare_kswapd_sleep); otherwise
+/// stay awake for another turn. Returns the pages reclaimed.
+pub fn kswapd_run(k: &mut Kernel, ctx: &mut Ctx) -> u64 {
+    let alloc_order = std::mem::take(&mut k.kswapd.kswapd_order);
+    let (reclaimed, reclaim_order) = balance(k, ctx, alloc_order);
+    if k.kswapd.kswapd_failures >= MAX_RECLAIM_RETRIES || pgdat_balanced(&k.zone, reclaim_order) {
+        k.kswapd.woken = false;
+    }
+    reclaimed
+}
+
+/// balance_pgdat: reclaim until the zone is balanced at `order` (or, when boosted, until the
+/// boost is reclaimed), raising the priority while too little is scanned. Counts pageoutrun,
+/// pgscan_kswapd and pgsteal_kswapd. Returns the pages reclaimed.
+pub fn balance_pgdat(k: &mut Kernel, ctx: &mut Ctx, order: u32) -> u64 {
+    balance(k, ctx, order).0
+}
+
+/// How a balance_pgdat priority loop ended.
+enum Ended {
+    /// Balanced and no boost left: `goto out`, no failure counted.
+    Balanced,
+    /// Out of priorities, or a boosted run that made no progress.
+    Gave,
+}
+
+/// balance_pgdat; returns (pages reclaimed, the order it finished at).
+fn balance(k: &mut Kernel, ctx: &mut Ctx, order: u32) -> (u64, u32) {
+    k.vmstat.count(VmEvent::Pageoutrun, 1);
+    // The boost is left in place while reclaiming, so allocations near the watermark stall or
+    // reclaim until kswapd is done.
+    let zone_boost = k.zone.watermark_boost;
+    let mut nr_boost_reclaim = zone_boost;
+    let mut sc_order = order;
+    let mut nr_reclaimed = 0u64;
+    let ended = 'restart: loop {
+        let mut priority = DEF_PRIORITY;
+        loop {
+            let balanced = pgdat_balanced(&k.zone, sc_order);
+            if !balanced && nr_boost_reclaim > 0 {
+                // Imbalanced: ignore the boost, reclaim for the watermark itself.
+                nr_boost_reclaim = 0;
+                continue 'restart;
+            }
+            if nr_boost_reclaim == 0 && balanced {
+                break 'restart Ended::Balanced;
+            }
+            // Boosted reclaim stops short of writeback-heavy priorities.
+            let mut raise_priority = !(nr_boost_reclaim > 0 && priority == DEF_PRIORITY - 2);
+            // Boosted reclaim neither writes back nor swaps: in the model's anon-only LRU it
+            // cannot reclaim anything.
+            let may_swap = nr_boost_reclaim == 0;
+            kswapd_age_node(k, ctx);
+            // kswapd_shrink_node
+            let nr_to_reclaim = k.zone.wmark_pages(Wmark::High).max(SWAP_CLUSTER_MAX);
+            let done = if may_swap {
+                shrink_node(k, ctx, nr_to_reclaim, priority, Reclaim::Kswapd)
+            } else {
+                Default::default()
+            };
+            nr_reclaimed += done.reclaimed;
+            if sc_order > 0 && nr_reclaimed >= compact_gap(sc_order) {
+                sc_order = 0;
+            }
+            if done.scanned.max(done.reclaimed) >= nr_to_reclaim {
+                raise_priority = false;
+            }
+            nr_boost_reclaim -= nr_boost_reclaim.min(done.reclaimed);
+            if nr_boost_reclaim > 0 && done.reclaimed == 0 {
+                break 'restart Ended::Gave;
+            }
+            if raise_priority || done.reclaimed == 0 {
+                priority -= 1;
+            }
+            if priority < 1 {
+                break 'restart Ended::Gave;
+            }
+        }
+    };
+    if matches!(ended, Ended::Gave) && nr_reclaimed == 0 {
+        k.kswapd.kswapd_failures += 1;
+    }
+    if nr_reclaimed > 0 {
+        k.kswapd.kswapd_failures = 0;
+    }
+    // The boost this run was woken for is spent, reclaimed or not.
+    k.zone.watermark_boost -= k.zone.watermark_boost.min(zone_boost);
+    (nr_reclaimed, sc_order)
+}
+
+/// kswapd_age_node: while the node's inactive anon list is low, deactivate a batch from every
+/// memcg's active list so pages get a chance to be referenced before reclaim.
+fn kswapd_age_node(k: &mut Kernel, ctx: &mut Ctx) {
+    if k.swap.nr_swap_pages() == 0 {
+        return;
+    }
+    let (inactive, active) = k.memcgs.iter().fold((0, 0), |(i, a), cg| {
+        (
+            i + cg.lruvec.inactive_anon.nr_pages,
+            a + cg.lruvec.active_anon.nr_pages,
+        )
+    });
+    if !inactive_is_low_pages(inactive, active) {
+        return;
+    }
+    for memcg in 0..k.memcgs.len() as u16 {
+        shrink_active_list(k, ctx, memcg, SWAP_CLUSTER_MAX);
+    }
+}
