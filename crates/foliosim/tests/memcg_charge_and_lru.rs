@@ -130,7 +130,7 @@ fn pages_written_once_are_reclaimed_without_activation() {
 }
 
 #[test]
-fn global_reclaim_counts_as_direct_reclaim() {
+fn global_reclaim_is_kswapd_and_direct_reclaim() {
     let text = r#"
 check_invariants = true
 [machine]
@@ -149,10 +149,22 @@ nproc = 1
 size = "24M"
 "#;
     let r = foliosim::run(&Scenario::from_toml_str(text).unwrap()).unwrap();
-    assert!(r.counter("allocstall_movable") > 0);
-    assert!(r.counter("pgsteal_direct") > 0);
-    assert_eq!(r.counter("pgscan_direct"), r.counter("pgscan_anon"));
-    assert_eq!(r.counter("pgsteal_direct"), r.counter("pgsteal_anon"));
+    // kswapd (woken below the low watermark) reclaims in the background; faults that find
+    // the min watermark reached reclaim directly.
+    assert!(r.counter("pgsteal_kswapd") > 0);
+    assert!(r
+        .kernel_threads
+        .iter()
+        .any(|t| t.name == "kswapd0" && t.sys_ns > 0));
+    let sum = |a: &str, b: &str| r.counter(a) + r.counter(b);
+    assert_eq!(
+        sum("pgscan_direct", "pgscan_kswapd"),
+        r.counter("pgscan_anon")
+    );
+    assert_eq!(
+        sum("pgsteal_direct", "pgsteal_kswapd"),
+        r.counter("pgsteal_anon")
+    );
     assert_eq!(
         r.memcg_stats["/"]["pgsteal_direct"],
         r.counter("pgsteal_direct")

@@ -13,12 +13,16 @@
 //! 4. wake it where the kernel does: `k.kthreads.wake(KthreadKind::Kswapd { node }, ctx.now_ns)`
 //!    (wake_up_interruptible(&pgdat->kswapd_wait), queue_work, ...).
 
+use super::vmscan::kswapd::{kswapd_run, kswapd_should_run};
 use super::zswap::shrink_worker_step;
 use super::Kernel;
 use crate::engine::Ctx;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum KthreadKind {
+    /// kswapd0: the node's background reclaim, woken below the low watermark (wakeup_kswapd),
+    /// back to sleep once the high watermark holds (mm/vmscan/kswapd.rs).
+    Kswapd,
     /// zswap's shrink_worker: zswap_shrink_work on the `zswap-shrink` workqueue (unbound,
     /// max_active 1), queued by zswap_store when a store fails with the pool full.
     ZswapShrink,
@@ -34,6 +38,7 @@ impl KthreadKind {
     /// The name `ps` shows (an unbound kworker shows the workqueue it is running).
     pub fn name(self) -> String {
         match self {
+            KthreadKind::Kswapd => "kswapd0".into(),
             KthreadKind::ZswapShrink => "kworker/u+zswap-shrink".into(),
             #[cfg(test)]
             KthreadKind::TestBusy { .. } => "test-busy".into(),
@@ -44,7 +49,7 @@ impl KthreadKind {
 
     /// current_is_kswapd(): reclaim_throttle lets kswapd alone of the kernel threads sleep.
     pub fn is_kswapd(self) -> bool {
-        false
+        self == KthreadKind::Kswapd
     }
 }
 
@@ -62,6 +67,14 @@ pub enum KthreadNext {
 /// One piece of work of `kind` on the CPU of `ctx`.
 pub fn run(k: &mut Kernel, ctx: &mut Ctx, kind: KthreadKind) -> KthreadNext {
     match kind {
+        KthreadKind::Kswapd => {
+            kswapd_run(k, ctx);
+            if kswapd_should_run(k) {
+                KthreadNext::Run
+            } else {
+                KthreadNext::Wait
+            }
+        }
         KthreadKind::ZswapShrink => shrink_worker_step(k, ctx),
         #[cfg(test)]
         KthreadKind::TestBusy { ns } => {
@@ -100,7 +113,8 @@ pub struct Kthreads {
 
 impl Kthreads {
     pub fn new(zswap_enabled: bool, ncpus: usize) -> Kthreads {
-        let mut kinds = Vec::new();
+        // Every kernel runs kswapd (one node here).
+        let mut kinds = vec![KthreadKind::Kswapd];
         if zswap_enabled {
             kinds.push(KthreadKind::ZswapShrink);
         }

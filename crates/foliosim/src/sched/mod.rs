@@ -34,6 +34,7 @@ use crate::engine::Ctx;
 use crate::mm::folio::NIL;
 use crate::mm::kthread::{self, KthreadNext};
 use crate::mm::memcontrol::mem_cgroup_handle_over_high;
+use crate::mm::vmscan::kswapd::post_kswapd_wakeup;
 use crate::mm::{invariants, Kernel, MmError};
 use queue::Queues;
 use task::State;
@@ -162,6 +163,7 @@ pub fn run_tasks(
             },
         };
         k.free_released_slots(&mut ctx);
+        post_kswapd_wakeup(k, ctx.now_ns);
         steps += 1;
         let off_ns = ctx.off_cpu_ns();
         let busy_ns = ctx.now_ns - busy_from_ns - off_ns;

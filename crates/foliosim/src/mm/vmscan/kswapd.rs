@@ -2,7 +2,8 @@
 //! watermark (wakeup_kswapd); it reclaims until the high watermark, plus any boost, holds
 //! (balance_pgdat), then sleeps.
 //!
-//! The thread itself lives in the scheduler: it runs `kswapd_run` while `kswapd_should_run`.
+//! The thread (`KthreadKind::Kswapd`, "kswapd0") runs `kswapd_run` while `kswapd_should_run`;
+//! the allocator marks it woken, and `post_kswapd_wakeup` hands that to the scheduler.
 //! Not modelled yet: the 100 ms trial nap before a full sleep (kswapd_{low,high}_wmark_hit_quickly),
 //! waking kcompactd (no kcompactd yet), shrink_slab (zswap's shrinker runs in memcg reclaim
 //! only), ZONE_RECLAIM_ACTIVE's lower pcp high.
@@ -10,6 +11,7 @@
 use super::{inactive_is_low_pages, shrink_active_list, shrink_node, Reclaim, SWAP_CLUSTER_MAX};
 use crate::engine::Ctx;
 use crate::mm::gfp::Gfp;
+use crate::mm::kthread::KthreadKind;
 use crate::mm::page_alloc::{AllocFlags, Wmark, Zone};
 use crate::mm::vmstat::VmEvent;
 use crate::mm::Kernel;
@@ -27,6 +29,8 @@ pub struct KswapdState {
     pub woken: bool,
     /// pgdat->kswapd_failures: balance_pgdat runs in a row that reclaimed nothing.
     pub kswapd_failures: u32,
+    /// The wake-up has been posted to the thread.
+    pub posted: bool,
 }
 
 /// compact_gap: reclaim for a high order stops at twice its size; compaction does the rest.
@@ -55,6 +59,16 @@ pub fn wakeup_kswapd(zone: &Zone, kswapd: &mut KswapdState, _gfp: Gfp, order: u3
     kswapd.woken = true;
 }
 
+/// wake_up_interruptible(&pgdat->kswapd_wait): the allocator marks kswapd woken where it has
+/// no access to the threads; the step that did posts the wake-up at its end (at most one
+/// step late).
+pub fn post_kswapd_wakeup(k: &mut Kernel, now_ns: u64) {
+    if k.kswapd.woken && !k.kswapd.posted {
+        k.kswapd.posted = true;
+        k.kthreads.wake(KthreadKind::Kswapd, now_ns);
+    }
+}
+
 /// Has kswapd been woken and not yet gone back to sleep?
 pub fn kswapd_should_run(k: &Kernel) -> bool {
     k.kswapd.woken
@@ -68,6 +82,7 @@ pub fn kswapd_run(k: &mut Kernel, ctx: &mut Ctx) -> u64 {
     let (reclaimed, reclaim_order) = balance(k, ctx, alloc_order);
     if k.kswapd.kswapd_failures >= MAX_RECLAIM_RETRIES || pgdat_balanced(&k.zone, reclaim_order) {
         k.kswapd.woken = false;
+        k.kswapd.posted = false;
     }
     reclaimed
 }
