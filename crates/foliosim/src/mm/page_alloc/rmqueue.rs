@@ -127,6 +127,7 @@ impl Zone {
     /// rmqueue_bulk: up to `count` blocks onto the tail of the CPU's list, under one hold of
     /// the zone lock, keeping the fallback mode that worked. Returns the blocks taken.
     #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
     fn rmqueue_bulk(
         &mut self,
         folios: &FolioTable,
@@ -153,6 +154,7 @@ impl Zone {
 
     /// rmqueue_buddy: one block straight from the buddy lists; reserves of the highatomic
     /// pageblocks for the requests allowed them.
+    #[inline(never)]
     fn rmqueue_buddy(
         &mut self,
         folios: &FolioTable,
