@@ -30,14 +30,7 @@ fn churn(kind: SwapAllocatorKind) {
         } else {
             0
         };
-        let mut ctx = Ctx {
-            cpu: (i % 8) as usize,
-            now_ns: i * 1000,
-            step_start_ns: i * 1000,
-            lock_handoff_ns: 0,
-            sleep_ns: 0,
-            iowait_ns: 0,
-        };
+        let mut ctx = Ctx::new((i % 8) as usize, i * 1000);
         alloc.alloc(&mut map, &mut ctx, &cost, order, 1, &mut out);
         live.extend(out.drain(..).map(|e| (e.offset(), 1u32 << order)));
         while map.free_pages() < (pages / 10) as u32 {

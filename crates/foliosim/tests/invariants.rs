@@ -76,14 +76,7 @@ fn build(check_each_step: bool) -> Sim {
     k.mms[b as usize].mmap(0, VMA_PAGES, ThpAdvice::Hugepage);
     let mut sim = Sim {
         k,
-        ctx: Ctx {
-            cpu: 0,
-            now_ns: 0,
-            step_start_ns: 0,
-            lock_handoff_ns: 0,
-            sleep_ns: 0,
-            iowait_ns: 0,
-        },
+        ctx: Ctx::new(0, 0),
     };
     check(&sim.k).expect("fresh kernel");
     sim.touch_all(a, 0, 0, VMA_PAGES, check_each_step);

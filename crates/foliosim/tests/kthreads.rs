@@ -6,29 +6,7 @@ use foliosim::{run, RunResult, Scenario};
 
 /// zswap with a pool of 2% of 256M in front of zram: the pool fills and stores fail, which
 /// queues the shrink worker.
-const POOL_LIMIT: &str = r#"
-check_invariants = true
-[machine]
-cpus = 2
-memory = "256M"
-[[machine.swap]]
-kind = "zram"
-size = "256M"
-[kernel]
-version = "6.18"
-[sysfs.zswap]
-enabled = true
-compressor = "lzo-rle"
-max_pool_percent = 2
-[[memcg]]
-name = "m"
-max = "64M"
-[[workload]]
-kind = "usemem"
-nproc = 2
-size = "96M"
-memcg = "m"
-"#;
+const POOL_LIMIT: &str = include_str!("../../../scenarios/zswap-pool-limit.toml");
 
 /// Two kernel-build jobs on one CPU in a memcg too small for both: their phases swap out to
 /// an SSD and read back from it.

@@ -103,14 +103,7 @@ impl Harness {
         let nr = 1u32 << order;
         let free_before = self.map.free_pages();
         let free_cluster = self.wholly_free_cluster();
-        let mut ctx = Ctx {
-            cpu,
-            now_ns: 0,
-            step_start_ns: 0,
-            lock_handoff_ns: 0,
-            sleep_ns: 0,
-            iowait_ns: 0,
-        };
+        let mut ctx = Ctx::new(cpu, 0);
         let mut out: Vec<SwapEntry> = Vec::new();
         self.alloc
             .alloc(&mut self.map, &mut ctx, &self.cost, order, n, &mut out);
@@ -210,14 +203,7 @@ impl Harness {
             self.map.swap_map[s as usize] = 0;
         }
         self.map.inuse_pages -= b - a;
-        let mut ctx = Ctx {
-            cpu: 0,
-            now_ns: 0,
-            step_start_ns: 0,
-            lock_handoff_ns: 0,
-            sleep_ns: 0,
-            iowait_ns: 0,
-        };
+        let mut ctx = Ctx::new(0, 0);
         self.alloc
             .on_free(&mut self.map, &mut ctx, &self.cost, off + a, b - a);
         self.check(&format!("free {}+{}", off + a, b - a))
@@ -250,14 +236,7 @@ fn run(kind: SwapAllocatorKind, pages: u64, ncpus: usize, ops: &[Op]) -> Result<
     for c in 1..h.map.nr_clusters() {
         let full = (c + 1) * CLUSTER <= h.map.max;
         if full {
-            let mut ctx = Ctx {
-                cpu: 0,
-                now_ns: 0,
-                step_start_ns: 0,
-                lock_handoff_ns: 0,
-                sleep_ns: 0,
-                iowait_ns: 0,
-            };
+            let mut ctx = Ctx::new(0, 0);
             let mut out = Vec::new();
             if h.alloc.swapout_whole(PMD_ORDER) {
                 h.alloc
@@ -334,21 +313,8 @@ fn order0_finds_every_last_slot() {
         }
         let large = *h.orders.last().unwrap();
         let mut out = Vec::new();
-        h.alloc.alloc(
-            &mut h.map,
-            &mut Ctx {
-                cpu: 1,
-                now_ns: 0,
-                step_start_ns: 0,
-                lock_handoff_ns: 0,
-                sleep_ns: 0,
-                iowait_ns: 0,
-            },
-            &h.cost,
-            large,
-            1,
-            &mut out,
-        );
+        h.alloc
+            .alloc(&mut h.map, &mut Ctx::new(1, 0), &h.cost, large, 1, &mut out);
         assert!(
             out.is_empty(),
             "{kind:?}: order {large} allocated with no free cluster"
@@ -373,21 +339,7 @@ fn rotational_device_order0_uses_every_slot() {
         let mut got = 0u32;
         while map.free_pages() > 0 {
             let mut out = Vec::new();
-            alloc.alloc(
-                &mut map,
-                &mut Ctx {
-                    cpu: 0,
-                    now_ns: 0,
-                    step_start_ns: 0,
-                    lock_handoff_ns: 0,
-                    sleep_ns: 0,
-                    iowait_ns: 0,
-                },
-                &cost,
-                0,
-                64,
-                &mut out,
-            );
+            alloc.alloc(&mut map, &mut Ctx::new(0, 0), &cost, 0, 64, &mut out);
             assert!(
                 !out.is_empty(),
                 "{kind:?}: rotational device refused order 0 after {got} slots with {} of {} free",
@@ -401,14 +353,7 @@ fn rotational_device_order0_uses_every_slot() {
 }
 
 fn ctx_at(cpu: usize, now_ns: u64) -> Ctx {
-    Ctx {
-        cpu,
-        now_ns,
-        step_start_ns: now_ns,
-        lock_handoff_ns: 0,
-        sleep_ns: 0,
-        iowait_ns: 0,
-    }
+    Ctx::new(cpu, now_ns)
 }
 
 /// Seed 003's mTHP reserve: order 0 never takes or steals a reserved cluster, so a 64K range

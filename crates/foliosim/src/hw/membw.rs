@@ -132,14 +132,7 @@ mod tests {
     use super::*;
 
     fn ctx(cpu: usize, now_ns: u64) -> Ctx {
-        Ctx {
-            cpu,
-            now_ns,
-            step_start_ns: now_ns,
-            lock_handoff_ns: 0,
-            sleep_ns: 0,
-            iowait_ns: 0,
-        }
+        Ctx::new(cpu, now_ns)
     }
 
     #[test]

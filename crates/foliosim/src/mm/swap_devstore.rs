@@ -53,6 +53,21 @@ pub struct ZonePages<'a> {
     pub gfp: Gfp,
 }
 
+/// `ZonePages` over `$k`'s zone for `$gfp`: a macro, so the borrows of `$k`'s fields stay
+/// disjoint from whatever else of `$k` (a zsmalloc pool) the caller holds.
+macro_rules! zone_pages {
+    ($k:expr, $ctx:expr, $gfp:expr) => {
+        $crate::mm::swap_devstore::ZonePages {
+            zone: &mut $k.zone,
+            kswapd: &mut $k.kswapd,
+            folios: &$k.folios,
+            ctx: $ctx,
+            gfp: $gfp,
+        }
+    };
+}
+pub(crate) use zone_pages;
+
 impl PageSource for ZonePages<'_> {
     fn alloc_page(&mut self) -> Option<u32> {
         alloc_pages_memalloc(self.zone, self.kswapd, self.folios, self.ctx, self.gfp, 0)
@@ -77,13 +92,7 @@ pub fn store_pages(
         RamStore::Brd(_) => BRD_GFP,
         _ => ZRAM_GFP,
     };
-    let mut pages = ZonePages {
-        zone: &mut k.zone,
-        kswapd: &mut k.kswapd,
-        folios: &k.folios,
-        ctx,
-        gfp,
-    };
+    let mut pages = zone_pages!(k, ctx, gfp);
     match &mut dev.store {
         RamStore::None => true,
         RamStore::Zram(zram) => {
@@ -140,13 +149,7 @@ pub fn load_pages(k: &mut Kernel, ctx: &mut Ctx, first: SwapEntry, nr: u32) {
 pub fn free_slots(k: &mut Kernel, ctx: &mut Ctx, first: SwapEntry, nr: u32) {
     let dev = &mut k.swap.devices[first.dev()];
     if let RamStore::Zram(zram) = &mut dev.store {
-        let mut pages = ZonePages {
-            zone: &mut k.zone,
-            kswapd: &mut k.kswapd,
-            folios: &k.folios,
-            ctx,
-            gfp: ZRAM_GFP,
-        };
+        let mut pages = zone_pages!(k, ctx, ZRAM_GFP);
         for slot in first.offset()..first.offset() + nr {
             zram.free_slot(slot, &mut pages);
         }

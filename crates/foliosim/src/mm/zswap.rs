@@ -9,7 +9,7 @@ use super::folio::SwapEntry;
 use super::kthread::{KthreadKind, KthreadNext};
 use super::memcontrol::{zswap_charge, zswap_uncharge};
 use super::page_io::write_to_device;
-use super::swap_devstore::{ZonePages, ZSWAP_GFP};
+use super::swap_devstore::{zone_pages, ZSWAP_GFP};
 use super::swapfile::SlotData;
 use super::vmstat::{MthpStat, VmEvent};
 use super::zsmalloc::{Handle, ZsConfig, ZsPool};
@@ -285,13 +285,7 @@ fn store_page(
         }
     };
     let handle = if len > 0 {
-        let mut pages = ZonePages {
-            zone: &mut k.zone,
-            kswapd: &mut k.kswapd,
-            folios: &k.folios,
-            ctx,
-            gfp: ZSWAP_GFP,
-        };
+        let mut pages = zone_pages!(k, ctx, ZSWAP_GFP);
         let Ok(h) = k.zswap.pool.zs_malloc(len, &mut pages) else {
             k.zswap.stats.reject_alloc_fail += 1;
             return false;
@@ -328,13 +322,7 @@ fn free_entry(k: &mut Kernel, ctx: &mut Ctx, slot: SwapEntry) {
     if len == 0 {
         k.zswap.stats.same_filled_pages -= 1;
     } else {
-        let mut pages = ZonePages {
-            zone: &mut k.zone,
-            kswapd: &mut k.kswapd,
-            folios: &k.folios,
-            ctx,
-            gfp: ZSWAP_GFP,
-        };
+        let mut pages = zone_pages!(k, ctx, ZSWAP_GFP);
         k.zswap
             .pool
             .zs_free(t.handle[s], &mut pages)
@@ -583,35 +571,19 @@ mod tests {
     use crate::workload::{self, Op};
     use crate::Scenario;
 
-    /// One usemem process (order-0 pages) through a 32 MiB memcg into a zswap pool of 2% of
-    /// 256 MiB: the pool fills and the shrink worker writes entries back. The task's exit is
-    /// left out so its page tables can be read afterwards.
-    const POOL_LIMIT: &str = r#"
-        [machine]
-        cpus = 1
-        memory = "256M"
-        [[machine.swap]]
-        kind = "zram"
-        size = "256M"
-        [kernel]
-        version = "6.18"
-        [sysfs.zswap]
-        enabled = true
-        compressor = "lzo-rle"
-        max_pool_percent = 2
-        [[memcg]]
-        name = "m"
-        max = "32M"
-        [[workload]]
-        kind = "usemem"
-        nproc = 1
-        size = "96M"
-        memcg = "m"
-    "#;
+    /// The pool-limit scenario with one usemem process (order-0 pages) on one CPU through a
+    /// 32 MiB memcg: the pool fills and the shrink worker writes entries back.
+    fn pool_limit_one_task() -> Scenario {
+        let text = include_str!("../../../../scenarios/zswap-pool-limit.toml")
+            .replace("cpus = 2", "cpus = 1")
+            .replace("nproc = 2", "nproc = 1")
+            .replace("max = \"64M\"", "max = \"32M\"");
+        Scenario::from_toml_str(&text).unwrap()
+    }
 
     #[test]
     fn writeback_takes_the_oldest_entries_first() {
-        let s = Scenario::from_toml_str(POOL_LIMIT).unwrap();
+        let s = pool_limit_one_task();
         let mut k = Kernel::new(&s);
         let spec = &s.workloads[0];
         let t = workload::tasks(spec, s.seed).remove(0);

@@ -3,8 +3,24 @@ pub mod seed000;
 pub mod seed002;
 pub mod seed003;
 
+use crate::scenario::WorkloadSpec;
 use crate::{run, RunResult, Scenario, SimError};
 use std::collections::BTreeMap;
+
+pub const GIB: u64 = 1 << 30;
+
+/// Seeds 000 and 002's workload: `usemem -n 70 1g` (each process writes its 1 GiB, scaled) in
+/// the memcg `usemem`.
+pub fn usemem_70x1g(scale: f64) -> WorkloadSpec {
+    WorkloadSpec::Usemem {
+        nproc: 70,
+        size: seed000::scaled(GIB, scale, 2 << 20),
+        memcg: Some("usemem".into()),
+        madv_hugepage: false,
+        pageout_after_write: false,
+        content: None,
+    }
+}
 
 /// Run `scenario(key, seed)` for every key and seeds 1..=`seeds`, with the invariant checker
 /// as asked and `costs` overriding the profile; `progress(done, total)` after each run.

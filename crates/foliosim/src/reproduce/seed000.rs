@@ -3,6 +3,7 @@
 //! kernel 6.9 (split before swap-out) against 6.10 (whole). Throughput is relative to the
 //! 6.9 4K mean, as in the seed's table.
 
+use super::GIB;
 use crate::reproduce::run_grid;
 use crate::scenario::{
     Bytes, Kernel, KernelVersion, Machine, MemcgSpec, Scenario, SwapDeviceKind, SwapDeviceSpec,
@@ -41,7 +42,6 @@ pub fn scaled(bytes: u64, scale: f64, floor: u64) -> Bytes {
 /// The experiment's scenario for one kernel, folio size and seed. `scale` multiplies every size
 /// (memory per process, memcg limit, swap, machine memory).
 pub fn scenario(kernel: KernelVersion, size: &str, scale: f64, seed: u64) -> Scenario {
-    const GIB: u64 = 1 << 30;
     Scenario {
         seed,
         machine: Machine {
@@ -80,14 +80,7 @@ pub fn scenario(kernel: KernelVersion, size: &str, scale: f64, seed: u64) -> Sce
             "usemem",
             Some(scaled(40 * GIB, scale, 32 << 20)),
         )],
-        workloads: vec![WorkloadSpec::Usemem {
-            nproc: 70,
-            size: scaled(GIB, scale, 2 << 20),
-            memcg: Some("usemem".into()),
-            content: None,
-            madv_hugepage: false,
-            pageout_after_write: false,
-        }],
+        workloads: vec![super::usemem_70x1g(scale)],
         costs: BTreeMap::new(),
         check_invariants: false,
     }

@@ -11,9 +11,10 @@
 
 use crate::reproduce::run_grid;
 use crate::reproduce::seed000::{mean_std, scaled};
+use crate::reproduce::GIB;
 use crate::scenario::{
     Bytes, IaaSpec, Kernel, KernelVersion, Machine, MemcgSpec, Scenario, SwapDeviceKind,
-    SwapDeviceSpec, Sysfs, WorkloadSpec, ZswapKnobs, ZswapLargeFolios,
+    SwapDeviceSpec, Sysfs, ZswapKnobs, ZswapLargeFolios,
 };
 use crate::{RunResult, SimError};
 use serde::Serialize;
@@ -85,7 +86,6 @@ fn seed_row(config: Config, size: &str) -> SeedRow {
 /// The experiment's scenario for one configuration, folio size and seed; `scale` multiplies
 /// every size (memory per process, memory.high, zram, machine memory).
 pub fn scenario(config: Config, size: &str, scale: f64, seed: u64) -> Scenario {
-    const GIB: u64 = 1 << 30;
     let zswap = config != Config::ZramLzoRle;
     let compressor = match config {
         Config::ZramLzoRle => None,
@@ -135,14 +135,7 @@ pub fn scenario(config: Config, size: &str, scale: f64, seed: u64) -> Scenario {
             high: Some(scaled(40 * GIB, scale, 32 << 20)),
             ..MemcgSpec::with_max("usemem", None)
         }],
-        workloads: vec![WorkloadSpec::Usemem {
-            nproc: 70,
-            size: scaled(GIB, scale, 2 << 20),
-            memcg: Some("usemem".into()),
-            madv_hugepage: false,
-            pageout_after_write: false,
-            content: None,
-        }],
+        workloads: vec![super::usemem_70x1g(scale)],
         costs: BTreeMap::new(),
         check_invariants: false,
     }
@@ -174,8 +167,7 @@ pub struct Row {
     pub size_swpout: f64,
     pub size_zswpout: f64,
     pub thp_swpout: f64,
-    /// Compressed bytes per stored page: zswap's pool or zram's compr_data_size at the end of
-    /// the measured phase is not kept; this is from the codec sample (hw/compressor.rs).
+    /// Simulated duration of the run, s (mean over seeds).
     pub simulated_s: f64,
 }
 
