@@ -12,6 +12,7 @@ pub mod report;
 pub mod reproduce;
 pub mod scenario;
 pub mod sched;
+pub mod stats;
 pub mod workload;
 
 pub use report::RunResult;

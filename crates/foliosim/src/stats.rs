@@ -1,0 +1,342 @@
+//! Summary statistics and compare tables as mmtests prints them (bin/lib/MMTests/Stat.pm and
+//! its compare scripts), so a table of ours reads like the one in a patch's cover letter:
+//! Min, Amean, Stddev (sample, n - 1), CoeffVar, Max per series and configuration, each with its
+//! % difference against the first (baseline) column, and Amean differences marked `*` when
+//! Welch's t-test rejects equal means at 5%.
+
+use serde::Serialize;
+use statrs::distribution::{ContinuousCDF, StudentsT};
+
+/// Which way a figure improves: it decides the sign of the % difference (mmtests' pdiff for
+/// higher-is-better, pndiff for lower-is-better: positive always means better).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Better {
+    Lower,
+    Higher,
+}
+
+/// calc_min / calc_amean / calc_stddev / calc_coeffvar / calc_max over one series of samples.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Summary {
+    pub samples: usize,
+    pub min: f64,
+    pub amean: f64,
+    /// Sample standard deviation (n - 1); NaN with fewer than two samples, as mmtests.
+    pub stddev: f64,
+    /// 100 * stddev / amean (0 when either is undefined or the mean is 0).
+    pub coeffvar: f64,
+    pub max: f64,
+}
+
+impl Summary {
+    /// None for an empty series (mmtests prints NaN).
+    pub fn of(values: &[f64]) -> Option<Summary> {
+        let n = values.len();
+        if n == 0 {
+            return None;
+        }
+        let amean = values.iter().sum::<f64>() / n as f64;
+        let stddev = if n > 1 {
+            (values.iter().map(|v| (v - amean).powi(2)).sum::<f64>() / (n - 1) as f64).sqrt()
+        } else {
+            f64::NAN
+        };
+        let coeffvar = if amean != 0.0 && !stddev.is_nan() {
+            stddev * 100.0 / amean
+        } else {
+            0.0
+        };
+        Some(Summary {
+            samples: n,
+            min: values.iter().copied().fold(f64::INFINITY, f64::min),
+            amean,
+            stddev,
+            coeffvar,
+            max: values.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        })
+    }
+}
+
+/// pdiff: % by which `new` is above `base` (higher is better).
+pub fn pdiff(new: f64, base: f64) -> f64 {
+    if new == base || new == 0.0 {
+        0.0
+    } else if base == 0.0 || base.is_nan() {
+        100.0
+    } else {
+        new * 100.0 / base - 100.0
+    }
+}
+
+/// pndiff: % by which `new` is below `base` (lower is better).
+pub fn pndiff(new: f64, base: f64) -> f64 {
+    if new == base {
+        0.0
+    } else if new == 0.0 {
+        100.0
+    } else if base == 0.0 {
+        -99.0
+    } else {
+        100.0 - new * 100.0 / base
+    }
+}
+
+/// The % difference of `new` against `base`, positive when better.
+pub fn percent_better(new: f64, base: f64, better: Better) -> f64 {
+    match better {
+        Better::Higher => pdiff(new, base),
+        Better::Lower => pndiff(new, base),
+    }
+}
+
+/// Welch's t-test of equal means (calc_welch_test): degrees of freedom rounded down, two-sided.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Welch {
+    pub t: f64,
+    pub dof: f64,
+    /// t_{dof; 1 - alpha/2}.
+    pub critical: f64,
+    pub alpha_percent: f64,
+    /// |t| > critical: the means differ at this significance level.
+    pub significant: bool,
+}
+
+/// None when either side has fewer than two samples or both have no variance.
+pub fn welch_test(a: &Summary, b: &Summary, alpha_percent: f64) -> Option<Welch> {
+    if a.samples < 2 || b.samples < 2 {
+        return None;
+    }
+    let (m, n) = (a.samples as f64, b.samples as f64);
+    let (tsx, tsy) = (a.stddev.powi(2) / m, b.stddev.powi(2) / n);
+    if tsx + tsy == 0.0 {
+        return None;
+    }
+    let dof = ((m - 1.0) * (n - 1.0) * (tsx + tsy).powi(2)
+        / ((n - 1.0) * tsx.powi(2) + (m - 1.0) * tsy.powi(2)))
+    .floor()
+    .max(1.0);
+    let t = (a.amean - b.amean) / (tsx + tsy).sqrt();
+    let critical = StudentsT::new(0.0, 1.0, dof)
+        .ok()?
+        .inverse_cdf(1.0 - alpha_percent / 200.0);
+    Some(Welch {
+        t,
+        dof,
+        critical,
+        alpha_percent,
+        significant: t.abs() > critical,
+    })
+}
+
+/// The significance level of the `*` marks in compare tables.
+pub const ALPHA_PERCENT: f64 = 5.0;
+
+/// One printed line: a statistic of one series across the configurations.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompareRow {
+    /// "Min", "Amean", ... or "" for a single-valued row.
+    pub stat: String,
+    pub label: String,
+    /// One per column; NaN where a configuration had no sample.
+    pub values: Vec<f64>,
+    /// % better than the first column, one per column (the first is 0).
+    pub percent_better: Vec<f64>,
+    /// Per column: the difference from the first column is significant (Amean rows only).
+    pub significant: Vec<bool>,
+}
+
+/// An mmtests compare table: configurations as columns, the first the baseline.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CompareTable {
+    pub title: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<CompareRow>,
+}
+
+/// One series to summarise: its label and its samples per column.
+pub struct Series<'a> {
+    pub label: String,
+    pub better: Better,
+    pub samples: Vec<&'a [f64]>,
+}
+
+impl CompareTable {
+    /// Min, Amean, Stddev, CoeffVar and Max rows for every series, grouped by statistic as
+    /// mmtests prints them. Stddev and CoeffVar always count lower as better (stat_compare).
+    pub fn summaries(title: &str, columns: &[String], series: &[Series]) -> CompareTable {
+        type Stat = fn(&Summary) -> f64;
+        let stats: [(&str, Stat, Option<Better>); 5] = [
+            ("Min", |s| s.min, None),
+            ("Amean", |s| s.amean, None),
+            ("Stddev", |s| s.stddev, Some(Better::Lower)),
+            ("CoeffVar", |s| s.coeffvar, Some(Better::Lower)),
+            ("Max", |s| s.max, None),
+        ];
+        let mut rows = Vec::new();
+        for (stat, get, fixed_better) in stats {
+            for s in series {
+                let summaries: Vec<Option<Summary>> =
+                    s.samples.iter().map(|v| Summary::of(v)).collect();
+                let values: Vec<f64> = summaries
+                    .iter()
+                    .map(|x| x.as_ref().map_or(f64::NAN, get))
+                    .collect();
+                let significant = summaries
+                    .iter()
+                    .map(|x| {
+                        stat == "Amean"
+                            && matches!((&summaries[0], x), (Some(base), Some(new))
+                                if welch_test(base, new, ALPHA_PERCENT)
+                                    .is_some_and(|w| w.significant))
+                    })
+                    .collect();
+                rows.push(CompareRow::new(
+                    stat,
+                    &s.label,
+                    values,
+                    fixed_better.unwrap_or(s.better),
+                    significant,
+                ));
+            }
+        }
+        CompareTable {
+            title: title.into(),
+            columns: columns.to_vec(),
+            rows,
+        }
+    }
+
+    /// A table of single figures per column (e.g. "Percentage huge-N").
+    pub fn values(
+        title: &str,
+        columns: &[String],
+        rows: impl IntoIterator<Item = (String, Vec<f64>)>,
+        better: Better,
+    ) -> CompareTable {
+        CompareTable {
+            title: title.into(),
+            columns: columns.to_vec(),
+            rows: rows
+                .into_iter()
+                .map(|(label, values)| {
+                    let n = values.len();
+                    CompareRow::new("", &label, values, better, vec![false; n])
+                })
+                .collect(),
+        }
+    }
+
+    /// The table as mmtests' compare-kernels prints it.
+    pub fn render(&self) -> String {
+        use std::fmt::Write;
+        let label_width = self
+            .rows
+            .iter()
+            .map(|r| r.stat.len() + 1 + r.label.len())
+            .max()
+            .unwrap_or(0)
+            .max(self.title.len());
+        let mut out = String::new();
+        let _ = write!(out, "{:label_width$}", self.title);
+        for c in &self.columns {
+            let _ = write!(out, " {c:>22}");
+        }
+        out.push('\n');
+        for r in &self.rows {
+            let name = if r.stat.is_empty() {
+                r.label.clone()
+            } else {
+                format!("{:<8} {}", r.stat, r.label)
+            };
+            let _ = write!(out, "{name:label_width$}");
+            for ((v, p), sig) in r.values.iter().zip(&r.percent_better).zip(&r.significant) {
+                let mark = if *sig { '*' } else { ' ' };
+                let _ = write!(out, " {v:>11.2} {mark}{p:>7.2}%{mark}");
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+impl CompareRow {
+    fn new(
+        stat: &str,
+        label: &str,
+        values: Vec<f64>,
+        better: Better,
+        significant: Vec<bool>,
+    ) -> CompareRow {
+        let base = values.first().copied().unwrap_or(f64::NAN);
+        CompareRow {
+            stat: stat.into(),
+            label: label.into(),
+            percent_better: values
+                .iter()
+                .map(|&v| percent_better(v, base, better))
+                .collect(),
+            values,
+            significant,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_matches_mmtests_definitions() {
+        let s = Summary::of(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0]).unwrap();
+        assert_eq!((s.min, s.max, s.amean), (2.0, 9.0, 5.0));
+        // Sample standard deviation: sqrt(32 / 7).
+        assert!((s.stddev - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
+        assert!((s.coeffvar - s.stddev * 20.0).abs() < 1e-12);
+        assert!(Summary::of(&[]).is_none());
+        assert!(Summary::of(&[3.0]).unwrap().stddev.is_nan());
+    }
+
+    #[test]
+    fn percent_differences_read_as_in_the_seed_tables() {
+        // Seed 001: Min fault-base-1 1562 -> 1407 is 9.92% better (lower is better).
+        assert!((pndiff(1407.0, 1562.0) - 9.92).abs() < 0.01);
+        // Percentage huge-3 11.41 -> 35.23 is 208.8% more (higher is better).
+        assert!((pdiff(35.23, 11.41) - 208.76).abs() < 0.01);
+        assert_eq!(pdiff(5.0, 5.0), 0.0);
+        assert_eq!(pndiff(0.0, 5.0), 100.0);
+    }
+
+    #[test]
+    fn welch_separates_distinct_means_and_not_equal_ones() {
+        let a = Summary::of(&[10.0, 11.0, 9.0, 10.5, 9.5]).unwrap();
+        let b = Summary::of(&[20.0, 21.0, 19.0, 20.5, 19.5]).unwrap();
+        let c = Summary::of(&[10.2, 10.9, 9.1, 10.4, 9.6]).unwrap();
+        assert!(welch_test(&a, &b, 5.0).unwrap().significant);
+        let w = welch_test(&a, &c, 5.0).unwrap();
+        assert!(!w.significant, "{w:?}");
+        // Welch's dof for 5 + 5 samples of near-equal variance is just under 8, floored: 7;
+        // t_{7; 0.975} = 2.365.
+        assert_eq!(w.dof, 7.0);
+        assert!((w.critical - 2.365).abs() < 0.001, "{w:?}");
+    }
+
+    #[test]
+    fn compare_table_groups_rows_by_statistic() {
+        let base = [1.0, 2.0, 3.0];
+        let new = [1.0, 1.0, 1.5];
+        let t = CompareTable::summaries(
+            "latency",
+            &["a".into(), "b".into()],
+            &[Series {
+                label: "fault-1".into(),
+                better: Better::Lower,
+                samples: vec![&base, &new],
+            }],
+        );
+        let stats: Vec<&str> = t.rows.iter().map(|r| r.stat.as_str()).collect();
+        assert_eq!(stats, ["Min", "Amean", "Stddev", "CoeffVar", "Max"]);
+        let amean = &t.rows[1];
+        assert!((amean.percent_better[1] - pndiff(7.0 / 6.0, 2.0)).abs() < 1e-12);
+        assert!(t.render().contains("Amean    fault-1"));
+    }
+}
