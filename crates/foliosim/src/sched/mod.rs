@@ -37,7 +37,9 @@ use crate::mm::memcontrol::mem_cgroup_handle_over_high;
 use crate::mm::vmscan::kswapd::post_kswapd_wakeup;
 use crate::mm::{invariants, Kernel, MmError};
 use queue::Queues;
+use std::collections::BTreeMap;
 use task::State;
+use user::UserNext;
 
 /// Children of a multi-process workload start up to a third of a slice apart (fork + exec,
 /// jittered by the seed): the run's only randomness besides slice jitter.
@@ -55,6 +57,11 @@ pub struct SchedStats {
 enum Next {
     Run,
     Exit,
+    /// A user task waits at a barrier.
+    Barrier {
+        id: u32,
+        parties: u32,
+    },
     /// A kernel thread sleeps until woken, or (Some) until woken or its timer.
     Sleep(Option<u64>),
 }
@@ -90,10 +97,23 @@ pub fn run_tasks(
         .collect();
     let mut steps = 0u64;
     let mut end_ns = 0u64;
+    // Tasks asleep at each barrier, by barrier id.
+    let mut barriers: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
     while live_users > 0 {
-        let cpu = q
-            .next_cpu()
-            .expect("a live user task is running, runnable or asleep until a time");
+        let Some(cpu) = q.next_cpu() else {
+            return Err(SimError::Deadlock {
+                at_ns: end_ns,
+                waiting: barriers
+                    .iter()
+                    .map(|(id, tids)| {
+                        let names: Vec<&str> =
+                            tids.iter().map(|&t| tasks[t].name.as_str()).collect();
+                        format!("barrier {id}: {}", names.join(", "))
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            });
+        };
         let c = &mut q.cpus[cpu];
         if c.current.is_none() && q.runq.is_empty() {
             // Idle until the first sleeper wakes.
@@ -142,12 +162,13 @@ pub fn run_tasks(
         let wake_ns = q.sleepers.first().map_or(u64::MAX, |s| s.0);
         let next = match &mut t.body {
             Body::User(p) => match user::step(k, &mut ctx, t.mm, p, &mut t.user_ns, wake_ns) {
-                Ok(true) => Next::Exit,
-                Ok(false) => {
+                Ok(UserNext::Exit) => Next::Exit,
+                Ok(UserNext::Run) => {
                     // Back to user space: memory.high reclaim owed by this task's charges.
                     mem_cgroup_handle_over_high(k, &mut ctx);
                     Next::Run
                 }
+                Ok(UserNext::Barrier { id, parties }) => Next::Barrier { id, parties },
                 Err(error) => {
                     return Err(SimError::Mm {
                         task: t.name.clone(),
@@ -180,6 +201,22 @@ pub fn run_tasks(
             Next::Sleep(_) if std::mem::take(&mut t.woken) => Next::Run,
             next => next,
         };
+        // The last party at a barrier releases the others and runs on.
+        let mut released = Vec::new();
+        let next = match next {
+            Next::Barrier { id, parties } => {
+                let waiting = barriers.entry(id).or_default();
+                waiting.push(tid);
+                if waiting.len() as u32 >= parties {
+                    released = barriers.remove(&id).unwrap_or_default();
+                    released.retain(|&other| other != tid);
+                    Next::Run
+                } else {
+                    next
+                }
+            }
+            next => next,
+        };
         let slice_over = ctx.now_ns >= c.slice_end_ns || c.preempt;
         t.state = match next {
             Next::Exit => {
@@ -188,6 +225,7 @@ pub fn run_tasks(
                 State::Exited
             }
             Next::Sleep(None) => State::Waiting,
+            Next::Barrier { .. } => State::AtBarrier,
             Next::Sleep(Some(ns)) => {
                 q.sleep_until(ctx.now_ns + ns, tid);
                 State::TimedWait
@@ -208,6 +246,9 @@ pub fn run_tasks(
             c.current = None;
             c.preempt = false;
             switch_out(k, cpu, t, release_ns);
+        }
+        for other in released {
+            q.wake(tasks, other, ctx.now_ns);
         }
         if !k.kthreads.pending().is_empty() {
             for &(i, at_ns) in k.kthreads.pending() {
@@ -260,6 +301,10 @@ pub enum SimError {
         at_ns: u64,
         error: MmError,
     },
+    #[error(
+        "at {at_ns} ns every live task waits at a barrier that too few tasks reach ({waiting})"
+    )]
+    Deadlock { at_ns: u64, waiting: String },
     #[error("invariant broken at {at_ns} ns after {steps} steps: {what}")]
     Invariant {
         at_ns: u64,

@@ -108,7 +108,7 @@ impl Queues {
 
     /// try_to_wake_up: `tid` is runnable from `at_ns`, placed and maybe preempting.
     // follows place_entity and check_preempt_wakeup (kernel/sched/fair.c, CFS, 6.5)
-    fn wake(&mut self, tasks: &mut [Task], tid: usize, at_ns: u64) {
+    pub fn wake(&mut self, tasks: &mut [Task], tid: usize, at_ns: u64) {
         let mut least_running: Option<u64> = None;
         let mut victim: Option<(u64, usize)> = None;
         let mut idle_cpu = false;

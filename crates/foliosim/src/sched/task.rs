@@ -21,6 +21,12 @@ pub struct UserProgram {
     /// Progress inside the current Compute op.
     pub(super) computed_ns: u64,
     pub marks: TaskMarks,
+    /// Start of the current timed section (Op::TimerStart).
+    pub(super) timer_start_ns: u64,
+    /// What the last Op::Mincore found.
+    pub(super) mincore_resident: bool,
+    /// Latency samples (series, ns) recorded by Op::RecordLatency, in order.
+    pub latencies: Vec<(u8, u64)>,
 }
 
 /// Where a task is, for the scheduler.
@@ -34,6 +40,8 @@ pub(super) enum State {
     TimedWait,
     /// A kernel thread asleep until woken.
     Waiting,
+    /// A user task asleep at a barrier until the last party arrives.
+    AtBarrier,
     Exited,
 }
 
@@ -77,6 +85,9 @@ impl Task {
                 cursor: 0,
                 computed_ns: 0,
                 marks,
+                timer_start_ns: 0,
+                mincore_resident: false,
+                latencies: Vec::new(),
             }),
             State::Runnable,
         )

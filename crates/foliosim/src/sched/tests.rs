@@ -121,3 +121,63 @@ fn a_timed_sleep_wakes_the_thread_which_preempts_a_cpu_hog() {
     assert_eq!(t.sys_ns, 10 * US * t.wakeups);
     assert!(stats.simulated_ns < 20 * MS + 300 * US);
 }
+
+/// Two user tasks on one CPU computing `a_ms` and `b_ms`, then meeting at a barrier of
+/// `parties`, then timing an empty section.
+fn barrier_tasks(a_ms: u64, b_ms: u64, parties: u32) -> (Kernel, Vec<Task>) {
+    let mut k = Kernel::new(&Scenario::from_toml_str(ONE_CPU).unwrap());
+    k.kthreads.kinds.clear();
+    let program = |ms: u64| {
+        vec![
+            Op::Compute { ns: ms * MS },
+            Op::Barrier { id: 7, parties },
+            Op::TimerStart,
+            Op::Compute { ns: 10 * US },
+            Op::RecordLatency {
+                if_resident: 1,
+                otherwise: 0,
+            },
+            Op::Exit,
+        ]
+    };
+    let (a, b) = (
+        k.new_mm(0, ContentClass::Usemem),
+        k.new_mm(0, ContentClass::Usemem),
+    );
+    let tasks = vec![
+        Task::new("a".into(), a, 0, program(a_ms)),
+        Task::new("b".into(), b, 0, program(b_ms)),
+    ];
+    (k, tasks)
+}
+
+#[test]
+fn a_barrier_holds_the_first_arrival_until_the_last() {
+    let (mut k, mut tasks) = barrier_tasks(1, 8, 2);
+    let stats = run(&mut k, &mut tasks);
+    // One CPU: 9 ms of computing before both pass the barrier, then 10 us each.
+    assert!(
+        stats.simulated_ns >= 9 * MS + 20 * US,
+        "{}",
+        stats.simulated_ns
+    );
+    let a = tasks[0].program().unwrap();
+    assert_eq!(
+        a.latencies,
+        vec![(0, 10 * US)],
+        "no mincore: series `otherwise`"
+    );
+    // `a` slept at the barrier: it did not burn CPU waiting.
+    assert_eq!(tasks[0].user_ns, 1 * MS + 10 * US);
+    assert_eq!(tasks[0].wakeups, 1);
+}
+
+#[test]
+fn a_barrier_nobody_completes_is_a_clear_error() {
+    let (mut k, mut tasks) = barrier_tasks(1, 2, 3);
+    let err = run_tasks(&mut k, &mut tasks, 1, 3 * MS, false, &mut |_, _| {})
+        .err()
+        .expect("two tasks cannot pass a barrier of three");
+    let msg = err.to_string();
+    assert!(msg.contains("barrier 7: a, b"), "{msg}");
+}

@@ -7,9 +7,20 @@ use crate::mm::memory::{touch, zap_range};
 use crate::mm::{Kernel, MmError};
 use crate::workload::{Mark, Op};
 
-/// One step of the program of the task whose mm is `mm`. Returns true when the task exited;
-/// a program that runs out of ops without an Exit stops with its mm left mapped (tests read
-/// its page tables afterwards).
+/// What a user task does after its step.
+pub(super) enum UserNext {
+    Run,
+    /// The task exited (or ran out of ops).
+    Exit,
+    /// The task reached a barrier (its program is already past it).
+    Barrier {
+        id: u32,
+        parties: u32,
+    },
+}
+
+/// One step of the program of the task whose mm is `mm`. A program that runs out of ops
+/// without an Exit stops with its mm left mapped (tests read its page tables afterwards).
 /// User-space computing is preemptible anywhere: a Compute op stops at `wake_ns` (the next
 /// known wake-up of a sleeping task, which may preempt this one) and resumes in a later step.
 pub(super) fn step(
@@ -19,9 +30,9 @@ pub(super) fn step(
     p: &mut UserProgram,
     user_ns: &mut u64,
     wake_ns: u64,
-) -> Result<bool, MmError> {
+) -> Result<UserNext, MmError> {
     let Some(op) = p.ops.get(p.pc).cloned() else {
-        return Ok(true);
+        return Ok(UserNext::Exit);
     };
     match op {
         Op::Mmap { vma, nr_pages, thp } => {
@@ -37,7 +48,7 @@ pub(super) fn step(
             let covered = touch(k, ctx, mm, vma, first + p.cursor, first + nr, write)?;
             p.cursor += covered;
             if p.cursor < nr {
-                return Ok(false);
+                return Ok(UserNext::Run);
             }
             p.cursor = 0;
         }
@@ -58,7 +69,7 @@ pub(super) fn step(
                 ctx.spend(run_ns);
                 *user_ns += run_ns;
                 p.computed_ns += run_ns;
-                return Ok(false);
+                return Ok(UserNext::Run);
             }
             ctx.spend(left_ns);
             *user_ns += left_ns;
@@ -74,11 +85,31 @@ pub(super) fn step(
             for vma in 0..k.mms[mm as usize].vmas.len() as u32 {
                 munmap(k, ctx, mm, vma);
             }
-            return Ok(true);
+            return Ok(UserNext::Exit);
+        }
+        Op::Barrier { id, parties } => {
+            p.pc += 1;
+            return Ok(UserNext::Barrier { id, parties });
+        }
+        Op::TimerStart => p.timer_start_ns = ctx.now_ns,
+        Op::Mincore { vma, index } => {
+            ctx.spend(k.cost.syscall_ns);
+            p.mincore_resident = k.mms[mm as usize].vma(vma).ptes[index as usize].is_present();
+        }
+        Op::RecordLatency {
+            if_resident,
+            otherwise,
+        } => {
+            let series = if p.mincore_resident {
+                if_resident
+            } else {
+                otherwise
+            };
+            p.latencies.push((series, ctx.now_ns - p.timer_start_ns));
         }
     }
     p.pc += 1;
-    Ok(false)
+    Ok(UserNext::Run)
 }
 
 fn munmap(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32) {

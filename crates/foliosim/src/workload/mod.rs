@@ -44,6 +44,25 @@ pub enum Op {
     Mark(usize),
     /// exit(): unmap everything.
     Exit,
+    // Timed sections and synchronisation (thpscale's fault timing, pthread barriers).
+    /// pthread_barrier_wait: sleep until `parties` tasks have reached barrier `id`.
+    Barrier {
+        id: u32,
+        parties: u32,
+    },
+    /// gettimeofday() at the start of a timed section.
+    TimerStart,
+    /// mincore() of one page: remember whether it is resident, for the next RecordLatency.
+    Mincore {
+        vma: u32,
+        index: u32,
+    },
+    /// End the timed section: its latency becomes a sample of series `if_resident` when the
+    /// last Mincore found its page resident, else of `otherwise` (thpscale's huge and base).
+    RecordLatency {
+        if_resident: u8,
+        otherwise: u8,
+    },
 }
 
 pub struct TaskSpec {
