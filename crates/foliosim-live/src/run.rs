@@ -400,6 +400,12 @@ fn run_holding(
     let mut tasks = vec![];
     for (w, spec) in scenario.workloads.iter().enumerate() {
         for t in workload::tasks(spec, scenario.seed) {
+            if t.shares_mm_with.is_some() {
+                anyhow::bail!(
+                    "task {}: threads sharing an mm are not supported by the live backend yet",
+                    t.name
+                );
+            }
             let cgroup_procs = match &t.memcg {
                 Some(name) => Some(
                     memcgs

@@ -35,9 +35,19 @@ pub fn run_with_progress(
     let mut k = Kernel::new(scenario);
     let mut tasks = Vec::new();
     for (w, spec) in scenario.workloads.iter().enumerate() {
+        let first = tasks.len();
         for t in workload::tasks(spec, scenario.seed) {
-            let memcg = k.memcg_id(t.memcg.as_deref());
-            let mm = k.new_mm(memcg, spec.content());
+            // A thread shares the mm of an earlier task of its workload (its process).
+            let mm = match t.shares_mm_with {
+                Some(i) => {
+                    let leader: &Task = &tasks[first + i];
+                    leader.mm
+                }
+                None => {
+                    let memcg = k.memcg_id(t.memcg.as_deref());
+                    k.new_mm(memcg, spec.content())
+                }
+            };
             tasks.push(Task::new(t.name, mm, w, t.ops));
         }
     }
