@@ -102,6 +102,8 @@ pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut Ve
     let keep_head = list.is_some();
     if on_lru {
         let lruvec = &mut k.memcgs[memcg as usize].lruvec;
+        // The head now counts one page on its list; each tail adds its own.
+        lruvec.list_of(&k.folios, pfn).nr_pages -= (nr - 1) as u64;
         for sub in (1..nr).rev() {
             let list = lruvec.list_of(&k.folios, pfn);
             list.add_after(&mut k.folios, pfn, pfn + sub);

@@ -425,3 +425,106 @@ fn hpage_collapse_scan_pmd(
     *mmap_locked = false;
     collapse::collapse_huge_page(k, ctx, mm, vma, start, unmapped)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::content::ContentClass;
+    use crate::mm::folio::SwapEntry;
+    use crate::mm::memory::touch;
+    use crate::mm::mmap::Pte;
+
+    /// PMD THP for MADV_HUGEPAGE only; mm 0 with VMA 0 of two ranges (`thp`), range 0 faulted
+    /// with 4K pages.
+    fn setup(thp: ThpAdvice) -> (Kernel, Ctx) {
+        let text = r#"
+[machine]
+cpus = 2
+memory = "256M"
+[sysfs]
+thp_enabled = "madvise"
+[[workload]]
+kind = "usemem"
+nproc = 1
+size = "1M"
+"#;
+        let mut k = Kernel::new(&Scenario::from_toml_str(text).unwrap());
+        let mut ctx = Ctx::new(0, 0);
+        let mm = k.new_mm(0, ContentClass::Usemem);
+        k.mms[mm as usize].mmap(0, 2 * HPAGE_PMD_NR, ThpAdvice::NoHugepage);
+        let mut index = 0;
+        while index < HPAGE_PMD_NR {
+            index += touch(&mut k, &mut ctx, mm, 0, index, HPAGE_PMD_NR, true).unwrap();
+        }
+        k.mms[0].vma_mut(0).thp = thp;
+        (k, ctx)
+    }
+
+    fn scan(k: &mut Kernel, ctx: &mut Ctx, start: u32) -> ScanResult {
+        let mut locked = true;
+        let r = hpage_collapse_scan_pmd(k, ctx, 0, 0, start, &mut locked);
+        assert_eq!(
+            locked,
+            r != ScanResult::Succeed && r != ScanResult::AllocHugePageFail
+        );
+        r
+    }
+
+    /// Replace PTEs `range` by swap PTEs (the scan does not look at the swap device).
+    fn fake_swap(k: &mut Kernel, range: std::ops::Range<u32>) {
+        for i in range {
+            k.mms[0].vma_mut(0).ptes[i as usize] = Pte::swap(SwapEntry::new(0, i));
+        }
+    }
+
+    #[test]
+    fn swap_ptes_above_max_ptes_swap_stop_the_scan() {
+        let (mut k, mut ctx) = setup(ThpAdvice::Hugepage);
+        fake_swap(&mut k, 0..65);
+        assert_eq!(scan(&mut k, &mut ctx, 0), ScanResult::ExceedSwapPte);
+        assert_eq!(k.vmstat.get(VmEvent::ThpScanExceedSwapPte), 1);
+    }
+
+    #[test]
+    fn with_swap_ptes_half_the_ptes_must_be_young() {
+        let (mut k, mut ctx) = setup(ThpAdvice::Hugepage);
+        fake_swap(&mut k, 0..40);
+        for i in 40..300u32 {
+            let pfn = k.mms[0].vma(0).ptes[i as usize].pfn();
+            k.folios.clear(pfn, flags::YOUNG | flags::REFERENCED);
+        }
+        // 212 young PTEs < 256.
+        assert_eq!(scan(&mut k, &mut ctx, 0), ScanResult::LackReferencedPage);
+    }
+
+    #[test]
+    fn empty_ranges_pmd_ranges_and_holes_are_passed_over() {
+        let (mut k, mut ctx) = setup(ThpAdvice::Hugepage);
+        assert_eq!(scan(&mut k, &mut ctx, HPAGE_PMD_NR), ScanResult::PmdNone);
+        k.mms[0].vma_mut(0).ptes[7] = Pte::HOLE;
+        assert_eq!(scan(&mut k, &mut ctx, 0), ScanResult::AddressRange);
+        assert_eq!(k.vmstat.get(VmEvent::ThpScanExceedNonePte), 0);
+    }
+
+    #[test]
+    fn registration_wants_pmd_thp_for_the_vma_and_an_anon_vma() {
+        let (mut k, _) = setup(ThpAdvice::Default);
+        // A plain VMA under `madvise`: no PMD THP, no slot.
+        khugepaged_enter_vma(&mut k, 0, 0, 0);
+        assert!(k.khugepaged.slots().is_empty());
+        // A new VMA without a fault yet has no anon_vma.
+        k.mms[0].mmap(1, HPAGE_PMD_NR, ThpAdvice::Hugepage);
+        khugepaged_enter_vma(&mut k, 0, 0, 1);
+        assert!(k.khugepaged.slots().is_empty());
+        // MADV_HUGEPAGE on the faulted VMA: registered once, the thread woken once.
+        k.mms[0].vma_mut(0).thp = ThpAdvice::Hugepage;
+        khugepaged_enter_vma(&mut k, 5, 0, 0);
+        khugepaged_enter_vma(&mut k, 6, 0, 0);
+        assert_eq!(k.khugepaged.slots(), [0]);
+        assert!(k.mms[0].khugepaged_registered);
+        assert_eq!(k.kthreads.pending().len(), 1);
+        // Its exit frees the slot (the scan is not on it).
+        khugepaged_exit(&mut k, 0);
+        assert!(k.khugepaged.slots().is_empty());
+    }
+}

@@ -47,3 +47,69 @@ pub fn shrink_slab(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, priority: u32) -> 
     k.deferred_split[memcg as usize].nr_deferred = next_deferred;
     freed
 }
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::content::ContentClass;
+    use crate::mm::memory::{touch, zap_range};
+    use crate::mm::mmap::ThpAdvice;
+    use crate::Scenario;
+
+    /// `n` PMD THPs faulted in one VMA, then the second half of each zapped: `n` folios queued.
+    pub(crate) fn half_unmapped_thps(n: u32) -> (Kernel, Ctx) {
+        let text = r#"
+[machine]
+cpus = 1
+memory = "1G"
+[sysfs.hugepages]
+"2M" = "always"
+[[workload]]
+kind = "usemem"
+nproc = 1
+size = "1M"
+"#;
+        let mut k = Kernel::new(&Scenario::from_toml_str(text).unwrap());
+        let mut ctx = Ctx::new(0, 0);
+        let mm = k.new_mm(0, ContentClass::Usemem);
+        k.mms[mm as usize].mmap(0, n * 512, ThpAdvice::Default);
+        let mut index = 0;
+        while index < n * 512 {
+            index += touch(&mut k, &mut ctx, mm, 0, index, n * 512, true).unwrap();
+        }
+        for r in 0..n {
+            zap_range(&mut k, &mut ctx, mm, 0, r * 512 + 256, 256);
+        }
+        (k, ctx)
+    }
+
+    #[test]
+    fn a_short_queue_waits_for_deferred_work_or_a_low_priority() {
+        let (mut k, mut ctx) = half_unmapped_thps(32);
+        assert_eq!(deferred_split_count(&k, 0), 32);
+        // freeable 32: delta 16 a call, short of a batch and of freeable: deferred, up to 64.
+        for deferred in [16, 32, 48, 64, 64] {
+            assert_eq!(shrink_slab(&mut k, &mut ctx, 0, 12), 0);
+            assert_eq!(k.deferred_split[0].nr_deferred, deferred);
+        }
+        assert_eq!(k.vmstat.get(VmEvent::SlabsScanned), 0);
+        // Priority 2: 64 >> 2 + 16 = 32 >= freeable: all scanned and split.
+        assert_eq!(shrink_slab(&mut k, &mut ctx, 0, 2), 32);
+        assert_eq!(deferred_split_count(&k, 0), 0);
+        assert_eq!(k.vmstat.get(VmEvent::ThpSplitPage), 32);
+        assert_eq!(k.vmstat.get(VmEvent::SlabsScanned), 32);
+        // Each split freed the 256 unmapped pages of its folio.
+        assert_eq!(k.memcgs[0].usage_pages, 32 * 256);
+        crate::mm::invariants::check(&k).unwrap();
+    }
+
+    #[test]
+    fn a_long_queue_is_scanned_half_at_every_call() {
+        let (mut k, mut ctx) = half_unmapped_thps(300);
+        // freeable 300: delta 150 >= a batch of 128: one batch now, 22 deferred.
+        assert_eq!(shrink_slab(&mut k, &mut ctx, 0, 12), 128);
+        assert_eq!(deferred_split_count(&k, 0), 172);
+        assert_eq!(k.deferred_split[0].nr_deferred, 22);
+        crate::mm::invariants::check(&k).unwrap();
+    }
+}

@@ -157,3 +157,30 @@ pub fn deferred_split_scan(
     }
     Some(split)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::mm::invariants::check;
+    use crate::mm::memory::zap_range;
+    use crate::mm::vmstat::{MthpStat, VmEvent};
+
+    #[test]
+    fn zapped_folios_queue_in_order_and_leave_when_freed() {
+        let (mut k, mut ctx) = crate::mm::shrinker::tests::half_unmapped_thps(3);
+        let q = &k.deferred_split[0];
+        let heads: Vec<u32> = q.iter(&k.folios).collect();
+        assert_eq!(heads.len(), 3);
+        assert_eq!(k.vmstat.get(VmEvent::ThpDeferredSplitPage), 3);
+        assert_eq!(k.vmstat.get(VmEvent::ThpSplitPmd), 3);
+        assert_eq!(k.vmstat.get_mthp(9, MthpStat::SplitDeferred), 3);
+        // Zapping more of a queued folio counts nothing new; zapping the rest frees it, which
+        // takes it off the queue.
+        zap_range(&mut k, &mut ctx, 0, 0, 512, 128);
+        assert_eq!(k.vmstat.get(VmEvent::ThpDeferredSplitPage), 3);
+        zap_range(&mut k, &mut ctx, 0, 0, 640, 128);
+        let left: Vec<u32> = k.deferred_split[0].iter(&k.folios).collect();
+        assert_eq!(left, [heads[0], heads[2]]);
+        assert_eq!(k.deferred_split[0].split_queue_len, 2);
+        check(&k).unwrap();
+    }
+}
