@@ -508,11 +508,8 @@ fn with_pmd_thp_never_there_is_no_khugepaged() {
         "[sysfs]\nthp_enabled = \"never\"\n[sysfs.hugepages]\n\"64K\" = \"always\"",
     );
     let mut k = kernel(&text);
-    assert!(!k
-        .kthreads
-        .kinds
-        .iter()
-        .any(|&t| t == foliosim::mm::kthread::KthreadKind::Khugepaged));
+    let khugepaged = foliosim::mm::kthread::KthreadKind::Khugepaged;
+    assert!(!k.kthreads.kinds.contains(&khugepaged));
     let ops: Vec<Op> = [
         mmap(0, 4 * PMD, ThpAdvice::Default),
         write(0, 0, 4 * PMD),

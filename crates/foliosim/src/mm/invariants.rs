@@ -5,7 +5,9 @@
 //! the swap PTEs that reference the slot, and HAS_CACHE equals swap-cache presence; memcg usage
 //! and LRU sizes add up; each allocator's cluster bookkeeping matches swap_map; every swapped
 //! page not in the swap cache is in exactly one of zswap, the device or the zero map, and pages
-//! held by zsmalloc pools and RAM disks are neither free nor in a folio.
+//! held by zsmalloc pools and RAM disks are neither free nor in a folio. A PMD-mapped folio
+//! (fault or khugepaged collapse) is one whole order-9 folio; each memcg's deferred split queue
+//! holds exactly the partially mapped large folios of that memcg.
 
 use super::folio::{flags, NIL};
 use super::swap_devstore::RamStore;
@@ -311,7 +313,7 @@ fn check_thp(k: &Kernel) -> Result<(), String> {
         if f.test(h, flags::PMD_MAPPED)
             && (order != PMD_ORDER
                 || mapcount != 1 << PMD_ORDER
-                || f.owner_index[h as usize] % (1 << PMD_ORDER) != 0)
+                || !f.owner_index[h as usize].is_multiple_of(1 << PMD_ORDER))
         {
             return Err(format!(
                 "folio {h} is PMD-mapped with order {order}, mapcount {mapcount}, index {}",

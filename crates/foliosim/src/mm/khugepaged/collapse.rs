@@ -88,20 +88,18 @@ pub(super) fn collapse_huge_page(
     let arch = k.tlb;
     arch.collapse_flush(k, ctx, mm);
     tlb_remove_table_sync_one(k, ctx);
-    let isolated = match isolate(k, ctx, mm, vma, start) {
-        Ok(isolated) => isolated,
-        Err((result, isolated)) => {
-            // release_pte_pages: back on the LRU.
-            for head in isolated {
-                let cg = k.folios.memcg[head as usize] as usize;
-                k.memcgs[cg].lruvec.add_folio(&mut k.folios, head);
-            }
-            k.mms[mm as usize].mmap_lock.write_unlock(ctx);
-            put_new(k, ctx);
-            return result;
+    // The isolated sources are freed as their last PTE goes, below.
+    if let Err((result, isolated)) = isolate(k, ctx, mm, vma, start) {
+        // release_pte_pages: back on the LRU.
+        for head in isolated {
+            let cg = k.folios.memcg[head as usize] as usize;
+            k.memcgs[cg].lruvec.add_folio(&mut k.folios, head);
         }
-    };
-    copy_and_free_sources(k, ctx, mm, vma, start, isolated.len() as u64);
+        k.mms[mm as usize].mmap_lock.write_unlock(ctx);
+        put_new(k, ctx);
+        return result;
+    }
+    copy_and_free_sources(k, ctx, mm, vma, start);
     map_pmd(k, ctx, mm, vma, start, pfn, memcg);
     k.mms[mm as usize].mmap_lock.write_unlock(ctx);
     ScanResult::Succeed
@@ -143,18 +141,17 @@ fn tlb_remove_table_sync_one(k: &mut Kernel, ctx: &mut Ctx) {
     }
 }
 
-/// __collapse_huge_page_isolate: recheck the PTEs and take the source folios off the LRU.
-/// Returns the isolated heads, or the failure and those isolated so far.
+/// __collapse_huge_page_isolate: recheck the PTEs and take the source folios off the LRU. On
+/// failure, returns it and the folios isolated so far.
 fn isolate(
     k: &mut Kernel,
     ctx: &mut Ctx,
     mm: u32,
     vma: u32,
     start: u32,
-) -> Result<Vec<u32>, (ScanResult, Vec<u32>)> {
-    let kh = &k.khugepaged;
-    let (max_none, max_shared) = (kh.max_ptes_none, kh.max_ptes_shared);
-    let _ = max_shared; // no fork: no folio is mapped shared
+) -> Result<(), (ScanResult, Vec<u32>)> {
+    // max_ptes_shared never trips: without fork no folio is mapped by another mm.
+    let max_none = k.khugepaged.max_ptes_none;
     let mut isolated: Vec<u32> = Vec::new();
     let (mut none_or_zero, mut referenced) = (0u32, 0u32);
     let mut result = ScanResult::Succeed;
@@ -176,6 +173,7 @@ fn isolate(
             break;
         }
         let head = k.folios.head_of(pte.pfn());
+        // A large source folio is isolated once (the kernel's compound_pagelist).
         let seen = isolated.last() == Some(&head) || isolated.contains(&head);
         if !seen {
             if k.folios.test(head, flags::WRITEBACK) {
@@ -201,7 +199,7 @@ fn isolate(
         result = ScanResult::LackReferencedPage;
     }
     if result == ScanResult::Succeed {
-        Ok(isolated)
+        Ok(())
     } else {
         Err((result, isolated))
     }
@@ -209,14 +207,7 @@ fn isolate(
 
 /// __collapse_huge_page_copy and __collapse_huge_page_copy_succeeded: copy or clear every page
 /// of the range into the new folio, clear the old PTEs and free the sources.
-fn copy_and_free_sources(
-    k: &mut Kernel,
-    ctx: &mut Ctx,
-    mm: u32,
-    vma: u32,
-    start: u32,
-    _nr_sources: u64,
-) {
+fn copy_and_free_sources(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, start: u32) {
     let ptes = &k.mms[mm as usize].vma(vma).ptes[start as usize..(start + HPAGE_PMD_NR) as usize];
     let present = ptes.iter().filter(|p| p.is_present()).count() as u64;
     let none = HPAGE_PMD_NR as u64 - present;
