@@ -126,7 +126,14 @@ pub fn spawn_tasks(
     let first = tasks.len();
     for t in specs {
         let mm = match t.shares_mm_with {
-            Some(i) => tasks[first + i].mm,
+            Some(i) => {
+                assert!(
+                    first + i < tasks.len(),
+                    "task {}: shares_mm_with {i} names no earlier task of its workload",
+                    t.name
+                );
+                tasks[first + i].mm
+            }
             None => {
                 let memcg = k.memcg_id(t.memcg.as_deref());
                 k.new_mm(memcg, content)
