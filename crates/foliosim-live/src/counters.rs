@@ -20,13 +20,27 @@ pub fn parse_vmstat(text: &str) -> Snapshot {
         .collect()
 }
 
-/// /proc/vmstat plus every hugepages-*/stats/* file.
+/// /proc/vmstat plus every hugepages-*/stats/* file and khugepaged's counters.
 pub fn snapshot() -> Snapshot {
     let mut out = fs::read_to_string("/proc/vmstat")
         .map(|t| parse_vmstat(&t))
         .unwrap_or_default();
     read_mthp_stats(Path::new(THP_DIR), &mut out);
+    read_khugepaged_stats(Path::new(THP_DIR), &mut out);
     out
+}
+
+/// Adds `khugepaged/pages_collapsed` and `khugepaged/full_scans`.
+pub fn read_khugepaged_stats(thp_dir: &Path, out: &mut Snapshot) {
+    for name in ["pages_collapsed", "full_scans"] {
+        let path = thp_dir.join("khugepaged").join(name);
+        if let Some(v) = fs::read_to_string(path)
+            .ok()
+            .and_then(|t| t.trim().parse().ok())
+        {
+            out.insert(format!("khugepaged/{name}"), v);
+        }
+    }
 }
 
 /// Adds `hugepages-<size>kB/stats/<stat>` for every size directory under `thp_dir`.
@@ -172,14 +186,19 @@ mod tests {
         fs::write(stats.join("swpout"), "17\n").unwrap();
         fs::write(stats.join("nr_anon"), "3\n").unwrap();
         fs::create_dir_all(dir.join("khugepaged")).unwrap();
+        fs::write(dir.join("khugepaged/pages_collapsed"), "5\n").unwrap();
         let mut s = Snapshot::new();
         read_mthp_stats(&dir, &mut s);
-        fs::remove_dir_all(&dir).unwrap();
         assert_eq!(s["hugepages-64kB/stats/swpout"], 17);
         assert_eq!(s.len(), 2);
+        read_khugepaged_stats(&dir, &mut s);
+        fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(s["khugepaged/pages_collapsed"], 5);
+        assert!(!is_gauge("khugepaged/pages_collapsed"));
         // The sim's names are a subset of the kernel's.
         let sim = foliosim::mm::vmstat::VmStat::default().to_map();
         assert!(sim.contains_key("hugepages-64kB/stats/swpout"));
+        assert!(sim.contains_key("khugepaged/pages_collapsed"));
     }
 
     #[test]

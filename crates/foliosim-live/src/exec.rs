@@ -431,6 +431,8 @@ fn interpret(ops: &[Op], marks: &mut Vec<(usize, u64, BTreeMap<String, u64>)>) -
                     Advice::Pageout => (MADV_PAGEOUT, "PAGEOUT"),
                     Advice::Cold => (MADV_COLD, "COLD"),
                     Advice::Dontneed => (MADV_DONTNEED, "DONTNEED"),
+                    Advice::Hugepage => (MADV_HUGEPAGE, "HUGEPAGE"),
+                    Advice::Nohugepage => (MADV_NOHUGEPAGE, "NOHUGEPAGE"),
                 };
                 madvise(vma_of(&vmas, *vma)?, *first, *nr, value, name)?;
             }
@@ -439,6 +441,15 @@ fn interpret(ops: &[Op], marks: &mut Vec<(usize, u64, BTreeMap<String, u64>)>) -
                 // SAFETY: unmapping our own mapping, forgotten below.
                 unsafe { libc::munmap(region.addr.cast(), region.len) };
                 vmas[*vma as usize] = None;
+            }
+            Op::MunmapRange { vma, first, nr } => {
+                let region = vma_of(&vmas, *vma)?;
+                let (offset, len) = (*first as usize * PAGE_SIZE, *nr as usize * PAGE_SIZE);
+                if offset + len > region.len {
+                    bail!("munmap: pages {first}+{nr} beyond vma {vma}");
+                }
+                // SAFETY: part of our own mapping; the sim leaves a hole there too.
+                unsafe { libc::munmap(region.addr.add(offset).cast(), len) };
             }
             Op::Compute { ns } => {
                 let until = now_ns() + ns;

@@ -400,6 +400,12 @@ fn run_holding(
     let mut tasks = vec![];
     for (w, spec) in scenario.workloads.iter().enumerate() {
         for t in workload::tasks(spec, scenario.seed) {
+            if t.shares_mm_with.is_some() {
+                anyhow::bail!(
+                    "task {}: threads sharing an mm are not supported by the live backend yet",
+                    t.name
+                );
+            }
             let cgroup_procs = match &t.memcg {
                 Some(name) => Some(
                     memcgs
@@ -494,4 +500,62 @@ fn pin_one_per_cpu(tasks: &mut [LiveTask], scenario_cpus: usize) -> bool {
         t.cpu = Some(cpu);
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn khugepaged_knobs_are_written_as_the_sim_applies_them() {
+        let text = r#"
+[sysfs.khugepaged]
+defrag = false
+pages_to_scan = 1024
+scan_sleep_millisecs = 100
+alloc_sleep_millisecs = 2000
+max_ptes_none = 300
+max_ptes_swap = 0
+max_ptes_shared = 10
+[[workload]]
+kind = "usemem"
+nproc = 1
+size = "1M"
+"#;
+        let s = Scenario::from_toml_str(text).unwrap();
+        let knobs = host_settings(&s);
+        let value = |name: &str| {
+            let path = format!("{}/khugepaged/{name}", counters::THP_DIR);
+            knobs
+                .iter()
+                .find(|(p, _)| *p == path)
+                .map(|(_, v)| v.clone())
+        };
+        for (name, v) in [
+            ("defrag", "0"),
+            ("pages_to_scan", "1024"),
+            ("scan_sleep_millisecs", "100"),
+            ("alloc_sleep_millisecs", "2000"),
+            ("max_ptes_none", "300"),
+            ("max_ptes_swap", "0"),
+            ("max_ptes_shared", "10"),
+        ] {
+            assert_eq!(value(name).as_deref(), Some(v), "{name}");
+        }
+        let sim = foliosim::mm::khugepaged::Khugepaged::new(&s);
+        assert_eq!(
+            (sim.pages_to_scan, sim.max_ptes_none, sim.max_ptes_swap),
+            (1024, 300, 0)
+        );
+        assert_eq!(
+            (sim.scan_sleep_ns, sim.alloc_sleep_ns),
+            (100_000_000, 2_000_000_000)
+        );
+        assert!(!sim.defrag);
+        // Knobs the scenario leaves out are not written (the host keeps its values).
+        let none = host_settings(
+            &Scenario::from_toml_str(&text[text.find("[[workload]]").unwrap()..]).unwrap(),
+        );
+        assert!(!none.iter().any(|(p, _)| p.contains("/khugepaged/")));
+    }
 }

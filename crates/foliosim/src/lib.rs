@@ -19,6 +19,7 @@ pub use report::RunResult;
 pub use scenario::Scenario;
 pub use sched::SimError;
 
+use engine::lock;
 use mm::Kernel;
 use report::{LockReport, ThreadTimes};
 use sched::{run_tasks, Task};
@@ -36,11 +37,13 @@ pub fn run_with_progress(
     let mut k = Kernel::new(scenario);
     let mut tasks = Vec::new();
     for (w, spec) in scenario.workloads.iter().enumerate() {
-        for t in workload::tasks(spec, scenario.seed) {
-            let memcg = k.memcg_id(t.memcg.as_deref());
-            let mm = k.new_mm(memcg, spec.content());
-            tasks.push(Task::new(t.name, mm, w, t.ops));
-        }
+        spawn_tasks(
+            &mut k,
+            &mut tasks,
+            w,
+            spec.content(),
+            workload::tasks(spec, scenario.seed),
+        );
     }
     let stats = run_tasks(
         &mut k,
@@ -112,6 +115,35 @@ pub fn run_with_progress(
     })
 }
 
+/// The scheduler's tasks for workload `w`'s task specs, appended to `tasks`: a process gets a
+/// new mm in its memcg; a thread (`shares_mm_with`) the mm of its process.
+pub fn spawn_tasks(
+    k: &mut Kernel,
+    tasks: &mut Vec<Task>,
+    w: usize,
+    content: content::ContentClass,
+    specs: Vec<workload::TaskSpec>,
+) {
+    let first = tasks.len();
+    for t in specs {
+        let mm = match t.shares_mm_with {
+            Some(i) => {
+                assert!(
+                    first + i < tasks.len(),
+                    "task {}: shares_mm_with {i} names no earlier task of its workload",
+                    t.name
+                );
+                tasks[first + i].mm
+            }
+            None => {
+                let memcg = k.memcg_id(t.memcg.as_deref());
+                k.new_mm(memcg, content)
+            }
+        };
+        tasks.push(Task::new(t.name, mm, w, t.ops));
+    }
+}
+
 /// CPU time of the costs charged through hw/membw.rs and mm/tlb/, by cost name; "other" is
 /// the rest of the tasks' CPU time, kernel threads included (faults, reclaim, swap, ...).
 fn cpu_time_by_cost(k: &Kernel, total_ns: u64) -> std::collections::BTreeMap<String, u64> {
@@ -163,6 +195,18 @@ fn lock_reports(k: &Kernel) -> Vec<LockReport> {
             name: l.name.into(),
             instance: format!("memcg {}", cg.name),
             stats: l.stats.clone(),
+        });
+    }
+    // mmap_lock: shown when some fault waited for a writer (khugepaged's collapse, munmap).
+    let mut mmap = lock::LockStats::default();
+    for m in &k.mms {
+        mmap.add(&m.mmap_lock.stats);
+    }
+    if mmap.contended > 0 {
+        locks.push(LockReport {
+            name: "mmap_lock".into(),
+            instance: "all mms (write holds; waits)".into(),
+            stats: mmap,
         });
     }
     locks

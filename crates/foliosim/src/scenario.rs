@@ -472,8 +472,8 @@ pub struct Sysfs {
     /// compaction yet (mm/compaction.rs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub defrag: Option<ThpDefrag>,
-    /// `transparent_hugepage/khugepaged/*`; absent fields leave the host's value. The sim has no
-    /// khugepaged yet: these only matter live.
+    /// `transparent_hugepage/khugepaged/*`; absent fields leave the host's value live and are
+    /// the kernel's defaults in the sim (mm/khugepaged.rs).
     #[serde(default)]
     pub khugepaged: KhugepagedKnobs,
     /// `/sys/module/zswap/parameters/*`. The sim has no zswap yet (seed 002): it treats zswap as
@@ -522,22 +522,30 @@ impl ThpDefrag {
     }
 }
 
-/// `transparent_hugepage/khugepaged/<name>`; `None` leaves the host's value.
+/// `transparent_hugepage/khugepaged/<name>`; `None` leaves the host's value (live) and is the
+/// kernel's default in the sim.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KhugepagedKnobs {
+    /// `defrag` (default true): the collapse allocation may reclaim and compact.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub defrag: Option<bool>,
+    /// `pages_to_scan` (>= 1, default 4096): PTEs scanned per pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pages_to_scan: Option<u32>,
+    /// `scan_sleep_millisecs` (default 10000): sleep between passes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scan_sleep_millisecs: Option<u32>,
+    /// `alloc_sleep_millisecs` (default 60000): sleep after a failed huge page allocation.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub alloc_sleep_millisecs: Option<u32>,
+    /// `max_ptes_none` (0 ..= 511, default 511): empty PTEs a collapsed range may have.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_ptes_none: Option<u32>,
+    /// `max_ptes_swap` (0 ..= 511, default 64): swap PTEs a collapse swaps in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_ptes_swap: Option<u32>,
+    /// `max_ptes_shared` (0 ..= 511, default 256): pages mapped by other processes too.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_ptes_shared: Option<u32>,
 }

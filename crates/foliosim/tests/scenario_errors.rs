@@ -485,3 +485,50 @@ fn sysctl_vm_knobs_are_range_checked() {
     assert_eq!(s.sysctl.vm.watermark_scale_factor, Some(200));
     assert_eq!(s.sysctl.vm.min_free_kbytes, Some(65536));
 }
+
+#[test]
+fn khugepaged_knobs_are_range_checked() {
+    let with = |knobs: &str| {
+        replace(
+            "[[memcg]]",
+            &format!("[sysfs.khugepaged]\n{knobs}\n\n[[memcg]]"),
+        )
+    };
+    for name in ["max_ptes_none", "max_ptes_swap", "max_ptes_shared"] {
+        expect_err(
+            name,
+            &with(&format!("{name} = 512")),
+            &[&format!("sysfs.khugepaged.{name}"), "512", "0 ..= 511"],
+        );
+    }
+    expect_err(
+        "pages_to_scan 0",
+        &with("pages_to_scan = 0"),
+        &["sysfs.khugepaged.pages_to_scan", "found 0", ">= 1"],
+    );
+    expect_err(
+        "scan_sleep_millisecs negative",
+        &with("scan_sleep_millisecs = -1"),
+        &["scan_sleep_millisecs"],
+    );
+    expect_err(
+        "alloc_sleep_millisecs past a u32",
+        &with("alloc_sleep_millisecs = 5000000000"),
+        &["alloc_sleep_millisecs"],
+    );
+    expect_err("defrag not a bool", &with("defrag = 2"), &["defrag"]);
+    expect_err(
+        "unknown khugepaged knob",
+        &with("max_ptes_zero = 1"),
+        &["max_ptes_zero"],
+    );
+    let ok = with(
+        "defrag = false\npages_to_scan = 512\nscan_sleep_millisecs = 100\n\
+         alloc_sleep_millisecs = 1000\nmax_ptes_none = 0\nmax_ptes_swap = 511\n\
+         max_ptes_shared = 0",
+    );
+    round_trip(&ok);
+    let s = Scenario::from_toml_str(&ok).unwrap();
+    assert_eq!(s.sysfs.khugepaged.max_ptes_none, Some(0));
+    assert_eq!(s.sysfs.khugepaged.defrag, Some(false));
+}

@@ -149,6 +149,20 @@ cost_model! {
     split_page_ns = 580;
     /// Splitting a PMD mapping into 512 PTEs before unmapping a PMD-mapped THP. estimate.
     pmd_split_ns = 3000;
+    /// Copying one 4 KiB page (copy_mc_user_highpage, khugepaged's collapse), one CPU alone;
+    /// charged as memory traffic (8 KiB read + written). measured: 338-411 ns per 4 KiB copied
+    /// on the development VM (docs/membw.md, tools/microbench/membw.c), the midpoint.
+    copy_page_ns = 375;
+    /// khugepaged's hpage_collapse_scan_pmd per PTE examined: read the PTE, find the folio,
+    /// test its LRU/young/referenced flags (a struct page cache miss every few PTEs). estimate.
+    khugepaged_scan_pte_ns = 15;
+    /// khugepaged per 2 MiB range looked at, besides its PTEs: the page-table walk to the PMD
+    /// (find_pmd_or_thp_or_none) and taking the PTE lock. estimate.
+    khugepaged_scan_pmd_ns = 150;
+    /// collapse_huge_page's fixed work besides allocation, TLB flush, copy and frees: VMA
+    /// revalidation, anon_vma write lock, mmu notifiers, page-table deposit, PMD install.
+    /// estimate.
+    khugepaged_collapse_ns = 3000;
     /// A context switch between tasks on one CPU. estimate (typical 1-3 µs in a guest).
     context_switch_ns = 2000;
     /// Entry and exit of a memory syscall (mmap, munmap, madvise) besides its work. estimate.

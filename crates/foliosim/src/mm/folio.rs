@@ -25,6 +25,9 @@ pub mod flags {
     /// PG_referenced: reclaim found the folio young once already (folio_check_references sets
     /// it on the first sighting and activates on the second); the fault does not set it.
     pub const REFERENCED: Flags = 1 << 8;
+    /// PG_partially_mapped: a large anon folio some of whose pages were unmapped; it is on its
+    /// memcg's deferred split queue (mm/huge_memory/deferred_split.rs).
+    pub const PARTIALLY_MAPPED: Flags = 1 << 9;
 }
 
 /// A swap entry: device index in the top 4 bits, slot offset in the low 28 (1 TiB per device).

@@ -1,4 +1,7 @@
-//! Large folio helpers (mm/huge_memory.c): which orders a fault may use, and splitting.
+//! Large folio helpers (mm/huge_memory.c): which orders a fault may use, splitting a PMD
+//! mapping and a folio, and the deferred split queue (huge_memory/deferred_split.rs).
+
+pub mod deferred_split;
 
 use super::folio::flags;
 use super::gfp::Gfp;
@@ -43,12 +46,26 @@ pub fn suitable_orders(k: &Kernel, vma: &Vma, index: u32) -> impl Iterator<Item 
     })
 }
 
+/// __split_huge_pmd for the anon THP at `head`, PMD-mapped in `mm`: the PMD becomes a page
+/// table of 512 PTEs mapping the same pages (thp_split_pmd); pmdp_invalidate flushes the TLB.
+pub fn split_huge_pmd(k: &mut Kernel, ctx: &mut Ctx, mm: u32, head: u32) {
+    debug_assert!(k.folios.test(head, flags::PMD_MAPPED));
+    k.folios.clear(head, flags::PMD_MAPPED);
+    k.vmstat.count(VmEvent::ThpSplitPmd, 1);
+    ctx.spend(k.cost.pmd_split_ns);
+    let arch = k.tlb;
+    arch.split_pmd(k, ctx, mm);
+}
+
 /// split_folio_to_list: split a large folio into order-0 folios. The folio must not be in the
 /// swap cache (the model only splits before slots are allocated). Its PTEs are unmapped to
-/// migration entries and restored, with the TLB work of the machine's arch (mm/tlb/). Tails
-/// follow the head on its LRU list, or are queued on `list` when the head is isolated for
-/// reclaim.
+/// migration entries and restored, with the TLB work of the machine's arch (mm/tlb/). Mapped
+/// tails follow the head on its LRU list, or are queued on `list` when the head is isolated
+/// for reclaim. Pages no PTE maps any more (a partially mapped folio) are freed
+/// (free_folio_and_swap_cache); the head page too when there is no `list` (the caller's
+/// reference dropped), while reclaim's isolated head stays with its caller.
 pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut VecDeque<u32>>) {
+    deferred_split::folio_unqueue_deferred_split(&mut k.deferred_split, &mut k.folios, pfn);
     let f = &mut k.folios;
     let i = pfn as usize;
     let order = f.order[i] as u32;
@@ -82,15 +99,22 @@ pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut Ve
         }
         f.mapcount[p as usize] = mapped as u16;
     }
+    let keep_head = list.is_some();
     if on_lru {
         let lruvec = &mut k.memcgs[memcg as usize].lruvec;
+        // The head now counts one page on its list; each tail adds its own.
+        lruvec.list_of(&k.folios, pfn).nr_pages -= (nr - 1) as u64;
         for sub in (1..nr).rev() {
             let list = lruvec.list_of(&k.folios, pfn);
             list.add_after(&mut k.folios, pfn, pfn + sub);
             k.folios.set(pfn + sub, flags::LRU);
         }
     } else if let Some(list) = list {
-        list.extend((1..nr).map(|sub| pfn + sub));
+        list.extend(
+            (1..nr)
+                .map(|sub| pfn + sub)
+                .filter(|&p| k.folios.mapcount[p as usize] > 0),
+        );
     } else {
         panic!("split of isolated folio {pfn} without a list for its tails");
     }
@@ -101,6 +125,11 @@ pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut Ve
     k.vmstat.count_mthp(order, MthpStat::Split);
     if order == PMD_ORDER {
         k.vmstat.count(VmEvent::ThpSplitPage, 1);
+    }
+    for p in pfn..pfn + nr {
+        if k.folios.mapcount[p as usize] == 0 && (p != pfn || !keep_head) {
+            k.folio_free(ctx, p);
+        }
     }
 }
 
@@ -113,6 +142,7 @@ mod tests {
         let vma = |thp| Vma {
             nr_pages: 0,
             thp,
+            anon_vma: false,
             ptes: vec![],
         };
         let (plain, madvised) = (vma(ThpAdvice::Default), vma(ThpAdvice::Hugepage));

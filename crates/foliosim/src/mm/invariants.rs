@@ -5,7 +5,9 @@
 //! the swap PTEs that reference the slot, and HAS_CACHE equals swap-cache presence; memcg usage
 //! and LRU sizes add up; each allocator's cluster bookkeeping matches swap_map; every swapped
 //! page not in the swap cache is in exactly one of zswap, the device or the zero map, and pages
-//! held by zsmalloc pools and RAM disks are neither free nor in a folio.
+//! held by zsmalloc pools and RAM disks are neither free nor in a folio. A PMD-mapped folio
+//! (fault or khugepaged collapse) is one whole order-9 folio; each memcg's deferred split queue
+//! holds exactly the partially mapped large folios of that memcg.
 
 use super::folio::{flags, NIL};
 use super::swap_devstore::RamStore;
@@ -182,6 +184,7 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             ));
         }
     }
+    check_thp(k)?;
     // swap_map against PTEs and the swap cache.
     let slot_cached: std::collections::BTreeSet<u32> = k
         .swap
@@ -290,6 +293,75 @@ fn check_slot_data(k: &Kernel, d: usize) -> Result<(), String> {
                 ));
             }
         }
+    }
+    Ok(())
+}
+
+/// PMD mappings and the deferred split queues: a PMD-mapped folio (a THP fault's or a
+/// collapse's) is one order-9 folio mapped whole at an aligned index; every queued folio is a
+/// partially mapped large folio of that memcg, and every folio flagged partially mapped is
+/// queued.
+fn check_thp(k: &Kernel) -> Result<(), String> {
+    use crate::scenario::PMD_ORDER;
+    let f = &k.folios;
+    let mut flagged = 0u64;
+    for h in 0..k.zone.nr_pages {
+        if !f.test(h, flags::ALLOCATED) {
+            continue;
+        }
+        let (order, mapcount) = (f.order[h as usize] as u32, f.mapcount[h as usize] as u32);
+        if f.test(h, flags::PMD_MAPPED)
+            && (order != PMD_ORDER
+                || mapcount != 1 << PMD_ORDER
+                || !f.owner_index[h as usize].is_multiple_of(1 << PMD_ORDER))
+        {
+            return Err(format!(
+                "folio {h} is PMD-mapped with order {order}, mapcount {mapcount}, index {}",
+                f.owner_index[h as usize]
+            ));
+        }
+        if f.test(h, flags::PARTIALLY_MAPPED) {
+            flagged += 1;
+        }
+    }
+    let mut queued = 0u64;
+    for (memcg, q) in k.deferred_split.iter().enumerate() {
+        let mut n = 0u64;
+        for h in q.iter(f) {
+            n += 1;
+            if n > q.split_queue_len {
+                return Err(format!(
+                    "memcg {memcg}: deferred split queue longer than its length {}",
+                    q.split_queue_len
+                ));
+            }
+            let (order, mapcount) = (f.order[h as usize] as u32, f.mapcount[h as usize] as u32);
+            let ok = f.test(h, flags::ALLOCATED)
+                && f.test(h, flags::PARTIALLY_MAPPED)
+                && !f.test(h, flags::PMD_MAPPED | flags::SWAPCACHE)
+                && order >= 2
+                && f.memcg[h as usize] as usize == memcg
+                && mapcount > 0
+                && mapcount < 1 << order;
+            if !ok {
+                return Err(format!(
+                    "memcg {memcg}: deferred split queue holds folio {h} (order {order}, mapcount {mapcount}, flags {:#x}), not a partially mapped large folio of the memcg",
+                    f.flags[h as usize]
+                ));
+            }
+        }
+        if n != q.split_queue_len {
+            return Err(format!(
+                "memcg {memcg}: deferred split queue holds {n} folios, its length says {}",
+                q.split_queue_len
+            ));
+        }
+        queued += n;
+    }
+    if queued != flagged {
+        return Err(format!(
+            "{flagged} folios are flagged partially mapped but {queued} are queued for deferred split"
+        ));
     }
     Ok(())
 }

@@ -13,6 +13,7 @@
 //! 4. wake it where the kernel does: `k.kthreads.wake(KthreadKind::Kswapd { node }, ctx.now_ns)`
 //!    (wake_up_interruptible(&pgdat->kswapd_wait), queue_work, ...).
 
+use super::khugepaged::khugepaged_step;
 use super::vmscan::kswapd::{kswapd_run, kswapd_should_run};
 use super::zswap::shrink_worker_step;
 use super::Kernel;
@@ -26,12 +27,18 @@ pub enum KthreadKind {
     /// zswap's shrink_worker: zswap_shrink_work on the `zswap-shrink` workqueue (unbound,
     /// max_active 1), queued by zswap_store when a store fails with the pool full.
     ZswapShrink,
+    /// khugepaged (nice 19): scans registered mms every scan_sleep_millisecs and collapses
+    /// PTE-mapped ranges into PMD THPs (mm/khugepaged.rs). Runs while PMD THP is enabled.
+    Khugepaged,
     /// For the scheduler's tests: per wake-up, `Kthreads::test_passes` pieces of `ns` of CPU.
     #[cfg(test)]
     TestBusy { ns: u64 },
     /// For the scheduler's tests: 10 us of CPU, then a timed sleep of `period_ns`.
     #[cfg(test)]
     TestTimer { period_ns: u64 },
+    /// For the scheduler's tests: `TestBusy` at nice 19.
+    #[cfg(test)]
+    TestBusyNice { ns: u64 },
 }
 
 impl KthreadKind {
@@ -40,8 +47,11 @@ impl KthreadKind {
         match self {
             KthreadKind::Kswapd => "kswapd0".into(),
             KthreadKind::ZswapShrink => "kworker/u+zswap-shrink".into(),
+            KthreadKind::Khugepaged => "khugepaged".into(),
             #[cfg(test)]
             KthreadKind::TestBusy { .. } => "test-busy".into(),
+            #[cfg(test)]
+            KthreadKind::TestBusyNice { .. } => "test-busy-nice".into(),
             #[cfg(test)]
             KthreadKind::TestTimer { .. } => "test-timer".into(),
         }
@@ -50,6 +60,17 @@ impl KthreadKind {
     /// current_is_kswapd(): reclaim_throttle lets kswapd alone of the kernel threads sleep.
     pub fn is_kswapd(self) -> bool {
         self == KthreadKind::Kswapd
+    }
+
+    /// The thread's nice value: khugepaged sets MAX_NICE (set_user_nice in khugepaged());
+    /// kswapd and the kworkers run at 0.
+    pub fn nice(self) -> i32 {
+        match self {
+            KthreadKind::Khugepaged => 19,
+            #[cfg(test)]
+            KthreadKind::TestBusyNice { .. } => 19,
+            _ => 0,
+        }
     }
 }
 
@@ -76,8 +97,9 @@ pub fn run(k: &mut Kernel, ctx: &mut Ctx, kind: KthreadKind) -> KthreadNext {
             }
         }
         KthreadKind::ZswapShrink => shrink_worker_step(k, ctx),
+        KthreadKind::Khugepaged => khugepaged_step(k, ctx),
         #[cfg(test)]
-        KthreadKind::TestBusy { ns } => {
+        KthreadKind::TestBusy { ns } | KthreadKind::TestBusyNice { ns } => {
             let left = &mut k.kthreads.test_passes;
             if *left == 0 {
                 return KthreadNext::Wait;
@@ -112,11 +134,15 @@ pub struct Kthreads {
 }
 
 impl Kthreads {
-    pub fn new(zswap_enabled: bool, ncpus: usize) -> Kthreads {
+    pub fn new(zswap_enabled: bool, khugepaged_enabled: bool, ncpus: usize) -> Kthreads {
         // Every kernel runs kswapd (one node here).
         let mut kinds = vec![KthreadKind::Kswapd];
         if zswap_enabled {
             kinds.push(KthreadKind::ZswapShrink);
+        }
+        // start_stop_khugepaged: the thread exists while hugepage_pmd_enabled().
+        if khugepaged_enabled {
+            kinds.push(KthreadKind::Khugepaged);
         }
         Kthreads {
             kinds,

@@ -1,9 +1,13 @@
 //! madvise (mm/madvise.c): MADV_PAGEOUT reclaims a range now, MADV_COLD deactivates it,
-//! MADV_DONTNEED zaps it.
+//! MADV_DONTNEED zaps it (splitting the PMD of a THP it covers in part, which then waits on the
+//! deferred split queue), MADV_HUGEPAGE / MADV_NOHUGEPAGE set the VMA's THP advice (the model
+//! applies them to the whole VMA: the kernel would split the VMA at the range's ends).
 
 use super::folio::flags;
 use super::huge_memory::split_folio;
+use super::khugepaged::khugepaged_enter_vma;
 use super::memory::zap_range;
+use super::mmap::ThpAdvice;
 use super::vmscan::{putback_folios, shrink_folio_list, Reclaim};
 use super::vmstat::VmEvent;
 use super::Kernel;
@@ -17,6 +21,11 @@ pub enum Advice {
     Pageout,
     Cold,
     Dontneed,
+    /// MADV_HUGEPAGE: VM_HUGEPAGE on the VMA; registers the mm with khugepaged
+    /// (hugepage_madvise -> khugepaged_enter_vma).
+    Hugepage,
+    /// MADV_NOHUGEPAGE: VM_NOHUGEPAGE; khugepaged skips the VMA from then on.
+    Nohugepage,
 }
 
 pub fn madvise(
@@ -29,9 +38,27 @@ pub fn madvise(
     advice: Advice,
 ) {
     match advice {
-        Advice::Dontneed => zap_range(k, ctx, mm, vma, first, nr),
+        Advice::Dontneed => {
+            k.mms[mm as usize].mmap_lock.read_lock(ctx);
+            zap_range(k, ctx, mm, vma, first, nr)
+        }
         Advice::Pageout | Advice::Cold => {
+            k.mms[mm as usize].mmap_lock.read_lock(ctx);
             cold_or_pageout(k, ctx, mm, vma, first, nr, advice == Advice::Pageout)
+        }
+        Advice::Hugepage | Advice::Nohugepage => {
+            // madvise_need_mmap_write: the VMA flags change under the write lock.
+            let m = &mut k.mms[mm as usize];
+            m.mmap_lock.write_lock(ctx);
+            m.vma_mut(vma).thp = if advice == Advice::Hugepage {
+                ThpAdvice::Hugepage
+            } else {
+                ThpAdvice::NoHugepage
+            };
+            m.mmap_lock.write_unlock(ctx);
+            if advice == Advice::Hugepage {
+                khugepaged_enter_vma(k, ctx.now_ns, mm, vma);
+            }
         }
     }
 }

@@ -4,7 +4,9 @@
 
 use super::folio::{flags, SwapEntry, NIL};
 use super::gfp::Gfp;
-use super::huge_memory::{suitable_orders, vma_thp_gfp_mask};
+use super::huge_memory::deferred_split::deferred_split_folio;
+use super::huge_memory::{split_huge_pmd, suitable_orders, vma_thp_gfp_mask};
+use super::khugepaged::khugepaged_enter_vma;
 use super::memcontrol::try_charge;
 use super::mmap::Pte;
 use super::page_alloc::alloc_pages;
@@ -31,12 +33,16 @@ pub fn touch(
     let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
     let covered = if pte.is_none() {
         k.vmstat.count(VmEvent::Pgfault, 1);
+        k.mms[mm as usize].mmap_lock.read_lock(ctx);
         let (start, order) = do_anonymous_page(k, ctx, mm, vma, index)?;
         (start + (1 << order)).min(end) - index
     } else if pte.is_swap() {
         k.vmstat.count(VmEvent::Pgfault, 1);
+        k.mms[mm as usize].mmap_lock.read_lock(ctx);
         let (start, order) = do_swap_page(k, ctx, mm, vma, index, pte.swap_entry(), write)?;
         (start + (1 << order)).min(end) - index
+    } else if pte.is_hole() {
+        return Err(MmError::Segv { vma, index });
     } else {
         // Present: walk on through present PTEs (bounded: one step is at most a PMD's worth).
         let ptes = &k.mms[mm as usize].vma(vma).ptes;
@@ -72,6 +78,8 @@ fn do_anonymous_page(
     index: u32,
 ) -> Result<(u32, u32), MmError> {
     let memcg = k.mms[mm as usize].memcg;
+    // vmf_anon_prepare: the VMA has an anon_vma from its first fault on.
+    k.mms[mm as usize].vma_mut(vma).anon_vma = true;
     let vma_ref = k.mms[mm as usize].vma(vma);
     // alloc_anon_folio / vma_alloc_anon_folio_pmd: allocation and charge use the THP gfp.
     let gfp = vma_thp_gfp_mask(k.thp_defrag, vma_ref);
@@ -83,6 +91,10 @@ fn do_anonymous_page(
                 .all(|p| p.is_none())
         })
         .collect();
+    if candidates.first() == Some(&PMD_ORDER) {
+        // do_huge_pmd_anonymous_page registers the mm before it allocates.
+        khugepaged_enter_vma(k, ctx.now_ns, mm, vma);
+    }
     for order in candidates {
         let start = index & !((1 << order) - 1);
         let Some(pfn) = alloc_pages(k, ctx, gfp, order) else {
@@ -226,6 +238,21 @@ fn do_swap_page(
     Ok((start, order))
 }
 
+/// do_swap_page for the swap PTE at `index` of `vma`, as khugepaged's
+/// __collapse_huge_page_swapin calls it (a read fault). Returns the first page index mapped
+/// and the order.
+pub(crate) fn swapin_pte(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    mm: u32,
+    vma: u32,
+    index: u32,
+) -> Result<(u32, u32), MmError> {
+    let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
+    debug_assert!(pte.is_swap());
+    do_swap_page(k, ctx, mm, vma, index, pte.swap_entry(), false)
+}
+
 /// alloc_swap_folio (6.13+): the highest enabled order whose aligned range of PTEs holds
 /// contiguous, aligned swap entries of one device, none in the swap cache; allocated and
 /// charged, or the next order down (swpin_fallback). None: use order 0.
@@ -283,6 +310,9 @@ fn alloc_swap_folio(
 
 /// zap_pte_range over [first, first + nr) of `vma`: unmap present pages (freeing folios left
 /// unmapped) and drop swap entries, in runs of contiguous slots as large as the policy batches.
+/// A PMD-mapped THP only partly in the range has its PMD split first (zap_pmd_range ->
+/// __split_huge_pmd); a large folio left partly mapped goes on the deferred split queue
+/// (__folio_remove_rmap -> deferred_split_folio).
 pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, nr: u32) {
     let batch_max = k.swap.zap_batch();
     let end = first + nr;
@@ -291,21 +321,34 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
         let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
         if pte.is_present() {
             let head = k.folios.head_of(pte.pfn());
-            let f = &mut k.folios;
-            let nr_folio = f.nr_pages(head);
+            let nr_folio = k.folios.nr_pages(head);
             // A whole PMD mapping is zapped as one entry; a partial zap splits the PMD first.
-            let whole_pmd = f.test(head, flags::PMD_MAPPED)
-                && index == f.owner_index[head as usize]
-                && index + nr_folio <= end;
-            let count = if whole_pmd { nr_folio } else { 1 };
-            f.clear(head, flags::PMD_MAPPED);
+            let count = if k.folios.test(head, flags::PMD_MAPPED) {
+                let whole_pmd =
+                    index == k.folios.owner_index[head as usize] && index + nr_folio <= end;
+                if !whole_pmd {
+                    split_huge_pmd(k, ctx, mm, head);
+                }
+                k.folios.clear(head, flags::PMD_MAPPED);
+                if whole_pmd {
+                    nr_folio
+                } else {
+                    1
+                }
+            } else {
+                1
+            };
+            let f = &mut k.folios;
             f.mapcount[head as usize] -= count as u16;
             let m = &mut k.mms[mm as usize];
             m.vma_mut(vma).ptes[index as usize..(index + count) as usize].fill(Pte::NONE);
             m.rss_anon -= count as u64;
             ctx.spend(k.cost.zap_pte_ns);
-            if k.folios.mapcount[head as usize] == 0 {
+            let mapcount = k.folios.mapcount[head as usize] as u32;
+            if mapcount == 0 {
                 release_unmapped_folio(k, ctx, head);
+            } else if mapcount < nr_folio {
+                deferred_split_folio(k, head);
             }
             index += count;
         } else if pte.is_swap() {
@@ -340,7 +383,7 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
 
 /// A folio with no mapping left: free it now unless writeback still holds it (reclaim frees
 /// it once the write completes). In the swap cache, it leaves the cache first.
-fn release_unmapped_folio(k: &mut Kernel, ctx: &mut Ctx, head: u32) {
+pub(crate) fn release_unmapped_folio(k: &mut Kernel, ctx: &mut Ctx, head: u32) {
     if k.folios.test(head, flags::WRITEBACK) {
         return;
     }

@@ -2,9 +2,12 @@
 //!
 //! A VMA's PTEs are a dense array indexed by page index. VMAs are placed 2 MiB-aligned (as the
 //! kernel aligns large anonymous mappings since 6.7), so a page index's alignment is the virtual
-//! address's alignment, which is what folio order selection checks.
+//! address's alignment, which is what folio order selection checks. A munmap of part of a VMA
+//! leaves the VMA in place with `Pte::HOLE` over the unmapped part (the kernel splits the VMA):
+//! nothing maps there again, and no large folio or collapse range may span a hole.
 
 use super::folio::SwapEntry;
+use super::mmap_lock::MmapLock;
 use crate::content::ContentClass;
 
 /// A page table entry: none, present (pfn), or a swap entry.
@@ -16,6 +19,8 @@ const SWAP: u64 = 1 << 62;
 
 impl Pte {
     pub const NONE: Pte = Pte(0);
+    /// No VMA here any more (munmap of part of a VMA): neither none, present nor swap.
+    pub const HOLE: Pte = Pte(1 << 61);
     #[inline]
     pub fn present(pfn: u32) -> Pte {
         Pte(PRESENT | pfn as u64)
@@ -27,6 +32,10 @@ impl Pte {
     #[inline]
     pub fn is_none(self) -> bool {
         self.0 == 0
+    }
+    #[inline]
+    pub fn is_hole(self) -> bool {
+        self == Pte::HOLE
     }
     #[inline]
     pub fn is_present(self) -> bool {
@@ -60,6 +69,9 @@ pub enum ThpAdvice {
 pub struct Vma {
     pub nr_pages: u32,
     pub thp: ThpAdvice,
+    /// vma->anon_vma is set up (the first fault, vmf_anon_prepare): khugepaged only takes VMAs
+    /// that have one.
+    pub anon_vma: bool,
     pub ptes: Vec<Pte>,
 }
 
@@ -77,6 +89,13 @@ pub struct MmStruct {
     pub swap_ents: u64,
     /// Per CPU: when this mm last stopped running there (None: never ran there).
     pub cpu_last_ran_ns: Vec<Option<u64>>,
+    /// mm_users: the live tasks (threads) using this mm; the last one's exit unmaps it all.
+    /// Set by the scheduler from the tasks it runs; 0 once the mm has exited.
+    pub mm_users: u32,
+    /// MMF_VM_HUGEPAGE: registered with khugepaged (has an mm slot).
+    pub khugepaged_registered: bool,
+    /// mmap_lock: faults read, khugepaged's collapse writes (mm/mmap_lock.rs).
+    pub mmap_lock: MmapLock,
 }
 
 impl MmStruct {
@@ -89,6 +108,9 @@ impl MmStruct {
             rss_anon: 0,
             swap_ents: 0,
             cpu_last_ran_ns: vec![None; ncpus],
+            mm_users: 1,
+            khugepaged_registered: false,
+            mmap_lock: MmapLock::default(),
         }
     }
 
@@ -107,6 +129,7 @@ impl MmStruct {
         self.vmas[i] = Some(Vma {
             nr_pages,
             thp,
+            anon_vma: false,
             ptes: vec![Pte::NONE; nr_pages as usize],
         });
     }

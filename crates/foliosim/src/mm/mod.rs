@@ -6,15 +6,18 @@ pub mod folio;
 pub mod gfp;
 pub mod huge_memory;
 pub mod invariants;
+pub mod khugepaged;
 pub mod kthread;
 pub mod lruvec;
 pub mod madvise;
 pub mod memcontrol;
 pub mod memory;
 pub mod mmap;
+pub mod mmap_lock;
 pub mod page_alloc;
 pub mod page_io;
 pub mod rmap;
+pub mod shrinker;
 pub mod swap_alloc;
 pub mod swap_devstore;
 pub mod swap_state;
@@ -37,6 +40,8 @@ use crate::hw::iaa::{Iaa, IaaConfig, IaaCosts, IaaMode, IAA_CRYPTO_MAX_BATCH_SIZ
 use crate::hw::membw::SharedBandwidth;
 use crate::scenario::{KernelVersion, Scenario, SwapDeviceKind, ThpDefrag};
 use folio::{flags, FolioTable, NIL};
+use huge_memory::deferred_split::{folio_unqueue_deferred_split, DeferredSplitQueue};
+use khugepaged::Khugepaged;
 use kthread::Kthreads;
 use memcontrol::MemCgroup;
 use mmap::MmStruct;
@@ -58,6 +63,8 @@ pub enum MmError {
     MemcgOom { memcg: String },
     #[error("out of memory: no free page in the zone and nothing reclaimable")]
     GlobalOom,
+    #[error("segmentation fault: page {index} of vma {vma} was unmapped (munmap of part of it)")]
+    Segv { vma: u32, index: u32 },
 }
 
 /// The vm sysctls at the start of the run: the scenario's, else the kernel's at boot, with
@@ -131,6 +138,11 @@ pub struct Kernel {
     /// The swap zero map (6.12+): all-zero folios are marked, not written.
     pub zeromap: bool,
     lru_add_pending: Vec<u32>,
+    // --- khugepaged and the deferred split queue (mm/khugepaged.rs, mm/huge_memory/) ---
+    /// Each memcg's deferred split queue (memcg->deferred_split_queue), by memcg id.
+    pub deferred_split: Vec<DeferredSplitQueue>,
+    /// khugepaged's knobs, mm slots and scan cursor.
+    pub khugepaged: Khugepaged,
 }
 
 impl Kernel {
@@ -242,10 +254,16 @@ impl Kernel {
                 },
                 _ => IaaMode::Sync,
             },
-            kthreads: Kthreads::new(zswap.enabled, ncpus),
+            kthreads: Kthreads::new(
+                zswap.enabled,
+                khugepaged::hugepage_pmd_enabled(scenario),
+                ncpus,
+            ),
             zswap,
             zeromap: scenario.kernel.version >= KernelVersion::V6_12,
             lru_add_pending: vec![0; ncpus],
+            deferred_split: vec![DeferredSplitQueue::default(); 1 + scenario.memcgs.len()],
+            khugepaged: Khugepaged::new(scenario),
         }
     }
 
@@ -322,6 +340,7 @@ impl Kernel {
             "free of folio {pfn} still in the swap cache"
         );
         assert_eq!(f.mapcount[pfn as usize], 0, "free of mapped folio {pfn}");
+        folio_unqueue_deferred_split(&mut self.deferred_split, f, pfn);
         let memcg = f.memcg[pfn as usize] as usize;
         let order = f.order[pfn as usize] as u32;
         if f.test(pfn, flags::LRU) {

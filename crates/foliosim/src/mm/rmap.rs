@@ -2,9 +2,9 @@
 //! anonymous folio in the swap cache: each PTE becomes a swap PTE holding one slot reference).
 
 use super::folio::flags;
+use super::huge_memory::split_huge_pmd;
 use super::mmap::Pte;
 use super::tlb::TlbUnmapBatch;
-use super::vmstat::VmEvent;
 use super::Kernel;
 use crate::engine::Ctx;
 
@@ -20,11 +20,7 @@ pub fn try_to_unmap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, tlb: &mut TlbUnmapB
     let nr = f.nr_pages(pfn);
     if f.test(pfn, flags::PMD_MAPPED) {
         // TTU_SPLIT_HUGE_PMD: the PMD mapping is split to PTEs first.
-        f.clear(pfn, flags::PMD_MAPPED);
-        k.vmstat.count(VmEvent::ThpSplitPmd, 1);
-        ctx.spend(k.cost.pmd_split_ns);
-        let arch = k.tlb;
-        arch.split_pmd(k, ctx, mm);
+        split_huge_pmd(k, ctx, mm, pfn);
     }
     let f = &mut k.folios;
     let ptes = &mut k.mms[mm as usize].vma_mut(vma).ptes;

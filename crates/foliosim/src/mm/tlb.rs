@@ -28,6 +28,10 @@ pub trait TlbArch: Sync {
     /// The TLB work of split_folio for a mapped folio of `order` in `mm`: unmap_folio (PTEs to
     /// migration entries, TTU_BATCH_FLUSH, try_to_unmap_flush) and remap_page.
     fn split_folio(&self, k: &mut Kernel, ctx: &mut Ctx, mm: u32, order: u32, pmd_mapped: bool);
+
+    /// pmdp_collapse_flush: khugepaged cleared the PMD over a page table of `mm` and flushes the
+    /// 2 MiB range (flush_tlb_range) before copying its pages.
+    fn collapse_flush(&self, k: &mut Kernel, ctx: &mut Ctx, mm: u32);
 }
 
 /// TLB work charged outside the shared broadcast channel, for the CPU-time report.

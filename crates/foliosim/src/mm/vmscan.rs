@@ -6,9 +6,11 @@ pub mod kswapd;
 use super::folio::{flags, FolioTable};
 use super::gfp::{Gfp, GfpZone};
 use super::huge_memory::split_folio;
+use super::kthread::KthreadKind;
 use super::memcontrol::{HZ, JIFFY_NS, ROOT_MEMCG};
 use super::page_io::swap_writepage;
 use super::rmap::try_to_unmap;
+use super::shrinker::shrink_slab;
 use super::swap_state::{folio_add_to_swap_cache, folio_delete_from_swap_cache};
 use super::tlb::TlbUnmapBatch;
 use super::vmstat::{MthpStat, VmEvent};
@@ -81,6 +83,8 @@ pub fn try_to_free_mem_cgroup_pages(
         // shrink_slab: zswap's shrinker writes cold entries back (if enabled); what it frees
         // is zswap's compressed memory, not folios, so it does not add to `reclaimed`.
         super::zswap::shrinker_scan(k, ctx, memcg, priority);
+        // The THP deferred split shrinker (mm/shrinker.rs): freed pages, not reclaimed ones.
+        shrink_slab(k, ctx, memcg, priority);
         if reclaimed >= nr_to_reclaim {
             break;
         }
@@ -134,6 +138,8 @@ pub fn shrink_node(
     for memcg in ROOT_MEMCG..k.memcgs.len() as u16 {
         let want = nr_to_reclaim.saturating_sub(done.reclaimed).max(1);
         done += shrink_lruvec(k, ctx, memcg, want, priority, reclaim);
+        // shrink_node_memcgs: each memcg's shrinkers after its LRU.
+        shrink_slab(k, ctx, memcg, priority);
         if done.reclaimed >= nr_to_reclaim {
             break;
         }
@@ -275,6 +281,10 @@ fn shrink_inactive_list(
         .hold(ctx, k.cost.lru_move_ns * list.len() as u64);
     let (pgscan, pgsteal) = match reclaim {
         Reclaim::Kswapd => (VmEvent::PgscanKswapd, VmEvent::PgstealKswapd),
+        // reclaimer_offset: khugepaged's direct reclaim has counters of its own.
+        _ if k.kthreads.current(ctx.cpu) == Some(KthreadKind::Khugepaged) => {
+            (VmEvent::PgscanKhugepaged, VmEvent::PgstealKhugepaged)
+        }
         _ => (VmEvent::PgscanDirect, VmEvent::PgstealDirect),
     };
     let global = matches!(reclaim, Reclaim::Global | Reclaim::Kswapd);
@@ -362,6 +372,16 @@ pub fn shrink_folio_list(
                 FolioReferences::Reclaim => {}
             }
         }
+        if f.test(pfn, flags::PARTIALLY_MAPPED) {
+            // Split partially mapped folios right away: the unmapped pages are freed without
+            // IO (the split frees them; an unmapped head goes with the isolation reference).
+            split_folio(k, ctx, pfn, Some(&mut list));
+            if k.folios.mapcount[pfn as usize] == 0 {
+                k.folio_free(ctx, pfn);
+                continue;
+            }
+        }
+        let f = &mut k.folios;
         if !f.test(pfn, flags::SWAPCACHE) && !add_to_swap(k, ctx, pfn, &mut list) {
             // activate_locked_split: no slot even for order 0.
             result.putback.push((pfn, true));

@@ -1,6 +1,7 @@
 //! Event counters, declared once and printed under the kernel's names: /proc/vmstat
-//! (include/linux/vm_event_item.h) and the per-size mTHP stats
-//! (/sys/kernel/mm/transparent_hugepage/hugepages-<size>kB/stats/*, include/linux/huge_mm.h).
+//! (include/linux/vm_event_item.h), the per-size mTHP stats
+//! (/sys/kernel/mm/transparent_hugepage/hugepages-<size>kB/stats/*, include/linux/huge_mm.h)
+//! and khugepaged's two sysfs counters (`khugepaged/pages_collapsed`, `khugepaged/full_scans`).
 
 use crate::scenario::{PAGE_SIZE, PMD_ORDER};
 use std::collections::BTreeMap;
@@ -58,6 +59,19 @@ counter_enum! {
         Zswpwb => "zswpwb",
         SwpoutZero => "swpout_zero",
         SwpinZero => "swpin_zero",
+        // khugepaged and the deferred split queue (mm/khugepaged.rs, mm/huge_memory/).
+        ThpCollapseAlloc => "thp_collapse_alloc",
+        ThpCollapseAllocFailed => "thp_collapse_alloc_failed",
+        ThpDeferredSplitPage => "thp_deferred_split_page",
+        ThpScanExceedNonePte => "thp_scan_exceed_none_pte",
+        ThpScanExceedSwapPte => "thp_scan_exceed_swap_pte",
+        ThpScanExceedSharedPte => "thp_scan_exceed_shared_pte",
+        PgscanKhugepaged => "pgscan_khugepaged",
+        PgstealKhugepaged => "pgsteal_khugepaged",
+        SlabsScanned => "slabs_scanned",
+        // /sys/kernel/mm/transparent_hugepage/khugepaged/{pages_collapsed,full_scans}.
+        KhugepagedPagesCollapsed => "khugepaged/pages_collapsed",
+        KhugepagedFullScans => "khugepaged/full_scans",
     }
 }
 
@@ -76,6 +90,7 @@ counter_enum! {
         SwpinFallbackCharge => "swpin_fallback_charge",
         Split => "split",
         SplitFailed => "split_failed",
+        SplitDeferred => "split_deferred",
     }
 }
 

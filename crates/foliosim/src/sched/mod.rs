@@ -13,9 +13,10 @@
 //! (queue.rs, CFS's wakeup preemption) at the end of that one's step; user-space computing
 //! (Compute ops) stops at the next known wake-up for that.
 //!
-//! Kernel threads are SCHED_NORMAL tasks at nice 0 like the user tasks (kswapd, kcompactd and
-//! the unbound kworkers are; khugepaged runs at nice 19, which the equal weights do not model
-//! yet). What the kernel does differently for them: they have no mm (the CPU runs no user mm,
+//! Kernel threads are SCHED_NORMAL tasks like the user tasks, at nice 0 (kswapd, kcompactd
+//! and the unbound kworkers) or 19 (khugepaged), weighted as queue.rs says. Threads of one
+//! process are tasks sharing an mm; its mm_users is set here from the tasks that use it. What
+//! the kernel does differently for kernel threads: they have no mm (the CPU runs no user mm,
 //! so no TLB shootdown targets it), never return to user space (no memory.high reclaim on the
 //! way back), and only kswapd sleeps in reclaim_throttle. Their CPU time is system time booked
 //! to the thread. Wake-ups the mm code posts in `Kernel::kthreads` are applied after each
@@ -81,6 +82,14 @@ pub fn run_tasks(
     let mut rng = SimRng::stream(seed, "sched");
     let mut live_users = tasks.len();
     let mut q = Queues::new(ncpus, slice_ns, 0..tasks.len());
+    for m in k.mms.iter_mut() {
+        m.mm_users = 0;
+    }
+    for t in tasks.iter() {
+        if t.mm != NIL {
+            k.mms[t.mm as usize].mm_users += 1;
+        }
+    }
     for (i, t) in tasks.iter_mut().enumerate() {
         if i > 0 {
             t.runnable_at_ns = rng.below(slice_ns / START_JITTER_SLICES);
@@ -148,7 +157,8 @@ pub fn run_tasks(
                 ctx.now_ns = ctx.now_ns.max(t.runnable_at_ns) + k.cost.context_switch_ns;
                 c.current = Some(tid);
                 // Slices vary +-10% (wakeups, ticks): seeded, so runs differ only by seed.
-                c.slice_end_ns = ctx.now_ns + slice_ns * 9 / 10 + rng.below(slice_ns / 5);
+                let slice = slice_ns * 9 / 10 + rng.below(slice_ns / 5);
+                c.slice_end_ns = ctx.now_ns + queue::weighted_slice(slice, t.weight);
                 k.cpu_mm[cpu] = t.mm;
                 k.kthreads.set_current(cpu, t.kthread_kind());
                 t.state = State::Running;
@@ -189,7 +199,7 @@ pub fn run_tasks(
         let off_ns = ctx.off_cpu_ns();
         let busy_ns = ctx.now_ns - busy_from_ns - off_ns;
         t.sys_ns += busy_ns - (t.user_ns - user_before_ns);
-        t.vruntime_ns += busy_ns;
+        t.vruntime_ns += queue::weighted_ns(busy_ns, t.weight);
         t.iowait_ns += ctx.iowait_ns;
         t.sleep_ns += ctx.sleep_ns;
         let release_ns = ctx.now_ns - off_ns;

@@ -1,7 +1,13 @@
 //! The CPUs, the run queue and the sleepers, with wake-ups and their preemption.
 //!
-//! Wakeup preemption follows CFS's place_entity and check_preempt_wakeup (equal weights,
-//! vruntime = CPU time used): a woken task's vruntime is raised to at least the least
+//! Weights: a task's vruntime grows by its CPU time x NICE_0_LOAD / weight, and its time slice
+//! is the base slice x weight / NICE_0_LOAD, so in the round robin a nice-19 task (weight 15:
+//! khugepaged) gets about 15/1024 of a CPU it shares with a nice-0 hog, as CFS and EEVDF give
+//! it (EEVDF by a later virtual deadline rather than a shorter slice), and it never preempts a
+//! nice-0 task on wake-up.
+//!
+//! Wakeup preemption follows CFS's place_entity and check_preempt_wakeup (vruntime = weighted
+//! CPU time used): a woken task's vruntime is raised to at least the least
 //! vruntime running minus one slice (the sleeper credit, GENTLE_FAIR_SLEEPERS' half of the
 //! latency), and when no CPU is idle it preempts the running task with the most vruntime if
 //! that is ahead by more than a third of a slice (wakeup_granularity is 1 ms against the
@@ -12,6 +18,35 @@
 
 use super::task::{State, Task};
 use std::collections::VecDeque;
+
+/// NICE_0_LOAD (scale_load_down'ed): the weight of a nice-0 task.
+pub const NICE_0_LOAD: u64 = 1024;
+
+/// sched_prio_to_weight: each nice step is ~1.25x the CPU share (1024 / 1.25^nice, rounded:
+/// 15 at nice 19, 88761 at -20).
+pub fn nice_to_weight(nice: i32) -> u64 {
+    (NICE_0_LOAD as f64 / 1.25f64.powi(nice)).round() as u64
+}
+
+/// `ns` of CPU time in virtual runtime for a task of `weight`.
+#[inline]
+pub fn weighted_ns(ns: u64, weight: u64) -> u64 {
+    if weight == NICE_0_LOAD {
+        ns
+    } else {
+        (ns as u128 * NICE_0_LOAD as u128 / weight as u128) as u64
+    }
+}
+
+/// The time slice of a task of `weight` out of the nice-0 slice `slice_ns`.
+#[inline]
+pub fn weighted_slice(slice_ns: u64, weight: u64) -> u64 {
+    if weight == NICE_0_LOAD {
+        slice_ns
+    } else {
+        (slice_ns as u128 * weight as u128 / NICE_0_LOAD as u128) as u64
+    }
+}
 
 pub(super) struct Cpu {
     pub now_ns: u64,

@@ -1,6 +1,7 @@
 //! A task: a user process running a workload's operations, or a kernel thread running an mm
 //! body. Both are scheduled, accounted and reported alike.
 
+use super::queue::{nice_to_weight, NICE_0_LOAD};
 use crate::mm::folio::NIL;
 use crate::mm::kthread::KthreadKind;
 use crate::workload::{empty_marks, Op, TaskMarks};
@@ -61,9 +62,11 @@ pub struct Task {
     pub sleep_ns: u64,
     /// Times the task went from asleep to runnable (woken, or its sleep ended).
     pub wakeups: u64,
-    /// CPU time used, the fair scheduler's virtual runtime (all weights equal), raised on
-    /// wake-up to the sleeper credit (queue.rs).
+    /// CPU time used scaled by NICE_0_LOAD / weight, the fair scheduler's virtual runtime,
+    /// raised on wake-up to the sleeper credit (queue.rs).
     pub(super) vruntime_ns: u64,
+    /// Load weight from the nice value (queue.rs): 1024 at nice 0.
+    pub(super) weight: u64,
     /// Not runnable before this time (when it was woken or last ran).
     pub(super) runnable_at_ns: u64,
     pub(super) state: State,
@@ -95,7 +98,9 @@ impl Task {
 
     /// A kernel thread, created asleep until its first wake-up.
     pub fn kthread(kind: KthreadKind) -> Task {
-        Task::with_body(kind.name(), NIL, Body::Kernel(kind), State::Waiting)
+        let mut t = Task::with_body(kind.name(), NIL, Body::Kernel(kind), State::Waiting);
+        t.weight = nice_to_weight(kind.nice());
+        t
     }
 
     fn with_body(name: String, mm: u32, body: Body, state: State) -> Task {
@@ -109,6 +114,7 @@ impl Task {
             sleep_ns: 0,
             wakeups: 0,
             vruntime_ns: 0,
+            weight: NICE_0_LOAD,
             runnable_at_ns: 0,
             state,
             woken: false,

@@ -181,3 +181,40 @@ fn a_barrier_nobody_completes_is_a_clear_error() {
     let msg = err.to_string();
     assert!(msg.contains("barrier 7: a, b"), "{msg}");
 }
+
+#[test]
+fn nice_weights_follow_the_kernels_table() {
+    use super::queue::nice_to_weight;
+    assert_eq!(nice_to_weight(0), 1024);
+    assert_eq!(nice_to_weight(19), 15);
+    assert_eq!(nice_to_weight(1), 819);
+    assert_eq!(nice_to_weight(-1), 1280);
+    assert_eq!(KthreadKind::Khugepaged.nice(), 19);
+    assert_eq!(KthreadKind::Kswapd.nice(), 0);
+}
+
+#[test]
+fn a_nice_19_thread_gets_a_sliver_of_a_cpu_it_shares_with_a_nice_0_task() {
+    // As a_user_task_and_a_busy_kernel_thread_share_one_cpu_round_robin, but the thread is
+    // nice 19: its slice is 3 ms x 15/1024 (44 us), so each turn runs one 100 us piece while
+    // the user task runs 3 ms. The user task's 10 ms end a few pieces later, not 10 ms later.
+    let (mut k, mut tasks) = setup(100, 100 * US, 100);
+    k.kthreads.kinds = vec![KthreadKind::TestBusyNice { ns: 100 * US }];
+    k.kthreads.clear_pending();
+    k.kthreads
+        .wake(KthreadKind::TestBusyNice { ns: 100 * US }, 0);
+    let stats = run(&mut k, &mut tasks);
+    let (user, kthread) = (&tasks[0], &tasks[1]);
+    assert_eq!(kthread.name, "test-busy-nice");
+    assert_eq!(user.user_ns, 10 * MS);
+    assert!(
+        kthread.sys_ns >= 100 * US && kthread.sys_ns <= 500 * US,
+        "{}",
+        kthread.sys_ns
+    );
+    assert!(
+        stats.simulated_ns < 10 * MS + 600 * US,
+        "{}",
+        stats.simulated_ns
+    );
+}

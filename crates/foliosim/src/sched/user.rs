@@ -2,8 +2,10 @@
 
 use super::task::UserProgram;
 use crate::engine::Ctx;
+use crate::mm::khugepaged::khugepaged_exit;
 use crate::mm::madvise::madvise;
 use crate::mm::memory::{touch, zap_range};
+use crate::mm::mmap::Pte;
 use crate::mm::{Kernel, MmError};
 use crate::workload::{Mark, Op};
 
@@ -62,6 +64,7 @@ pub(super) fn step(
             madvise(k, ctx, mm, vma, first, nr, advice);
         }
         Op::Munmap { vma } => munmap(k, ctx, mm, vma),
+        Op::MunmapRange { vma, first, nr } => munmap_range(k, ctx, mm, vma, first, nr),
         Op::Compute { ns } => {
             let left_ns = ns - p.computed_ns;
             if wake_ns > ctx.now_ns && wake_ns - ctx.now_ns < left_ns {
@@ -82,8 +85,14 @@ pub(super) fn step(
             })
         }
         Op::Exit => {
-            for vma in 0..k.mms[mm as usize].vmas.len() as u32 {
-                munmap(k, ctx, mm, vma);
+            // The last thread out (mmput) tears the address space down (exit_mmap).
+            let m = &mut k.mms[mm as usize];
+            m.mm_users -= 1;
+            if m.mm_users == 0 {
+                khugepaged_exit(k, mm);
+                for vma in 0..k.mms[mm as usize].vmas.len() as u32 {
+                    munmap(k, ctx, mm, vma);
+                }
             }
             return Ok(UserNext::Exit);
         }
@@ -122,6 +131,20 @@ fn munmap(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32) {
         return;
     };
     ctx.spend(k.cost.syscall_ns);
+    k.mms[mm as usize].mmap_lock.write_lock(ctx);
     zap_range(k, ctx, mm, vma, 0, nr);
-    k.mms[mm as usize].vmas[vma as usize] = None;
+    let m = &mut k.mms[mm as usize];
+    m.vmas[vma as usize] = None;
+    m.mmap_lock.write_unlock(ctx);
+}
+
+/// munmap of part of a VMA: zap the pages (splitting the PMD of a THP cut in part) and leave
+/// holes where the kernel would split the VMA.
+fn munmap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, nr: u32) {
+    ctx.spend(k.cost.syscall_ns);
+    k.mms[mm as usize].mmap_lock.write_lock(ctx);
+    zap_range(k, ctx, mm, vma, first, nr);
+    let m = &mut k.mms[mm as usize];
+    m.vma_mut(vma).ptes[first as usize..(first + nr) as usize].fill(Pte::HOLE);
+    m.mmap_lock.write_unlock(ctx);
 }

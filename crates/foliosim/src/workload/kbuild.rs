@@ -72,6 +72,7 @@ pub fn tasks(spec: &WorkloadSpec, seed: u64) -> Vec<TaskSpec> {
                 name: format!("make-slot-{i}"),
                 memcg: memcg.clone(),
                 ops,
+                shares_mm_with: None,
             }
         })
         .collect()

@@ -35,6 +35,13 @@ pub enum Op {
     Munmap {
         vma: u32,
     },
+    /// munmap of pages [first, first + nr) of `vma`: the VMA keeps its other pages (the model
+    /// leaves holes in place of the split VMAs, mm/mmap.rs).
+    MunmapRange {
+        vma: u32,
+        first: u32,
+        nr: u32,
+    },
     /// Run in user space for this long (CPU time, no memory traffic modelled).
     Compute {
         ns: u64,
@@ -42,7 +49,7 @@ pub enum Op {
     /// Record the time and every counter under a workload-defined mark (e.g. the start of a
     /// measured phase, or the end of an iteration).
     Mark(usize),
-    /// exit(): unmap everything.
+    /// exit(): the task ends; the last task of its mm unmaps everything.
     Exit,
     // Timed sections and synchronisation (thpscale's fault timing, pthread barriers).
     /// pthread_barrier_wait: sleep until `parties` tasks have reached barrier `id`.
@@ -69,6 +76,9 @@ pub struct TaskSpec {
     pub name: String,
     pub memcg: Option<String>,
     pub ops: Vec<Op>,
+    /// A thread of the process of task `i` of the same workload (an earlier one): the two
+    /// share one mm (CLONE_VM), scheduled as separate tasks. None: a process of its own.
+    pub shares_mm_with: Option<usize>,
 }
 
 /// What a task saw at one of its marks.

@@ -115,6 +115,7 @@ pub fn tasks(spec: &WorkloadSpec, seed: u64) -> Vec<TaskSpec> {
         name: "thp_swap_allocator_test".into(),
         memcg: memcg.clone(),
         ops,
+        shares_mm_with: None,
     }]
 }
 

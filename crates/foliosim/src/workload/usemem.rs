@@ -57,6 +57,7 @@ pub fn tasks(spec: &WorkloadSpec) -> Vec<TaskSpec> {
                 name: format!("usemem-{i}"),
                 memcg: memcg.clone(),
                 ops,
+                shares_mm_with: None,
             }
         })
         .collect()

@@ -75,4 +75,10 @@ impl TlbArch for Arm64Tlbi {
         self.unmap_folio_ptes(k, ctx, order, 1 << order);
         Self::dsb(k, ctx);
     }
+
+    fn collapse_flush(&self, k: &mut Kernel, ctx: &mut Ctx, _mm: u32) {
+        // __flush_tlb_range of 2 MiB at page stride reaches MAX_DVM_OPS without FEAT_TLBIRANGE:
+        // one TLBI ASIDE1IS for the whole mm, then the DSB.
+        Self::flush_range_sync(k, ctx, 1);
+    }
 }

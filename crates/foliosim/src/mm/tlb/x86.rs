@@ -29,6 +29,12 @@ impl TlbArch for X86Ipi {
             flush_tlb_mms(k, ctx, &[mm]);
         }
     }
+
+    fn collapse_flush(&self, k: &mut Kernel, ctx: &mut Ctx, mm: u32) {
+        // flush_tlb_mm_range over 512 pages: above tlb_single_page_flush_ceiling, a full flush
+        // here and on every other CPU of mm_cpumask.
+        flush_tlb_mms(k, ctx, &[mm]);
+    }
 }
 
 /// flush_tlb_multi for `mms`: every other CPU in their mm_cpumask (running one of them now, or
