@@ -376,6 +376,19 @@ pub struct Kernel {
     /// memory.high and memory.zswap.* do not exist.
     #[serde(default)]
     pub cgroup: CgroupVersion,
+    /// Who allocates a fault's PMD THP (mm/thp_fault_alloc/): `direct` (mainline: the fault
+    /// itself) or `thp-avail-nodes` (seed 001's RFC: the fault tries only where khugepaged
+    /// found THPs available, and wakes khugepaged when it cannot).
+    #[serde(default)]
+    pub thp_fault_alloc: ThpFaultAllocKind,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ThpFaultAllocKind {
+    #[default]
+    Direct,
+    ThpAvailNodes,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -416,6 +429,7 @@ impl Default for Kernel {
             zswap_large_folios: None,
             swapout_fallback: SwapoutFallbackKind::Split,
             cgroup: CgroupVersion::V2,
+            thp_fault_alloc: ThpFaultAllocKind::Direct,
         }
     }
 }

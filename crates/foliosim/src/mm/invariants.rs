@@ -34,6 +34,14 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             z.pool.check().map_err(|e| format!("zram {d} pool: {e}"))?;
         }
     }
+    // khugepaged's THP kept by the thp-avail-nodes fault policy for its next collapse.
+    let prealloc = k
+        .thp_avail
+        .prealloc
+        .map(|p| p..p + (1 << crate::scenario::PMD_ORDER));
+    for p in prealloc.into_iter().flatten() {
+        held[p as usize] = true;
+    }
     let pools = std::iter::once(k.zswap.pool.page_pfns())
         .chain(k.swap.devices.iter().map(|d| d.store.pfns()));
     for pfns in pools {

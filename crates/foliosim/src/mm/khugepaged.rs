@@ -28,6 +28,8 @@
 
 mod collapse;
 
+pub use collapse::khugepaged_gfp;
+
 use super::folio::flags;
 use super::kthread::{KthreadKind, KthreadNext};
 use super::mmap::{ThpAdvice, Vma};
@@ -184,6 +186,11 @@ pub fn khugepaged_exit(k: &mut Kernel, mm: u32) {
 
 /// One piece of khugepaged's loop on the CPU of `ctx`.
 pub fn khugepaged_step(k: &mut Kernel, ctx: &mut Ctx) -> KthreadNext {
+    // A new pass: the fault policy may first want a THP available (khugepaged_check_nodes);
+    // with none, no scan, and the alloc sleep.
+    if k.khugepaged.pass.is_none() && !k.thp_fault_alloc.khugepaged_check_nodes(k, ctx) {
+        return KthreadNext::SleepNs(k.khugepaged.alloc_sleep_ns);
+    }
     let kh = &mut k.khugepaged;
     // lru_add_drain_all at the start of a pass: the model's LRU adds are immediate.
     let mut s = kh.pass.take().unwrap_or(DoScan {
@@ -239,6 +246,10 @@ pub fn khugepaged_step(k: &mut Kernel, ctx: &mut Ctx) -> KthreadNext {
 /// khugepaged_wait_work after a pass.
 fn wait_work(k: &Kernel) -> KthreadNext {
     let kh = &k.khugepaged;
+    // A fault asked for a THP while this pass ran: no sleep.
+    if k.thp_fault_alloc.khugepaged_requested(k) {
+        return KthreadNext::Run;
+    }
     if !kh.has_work() {
         return KthreadNext::Wait;
     }
@@ -305,7 +316,14 @@ fn scan_slot_piece(k: &mut Kernel, ctx: &mut Ctx, s: &mut DoScan) -> Option<bool
         break;
     }
     let mut mmap_locked = true;
-    let result = hpage_collapse_scan_pmd(k, ctx, mm, vma, index, &mut mmap_locked);
+    let result = if k.thp_fault_alloc.collapse_target_available(k) {
+        hpage_collapse_scan_pmd(k, ctx, mm, vma, index, &mut mmap_locked)
+    } else {
+        // The RFC's scan gives up on a range once half its pages (node_load 256) are on a
+        // node without THPs: the model's one node.
+        ctx.spend(k.cost.khugepaged_scan_pmd_ns + k.cost.khugepaged_scan_pte_ns * 256);
+        ScanResult::Fail
+    };
     if result == ScanResult::Succeed {
         k.vmstat.count(VmEvent::KhugepagedPagesCollapsed, 1);
     }

@@ -97,10 +97,14 @@ fn do_anonymous_page(
     }
     for order in candidates {
         let start = index & !((1 << order) - 1);
-        let Some(pfn) = alloc_pages(k, ctx, gfp, order) else {
+        // The PMD allocation may be left to khugepaged (mm/thp_fault_alloc/).
+        let policy = k.thp_fault_alloc;
+        let tried = order != PMD_ORDER || policy.fault_may_try(k);
+        let Some(pfn) = tried.then(|| alloc_pages(k, ctx, gfp, order)).flatten() else {
             k.vmstat.count_mthp(order, MthpStat::AnonFaultFallback);
             if order == PMD_ORDER {
                 k.vmstat.count(VmEvent::ThpFaultFallback, 1);
+                policy.fault_failed(k, ctx.now_ns);
             }
             continue;
         };

@@ -23,6 +23,7 @@ pub mod swap_devstore;
 pub mod swap_state;
 pub mod swapfile;
 pub mod swapout_fallback;
+pub mod thp_fault_alloc;
 pub mod tlb;
 pub mod vmscan;
 pub mod vmstat;
@@ -112,6 +113,9 @@ pub struct Kernel {
     pub thp_orders_madvised: u32,
     /// Swap large folios back in whole (alloc_swap_folio).
     pub swapin_mthp: bool,
+    /// Who allocates a fault's PMD THP (mm/thp_fault_alloc/), and khugepaged's share of it.
+    pub thp_fault_alloc: &'static dyn thp_fault_alloc::ThpFaultAlloc,
+    pub thp_avail: thp_fault_alloc::ThpAvailState,
     /// `transparent_hugepage/defrag`: how hard large folio allocations and charges try.
     pub thp_defrag: ThpDefrag,
     /// The mm each CPU is running (NIL when idle or running a kernel thread: kernel threads
@@ -238,6 +242,8 @@ impl Kernel {
             // alloc_swap_folio falls back to order 0 once zswap has been enabled.
             swapin_mthp: scenario.kernel.swapin_mthp() && !scenario.sysfs.zswap.enabled,
             thp_defrag: scenario.sysfs.thp_defrag(),
+            thp_fault_alloc: thp_fault_alloc::policy(scenario.kernel.thp_fault_alloc),
+            thp_avail: Default::default(),
             cpu_mm: vec![NIL; ncpus],
             cpu_irq_ns: vec![0; ncpus],
             tlb: tlb::arch(scenario.machine.tlb),

@@ -25,7 +25,6 @@ use crate::mm::gfp::Gfp;
 use crate::mm::memcontrol::try_charge;
 use crate::mm::memory::{release_unmapped_folio, swapin_pte};
 use crate::mm::mmap::Pte;
-use crate::mm::page_alloc::alloc_pages;
 use crate::mm::tlb::{charge, TlbCost};
 use crate::mm::vmstat::VmEvent;
 use crate::mm::Kernel;
@@ -51,12 +50,14 @@ pub(super) fn collapse_huge_page(
 ) -> ScanResult {
     let memcg = k.mms[mm as usize].memcg;
     let gfp = khugepaged_gfp(k.khugepaged.defrag);
-    // alloc_charge_folio
-    let Some(pfn) = alloc_pages(k, ctx, gfp, PMD_ORDER) else {
+    // alloc_charge_folio (the fault policy may hold a page already, counted when allocated).
+    let Some((pfn, fresh)) = k.thp_fault_alloc.collapse_alloc(k, ctx, gfp) else {
         k.vmstat.count(VmEvent::ThpCollapseAllocFailed, 1);
         return ScanResult::AllocHugePageFail;
     };
-    k.vmstat.count(VmEvent::ThpCollapseAlloc, 1);
+    if fresh {
+        k.vmstat.count(VmEvent::ThpCollapseAlloc, 1);
+    }
     if !try_charge(k, ctx, memcg, HPAGE_PMD_NR as u64, gfp) {
         k.zone.free(ctx, pfn, PMD_ORDER);
         return ScanResult::CgroupChargeFail;

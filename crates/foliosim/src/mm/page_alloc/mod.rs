@@ -50,6 +50,9 @@ pub struct Zone {
     /// Kernel::vm_events: the allocator runs where only the zone is at hand.
     pub events: VmStat,
     pub extfrag: ExtfragStats,
+    /// This node's bit of thp_avail_nodes (seed 001's RFC, mm/thp_fault_alloc/): set by every
+    /// free of a block of pageblock order or more; only that policy reads or clears it.
+    pub thp_avail: bool,
 }
 
 impl Zone {
@@ -79,6 +82,7 @@ impl Zone {
             lock: SimLock::new("zone->lock"),
             events: VmStat::default(),
             extfrag: ExtfragStats::default(),
+            thp_avail: true,
         };
         zone.setup_per_zone_wmarks();
         let mut pfn = 0u32;
@@ -146,6 +150,9 @@ impl Zone {
             "double free of pfn {pfn}"
         );
         self.events.count(VmEvent::Pgfree, 1 << order);
+        if order >= PAGEBLOCK_ORDER {
+            self.thp_avail = true;
+        }
         let mut mt = self.area.pageblock_mt(pfn);
         if !pcp_allowed_order(order) || mt == MigrateType::Isolate {
             self.free_one_page(ctx, pfn, order);
