@@ -312,6 +312,10 @@ impl SwapDeviceSpec {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum KernelVersion {
+    /// 4.1 (2015): seed 001's base. PMD THP only, the THP-refcounting and allocator of the
+    /// time where they differ in what the model runs (the `KernelVersion` methods below).
+    #[serde(rename = "4.1")]
+    V4_1,
     #[serde(rename = "6.9")]
     V6_9,
     #[serde(rename = "6.10")]
@@ -325,11 +329,18 @@ pub enum KernelVersion {
 impl KernelVersion {
     pub fn name(self) -> &'static str {
         match self {
+            KernelVersion::V4_1 => "4.1",
             KernelVersion::V6_9 => "6.9",
             KernelVersion::V6_10 => "6.10",
             KernelVersion::V6_12 => "6.12",
             KernelVersion::V6_18 => "6.18",
         }
+    }
+
+    /// Partly unmapping a THP leaves it on the deferred split queue (4.5's THP refcounting
+    /// rework); before, split_huge_page_pmd split the page at once.
+    pub fn deferred_split(self) -> bool {
+        self > KernelVersion::V4_1
     }
 }
 
@@ -437,7 +448,7 @@ impl Default for Kernel {
 impl Kernel {
     pub fn swap_allocator(&self) -> SwapAllocatorKind {
         self.swap_allocator.unwrap_or(match self.version {
-            KernelVersion::V6_9 => SwapAllocatorKind::Legacy,
+            KernelVersion::V4_1 | KernelVersion::V6_9 => SwapAllocatorKind::Legacy,
             KernelVersion::V6_10 => SwapAllocatorKind::PercpuOrder,
             KernelVersion::V6_12 => SwapAllocatorKind::ClusterListsC12,
             KernelVersion::V6_18 => SwapAllocatorKind::ClusterListsC18,
@@ -1132,6 +1143,14 @@ impl Scenario {
                     format!("sysfs.hugepages.\"{size}\""),
                     size,
                     "each size once (it is listed under another spelling too)",
+                ));
+            }
+            // Per-size mTHP arrived in 6.8; 4.1 has the PMD size alone.
+            if self.kernel.version == KernelVersion::V4_1 && bytes.0 != PAGE_SIZE << PMD_ORDER {
+                return Err(invalid(
+                    format!("sysfs.hugepages.\"{size}\""),
+                    size,
+                    "2M only with kernel.version = \"4.1\" (no per-size mTHP before 6.8)",
                 ));
             }
         }

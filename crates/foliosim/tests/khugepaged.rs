@@ -338,6 +338,25 @@ fn partial_munmap_splits_the_pmd_and_queues_the_folio_for_deferred_split() {
 }
 
 #[test]
+fn on_4_1_a_partial_munmap_splits_the_thp_at_once_and_frees_the_unmapped_half() {
+    // Before 4.5's THP refcounting rework there was no deferred split: split_huge_page_pmd
+    // split the page with its PMD, and the zap freed the unmapped pages right away.
+    let mut k = kernel(&THP_MEMCG.replace("version = \"6.18\"", "version = \"4.1\""));
+    let mut ops = Vec::new();
+    punch_holes(&mut ops);
+    let mut spec = process("app", ops);
+    spec.memcg = Some("m".into());
+    run(&mut k, vec![spec]);
+    assert_eq!(ev(&k, VmEvent::ThpFaultAlloc), 256);
+    assert_eq!(ev(&k, VmEvent::ThpSplitPage), 256);
+    assert_eq!(ev(&k, VmEvent::ThpDeferredSplitPage), 0);
+    let m = k.memcg_id(Some("m")) as usize;
+    assert_eq!(k.deferred_split[m].split_queue_len, 0);
+    assert_eq!(k.memcgs[m].usage_pages, 256 * MIB as u64, "the halves were freed");
+    assert_eq!(k.mms[0].rss_anon, 256 * MIB as u64);
+}
+
+#[test]
 fn memcg_pressure_splits_the_queued_folios_and_their_free_halves_return() {
     // Then 300 MiB more at 4K: 512 + 300 > 600 MiB, and without swap only the deferred split
     // shrinker can make room (memcg reclaim's shrink_slab): the split frees the unmapped

@@ -532,3 +532,26 @@ fn khugepaged_knobs_are_range_checked() {
     assert_eq!(s.sysfs.khugepaged.max_ptes_none, Some(0));
     assert_eq!(s.sysfs.khugepaged.defrag, Some(false));
 }
+
+#[test]
+fn mthp_size_on_a_4_1_kernel() {
+    let t = replace("version = \"6.10\"", "version = \"4.1\"");
+    expect_err(
+        "64K on 4.1",
+        &t,
+        &["sysfs.hugepages.\"64K\"", "2M only", "4.1"],
+    );
+}
+
+#[test]
+fn unknown_thp_fault_alloc_policy() {
+    let t = replace(
+        "version = \"6.10\"",
+        "version = \"6.10\"\nthp_fault_alloc = \"khugepaged\"",
+    );
+    expect_err(
+        "thp_fault_alloc",
+        &t,
+        &["thp_fault_alloc", "khugepaged", "direct", "thp-avail-nodes"],
+    );
+}

@@ -5,7 +5,7 @@
 use super::folio::{flags, SwapEntry, NIL};
 use super::gfp::Gfp;
 use super::huge_memory::deferred_split::deferred_split_folio;
-use super::huge_memory::{split_huge_pmd, suitable_orders, vma_thp_gfp_mask};
+use super::huge_memory::{split_folio, split_huge_pmd, suitable_orders, vma_thp_gfp_mask};
 use super::khugepaged::khugepaged_enter_vma;
 use super::memcontrol::try_charge;
 use super::mmap::Pte;
@@ -332,6 +332,11 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
                     index == k.folios.owner_index[head as usize] && index + nr_folio <= end;
                 if !whole_pmd {
                     split_huge_pmd(k, ctx, mm, head);
+                    if !k.defer_partial_split {
+                        // Before 4.5 the page split with its PMD: order-0 pages from here.
+                        split_folio(k, ctx, head, None);
+                        continue;
+                    }
                 }
                 k.folios.clear(head, flags::PMD_MAPPED);
                 if whole_pmd {

@@ -116,6 +116,8 @@ pub struct Kernel {
     /// Who allocates a fault's PMD THP (mm/thp_fault_alloc/), and khugepaged's share of it.
     pub thp_fault_alloc: &'static dyn thp_fault_alloc::ThpFaultAlloc,
     pub thp_avail: thp_fault_alloc::ThpAvailState,
+    /// Partly unmapped THPs wait on the deferred split queue (4.5+), else split at once.
+    pub defer_partial_split: bool,
     /// `transparent_hugepage/defrag`: how hard large folio allocations and charges try.
     pub thp_defrag: ThpDefrag,
     /// The mm each CPU is running (NIL when idle or running a kernel thread: kernel threads
@@ -244,6 +246,7 @@ impl Kernel {
             thp_defrag: scenario.sysfs.thp_defrag(),
             thp_fault_alloc: thp_fault_alloc::policy(scenario.kernel.thp_fault_alloc),
             thp_avail: Default::default(),
+            defer_partial_split: scenario.kernel.version.deferred_split(),
             cpu_mm: vec![NIL; ncpus],
             cpu_irq_ns: vec![0; ncpus],
             tlb: tlb::arch(scenario.machine.tlb),
