@@ -36,14 +36,17 @@ pub enum Stream {
     UserStore = 1,
     RamdiskCopy = 2,
     TlbBroadcast = 3,
+    /// folio_copy of a migrated folio (read + write).
+    CopyPage = 4,
 }
 
 impl Stream {
-    pub const ALL: [Stream; 4] = [
+    pub const ALL: [Stream; 5] = [
         Stream::ClearPage,
         Stream::UserStore,
         Stream::RamdiskCopy,
         Stream::TlbBroadcast,
+        Stream::CopyPage,
     ];
 
     /// The cost whose time the transfer charges when alone.
@@ -53,6 +56,7 @@ impl Stream {
             Stream::UserStore => "user_write_page_ns",
             Stream::RamdiskCopy => "ramdisk copy (bandwidth_bytes_per_s)",
             Stream::TlbBroadcast => "tlb_dsb_ns",
+            Stream::CopyPage => "copy_page_ns",
         }
     }
 }
@@ -64,8 +68,8 @@ pub struct SharedBandwidth {
     cpus: Vec<CpuDemand>,
     /// Totals per `Stream` for reports: time the transfers took, and what they would have
     /// taken alone.
-    pub busy_ns: [u64; 4],
-    pub alone_ns: [u64; 4],
+    pub busy_ns: [u64; 5],
+    pub alone_ns: [u64; 5],
 }
 
 impl SharedBandwidth {
@@ -74,8 +78,8 @@ impl SharedBandwidth {
         SharedBandwidth {
             capacity_per_ns: capacity_per_s / 1e9,
             cpus: vec![CpuDemand::default(); ncpus],
-            busy_ns: [0; 4],
-            alone_ns: [0; 4],
+            busy_ns: [0; 5],
+            alone_ns: [0; 5],
         }
     }
 

@@ -13,6 +13,7 @@
 //! 4. wake it where the kernel does: `k.kthreads.wake(KthreadKind::Kswapd { node }, ctx.now_ns)`
 //!    (wake_up_interruptible(&pgdat->kswapd_wait), queue_work, ...).
 
+use super::compaction::kcompactd::{boot_timer_ns as kcompactd_boot_timer_ns, kcompactd_run};
 use super::vmscan::kswapd::{kswapd_run, kswapd_should_run};
 use super::zswap::shrink_worker_step;
 use super::Kernel;
@@ -23,6 +24,9 @@ pub enum KthreadKind {
     /// kswapd0: the node's background reclaim, woken below the low watermark (wakeup_kswapd),
     /// back to sleep once the high watermark holds (mm/vmscan/kswapd.rs).
     Kswapd,
+    /// kcompactd0: the node's background compaction, woken by kswapd before it sleeps and
+    /// every 500 ms for proactive compaction (mm/compaction/kcompactd.rs).
+    Kcompactd,
     /// zswap's shrink_worker: zswap_shrink_work on the `zswap-shrink` workqueue (unbound,
     /// max_active 1), queued by zswap_store when a store fails with the pool full.
     ZswapShrink,
@@ -39,6 +43,7 @@ impl KthreadKind {
     pub fn name(self) -> String {
         match self {
             KthreadKind::Kswapd => "kswapd0".into(),
+            KthreadKind::Kcompactd => "kcompactd0".into(),
             KthreadKind::ZswapShrink => "kworker/u+zswap-shrink".into(),
             #[cfg(test)]
             KthreadKind::TestBusy { .. } => "test-busy".into(),
@@ -75,6 +80,7 @@ pub fn run(k: &mut Kernel, ctx: &mut Ctx, kind: KthreadKind) -> KthreadNext {
                 KthreadNext::Wait
             }
         }
+        KthreadKind::Kcompactd => kcompactd_run(k, ctx),
         KthreadKind::ZswapShrink => shrink_worker_step(k, ctx),
         #[cfg(test)]
         KthreadKind::TestBusy { ns } => {
@@ -98,6 +104,14 @@ pub fn run(k: &mut Kernel, ctx: &mut Ctx, kind: KthreadKind) -> KthreadNext {
     }
 }
 
+/// The timed sleep a kernel thread starts in at boot (None: asleep until woken).
+pub fn boot_timer_ns(k: &mut Kernel, kind: KthreadKind) -> Option<u64> {
+    match kind {
+        KthreadKind::Kcompactd => kcompactd_boot_timer_ns(k),
+        _ => None,
+    }
+}
+
 /// The kernel threads of a run and the wake-ups mm code posted for the scheduler.
 pub struct Kthreads {
     /// The threads this kernel runs, in creation order (the scheduler's order too).
@@ -113,8 +127,8 @@ pub struct Kthreads {
 
 impl Kthreads {
     pub fn new(zswap_enabled: bool, ncpus: usize) -> Kthreads {
-        // Every kernel runs kswapd (one node here).
-        let mut kinds = vec![KthreadKind::Kswapd];
+        // Every kernel runs kswapd and kcompactd (one node here).
+        let mut kinds = vec![KthreadKind::Kswapd, KthreadKind::Kcompactd];
         if zswap_enabled {
             kinds.push(KthreadKind::ZswapShrink);
         }

@@ -362,7 +362,13 @@ pub fn shrink_folio_list(
                 FolioReferences::Reclaim => {}
             }
         }
-        if !f.test(pfn, flags::SWAPCACHE) && !add_to_swap(k, ctx, pfn, &mut list) {
+        if k.folios.is_pinned(pfn) {
+            // try_to_unmap cannot replace a pinned exclusive anon page's PTEs: activate_locked.
+            // (The kernel finds out after add_to_swap; the model stops before taking slots.)
+            result.putback.push((pfn, true));
+            continue;
+        }
+        if !k.folios.test(pfn, flags::SWAPCACHE) && !add_to_swap(k, ctx, pfn, &mut list) {
             // activate_locked_split: no slot even for order 0.
             result.putback.push((pfn, true));
             continue;
