@@ -468,8 +468,8 @@ pub struct Sysfs {
     /// (vma_thp_gfp_mask), which decides whether their allocation and memcg charge may reclaim:
     /// `always` (one round unless MADV_HUGEPAGE), `madvise` and `defer+madvise` (MADV_HUGEPAGE
     /// VMAs only), and whether a failing allocation wakes kswapd (`defer`, `defer+madvise`);
-    /// otherwise it fails and the fault falls back to a smaller order. The sim has no
-    /// compaction yet (mm/compaction.rs).
+    /// otherwise it fails and the fault falls back to a smaller order. Direct reclaim comes
+    /// with direct compaction (mm/compaction/).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub defrag: Option<ThpDefrag>,
     /// `transparent_hugepage/khugepaged/*`; absent fields leave the host's value. The sim has no

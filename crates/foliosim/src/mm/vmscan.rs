@@ -186,6 +186,10 @@ fn shrink_lruvec(
     priority: u32,
     reclaim: Reclaim,
 ) -> ShrinkCount {
+    // get_scan_count: with no free swap, anon is not scanned (can_reclaim_anon_pages).
+    if k.swap.nr_swap_pages() == 0 {
+        return ShrinkCount::default();
+    }
     let lv = &mut k.memcgs[memcg as usize].lruvec;
     lv.end_writeback(&mut k.folios, ctx.now_ns);
     let mut nr_inactive = lv.inactive_anon.nr_pages >> priority;

@@ -92,6 +92,7 @@ pub fn compact_zone(
     cc.total_free_scanned = 0;
     cc.nr_migratepages = 0;
     cc.nr_freepages = 0;
+    cc.fast_start_pfn = 0;
     if !cc.is_via_compact_memory() {
         let ret = compaction_suit_allocation_order(
             k,

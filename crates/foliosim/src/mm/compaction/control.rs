@@ -43,6 +43,12 @@ pub struct CompactControl {
     pub freepages: [VecDeque<u32>; NR_PAGE_ORDERS],
     pub total_migrate_scanned: u64,
     pub total_free_scanned: u64,
+    /// The free-list searches' state: the order fast_isolate_freepages starts at, its
+    /// failures in a row (which shorten both searches), and the lowest block
+    /// fast_find_migrateblock found (0: none yet; u32::MAX: used up).
+    pub search_order: i32,
+    pub fast_search_fail: u32,
+    pub fast_start_pfn: u32,
 }
 
 impl CompactControl {
@@ -68,12 +74,21 @@ impl CompactControl {
             freepages: Default::default(),
             total_migrate_scanned: 0,
             total_free_scanned: 0,
+            search_order: order,
+            fast_search_fail: 0,
+            fast_start_pfn: 0,
         }
     }
 
     /// is_via_compact_memory: order -1 (compact_memory, proactive compaction).
     pub fn is_via_compact_memory(&self) -> bool {
         self.order < 0
+    }
+
+    /// freelist_scan_limit: how many free-list entries a search looks at, fewer after each
+    /// failed search.
+    pub fn freelist_scan_limit(&self) -> u32 {
+        (super::COMPACT_CLUSTER_MAX >> self.fast_search_fail.min(31)) + 1
     }
 }
 

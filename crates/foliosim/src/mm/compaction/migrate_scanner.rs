@@ -2,8 +2,9 @@
 //! isolate movable folios from the LRU a pageblock at a time (isolate_migratepages), at most
 //! COMPACT_CLUSTER_MAX pages per batch. Async direct compaction only scans pageblocks of the
 //! request's migratetype and gives up on an order-aligned chunk at its first unmovable page
-//! (nothing of that chunk can become free). fast_find_migrateblock's search of the free lists
-//! for a good starting block is not modelled: the scan goes on from the cached position.
+//! (nothing of that chunk can become free). For costly orders, a pageblock to start from is
+//! first looked for on the free lists (fast_find_migrateblock: one that already has free
+//! pages needs fewer migrations to be emptied).
 
 use super::skip::{
     isolation_suitable, pageblock_skip_persistent, test_and_set_skip, update_cached_migrate,
@@ -12,7 +13,8 @@ use super::{pageblock_end_pfn, pageblock_start_pfn, CompactControl, COMPACT_CLUS
 use crate::engine::Ctx;
 use crate::mm::folio::flags;
 use crate::mm::migrate::{folio_isolate_lru, putback_movable_pages, MigrateMode};
-use crate::mm::page_alloc::migratetype::{PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
+use crate::mm::page_alloc::migratetype::{MigrateType, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
+use crate::mm::page_alloc::PAGE_ALLOC_COSTLY_ORDER;
 use crate::mm::vmstat::VmEvent;
 use crate::mm::Kernel;
 
@@ -51,20 +53,114 @@ fn block_end_pfn(pfn: u32, order: i32) -> u32 {
     (pfn + 1).next_multiple_of(size)
 }
 
+/// update_fast_start_pfn: remember the lowest block the fast search jumped to.
+fn update_fast_start_pfn(cc: &mut CompactControl, pfn: u32) {
+    if cc.fast_start_pfn == u32::MAX {
+        return;
+    }
+    if cc.fast_start_pfn == 0 {
+        cc.fast_start_pfn = pfn;
+    }
+    cc.fast_start_pfn = cc.fast_start_pfn.min(pfn);
+}
+
+/// reinit_migrate_pfn: after a failed fast search, go on linearly from the lowest block a
+/// fast search found (once), else from where the scanner is.
+fn reinit_migrate_pfn(cc: &mut CompactControl) -> u32 {
+    if cc.fast_start_pfn == 0 || cc.fast_start_pfn == u32::MAX {
+        return cc.migrate_pfn;
+    }
+    cc.migrate_pfn = cc.fast_start_pfn;
+    cc.fast_start_pfn = u32::MAX;
+    cc.migrate_pfn
+}
+
+/// fast_find_migrateblock: for a costly order at the start of a pageblock, look at the heads
+/// of the movable free lists (orders below the target, down to PAGE_ALLOC_COSTLY_ORDER) for a
+/// free block in the first part of the range between the scanners (the first half when the
+/// scanner starts, an eighth later) whose pageblock is not marked skip: that pageblock needs
+/// the fewest migrations to be emptied. The list is rotated so the next search sees others.
+fn fast_find_migrateblock(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl) -> u32 {
+    let pfn = cc.migrate_pfn;
+    if cc.ignore_skip_hint
+        || cc.finish_pageblock
+        || !pfn.is_multiple_of(PAGEBLOCK_NR_PAGES)
+        || cc.order <= PAGE_ALLOC_COSTLY_ORDER as i32
+        || (cc.direct_compaction && cc.migratetype != MigrateType::Movable)
+    {
+        return pfn;
+    }
+    let limit = cc.freelist_scan_limit();
+    let mut distance = cc.free_pfn.saturating_sub(cc.migrate_pfn) >> 1;
+    if cc.migrate_pfn != 0 {
+        distance >>= 2;
+    }
+    let high_pfn = pageblock_start_pfn(cc.migrate_pfn + distance);
+    let mut nr_scanned = 0u32;
+    let mut found: Option<(u32, u32)> = None;
+    let mut order = cc.order - 1;
+    while order >= PAGE_ALLOC_COSTLY_ORDER as i32 && found.is_none() && nr_scanned < limit {
+        let o = order as u32;
+        order -= 1;
+        if k.zone.free_area().nr_free(o) == 0 {
+            continue;
+        }
+        let mut rotate_after: Option<u32> = None;
+        for free_pfn in k.zone.free_area().list(o, MigrateType::Movable) {
+            let over = nr_scanned >= limit;
+            nr_scanned += 1;
+            if over {
+                rotate_after = Some(free_pfn);
+                break;
+            }
+            if free_pfn < high_pfn {
+                // Skip blocks skipped recently.
+                if k.zone.pageblock_skip(free_pfn) {
+                    continue;
+                }
+                rotate_after = Some(free_pfn);
+                found = Some((o, free_pfn));
+                break;
+            }
+        }
+        k.zone.compact_lock(ctx, 0);
+        if let Some(free_pfn) = rotate_after {
+            k.zone
+                .rotate_free_list(o, MigrateType::Movable, free_pfn, false);
+        }
+    }
+    ctx.spend(k.cost.compact_scan_pfn_ns * nr_scanned as u64);
+    cc.total_migrate_scanned += nr_scanned as u64;
+    match found {
+        Some((_, free_pfn)) => {
+            update_fast_start_pfn(cc, free_pfn);
+            cc.fast_search_fail = 0;
+            pageblock_start_pfn(free_pfn)
+        }
+        None => {
+            cc.fast_search_fail += 1;
+            reinit_migrate_pfn(cc)
+        }
+    }
+}
+
 /// isolate_migratepages: isolate from the first suitable pageblock at or after the migrate
-/// scanner, not crossing the free scanner.
+/// scanner (or the block the fast search found), not crossing the free scanner.
 pub(super) fn isolate_migratepages(
     k: &mut Kernel,
     ctx: &mut Ctx,
     cc: &mut CompactControl,
 ) -> IsolateMigrate {
-    let mut low_pfn = cc.migrate_pfn;
+    let mut low_pfn = fast_find_migrateblock(k, ctx, cc);
+    // The fast search checked the skip bit already.
+    let mut fast_find_block = low_pfn != cc.migrate_pfn && cc.fast_search_fail == 0;
     let mut block_start = pageblock_start_pfn(low_pfn);
     let mut block_end = pageblock_end_pfn(low_pfn);
     while block_end <= cc.free_pfn {
         // The skip bit is checked once per block, at its start.
         let at_block_start = low_pfn.is_multiple_of(PAGEBLOCK_NR_PAGES);
-        let skipped = at_block_start && !isolation_suitable(k, cc, block_start);
+        let skipped = at_block_start && !fast_find_block && !isolation_suitable(k, cc, block_start);
+        fast_find_block = false;
         if !skipped {
             if suitable_migration_source(k, cc, block_start) {
                 isolate_migratepages_block(k, ctx, cc, low_pfn, block_end);

@@ -157,6 +157,43 @@ impl FreeArea {
         })
     }
 
+    /// The blocks of one list, tail first (list_for_each_entry_reverse).
+    pub fn list_rev(&self, order: u32, mt: MigrateType) -> impl Iterator<Item = u32> + '_ {
+        let mut cur = self.tail[order as usize][mt as usize];
+        std::iter::from_fn(move || {
+            (cur != NIL).then(|| {
+                let p = cur;
+                cur = self.links[p as usize][PREV];
+                p
+            })
+        })
+    }
+
+    /// move_freelist_head: rotate the list so that `pfn` is first (the blocks before it go to
+    /// the tail, in order): compaction's free-list searches skip what they saw last time.
+    pub fn rotate_to_head(&mut self, order: u32, mt: MigrateType, pfn: u32) {
+        let (o, m, p) = (order as usize, mt as usize, pfn as usize);
+        debug_assert_eq!(self.buddy_order[p], order as u8 + 1);
+        if self.head[o][m] == pfn {
+            return;
+        }
+        let (old_head, old_tail, prev) = (self.head[o][m], self.tail[o][m], self.links[p][PREV]);
+        self.links[old_tail as usize][NEXT] = old_head;
+        self.links[old_head as usize][PREV] = old_tail;
+        self.links[p][PREV] = NIL;
+        self.links[prev as usize][NEXT] = NIL;
+        self.head[o][m] = pfn;
+        self.tail[o][m] = prev;
+    }
+
+    /// move_freelist_tail: rotate the list so that `pfn` is last.
+    pub fn rotate_to_tail(&mut self, order: u32, mt: MigrateType, pfn: u32) {
+        let next = self.links[pfn as usize][NEXT];
+        if next != NIL {
+            self.rotate_to_head(order, mt, next);
+        }
+    }
+
     /// account_freepages.
     #[inline]
     pub fn account(&mut self, nr_pages: i64, mt: MigrateType) {

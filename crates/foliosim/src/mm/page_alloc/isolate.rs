@@ -72,6 +72,15 @@ impl Zone {
         self.area.capture.is_some_and(|c| c.page.is_some())
     }
 
+    /// move_freelist_head / move_freelist_tail on the `mt` list of `order`.
+    pub fn rotate_free_list(&mut self, order: u32, mt: MigrateType, pfn: u32, to_head: bool) {
+        if to_head {
+            self.area.rotate_to_head(order, mt, pfn);
+        } else {
+            self.area.rotate_to_tail(order, mt, pfn);
+        }
+    }
+
     /// get_pageblock_skip.
     #[inline]
     pub fn pageblock_skip(&self, pfn: u32) -> bool {
@@ -144,6 +153,26 @@ mod tests {
             Some(7),
             "the rest of the block moved to the movable lists"
         );
+        z.check().unwrap();
+    }
+
+    #[test]
+    fn free_lists_rotate_keeping_their_order() {
+        let mut z = zone();
+        let mut c = Ctx::new(0, 0);
+        let pfn = z.area.rmqueue_smallest(10, MigrateType::Movable).unwrap();
+        for p in [0, 16, 32, 48] {
+            z.free(&mut c, pfn + p, 3);
+        }
+        let list = |z: &Zone| z.area.list(3, MigrateType::Movable).collect::<Vec<_>>();
+        let before = list(&z);
+        assert_eq!(before.len(), 4);
+        z.rotate_free_list(3, MigrateType::Movable, before[2], true);
+        assert_eq!(list(&z), [before[2], before[3], before[0], before[1]]);
+        z.rotate_free_list(3, MigrateType::Movable, before[0], false);
+        assert_eq!(list(&z), [before[1], before[2], before[3], before[0]]);
+        let rev: Vec<u32> = z.area.list_rev(3, MigrateType::Movable).collect();
+        assert_eq!(rev, [before[0], before[3], before[2], before[1]]);
         z.check().unwrap();
     }
 
