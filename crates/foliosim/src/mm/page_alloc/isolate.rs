@@ -161,17 +161,18 @@ mod tests {
         let mut z = zone();
         let mut c = Ctx::new(0, 0);
         let pfn = z.area.rmqueue_smallest(10, MigrateType::Movable).unwrap();
-        for p in [0, 16, 32, 48] {
-            z.free(&mut c, pfn + p, 3);
+        // Order 4: straight to the buddy lists (no per-CPU list), no two of them buddies.
+        for p in [0, 32, 64, 96] {
+            z.free(&mut c, pfn + p, 4);
         }
-        let list = |z: &Zone| z.area.list(3, MigrateType::Movable).collect::<Vec<_>>();
+        let list = |z: &Zone| z.area.list(4, MigrateType::Movable).collect::<Vec<_>>();
         let before = list(&z);
         assert_eq!(before.len(), 4);
-        z.rotate_free_list(3, MigrateType::Movable, before[2], true);
+        z.rotate_free_list(4, MigrateType::Movable, before[2], true);
         assert_eq!(list(&z), [before[2], before[3], before[0], before[1]]);
-        z.rotate_free_list(3, MigrateType::Movable, before[0], false);
+        z.rotate_free_list(4, MigrateType::Movable, before[0], false);
         assert_eq!(list(&z), [before[1], before[2], before[3], before[0]]);
-        let rev: Vec<u32> = z.area.list_rev(3, MigrateType::Movable).collect();
+        let rev: Vec<u32> = z.area.list_rev(4, MigrateType::Movable).collect();
         assert_eq!(rev, [before[0], before[3], before[2], before[1]]);
         z.check().unwrap();
     }
