@@ -145,3 +145,35 @@ pub fn reset_isolation_suitable(k: &mut Kernel, ctx: &mut Ctx) {
         z.cached_free_pfn = free_pfn.max(0) as u32;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Scenario;
+
+    #[test]
+    fn skip_bits_are_cleared_only_after_a_direct_compaction_met_its_scanners() {
+        let text = "[machine]\ncpus = 1\nmemory = \"64M\"\n[[workload]]\nkind = \"usemem\"\nnproc = 1\nsize = \"1M\"";
+        let mut k = Kernel::new(&Scenario::from_toml_str(text).unwrap());
+        let mut ctx = Ctx::new(0, 0);
+        for block in [0, 7, 30] {
+            k.zone.set_pageblock_skip(block * PAGEBLOCK_NR_PAGES, true);
+        }
+        reset_isolation_suitable(&mut k, &mut ctx);
+        assert!(
+            k.zone.pageblock_skip(30 * PAGEBLOCK_NR_PAGES),
+            "no flush asked"
+        );
+        k.compaction.zone.blockskip_flush = true;
+        reset_isolation_suitable(&mut k, &mut ctx);
+        assert!(!k.compaction.zone.blockskip_flush);
+        // All free: the walk from the top clears the blocks whose samples find a free block's
+        // head (block 30 heads an order-10 block); the walk from the bottom looks for LRU
+        // pages only until it finds one, and finds none.
+        assert!(!k.zone.pageblock_skip(30 * PAGEBLOCK_NR_PAGES));
+        assert!(k.zone.pageblock_skip(0) && k.zone.pageblock_skip(7 * PAGEBLOCK_NR_PAGES));
+        // No source found: the scanners are left met, so the next run ends at once.
+        let z = &k.compaction.zone;
+        assert!(z.cached_free_pfn < z.cached_migrate_pfn[0]);
+    }
+}

@@ -467,3 +467,6 @@ fn try_split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, split_folios: &mut V
     }
     true
 }
+
+#[cfg(test)]
+mod tests;
