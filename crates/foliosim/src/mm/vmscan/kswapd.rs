@@ -16,7 +16,7 @@ use crate::mm::compaction::skip::reset_isolation_suitable;
 use crate::mm::compaction::wakeup_kcompactd;
 use crate::mm::gfp::Gfp;
 use crate::mm::kthread::KthreadKind;
-use crate::mm::page_alloc::{AllocFlags, Wmark, Zone};
+use crate::mm::page_alloc::{AllocFlags, Wmark, Zone, PAGEBLOCK_ORDER};
 use crate::mm::vmstat::VmEvent;
 use crate::mm::Kernel;
 
@@ -181,6 +181,11 @@ fn balance(k: &mut Kernel, ctx: &mut Ctx, order: u32) -> (u64, u32) {
     }
     // The boost this run was woken for is spent, reclaimed or not.
     k.zone.watermark_boost -= k.zone.watermark_boost.min(zone_boost);
+    if zone_boost > 0 {
+        // A fragmenting fallback boosted the watermarks: with the space reclaimed, kcompactd
+        // defragments pageblocks.
+        wakeup_kcompactd(k, PAGEBLOCK_ORDER, ctx.now_ns);
+    }
     (nr_reclaimed, sc_order)
 }
 
