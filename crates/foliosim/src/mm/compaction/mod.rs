@@ -140,8 +140,9 @@ impl ZoneCompaction {
             order_failed: 0,
             blockskip_flush: false,
         };
+        // The init pfns stay 0 (the zeroed struct zone) until the first skip-bit reset: until
+        // then every fast free-list search is a run's first, deeper one.
         z.reset_cached_positions(nr_pages);
-        z.init_free_pfn = z.cached_free_pfn;
         z
     }
 }
