@@ -465,6 +465,8 @@ fn interpret(ops: &[Op], marks: &mut Vec<(usize, u64, BTreeMap<String, u64>)>) -
                 excluded_ns += t1 - t0;
             }
             Op::Exit => break,
+            Op::CompactMemory => std::fs::write("/proc/sys/vm/compact_memory", "1")
+                .context("writing /proc/sys/vm/compact_memory")?,
             #[allow(unreachable_patterns)]
             other => bail!("operation {other:?} is not supported by the live backend yet"),
         }

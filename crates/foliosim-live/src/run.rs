@@ -303,6 +303,15 @@ pub fn host_settings(scenario: &Scenario) -> Vec<(String, String)> {
             "watermark_boost_factor",
             vm.watermark_boost_factor.map(u64::from),
         ),
+        ("extfrag_threshold", vm.extfrag_threshold.map(u64::from)),
+        (
+            "compaction_proactiveness",
+            vm.compaction_proactiveness.map(u64::from),
+        ),
+        (
+            "compact_unevictable_allowed",
+            vm.compact_unevictable_allowed.map(u64::from),
+        ),
     ] {
         if let Some(v) = value {
             out.push((format!("/proc/sys/vm/{name}"), v.to_string()));

@@ -342,6 +342,11 @@ impl KernelVersion {
     pub fn deferred_split(self) -> bool {
         self > KernelVersion::V4_1
     }
+
+    /// kcompactd, the per-node compaction thread, arrived in 4.6 (before, kswapd compacted).
+    pub fn kcompactd(self) -> bool {
+        self > KernelVersion::V4_1
+    }
 }
 
 /// Which swap slot allocator the kernel runs (mm/swapfile.c); one file each under mm/swap_alloc/.
@@ -493,8 +498,8 @@ pub struct Sysfs {
     /// (vma_thp_gfp_mask), which decides whether their allocation and memcg charge may reclaim:
     /// `always` (one round unless MADV_HUGEPAGE), `madvise` and `defer+madvise` (MADV_HUGEPAGE
     /// VMAs only), and whether a failing allocation wakes kswapd (`defer`, `defer+madvise`);
-    /// otherwise it fails and the fault falls back to a smaller order. The sim has no
-    /// compaction yet (mm/compaction.rs).
+    /// otherwise it fails and the fault falls back to a smaller order. Direct reclaim comes
+    /// with direct compaction (mm/compaction/).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub defrag: Option<ThpDefrag>,
     /// `transparent_hugepage/khugepaged/*`; absent fields leave the host's value live and are
@@ -606,6 +611,19 @@ pub struct VmSysctl {
     /// in KiB) within 128 KiB ..= 256 MiB, raised by khugepaged when PMD THP is enabled.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_free_kbytes: Option<u64>,
+    // Compaction (mm/compaction/).
+    /// `extfrag_threshold` (0 ..= 1000, default 500): costly-order compaction runs only when
+    /// the fragmentation index is above it (below, a failure is for lack of memory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extfrag_threshold: Option<u32>,
+    /// `compaction_proactiveness` (0 ..= 100, default 20): kcompactd compacts in the
+    /// background while the node's fragmentation score is above 100 minus this; 0 disables.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction_proactiveness: Option<u32>,
+    /// `compact_unevictable_allowed` (0 or 1, default 1): may compaction migrate unevictable
+    /// (mlocked) folios. The model has none yet, so this changes nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact_unevictable_allowed: Option<u32>,
 }
 
 /// Compressors the kernel's crypto API commonly offers (zram `comp_algorithm`, zswap `compressor`).
@@ -740,6 +758,23 @@ impl Scenario {
                 v,
                 "0 ..= 2147483647 (0 disables boosting)",
             ));
+        }
+        for (name, value, max) in [
+            ("extfrag_threshold", vm.extfrag_threshold, 1000),
+            ("compaction_proactiveness", vm.compaction_proactiveness, 100),
+            (
+                "compact_unevictable_allowed",
+                vm.compact_unevictable_allowed,
+                1,
+            ),
+        ] {
+            if let Some(v) = value.filter(|&v| v > max) {
+                return Err(invalid(
+                    format!("sysctl.vm.{name}"),
+                    v,
+                    format!("0 ..= {max}"),
+                ));
+            }
         }
         if let Some(v) = vm.min_free_kbytes {
             // The kernel takes any int; a min watermark of half the machine or more leaves

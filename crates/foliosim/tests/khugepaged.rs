@@ -352,7 +352,11 @@ fn on_4_1_a_partial_munmap_splits_the_thp_at_once_and_frees_the_unmapped_half() 
     assert_eq!(ev(&k, VmEvent::ThpDeferredSplitPage), 0);
     let m = k.memcg_id(Some("m")) as usize;
     assert_eq!(k.deferred_split[m].split_queue_len, 0);
-    assert_eq!(k.memcgs[m].usage_pages, 256 * MIB as u64, "the halves were freed");
+    assert_eq!(
+        k.memcgs[m].usage_pages,
+        256 * MIB as u64,
+        "the halves were freed"
+    );
     assert_eq!(k.mms[0].rss_anon, 256 * MIB as u64);
 }
 

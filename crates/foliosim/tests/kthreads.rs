@@ -44,18 +44,18 @@ fn zswaps_shrink_worker_is_a_kernel_thread_with_its_own_cpu_time() {
     let z = r.zswap.as_ref().unwrap();
     assert!(z.written_back_pages > 0, "{z:?}");
     let names: Vec<&str> = r.kernel_threads.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names, ["kswapd0", "kworker/u+zswap-shrink"]);
-    let w = &r.kernel_threads[1];
+    assert_eq!(names, ["kswapd0", "kcompactd0", "kworker/u+zswap-shrink"]);
+    let w = &r.kernel_threads[2];
     assert!(w.wakeups > 0, "{w:?}");
     assert!(w.sys_ns > 0, "{w:?}");
     // The report's CPU breakdown covers the workload's time and the thread's.
     let total: u64 = r.cpu_time_ns.values().sum();
     let threads_ns: u64 = r.kernel_threads.iter().map(|t| t.sys_ns).sum();
     assert_eq!(total, r.cpu_user_ns + r.cpu_sys_ns + threads_ns);
-    // Without zswap there is no such thread; kswapd is always there.
+    // Without zswap there is no such thread; kswapd and kcompactd are always there.
     let off = go(&POOL_LIMIT.replace("enabled = true", "enabled = false"));
     let names: Vec<&str> = off.kernel_threads.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names, ["kswapd0"]);
+    assert_eq!(names, ["kswapd0", "kcompactd0"]);
 }
 
 #[test]

@@ -88,7 +88,8 @@ fn the_retry_rules_follow_the_gfp() {
     exhaust(&mut k, &mut c);
     let stalls = |k: &Kernel| k.vmstat.get(VmEvent::AllocstallMovable);
     // THP fault under defrag=always without MADV_HUGEPAGE: costly and __GFP_NORETRY, the
-    // compaction that comes first is skipped, so it gives up before any reclaim.
+    // compaction that comes first is skipped (no free pages to migrate into), so it gives up
+    // before any reclaim.
     assert_eq!(
         alloc_pages(&mut k, &mut c, Gfp::GFP_TRANSHUGE.noretry(), 9),
         None
@@ -113,7 +114,7 @@ fn the_retry_rules_follow_the_gfp() {
     assert_eq!(
         k.vmstat.get(VmEvent::CompactStall),
         0,
-        "compaction is not modelled"
+        "at the min watermark compaction is skipped (no free pages to migrate into)"
     );
 }
 

@@ -478,6 +478,35 @@ fn sysctl_vm_knobs_are_range_checked() {
         ],
     );
     expect_err("unknown vm knob", &with("swappiness = 60"), &["swappiness"]);
+    // Compaction's knobs: the kernel's proc_dointvec_minmax ranges.
+    expect_err(
+        "extfrag_threshold 1001",
+        &with("extfrag_threshold = 1001"),
+        &["sysctl.vm.extfrag_threshold", "1001", "0 ..= 1000"],
+    );
+    expect_err(
+        "extfrag_threshold negative",
+        &with("extfrag_threshold = -1"),
+        &["extfrag_threshold"],
+    );
+    expect_err(
+        "compaction_proactiveness 101",
+        &with("compaction_proactiveness = 101"),
+        &["sysctl.vm.compaction_proactiveness", "101", "0 ..= 100"],
+    );
+    expect_err(
+        "compact_unevictable_allowed 2",
+        &with("compact_unevictable_allowed = 2"),
+        &["sysctl.vm.compact_unevictable_allowed", "2", "0 ..= 1"],
+    );
+    let compaction = with(
+        "extfrag_threshold = 1000\ncompaction_proactiveness = 0\ncompact_unevictable_allowed = 0",
+    );
+    round_trip(&compaction);
+    let s = Scenario::from_toml_str(&compaction).unwrap();
+    assert_eq!(s.sysctl.vm.extfrag_threshold, Some(1000));
+    assert_eq!(s.sysctl.vm.compaction_proactiveness, Some(0));
+    assert_eq!(s.sysctl.vm.compact_unevictable_allowed, Some(0));
     let ok =
         with("watermark_scale_factor = 200\nwatermark_boost_factor = 0\nmin_free_kbytes = 65536");
     round_trip(&ok);

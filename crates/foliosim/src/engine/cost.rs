@@ -149,7 +149,7 @@ cost_model! {
     split_page_ns = 580;
     /// Splitting a PMD mapping into 512 PTEs before unmapping a PMD-mapped THP. estimate.
     pmd_split_ns = 3000;
-    /// Copying one 4 KiB page (copy_mc_user_highpage, khugepaged's collapse), one CPU alone;
+    /// Copying one 4 KiB page (khugepaged's collapse, migration's folio_copy), one CPU alone;
     /// charged as memory traffic (8 KiB read + written). measured: 338-411 ns per 4 KiB copied
     /// on the development VM (docs/membw.md, tools/microbench/membw.c), the midpoint.
     copy_page_ns = 375;
@@ -163,6 +163,29 @@ cost_model! {
     /// revalidation, anon_vma write lock, mmu notifiers, page-table deposit, PMD install.
     /// estimate.
     khugepaged_collapse_ns = 3000;
+    // Compaction and migration (mm/compaction/, mm/migrate/). Nothing of compaction is
+    // measured on this VM yet; the spec's starting points (spec-thp-migrate.md §9A) bound the
+    // estimates.
+    /// A compaction scanner looking at one struct page (buddy / LRU / compound tests) in its
+    /// sequential walk; a free block or a folio is one look however large. estimate (the spec's
+    /// 10-30 ns per pfn, at its low end for a prefetch-friendly walk).
+    compact_scan_pfn_ns = 15;
+    /// Isolating one folio from its LRU for migration besides the lru_lock hold (lru_move_ns):
+    /// folio_get, the pin/refcount test, test-and-clear PG_lru, NR_ISOLATED. estimate.
+    compact_isolate_folio_ns = 200;
+    /// __isolate_free_page of one free block, zone->lock held: the min-watermark check and
+    /// the list removal. estimate.
+    compact_isolate_free_ns = 100;
+    /// Migrating one folio besides its copy (copy_page_ns per page) and its PTEs (pte_unmap_ns
+    /// each way, TLB flushes apart): folio locks, anon_vma reference, refcount freeze, mapping
+    /// and flags moved, memcg transferred, the source freed. estimate (the spec's 2-5 us per
+    /// base page for unmap + copy + remap, less those).
+    migrate_folio_ns = 1500;
+    /// pin_user_pages_fast per page: lockless walk, folio reference and _pincount. estimate.
+    gup_pin_page_ns = 50;
+    /// kcompactd's 500 ms check of the node's fragmentation score (fill_contig_page_info over
+    /// the free areas). estimate.
+    fragmentation_score_ns = 200;
     /// A context switch between tasks on one CPU. estimate (typical 1-3 µs in a guest).
     context_switch_ns = 2000;
     /// Entry and exit of a memory syscall (mmap, munmap, madvise) besides its work. estimate.

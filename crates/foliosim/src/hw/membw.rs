@@ -36,7 +36,8 @@ pub enum Stream {
     UserStore = 1,
     RamdiskCopy = 2,
     TlbBroadcast = 3,
-    /// copy_mc_user_highpage of khugepaged's collapse: 4 KiB read and 4 KiB written.
+    /// Copying a page, 4 KiB read and 4 KiB written: khugepaged's collapse
+    /// (copy_mc_user_highpage), migration (folio_copy).
     CopyPage = 4,
 }
 

@@ -28,6 +28,9 @@ pub mod flags {
     /// PG_partially_mapped: a large anon folio some of whose pages were unmapped; it is on its
     /// memcg's deferred split queue (mm/huge_memory/deferred_split.rs).
     pub const PARTIALLY_MAPPED: Flags = 1 << 9;
+    /// Isolated from its LRU list for migration (compaction), off every list until migrated
+    /// or put back; never set between steps.
+    pub const ISOLATED: Flags = 1 << 12;
 }
 
 /// A swap entry: device index in the top 4 bits, slot offset in the low 28 (1 TiB per device).
@@ -73,6 +76,9 @@ pub struct FolioTable {
     /// Folios in the swap cache on non-contiguous slots (the `non-contiguous` swap-out
     /// fallback), by head pfn: page i's slot. Any other folio's page i is at `swap[head] + i`.
     pub scattered: BTreeMap<u32, Box<[SwapEntry]>>,
+    /// FOLL_PIN references by head pfn (folio->_pincount, one per pinned page: mm/gup.rs).
+    /// Sparse: pins are rare, and a pinned folio is never migrated or reclaimed.
+    pub pins: BTreeMap<u32, u32>,
 }
 
 /// The contiguous slot ranges of a folio in the swap cache, in page order.
@@ -107,7 +113,14 @@ impl FolioTable {
             lru_next: vec![NIL; n],
             writeback_done_ns: vec![0; n],
             scattered: BTreeMap::new(),
+            pins: BTreeMap::new(),
         }
+    }
+
+    /// folio_maybe_dma_pinned: is any page of the folio at `pfn` pinned?
+    #[inline]
+    pub fn is_pinned(&self, pfn: u32) -> bool {
+        !self.pins.is_empty() && self.pins.contains_key(&pfn)
     }
 
     #[inline]
@@ -196,6 +209,10 @@ impl FolioTable {
         self.flags[i] = 0;
         self.owner_mm[i] = NIL;
         self.mapcount[i] = 0;
+        // The model's pin holder goes away with the mapping (mm/gup.rs).
+        if !self.pins.is_empty() {
+            self.pins.remove(&pfn);
+        }
     }
 }
 
@@ -203,14 +220,18 @@ impl FolioTable {
     /// page_folio(): the head of the folio containing `pfn`. Tail pfns carry no flags, so the
     /// first aligned-down pfn that heads a live folio covering `pfn` is its head.
     pub fn head_of(&self, pfn: u32) -> u32 {
-        for order in 0..=crate::mm::page_alloc::MAX_PAGE_ORDER {
+        self.folio_of(pfn)
+            .unwrap_or_else(|| panic!("pfn {pfn} belongs to no folio"))
+    }
+
+    /// The head of the live folio covering `pfn`, if one does (a scanner's page_folio on any
+    /// pfn: free, kernel-held and folio pages alike).
+    pub fn folio_of(&self, pfn: u32) -> Option<u32> {
+        (0..=crate::mm::page_alloc::MAX_PAGE_ORDER).find_map(|order| {
             let candidate = pfn & !((1u32 << order) - 1);
-            if self.test(candidate, flags::ALLOCATED)
-                && self.order[candidate as usize] as u32 >= order
-            {
-                return candidate;
-            }
-        }
-        panic!("pfn {pfn} belongs to no folio");
+            (self.test(candidate, flags::ALLOCATED)
+                && self.order[candidate as usize] as u32 >= order)
+                .then_some(candidate)
+        })
     }
 }

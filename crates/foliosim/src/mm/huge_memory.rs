@@ -75,6 +75,7 @@ pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut Ve
         !f.test(pfn, flags::SWAPCACHE),
         "split of folio {pfn} in the swap cache is not modelled"
     );
+    assert!(!f.is_pinned(pfn), "split of pinned folio {pfn}");
     let (mm, vma, index, memcg) = (f.owner_mm[i], f.owner_vma[i], f.owner_index[i], f.memcg[i]);
     ctx.spend(k.cost.split_folio_ns + k.cost.split_page_ns * nr as u64);
     let was_mapped = f.mapcount[i] > 0;

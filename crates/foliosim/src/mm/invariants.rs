@@ -1,13 +1,15 @@
 //! The model's invariants, checked between steps when the scenario asks (always in tests):
 //! every physical page is free (on exactly one buddy or per-CPU list, at its order and
-//! pageblock type) or in exactly one live folio; every live folio is on its memcg's
-//! LRU and mapped or in the swap cache; PTEs and mapcounts agree; every swap_map count equals
-//! the swap PTEs that reference the slot, and HAS_CACHE equals swap-cache presence; memcg usage
-//! and LRU sizes add up; each allocator's cluster bookkeeping matches swap_map; every swapped
-//! page not in the swap cache is in exactly one of zswap, the device or the zero map, and pages
-//! held by zsmalloc pools and RAM disks are neither free nor in a folio. A PMD-mapped folio
-//! (fault or khugepaged collapse) is one whole order-9 folio; each memcg's deferred split queue
-//! holds exactly the partially mapped large folios of that memcg.
+//! pageblock type) or in exactly one live folio (so migration conserves pages); every live
+//! folio is on its memcg's LRU (none left isolated for migration) and mapped or in the swap
+//! cache; pins are on live folios; pageblock skip bits only on the zone's pageblocks; PTEs
+//! and mapcounts agree; every swap_map count equals the swap PTEs that reference the slot, and
+//! HAS_CACHE equals swap-cache presence; memcg usage and LRU sizes add up; each allocator's
+//! cluster bookkeeping matches swap_map; every swapped page not in the swap cache is in
+//! exactly one of zswap, the device or the zero map, and pages held by zsmalloc pools and RAM
+//! disks are neither free nor in a folio. A PMD-mapped folio (fault or khugepaged collapse) is
+//! one whole order-9 folio; each memcg's deferred split queue holds exactly the partially
+//! mapped large folios of that memcg.
 
 use super::folio::{flags, NIL};
 use super::swap_devstore::RamStore;
@@ -79,6 +81,12 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             }
             memcg_pages[f.memcg[pfn] as usize] += n as u64;
             let fl = f.flags[pfn];
+            if fl & flags::ISOLATED != 0 {
+                return Err(format!(
+                    "folio {pfn} is isolated for migration between steps (LRU: {})",
+                    fl & flags::LRU != 0
+                ));
+            }
             if fl & flags::LRU == 0 {
                 return Err(format!("folio {pfn} is not on an LRU list between steps"));
             }
@@ -94,6 +102,14 @@ pub fn check(k: &Kernel) -> Result<(), String> {
                 return Err(format!("pfn {pfn} is neither free nor in a folio: lost"));
             }
             pfn += 1;
+        }
+    }
+    // Pins are held on live folios only.
+    for (&head, &pins) in &f.pins {
+        if !f.test(head, flags::ALLOCATED) || pins == 0 {
+            return Err(format!(
+                "{pins} pins on pfn {head}, which heads no live folio"
+            ));
         }
     }
     // LRU lists hold exactly the live folios of their memcg.

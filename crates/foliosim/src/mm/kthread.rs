@@ -13,6 +13,7 @@
 //! 4. wake it where the kernel does: `k.kthreads.wake(KthreadKind::Kswapd { node }, ctx.now_ns)`
 //!    (wake_up_interruptible(&pgdat->kswapd_wait), queue_work, ...).
 
+use super::compaction::kcompactd::{boot_timer_ns as kcompactd_boot_timer_ns, kcompactd_run};
 use super::khugepaged::khugepaged_step;
 use super::vmscan::kswapd::{kswapd_run, kswapd_should_run};
 use super::zswap::shrink_worker_step;
@@ -24,6 +25,9 @@ pub enum KthreadKind {
     /// kswapd0: the node's background reclaim, woken below the low watermark (wakeup_kswapd),
     /// back to sleep once the high watermark holds (mm/vmscan/kswapd.rs).
     Kswapd,
+    /// kcompactd0: the node's background compaction, woken by kswapd before it sleeps and
+    /// every 500 ms for proactive compaction (mm/compaction/kcompactd.rs).
+    Kcompactd,
     /// zswap's shrink_worker: zswap_shrink_work on the `zswap-shrink` workqueue (unbound,
     /// max_active 1), queued by zswap_store when a store fails with the pool full.
     ZswapShrink,
@@ -46,6 +50,7 @@ impl KthreadKind {
     pub fn name(self) -> String {
         match self {
             KthreadKind::Kswapd => "kswapd0".into(),
+            KthreadKind::Kcompactd => "kcompactd0".into(),
             KthreadKind::ZswapShrink => "kworker/u+zswap-shrink".into(),
             KthreadKind::Khugepaged => "khugepaged".into(),
             #[cfg(test)]
@@ -96,6 +101,7 @@ pub fn run(k: &mut Kernel, ctx: &mut Ctx, kind: KthreadKind) -> KthreadNext {
                 KthreadNext::Wait
             }
         }
+        KthreadKind::Kcompactd => kcompactd_run(k, ctx),
         KthreadKind::ZswapShrink => shrink_worker_step(k, ctx),
         KthreadKind::Khugepaged => khugepaged_step(k, ctx),
         #[cfg(test)]
@@ -120,6 +126,14 @@ pub fn run(k: &mut Kernel, ctx: &mut Ctx, kind: KthreadKind) -> KthreadNext {
     }
 }
 
+/// The timed sleep a kernel thread starts in at boot (None: asleep until woken).
+pub fn boot_timer_ns(k: &mut Kernel, kind: KthreadKind) -> Option<u64> {
+    match kind {
+        KthreadKind::Kcompactd => kcompactd_boot_timer_ns(k),
+        _ => None,
+    }
+}
+
 /// The kernel threads of a run and the wake-ups mm code posted for the scheduler.
 pub struct Kthreads {
     /// The threads this kernel runs, in creation order (the scheduler's order too).
@@ -134,9 +148,17 @@ pub struct Kthreads {
 }
 
 impl Kthreads {
-    pub fn new(zswap_enabled: bool, khugepaged_enabled: bool, ncpus: usize) -> Kthreads {
-        // Every kernel runs kswapd (one node here).
+    pub fn new(
+        zswap_enabled: bool,
+        khugepaged_enabled: bool,
+        kcompactd_enabled: bool,
+        ncpus: usize,
+    ) -> Kthreads {
+        // Every kernel runs kswapd (one node here); kcompactd from 4.6 on.
         let mut kinds = vec![KthreadKind::Kswapd];
+        if kcompactd_enabled {
+            kinds.push(KthreadKind::Kcompactd);
+        }
         if zswap_enabled {
             kinds.push(KthreadKind::ZswapShrink);
         }

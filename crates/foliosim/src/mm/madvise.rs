@@ -99,6 +99,11 @@ fn cold_or_pageout(
                     && start + nr_folio <= end
                     && k.folios.mapcount[head as usize] as u32 == nr_folio;
                 if !whole || (pageout && !k.swap.swapout_whole(order)) {
+                    if k.folios.is_pinned(head) {
+                        // split_folio refuses a pinned folio: leave it.
+                        index = start + nr_folio;
+                        continue;
+                    }
                     split_folio(k, ctx, head, None);
                     continue;
                 }

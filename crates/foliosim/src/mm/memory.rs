@@ -31,18 +31,9 @@ pub fn touch(
     write: bool,
 ) -> Result<u32, MmError> {
     let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
-    let covered = if pte.is_none() {
-        k.vmstat.count(VmEvent::Pgfault, 1);
-        k.mms[mm as usize].mmap_lock.read_lock(ctx);
-        let (start, order) = do_anonymous_page(k, ctx, mm, vma, index)?;
+    let covered = if !pte.is_present() {
+        let (start, order) = handle_mm_fault(k, ctx, mm, vma, index, write)?;
         (start + (1 << order)).min(end) - index
-    } else if pte.is_swap() {
-        k.vmstat.count(VmEvent::Pgfault, 1);
-        k.mms[mm as usize].mmap_lock.read_lock(ctx);
-        let (start, order) = do_swap_page(k, ctx, mm, vma, index, pte.swap_entry(), write)?;
-        (start + (1 << order)).min(end) - index
-    } else if pte.is_hole() {
-        return Err(MmError::Segv { vma, index });
     } else {
         // Present: walk on through present PTEs (bounded: one step is at most a PMD's worth).
         let ptes = &k.mms[mm as usize].vma(vma).ptes;
@@ -65,6 +56,30 @@ pub fn touch(
         k.cost.user_write_page_ns * covered as u64,
     );
     Ok(covered)
+}
+
+/// handle_mm_fault on a page that is not present: a new anonymous folio, or a swap-in.
+/// Returns the first page index mapped and the folio's order.
+pub fn handle_mm_fault(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    mm: u32,
+    vma: u32,
+    index: u32,
+    write: bool,
+) -> Result<(u32, u32), MmError> {
+    let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
+    debug_assert!(!pte.is_present());
+    if pte.is_hole() {
+        return Err(MmError::Segv { vma, index });
+    }
+    k.vmstat.count(VmEvent::Pgfault, 1);
+    k.mms[mm as usize].mmap_lock.read_lock(ctx);
+    if pte.is_swap() {
+        do_swap_page(k, ctx, mm, vma, index, pte.swap_entry(), write)
+    } else {
+        do_anonymous_page(k, ctx, mm, vma, index)
+    }
 }
 
 /// do_anonymous_page: try each suitable enabled order, highest first; an order whose range is

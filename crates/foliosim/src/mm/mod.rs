@@ -4,6 +4,7 @@
 pub mod compaction;
 pub mod folio;
 pub mod gfp;
+pub mod gup;
 pub mod huge_memory;
 pub mod invariants;
 pub mod khugepaged;
@@ -12,6 +13,7 @@ pub mod lruvec;
 pub mod madvise;
 pub mod memcontrol;
 pub mod memory;
+pub mod migrate;
 pub mod mmap;
 pub mod mmap_lock;
 pub mod page_alloc;
@@ -101,6 +103,8 @@ pub struct Kernel {
     pub zone: Zone,
     /// kswapd's state of the one node: woken by the allocator, run by its kernel thread.
     pub kswapd: KswapdState,
+    /// Compaction: its sysctls, the zone's scanner and deferral state, kcompactd's state.
+    pub compaction: compaction::Compaction,
     pub folios: FolioTable,
     pub mms: Vec<MmStruct>,
     /// Index 0 is the root memcg.
@@ -227,6 +231,7 @@ impl Kernel {
             vmstat: VmStat::default(),
             zone: Zone::new(nr_pages, ncpus, watermark_sysctl(scenario, nr_pages)),
             kswapd: KswapdState::default(),
+            compaction: compaction::Compaction::new(scenario, nr_pages),
             folios: FolioTable::new(nr_pages),
             mms: Vec::new(),
             memcgs,
@@ -266,6 +271,7 @@ impl Kernel {
             kthreads: Kthreads::new(
                 zswap.enabled,
                 khugepaged::hugepage_pmd_enabled(scenario),
+                scenario.kernel.version.kcompactd(),
                 ncpus,
             ),
             zswap,

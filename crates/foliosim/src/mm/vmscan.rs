@@ -192,6 +192,10 @@ fn shrink_lruvec(
     priority: u32,
     reclaim: Reclaim,
 ) -> ShrinkCount {
+    // get_scan_count: with no free swap, anon is not scanned (can_reclaim_anon_pages).
+    if k.swap.nr_swap_pages() == 0 {
+        return ShrinkCount::default();
+    }
     let lv = &mut k.memcgs[memcg as usize].lruvec;
     lv.end_writeback(&mut k.folios, ctx.now_ns);
     let mut nr_inactive = lv.inactive_anon.nr_pages >> priority;
@@ -372,7 +376,13 @@ pub fn shrink_folio_list(
                 FolioReferences::Reclaim => {}
             }
         }
-        if f.test(pfn, flags::PARTIALLY_MAPPED) {
+        if k.folios.is_pinned(pfn) {
+            // try_to_unmap cannot replace a pinned exclusive anon page's PTEs: activate_locked.
+            // (The kernel finds out after add_to_swap; the model stops before taking slots.)
+            result.putback.push((pfn, true));
+            continue;
+        }
+        if k.folios.test(pfn, flags::PARTIALLY_MAPPED) {
             // Split partially mapped folios right away: the unmapped pages are freed without
             // IO (the split frees them; an unmapped head goes with the isolation reference).
             split_folio(k, ctx, pfn, Some(&mut list));
@@ -381,8 +391,7 @@ pub fn shrink_folio_list(
                 continue;
             }
         }
-        let f = &mut k.folios;
-        if !f.test(pfn, flags::SWAPCACHE) && !add_to_swap(k, ctx, pfn, &mut list) {
+        if !k.folios.test(pfn, flags::SWAPCACHE) && !add_to_swap(k, ctx, pfn, &mut list) {
             // activate_locked_split: no slot even for order 0.
             result.putback.push((pfn, true));
             continue;

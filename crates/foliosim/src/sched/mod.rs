@@ -98,10 +98,17 @@ pub fn run_tasks(
     let kthread_tid: Vec<usize> = k
         .kthreads
         .kinds
-        .iter()
-        .map(|&kind| {
+        .clone()
+        .into_iter()
+        .map(|kind| {
             tasks.push(Task::kthread(kind));
-            tasks.len() - 1
+            let tid = tasks.len() - 1;
+            // A thread whose loop starts with a timed sleep (kcompactd's 500 ms).
+            if let Some(ns) = kthread::boot_timer_ns(k, kind) {
+                tasks[tid].state = State::TimedWait;
+                q.sleep_until(ns, tid);
+            }
+            tid
         })
         .collect();
     let mut steps = 0u64;

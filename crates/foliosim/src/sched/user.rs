@@ -2,6 +2,8 @@
 
 use super::task::UserProgram;
 use crate::engine::Ctx;
+use crate::mm::compaction::compact_memory;
+use crate::mm::gup::{pin_user_pages_fast, unpin_user_pages};
 use crate::mm::khugepaged::khugepaged_exit;
 use crate::mm::madvise::madvise;
 use crate::mm::memory::{touch, zap_range};
@@ -83,6 +85,18 @@ pub(super) fn step(
                 at_ns: ctx.now_ns,
                 counters: k.vm_events().to_map(),
             })
+        }
+        Op::Pin { vma, first, nr } => {
+            ctx.spend(k.cost.syscall_ns);
+            pin_user_pages_fast(k, ctx, mm, vma, first, nr)?;
+        }
+        Op::Unpin { vma, first, nr } => {
+            ctx.spend(k.cost.syscall_ns);
+            unpin_user_pages(k, ctx, mm, vma, first, nr);
+        }
+        Op::CompactMemory => {
+            ctx.spend(k.cost.syscall_ns);
+            compact_memory(k, ctx);
         }
         Op::Exit => {
             // The last thread out (mmput) tears the address space down (exit_mmap).

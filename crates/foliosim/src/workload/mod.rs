@@ -70,6 +70,23 @@ pub enum Op {
         if_resident: u8,
         otherwise: u8,
     },
+    // Pins and compaction (mm/gup.rs, mm/compaction/).
+    /// pin_user_pages_fast(FOLL_WRITE | FOLL_LONGTERM) of pages [first, first + nr), faulting
+    /// in those not present, as io_uring's fixed buffers or a DMA driver pin user memory. The
+    /// pins last until Unpin, or until the pages are unmapped.
+    Pin {
+        vma: u32,
+        first: u32,
+        nr: u32,
+    },
+    /// unpin_user_pages of pages [first, first + nr).
+    Unpin {
+        vma: u32,
+        first: u32,
+        nr: u32,
+    },
+    /// `echo 1 > /proc/sys/vm/compact_memory`: compact the whole zone, synchronously.
+    CompactMemory,
 }
 
 pub struct TaskSpec {

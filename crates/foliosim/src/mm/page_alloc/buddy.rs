@@ -29,6 +29,12 @@ pub struct FreeArea {
     buddy_order: Vec<u8>,
     /// Per pageblock: its MigrateType.
     pageblock_mt: Vec<u8>,
+    /// Per pageblock: PB_migrate_skip, compaction's hint that isolation recently failed
+    /// there (mm/compaction/skip.rs), one bit per block.
+    pageblock_skip: Vec<u64>,
+    /// The direct compactor's capture_control while it runs (mm/compaction/): a block of its
+    /// order freed meanwhile is handed to it instead of the free lists.
+    pub capture: Option<Capture>,
     /// Pageblocks of each type (/proc/pagetypeinfo's "Number of blocks type").
     pub nr_pageblocks: [u32; MIGRATE_TYPES],
     /// NR_FREE_PAGES: pages on the free lists, isolated pageblocks excluded. Pages on per-CPU
@@ -57,6 +63,8 @@ impl FreeArea {
             links: vec![[0; 2]; nr_pages as usize],
             buddy_order: vec![NOT_BUDDY; nr_pages as usize],
             pageblock_mt: vec![MigrateType::Movable as u8; nr_blocks],
+            pageblock_skip: vec![0; nr_blocks.div_ceil(64)],
+            capture: None,
             nr_pageblocks,
             nr_free_pages: 0,
             nr_free_highatomic: 0,
@@ -87,6 +95,25 @@ impl FreeArea {
         debug_assert!(order >= PAGEBLOCK_ORDER);
         for block in 0..1u32 << (order - PAGEBLOCK_ORDER) {
             self.set_pageblock_mt(pfn + block * PAGEBLOCK_NR_PAGES, mt);
+        }
+    }
+
+    /// get_pageblock_skip.
+    #[inline]
+    pub fn pageblock_skip(&self, pfn: u32) -> bool {
+        let block = (pfn >> PAGEBLOCK_ORDER) as usize;
+        self.pageblock_skip[block / 64] >> (block % 64) & 1 != 0
+    }
+
+    /// set_pageblock_skip / clear_pageblock_skip.
+    pub fn set_pageblock_skip(&mut self, pfn: u32, skip: bool) {
+        let block = (pfn >> PAGEBLOCK_ORDER) as usize;
+        debug_assert!(pfn < self.nr_pages, "skip bit of pfn {pfn} past the zone");
+        let word = &mut self.pageblock_skip[block / 64];
+        if skip {
+            *word |= 1 << (block % 64);
+        } else {
+            *word &= !(1 << (block % 64));
         }
     }
 
@@ -128,6 +155,43 @@ impl FreeArea {
                 p
             })
         })
+    }
+
+    /// The blocks of one list, tail first (list_for_each_entry_reverse).
+    pub fn list_rev(&self, order: u32, mt: MigrateType) -> impl Iterator<Item = u32> + '_ {
+        let mut cur = self.tail[order as usize][mt as usize];
+        std::iter::from_fn(move || {
+            (cur != NIL).then(|| {
+                let p = cur;
+                cur = self.links[p as usize][PREV];
+                p
+            })
+        })
+    }
+
+    /// move_freelist_head: rotate the list so that `pfn` is first (the blocks before it go to
+    /// the tail, in order): compaction's free-list searches skip what they saw last time.
+    pub fn rotate_to_head(&mut self, order: u32, mt: MigrateType, pfn: u32) {
+        let (o, m, p) = (order as usize, mt as usize, pfn as usize);
+        debug_assert_eq!(self.buddy_order[p], order as u8 + 1);
+        if self.head[o][m] == pfn {
+            return;
+        }
+        let (old_head, old_tail, prev) = (self.head[o][m], self.tail[o][m], self.links[p][PREV]);
+        self.links[old_tail as usize][NEXT] = old_head;
+        self.links[old_head as usize][PREV] = old_tail;
+        self.links[p][PREV] = NIL;
+        self.links[prev as usize][NEXT] = NIL;
+        self.head[o][m] = pfn;
+        self.tail[o][m] = prev;
+    }
+
+    /// move_freelist_tail: rotate the list so that `pfn` is last.
+    pub fn rotate_to_tail(&mut self, order: u32, mt: MigrateType, pfn: u32) {
+        let next = self.links[pfn as usize][NEXT];
+        if next != NIL {
+            self.rotate_to_head(order, mt, next);
+        }
     }
 
     /// account_freepages.
@@ -248,6 +312,15 @@ impl FreeArea {
         debug_assert_eq!(pfn % (1 << order), 0);
         self.account(1 << order, mt);
         while order < MAX_PAGE_ORDER {
+            if self
+                .capture
+                .as_mut()
+                .is_some_and(|c| c.take(pfn, order, mt))
+            {
+                // compaction_capture: the whole merged block goes to the compactor.
+                self.account(-(1i64 << order), mt);
+                return;
+            }
             let buddy = pfn ^ (1 << order);
             if buddy >= self.nr_pages || self.buddy_order[buddy as usize] != order as u8 + 1 {
                 break;
@@ -448,6 +521,23 @@ impl FreeArea {
                 self.nr_free_pages, self.nr_free_highatomic
             ));
         }
+        let nr_blocks = self.pageblock_mt.len();
+        for (w, &word) in self.pageblock_skip.iter().enumerate() {
+            let valid = (nr_blocks - (w * 64).min(nr_blocks)).min(64);
+            let valid_mask = if valid == 64 {
+                u64::MAX
+            } else {
+                (1u64 << valid) - 1
+            };
+            if word & !valid_mask != 0 {
+                return Err(format!(
+                    "pageblock skip bits set past the zone's {nr_blocks} pageblocks"
+                ));
+            }
+        }
+        if let Some(c) = &self.capture {
+            return Err(format!("a capture_control is left installed: {c:?}"));
+        }
         let mut by_type = [0u32; MIGRATE_TYPES];
         for &mt in &self.pageblock_mt {
             by_type[mt as usize] += 1;
@@ -459,5 +549,33 @@ impl FreeArea {
             ));
         }
         Ok(free)
+    }
+}
+
+/// struct capture_control of a direct compactor: the order and type it compacts for, and the
+/// block captured for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capture {
+    pub order: u32,
+    pub migratetype: MigrateType,
+    pub page: Option<u32>,
+}
+
+impl Capture {
+    /// compaction_capture: take a block of `order` being freed (while merging) if it is
+    /// exactly the order wanted, not an isolated block, and not a small movable block wanted
+    /// by a non-movable request (it would pollute a movable pageblock).
+    fn take(&mut self, pfn: u32, order: u32, mt: MigrateType) -> bool {
+        if self.page.is_some() || order != self.order || mt == MigrateType::Isolate {
+            return false;
+        }
+        if order < PAGEBLOCK_ORDER
+            && mt == MigrateType::Movable
+            && self.migratetype != MigrateType::Movable
+        {
+            return false;
+        }
+        self.page = Some(pfn);
+        true
     }
 }

@@ -63,6 +63,12 @@ impl Zone {
             .ok_or(NoFallback::Empty)
     }
 
+    /// find_suitable_fallback(claimable) found a list: __compact_finished's test that an
+    /// allocation of `mt` would claim a block of `order` from another type.
+    pub fn has_claimable_fallback(&self, order: u32, mt: MigrateType) -> bool {
+        self.find_suitable_fallback(order, mt, true).is_ok()
+    }
+
     /// __rmqueue: one block of `order` for a request of type `mt`.
     pub(super) fn rmqueue_block(
         &mut self,

@@ -6,6 +6,7 @@
 
 pub mod buddy;
 pub mod fallback;
+pub mod isolate;
 pub mod migratetype;
 pub mod pcp;
 pub mod rmqueue;

@@ -1,14 +1,14 @@
 //! __alloc_pages (mm/page_alloc.c, 6.18): the fast path at the low watermark, then
-//! __alloc_pages_slowpath: wake kswapd, retry at the min watermark, direct compaction (not
-//! modelled: compaction.rs answers COMPACT_SKIPPED), direct reclaim, and the retry rules each
-//! gfp asks for, up to the point where the kernel would call the OOM killer.
+//! __alloc_pages_slowpath: wake kswapd, retry at the min watermark, direct compaction
+//! (mm/compaction/), direct reclaim, and the retry rules each gfp asks for, up to the point
+//! where the kernel would call the OOM killer.
 
 use super::watermark::{zone_watermark_ok, AllocFlags, Wmark};
 use super::{Zone, MAX_PAGE_ORDER, PAGE_ALLOC_COSTLY_ORDER};
 use crate::engine::Ctx;
 use crate::mm::compaction::{
-    self, CompactPriority, CompactResult, INIT_COMPACT_PRIORITY, MIN_COMPACT_COSTLY_PRIORITY,
-    MIN_COMPACT_PRIORITY,
+    self, CompactPriority, CompactResult, DEF_COMPACT_PRIORITY, INIT_COMPACT_PRIORITY,
+    MIN_COMPACT_COSTLY_PRIORITY, MIN_COMPACT_PRIORITY,
 };
 use crate::mm::folio::FolioTable;
 use crate::mm::gfp::Gfp;
@@ -148,7 +148,7 @@ fn alloc_pages_slowpath(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> 
     let costly = order > PAGE_ALLOC_COSTLY_ORDER;
     let mut alloc_flags = gfp_to_alloc_flags(gfp, order);
     let mut compact_result = CompactResult::Skipped;
-    let mut compact_priority = CompactPriority::Async;
+    let mut compact_priority = DEF_COMPACT_PRIORITY;
     let mut compaction_retries = 0;
     let mut no_progress_loops = 0;
 
@@ -298,14 +298,12 @@ fn alloc_pages_direct_compact(
         k.zone
             .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, alloc_flags)
     });
-    k.vmstat.count(
-        if page.is_some() {
-            VmEvent::CompactSuccess
-        } else {
-            VmEvent::CompactFail
-        },
-        1,
-    );
+    if page.is_some() {
+        compaction::compaction_alloc_succeeded(k, order);
+        k.vmstat.count(VmEvent::CompactSuccess, 1);
+    } else {
+        k.vmstat.count(VmEvent::CompactFail, 1);
+    }
     (page, result)
 }
 
@@ -362,39 +360,35 @@ fn should_compact_retry(
     if order == 0 {
         return false;
     }
-    match result {
-        CompactResult::Skipped => {
-            // Retry if reclaim could make compaction possible. The kernel's loop ends when
-            // compaction runs and fails at its lowest priority; with compaction not modelled
-            // it would never run, so the model bounds these retries (a model bound).
-            *retries += 1;
-            *retries <= MAX_COMPACT_RETRIES && compaction::compaction_zonelist_suitable(k, order)
-        }
-        CompactResult::Success => {
-            // Raced with another allocation: retry a few times (costly: a quarter as many).
-            let max = if order > PAGE_ALLOC_COSTLY_ORDER {
-                MAX_COMPACT_RETRIES / 4
-            } else {
-                MAX_COMPACT_RETRIES
-            };
-            *retries += 1;
-            *retries <= max
-        }
-        CompactResult::Complete | CompactResult::Deferred => {
-            let min = if order > PAGE_ALLOC_COSTLY_ORDER {
-                MIN_COMPACT_COSTLY_PRIORITY
-            } else {
-                MIN_COMPACT_PRIORITY
-            };
-            if *priority > min {
-                *priority = match *priority {
-                    CompactPriority::Async => CompactPriority::SyncLight,
-                    _ => CompactPriority::SyncFull,
-                };
-                *retries = 0;
-                return true;
-            }
-            false
+    if result == CompactResult::Skipped {
+        // Not enough free pages to migrate into: retry if reclaim could change that.
+        return compaction::compaction_zonelist_suitable(k, order);
+    }
+    if result == CompactResult::Success {
+        // Raced with another allocation: retry a few times (costly: a quarter as many).
+        let max = if order > PAGE_ALLOC_COSTLY_ORDER {
+            MAX_COMPACT_RETRIES / 4
+        } else {
+            MAX_COMPACT_RETRIES
+        };
+        *retries += 1;
+        if *retries <= max {
+            return true;
         }
     }
+    // Compaction failed: retry at the next priority, down to the lowest allowed.
+    let min = if order > PAGE_ALLOC_COSTLY_ORDER {
+        MIN_COMPACT_COSTLY_PRIORITY
+    } else {
+        MIN_COMPACT_PRIORITY
+    };
+    if *priority > min {
+        *priority = match *priority {
+            CompactPriority::Async => CompactPriority::SyncLight,
+            _ => CompactPriority::SyncFull,
+        };
+        *retries = 0;
+        return true;
+    }
+    false
 }

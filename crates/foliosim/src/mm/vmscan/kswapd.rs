@@ -4,15 +4,19 @@
 //!
 //! The thread (`KthreadKind::Kswapd`, "kswapd0") runs `kswapd_run` while `kswapd_should_run`;
 //! the allocator marks it woken, and `post_kswapd_wakeup` hands that to the scheduler.
+//! Before it sleeps, kswapd clears compaction's skip bits (after a direct compaction met its
+//! scanners) and wakes kcompactd for the order it was woken for.
 //! Not modelled yet: the 100 ms trial nap before a full sleep (kswapd_{low,high}_wmark_hit_quickly),
-//! waking kcompactd (no kcompactd yet), shrink_slab (zswap's shrinker runs in memcg reclaim
+//! shrink_slab (zswap's shrinker runs in memcg reclaim
 //! only), ZONE_RECLAIM_ACTIVE's lower pcp high.
 
 use super::{inactive_is_low_pages, shrink_active_list, shrink_node, Reclaim, SWAP_CLUSTER_MAX};
 use crate::engine::Ctx;
+use crate::mm::compaction::skip::reset_isolation_suitable;
+use crate::mm::compaction::wakeup_kcompactd;
 use crate::mm::gfp::Gfp;
 use crate::mm::kthread::KthreadKind;
-use crate::mm::page_alloc::{AllocFlags, Wmark, Zone};
+use crate::mm::page_alloc::{AllocFlags, Wmark, Zone, PAGEBLOCK_ORDER};
 use crate::mm::vmstat::VmEvent;
 use crate::mm::Kernel;
 
@@ -31,6 +35,9 @@ pub struct KswapdState {
     pub kswapd_failures: u32,
     /// The wake-up has been posted to the thread.
     pub posted: bool,
+    /// wakeup_kcompactd asked by wakeup_kswapd (balanced node, caller not reclaiming), for
+    /// this order; posted at the end of the step with kswapd's wake-up (0: none).
+    pub kcompactd_order: u32,
 }
 
 /// compact_gap: reclaim for a high order stops at twice its size; compaction does the rest.
@@ -45,8 +52,8 @@ pub fn pgdat_balanced(zone: &Zone, order: u32) -> bool {
 
 /// wakeup_kswapd: record the order, and wake kswapd unless it is awake already, the node is
 /// hopeless, or balanced without a boost (then, for callers that will not reclaim themselves,
-/// the kernel wakes kcompactd; the model has none yet).
-pub fn wakeup_kswapd(zone: &Zone, kswapd: &mut KswapdState, _gfp: Gfp, order: u32) {
+/// kcompactd: the free memory may be there but too fragmented).
+pub fn wakeup_kswapd(zone: &Zone, kswapd: &mut KswapdState, gfp: Gfp, order: u32) {
     kswapd.kswapd_order = kswapd.kswapd_order.max(order);
     if kswapd.woken {
         return;
@@ -54,6 +61,9 @@ pub fn wakeup_kswapd(zone: &Zone, kswapd: &mut KswapdState, _gfp: Gfp, order: u3
     if kswapd.kswapd_failures >= MAX_RECLAIM_RETRIES
         || (pgdat_balanced(zone, order) && zone.watermark_boost == 0)
     {
+        if !gfp.contains(Gfp::DIRECT_RECLAIM) {
+            kswapd.kcompactd_order = kswapd.kcompactd_order.max(order);
+        }
         return;
     }
     kswapd.woken = true;
@@ -66,6 +76,10 @@ pub fn post_kswapd_wakeup(k: &mut Kernel, now_ns: u64) {
     if k.kswapd.woken && !k.kswapd.posted {
         k.kswapd.posted = true;
         k.kthreads.wake(KthreadKind::Kswapd, now_ns);
+    }
+    let order = std::mem::take(&mut k.kswapd.kcompactd_order);
+    if order > 0 {
+        wakeup_kcompactd(k, order, now_ns);
     }
 }
 
@@ -81,6 +95,10 @@ pub fn kswapd_run(k: &mut Kernel, ctx: &mut Ctx) -> u64 {
     let alloc_order = std::mem::take(&mut k.kswapd.kswapd_order);
     let (reclaimed, reclaim_order) = balance(k, ctx, alloc_order);
     if k.kswapd.kswapd_failures >= MAX_RECLAIM_RETRIES || pgdat_balanced(&k.zone, reclaim_order) {
+        // kswapd_try_to_sleep: compaction may succeed now, so forget where it failed, and
+        // compact for the order kswapd was woken for.
+        reset_isolation_suitable(k, ctx);
+        wakeup_kcompactd(k, alloc_order, ctx.now_ns);
         k.kswapd.woken = false;
         k.kswapd.posted = false;
     }
@@ -163,6 +181,11 @@ fn balance(k: &mut Kernel, ctx: &mut Ctx, order: u32) -> (u64, u32) {
     }
     // The boost this run was woken for is spent, reclaimed or not.
     k.zone.watermark_boost -= k.zone.watermark_boost.min(zone_boost);
+    if zone_boost > 0 {
+        // A fragmenting fallback boosted the watermarks: with the space reclaimed, kcompactd
+        // defragments pageblocks.
+        wakeup_kcompactd(k, PAGEBLOCK_ORDER, ctx.now_ns);
+    }
     (nr_reclaimed, sc_order)
 }
 

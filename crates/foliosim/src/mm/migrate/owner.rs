@@ -1,0 +1,103 @@
+//! Who points at a folio's pfns, by the kind of its owner: what migration unmaps, rewires and
+//! remaps (try_to_migrate, __folio_migrate_mapping, remove_migration_ptes). The generic part of
+//! a move (the copy, the folio's state, the LRU, freeing the source) is in mod.rs.
+
+use crate::engine::Ctx;
+use crate::mm::folio::flags;
+use crate::mm::mmap::Pte;
+use crate::mm::tlb::TlbUnmapBatch;
+use crate::mm::Kernel;
+
+/// The kinds of folio owner. A page-cache folio (mm/filemap.rs) adds its kind here, with its
+/// mapping's slots and the PTEs of the VMAs that map the file range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnerKind {
+    /// An anonymous folio: one owner (mm, vma, page index) whose PTEs, or PMD, map it; in the
+    /// swap cache, the cache's slots point at it too.
+    Anon,
+}
+
+/// The kind of owner of the folio at `pfn`.
+pub fn owner_kind(_k: &Kernel, _pfn: u32) -> OwnerKind {
+    OwnerKind::Anon
+}
+
+/// try_to_migrate: clear the mappings of `src` (mapped). With `tlb` (TTU_BATCH_FLUSH, async
+/// migration) the PTEs' flush is left to the batch; otherwise each is flushed at once
+/// (ptep_clear_flush). A PMD mapping is always flushed at once (pmdp_invalidate).
+pub fn unmap(k: &mut Kernel, ctx: &mut Ctx, src: u32, tlb: Option<&mut TlbUnmapBatch>) {
+    match owner_kind(k, src) {
+        OwnerKind::Anon => anon_unmap(k, ctx, src, tlb),
+    }
+}
+
+/// __folio_migrate_mapping: the owner's mapping (if any) now holds `dst` in place of `src`.
+pub fn move_mapping(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
+    match owner_kind(k, src) {
+        OwnerKind::Anon => anon_move_mapping(k, ctx, src, dst),
+    }
+}
+
+/// remove_migration_ptes: the entries that mapped `src` map the same pages of `dst`.
+pub fn remap(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
+    match owner_kind(k, src) {
+        OwnerKind::Anon => anon_remap(k, ctx, src, dst),
+    }
+}
+
+fn anon_unmap(k: &mut Kernel, ctx: &mut Ctx, src: u32, tlb: Option<&mut TlbUnmapBatch>) {
+    let f = &k.folios;
+    let i = src as usize;
+    let (mm, order, mapped) = (f.owner_mm[i], f.order[i] as u32, f.mapcount[i] as u32);
+    let (pmd, dirty) = (f.test(src, flags::PMD_MAPPED), f.test(src, flags::DIRTY));
+    let entries = if pmd { 1 } else { mapped };
+    ctx.spend(k.cost.pte_unmap_ns * entries as u64);
+    match tlb {
+        Some(batch) if !pmd => batch.add(k, ctx, mm, order, mapped, dirty),
+        _ => {
+            let mut now = TlbUnmapBatch::default();
+            now.add(k, ctx, mm, if pmd { 0 } else { order }, entries, dirty);
+            now.flush(k, ctx);
+            let arch = k.tlb;
+            for _ in 1..entries {
+                arch.flush_batch(k, ctx, &[mm], 1);
+            }
+        }
+    }
+}
+
+fn anon_move_mapping(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
+    let f = &mut k.folios;
+    if !f.test(src, flags::SWAPCACHE) {
+        return;
+    }
+    // The swap cache's slots (the swap address space's xarray) point at the new folio.
+    f.swap[dst as usize] = f.swap[src as usize];
+    if let Some(slots) = f.scattered.remove(&src) {
+        f.scattered.insert(dst, slots);
+    }
+    for (run, nr) in k.folios.swap_runs(dst) {
+        k.swap.add_to_swap_cache(ctx, &k.cost, run, nr, dst);
+    }
+}
+
+fn anon_remap(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
+    let f = &k.folios;
+    let i = dst as usize;
+    let (mm, vma, index) = (f.owner_mm[i], f.owner_vma[i], f.owner_index[i]);
+    let (nr, pmd) = (f.nr_pages(dst), f.test(dst, flags::PMD_MAPPED));
+    let ptes = &mut k.mms[mm as usize].vma_mut(vma).ptes;
+    let mut remapped = 0u32;
+    for sub in 0..nr {
+        let pte = &mut ptes[(index + sub) as usize];
+        if pte.is_present() && pte.pfn() == src + sub {
+            *pte = Pte::present(dst + sub);
+            remapped += 1;
+        }
+    }
+    debug_assert_eq!(
+        remapped, k.folios.mapcount[i] as u32,
+        "folio {src}: mapcount disagrees with its PTEs"
+    );
+    ctx.spend(k.cost.pte_unmap_ns * if pmd { 1 } else { remapped as u64 });
+}
