@@ -444,6 +444,7 @@ fn run_holding(
     let (events, gauges) = counters::delta(&before, &after);
     let workloads = workload::report_all(
         &scenario.workloads,
+        &scenario.files,
         outcome.tasks.iter().map(|t| (t.workload, &t.marks)),
     );
     let zram = zram_ids

@@ -35,7 +35,7 @@ pub fn run_with_progress(
     let mut k = Kernel::new(scenario);
     let mut tasks = Vec::new();
     for (w, spec) in scenario.workloads.iter().enumerate() {
-        for t in workload::tasks(spec, scenario.seed) {
+        for t in workload::tasks_for(spec, scenario.seed, &scenario.files) {
             let memcg = k.memcg_id(t.memcg.as_deref());
             let mm = k.new_mm(memcg, spec.content());
             tasks.push(Task::new(t.name, mm, w, t.ops));
@@ -51,6 +51,7 @@ pub fn run_with_progress(
     )?;
     let workloads = workload::report_all(
         &scenario.workloads,
+        &scenario.files,
         tasks
             .iter()
             .filter_map(|t| t.program().map(|p| (p.workload, &p.marks))),
@@ -81,7 +82,7 @@ pub fn run_with_progress(
                 wakeups: t.wakeups,
             })
             .collect(),
-        counters: k.vm_events().to_map(),
+        counters: k.vmstat_map(stats.simulated_ns),
         memcg_stats: k
             .memcgs
             .iter()

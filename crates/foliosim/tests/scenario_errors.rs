@@ -477,7 +477,16 @@ fn sysctl_vm_knobs_are_range_checked() {
             "machine.memory",
         ],
     );
-    expect_err("unknown vm knob", &with("swappiness = 60"), &["swappiness"]);
+    expect_err(
+        "unknown vm knob",
+        &with("overcommit_memory = 1"),
+        &["overcommit_memory"],
+    );
+    expect_err(
+        "swappiness 201",
+        &with("swappiness = 201"),
+        &["sysctl.vm.swappiness", "201", "0 ..= 200"],
+    );
     let ok =
         with("watermark_scale_factor = 200\nwatermark_boost_factor = 0\nmin_free_kbytes = 65536");
     round_trip(&ok);

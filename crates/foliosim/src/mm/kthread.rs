@@ -26,6 +26,9 @@ pub enum KthreadKind {
     /// zswap's shrink_worker: zswap_shrink_work on the `zswap-shrink` workqueue (unbound,
     /// max_active 1), queued by zswap_store when a store fails with the pool full.
     ZswapShrink,
+    /// The disk's bdi writeback work (wb_workfn) on an unbound kworker: writes dirty page
+    /// cache (mm/page_writeback.rs). Only with a `[machine.disk]`.
+    Flusher,
     /// For the scheduler's tests: per wake-up, `Kthreads::test_passes` pieces of `ns` of CPU.
     #[cfg(test)]
     TestBusy { ns: u64 },
@@ -40,6 +43,7 @@ impl KthreadKind {
         match self {
             KthreadKind::Kswapd => "kswapd0".into(),
             KthreadKind::ZswapShrink => "kworker/u+zswap-shrink".into(),
+            KthreadKind::Flusher => "kworker/u+flush-8:0".into(),
             #[cfg(test)]
             KthreadKind::TestBusy { .. } => "test-busy".into(),
             #[cfg(test)]
@@ -76,6 +80,7 @@ pub fn run(k: &mut Kernel, ctx: &mut Ctx, kind: KthreadKind) -> KthreadNext {
             }
         }
         KthreadKind::ZswapShrink => shrink_worker_step(k, ctx),
+        KthreadKind::Flusher => super::page_writeback::wb_workfn_step(k, ctx),
         #[cfg(test)]
         KthreadKind::TestBusy { ns } => {
             let left = &mut k.kthreads.test_passes;

@@ -2,6 +2,7 @@
 //! mechanism where they expect it.
 
 pub mod compaction;
+pub mod filemap;
 pub mod folio;
 pub mod gfp;
 pub mod huge_memory;
@@ -14,6 +15,8 @@ pub mod memory;
 pub mod mmap;
 pub mod page_alloc;
 pub mod page_io;
+pub mod page_writeback;
+pub mod readahead;
 pub mod rmap;
 pub mod swap_alloc;
 pub mod swap_devstore;
@@ -21,6 +24,7 @@ pub mod swap_state;
 pub mod swapfile;
 pub mod swapout_fallback;
 pub mod tlb;
+pub mod truncate;
 pub mod vmscan;
 pub mod vmstat;
 pub mod zram;
@@ -58,6 +62,21 @@ pub enum MmError {
     MemcgOom { memcg: String },
     #[error("out of memory: no free page in the zone and nothing reclaimable")]
     GlobalOom,
+    // Files (mm/filemap/): bad use by a workload's operations.
+    #[error("no file {file}: create it first ([[file]] in the scenario, or a CreateFile op)")]
+    NoSuchFile { file: u32 },
+    #[error("file {file} exists already")]
+    FileExists { file: u32 },
+    #[error("files need a disk: the scenario has no [machine.disk]")]
+    NoDisk,
+    #[error("file {file} of {nr_pages} pages does not fit on the disk ({free_pages} pages free)")]
+    NoSpace {
+        file: u32,
+        nr_pages: u32,
+        free_pages: u64,
+    },
+    #[error("SIGBUS: access to page {index} of file {file}, beyond its end")]
+    Sigbus { file: u32, index: u32 },
 }
 
 /// The vm sysctls at the start of the run: the scenario's, else the kernel's at boot, with
@@ -131,6 +150,10 @@ pub struct Kernel {
     /// The swap zero map (6.12+): all-zero folios are marked, not written.
     pub zeromap: bool,
     lru_add_pending: Vec<u32>,
+    /// Files, their cached pages and the disk (mm/filemap/).
+    pub pagecache: filemap::PageCache,
+    /// vm.swappiness: get_scan_count's anon/file balance (mm/vmscan/scan_count.rs).
+    pub swappiness: u32,
 }
 
 impl Kernel {
@@ -204,6 +227,12 @@ impl Kernel {
             .expect("validated IAA spec")
         });
 
+        // The page cache: a disk's files, and their flusher thread (page_writeback.rs).
+        let pagecache = filemap::PageCache::new(scenario);
+        let mut kthreads = Kthreads::new(zswap.enabled, ncpus);
+        if pagecache.disk.is_some() {
+            kthreads.kinds.push(kthread::KthreadKind::Flusher);
+        }
         Kernel {
             cost,
             vmstat: VmStat::default(),
@@ -242,11 +271,26 @@ impl Kernel {
                 },
                 _ => IaaMode::Sync,
             },
-            kthreads: Kthreads::new(zswap.enabled, ncpus),
+            kthreads,
             zswap,
             zeromap: scenario.kernel.version >= KernelVersion::V6_12,
             lru_add_pending: vec![0; ncpus],
+            pagecache,
+            swappiness: scenario
+                .sysctl
+                .vm
+                .swappiness
+                .unwrap_or(vmscan::scan_count::DEFAULT_SWAPPINESS),
         }
+    }
+
+    /// /proc/vmstat at `now_ns`: the events of `vm_events` and the node's gauges (nr_*).
+    pub fn vmstat_map(&self, now_ns: u64) -> std::collections::BTreeMap<String, u64> {
+        let mut m = self.vm_events().to_map();
+        for (name, value) in filemap::gauges(self, now_ns) {
+            m.insert(name.to_string(), value);
+        }
+        m
     }
 
     /// /proc/vmstat: the kernel-wide events and the zone's (pgalloc_normal, pgfree).

@@ -58,6 +58,19 @@ counter_enum! {
         Zswpwb => "zswpwb",
         SwpoutZero => "swpout_zero",
         SwpinZero => "swpin_zero",
+        // The page cache's (mm/filemap/), and reclaim of file folios. pgpgin/pgpgout are KiB
+        // of block I/O, swap included; nr_dirtied, nr_written and
+        // nr_vmscan_immediate_reclaim are the node's cumulative counters.
+        Pgpgin => "pgpgin",
+        Pgpgout => "pgpgout",
+        PgscanFile => "pgscan_file",
+        PgstealFile => "pgsteal_file",
+        Pgrefill => "pgrefill",
+        Pgrotated => "pgrotated",
+        DropPagecache => "drop_pagecache",
+        NrDirtied => "nr_dirtied",
+        NrWritten => "nr_written",
+        NrVmscanImmediateReclaim => "nr_vmscan_immediate_reclaim",
     }
 }
 

@@ -2,8 +2,10 @@
 
 use super::task::UserProgram;
 use crate::engine::Ctx;
+use crate::mm::filemap;
 use crate::mm::madvise::madvise;
 use crate::mm::memory::{touch, zap_range};
+use crate::mm::truncate::drop_pagecache;
 use crate::mm::{Kernel, MmError};
 use crate::workload::{Mark, Op};
 
@@ -67,7 +69,7 @@ pub(super) fn step(
         Op::Mark(m) => {
             p.marks[m] = Some(Mark {
                 at_ns: ctx.now_ns,
-                counters: k.vm_events().to_map(),
+                counters: k.vmstat_map(ctx.now_ns),
             })
         }
         Op::Exit => {
@@ -75,6 +77,37 @@ pub(super) fn step(
                 munmap(k, ctx, mm, vma);
             }
             return Ok(true);
+        }
+        // Files (mm/filemap/).
+        Op::CreateFile { file, nr_pages } => {
+            ctx.spend(k.cost.syscall_ns);
+            k.pagecache.create(file, nr_pages)?;
+        }
+        Op::MmapFile {
+            vma,
+            file,
+            offset_pages,
+            nr_pages,
+            shared,
+        } => {
+            ctx.spend(k.cost.syscall_ns);
+            filemap::mmap_file(k, mm, vma, file, offset_pages, nr_pages, shared)?;
+        }
+        Op::ReadFile { file, first, nr } => {
+            if p.cursor == 0 {
+                ctx.spend(k.cost.syscall_ns);
+            }
+            let done =
+                filemap::read::filemap_read_step(k, ctx, mm, file, first + p.cursor, first + nr)?;
+            p.cursor += done;
+            if p.cursor < nr {
+                return Ok(false);
+            }
+            p.cursor = 0;
+        }
+        Op::DropCaches => {
+            ctx.spend(k.cost.syscall_ns);
+            drop_pagecache(k, ctx);
         }
     }
     p.pc += 1;
@@ -92,5 +125,6 @@ fn munmap(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32) {
     };
     ctx.spend(k.cost.syscall_ns);
     zap_range(k, ctx, mm, vma, 0, nr);
+    filemap::unlink_file_vma(k, mm, vma);
     k.mms[mm as usize].vmas[vma as usize] = None;
 }
