@@ -303,6 +303,7 @@ pub fn host_settings(scenario: &Scenario) -> Vec<(String, String)> {
             "watermark_boost_factor",
             vm.watermark_boost_factor.map(u64::from),
         ),
+        ("swappiness", vm.swappiness.map(u64::from)),
     ] {
         if let Some(v) = value {
             out.push((format!("/proc/sys/vm/{name}"), v.to_string()));
