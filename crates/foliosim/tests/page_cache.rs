@@ -182,6 +182,12 @@ fn anon_pressure_without_swap_reclaims_clean_file_pages() {
     .unwrap();
     let stolen = k.counter("pgsteal_file");
     assert!(stolen > 40 * MIB_PAGES as u64, "pgsteal_file {stolen}");
+    // Both kswapd (below the low watermark) and the faulting task (below min) reclaimed.
+    assert!(k.counter("pgsteal_kswapd") > 0 && k.counter("pgsteal_direct") > 0);
+    assert_eq!(
+        k.counter("pgsteal_kswapd") + k.counter("pgsteal_direct"),
+        stolen
+    );
     assert_eq!(k.counter("pgsteal_anon"), 0);
     assert_eq!(k.counter("pgscan_anon"), 0, "no swap: anon is not scanned");
     assert!(k.counter("nr_file_pages") < file as u64 - 40 * MIB_PAGES as u64);
@@ -510,4 +516,32 @@ fn bad_file_operations_are_errors() {
             index: 300
         }
     );
+}
+
+#[test]
+fn page_cache_is_charged_to_the_reader_and_reclaimed_at_its_memcg_limit() {
+    let s = scenario(
+        "256M",
+        64,
+        r#"
+[[memcg]]
+name = "m"
+max = "32M"
+[[workload]]
+kind = "file_read"
+file = "data"
+mmap = false
+memcg = "m"
+"#,
+    );
+    let r = run(&s);
+    let limit = 32 << 20;
+    assert_eq!(r.memcg_stats["/"]["memory.current"], 0);
+    let current = r.memcg_stats["m"]["memory.current"];
+    assert!(current <= limit && current > limit / 2, "{current}");
+    // Memcg reclaim: counted in the memcg and as pgsteal_file, not as direct reclaim.
+    assert!(r.counter("pgsteal_file") >= 32 * MIB_PAGES as u64);
+    assert_eq!(r.counter("pgsteal_direct"), 0);
+    assert_eq!(r.memcg_stats["m"]["pgsteal_direct"], r.counter("pgsteal_file"));
+    assert_eq!(r.counter("pgpgin"), 64 * MIB_PAGES as u64 * 4, "nothing read twice");
 }
