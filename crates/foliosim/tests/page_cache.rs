@@ -542,6 +542,13 @@ memcg = "m"
     // Memcg reclaim: counted in the memcg and as pgsteal_file, not as direct reclaim.
     assert!(r.counter("pgsteal_file") >= 32 * MIB_PAGES as u64);
     assert_eq!(r.counter("pgsteal_direct"), 0);
-    assert_eq!(r.memcg_stats["m"]["pgsteal_direct"], r.counter("pgsteal_file"));
-    assert_eq!(r.counter("pgpgin"), 64 * MIB_PAGES as u64 * 4, "nothing read twice");
+    assert_eq!(
+        r.memcg_stats["m"]["pgsteal_direct"],
+        r.counter("pgsteal_file")
+    );
+    assert_eq!(
+        r.counter("pgpgin"),
+        64 * MIB_PAGES as u64 * 4,
+        "nothing read twice"
+    );
 }

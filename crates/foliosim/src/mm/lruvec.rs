@@ -164,6 +164,7 @@ impl Lruvec {
             } else if folios.test(pfn, flags::LRU) && !folios.test(pfn, flags::ACTIVE) {
                 self.inactive_anon.remove(folios, pfn);
                 self.inactive_anon.add_tail(folios, pfn);
+                rotated += folios.nr_pages(pfn) as u64;
             }
         }
         rotated
