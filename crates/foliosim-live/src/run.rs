@@ -312,6 +312,7 @@ pub fn host_settings(scenario: &Scenario) -> Vec<(String, String)> {
             "compact_unevictable_allowed",
             vm.compact_unevictable_allowed.map(u64::from),
         ),
+        ("swappiness", vm.swappiness.map(u64::from)),
     ] {
         if let Some(v) = value {
             out.push((format!("/proc/sys/vm/{name}"), v.to_string()));
@@ -459,6 +460,7 @@ fn run_holding(
     let (events, gauges) = counters::delta(&before, &after);
     let workloads = workload::report_all(
         &scenario.workloads,
+        &scenario.files,
         outcome.tasks.iter().map(|t| (t.workload, &t.marks)),
     );
     let zram = zram_ids

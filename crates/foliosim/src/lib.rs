@@ -42,7 +42,7 @@ pub fn run_with_progress(
             &mut tasks,
             w,
             spec.content(),
-            workload::tasks(spec, scenario.seed),
+            workload::tasks_for(spec, scenario.seed, &scenario.files),
         );
     }
     let stats = run_tasks(
@@ -55,6 +55,7 @@ pub fn run_with_progress(
     )?;
     let workloads = workload::report_all(
         &scenario.workloads,
+        &scenario.files,
         tasks
             .iter()
             .filter_map(|t| t.program().map(|p| (p.workload, &p.marks))),
@@ -85,7 +86,7 @@ pub fn run_with_progress(
                 wakeups: t.wakeups,
             })
             .collect(),
-        counters: k.vm_events().to_map(),
+        counters: k.vmstat_map(stats.simulated_ns),
         memcg_stats: k
             .memcgs
             .iter()

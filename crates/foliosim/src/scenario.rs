@@ -129,6 +129,10 @@ pub struct Scenario {
     pub memcgs: Vec<MemcgSpec>,
     #[serde(default, rename = "workload")]
     pub workloads: Vec<WorkloadSpec>,
+    /// Files on `machine.disk` at the start, written and not cached (`[[file]]`); their ids
+    /// are their order here.
+    #[serde(default, rename = "file", skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileSpec>,
     /// Overrides of individual costs of the machine's cost profile, by name (ns).
     #[serde(default)]
     pub costs: BTreeMap<String, f64>,
@@ -165,6 +169,40 @@ pub struct Machine {
     /// Intel IAA compression accelerators (hw/iaa.rs), for zswap's `deflate-iaa`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub iaa: Option<IaaSpec>,
+    /// The filesystem's disk, holding the `[[file]]`s (mm/filemap/).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<DiskSpec>,
+}
+
+/// The block device under the filesystem that holds the files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiskSpec {
+    /// "ssd", "hdd" or "ramdisk"; timed as the swap device of that kind (hw/blockdev.rs).
+    pub kind: SwapDeviceKind,
+    pub size: Bytes,
+    /// Per-request latency; default depends on `kind`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<u64>,
+    /// Sustained bandwidth; default depends on `kind`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth_bytes_per_s: Option<u64>,
+    /// `/sys/block/<dev>/queue/read_ahead_kb`: the largest readahead window (default 128).
+    #[serde(default = "default_read_ahead_kb")]
+    pub read_ahead_kb: u32,
+}
+
+fn default_read_ahead_kb() -> u32 {
+    128
+}
+
+/// A file on the disk at the start of the run (`[[file]]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSpec {
+    /// What workloads call it.
+    pub name: String,
+    pub size: Bytes,
 }
 
 /// IAA devices of the machine and how iaa_crypto drives them.
@@ -237,6 +275,7 @@ impl Default for Machine {
             tlb: TlbKind::default(),
             memory_bandwidth_bytes_per_s: default_memory_bandwidth(),
             iaa: None,
+            disk: None,
         }
     }
 }
@@ -624,6 +663,9 @@ pub struct VmSysctl {
     /// (mlocked) folios. The model has none yet, so this changes nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compact_unevictable_allowed: Option<u32>,
+    /// `swappiness` (0 ..= 200, default 60): reclaim's anon/file balance (get_scan_count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swappiness: Option<u32>,
 }
 
 /// Compressors the kernel's crypto API commonly offers (zram `comp_algorithm`, zswap `compressor`).
@@ -696,6 +738,77 @@ impl Default for ZramKnobs {
 }
 
 impl Scenario {
+    /// `[machine.disk]` and the `[[file]]`s on it.
+    fn validate_files(&self) -> Result<(), ScenarioError> {
+        if let Some(disk) = &self.machine.disk {
+            if !matches!(
+                disk.kind,
+                SwapDeviceKind::Ssd | SwapDeviceKind::Hdd | SwapDeviceKind::Ramdisk
+            ) {
+                return Err(invalid(
+                    "machine.disk.kind",
+                    format!("{:?}", disk.kind).to_lowercase(),
+                    "ssd, hdd, ramdisk",
+                ));
+            }
+            if disk.size.0 < 1 << 20 || disk.size.0 > 1 << 42 {
+                return Err(invalid(
+                    "machine.disk.size",
+                    format_size(disk.size.0),
+                    "1M ..= 4T",
+                ));
+            }
+            if disk.bandwidth_bytes_per_s == Some(0) {
+                return Err(invalid("machine.disk.bandwidth_bytes_per_s", 0, "> 0"));
+            }
+            if disk.read_ahead_kb > 1 << 20 || disk.read_ahead_kb % 4 != 0 {
+                return Err(invalid(
+                    "machine.disk.read_ahead_kb",
+                    disk.read_ahead_kb,
+                    "0 ..= 1048576, a multiple of 4 (whole pages)",
+                ));
+            }
+        }
+        let mut used = 0u64;
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, f) in self.files.iter().enumerate() {
+            let Some(disk) = &self.machine.disk else {
+                return Err(invalid(
+                    format!("file[{i}]"),
+                    format!("`{}` without a disk", f.name),
+                    "files only with a [machine.disk] table",
+                ));
+            };
+            if f.name.is_empty() || !seen.insert(f.name.as_str()) {
+                return Err(invalid(
+                    format!("file[{i}].name"),
+                    format!("`{}`", f.name),
+                    "a unique non-empty name",
+                ));
+            }
+            if f.size.0 < PAGE_SIZE || f.size.0 % PAGE_SIZE != 0 {
+                return Err(invalid(
+                    format!("file[{i}].size"),
+                    format_size(f.size.0),
+                    "a whole number of 4K pages, at least 4K",
+                ));
+            }
+            used += f.size.0;
+            if used > disk.size.0 {
+                return Err(invalid(
+                    format!("file[{i}].size"),
+                    format_size(f.size.0),
+                    format!(
+                        "at most {} (what machine.disk.size = {} leaves after the files before it)",
+                        format_size(disk.size.0 - (used - f.size.0)),
+                        format_size(disk.size.0)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The knobs the live backend writes to the host: zram/zswap compressors, zswap pool,
     /// khugepaged. Ranges are the kernel's own.
     fn validate_host_knobs(&self) -> Result<(), ScenarioError> {
@@ -751,6 +864,9 @@ impl Scenario {
             .filter(|v| !(1..=3000).contains(v))
         {
             return Err(invalid("sysctl.vm.watermark_scale_factor", v, "1 ..= 3000"));
+        }
+        if let Some(v) = vm.swappiness.filter(|&v| v > 200) {
+            return Err(invalid("sysctl.vm.swappiness", v, "0 ..= 200"));
         }
         if let Some(v) = vm.watermark_boost_factor.filter(|&v| v > i32::MAX as u32) {
             return Err(invalid(
@@ -948,6 +1064,34 @@ pub enum WorkloadSpec {
         #[serde(default)]
         memcg: Option<String>,
     },
+    /// Read a `[[file]]`: `nproc` tasks each read their share of it `passes` times, page by
+    /// page `stride_pages` apart, through a mapping (`mmap`: a load, or a store with `write`,
+    /// from each page; `shared` or private) or with read(2) of `read_pages` pages at a time.
+    /// Throughput is the file bytes each task covers over its time.
+    FileRead {
+        /// A `[[file]]` name.
+        file: String,
+        #[serde(default = "default_one")]
+        nproc: u32,
+        #[serde(default = "default_true")]
+        mmap: bool,
+        #[serde(default = "default_true")]
+        shared: bool,
+        #[serde(default)]
+        write: bool,
+        #[serde(default = "default_one")]
+        stride_pages: u32,
+        #[serde(default = "default_one")]
+        passes: u32,
+        /// read(2) request size in pages (without `mmap`).
+        #[serde(default = "default_file_read_pages")]
+        read_pages: u32,
+        /// `echo 1 > /proc/sys/vm/drop_caches` once the tasks are done (the first task).
+        #[serde(default)]
+        drop_caches_after: bool,
+        #[serde(default)]
+        memcg: Option<String>,
+    },
     /// A kernel-build-like mix (`make -jN`): `jobs` compiler processes run `jobs_concurrent` at
     /// a time; each maps an anonymous heap of a size drawn log-uniformly from
     /// [rss_min, rss_max], writes it, then computes in `phases` phases, re-touching a random
@@ -978,6 +1122,12 @@ pub enum WorkloadSpec {
 fn default_allocator_test_iterations() -> u32 {
     100
 }
+fn default_one() -> u32 {
+    1
+}
+fn default_file_read_pages() -> u32 {
+    32
+}
 fn default_kbuild_rss_min() -> Bytes {
     Bytes(8 << 20)
 }
@@ -1001,6 +1151,7 @@ impl WorkloadSpec {
                 content.unwrap_or(ContentClass::SameFilled)
             }
             WorkloadSpec::Kbuild { content, .. } => content.unwrap_or(ContentClass::ProcessSample),
+            WorkloadSpec::FileRead { .. } => ContentClass::Usemem,
         }
     }
 
@@ -1008,7 +1159,8 @@ impl WorkloadSpec {
         match self {
             WorkloadSpec::Usemem { memcg, .. }
             | WorkloadSpec::ThpSwapAllocatorTest { memcg, .. }
-            | WorkloadSpec::Kbuild { memcg, .. } => memcg.as_deref(),
+            | WorkloadSpec::Kbuild { memcg, .. }
+            | WorkloadSpec::FileRead { memcg, .. } => memcg.as_deref(),
         }
     }
 }
@@ -1222,6 +1374,7 @@ impl Scenario {
                 }
             }
         }
+        self.validate_files()?;
         if self.workloads.is_empty() {
             return Err(invalid(
                 "workload",
@@ -1285,6 +1438,40 @@ impl Scenario {
                 }
                 if *phases == 0 || *phases > 1000 {
                     return Err(invalid(field("phases"), phases, "1 ..= 1000"));
+                }
+            }
+            WorkloadSpec::FileRead {
+                file,
+                nproc,
+                stride_pages,
+                passes,
+                read_pages,
+                ..
+            } => {
+                if !self.files.iter().any(|f| &f.name == file) {
+                    let names: Vec<_> = self.files.iter().map(|f| f.name.as_str()).collect();
+                    return Err(invalid(
+                        field("file"),
+                        format!("`{file}`"),
+                        format!(
+                            "a [[file]] name: {}",
+                            if names.is_empty() {
+                                "(none defined)".into()
+                            } else {
+                                names.join(", ")
+                            }
+                        ),
+                    ));
+                }
+                for (name, v, max) in [
+                    ("nproc", *nproc, 4096),
+                    ("stride_pages", *stride_pages, 1 << 20),
+                    ("passes", *passes, 1000),
+                    ("read_pages", *read_pages, 1 << 20),
+                ] {
+                    if v == 0 || v > max {
+                        return Err(invalid(field(name), v, format!("1 ..= {max}")));
+                    }
                 }
             }
         }

@@ -477,7 +477,6 @@ fn sysctl_vm_knobs_are_range_checked() {
             "machine.memory",
         ],
     );
-    expect_err("unknown vm knob", &with("swappiness = 60"), &["swappiness"]);
     // Compaction's knobs: the kernel's proc_dointvec_minmax ranges.
     expect_err(
         "extfrag_threshold 1001",
@@ -507,6 +506,16 @@ fn sysctl_vm_knobs_are_range_checked() {
     assert_eq!(s.sysctl.vm.extfrag_threshold, Some(1000));
     assert_eq!(s.sysctl.vm.compaction_proactiveness, Some(0));
     assert_eq!(s.sysctl.vm.compact_unevictable_allowed, Some(0));
+    expect_err(
+        "unknown vm knob",
+        &with("overcommit_memory = 1"),
+        &["overcommit_memory"],
+    );
+    expect_err(
+        "swappiness 201",
+        &with("swappiness = 201"),
+        &["sysctl.vm.swappiness", "201", "0 ..= 200"],
+    );
     let ok =
         with("watermark_scale_factor = 200\nwatermark_boost_factor = 0\nmin_free_kbytes = 65536");
     round_trip(&ok);
@@ -582,5 +591,76 @@ fn unknown_thp_fault_alloc_policy() {
         "thp_fault_alloc",
         &t,
         &["thp_fault_alloc", "khugepaged", "direct", "thp-avail-nodes"],
+    );
+}
+
+/// BASE with a disk of `disk`, the `[[file]]` tables of `files` and a file_read workload on
+/// `read`.
+fn with_files(disk: &str, files: &str, read: &str) -> String {
+    replace(
+        "[kernel]",
+        &format!(
+            "[machine.disk]\n{disk}\n\n{files}\n\n[[workload]]\nkind = \"file_read\"\nfile = \"{read}\"\n\n[kernel]"
+        ),
+    )
+}
+
+#[test]
+fn files_and_their_disk_are_checked() {
+    let disk = "kind = \"ssd\"\nsize = \"64M\"";
+    let data = "[[file]]\nname = \"data\"\nsize = \"32M\"";
+    let ok = with_files(disk, data, "data");
+    round_trip(&ok);
+    expect_err(
+        "file larger than the disk",
+        &with_files(
+            disk,
+            &format!("{data}\n[[file]]\nname = \"big\"\nsize = \"48M\""),
+            "data",
+        ),
+        &[
+            "file[1].size",
+            "48M",
+            "at most 32M",
+            "machine.disk.size = 64M",
+        ],
+    );
+    expect_err(
+        "unknown file",
+        &with_files(disk, data, "nope"),
+        &["workload[0].file", "`nope`", "a [[file]] name: data"],
+    );
+    expect_err(
+        "file without a disk",
+        &replace(
+            "[kernel]",
+            "[[file]]\nname = \"data\"\nsize = \"1M\"\n\n[kernel]",
+        ),
+        &["file[0]", "[machine.disk]"],
+    );
+    expect_err(
+        "disk of kind zram",
+        &with_files("kind = \"zram\"\nsize = \"64M\"", data, "data"),
+        &["machine.disk.kind", "zram", "ssd, hdd, ramdisk"],
+    );
+    expect_err(
+        "read_ahead_kb not in pages",
+        &with_files(&format!("{disk}\nread_ahead_kb = 6"), data, "data"),
+        &["machine.disk.read_ahead_kb", "6", "multiple of 4"],
+    );
+    expect_err(
+        "a file twice",
+        &with_files(disk, &format!("{data}\n{data}"), "data"),
+        &["file[1].name", "`data`", "unique"],
+    );
+    expect_err(
+        "file size not in pages",
+        &with_files(disk, "[[file]]\nname = \"data\"\nsize = 5000", "data"),
+        &["file[0].size", "whole number of 4K pages"],
+    );
+    expect_err(
+        "file_read nproc 0",
+        &with_files(disk, data, "data").replace("file = \"data\"", "file = \"data\"\nnproc = 0"),
+        &["workload[0].nproc", "1 ..= 4096"],
     );
 }

@@ -164,7 +164,15 @@ fn on_cgroup_v1_zswap_is_charged_to_no_memcg_and_swaps_out_only_the_excess() {
     let v1 = run(&s).unwrap();
     // Two 256 MiB processes, each in a 128 MiB memcg: v1 pushes out the 128 MiB excess
     // (32768 pages each, as this host does live); v2 also makes room for what zswap holds.
-    assert_eq!(v1.counter("zswpout"), 2 * 32768);
+    // Each memcg's last reclaim may overshoot its 32-page target by a 64K folio: with no
+    // file pages, get_scan_count scans anon by its SCAN_FRACT share (swappiness 60 against
+    // the anon cost), so a pass can end on a batch that passes the target.
+    let excess = 2 * 32768;
+    let zswpout = v1.counter("zswpout");
+    assert!(
+        (excess..=excess + 2 * 32).contains(&zswpout),
+        "zswpout {zswpout}"
+    );
     assert_eq!(v1.memcg_stats["a"]["zswap"], 0);
     assert!(v2.counter("zswpout") as f64 > 1.4 * v1.counter("zswpout") as f64);
     assert!(v2.memcg_stats["a"]["zswpout"] > 0);

@@ -3,6 +3,9 @@
 //! Only the head pfn's entries are meaningful; a folio of order n covers pfns
 //! [head, head + 2^n). An anonymous folio here has one owner (mm, vma, page index), which is what
 //! rmap needs to find its PTEs: the model has no fork yet, so anon_vma chains are not needed.
+//! A page-cache folio (flag FILE) reuses the owner fields: owner_mm holds the file id and
+//! owner_index the page index in the file; its PTEs are found through the file's i_mmap
+//! (mm/filemap.rs), so the per-pfn arrays do not grow.
 
 use std::collections::BTreeMap;
 
@@ -30,7 +33,22 @@ pub mod flags {
     pub const PARTIALLY_MAPPED: Flags = 1 << 9;
     /// Isolated from its LRU list for migration (compaction), off every list until migrated
     /// or put back; never set between steps.
-    pub const ISOLATED: Flags = 1 << 12;
+    pub const ISOLATED: Flags = 1 << 10;
+
+    // The page cache's flags (mm/filemap.rs), from the top bit down.
+    /// A page-cache folio: owner_mm is the file id, owner_index the page index in the file,
+    /// owner_vma is unused (the file's i_mmap finds the PTEs).
+    pub const FILE: Flags = 1 << 15;
+    /// PG_readahead: the async readahead trigger of a readahead window (mm/readahead.rs).
+    pub const READAHEAD: Flags = 1 << 14;
+    /// PG_locked with !PG_uptodate: a read of the folio is in flight until
+    /// `writeback_done_ns` (u64::MAX while its bio is not submitted yet).
+    pub const LOCKED: Flags = 1 << 13;
+    /// PG_reclaim: reclaim wants the folio once its writeback completes (rotated to the
+    /// inactive tail then, folio_rotate_reclaimable).
+    pub const RECLAIM: Flags = 1 << 12;
+    /// PG_workingset: the folio was active before (deactivated or refaulted while active).
+    pub const WORKINGSET: Flags = 1 << 11;
 }
 
 /// A swap entry: device index in the top 4 bits, slot offset in the low 28 (1 TiB per device).
@@ -71,7 +89,8 @@ pub struct FolioTable {
     pub swap: Vec<u32>,
     pub lru_prev: Vec<u32>,
     pub lru_next: Vec<u32>,
-    /// Time writeback completes, valid while WRITEBACK is set.
+    /// Time writeback completes, valid while WRITEBACK is set; for a page-cache folio being
+    /// read (LOCKED), the time the read completes.
     pub writeback_done_ns: Vec<u64>,
     /// Folios in the swap cache on non-contiguous slots (the `non-contiguous` swap-out
     /// fallback), by head pfn: page i's slot. Any other folio's page i is at `swap[head] + i`.

@@ -9,7 +9,11 @@
 //! exactly one of zswap, the device or the zero map, and pages held by zsmalloc pools and RAM
 //! disks are neither free nor in a folio. A PMD-mapped folio (fault or khugepaged collapse) is
 //! one whole order-9 folio; each memcg's deferred split queue holds exactly the partially
-//! mapped large folios of that memcg.
+//! mapped large folios of that memcg. Page-cache folios (check_page_cache): every cached slot
+//! holds a live FILE folio whose owner points back and every FILE folio is in its slot; the
+//! node's page-cache, mapped, dirty and swap-cache counts match the folios; a file's dirty
+//! tags are its dirty pages; i_mmap lists the file VMAs; file PTEs map the page of their file
+//! offset.
 
 use super::folio::{flags, NIL};
 use super::swap_devstore::RamStore;
@@ -90,7 +94,7 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             if fl & flags::LRU == 0 {
                 return Err(format!("folio {pfn} is not on an LRU list between steps"));
             }
-            if f.mapcount[pfn] == 0 && fl & flags::SWAPCACHE == 0 {
+            if f.mapcount[pfn] == 0 && fl & (flags::SWAPCACHE | flags::FILE) == 0 {
                 return Err(format!(
                     "folio {pfn} (order {}) is neither mapped nor in the swap cache: leaked",
                     f.order[pfn]
@@ -124,13 +128,18 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             ));
         }
         let mut lru_pages = 0;
-        for (list, active) in [
-            (&cg.lruvec.inactive_anon, false),
-            (&cg.lruvec.active_anon, true),
+        for (list, file, active) in [
+            (&cg.lruvec.inactive_anon, false, false),
+            (&cg.lruvec.active_anon, false, true),
+            (&cg.lruvec.inactive_file, true, false),
+            (&cg.lruvec.active_file, true, true),
         ] {
             let mut pages = 0;
             for head in list.iter(f) {
-                if f.memcg[head as usize] as usize != id || f.test(head, flags::ACTIVE) != active {
+                if f.memcg[head as usize] as usize != id
+                    || f.test(head, flags::ACTIVE) != active
+                    || f.test(head, flags::FILE) != file
+                {
                     return Err(format!(
                         "folio {head} is on the wrong LRU list of memcg {}",
                         cg.name
@@ -162,9 +171,10 @@ pub fn check(k: &Kernel) -> Result<(), String> {
         .map(|d| vec![0u8; d.map.swap_map.len()])
         .collect();
     for (mm_id, mm) in k.mms.iter().enumerate() {
-        let (mut rss, mut swapents) = (0u64, 0u64);
+        let (mut rss, mut swapents, mut rss_file) = (0u64, 0u64, 0u64);
         for (vma_id, vma) in mm.vmas.iter().enumerate() {
             let Some(vma) = vma else { continue };
+            let vma_file = mm.vma_file(vma_id as u32);
             for (index, pte) in vma.ptes.iter().enumerate() {
                 if pte.is_present() {
                     let p = pte.pfn() as usize;
@@ -173,6 +183,15 @@ pub fn check(k: &Kernel) -> Result<(), String> {
                         return Err(format!("mm {mm_id} vma {vma_id} page {index} maps pfn {p}, which is in no folio"));
                     }
                     let h = head as usize;
+                    if f.test(head, flags::FILE) {
+                        let expect = vma_file.map(|v| (v.file, v.pgoff + index as u32));
+                        if expect != Some((f.owner_mm[h], f.owner_index[h])) {
+                            return Err(format!("mm {mm_id} vma {vma_id} page {index} maps page {} of file {}, the VMA maps {expect:?}", f.owner_index[h], f.owner_mm[h]));
+                        }
+                        mapped[h] += 1;
+                        rss_file += 1;
+                        continue;
+                    }
                     let expect = (
                         f.owner_mm[h] as usize,
                         f.owner_vma[h] as usize,
@@ -193,10 +212,10 @@ pub fn check(k: &Kernel) -> Result<(), String> {
                 }
             }
         }
-        if rss != mm.rss_anon || swapents != mm.swap_ents {
+        if rss != mm.rss_anon || swapents != mm.swap_ents || rss_file != mm.rss_file {
             return Err(format!(
-                "mm {mm_id}: rss {} / swapents {} but PTEs say {rss} / {swapents}",
-                mm.rss_anon, mm.swap_ents
+                "mm {mm_id}: rss {} / swapents {} / file rss {} but PTEs say {rss} / {swapents} / {rss_file}",
+                mm.rss_anon, mm.swap_ents, mm.rss_file
             ));
         }
     }
@@ -209,6 +228,7 @@ pub fn check(k: &Kernel) -> Result<(), String> {
         }
     }
     check_thp(k)?;
+    check_page_cache(k)?;
     // swap_map against PTEs and the swap cache.
     let slot_cached: std::collections::BTreeSet<u32> = k
         .swap
@@ -386,6 +406,123 @@ fn check_thp(k: &Kernel) -> Result<(), String> {
         return Err(format!(
             "{flagged} folios are flagged partially mapped but {queued} are queued for deferred split"
         ));
+    }
+    Ok(())
+}
+
+/// The page cache against the folio table and the file VMAs.
+fn check_page_cache(k: &Kernel) -> Result<(), String> {
+    let f = &k.folios;
+    let pc = &k.pagecache;
+    let (mut cached, mut dirty) = (0u64, 0u64);
+    for (id, file) in pc.files.iter().enumerate() {
+        let Some(file) = file else { continue };
+        let mut nr_cached = 0;
+        for (index, &pfn) in file.pages.iter().enumerate() {
+            if pfn == NIL {
+                continue;
+            }
+            let ok = f.test(pfn, flags::ALLOCATED)
+                && f.test(pfn, flags::FILE)
+                && f.order[pfn as usize] == 0
+                && f.owner_mm[pfn as usize] as usize == id
+                && f.owner_index[pfn as usize] as usize == index;
+            if !ok {
+                return Err(format!(
+                    "file {id} page {index}: cached pfn {pfn} is no order-0 page-cache folio of it"
+                ));
+            }
+            if f.test(pfn, flags::DIRTY) != file.dirty.contains(&(index as u32)) {
+                return Err(format!(
+                    "file {id} page {index}: dirty flag and dirty tag disagree"
+                ));
+            }
+            nr_cached += 1;
+        }
+        if nr_cached != file.nr_cached {
+            return Err(format!(
+                "file {id}: nr_cached {} but {nr_cached} pages cached",
+                file.nr_cached
+            ));
+        }
+        if file.dirty.iter().any(|&i| file.lookup(i).is_none()) {
+            return Err(format!("file {id}: a dirty tag on an uncached page"));
+        }
+        dirty += file.dirty.len() as u64;
+        cached += nr_cached as u64;
+        for m in &file.i_mmap {
+            let vf = k.mms.get(m.mm as usize).and_then(|mm| {
+                mm.vma_file(m.vma)
+                    .zip(mm.vmas.get(m.vma as usize)?.as_ref())
+            });
+            let ok = vf.is_some_and(|(v, vma)| {
+                v.file as usize == id && v.pgoff == m.pgoff && vma.nr_pages == m.nr_pages
+            });
+            if !ok {
+                return Err(format!(
+                    "file {id}: i_mmap entry {m:?} is not a live VMA mapping it"
+                ));
+            }
+        }
+    }
+    let (mut folios, mut mapped, mut swapcache) = (0u64, 0u64, 0u64);
+    for pfn in 0..k.zone.nr_pages {
+        if !f.test(pfn, flags::ALLOCATED) {
+            continue;
+        }
+        if f.test(pfn, flags::SWAPCACHE) {
+            swapcache += f.nr_pages(pfn) as u64;
+        }
+        if !f.test(pfn, flags::FILE) {
+            continue;
+        }
+        folios += 1;
+        mapped += (f.mapcount[pfn as usize] > 0) as u64;
+        let file = f.owner_mm[pfn as usize];
+        let in_slot = pc
+            .files
+            .get(file as usize)
+            .and_then(|fl| fl.as_ref())
+            .and_then(|fl| fl.lookup(f.owner_index[pfn as usize]))
+            == Some(pfn);
+        if !in_slot {
+            return Err(format!(
+                "page-cache folio {pfn} is not in its slot (file {file} page {})",
+                f.owner_index[pfn as usize]
+            ));
+        }
+    }
+    let counts = [
+        ("nr_file_pages (page cache)", pc.nr_pages, cached),
+        ("page-cache folios", cached, folios),
+        ("nr_mapped", pc.nr_mapped, mapped),
+        ("nr_dirty", pc.nr_dirty, dirty),
+        ("nr_swapcached", pc.nr_swapcache, swapcache),
+    ];
+    for (name, counter, actual) in counts {
+        if counter != actual {
+            return Err(format!("{name}: counter {counter}, actual {actual}"));
+        }
+    }
+    for (mm_id, mm) in k.mms.iter().enumerate() {
+        for (vma, vf) in mm.vma_files.iter().enumerate() {
+            let Some(vf) = vf else { continue };
+            let listed = pc
+                .files
+                .get(vf.file as usize)
+                .and_then(|fl| fl.as_ref())
+                .is_some_and(|fl| {
+                    fl.i_mmap
+                        .iter()
+                        .any(|m| m.mm as usize == mm_id && m.vma as usize == vma)
+                });
+            if !listed || mm.vmas.get(vma).is_none_or(|v| v.is_none()) {
+                return Err(format!(
+                    "mm {mm_id} vma {vma} maps file {} but is not in its i_mmap (or is gone)",
+                    vf.file
+                ));
+            }
+        }
     }
     Ok(())
 }

@@ -34,6 +34,9 @@ pub enum KthreadKind {
     /// khugepaged (nice 19): scans registered mms every scan_sleep_millisecs and collapses
     /// PTE-mapped ranges into PMD THPs (mm/khugepaged.rs). Runs while PMD THP is enabled.
     Khugepaged,
+    /// The disk's bdi writeback work (wb_workfn) on an unbound kworker: writes dirty page
+    /// cache (mm/page_writeback.rs). Only with a `[machine.disk]`.
+    Flusher,
     /// For the scheduler's tests: per wake-up, `Kthreads::test_passes` pieces of `ns` of CPU.
     #[cfg(test)]
     TestBusy { ns: u64 },
@@ -53,6 +56,7 @@ impl KthreadKind {
             KthreadKind::Kcompactd => "kcompactd0".into(),
             KthreadKind::ZswapShrink => "kworker/u+zswap-shrink".into(),
             KthreadKind::Khugepaged => "khugepaged".into(),
+            KthreadKind::Flusher => "kworker/u+flush-8:0".into(),
             #[cfg(test)]
             KthreadKind::TestBusy { .. } => "test-busy".into(),
             #[cfg(test)]
@@ -104,6 +108,7 @@ pub fn run(k: &mut Kernel, ctx: &mut Ctx, kind: KthreadKind) -> KthreadNext {
         KthreadKind::Kcompactd => kcompactd_run(k, ctx),
         KthreadKind::ZswapShrink => shrink_worker_step(k, ctx),
         KthreadKind::Khugepaged => khugepaged_step(k, ctx),
+        KthreadKind::Flusher => super::page_writeback::wb_workfn_step(k, ctx),
         #[cfg(test)]
         KthreadKind::TestBusy { ns } | KthreadKind::TestBusyNice { ns } => {
             let left = &mut k.kthreads.test_passes;

@@ -1,5 +1,6 @@
 //! LRU lists of a memcg (struct lruvec; list handling of mm/swap.c), intrusive through the folio
-//! table. Folios enter at the head; reclaim takes from the tail (the oldest).
+//! table. Folios enter at the head; reclaim takes from the tail (the oldest). Anonymous folios
+//! are on the anon lists, page-cache folios (flag FILE) on the file lists.
 
 use super::folio::{flags, FolioTable, NIL};
 use crate::engine::lock::SimLock;
@@ -107,10 +108,16 @@ impl LruList {
     }
 }
 
-/// The anon LRU lists of one memcg on the single node.
+/// The LRU lists of one memcg on the single node.
 pub struct Lruvec {
     pub inactive_anon: LruList,
     pub active_anon: LruList,
+    pub inactive_file: LruList,
+    pub active_file: LruList,
+    /// lruvec->anon_cost / file_cost: recent reclaim cost of each type (rotations, and I/O
+    /// weighted by SWAP_CLUSTER_MAX), decayed; get_scan_count balances on it.
+    pub anon_cost: u64,
+    pub file_cost: u64,
     pub lru_lock: SimLock,
     /// Folios reclaim wrote to an asynchronous device, by the time their write completes.
     writeback: BinaryHeap<Reverse<(u64, u32)>>,
@@ -121,6 +128,10 @@ impl Lruvec {
         Lruvec {
             inactive_anon: LruList::default(),
             active_anon: LruList::default(),
+            inactive_file: LruList::default(),
+            active_file: LruList::default(),
+            anon_cost: 0,
+            file_cost: 0,
             lru_lock: SimLock::new("lruvec->lru_lock"),
             writeback: BinaryHeap::new(),
         }
@@ -134,8 +145,9 @@ impl Lruvec {
     /// folio_end_writeback -> folio_rotate_reclaimable for every write done by `now_ns`: the
     /// folio is clean and unmapped, so it moves to the inactive tail to be freed by the next
     /// scan instead of reclaim writing out more folios. Folios reclaim holds isolated, or that
-    /// were freed or reused meanwhile, are left alone.
-    pub fn end_writeback(&mut self, folios: &mut FolioTable, now_ns: u64) {
+    /// were freed or reused meanwhile, are left alone. Returns the pages rotated (PGROTATED).
+    pub fn end_writeback(&mut self, folios: &mut FolioTable, now_ns: u64) -> u64 {
+        let mut rotated = 0;
         while let Some(&Reverse((done_ns, pfn))) = self.writeback.peek() {
             if done_ns > now_ns {
                 break;
@@ -147,27 +159,82 @@ impl Lruvec {
                 continue;
             }
             folios.clear(pfn, flags::WRITEBACK);
-            if folios.test(pfn, flags::LRU) && !folios.test(pfn, flags::ACTIVE) {
+            if folios.test(pfn, flags::FILE) {
+                rotated += self.rotate_reclaimable(folios, pfn);
+            } else if folios.test(pfn, flags::LRU) && !folios.test(pfn, flags::ACTIVE) {
                 self.inactive_anon.remove(folios, pfn);
                 self.inactive_anon.add_tail(folios, pfn);
+                rotated += folios.nr_pages(pfn) as u64;
             }
         }
+        rotated
     }
 
+    /// folio_end_writeback of a page-cache folio: PG_reclaim set by reclaim (or drop_caches)
+    /// sends a clean folio on the LRU to the inactive tail, active or not (lru_move_tail).
+    /// Returns the pages rotated.
+    pub fn rotate_reclaimable(&mut self, folios: &mut FolioTable, pfn: u32) -> u64 {
+        if !folios.test(pfn, flags::RECLAIM) {
+            return 0;
+        }
+        folios.clear(pfn, flags::RECLAIM);
+        if folios.test(pfn, flags::DIRTY) || !folios.test(pfn, flags::LRU) {
+            return 0;
+        }
+        self.list_of(folios, pfn).remove(folios, pfn);
+        folios.clear(pfn, flags::ACTIVE);
+        self.inactive_file.add_tail(folios, pfn);
+        folios.nr_pages(pfn) as u64
+    }
+
+    /// Pages under writeback whose write completes after `now_ns` (NR_WRITEBACK).
+    pub fn writeback_in_flight(&self, folios: &FolioTable, now_ns: u64) -> u64 {
+        self.writeback
+            .iter()
+            .filter(|Reverse((done_ns, pfn))| {
+                *done_ns > now_ns
+                    && folios.test(*pfn, flags::WRITEBACK)
+                    && folios.writeback_done_ns[*pfn as usize] == *done_ns
+            })
+            .map(|Reverse((_, pfn))| folios.nr_pages(*pfn) as u64)
+            .sum()
+    }
+
+    /// The list of the folio's type (FILE) and state (ACTIVE).
     pub fn list_of(&mut self, folios: &FolioTable, pfn: u32) -> &mut LruList {
-        if folios.test(pfn, flags::ACTIVE) {
-            &mut self.active_anon
-        } else {
-            &mut self.inactive_anon
+        self.list(
+            folios.test(pfn, flags::FILE),
+            folios.test(pfn, flags::ACTIVE),
+        )
+    }
+
+    pub fn list(&mut self, file: bool, active: bool) -> &mut LruList {
+        match (file, active) {
+            (false, false) => &mut self.inactive_anon,
+            (false, true) => &mut self.active_anon,
+            (true, false) => &mut self.inactive_file,
+            (true, true) => &mut self.active_file,
         }
     }
 
-    /// folio_add_lru: new anon folios start on the inactive list.
+    /// Pages on the four lists.
+    pub fn nr_pages(&self) -> u64 {
+        self.inactive_anon.nr_pages
+            + self.active_anon.nr_pages
+            + self.inactive_file.nr_pages
+            + self.active_file.nr_pages
+    }
+
+    /// folio_add_lru: new folios start on the inactive list of their type, unless marked
+    /// active before being added (a page-cache refault of the workingset).
     pub fn add_folio(&mut self, folios: &mut FolioTable, pfn: u32) {
         debug_assert!(!folios.test(pfn, flags::LRU));
         folios.set(pfn, flags::LRU);
-        folios.clear(pfn, flags::ACTIVE);
-        self.inactive_anon.add_head(folios, pfn);
+        let active = folios.test(pfn, flags::FILE) && folios.test(pfn, flags::ACTIVE);
+        if !active {
+            folios.clear(pfn, flags::ACTIVE);
+        }
+        self.list_of(folios, pfn).add_head(folios, pfn);
     }
 
     pub fn del_folio(&mut self, folios: &mut FolioTable, pfn: u32) {

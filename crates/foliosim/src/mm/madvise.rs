@@ -90,7 +90,8 @@ fn cold_or_pageout(
             let order = k.folios.order[head as usize] as u32;
             let nr_folio = 1u32 << order;
             let start = k.folios.owner_index[head as usize];
-            if !k.folios.test(head, flags::LRU) {
+            // Page-cache pages are left alone (the model pages out anonymous memory only).
+            if !k.folios.test(head, flags::LRU) || k.folios.test(head, flags::FILE) {
                 index += 1;
                 continue;
             }

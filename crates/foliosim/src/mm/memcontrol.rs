@@ -30,7 +30,8 @@ const MEMCG_DELAY_SCALING_SHIFT: u32 = 14;
 
 /// The events the kernel also counts per memcg (memcg_vm_event_stat; cgroup v2 memory.stat),
 /// for the memcg whose LRU was scanned, whichever reclaim scanned it.
-pub const MEMCG_EVENTS: [VmEvent; 13] = [
+pub const MEMCG_EVENTS: [VmEvent; 14] = [
+    VmEvent::Pgrefill,
     VmEvent::PgscanKswapd,
     VmEvent::PgscanDirect,
     VmEvent::PgstealKswapd,

@@ -31,6 +31,13 @@ pub fn touch(
     write: bool,
 ) -> Result<u32, MmError> {
     let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
+    // A file VMA's unmapped and page-cache pages fault through the page cache
+    // (mm/filemap/fault.rs); its anonymous (COW) pages are handled below.
+    if k.mms[mm as usize].vma_file(vma).is_some()
+        && (pte.is_none() || super::filemap::fault::maps_file_page(k, pte))
+    {
+        return super::filemap::fault::touch_file(k, ctx, mm, vma, index, end, write);
+    }
     let covered = if !pte.is_present() {
         let (start, order) = handle_mm_fault(k, ctx, mm, vma, index, write)?;
         (start + (1 << order)).min(end) - index
@@ -41,6 +48,9 @@ pub fn touch(
         let limit = end.min(index + (1 << PMD_ORDER));
         while index + n < limit && ptes[(index + n) as usize].is_present() {
             let head = k.folios.head_of(ptes[(index + n) as usize].pfn());
+            if k.folios.test(head, flags::FILE) {
+                break;
+            }
             k.folios
                 .set(head, flags::YOUNG | if write { flags::DIRTY } else { 0 });
             n += 1;
@@ -148,7 +158,11 @@ fn do_anonymous_page(
 
 /// An order-0 page for a fault (GFP_HIGHUSER_MOVABLE: the allocator reclaims and retries),
 /// charged with memcg reclaim and retries when over the limit; failure of either is OOM.
-fn alloc_order0_charged(k: &mut Kernel, ctx: &mut Ctx, memcg: u16) -> Result<u32, MmError> {
+pub(super) fn alloc_order0_charged(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    memcg: u16,
+) -> Result<u32, MmError> {
     let pfn = alloc_pages(k, ctx, Gfp::GFP_HIGHUSER_MOVABLE, 0).ok_or(MmError::GlobalOom)?;
     if !try_charge(k, ctx, memcg, 1, Gfp::KERNEL) {
         k.zone.free(ctx, pfn, 0);
@@ -162,7 +176,7 @@ fn alloc_order0_charged(k: &mut Kernel, ctx: &mut Ctx, memcg: u16) -> Result<u32
 
 /// Set up, map (PTEs, or one PMD for PMD order) and add to the LRU a newly allocated folio.
 #[allow(clippy::too_many_arguments)]
-fn map_new_folio(
+pub(super) fn map_new_folio(
     k: &mut Kernel,
     ctx: &mut Ctx,
     mm: u32,
@@ -340,6 +354,11 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
         let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
         if pte.is_present() {
             let head = k.folios.head_of(pte.pfn());
+            if k.folios.test(head, flags::FILE) {
+                super::filemap::rmap::zap_file_pte(k, ctx, mm, vma, index, head);
+                index += 1;
+                continue;
+            }
             let nr_folio = k.folios.nr_pages(head);
             // A whole PMD mapping is zapped as one entry; a partial zap splits the PMD first.
             let count = if k.folios.test(head, flags::PMD_MAPPED) {

@@ -75,8 +75,20 @@ pub struct Vma {
     pub ptes: Vec<Pte>,
 }
 
+/// What a file VMA maps (vm_file, vm_pgoff, VM_SHARED).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VmaFile {
+    pub file: u32,
+    /// File page mapped at the VMA's first page.
+    pub pgoff: u32,
+    pub shared: bool,
+}
+
 pub struct MmStruct {
     pub vmas: Vec<Option<Vma>>,
+    /// Per VMA id: the file it maps, None for anonymous memory (beside `vmas` so a Vma stays
+    /// the anonymous mapping it always was).
+    pub vma_files: Vec<Option<VmaFile>>,
     pub memcg: u16,
     /// What the task writes into its pages (decides compressed sizes).
     pub content: ContentClass,
@@ -87,6 +99,8 @@ pub struct MmStruct {
     pub rss_anon: u64,
     /// MM_SWAPENTS: swap PTEs.
     pub swap_ents: u64,
+    /// MM_FILEPAGES: present PTEs mapping page-cache pages.
+    pub rss_file: u64,
     /// Per CPU: when this mm last stopped running there (None: never ran there).
     pub cpu_last_ran_ns: Vec<Option<u64>>,
     /// mm_users: the live tasks (threads) using this mm; the last one's exit unmaps it all.
@@ -102,11 +116,13 @@ impl MmStruct {
     pub fn new(memcg: u16, content: ContentClass, ncpus: usize) -> MmStruct {
         MmStruct {
             vmas: Vec::new(),
+            vma_files: Vec::new(),
             memcg,
             content,
             memcg_nr_pages_over_high: 0,
             rss_anon: 0,
             swap_ents: 0,
+            rss_file: 0,
             cpu_last_ran_ns: vec![None; ncpus],
             mm_users: 1,
             khugepaged_registered: false,
@@ -132,6 +148,22 @@ impl MmStruct {
             anon_vma: false,
             ptes: vec![Pte::NONE; nr_pages as usize],
         });
+    }
+
+    /// The file `vma_id` maps, if it is a file VMA.
+    #[inline]
+    pub fn vma_file(&self, vma_id: u32) -> Option<VmaFile> {
+        self.vma_files.get(vma_id as usize).copied().flatten()
+    }
+
+    /// mmap of `nr_pages` of a file as VMA number `vma_id`.
+    pub fn mmap_file(&mut self, vma_id: u32, nr_pages: u32, file: VmaFile) {
+        self.mmap(vma_id, nr_pages, ThpAdvice::Default);
+        let i = vma_id as usize;
+        if self.vma_files.len() <= i {
+            self.vma_files.resize(i + 1, None);
+        }
+        self.vma_files[i] = Some(file);
     }
 
     pub fn vma(&self, vma_id: u32) -> &Vma {

@@ -2,6 +2,7 @@
 //! mechanism where they expect it.
 
 pub mod compaction;
+pub mod filemap;
 pub mod folio;
 pub mod gfp;
 pub mod gup;
@@ -18,6 +19,8 @@ pub mod mmap;
 pub mod mmap_lock;
 pub mod page_alloc;
 pub mod page_io;
+pub mod page_writeback;
+pub mod readahead;
 pub mod rmap;
 pub mod shrinker;
 pub mod swap_alloc;
@@ -27,6 +30,7 @@ pub mod swapfile;
 pub mod swapout_fallback;
 pub mod thp_fault_alloc;
 pub mod tlb;
+pub mod truncate;
 pub mod vmscan;
 pub mod vmstat;
 pub mod zram;
@@ -68,6 +72,21 @@ pub enum MmError {
     GlobalOom,
     #[error("segmentation fault: page {index} of vma {vma} was unmapped (munmap of part of it)")]
     Segv { vma: u32, index: u32 },
+    // Files (mm/filemap/): bad use by a workload's operations.
+    #[error("no file {file}: create it first ([[file]] in the scenario, or a CreateFile op)")]
+    NoSuchFile { file: u32 },
+    #[error("file {file} exists already")]
+    FileExists { file: u32 },
+    #[error("files need a disk: the scenario has no [machine.disk]")]
+    NoDisk,
+    #[error("file {file} of {nr_pages} pages does not fit on the disk ({free_pages} pages free)")]
+    NoSpace {
+        file: u32,
+        nr_pages: u32,
+        free_pages: u64,
+    },
+    #[error("SIGBUS: access to page {index} of file {file}, beyond its end")]
+    Sigbus { file: u32, index: u32 },
 }
 
 /// The vm sysctls at the start of the run: the scenario's, else the kernel's at boot, with
@@ -153,6 +172,10 @@ pub struct Kernel {
     pub deferred_split: Vec<DeferredSplitQueue>,
     /// khugepaged's knobs, mm slots and scan cursor.
     pub khugepaged: Khugepaged,
+    /// Files, their cached pages and the disk (mm/filemap/).
+    pub pagecache: filemap::PageCache,
+    /// vm.swappiness: get_scan_count's anon/file balance (mm/vmscan/scan_count.rs).
+    pub swappiness: u32,
 }
 
 impl Kernel {
@@ -226,6 +249,17 @@ impl Kernel {
             .expect("validated IAA spec")
         });
 
+        // The page cache: a disk's files, and their flusher thread (page_writeback.rs).
+        let pagecache = filemap::PageCache::new(scenario);
+        let mut kthreads = Kthreads::new(
+            zswap.enabled,
+            khugepaged::hugepage_pmd_enabled(scenario),
+            scenario.kernel.version.kcompactd(),
+            ncpus,
+        );
+        if pagecache.disk.is_some() {
+            kthreads.kinds.push(kthread::KthreadKind::Flusher);
+        }
         Kernel {
             cost,
             vmstat: VmStat::default(),
@@ -268,18 +302,28 @@ impl Kernel {
                 },
                 _ => IaaMode::Sync,
             },
-            kthreads: Kthreads::new(
-                zswap.enabled,
-                khugepaged::hugepage_pmd_enabled(scenario),
-                scenario.kernel.version.kcompactd(),
-                ncpus,
-            ),
+            kthreads,
             zswap,
             zeromap: scenario.kernel.version >= KernelVersion::V6_12,
             lru_add_pending: vec![0; ncpus],
+            pagecache,
             deferred_split: vec![DeferredSplitQueue::default(); 1 + scenario.memcgs.len()],
             khugepaged: Khugepaged::new(scenario),
+            swappiness: scenario
+                .sysctl
+                .vm
+                .swappiness
+                .unwrap_or(vmscan::scan_count::DEFAULT_SWAPPINESS),
         }
+    }
+
+    /// /proc/vmstat at `now_ns`: the events of `vm_events` and the node's gauges (nr_*).
+    pub fn vmstat_map(&self, now_ns: u64) -> std::collections::BTreeMap<String, u64> {
+        let mut m = self.vm_events().to_map();
+        for (name, value) in filemap::gauges(self, now_ns) {
+            m.insert(name.to_string(), value);
+        }
+        m
     }
 
     /// /proc/vmstat: the kernel-wide events and the zone's (pgalloc_normal, pgfree).

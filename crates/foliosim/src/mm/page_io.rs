@@ -62,6 +62,8 @@ pub fn swap_writepage(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
         written += n as usize;
     }
     k.vmstat.count(VmEvent::Pswpout, nr as u64);
+    k.vmstat
+        .count(VmEvent::Pgpgout, nr as u64 * super::filemap::KIB_PER_PAGE);
     k.memcgs[memcg].count(VmEvent::Pswpout, nr as u64);
     k.vmstat.count_mthp(order, MthpStat::Swpout);
     if order == PMD_ORDER {
@@ -121,6 +123,8 @@ pub fn swap_read_folio(k: &mut Kernel, ctx: &mut Ctx, first: SwapEntry, order: u
         ctx.wait_until(done_ns, WaitKind::Io);
     }
     k.vmstat.count(VmEvent::Pswpin, nr);
+    k.vmstat
+        .count(VmEvent::Pgpgin, nr * super::filemap::KIB_PER_PAGE);
     k.memcgs[memcg as usize].count(VmEvent::Pswpin, nr);
     k.vmstat.count_mthp(order, MthpStat::Swpin);
 }

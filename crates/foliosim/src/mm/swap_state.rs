@@ -20,6 +20,7 @@ pub fn folio_add_to_swap_cache(
     }
     k.folios.swap[pfn as usize] = first.raw();
     k.folios.set(pfn, flags::SWAPCACHE | flags::DIRTY);
+    k.pagecache.nr_swapcache += k.folios.nr_pages(pfn) as u64;
     for (run, nr) in k.folios.swap_runs(pfn) {
         k.swap.add_to_swap_cache(ctx, &k.cost, run, nr, pfn);
     }
@@ -32,4 +33,5 @@ pub fn folio_delete_from_swap_cache(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     }
     k.folios.scattered.remove(&pfn);
     k.folios.clear(pfn, flags::SWAPCACHE);
+    k.pagecache.nr_swapcache -= k.folios.nr_pages(pfn) as u64;
 }

@@ -1,7 +1,10 @@
 //! Reclaim (mm/vmscan.c): global direct reclaim, memcg reclaim and kswapd (kswapd.rs) over the
-//! anon LRU lists, and shrink_folio_list's swap-out of each isolated folio.
+//! anon and file LRU lists (how much of each: scan_count.rs), shrink_folio_list's swap-out of
+//! each isolated anonymous folio, and of page-cache folios (file.rs).
 
+pub mod file;
 pub mod kswapd;
+pub mod scan_count;
 
 use super::folio::{flags, FolioTable};
 use super::gfp::{Gfp, GfpZone};
@@ -14,7 +17,7 @@ use super::shrinker::shrink_slab;
 use super::swap_state::{folio_add_to_swap_cache, folio_delete_from_swap_cache};
 use super::tlb::TlbUnmapBatch;
 use super::vmstat::{MthpStat, VmEvent};
-use super::Kernel;
+use super::{filemap, Kernel};
 use crate::engine::{Ctx, WaitKind};
 use crate::scenario::PMD_ORDER;
 use std::collections::VecDeque;
@@ -58,6 +61,8 @@ pub struct ShrinkResult {
     pub nr_reclaimed: u64,
     /// Folios to put back on the LRU, and whether they go to the active list.
     pub putback: Vec<(u32, bool)>,
+    /// Pages written out (stat->nr_pageout), for lru_note_cost.
+    pub nr_pageout: u64,
 }
 
 /// try_to_free_mem_cgroup_pages: reclaim at least max(nr_pages, SWAP_CLUSTER_MAX) pages from
@@ -71,15 +76,9 @@ pub fn try_to_free_mem_cgroup_pages(
     let nr_to_reclaim = nr_pages.max(SWAP_CLUSTER_MAX);
     let mut reclaimed = 0;
     for priority in (0..=DEF_PRIORITY).rev() {
-        reclaimed += shrink_lruvec(
-            k,
-            ctx,
-            memcg,
-            nr_to_reclaim - reclaimed,
-            priority,
-            Reclaim::Memcg,
-        )
-        .reclaimed;
+        let mut sc =
+            scan_count::prepare_scan_control(k, Some(memcg), Reclaim::Memcg, priority, true);
+        reclaimed += shrink_lruvec(k, ctx, memcg, nr_to_reclaim - reclaimed, &mut sc).reclaimed;
         // shrink_slab: zswap's shrinker writes cold entries back (if enabled); what it frees
         // is zswap's compressed memory, not folios, so it does not add to `reclaimed`.
         super::zswap::shrinker_scan(k, ctx, memcg, priority);
@@ -134,14 +133,42 @@ pub fn shrink_node(
     priority: u32,
     reclaim: Reclaim,
 ) -> ShrinkCount {
+    shrink_node_may_swap(k, ctx, nr_to_reclaim, priority, reclaim, true)
+}
+
+/// shrink_node with sc->may_swap (false for kswapd's boosted reclaim: file pages only).
+/// kswapd marks the node when everything it took was dirty (PGDAT_DIRTY, it may then write)
+/// or under writeback (PGDAT_WRITEBACK), and stalls when it met folios cycling back before
+/// their write completed (nr_immediate).
+pub fn shrink_node_may_swap(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    nr_to_reclaim: u64,
+    priority: u32,
+    reclaim: Reclaim,
+    may_swap: bool,
+) -> ShrinkCount {
+    let mut sc = scan_count::prepare_scan_control(k, None, reclaim, priority, may_swap);
     let mut done = ShrinkCount::default();
     for memcg in ROOT_MEMCG..k.memcgs.len() as u16 {
         let want = nr_to_reclaim.saturating_sub(done.reclaimed).max(1);
-        done += shrink_lruvec(k, ctx, memcg, want, priority, reclaim);
+        done += shrink_lruvec(k, ctx, memcg, want, &mut sc);
         // shrink_node_memcgs: each memcg's shrinkers after its LRU.
         shrink_slab(k, ctx, memcg, priority);
         if done.reclaimed >= nr_to_reclaim {
             break;
+        }
+    }
+    if reclaim == Reclaim::Kswapd {
+        let nr = sc.nr;
+        if nr.writeback > 0 && nr.writeback == nr.taken {
+            k.pagecache.pgdat_writeback = true;
+        }
+        if nr.unqueued_dirty > 0 && nr.unqueued_dirty == nr.file_taken {
+            k.pagecache.pgdat_dirty = true;
+        }
+        if nr.immediate > 0 {
+            reclaim_throttle(k, ctx);
         }
     }
     done
@@ -160,6 +187,7 @@ pub fn reclaim_throttle(k: &Kernel, ctx: &mut Ctx) -> bool {
         .devices
         .iter()
         .map(|d| d.bdev.idle_at_ns())
+        .chain(k.pagecache.disk.iter().map(|d| d.bdev.idle_at_ns()))
         .max()
         .unwrap_or(0);
     if idle_at > ctx.now_ns {
@@ -170,106 +198,158 @@ pub fn reclaim_throttle(k: &Kernel, ctx: &mut Ctx) -> bool {
     false
 }
 
-/// inactive_is_low for anon: inactive * int_sqrt(10 * size in GiB) < active.
-fn inactive_is_low(k: &Kernel, memcg: u16) -> bool {
-    let lv = &k.memcgs[memcg as usize].lruvec;
-    inactive_is_low_pages(lv.inactive_anon.nr_pages, lv.active_anon.nr_pages)
-}
-
-fn inactive_is_low_pages(inactive: u64, active: u64) -> bool {
+/// inactive_is_low: inactive * int_sqrt(10 * size in GiB) < active.
+pub(crate) fn inactive_is_low_pages(inactive: u64, active: u64) -> bool {
     let gib = (inactive + active) >> (30 - 12);
     let ratio = if gib > 0 { (10 * gib).isqrt() } else { 1 };
     inactive * ratio < active
 }
 
-/// shrink_lruvec: scan lru_size >> priority pages of each anon list in SWAP_CLUSTER_MAX chunks,
-/// deactivating only when the inactive list is low; stop once `nr_to_reclaim` is met.
+/// shrink_lruvec: scan each list of the memcg's lruvec by get_scan_count's targets, in
+/// SWAP_CLUSTER_MAX chunks, inactive anon / active anon / inactive file / active file in
+/// turn. Once `nr_to_reclaim` is met, the type with less left stops and the other scans only
+/// what keeps the two proportional to their targets (not in global direct reclaim at
+/// DEF_PRIORITY, which scans its whole target). Then the anon lists are rebalanced if there
+/// is swap to age them for.
 fn shrink_lruvec(
     k: &mut Kernel,
     ctx: &mut Ctx,
     memcg: u16,
     nr_to_reclaim: u64,
-    priority: u32,
-    reclaim: Reclaim,
+    sc: &mut scan_count::ScanControl,
 ) -> ShrinkCount {
-    // get_scan_count: with no free swap, anon is not scanned (can_reclaim_anon_pages).
-    if k.swap.nr_swap_pages() == 0 {
-        return ShrinkCount::default();
-    }
+    use scan_count::{ACTIVE_ANON, ACTIVE_FILE, INACTIVE_ANON, INACTIVE_FILE};
     let lv = &mut k.memcgs[memcg as usize].lruvec;
-    lv.end_writeback(&mut k.folios, ctx.now_ns);
-    let mut nr_inactive = lv.inactive_anon.nr_pages >> priority;
-    let mut nr_active = lv.active_anon.nr_pages >> priority;
-    let may_deactivate = inactive_is_low(k, memcg);
+    let rotated = lv.end_writeback(&mut k.folios, ctx.now_ns);
+    k.vmstat.count(VmEvent::Pgrotated, rotated);
+    let mut nr = scan_count::get_scan_count(k, sc, memcg);
+    let targets = nr;
+    let proportional_reclaim = sc.reclaim == Reclaim::Global && sc.priority == DEF_PRIORITY;
     let mut done = ShrinkCount::default();
-    while nr_inactive > 0 || nr_active > 0 {
-        if nr_inactive > 0 {
-            let n = nr_inactive.min(SWAP_CLUSTER_MAX);
-            nr_inactive -= n;
-            done += shrink_inactive_list(k, ctx, memcg, n, reclaim);
-        }
-        if nr_active > 0 {
-            let n = nr_active.min(SWAP_CLUSTER_MAX);
-            nr_active -= n;
-            if may_deactivate {
-                shrink_active_list(k, ctx, memcg, n);
+    while nr[INACTIVE_ANON] > 0 || nr[ACTIVE_FILE] > 0 || nr[INACTIVE_FILE] > 0 {
+        for lru in [INACTIVE_ANON, ACTIVE_ANON, INACTIVE_FILE, ACTIVE_FILE] {
+            if nr[lru] == 0 {
+                continue;
+            }
+            let n = nr[lru].min(SWAP_CLUSTER_MAX);
+            nr[lru] -= n;
+            let file = lru >= INACTIVE_FILE;
+            if lru == ACTIVE_ANON || lru == ACTIVE_FILE {
+                if sc.may_deactivate(file) {
+                    shrink_active_list(k, ctx, memcg, n, file, sc.reclaim);
+                }
+            } else {
+                done += shrink_inactive_list(k, ctx, memcg, n, sc, file);
             }
         }
-        if done.reclaimed >= nr_to_reclaim {
+        if done.reclaimed < nr_to_reclaim || proportional_reclaim {
+            continue;
+        }
+        let nr_file = nr[INACTIVE_FILE] + nr[ACTIVE_FILE];
+        let nr_anon = nr[INACTIVE_ANON] + nr[ACTIVE_ANON];
+        if nr_file == 0 || nr_anon == 0 {
             break;
         }
+        // Stop the smaller type; scale the other to the share of its target left.
+        let (stop, other, percentage) = if nr_file > nr_anon {
+            let target = targets[INACTIVE_ANON] + targets[ACTIVE_ANON] + 1;
+            (INACTIVE_ANON, INACTIVE_FILE, nr_anon * 100 / target)
+        } else {
+            let target = targets[INACTIVE_FILE] + targets[ACTIVE_FILE] + 1;
+            (INACTIVE_FILE, INACTIVE_ANON, nr_file * 100 / target)
+        };
+        nr[stop] = 0;
+        nr[stop + 1] = 0;
+        for lru in [other, other + 1] {
+            let scanned = targets[lru] - nr[lru];
+            nr[lru] = targets[lru] * (100 - percentage) / 100;
+            nr[lru] -= nr[lru].min(scanned);
+        }
+    }
+    let lv = &k.memcgs[memcg as usize].lruvec;
+    if !k.swap.devices.is_empty()
+        && inactive_is_low_pages(lv.inactive_anon.nr_pages, lv.active_anon.nr_pages)
+    {
+        shrink_active_list(k, ctx, memcg, SWAP_CLUSTER_MAX, false, sc.reclaim);
     }
     done
 }
 
-/// shrink_active_list: move `nr_to_scan` pages' worth of folios from the active tail to the
-/// inactive head. folio_referenced clears their young bits, but anon folios are deactivated
-/// regardless; PG_referenced stays, so one more access before reclaim reactivates them.
-fn shrink_active_list(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_to_scan: u64) {
+/// shrink_active_list: move `nr_to_scan` pages' worth of folios from the tail of the active
+/// list of `file` folios (else anon) to the inactive head, counted as pgrefill (the memcg's;
+/// /proc/vmstat's only outside memcg reclaim) and pgdeactivate. folio_referenced clears their
+/// young bits, but every folio is deactivated regardless (only executable file folios would
+/// stay, and the model maps none); PG_referenced stays, so one more access before reclaim
+/// reactivates them. A deactivated folio is marked workingset.
+fn shrink_active_list(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    memcg: u16,
+    nr_to_scan: u64,
+    file: bool,
+    reclaim: Reclaim,
+) {
     let mut scanned = 0;
     let mut moved = 0u64;
     while scanned < nr_to_scan {
         let cg = &mut k.memcgs[memcg as usize];
-        let Some(pfn) = cg.lruvec.active_anon.tail() else {
+        let Some(pfn) = cg.lruvec.list(file, true).tail() else {
             break;
         };
-        cg.lruvec.active_anon.remove(&mut k.folios, pfn);
+        cg.lruvec.list(file, true).remove(&mut k.folios, pfn);
+        if file {
+            filemap::rmap::folio_referenced_file(k, ctx, pfn);
+            k.folios.set(pfn, flags::WORKINGSET);
+        }
         k.folios.clear(pfn, flags::ACTIVE | flags::YOUNG);
-        cg.lruvec.inactive_anon.add_head(&mut k.folios, pfn);
+        let cg = &mut k.memcgs[memcg as usize];
+        cg.lruvec.list(file, false).add_head(&mut k.folios, pfn);
         let nr = k.folios.nr_pages(pfn) as u64;
         scanned += nr;
         moved += 1;
         cg.count(VmEvent::Pgdeactivate, nr);
         k.vmstat.count(VmEvent::Pgdeactivate, nr);
     }
-    ctx.spend(k.cost.folio_referenced_ns * moved);
+    let cg = &mut k.memcgs[memcg as usize];
+    cg.count(VmEvent::Pgrefill, scanned);
+    if reclaim != Reclaim::Memcg {
+        k.vmstat.count(VmEvent::Pgrefill, scanned);
+    }
+    if !file {
+        ctx.spend(k.cost.folio_referenced_ns * moved);
+    }
     k.memcgs[memcg as usize]
         .lruvec
         .lru_lock
         .hold(ctx, k.cost.lru_move_ns * moved);
 }
 
-/// shrink_inactive_list: isolate from the inactive tail, shrink, put back what stays. Scans and
-/// steals count as pgscan_anon/pgsteal_anon and in the memcg's own stats always, and as
-/// /proc/vmstat's pgscan_direct/pgsteal_direct only in global direct reclaim
-/// (pgscan_kswapd/pgsteal_kswapd for kswapd's).
+/// shrink_inactive_list: isolate from the tail of the inactive list of `file` folios (else
+/// anon), shrink, put back what stays. Scans and steals count as pgscan_anon/pgsteal_anon (or
+/// _file) and in the memcg's own stats always, and as /proc/vmstat's
+/// pgscan_direct/pgsteal_direct only in global direct reclaim (pgscan_kswapd/pgsteal_kswapd for
+/// kswapd's). The cost of what was rotated or written is noted for get_scan_count; for file
+/// folios, a batch of nothing but dirty unqueued ones wakes the flusher.
 fn shrink_inactive_list(
     k: &mut Kernel,
     ctx: &mut Ctx,
     memcg: u16,
     nr_to_scan: u64,
-    reclaim: Reclaim,
+    sc: &mut scan_count::ScanControl,
+    file: bool,
 ) -> ShrinkCount {
+    let reclaim = sc.reclaim;
     // Writes that completed while this reclaim ran have rotated their folios to the tail
     // (folio_end_writeback runs at completion, not once per priority).
-    k.memcgs[memcg as usize]
+    let rotated = k.memcgs[memcg as usize]
         .lruvec
         .end_writeback(&mut k.folios, ctx.now_ns);
+    k.vmstat.count(VmEvent::Pgrotated, rotated);
     let mut list = Vec::new();
     let mut scanned = 0;
     while scanned < nr_to_scan {
         let lv = &mut k.memcgs[memcg as usize].lruvec;
-        let Some(pfn) = lv.inactive_anon.tail() else {
+        let Some(pfn) = lv.list(file, false).tail() else {
             break;
         };
         lv.del_folio(&mut k.folios, pfn);
@@ -291,19 +371,52 @@ fn shrink_inactive_list(
         }
         _ => (VmEvent::PgscanDirect, VmEvent::PgstealDirect),
     };
+    let (pgscan_type, pgsteal_type) = if file {
+        (VmEvent::PgscanFile, VmEvent::PgstealFile)
+    } else {
+        (VmEvent::PgscanAnon, VmEvent::PgstealAnon)
+    };
     let global = matches!(reclaim, Reclaim::Global | Reclaim::Kswapd);
     k.memcgs[memcg as usize].count(pgscan, scanned);
-    k.vmstat.count(VmEvent::PgscanAnon, scanned);
+    k.vmstat.count(pgscan_type, scanned);
     if global {
         k.vmstat.count(pgscan, scanned);
     }
-    let result = shrink_folio_list(k, ctx, list, reclaim);
+    let mut stat = scan_count::ReclaimStat::default();
+    let result = if file {
+        file::shrink_file_folio_list(k, ctx, list, sc, memcg, &mut stat)
+    } else {
+        shrink_folio_list(k, ctx, list, reclaim)
+    };
     k.memcgs[memcg as usize].count(pgsteal, result.nr_reclaimed);
-    k.vmstat.count(VmEvent::PgstealAnon, result.nr_reclaimed);
+    k.vmstat.count(pgsteal_type, result.nr_reclaimed);
     if global {
         k.vmstat.count(pgsteal, result.nr_reclaimed);
     }
     putback_folios(k, ctx, &result.putback);
+    scan_count::lru_note_cost(
+        k,
+        memcg,
+        file,
+        result.nr_pageout,
+        scanned - result.nr_reclaimed,
+    );
+    if file && stat.unqueued_dirty == scanned {
+        super::page_writeback::wakeup_flusher_threads(k, ctx.now_ns);
+        if sc.cgroup_reclaim() && !k.memcgs[memcg as usize].on_dfl {
+            reclaim_throttle(k, ctx);
+        }
+    }
+    stat.taken = scanned;
+    stat.file_taken = if file { scanned } else { 0 };
+    let nr = &mut sc.nr;
+    nr.dirty += stat.dirty;
+    nr.unqueued_dirty += stat.unqueued_dirty;
+    nr.congested += stat.congested;
+    nr.writeback += stat.writeback;
+    nr.immediate += stat.immediate;
+    nr.taken += stat.taken;
+    nr.file_taken += stat.file_taken;
     ShrinkCount {
         reclaimed: result.nr_reclaimed,
         scanned,
@@ -322,16 +435,17 @@ pub fn putback_folios(k: &mut Kernel, ctx: &mut Ctx, putback: &[(u32, bool)]) {
             None => moved_per_memcg.push((memcg, 1)),
         }
         let cg = &mut k.memcgs[memcg];
+        let file = k.folios.test(pfn, flags::FILE);
         k.folios.set(pfn, flags::LRU);
         if active {
             let nr = k.folios.nr_pages(pfn) as u64;
             k.folios.set(pfn, flags::ACTIVE);
-            cg.lruvec.active_anon.add_head(&mut k.folios, pfn);
+            cg.lruvec.list(file, true).add_head(&mut k.folios, pfn);
             cg.count(VmEvent::Pgactivate, nr);
             k.vmstat.count(VmEvent::Pgactivate, nr);
         } else {
             k.folios.clear(pfn, flags::ACTIVE);
-            cg.lruvec.inactive_anon.add_head(&mut k.folios, pfn);
+            cg.lruvec.list(file, false).add_head(&mut k.folios, pfn);
         }
     }
     for (memcg, moved) in moved_per_memcg {
@@ -403,13 +517,14 @@ pub fn shrink_folio_list(
         if k.folios.test(pfn, flags::DIRTY) {
             tlb.flush_dirty(k, ctx);
             swap_writepage(k, ctx, pfn);
-            if k.folios.test(pfn, flags::WRITEBACK) {
-                result.putback.push((pfn, false));
-                continue;
-            }
             if k.folios.test(pfn, flags::DIRTY) {
                 // The device refused the write (zram or brd out of memory): activate_locked.
                 result.putback.push((pfn, true));
+                continue;
+            }
+            result.nr_pageout += k.folios.nr_pages(pfn) as u64;
+            if k.folios.test(pfn, flags::WRITEBACK) {
+                result.putback.push((pfn, false));
                 continue;
             }
         }

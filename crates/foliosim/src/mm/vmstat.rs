@@ -84,6 +84,19 @@ counter_enum! {
         // /sys/kernel/mm/transparent_hugepage/khugepaged/{pages_collapsed,full_scans}.
         KhugepagedPagesCollapsed => "khugepaged/pages_collapsed",
         KhugepagedFullScans => "khugepaged/full_scans",
+        // The page cache's (mm/filemap/), and reclaim of file folios. pgpgin/pgpgout are KiB
+        // of block I/O, swap included; nr_dirtied, nr_written and
+        // nr_vmscan_immediate_reclaim are the node's cumulative counters.
+        Pgpgin => "pgpgin",
+        Pgpgout => "pgpgout",
+        PgscanFile => "pgscan_file",
+        PgstealFile => "pgsteal_file",
+        Pgrefill => "pgrefill",
+        Pgrotated => "pgrotated",
+        DropPagecache => "drop_pagecache",
+        NrDirtied => "nr_dirtied",
+        NrWritten => "nr_written",
+        NrVmscanImmediateReclaim => "nr_vmscan_immediate_reclaim",
     }
 }
 

@@ -63,6 +63,7 @@ pub fn scenario(kernel: KernelVersion, size: &str, scale: f64, seed: u64) -> Sce
             // Scaled with the sizes, so each process gets as many slices as at full scale.
             sched_slice_ns: ((3_000_000.0 * scale) as u64).max(10_000),
             iaa: None,
+            disk: None,
         },
         kernel: Kernel {
             version: kernel,
@@ -81,6 +82,7 @@ pub fn scenario(kernel: KernelVersion, size: &str, scale: f64, seed: u64) -> Sce
             Some(scaled(40 * GIB, scale, 32 << 20)),
         )],
         workloads: vec![super::usemem_70x1g(scale)],
+        files: vec![],
         costs: BTreeMap::new(),
         check_invariants: false,
     }

@@ -136,6 +136,7 @@ pub fn scenario(config: Config, size: &str, scale: f64, seed: u64) -> Scenario {
             ..MemcgSpec::with_max("usemem", None)
         }],
         workloads: vec![super::usemem_70x1g(scale)],
+        files: vec![],
         costs: BTreeMap::new(),
         check_invariants: false,
     }

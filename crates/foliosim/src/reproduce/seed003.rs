@@ -60,6 +60,7 @@ pub fn allocator_test_scenario(
             memcg: None,
             content: None,
         }],
+        files: vec![],
         costs: BTreeMap::new(),
         check_invariants: false,
     }
@@ -124,6 +125,7 @@ pub fn kbuild_scenario(kernel: Kernel, size: &str, scale: f64, seed: u64) -> Sce
             memcg: Some("build".into()),
             content: None,
         }],
+        files: vec![],
         costs: BTreeMap::new(),
         check_invariants: false,
     }

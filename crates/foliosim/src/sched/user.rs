@@ -3,11 +3,13 @@
 use super::task::UserProgram;
 use crate::engine::Ctx;
 use crate::mm::compaction::compact_memory;
+use crate::mm::filemap;
 use crate::mm::gup::{pin_user_pages_fast, unpin_user_pages};
 use crate::mm::khugepaged::khugepaged_exit;
 use crate::mm::madvise::madvise;
 use crate::mm::memory::{touch, zap_range};
 use crate::mm::mmap::Pte;
+use crate::mm::truncate::drop_pagecache;
 use crate::mm::{Kernel, MmError};
 use crate::workload::{Mark, Op};
 
@@ -83,7 +85,7 @@ pub(super) fn step(
         Op::Mark(m) => {
             p.marks[m] = Some(Mark {
                 at_ns: ctx.now_ns,
-                counters: k.vm_events().to_map(),
+                counters: k.vmstat_map(ctx.now_ns),
             })
         }
         Op::Pin { vma, first, nr } => {
@@ -130,6 +132,37 @@ pub(super) fn step(
             };
             p.latencies.push((series, ctx.now_ns - p.timer_start_ns));
         }
+        // Files (mm/filemap/).
+        Op::CreateFile { file, nr_pages } => {
+            ctx.spend(k.cost.syscall_ns);
+            k.pagecache.create(file, nr_pages)?;
+        }
+        Op::MmapFile {
+            vma,
+            file,
+            offset_pages,
+            nr_pages,
+            shared,
+        } => {
+            ctx.spend(k.cost.syscall_ns);
+            filemap::mmap_file(k, mm, vma, file, offset_pages, nr_pages, shared)?;
+        }
+        Op::ReadFile { file, first, nr } => {
+            if p.cursor == 0 {
+                ctx.spend(k.cost.syscall_ns);
+            }
+            let done =
+                filemap::read::filemap_read_step(k, ctx, mm, file, first + p.cursor, first + nr)?;
+            p.cursor += done;
+            if p.cursor < nr {
+                return Ok(UserNext::Run);
+            }
+            p.cursor = 0;
+        }
+        Op::DropCaches => {
+            ctx.spend(k.cost.syscall_ns);
+            drop_pagecache(k, ctx);
+        }
     }
     p.pc += 1;
     Ok(UserNext::Run)
@@ -147,6 +180,7 @@ fn munmap(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32) {
     ctx.spend(k.cost.syscall_ns);
     k.mms[mm as usize].mmap_lock.write_lock(ctx);
     zap_range(k, ctx, mm, vma, 0, nr);
+    filemap::unlink_file_vma(k, mm, vma);
     let m = &mut k.mms[mm as usize];
     m.vmas[vma as usize] = None;
     m.mmap_lock.write_unlock(ctx);

@@ -1,12 +1,13 @@
 //! Workloads: generators of memory operations per task. One definition serves every backend.
 
+pub mod file_read;
 pub mod kbuild;
 pub mod thp_swap_allocator_test;
 pub mod usemem;
 
 use crate::mm::madvise::Advice;
 use crate::mm::mmap::ThpAdvice;
-use crate::scenario::{Scenario, WorkloadSpec};
+use crate::scenario::{FileSpec, Scenario, WorkloadSpec};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -87,6 +88,31 @@ pub enum Op {
     },
     /// `echo 1 > /proc/sys/vm/compact_memory`: compact the whole zone, synchronously.
     CompactMemory,
+    // Files (mm/filemap/); a file id is its `[[file]]` index, or what CreateFile made.
+    /// Create file `file` of `nr_pages` on the disk: written, not cached (a file written,
+    /// then dropped from the cache).
+    CreateFile {
+        file: u32,
+        nr_pages: u32,
+    },
+    /// mmap pages [offset_pages, offset_pages + nr_pages) of `file` as VMA `vma`, MAP_SHARED
+    /// (stores dirty the page cache) or MAP_PRIVATE (stores copy the page). Touch reads or
+    /// writes it.
+    MmapFile {
+        vma: u32,
+        file: u32,
+        offset_pages: u32,
+        nr_pages: u32,
+        shared: bool,
+    },
+    /// read(2) of pages [first, first + nr) of `file` into a buffer (nothing mapped).
+    ReadFile {
+        file: u32,
+        first: u32,
+        nr: u32,
+    },
+    /// `echo 1 > /proc/sys/vm/drop_caches`: drop clean, unmapped page cache.
+    DropCaches,
 }
 
 pub struct TaskSpec {
@@ -177,8 +203,15 @@ pub struct WorkloadResult {
 }
 
 /// The tasks of a workload; `seed` drives any random choices it makes (its own stream).
+/// A workload reading a `[[file]]` has none here (it needs the scenario's files: `tasks_for`).
 pub fn tasks(spec: &WorkloadSpec, seed: u64) -> Vec<TaskSpec> {
+    tasks_for(spec, seed, &[])
+}
+
+/// The tasks of a workload of a scenario whose `[[file]]`s are `files`.
+pub fn tasks_for(spec: &WorkloadSpec, seed: u64, files: &[FileSpec]) -> Vec<TaskSpec> {
     match spec {
+        WorkloadSpec::FileRead { .. } => file_read::tasks(spec, files),
         WorkloadSpec::Usemem { .. } => usemem::tasks(spec),
         WorkloadSpec::ThpSwapAllocatorTest { .. } => thp_swap_allocator_test::tasks(spec, seed),
         WorkloadSpec::Kbuild { .. } => kbuild::tasks(spec, seed),
@@ -190,21 +223,24 @@ pub fn all_ops(scenario: &Scenario) -> impl Iterator<Item = Op> + '_ {
     scenario
         .workloads
         .iter()
-        .flat_map(|w| tasks(w, scenario.seed))
+        .flat_map(|w| tasks_for(w, scenario.seed, &scenario.files))
         .flat_map(|t| t.ops)
 }
 
-pub fn report(spec: &WorkloadSpec, marks: &[TaskMarks]) -> WorkloadResult {
+pub fn report(spec: &WorkloadSpec, marks: &[TaskMarks], files: &[FileSpec]) -> WorkloadResult {
     match spec {
         WorkloadSpec::Usemem { .. } => usemem::report(spec, marks),
         WorkloadSpec::ThpSwapAllocatorTest { .. } => thp_swap_allocator_test::report(spec, marks),
         WorkloadSpec::Kbuild { .. } => kbuild::report(spec, marks),
+        WorkloadSpec::FileRead { .. } => file_read::report(spec, marks, files),
     }
 }
 
 /// Every workload's result from its tasks' marks; `tasks` yields (workload index, marks).
+/// `files` are the scenario's `[[file]]`s.
 pub fn report_all<'a>(
     specs: &[WorkloadSpec],
+    files: &[FileSpec],
     tasks: impl Iterator<Item = (usize, &'a TaskMarks)> + Clone,
 ) -> Vec<WorkloadResult> {
     specs
@@ -216,7 +252,7 @@ pub fn report_all<'a>(
                 .filter(|&(tw, _)| tw == w)
                 .map(|(_, m)| m.clone())
                 .collect();
-            report(spec, &marks)
+            report(spec, &marks, files)
         })
         .collect()
 }

@@ -393,6 +393,11 @@ fn migrate_folio_unmap(
     tlb: Option<&mut TlbUnmapBatch>,
 ) -> Result<(u32, bool), UnmapError> {
     let order = k.folios.order[src as usize] as u32;
+    // A page-cache folio being read in is locked: folio_trylock fails (the model does not
+    // wait for the read even when sync), -EAGAIN.
+    if k.folios.test(src, flags::LOCKED) {
+        return Err(UnmapError::Again);
+    }
     let dst = target.alloc(k, ctx, order).ok_or(UnmapError::NoMemory)?;
     if k.folios.test(src, flags::WRITEBACK) {
         let done_ns = k.folios.writeback_done_ns[src as usize];
@@ -446,7 +451,11 @@ fn migrate_folio_move(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32, was_map
         | flags::REFERENCED
         | flags::ACTIVE
         | flags::SWAPCACHE
-        | flags::PMD_MAPPED;
+        | flags::PMD_MAPPED
+        | flags::FILE
+        | flags::READAHEAD
+        | flags::RECLAIM
+        | flags::WORKINGSET;
     let state = f.flags[i] & kept;
     f.init(dst, order, memcg, owner);
     f.flags[dst as usize] |= state;
@@ -465,7 +474,10 @@ fn migrate_folio_move(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32, was_map
     // migrate_folio_done: the old folio's last reference goes; its charge went with the data.
     let f = &mut k.folios;
     f.mapcount[i] = 0;
-    f.clear(src, flags::ISOLATED | flags::SWAPCACHE | flags::PMD_MAPPED);
+    f.clear(
+        src,
+        flags::ISOLATED | flags::SWAPCACHE | flags::PMD_MAPPED | flags::FILE | flags::DIRTY,
+    );
     f.release(src);
     k.zone.free(ctx, src, order);
 }

@@ -3,23 +3,30 @@
 //! a move (the copy, the folio's state, the LRU, freeing the source) is in mod.rs.
 
 use crate::engine::Ctx;
+use crate::mm::filemap::rmap::for_each_pte;
 use crate::mm::folio::flags;
 use crate::mm::mmap::Pte;
 use crate::mm::tlb::TlbUnmapBatch;
 use crate::mm::Kernel;
 
-/// The kinds of folio owner. A page-cache folio (mm/filemap.rs) adds its kind here, with its
-/// mapping's slots and the PTEs of the VMAs that map the file range.
+/// The kinds of folio owner.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OwnerKind {
     /// An anonymous folio: one owner (mm, vma, page index) whose PTEs, or PMD, map it; in the
     /// swap cache, the cache's slots point at it too.
     Anon,
+    /// A page-cache folio (mm/filemap/): its file's slot, and the PTEs of every VMA in the
+    /// file's i_mmap that maps its index.
+    File,
 }
 
 /// The kind of owner of the folio at `pfn`.
-pub fn owner_kind(_k: &Kernel, _pfn: u32) -> OwnerKind {
-    OwnerKind::Anon
+pub fn owner_kind(k: &Kernel, pfn: u32) -> OwnerKind {
+    if k.folios.test(pfn, flags::FILE) {
+        OwnerKind::File
+    } else {
+        OwnerKind::Anon
+    }
 }
 
 /// try_to_migrate: clear the mappings of `src` (mapped). With `tlb` (TTU_BATCH_FLUSH, async
@@ -28,6 +35,7 @@ pub fn owner_kind(_k: &Kernel, _pfn: u32) -> OwnerKind {
 pub fn unmap(k: &mut Kernel, ctx: &mut Ctx, src: u32, tlb: Option<&mut TlbUnmapBatch>) {
     match owner_kind(k, src) {
         OwnerKind::Anon => anon_unmap(k, ctx, src, tlb),
+        OwnerKind::File => file_unmap(k, ctx, src, tlb),
     }
 }
 
@@ -35,6 +43,11 @@ pub fn unmap(k: &mut Kernel, ctx: &mut Ctx, src: u32, tlb: Option<&mut TlbUnmapB
 pub fn move_mapping(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
     match owner_kind(k, src) {
         OwnerKind::Anon => anon_move_mapping(k, ctx, src, dst),
+        OwnerKind::File => {
+            let f = &k.folios;
+            let (file, index) = (f.owner_mm[src as usize], f.owner_index[src as usize]);
+            k.pagecache.file_mut(file).pages[index as usize] = dst;
+        }
     }
 }
 
@@ -42,6 +55,7 @@ pub fn move_mapping(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
 pub fn remap(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
     match owner_kind(k, src) {
         OwnerKind::Anon => anon_remap(k, ctx, src, dst),
+        OwnerKind::File => file_remap(k, ctx, src, dst),
     }
 }
 
@@ -100,4 +114,54 @@ fn anon_remap(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
         "folio {src}: mapcount disagrees with its PTEs"
     );
     ctx.spend(k.cost.pte_unmap_ns * if pmd { 1 } else { remapped as u64 });
+}
+
+/// The mms whose PTEs map the page-cache folio at `pfn` (one entry per PTE).
+fn file_mappers(k: &mut Kernel, pfn: u32) -> Vec<u32> {
+    let f = &k.folios;
+    let (file, index) = (f.owner_mm[pfn as usize], f.owner_index[pfn as usize]);
+    let mut mms = Vec::new();
+    for_each_pte(k, file, index, |k, mm, vma, vi| {
+        let pte = k.mms[mm as usize].vma(vma).ptes[vi as usize];
+        if pte.is_present() && pte.pfn() == pfn {
+            mms.push(mm);
+        }
+    });
+    mms
+}
+
+/// try_to_migrate of a mapped page-cache folio: each PTE through the file's i_mmap.
+fn file_unmap(k: &mut Kernel, ctx: &mut Ctx, src: u32, tlb: Option<&mut TlbUnmapBatch>) {
+    let mms = file_mappers(k, src);
+    let dirty = k.folios.test(src, flags::DIRTY);
+    ctx.spend(k.cost.pte_unmap_ns * mms.len() as u64);
+    match tlb {
+        Some(batch) => {
+            for mm in mms {
+                batch.add(k, ctx, mm, 0, 1, dirty);
+            }
+        }
+        None => {
+            let mut now = TlbUnmapBatch::default();
+            for mm in mms {
+                now.add(k, ctx, mm, 0, 1, dirty);
+            }
+            now.flush(k, ctx);
+        }
+    }
+}
+
+/// remove_migration_ptes for a page-cache folio: the PTEs that mapped `src` map `dst`.
+fn file_remap(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
+    let f = &k.folios;
+    let (file, index) = (f.owner_mm[dst as usize], f.owner_index[dst as usize]);
+    let mut remapped = 0u64;
+    for_each_pte(k, file, index, |k, mm, vma, vi| {
+        let pte = &mut k.mms[mm as usize].vma_mut(vma).ptes[vi as usize];
+        if pte.is_present() && pte.pfn() == src {
+            *pte = Pte::present(dst);
+            remapped += 1;
+        }
+    });
+    ctx.spend(k.cost.pte_unmap_ns * remapped);
 }

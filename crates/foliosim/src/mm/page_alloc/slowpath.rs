@@ -307,15 +307,17 @@ fn alloc_pages_direct_compact(
     (page, result)
 }
 
-/// zone_reclaimable_pages: the anon LRU pages, when there is swap to reclaim them to (the
-/// model has no file pages).
+/// zone_reclaimable_pages: the file LRU pages, and the anon ones when there is swap to
+/// reclaim them to.
 pub fn zone_reclaimable_pages(k: &Kernel) -> u64 {
-    if k.swap.nr_swap_pages() == 0 {
-        return 0;
-    }
+    let swap = k.swap.nr_swap_pages() > 0;
     k.memcgs
         .iter()
-        .map(|cg| cg.lruvec.inactive_anon.nr_pages + cg.lruvec.active_anon.nr_pages)
+        .map(|cg| {
+            let lv = &cg.lruvec;
+            let anon = lv.inactive_anon.nr_pages + lv.active_anon.nr_pages;
+            lv.inactive_file.nr_pages + lv.active_file.nr_pages + if swap { anon } else { 0 }
+        })
         .sum()
 }
 

@@ -10,7 +10,10 @@
 //! shrink_slab (zswap's shrinker runs in memcg reclaim
 //! only), ZONE_RECLAIM_ACTIVE's lower pcp high.
 
-use super::{inactive_is_low_pages, shrink_active_list, shrink_node, Reclaim, SWAP_CLUSTER_MAX};
+use super::{
+    inactive_is_low_pages, shrink_active_list, shrink_node, shrink_node_may_swap, Reclaim,
+    SWAP_CLUSTER_MAX,
+};
 use crate::engine::Ctx;
 use crate::mm::compaction::skip::reset_isolation_suitable;
 use crate::mm::compaction::wakeup_kcompactd;
@@ -102,6 +105,11 @@ pub fn kswapd_run(k: &mut Kernel, ctx: &mut Ctx) -> u64 {
         k.kswapd.woken = false;
         k.kswapd.posted = false;
     }
+    if pgdat_balanced(&k.zone, reclaim_order) {
+        // clear_pgdat_congested (prepare_kswapd_sleep).
+        k.pagecache.pgdat_dirty = false;
+        k.pagecache.pgdat_writeback = false;
+    }
     reclaimed
 }
 
@@ -143,14 +151,16 @@ fn balance(k: &mut Kernel, ctx: &mut Ctx, order: u32) -> (u64, u32) {
             }
             // Boosted reclaim stops short of writeback-heavy priorities.
             let mut raise_priority = !(nr_boost_reclaim > 0 && priority == DEF_PRIORITY - 2);
-            // Boosted reclaim neither writes back nor swaps: in the model's anon-only LRU it
-            // cannot reclaim anything.
+            // Boosted reclaim neither writes back nor swaps: only clean page cache is
+            // reclaimed (nothing at all without page cache).
             let may_swap = nr_boost_reclaim == 0;
             kswapd_age_node(k, ctx);
             // kswapd_shrink_node
             let nr_to_reclaim = k.zone.wmark_pages(Wmark::High).max(SWAP_CLUSTER_MAX);
             let done = if may_swap {
                 shrink_node(k, ctx, nr_to_reclaim, priority, Reclaim::Kswapd)
+            } else if k.pagecache.nr_pages > 0 {
+                shrink_node_may_swap(k, ctx, nr_to_reclaim, priority, Reclaim::Kswapd, false)
             } else {
                 Default::default()
             };
@@ -205,6 +215,6 @@ fn kswapd_age_node(k: &mut Kernel, ctx: &mut Ctx) {
         return;
     }
     for memcg in 0..k.memcgs.len() as u16 {
-        shrink_active_list(k, ctx, memcg, SWAP_CLUSTER_MAX);
+        shrink_active_list(k, ctx, memcg, SWAP_CLUSTER_MAX, false, Reclaim::Kswapd);
     }
 }

@@ -1,0 +1,449 @@
+//! The page cache (mm/filemap.c): files on the filesystem disk and their cached pages.
+//!
+//! A file is a size in pages, an extent of the disk, and one slot per page index (the
+//! address_space's xarray, a dense Vec<u32>): NIL when not cached, else the pfn of an order-0
+//! folio flagged FILE in the folio table, whose owner fields point back (owner_mm = file id,
+//! owner_index = page index; folio.rs). Large folios are not put in the page cache: the model's
+//! filesystem is one without large folio support (mapping_large_folio_support false, ext4
+//! before 6.16), so readahead and faults allocate order 0.
+//!
+//! Mapped pages are found through the file's i_mmap (the VMAs mapping it, with their file
+//! offset; rmap.rs). Faults are in fault.rs, read(2) in read.rs, readahead in
+//! mm/readahead.rs, drop_caches in mm/truncate.rs, dirty pages and the flusher in
+//! mm/page_writeback.rs, reclaim of file folios in mm/vmscan/file.rs.
+
+pub mod fault;
+pub mod read;
+pub mod rmap;
+
+use super::folio::{flags, NIL};
+use super::gfp::Gfp;
+use super::memcontrol::try_charge;
+use super::readahead::RaState;
+use super::vmstat::VmEvent;
+use super::{Kernel, MmError};
+use crate::engine::{Ctx, WaitKind};
+use crate::hw::blockdev::{BlockDevice, Completion};
+use crate::scenario::{Scenario, SwapDeviceSpec, TlbKind, PAGE_SIZE};
+use std::collections::BTreeSet;
+
+/// 512-byte sectors per page: /proc/vmstat's pgpgin/pgpgout count KiB (submit_bio counts
+/// sectors, vmstat_start halves them), 4 per page.
+pub const KIB_PER_PAGE: u64 = PAGE_SIZE / 1024;
+
+/// The filesystem's block device (the scenario's `[machine.disk]`).
+pub struct Disk {
+    pub bdev: BlockDevice,
+    pub nr_pages: u64,
+    /// Pages given to files so far: files are laid out one after another.
+    pub used_pages: u64,
+    /// bdi->ra_pages: `read_ahead_kb` in pages.
+    pub ra_pages: u32,
+}
+
+/// One VMA mapping a file (an i_mmap entry): file page `pgoff` is the VMA's page 0.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileMapping {
+    pub mm: u32,
+    pub vma: u32,
+    pub pgoff: u32,
+    pub nr_pages: u32,
+}
+
+impl FileMapping {
+    /// The VMA page mapping file page `index`, if this mapping covers it.
+    #[inline]
+    pub fn vma_index(&self, index: u32) -> Option<u32> {
+        (index >= self.pgoff && index - self.pgoff < self.nr_pages).then(|| index - self.pgoff)
+    }
+}
+
+/// An inode with its address_space and the open file's readahead state.
+pub struct File {
+    pub nr_pages: u32,
+    /// Page index -> pfn of the cached page, NIL when not cached.
+    pub pages: Vec<u32>,
+    /// First disk page of the file's extent.
+    pub disk_start: u64,
+    pub nr_cached: u32,
+    /// Indices of dirty pages (the xarray's PAGECACHE_TAG_DIRTY), in writeback order.
+    pub dirty: BTreeSet<u32>,
+    /// inode->dirtied_when: when the file last went from clean to dirty.
+    pub dirtied_when_ns: u64,
+    /// The VMAs mapping the file (i_mmap).
+    pub i_mmap: Vec<FileMapping>,
+    /// file->f_ra: one per file (the tasks share one open file, as thpscale's threads do).
+    pub ra: RaState,
+}
+
+impl File {
+    fn new(nr_pages: u32, disk_start: u64, ra_pages: u32) -> File {
+        File {
+            nr_pages,
+            pages: vec![NIL; nr_pages as usize],
+            disk_start,
+            nr_cached: 0,
+            dirty: BTreeSet::new(),
+            dirtied_when_ns: 0,
+            i_mmap: Vec::new(),
+            ra: RaState::new(ra_pages),
+        }
+    }
+
+    /// filemap_get_folio: the cached page at `index`.
+    #[inline]
+    pub fn lookup(&self, index: u32) -> Option<u32> {
+        let pfn = *self.pages.get(index as usize)?;
+        (pfn != NIL).then_some(pfn)
+    }
+}
+
+/// Every file, the disk, and the node's page-cache counters.
+pub struct PageCache {
+    /// By file id; None for ids not created (yet).
+    pub files: Vec<Option<File>>,
+    pub disk: Option<Disk>,
+    /// NR_FILE_PAGES of the page cache proper (the swap cache is `nr_swapcache`).
+    pub nr_pages: u64,
+    /// NR_SWAPCACHE: pages in the swap cache (part of NR_FILE_PAGES in the kernel).
+    pub nr_swapcache: u64,
+    /// NR_FILE_MAPPED: page-cache pages mapped by at least one PTE.
+    pub nr_mapped: u64,
+    /// NR_FILE_DIRTY
+    pub nr_dirty: u64,
+    /// arch_wants_old_prefaulted_pte: arm64 maps fault-around pages old, x86 young.
+    pub old_prefaulted_pte: bool,
+    /// The flusher's pending work (page_writeback.rs).
+    pub wb: super::page_writeback::WbState,
+    /// PGDAT_DIRTY / PGDAT_WRITEBACK: kswapd saw only dirty / only writeback file folios at
+    /// the LRU tail (shrink_node); cleared when the node is balanced.
+    pub pgdat_dirty: bool,
+    pub pgdat_writeback: bool,
+}
+
+impl PageCache {
+    /// The disk and the scenario's `[[file]]`s, on disk and not cached (validated to fit).
+    pub fn new(scenario: &Scenario) -> PageCache {
+        let disk = scenario.machine.disk.as_ref().map(|spec| {
+            let mut dev = SwapDeviceSpec::new(spec.kind, spec.size);
+            dev.latency_ns = spec.latency_ns;
+            dev.bandwidth_bytes_per_s = spec.bandwidth_bytes_per_s;
+            Disk {
+                bdev: BlockDevice::new(&dev),
+                nr_pages: spec.size.pages(),
+                used_pages: 0,
+                ra_pages: (spec.read_ahead_kb as u64 * 1024 / PAGE_SIZE) as u32,
+            }
+        });
+        let mut pc = PageCache {
+            files: Vec::new(),
+            disk,
+            nr_pages: 0,
+            nr_swapcache: 0,
+            nr_mapped: 0,
+            nr_dirty: 0,
+            old_prefaulted_pte: scenario.machine.tlb == TlbKind::Arm64Tlbi,
+            wb: Default::default(),
+            pgdat_dirty: false,
+            pgdat_writeback: false,
+        };
+        for (id, f) in scenario.files.iter().enumerate() {
+            pc.create(id as u32, f.size.pages() as u32)
+                .expect("validated [[file]] sizes");
+        }
+        pc
+    }
+
+    /// Create file `id` of `nr_pages` on the disk: its content is written there, nothing is
+    /// cached (a file written and then dropped from the cache).
+    pub fn create(&mut self, id: u32, nr_pages: u32) -> Result<(), MmError> {
+        let disk = self.disk.as_mut().ok_or(MmError::NoDisk)?;
+        if self.files.get(id as usize).is_some_and(|f| f.is_some()) {
+            return Err(MmError::FileExists { file: id });
+        }
+        let free = disk.nr_pages - disk.used_pages;
+        if nr_pages as u64 > free {
+            return Err(MmError::NoSpace {
+                file: id,
+                nr_pages,
+                free_pages: free,
+            });
+        }
+        let file = File::new(nr_pages, disk.used_pages, disk.ra_pages);
+        disk.used_pages += nr_pages as u64;
+        if self.files.len() <= id as usize {
+            self.files.resize_with(id as usize + 1, || None);
+        }
+        self.files[id as usize] = Some(file);
+        Ok(())
+    }
+
+    pub fn file(&self, id: u32) -> Result<&File, MmError> {
+        self.files
+            .get(id as usize)
+            .and_then(|f| f.as_ref())
+            .ok_or(MmError::NoSuchFile { file: id })
+    }
+
+    #[inline]
+    pub fn file_mut(&mut self, id: u32) -> &mut File {
+        self.files[id as usize]
+            .as_mut()
+            .expect("page-cache folio of a live file")
+    }
+}
+
+/// Is a read of the page-cache folio at `pfn` still in flight at `now_ns`? A completed one
+/// is unlocked on the way (the bio's end_io, observed late).
+#[inline]
+pub fn folio_read_pending(k: &mut Kernel, pfn: u32, now_ns: u64) -> bool {
+    let f = &mut k.folios;
+    if !f.test(pfn, flags::LOCKED) {
+        return false;
+    }
+    if f.writeback_done_ns[pfn as usize] > now_ns {
+        return true;
+    }
+    f.clear(pfn, flags::LOCKED);
+    false
+}
+
+/// folio_lock on a folio being read: sleep (iowait) until the read completes.
+pub fn folio_wait_locked(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
+    if folio_read_pending(k, pfn, ctx.now_ns) {
+        let done_ns = k.folios.writeback_done_ns[pfn as usize];
+        debug_assert!(done_ns != u64::MAX, "wait on a read never submitted");
+        ctx.wait_until(done_ns, WaitKind::Io);
+        k.folios.clear(pfn, flags::LOCKED);
+    }
+}
+
+/// filemap_add_folio: charge the newly allocated order-0 `pfn` to `memcg` (with `gfp`, as
+/// mem_cgroup_charge), then put it in file `file`'s slot `index`, locked for the read the
+/// caller submits, and on the inactive file LRU. A failed charge frees the page: false.
+pub fn filemap_add_folio(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    file: u32,
+    index: u32,
+    pfn: u32,
+    memcg: u16,
+    gfp: Gfp,
+) -> bool {
+    if !try_charge(k, ctx, memcg, 1, gfp) {
+        k.zone.free(ctx, pfn, 0);
+        return false;
+    }
+    let f = k.pagecache.file_mut(file);
+    debug_assert_eq!(f.pages[index as usize], NIL, "slot {index} taken");
+    f.pages[index as usize] = pfn;
+    f.nr_cached += 1;
+    k.pagecache.nr_pages += 1;
+    k.folios.init(pfn, 0, memcg, (file, NIL, index));
+    k.folios.set(pfn, flags::FILE | flags::LOCKED);
+    k.folios.writeback_done_ns[pfn as usize] = u64::MAX;
+    ctx.spend(k.cost.filemap_add_folio_ns);
+    k.folio_add_lru(ctx, pfn);
+    true
+}
+
+/// __filemap_remove_folio + free: a clean, unmapped, unlocked page-cache folio leaves the
+/// cache and goes back to the allocator (off its LRU, uncharged).
+pub fn filemap_remove_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
+    let fl = &k.folios;
+    debug_assert!(fl.test(pfn, flags::FILE));
+    debug_assert!(!fl.test(pfn, flags::DIRTY | flags::WRITEBACK | flags::LOCKED));
+    let (file, index) = (fl.owner_mm[pfn as usize], fl.owner_index[pfn as usize]);
+    let f = k.pagecache.file_mut(file);
+    debug_assert_eq!(f.pages[index as usize], pfn);
+    f.pages[index as usize] = NIL;
+    f.nr_cached -= 1;
+    k.pagecache.nr_pages -= 1;
+    ctx.spend(k.cost.filemap_remove_folio_ns);
+    k.folio_free(ctx, pfn);
+}
+
+/// Submit one read bio for the folios `pfns` (consecutive indices of one file, just added
+/// and locked): the disk transfers them; each stays locked until the read completes.
+/// Counts pgpgin. A synchronous device (brd) has copied them on return.
+pub fn read_pages(k: &mut Kernel, ctx: &mut Ctx, pfns: &[u32]) {
+    if pfns.is_empty() {
+        return;
+    }
+    let nr = pfns.len() as u64;
+    ctx.spend(k.cost.bio_submit_ns);
+    let disk = k.pagecache.disk.as_mut().expect("files live on the disk");
+    let done_ns = match disk.bdev.read(ctx, &mut k.membw, nr * PAGE_SIZE) {
+        Completion::At(t) => t,
+        Completion::Sync => ctx.now_ns,
+    };
+    k.vmstat.count(VmEvent::Pgpgin, nr * KIB_PER_PAGE);
+    for &pfn in pfns {
+        k.folios.writeback_done_ns[pfn as usize] = done_ns;
+        if done_ns <= ctx.now_ns {
+            k.folios.clear(pfn, flags::LOCKED);
+        }
+    }
+}
+
+/// folio_mark_accessed: inactive,unreferenced -> inactive,referenced -> active,unreferenced.
+pub fn folio_mark_accessed(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
+    let f = &mut k.folios;
+    if !f.test(pfn, flags::REFERENCED) {
+        f.set(pfn, flags::REFERENCED);
+    } else if !f.test(pfn, flags::ACTIVE) {
+        folio_activate(k, ctx, pfn);
+        k.folios.clear(pfn, flags::REFERENCED);
+    }
+}
+
+/// folio_activate (lru_activate): an inactive folio on the LRU moves to its active list.
+pub fn folio_activate(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
+    let f = &mut k.folios;
+    if f.test(pfn, flags::ACTIVE) || !f.test(pfn, flags::LRU) {
+        return;
+    }
+    let memcg = f.memcg[pfn as usize] as usize;
+    let nr = f.nr_pages(pfn) as u64;
+    let cg = &mut k.memcgs[memcg];
+    cg.lruvec.del_folio(&mut k.folios, pfn);
+    k.folios.set(pfn, flags::ACTIVE);
+    cg.lruvec.add_folio(&mut k.folios, pfn);
+    cg.count(VmEvent::Pgactivate, nr);
+    k.vmstat.count(VmEvent::Pgactivate, nr);
+    cg.lruvec.lru_lock.hold(ctx, k.cost.lru_move_ns);
+}
+
+/// Map file page `index` (the cached folio `pfn`) at page `vma_index` of `vma` in `mm`:
+/// the PTE, the mapcount, NR_FILE_MAPPED and MM_FILEPAGES (folio_add_file_rmap_ptes).
+pub fn map_file_pte(k: &mut Kernel, mm: u32, vma: u32, vma_index: u32, pfn: u32, young: bool) {
+    let m = &mut k.mms[mm as usize];
+    let pte = &mut m.vma_mut(vma).ptes[vma_index as usize];
+    debug_assert!(pte.is_none());
+    *pte = super::mmap::Pte::present(pfn);
+    m.rss_file += 1;
+    let mc = &mut k.folios.mapcount[pfn as usize];
+    *mc += 1;
+    if *mc == 1 {
+        k.pagecache.nr_mapped += 1;
+    }
+    if young {
+        k.folios.set(pfn, flags::YOUNG);
+    }
+}
+
+/// replace_page_cache_folio for migration: the order-0 page-cache folio `old_pfn` moves to
+/// the freshly allocated `new_pfn` (same order; not yet set up). The new folio takes the
+/// file slot, the owner, the page flags and the memcg (charged here, so the caller's
+/// folio_free of the old one leaves memory.current as it was), old's place on its LRU list,
+/// and every PTE that mapped old (rewritten in place: the caller accounts the unmap and TLB
+/// flush of its migration entries). The old folio is left unmapped, off the LRU and out of
+/// the cache, for the caller to free with `Kernel::folio_free`. Not for a folio under I/O:
+/// migration of locked or writeback folios is the caller's to refuse.
+pub fn replace_page_cache_folio(k: &mut Kernel, old_pfn: u32, new_pfn: u32) {
+    let f = &mut k.folios;
+    let (o, n) = (old_pfn as usize, new_pfn as usize);
+    assert!(
+        f.test(old_pfn, flags::FILE) && f.order[o] == 0,
+        "replace_page_cache_folio: {old_pfn} is no order-0 page-cache folio"
+    );
+    assert!(
+        !f.test(old_pfn, flags::LOCKED | flags::WRITEBACK),
+        "replace_page_cache_folio: folio {old_pfn} is under I/O"
+    );
+    let (file, index, memcg) = (f.owner_mm[o], f.owner_index[o], f.memcg[o]);
+    f.init(new_pfn, 0, memcg, (file, NIL, index));
+    let moved = flags::FILE
+        | flags::DIRTY
+        | flags::YOUNG
+        | flags::REFERENCED
+        | flags::ACTIVE
+        | flags::READAHEAD
+        | flags::RECLAIM
+        | flags::WORKINGSET;
+    f.flags[n] |= f.flags[o] & moved;
+    f.mapcount[n] = f.mapcount[o];
+    f.mapcount[o] = 0;
+    k.memcgs[memcg as usize].usage_pages += 1;
+    if f.test(old_pfn, flags::LRU) {
+        let lv = &mut k.memcgs[memcg as usize].lruvec;
+        let list = lv.list_of(&k.folios, old_pfn);
+        list.add_after(&mut k.folios, old_pfn, new_pfn);
+        list.remove(&mut k.folios, old_pfn);
+        k.folios.set(new_pfn, flags::LRU);
+    }
+    k.folios.flags[o] &= !(flags::LRU | flags::ACTIVE | flags::FILE | flags::DIRTY);
+    k.pagecache.file_mut(file).pages[index as usize] = new_pfn;
+    rmap::for_each_pte(k, file, index, |k, mm, vma, vi| {
+        let pte = &mut k.mms[mm as usize].vma_mut(vma).ptes[vi as usize];
+        if pte.is_present() && pte.pfn() == old_pfn {
+            *pte = super::mmap::Pte::present(new_pfn);
+        }
+    });
+}
+
+/// mmap of `nr_pages` of file `file` from page `offset_pages` as VMA `vma` of `mm`
+/// (vma_link into i_mmap). Pages beyond the end of the file may be mapped; touching them is
+/// SIGBUS.
+pub fn mmap_file(
+    k: &mut Kernel,
+    mm: u32,
+    vma: u32,
+    file: u32,
+    offset_pages: u32,
+    nr_pages: u32,
+    shared: bool,
+) -> Result<(), MmError> {
+    k.pagecache.file(file)?;
+    k.mms[mm as usize].mmap_file(
+        vma,
+        nr_pages,
+        super::mmap::VmaFile {
+            file,
+            pgoff: offset_pages,
+            shared,
+        },
+    );
+    k.pagecache.file_mut(file).i_mmap.push(FileMapping {
+        mm,
+        vma,
+        pgoff: offset_pages,
+        nr_pages,
+    });
+    Ok(())
+}
+
+/// The file side of munmap, after its PTEs are zapped: the VMA leaves i_mmap.
+pub fn unlink_file_vma(k: &mut Kernel, mm: u32, vma: u32) {
+    let Some(vf) = k.mms[mm as usize].vma_file(vma) else {
+        return;
+    };
+    k.mms[mm as usize].vma_files[vma as usize] = None;
+    let f = k.pagecache.file_mut(vf.file);
+    f.i_mmap.retain(|m| !(m.mm == mm && m.vma == vma));
+}
+
+/// The vmstat gauges of the page cache and the LRU lists at `now_ns`, under /proc/vmstat's
+/// names (include/linux/mmzone.h node_stat_item).
+pub fn gauges(k: &Kernel, now_ns: u64) -> [(&'static str, u64); 9] {
+    let pc = &k.pagecache;
+    let sum = |list: fn(&super::lruvec::Lruvec) -> u64| -> u64 {
+        k.memcgs.iter().map(|cg| list(&cg.lruvec)).sum()
+    };
+    let writeback: u64 = k
+        .memcgs
+        .iter()
+        .map(|cg| cg.lruvec.writeback_in_flight(&k.folios, now_ns))
+        .sum();
+    [
+        ("nr_inactive_anon", sum(|l| l.inactive_anon.nr_pages)),
+        ("nr_active_anon", sum(|l| l.active_anon.nr_pages)),
+        ("nr_inactive_file", sum(|l| l.inactive_file.nr_pages)),
+        ("nr_active_file", sum(|l| l.active_file.nr_pages)),
+        ("nr_file_pages", pc.nr_pages + pc.nr_swapcache),
+        ("nr_mapped", pc.nr_mapped),
+        ("nr_dirty", pc.nr_dirty),
+        ("nr_writeback", writeback),
+        ("nr_swapcached", pc.nr_swapcache),
+    ]
+}
