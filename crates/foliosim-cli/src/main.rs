@@ -105,7 +105,8 @@ enum Command {
     },
     /// Run a seed document's experiment and print its table beside ours.
     Reproduce {
-        /// Which seed: 000 (swap-out mTHP without splitting), 002 (zswap stores mTHP) or 003
+        /// Which seed: 000 (swap-out mTHP without splitting), 001 (THP faults left to
+        /// khugepaged: thpscale), 002 (zswap stores mTHP) or 003
         /// (the mTHP swap allocator).
         seed_doc: String,
         /// Multiply every size of the experiment (memory per process, memcg limit, swap).
@@ -208,9 +209,12 @@ fn main() -> Result<()> {
         } => {
             let which = match seed_doc.trim_start_matches('0') {
                 "" => 0,
+                "1" => 1,
                 "2" => 2,
                 "3" => 3,
-                _ => bail!("reproduce: seed `{seed_doc}` is not available; allowed: 000, 002, 003"),
+                _ => bail!(
+                    "reproduce: seed `{seed_doc}` is not available; allowed: 000, 001, 002, 003"
+                ),
             };
             if !(scale > 0.0 && scale <= 4.0) {
                 bail!("reproduce: --scale {scale} out of range; allowed: 0 < scale <= 4");
@@ -238,6 +242,7 @@ fn main() -> Result<()> {
             }
             let (json, table) = match which {
                 0 => rendered!(seed000::reproduce_with_costs),
+                1 => rendered!(foliosim::reproduce::seed001::reproduce),
                 2 => rendered!(foliosim::reproduce::seed002::reproduce),
                 _ => rendered!(foliosim::reproduce::seed003::reproduce),
             };

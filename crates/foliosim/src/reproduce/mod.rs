@@ -1,5 +1,7 @@
 //! `foliosim reproduce <seed>`: run a seed document's experiment and print its table beside ours.
 pub mod seed000;
+pub mod seed001;
+pub mod seed001_table;
 pub mod seed002;
 pub mod seed003;
 

@@ -220,9 +220,9 @@ pub fn report(spec: &WorkloadSpec, latencies: &[&[(u8, u64)]]) -> WorkloadResult
     }
 }
 
-/// mmtests' THPSCALE_MAPSIZE: 80% of the machine's memory.
+/// mmtests' THPSCALE_MAPSIZE: 80% of the machine's memory (in whole pages).
 pub fn default_total_size(memory: Bytes) -> Bytes {
-    Bytes(memory.0 / 5 * 4)
+    Bytes(memory.0 / 5 * 4 / PAGE_SIZE * PAGE_SIZE)
 }
 
 #[cfg(test)]
