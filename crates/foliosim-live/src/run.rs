@@ -475,7 +475,12 @@ fn run_holding(
     let workloads = workload::report_all(
         &scenario.workloads,
         &scenario.files,
-        outcome.tasks.iter().map(|t| (t.workload, &t.marks)),
+        // The live interpreter records no latency samples yet.
+        outcome.tasks.iter().map(|t| workload::TaskOutput {
+            workload: t.workload,
+            marks: &t.marks,
+            latencies: &[],
+        }),
     );
     let zram = zram_ids
         .iter()

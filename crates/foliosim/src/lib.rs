@@ -58,7 +58,12 @@ pub fn run_with_progress(
         &scenario.files,
         tasks
             .iter()
-            .filter_map(|t| t.program().map(|p| (p.workload, &p.marks))),
+            .filter_map(|t| t.program())
+            .map(|p| workload::TaskOutput {
+                workload: p.workload,
+                marks: &p.marks,
+                latencies: &p.latencies,
+            }),
     );
     let users = || tasks.iter().filter(|t| t.program().is_some());
     Ok(RunResult {

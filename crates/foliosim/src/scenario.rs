@@ -1092,6 +1092,22 @@ pub enum WorkloadSpec {
         #[serde(default)]
         memcg: Option<String>,
     },
+    /// mmtests' thpscale (workload/thpscale.rs): `threads` threads of one process fragment
+    /// memory with anonymous and file pages, then time 2 MiB faults (fault-base / fault-huge
+    /// latency, % huge). The `[[file]]` named `file` must hold `total_size` + 16 MiB.
+    Thpscale {
+        #[serde(default = "default_one")]
+        threads: u32,
+        /// THPSCALE_MAPSIZE: the anonymous memory of all threads (mmtests: 80% of RAM).
+        total_size: Bytes,
+        /// The work file, a `[[file]]` name.
+        file: String,
+        /// MADV_HUGEPAGE the faulted region (thpscale's last argument).
+        #[serde(default)]
+        madv_hugepage: bool,
+        #[serde(default)]
+        memcg: Option<String>,
+    },
     /// A kernel-build-like mix (`make -jN`): `jobs` compiler processes run `jobs_concurrent` at
     /// a time; each maps an anonymous heap of a size drawn log-uniformly from
     /// [rss_min, rss_max], writes it, then computes in `phases` phases, re-touching a random
@@ -1151,7 +1167,7 @@ impl WorkloadSpec {
                 content.unwrap_or(ContentClass::SameFilled)
             }
             WorkloadSpec::Kbuild { content, .. } => content.unwrap_or(ContentClass::ProcessSample),
-            WorkloadSpec::FileRead { .. } => ContentClass::Usemem,
+            WorkloadSpec::FileRead { .. } | WorkloadSpec::Thpscale { .. } => ContentClass::Usemem,
         }
     }
 
@@ -1160,7 +1176,8 @@ impl WorkloadSpec {
             WorkloadSpec::Usemem { memcg, .. }
             | WorkloadSpec::ThpSwapAllocatorTest { memcg, .. }
             | WorkloadSpec::Kbuild { memcg, .. }
-            | WorkloadSpec::FileRead { memcg, .. } => memcg.as_deref(),
+            | WorkloadSpec::FileRead { memcg, .. }
+            | WorkloadSpec::Thpscale { memcg, .. } => memcg.as_deref(),
         }
     }
 }
@@ -1388,6 +1405,25 @@ impl Scenario {
         Ok(())
     }
 
+    /// The `[[file]]` named `name`, or an error naming `field` and the files there are.
+    fn file_spec(&self, name: &str, field: String) -> Result<&FileSpec, ScenarioError> {
+        self.files.iter().find(|f| f.name == name).ok_or_else(|| {
+            let names: Vec<_> = self.files.iter().map(|f| f.name.as_str()).collect();
+            invalid(
+                field,
+                format!("`{name}`"),
+                format!(
+                    "a [[file]] name: {}",
+                    if names.is_empty() {
+                        "(none defined)".into()
+                    } else {
+                        names.join(", ")
+                    }
+                ),
+            )
+        })
+    }
+
     fn validate_workload(&self, i: usize, w: &WorkloadSpec) -> Result<(), ScenarioError> {
         let field = |name: &str| format!("workload[{i}].{name}");
         match w {
@@ -1440,6 +1476,37 @@ impl Scenario {
                     return Err(invalid(field("phases"), phases, "1 ..= 1000"));
                 }
             }
+            WorkloadSpec::Thpscale {
+                threads,
+                total_size,
+                file,
+                ..
+            } => {
+                let spec = self.file_spec(file, field("file"))?;
+                if *threads == 0 || *threads > 4096 {
+                    return Err(invalid(field("threads"), threads, "1 ..= 4096"));
+                }
+                // thpscale exits when a thread's share rounds down to no 2 MiB.
+                let min = *threads as u64 * (2 << 20);
+                if total_size.0 < min || total_size.0 > 1 << 42 {
+                    return Err(invalid(
+                        field("total_size"),
+                        format_size(total_size.0),
+                        format!("{} (2M per thread) ..= 4T", format_size(min)),
+                    ));
+                }
+                let needed = total_size.0 + (16 << 20);
+                if spec.size.0 < needed {
+                    return Err(invalid(
+                        format!("file `{file}` size"),
+                        format_size(spec.size.0),
+                        format!(
+                            "at least total_size + 16M = {} (thpscale maps a quarter of each thread's share at its offset)",
+                            format_size(needed)
+                        ),
+                    ));
+                }
+            }
             WorkloadSpec::FileRead {
                 file,
                 nproc,
@@ -1448,21 +1515,7 @@ impl Scenario {
                 read_pages,
                 ..
             } => {
-                if !self.files.iter().any(|f| &f.name == file) {
-                    let names: Vec<_> = self.files.iter().map(|f| f.name.as_str()).collect();
-                    return Err(invalid(
-                        field("file"),
-                        format!("`{file}`"),
-                        format!(
-                            "a [[file]] name: {}",
-                            if names.is_empty() {
-                                "(none defined)".into()
-                            } else {
-                                names.join(", ")
-                            }
-                        ),
-                    ));
-                }
+                self.file_spec(file, field("file"))?;
                 for (name, v, max) in [
                     ("nproc", *nproc, 4096),
                     ("stride_pages", *stride_pages, 1 << 20),

@@ -3,6 +3,7 @@
 pub mod file_read;
 pub mod kbuild;
 pub mod thp_swap_allocator_test;
+pub mod thpscale;
 pub mod usemem;
 
 use crate::mm::madvise::Advice;
@@ -200,6 +201,18 @@ pub struct WorkloadResult {
     /// thp_swap_allocator_test: swpout / swpout_fallback of the test's size per iteration.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub fallback_series: Vec<FallbackPoint>,
+    /// thpscale: fault latency summaries and % huge.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thpscale: Option<thpscale::ThpscaleResult>,
+}
+
+/// What one task left for its workload's report.
+#[derive(Clone, Copy)]
+pub struct TaskOutput<'a> {
+    pub workload: usize,
+    pub marks: &'a TaskMarks,
+    /// (series, ns) samples of its timed sections (Op::RecordLatency).
+    pub latencies: &'a [(u8, u64)],
 }
 
 /// The tasks of a workload; `seed` drives any random choices it makes (its own stream).
@@ -215,6 +228,7 @@ pub fn tasks_for(spec: &WorkloadSpec, seed: u64, files: &[FileSpec]) -> Vec<Task
         WorkloadSpec::Usemem { .. } => usemem::tasks(spec),
         WorkloadSpec::ThpSwapAllocatorTest { .. } => thp_swap_allocator_test::tasks(spec, seed),
         WorkloadSpec::Kbuild { .. } => kbuild::tasks(spec, seed),
+        WorkloadSpec::Thpscale { .. } => thpscale::tasks(spec, files),
     }
 }
 
@@ -227,8 +241,14 @@ pub fn all_ops(scenario: &Scenario) -> impl Iterator<Item = Op> + '_ {
         .flat_map(|t| t.ops)
 }
 
-pub fn report(spec: &WorkloadSpec, marks: &[TaskMarks], files: &[FileSpec]) -> WorkloadResult {
+pub fn report(spec: &WorkloadSpec, outputs: &[TaskOutput], files: &[FileSpec]) -> WorkloadResult {
+    let marks: Vec<TaskMarks> = outputs.iter().map(|o| o.marks.clone()).collect();
+    let marks = &marks[..];
     match spec {
+        WorkloadSpec::Thpscale { .. } => {
+            let latencies: Vec<&[(u8, u64)]> = outputs.iter().map(|o| o.latencies).collect();
+            thpscale::report(spec, &latencies)
+        }
         WorkloadSpec::Usemem { .. } => usemem::report(spec, marks),
         WorkloadSpec::ThpSwapAllocatorTest { .. } => thp_swap_allocator_test::report(spec, marks),
         WorkloadSpec::Kbuild { .. } => kbuild::report(spec, marks),
@@ -236,23 +256,18 @@ pub fn report(spec: &WorkloadSpec, marks: &[TaskMarks], files: &[FileSpec]) -> W
     }
 }
 
-/// Every workload's result from its tasks' marks; `tasks` yields (workload index, marks).
-/// `files` are the scenario's `[[file]]`s.
+/// Every workload's result from what its tasks left. `files` are the scenario's `[[file]]`s.
 pub fn report_all<'a>(
     specs: &[WorkloadSpec],
     files: &[FileSpec],
-    tasks: impl Iterator<Item = (usize, &'a TaskMarks)> + Clone,
+    tasks: impl Iterator<Item = TaskOutput<'a>> + Clone,
 ) -> Vec<WorkloadResult> {
     specs
         .iter()
         .enumerate()
         .map(|(w, spec)| {
-            let marks: Vec<TaskMarks> = tasks
-                .clone()
-                .filter(|&(tw, _)| tw == w)
-                .map(|(_, m)| m.clone())
-                .collect();
-            report(spec, &marks, files)
+            let outputs: Vec<TaskOutput> = tasks.clone().filter(|o| o.workload == w).collect();
+            report(spec, &outputs, files)
         })
         .collect()
 }

@@ -20,7 +20,7 @@
 
 use super::{Op, TaskSpec, WorkloadResult};
 use crate::mm::mmap::ThpAdvice;
-use crate::scenario::{Bytes, WorkloadSpec, PAGE_SIZE};
+use crate::scenario::{Bytes, FileSpec, WorkloadSpec, PAGE_SIZE};
 use crate::stats::Summary;
 use std::collections::BTreeMap;
 
@@ -29,8 +29,6 @@ const HPAGE_PAGES: u32 = 512;
 /// The series of the latency samples.
 pub const SERIES_BASE: u8 = 0;
 pub const SERIES_HUGE: u8 = 1;
-/// The work file every thread maps a part of.
-pub const WORK_FILE: u32 = 0;
 /// Barrier id: every thread has initialised.
 const BARRIER_INIT: u32 = 0;
 
@@ -59,16 +57,21 @@ impl Geometry {
     }
 }
 
-pub fn tasks(spec: &WorkloadSpec) -> Vec<TaskSpec> {
+/// The threads; none when `files` lacks the work file (a backend without the scenario's
+/// files).
+pub fn tasks(spec: &WorkloadSpec, files: &[FileSpec]) -> Vec<TaskSpec> {
     let WorkloadSpec::Thpscale {
         threads,
         total_size,
+        file,
         madv_hugepage,
         memcg,
-        ..
     } = spec
     else {
         unreachable!("thpscale::tasks called for {spec:?}")
+    };
+    let Some(file_id) = files.iter().position(|f| &f.name == file) else {
+        return Vec::new();
     };
     let g = Geometry::new(*threads, total_size.0);
     (0..g.threads)
@@ -76,13 +79,13 @@ pub fn tasks(spec: &WorkloadSpec) -> Vec<TaskSpec> {
             name: format!("thpscale-{idx}"),
             memcg: memcg.clone(),
             shares_mm_with: (idx > 0).then_some(0),
-            ops: thread_ops(&g, idx, *madv_hugepage),
+            ops: thread_ops(&g, idx, file_id as u32, *madv_hugepage),
         })
         .collect()
 }
 
 /// One thread's program; VMA ids 3 * idx + {0: region 1, 1: region 2, 2: file}.
-fn thread_ops(g: &Geometry, idx: u32, madv_hugepage: bool) -> Vec<Op> {
+fn thread_ops(g: &Geometry, idx: u32, work_file: u32, madv_hugepage: bool) -> Vec<Op> {
     let (first, second, file) = (3 * idx, 3 * idx + 1, 3 * idx + 2);
     let second_pages = g.thread_pages / 2 + HPAGE_PAGES;
     let file_pages = g.thread_pages / 4;
@@ -119,7 +122,7 @@ fn thread_ops(g: &Geometry, idx: u32, madv_hugepage: bool) -> Vec<Op> {
     });
     ops.push(Op::MmapFile {
         vma: file,
-        file: WORK_FILE,
+        file: work_file,
         offset_pages: g.thread_pages * idx,
         nr_pages: file_pages,
         shared: true,
