@@ -475,11 +475,10 @@ fn run_holding(
     let workloads = workload::report_all(
         &scenario.workloads,
         &scenario.files,
-        // The live interpreter records no latency samples yet.
         outcome.tasks.iter().map(|t| workload::TaskOutput {
             workload: t.workload,
             marks: &t.marks,
-            latencies: &[],
+            latencies: &t.latencies,
         }),
     );
     let zram = zram_ids
