@@ -1,29 +1,17 @@
-//! The Op interpreter: one forked child per task runs the task's ops for real (mmap, stores to
-//! every word of each page, madvise, munmap, exit), all tasks released at once like
-//! `usemem -n N`. Marks record CLOCK_MONOTONIC and a counter snapshot; the time spent reading
-//! the counters is taken out of the task's clock so measured phases are the workload's alone.
+//! Tasks as real processes: one forked child per process, all released at once like
+//! `usemem -n N`; the process's leader runs its ops on the child's main thread and each of its
+//! threads (the sim's tasks sharing an mm) on a thread of its own ([`crate::interp`]).
 
-use crate::counters;
+use crate::interp::{self, Process, ThreadReport};
 use anyhow::{bail, Context, Result};
-use foliosim::mm::madvise::Advice;
-use foliosim::mm::mmap::ThpAdvice;
 use foliosim::workload::{empty_marks, Mark, Op, TaskMarks};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 use std::os::unix::io::RawFd;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-const PAGE_SIZE: usize = 4096;
-const PMD_SIZE: usize = 2 << 20;
-// Linux madvise advice values (include/uapi/asm-generic/mman-common.h).
-const MADV_DONTNEED: i32 = 4;
-const MADV_HUGEPAGE: i32 = 14;
-const MADV_NOHUGEPAGE: i32 = 15;
-const MADV_COLD: i32 = 20;
-const MADV_PAGEOUT: i32 = 21;
-
-/// One task to run: its ops and the cgroup.procs file of its memcg.
+/// One process to run: its leader's ops, its threads, and the cgroup.procs file of its memcg.
+#[derive(Default)]
 pub struct LiveTask {
     pub name: String,
     pub workload: usize,
@@ -31,13 +19,29 @@ pub struct LiveTask {
     pub ops: Vec<Op>,
     /// Pin the task to the n-th CPU the runner may use (sched_setaffinity) before it starts.
     pub cpu: Option<usize>,
+    /// Further threads of the process (sharing its VMAs and barriers).
+    pub threads: Vec<LiveThread>,
+    /// The run's file directory (`crate::files::path`), for file ops.
+    pub file_dir: Option<PathBuf>,
+    /// Seeds the contents of files the ops create.
+    pub seed: u64,
 }
 
-/// What happened to one task.
+/// A thread of a [`LiveTask`]'s process.
+pub struct LiveThread {
+    pub name: String,
+    pub ops: Vec<Op>,
+    /// Pinned to the n-th CPU the runner may use, as `LiveTask::cpu`.
+    pub cpu: Option<usize>,
+}
+
+/// What happened to one task (a process's leader or one of its threads).
 pub struct TaskOutcome {
     pub name: String,
     pub workload: usize,
     pub marks: TaskMarks,
+    /// Latency samples (series, ns), as the sim's `UserProgram.latencies`.
+    pub latencies: Vec<(u8, u64)>,
     /// Why the task did not finish its ops (killed by the OOM killer, an op failed…).
     pub failure: Option<String>,
 }
@@ -51,20 +55,12 @@ pub struct ExecOutcome {
     pub sys_ns: u64,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Serialize, Deserialize, Default)]
 struct ChildReport {
-    marks: Vec<(usize, u64, BTreeMap<String, u64>)>,
+    /// Leader first, then each thread.
+    threads: Vec<ThreadReport>,
+    /// A failure of the process before its threads ran (joining the memcg…).
     error: Option<String>,
-}
-
-fn now_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime into a local.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 fn children_cpu_ns() -> (u64, u64) {
@@ -154,7 +150,12 @@ pub fn run_tasks(
             unsafe {
                 libc::close(start_w);
                 libc::close(out_r);
-                let code = child_main(task, start_r, out_w);
+                let thread_cpus: Vec<Option<usize>> = task
+                    .threads
+                    .iter()
+                    .map(|t| t.cpu.and_then(|n| allowed.get(n).copied()))
+                    .collect();
+                let code = child_main(task, &thread_cpus, start_r, out_w);
                 libc::_exit(code);
             }
         }
@@ -200,32 +201,39 @@ pub fn run_tasks(
         // SAFETY: our read end, no longer used.
         unsafe { libc::close(fd) };
         let status = status.unwrap_or(0);
-        let mut failure = None;
+        let mut killed = None;
         let report: Option<ChildReport> = serde_json::from_slice(&buf).ok();
         if libc::WIFSIGNALED(status) {
             let sig = libc::WTERMSIG(status);
-            failure = Some(if sig == libc::SIGKILL {
+            killed = Some(if sig == libc::SIGKILL {
                 "killed by SIGKILL (the memcg OOM killer, or the run was stopped)".to_string()
             } else {
                 format!("killed by signal {sig}")
             });
         } else if let Some(e) = report.as_ref().and_then(|r| r.error.clone()) {
-            failure = Some(e);
-        } else if libc::WEXITSTATUS(status) != 0 {
-            failure = Some(format!("exited with status {}", libc::WEXITSTATUS(status)));
+            killed = Some(e);
+        } else if libc::WEXITSTATUS(status) != 0 && report.is_none() {
+            killed = Some(format!("exited with status {}", libc::WEXITSTATUS(status)));
         }
-        let mut marks = empty_marks(&task.ops);
-        for (m, at_ns, counters) in report.map(|r| r.marks).unwrap_or_default() {
-            if m < marks.len() {
-                marks[m] = Some(Mark { at_ns, counters });
+        let mut reports = report.map(|r| r.threads).unwrap_or_default().into_iter();
+        let programs = std::iter::once((&task.name, &task.ops))
+            .chain(task.threads.iter().map(|t| (&t.name, &t.ops)));
+        for (name, ops) in programs {
+            let r = reports.next().unwrap_or_default();
+            let mut marks = empty_marks(ops);
+            for (m, at_ns, counters) in r.marks {
+                if m < marks.len() {
+                    marks[m] = Some(Mark { at_ns, counters });
+                }
             }
+            outcomes.push(TaskOutcome {
+                name: name.clone(),
+                workload: task.workload,
+                marks,
+                latencies: r.latencies,
+                failure: killed.clone().or(r.error),
+            });
         }
-        outcomes.push(TaskOutcome {
-            name: task.name.clone(),
-            workload: task.workload,
-            marks,
-            failure,
-        });
     }
     if let Some(reason) = stop_reason {
         bail!("{reason}");
@@ -251,8 +259,8 @@ fn drain(fd: RawFd, buf: &mut Vec<u8>) {
 }
 
 /// The child: default signal actions, die with the parent, join the memcg, wait for the start,
-/// run the ops, send the marks. Returns the exit status.
-fn child_main(task: &LiveTask, start_r: RawFd, out_w: RawFd) -> i32 {
+/// run the leader's and each thread's ops, send the reports. Returns the exit status.
+fn child_main(task: &LiveTask, thread_cpus: &[Option<usize>], start_r: RawFd, out_w: RawFd) -> i32 {
     // SAFETY: plain syscalls in the freshly forked child.
     unsafe {
         let lock = crate::settings::LOCK_FD.load(std::sync::atomic::Ordering::SeqCst);
@@ -264,28 +272,63 @@ fn child_main(task: &LiveTask, start_r: RawFd, out_w: RawFd) -> i32 {
         }
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
         // Highest priority: other work on the host (builds, the runner) then perturbs the
-        // tasks' timing far less. Runs are bounded by the live timeout.
+        // tasks' timing far less. Runs are bounded by the live timeout. Threads inherit it.
         libc::setpriority(libc::PRIO_PROCESS, 0, -20);
     }
-    let mut report = ChildReport {
-        marks: vec![],
-        error: None,
-    };
+    let mut report = ChildReport::default();
+    let programs: Vec<&[Op]> = std::iter::once(task.ops.as_slice())
+        .chain(task.threads.iter().map(|t| t.ops.as_slice()))
+        .collect();
     let joined = match &task.cgroup_procs {
         // SAFETY: getpid has no preconditions.
         Some(procs) => std::fs::write(procs, unsafe { libc::getpid() }.to_string())
             .with_context(|| format!("joining {}", procs.display())),
         None => Ok(()),
     };
-    if let Err(e) = joined {
-        report.error = Some(format!("{e:#}"));
-    } else {
-        let mut byte = 0u8;
-        // Blocks until the parent closes the start pipe (EOF) or dies.
-        // SAFETY: read into a local byte.
-        while unsafe { libc::read(start_r, (&mut byte as *mut u8).cast(), 1) } < 0 {}
-        if let Err(e) = interpret(&task.ops, &mut report.marks) {
-            report.error = Some(format!("{}: {e:#}", task.name));
+    let process = joined.and_then(|()| Process::new(&programs, task.file_dir.clone(), task.seed));
+    match process {
+        Err(e) => report.error = Some(format!("{}: {e:#}", task.name)),
+        Ok(process) => {
+            let mut byte = 0u8;
+            // Blocks until the parent closes the start pipe (EOF) or dies.
+            // SAFETY: read into a local byte.
+            while unsafe { libc::read(start_r, (&mut byte as *mut u8).cast(), 1) } < 0 {}
+            let names: Vec<&str> = std::iter::once(task.name.as_str())
+                .chain(task.threads.iter().map(|t| t.name.as_str()))
+                .collect();
+            let run = |i: usize| {
+                let mut r = ThreadReport::default();
+                if let Some(cpu) = thread_cpus.get(i.wrapping_sub(1)).copied().flatten() {
+                    let mut set = empty_cpu_set();
+                    // SAFETY: CPU_SET on a local set with a CPU from the parent's set.
+                    unsafe { libc::CPU_SET(cpu, &mut set) };
+                    if let Err(e) = set_affinity(&set) {
+                        r.error = Some(format!("{}: pinning to cpu {cpu}: {e:#}", names[i]));
+                    }
+                }
+                if r.error.is_none() {
+                    if let Err(e) = interp::interpret(&process, programs[i], &mut r) {
+                        r.error = Some(format!("{}: {e:#}", names[i]));
+                    }
+                }
+                if r.error.is_some() {
+                    process.abort();
+                }
+                r
+            };
+            report.threads = std::thread::scope(|s| {
+                let handles: Vec<_> = (1..programs.len())
+                    .map(|i| s.spawn(move || run(i)))
+                    .collect();
+                let mut out = vec![run(0)];
+                for (i, h) in handles.into_iter().enumerate() {
+                    out.push(h.join().unwrap_or_else(|_| ThreadReport {
+                        error: Some(format!("{}: thread panicked", names[i + 1])),
+                        ..Default::default()
+                    }));
+                }
+                out
+            });
         }
     }
     let bytes = serde_json::to_vec(&report).unwrap_or_default();
@@ -298,178 +341,5 @@ fn child_main(task: &LiveTask, start_r: RawFd, out_w: RawFd) -> i32 {
         }
         sent += n as usize;
     }
-    i32::from(report.error.is_some())
-}
-
-#[derive(Clone, Copy)]
-struct Region {
-    addr: *mut u8,
-    len: usize,
-}
-
-/// Map `len` bytes of anonymous memory aligned to 2 MiB, so every folio size up to PMD fits
-/// the way it does in the sim (whose VMAs start aligned).
-fn mmap_aligned(len: usize) -> Result<Region> {
-    let padded = len + PMD_SIZE;
-    // SAFETY: anonymous private mapping; we trim it to an aligned subrange below.
-    let raw = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            padded,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
-            -1,
-            0,
-        )
-    };
-    if raw == libc::MAP_FAILED {
-        bail!("mmap {len} bytes: {}", std::io::Error::last_os_error());
-    }
-    let start = raw as usize;
-    let aligned = (start + PMD_SIZE - 1) & !(PMD_SIZE - 1);
-    // SAFETY: unmapping the unaligned head and the tail of our own fresh mapping.
-    unsafe {
-        if aligned > start {
-            libc::munmap(raw, aligned - start);
-        }
-        let end = aligned + len;
-        if start + padded > end {
-            libc::munmap(end as *mut libc::c_void, start + padded - end);
-        }
-    }
-    Ok(Region {
-        addr: aligned as *mut u8,
-        len,
-    })
-}
-
-fn madvise(region: Region, first: u32, nr: u32, advice: i32, name: &str) -> Result<()> {
-    let offset = first as usize * PAGE_SIZE;
-    let len = nr as usize * PAGE_SIZE;
-    if offset + len > region.len {
-        bail!("madvise {name}: pages {first}+{nr} beyond the mapping");
-    }
-    // SAFETY: the range lies within our mapping.
-    let rc = unsafe { libc::madvise(region.addr.add(offset).cast(), len, advice) };
-    if rc != 0 {
-        bail!("madvise({name}): {}", std::io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// Store to every 8-byte word of each page (vm-scalability usemem's loop); the values differ
-/// per word so neither zram nor zswap sees same-filled pages. Reads load every word.
-fn touch(region: Region, first: u32, nr: u32, write: bool) -> Result<()> {
-    let first = first as usize;
-    let nr = nr as usize;
-    if (first + nr) * PAGE_SIZE > region.len {
-        bail!("touch: pages {first}+{nr} beyond the mapping");
-    }
-    let words = PAGE_SIZE / 8;
-    let mut sink = 0u64;
-    for page in first..first + nr {
-        // SAFETY: the page lies within our read-write mapping.
-        let base = unsafe { region.addr.add(page * PAGE_SIZE) as *mut u64 };
-        for w in 0..words {
-            // SAFETY: within the page.
-            unsafe {
-                let p = base.add(w);
-                if write {
-                    std::ptr::write_volatile(p, ((page * words + w) as u64) | 1 << 40);
-                } else {
-                    sink = sink.wrapping_add(std::ptr::read_volatile(p));
-                }
-            }
-        }
-    }
-    std::hint::black_box(sink);
-    Ok(())
-}
-
-fn interpret(ops: &[Op], marks: &mut Vec<(usize, u64, BTreeMap<String, u64>)>) -> Result<()> {
-    let mut vmas: Vec<Option<Region>> = vec![];
-    // Time spent reading counters at marks, taken out of every later timestamp.
-    let mut excluded_ns = 0u64;
-    let vma_of = |vmas: &Vec<Option<Region>>, vma: u32| -> Result<Region> {
-        vmas.get(vma as usize)
-            .copied()
-            .flatten()
-            .with_context(|| format!("vma {vma} is not mapped"))
-    };
-    for op in ops {
-        match op {
-            Op::Mmap { vma, nr_pages, thp } => {
-                let region = mmap_aligned(*nr_pages as usize * PAGE_SIZE)?;
-                match thp {
-                    ThpAdvice::Hugepage => {
-                        madvise(region, 0, *nr_pages, MADV_HUGEPAGE, "HUGEPAGE")?
-                    }
-                    ThpAdvice::NoHugepage => {
-                        madvise(region, 0, *nr_pages, MADV_NOHUGEPAGE, "NOHUGEPAGE")?
-                    }
-                    ThpAdvice::Default => {}
-                }
-                let i = *vma as usize;
-                if vmas.len() <= i {
-                    vmas.resize(i + 1, None);
-                }
-                vmas[i] = Some(region);
-            }
-            Op::Touch {
-                vma,
-                first,
-                nr,
-                write,
-            } => touch(vma_of(&vmas, *vma)?, *first, *nr, *write)?,
-            Op::Madvise {
-                vma,
-                first,
-                nr,
-                advice,
-            } => {
-                let (value, name) = match advice {
-                    Advice::Pageout => (MADV_PAGEOUT, "PAGEOUT"),
-                    Advice::Cold => (MADV_COLD, "COLD"),
-                    Advice::Dontneed => (MADV_DONTNEED, "DONTNEED"),
-                    Advice::Hugepage => (MADV_HUGEPAGE, "HUGEPAGE"),
-                    Advice::Nohugepage => (MADV_NOHUGEPAGE, "NOHUGEPAGE"),
-                };
-                madvise(vma_of(&vmas, *vma)?, *first, *nr, value, name)?;
-            }
-            Op::Munmap { vma } => {
-                let region = vma_of(&vmas, *vma)?;
-                // SAFETY: unmapping our own mapping, forgotten below.
-                unsafe { libc::munmap(region.addr.cast(), region.len) };
-                vmas[*vma as usize] = None;
-            }
-            Op::MunmapRange { vma, first, nr } => {
-                let region = vma_of(&vmas, *vma)?;
-                let (offset, len) = (*first as usize * PAGE_SIZE, *nr as usize * PAGE_SIZE);
-                if offset + len > region.len {
-                    bail!("munmap: pages {first}+{nr} beyond vma {vma}");
-                }
-                // SAFETY: part of our own mapping; the sim leaves a hole there too.
-                unsafe { libc::munmap(region.addr.add(offset).cast(), len) };
-            }
-            Op::Compute { ns } => {
-                let until = now_ns() + ns;
-                while now_ns() < until {
-                    std::hint::spin_loop();
-                }
-            }
-            Op::Mark(m) => {
-                let t0 = now_ns();
-                let snapshot = counters::snapshot();
-                let t1 = now_ns();
-                marks.push((*m, t0 - excluded_ns, snapshot));
-                excluded_ns += t1 - t0;
-            }
-            Op::Exit => break,
-            Op::CompactMemory => std::fs::write("/proc/sys/vm/compact_memory", "1")
-                .context("writing /proc/sys/vm/compact_memory")?,
-            #[allow(unreachable_patterns)]
-            other => bail!("operation {other:?} is not supported by the live backend yet"),
-        }
-    }
-    Ok(())
+    i32::from(report.error.is_some() || report.threads.iter().any(|t| t.error.is_some()))
 }

@@ -11,6 +11,8 @@ pub mod calibrate;
 pub mod cgroup;
 pub mod counters;
 pub mod exec;
+pub mod files;
+pub mod interp;
 pub mod probe;
 pub mod run;
 pub mod settings;

@@ -158,7 +158,7 @@ fn probe_holding(guard: &mut HostGuard) -> Result<SwapinMthpProbe> {
         workload: 0,
         cgroup_procs: None,
         ops: probe_ops(),
-        cpu: None,
+        ..Default::default()
     }];
     let deadline = Instant::now() + PROBE_TIMEOUT;
     let before = counters::snapshot();

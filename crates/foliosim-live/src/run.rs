@@ -407,14 +407,24 @@ fn run_holding(
         ));
         memcgs.insert(spec.name.clone(), cg);
     }
-    let mut tasks = vec![];
+    let file_dir = create_files(guard, scenario, &mut applied)?;
+    let mut tasks: Vec<LiveTask> = vec![];
     for (w, spec) in scenario.workloads.iter().enumerate() {
-        for t in workload::tasks(spec, scenario.seed) {
-            if t.shares_mm_with.is_some() {
-                anyhow::bail!(
-                    "task {}: threads sharing an mm are not supported by the live backend yet",
-                    t.name
-                );
+        let specs = workload::tasks_for(spec, scenario.seed, &scenario.files);
+        // Index in `tasks` of the process of each task of this workload.
+        let mut process_of: Vec<usize> = vec![];
+        for t in specs {
+            if let Some(i) = t.shares_mm_with {
+                let &p = process_of.get(i).with_context(|| {
+                    format!("task {}: shares_mm_with {i} names no earlier task", t.name)
+                })?;
+                process_of.push(p);
+                tasks[p].threads.push(exec::LiveThread {
+                    name: t.name,
+                    ops: t.ops,
+                    cpu: None,
+                });
+                continue;
             }
             let cgroup_procs = match &t.memcg {
                 Some(name) => Some(
@@ -425,19 +435,23 @@ fn run_holding(
                 ),
                 None => None,
             };
+            process_of.push(tasks.len());
             tasks.push(LiveTask {
                 name: t.name,
                 workload: w,
                 cgroup_procs,
                 ops: t.ops,
                 cpu: None,
+                threads: vec![],
+                file_dir: file_dir.clone(),
+                seed: scenario.seed,
             });
         }
     }
     if pin_one_per_cpu(&mut tasks, scenario.machine.cpus as usize) {
+        let n: usize = tasks.iter().map(|t| 1 + t.threads.len()).sum();
         notes.push(format!(
-            "{} task(s) pinned one per CPU, as the sim places them when no task waits for a CPU",
-            tasks.len()
+            "{n} task(s) pinned one per CPU, as the sim places them when no task waits for a CPU"
         ));
     }
     check_interrupt()?;
@@ -461,11 +475,10 @@ fn run_holding(
     let workloads = workload::report_all(
         &scenario.workloads,
         &scenario.files,
-        // The live interpreter records no latency samples yet.
         outcome.tasks.iter().map(|t| workload::TaskOutput {
             workload: t.workload,
             marks: &t.marks,
-            latencies: &[],
+            latencies: &t.latencies,
         }),
     );
     let zram = zram_ids
@@ -509,13 +522,77 @@ fn run_holding(
 fn pin_one_per_cpu(tasks: &mut [LiveTask], scenario_cpus: usize) -> bool {
     // The CPUs this process may run on (affinity included), as exec::run_tasks numbers them.
     let allowed = std::thread::available_parallelism().map_or(1, |n| n.get());
-    if tasks.len() > scenario_cpus.min(allowed) {
+    let nr_tasks: usize = tasks.iter().map(|t| 1 + t.threads.len()).sum();
+    if nr_tasks > scenario_cpus.min(allowed) {
         return false;
     }
-    for (cpu, t) in tasks.iter_mut().enumerate() {
+    let mut cpu = 0;
+    for t in tasks.iter_mut() {
         t.cpu = Some(cpu);
+        cpu += 1;
+        for th in t.threads.iter_mut() {
+            th.cpu = Some(cpu);
+            cpu += 1;
+        }
     }
     true
+}
+
+/// Create the scenario's `[[file]]`s (random bytes, written back) in a directory of this run,
+/// removed on restore, then drop the page cache so they start uncached as in the sim (mmtests
+/// does the same before thpscale). None when the scenario has no files.
+fn create_files(
+    guard: &mut HostGuard,
+    scenario: &Scenario,
+    applied: &mut Vec<String>,
+) -> Result<Option<std::path::PathBuf>> {
+    let needs_dir = !scenario.files.is_empty()
+        || workload::all_ops(scenario).any(|op| matches!(op, Op::CreateFile { .. }));
+    if !needs_dir {
+        return Ok(None);
+    }
+    let dir = std::path::PathBuf::from(format!("{}-{}", FILE_DIR_PREFIX, std::process::id()));
+    let total: u64 = scenario.files.iter().map(|f| f.size.0).sum();
+    let free = free_bytes(Path::new(FILE_DIR_PARENT)).unwrap_or(0);
+    if total + HEADROOM_BYTES > free {
+        anyhow::bail!(
+            "the scenario's files need {} MiB in {FILE_DIR_PARENT}, which has {} MiB free",
+            total >> 20,
+            free >> 20
+        );
+    }
+    guard.record(settings::Change::Dir {
+        path: dir.display().to_string(),
+    })?;
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    for (id, f) in scenario.files.iter().enumerate() {
+        check_interrupt()?;
+        let path = crate::files::path(&dir, id as u32);
+        crate::files::create(&path, f.size.0, scenario.seed ^ id as u64)
+            .with_context(|| format!("creating file[{id}] `{}`", f.name))?;
+        applied.push(format!(
+            "file {} ({}, {} bytes)",
+            path.display(),
+            f.name,
+            f.size.0
+        ));
+    }
+    crate::files::drop_caches()?;
+    applied.push("drop_caches = 1".into());
+    Ok(Some(dir))
+}
+
+const FILE_DIR_PARENT: &str = "/var/tmp";
+const FILE_DIR_PREFIX: &str = "/var/tmp/foliosim-live";
+
+fn free_bytes(path: &Path) -> Option<u64> {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: statvfs into a zeroed local.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some(st.f_bavail as u64 * st.f_frsize as u64)
 }
 
 #[cfg(test)]

@@ -37,6 +37,8 @@ pub enum Change {
     Swapon { path: String },
     /// A memcg directory we created: kill what is left in it, rmdir.
     Cgroup { path: String },
+    /// A directory we created (the run's files): remove it and everything in it.
+    Dir { path: String },
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -240,6 +242,7 @@ fn describe(c: &Change) -> String {
         Change::Loop { device } => format!("detach {device}"),
         Change::Swapon { path } => format!("swapoff {path}"),
         Change::Cgroup { path } => format!("remove {path}"),
+        Change::Dir { path } => format!("remove {path}/"),
     }
 }
 
@@ -272,6 +275,12 @@ fn undo(c: &Change) -> Result<()> {
             _ => Ok(()),
         },
         Change::Cgroup { path } => crate::cgroup::remove(Path::new(path)),
+        Change::Dir { path } => match fs::remove_dir_all(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(e).with_context(|| format!("removing {path}"))
+            }
+            _ => Ok(()),
+        },
     }
 }
 

@@ -356,6 +356,7 @@ pub fn compare(
             note: note.into(),
         });
     }
+    rows.extend(thpscale_rows(sim, live, tolerance, min_count));
     let misses = rows.iter().filter(|r| r.check == Check::Miss).count();
     Comparison {
         scenario: name.into(),
@@ -417,6 +418,60 @@ fn group_key(scenario: &Scenario) -> String {
         limits,
         devices
     )
+}
+
+/// thpscale's own results: the share of timed faults that got a THP (mincore said resident;
+/// policy, in fraction points) and the mean fault latencies (host speed: information).
+fn thpscale_rows(sim: &RunResult, live: &LiveResult, tolerance: f64, min_count: u64) -> Vec<Row> {
+    let mut rows = vec![];
+    let pairs = sim.workloads.iter().zip(&live.workloads);
+    for (s, l) in pairs.filter_map(|(s, l)| Some((s.thpscale.as_ref()?, l.thpscale.as_ref()?))) {
+        let count = |r: &foliosim::workload::thpscale::ThpscaleResult| {
+            let n = |x: &Option<foliosim::stats::Summary>| x.as_ref().map_or(0, |x| x.samples);
+            (n(&r.fault_huge_us) as f64, n(&r.fault_base_us) as f64)
+        };
+        // share_row's "fallback" here is the huge faults: the share is huge / all.
+        let (sh, sb) = count(s);
+        let (lh, lb) = count(l);
+        let mut row = share_row(
+            "thpscale fault-huge share",
+            (sb, sh),
+            (lb, lh),
+            tolerance,
+            min_count,
+        );
+        row.note = "huge / all timed faults (mincore); diff in fraction points".into();
+        rows.push(row);
+        for (name, sv, lv) in [
+            (
+                "thpscale fault-huge mean us",
+                &s.fault_huge_us,
+                &l.fault_huge_us,
+            ),
+            (
+                "thpscale fault-base mean us",
+                &s.fault_base_us,
+                &l.fault_base_us,
+            ),
+        ] {
+            let (sm, lm) = (
+                sv.as_ref().map_or(0.0, |x| x.amean),
+                lv.as_ref().map_or(0.0, |x| x.amean),
+            );
+            if sm == 0.0 && lm == 0.0 {
+                continue;
+            }
+            rows.push(Row {
+                name: name.into(),
+                sim: sm,
+                live: lm,
+                diff: rel(sm, lm),
+                check: Check::Info,
+                note: "fault latency: host and cost model".into(),
+            });
+        }
+    }
+    rows
 }
 
 fn share_row(

@@ -1,0 +1,458 @@
+//! One thread's op interpreter. The threads of a process share its VMA table (ids are per
+//! process, as the sim's mm is shared) and its barriers; each keeps its own timer, last mincore
+//! answer, marks and latency samples.
+
+use crate::counters;
+use crate::files;
+use anyhow::{bail, Context, Result};
+use foliosim::mm::madvise::Advice;
+use foliosim::mm::mmap::ThpAdvice;
+use foliosim::workload::Op;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+use std::os::unix::io::AsRawFd;
+use std::path::PathBuf;
+use std::sync::{Condvar, Mutex};
+
+const PAGE_SIZE: usize = 4096;
+const PMD_SIZE: usize = 2 << 20;
+// Linux madvise advice values (include/uapi/asm-generic/mman-common.h).
+const MADV_DONTNEED: i32 = 4;
+const MADV_HUGEPAGE: i32 = 14;
+const MADV_NOHUGEPAGE: i32 = 15;
+const MADV_COLD: i32 = 20;
+const MADV_PAGEOUT: i32 = 21;
+
+/// What one thread sends back.
+#[derive(Serialize, Deserialize, Default)]
+pub struct ThreadReport {
+    pub marks: Vec<(usize, u64, BTreeMap<String, u64>)>,
+    /// (series, ns) per RecordLatency, as the sim's `UserProgram.latencies`.
+    pub latencies: Vec<(u8, u64)>,
+    pub error: Option<String>,
+}
+
+#[derive(Clone, Copy)]
+struct Region {
+    addr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: a Region is an address range of this process; threads of the process may use it.
+unsafe impl Send for Region {}
+
+/// pthread_barrier_wait that another thread's failure releases (with an error), so a failed
+/// thread cannot leave its siblings waiting forever.
+struct Barrier {
+    parties: u32,
+    state: Mutex<(u32, u64, bool)>, // (arrived, generation, aborted)
+    cv: Condvar,
+}
+
+impl Barrier {
+    fn wait(&self) -> Result<()> {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if s.2 {
+            bail!("barrier abandoned: another thread of the process failed");
+        }
+        s.0 += 1;
+        if s.0 == self.parties {
+            s.0 = 0;
+            s.1 += 1;
+            self.cv.notify_all();
+            return Ok(());
+        }
+        let generation = s.1;
+        while s.1 == generation && !s.2 {
+            s = self.cv.wait(s).unwrap_or_else(|e| e.into_inner());
+        }
+        if s.1 == generation {
+            bail!("barrier abandoned: another thread of the process failed");
+        }
+        Ok(())
+    }
+
+    fn abort(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).2 = true;
+        self.cv.notify_all();
+    }
+}
+
+/// What the threads of one process share.
+pub struct Process {
+    vmas: Mutex<Vec<Option<Region>>>,
+    barriers: BTreeMap<u32, Barrier>,
+    /// Where the run's files are (`files::path`); None: file ops fail.
+    file_dir: Option<PathBuf>,
+    /// VMA ids some thread stores to: file mappings of the others are mapped read-only, as
+    /// thpscale maps its work file.
+    written: BTreeSet<u32>,
+    seed: u64,
+}
+
+impl Process {
+    /// The shared state of a process running `programs` (one op list per thread).
+    pub fn new(programs: &[&[Op]], file_dir: Option<PathBuf>, seed: u64) -> Result<Process> {
+        let mut barriers = BTreeMap::new();
+        let mut written = BTreeSet::new();
+        for op in programs.iter().flat_map(|p| p.iter()) {
+            match op {
+                Op::Barrier { id, parties } => {
+                    let b = barriers.entry(*id).or_insert_with(|| Barrier {
+                        parties: *parties,
+                        state: Mutex::new((0, 0, false)),
+                        cv: Condvar::new(),
+                    });
+                    if b.parties != *parties {
+                        bail!(
+                            "barrier {id} waited on with {} and {parties} parties",
+                            b.parties
+                        );
+                    }
+                }
+                Op::Touch {
+                    vma, write: true, ..
+                } => {
+                    written.insert(*vma);
+                }
+                _ => {}
+            }
+        }
+        Ok(Process {
+            vmas: Mutex::new(vec![]),
+            barriers,
+            file_dir,
+            written,
+            seed,
+        })
+    }
+
+    /// Release every thread waiting at a barrier (a thread failed).
+    pub fn abort(&self) {
+        for b in self.barriers.values() {
+            b.abort();
+        }
+    }
+
+    fn vma(&self, vma: u32) -> Result<Region> {
+        self.vmas
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(vma as usize)
+            .copied()
+            .flatten()
+            .with_context(|| format!("vma {vma} is not mapped"))
+    }
+
+    fn set_vma(&self, vma: u32, region: Option<Region>) {
+        let mut vmas = self.vmas.lock().unwrap_or_else(|e| e.into_inner());
+        let i = vma as usize;
+        if vmas.len() <= i {
+            vmas.resize(i + 1, None);
+        }
+        vmas[i] = region;
+    }
+
+    fn file_path(&self, file: u32) -> Result<PathBuf> {
+        let dir = self
+            .file_dir
+            .as_ref()
+            .context("file ops need the run's file directory")?;
+        Ok(files::path(dir, file))
+    }
+}
+
+pub fn now_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime into a local.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// Reserve `len` bytes + 2 MiB of address space and return the 2 MiB aligned part (the
+/// sim's VMAs start aligned, so every folio size up to PMD fits the same way), the rest
+/// unmapped. `fd`: map that file at `offset` there instead of anonymous memory.
+fn mmap_aligned(len: usize, file: Option<(i32, u64, bool, bool)>) -> Result<Region> {
+    let padded = len + PMD_SIZE;
+    // SAFETY: a fresh anonymous private mapping, trimmed below.
+    let raw = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            padded,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+            -1,
+            0,
+        )
+    };
+    if raw == libc::MAP_FAILED {
+        bail!("mmap {len} bytes: {}", std::io::Error::last_os_error());
+    }
+    let start = raw as usize;
+    let aligned = (start + PMD_SIZE - 1) & !(PMD_SIZE - 1);
+    // SAFETY: unmapping the unaligned head and the tail of our own fresh mapping.
+    unsafe {
+        if aligned > start {
+            libc::munmap(raw, aligned - start);
+        }
+        let end = aligned + len;
+        if start + padded > end {
+            libc::munmap(end as *mut libc::c_void, start + padded - end);
+        }
+    }
+    if let Some((fd, offset, shared, writable)) = file {
+        let prot = libc::PROT_READ | if writable { libc::PROT_WRITE } else { 0 };
+        let flags = libc::MAP_FIXED
+            | if shared {
+                libc::MAP_SHARED
+            } else {
+                libc::MAP_PRIVATE
+            };
+        // SAFETY: replaces our own reservation at the same address.
+        let got = unsafe {
+            libc::mmap(
+                aligned as *mut libc::c_void,
+                len,
+                prot,
+                flags,
+                fd,
+                offset as libc::off_t,
+            )
+        };
+        if got == libc::MAP_FAILED {
+            let e = std::io::Error::last_os_error();
+            // SAFETY: our reservation.
+            unsafe { libc::munmap(aligned as *mut libc::c_void, len) };
+            bail!("mmap of a file, {len} bytes at {offset}: {e}");
+        }
+    }
+    Ok(Region {
+        addr: aligned as *mut u8,
+        len,
+    })
+}
+
+fn madvise(region: Region, first: u32, nr: u32, advice: i32, name: &str) -> Result<()> {
+    let offset = first as usize * PAGE_SIZE;
+    let len = nr as usize * PAGE_SIZE;
+    if offset + len > region.len {
+        bail!("madvise {name}: pages {first}+{nr} beyond the mapping");
+    }
+    // SAFETY: the range lies within our mapping.
+    let rc = unsafe { libc::madvise(region.addr.add(offset).cast(), len, advice) };
+    if rc != 0 {
+        bail!("madvise({name}): {}", std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Store to every 8-byte word of each page (vm-scalability usemem's loop); the values differ
+/// per word so neither zram nor zswap sees same-filled pages. Reads load every word.
+fn touch(region: Region, first: u32, nr: u32, write: bool) -> Result<()> {
+    let first = first as usize;
+    let nr = nr as usize;
+    if (first + nr) * PAGE_SIZE > region.len {
+        bail!("touch: pages {first}+{nr} beyond the mapping");
+    }
+    let words = PAGE_SIZE / 8;
+    let mut sink = 0u64;
+    for page in first..first + nr {
+        // SAFETY: the page lies within our mapping (writable when `write`).
+        let base = unsafe { region.addr.add(page * PAGE_SIZE) as *mut u64 };
+        for w in 0..words {
+            // SAFETY: within the page.
+            unsafe {
+                let p = base.add(w);
+                if write {
+                    std::ptr::write_volatile(p, ((page * words + w) as u64) | 1 << 40);
+                } else {
+                    sink = sink.wrapping_add(std::ptr::read_volatile(p));
+                }
+            }
+        }
+    }
+    std::hint::black_box(sink);
+    Ok(())
+}
+
+/// mincore() of one page: resident in memory?
+fn mincore(region: Region, index: u32) -> Result<bool> {
+    if (index as usize + 1) * PAGE_SIZE > region.len {
+        bail!("mincore: page {index} beyond the mapping");
+    }
+    let mut vec = 0u8;
+    // SAFETY: one page of our mapping, one byte of answer.
+    let rc = unsafe {
+        libc::mincore(
+            region.addr.add(index as usize * PAGE_SIZE).cast(),
+            PAGE_SIZE,
+            &mut vec,
+        )
+    };
+    if rc != 0 {
+        bail!("mincore: {}", std::io::Error::last_os_error());
+    }
+    Ok(vec & 1 != 0)
+}
+
+/// read(2) of pages [first, first + nr) of a file, 1 MiB at a time.
+fn read_file(path: &std::path::Path, first: u32, nr: u32) -> Result<()> {
+    let f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut at = first as u64 * PAGE_SIZE as u64;
+    let mut left = nr as u64 * PAGE_SIZE as u64;
+    while left > 0 {
+        let n = left.min(buf.len() as u64) as usize;
+        // SAFETY: pread into our buffer of at least n bytes.
+        let got = unsafe { libc::pread(f.as_raw_fd(), buf.as_mut_ptr().cast(), n, at as i64) };
+        if got < 0 {
+            bail!(
+                "read {}: {}",
+                path.display(),
+                std::io::Error::last_os_error()
+            );
+        }
+        if got == 0 {
+            break;
+        }
+        at += got as u64;
+        left -= got as u64;
+    }
+    Ok(())
+}
+
+/// Run one thread's ops. Marks record CLOCK_MONOTONIC and a counter snapshot; the time spent
+/// reading the counters is taken out of later timestamps so measured phases are the
+/// workload's alone.
+pub fn interpret(proc_: &Process, ops: &[Op], report: &mut ThreadReport) -> Result<()> {
+    let mut excluded_ns = 0u64;
+    let mut timer_start_ns = 0u64;
+    let mut last_resident = false;
+    for op in ops {
+        match op {
+            Op::Mmap { vma, nr_pages, thp } => {
+                let region = mmap_aligned(*nr_pages as usize * PAGE_SIZE, None)?;
+                match thp {
+                    ThpAdvice::Hugepage => {
+                        madvise(region, 0, *nr_pages, MADV_HUGEPAGE, "HUGEPAGE")?
+                    }
+                    ThpAdvice::NoHugepage => {
+                        madvise(region, 0, *nr_pages, MADV_NOHUGEPAGE, "NOHUGEPAGE")?
+                    }
+                    ThpAdvice::Default => {}
+                }
+                proc_.set_vma(*vma, Some(region));
+            }
+            Op::MmapFile {
+                vma,
+                file,
+                offset_pages,
+                nr_pages,
+                shared,
+            } => {
+                let path = proc_.file_path(*file)?;
+                let writable = proc_.written.contains(vma);
+                let f = std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(writable && *shared)
+                    .open(&path)
+                    .with_context(|| format!("opening {}", path.display()))?;
+                let region = mmap_aligned(
+                    *nr_pages as usize * PAGE_SIZE,
+                    Some((
+                        f.as_raw_fd(),
+                        *offset_pages as u64 * PAGE_SIZE as u64,
+                        *shared,
+                        writable,
+                    )),
+                )?;
+                proc_.set_vma(*vma, Some(region));
+            }
+            Op::Touch {
+                vma,
+                first,
+                nr,
+                write,
+            } => touch(proc_.vma(*vma)?, *first, *nr, *write)?,
+            Op::Madvise {
+                vma,
+                first,
+                nr,
+                advice,
+            } => {
+                let (value, name) = match advice {
+                    Advice::Pageout => (MADV_PAGEOUT, "PAGEOUT"),
+                    Advice::Cold => (MADV_COLD, "COLD"),
+                    Advice::Dontneed => (MADV_DONTNEED, "DONTNEED"),
+                    Advice::Hugepage => (MADV_HUGEPAGE, "HUGEPAGE"),
+                    Advice::Nohugepage => (MADV_NOHUGEPAGE, "NOHUGEPAGE"),
+                };
+                madvise(proc_.vma(*vma)?, *first, *nr, value, name)?;
+            }
+            Op::Munmap { vma } => {
+                let region = proc_.vma(*vma)?;
+                // SAFETY: unmapping our own mapping, forgotten below.
+                unsafe { libc::munmap(region.addr.cast(), region.len) };
+                proc_.set_vma(*vma, None);
+            }
+            Op::MunmapRange { vma, first, nr } => {
+                let region = proc_.vma(*vma)?;
+                let (offset, len) = (*first as usize * PAGE_SIZE, *nr as usize * PAGE_SIZE);
+                if offset + len > region.len {
+                    bail!("munmap: pages {first}+{nr} beyond vma {vma}");
+                }
+                // SAFETY: part of our own mapping; the sim leaves a hole there too.
+                unsafe { libc::munmap(region.addr.add(offset).cast(), len) };
+            }
+            Op::Compute { ns } => {
+                let until = now_ns() + ns;
+                while now_ns() < until {
+                    std::hint::spin_loop();
+                }
+            }
+            Op::Mark(m) => {
+                let t0 = now_ns();
+                let snapshot = counters::snapshot();
+                let t1 = now_ns();
+                report.marks.push((*m, t0 - excluded_ns, snapshot));
+                excluded_ns += t1 - t0;
+            }
+            Op::Exit => break,
+            Op::CompactMemory => std::fs::write("/proc/sys/vm/compact_memory", "1")
+                .context("writing /proc/sys/vm/compact_memory")?,
+            Op::Barrier { id, .. } => proc_
+                .barriers
+                .get(id)
+                .with_context(|| format!("barrier {id} unknown"))?
+                .wait()?,
+            Op::TimerStart => timer_start_ns = now_ns(),
+            Op::Mincore { vma, index } => last_resident = mincore(proc_.vma(*vma)?, *index)?,
+            Op::RecordLatency {
+                if_resident,
+                otherwise,
+            } => {
+                let series = if last_resident {
+                    *if_resident
+                } else {
+                    *otherwise
+                };
+                report
+                    .latencies
+                    .push((series, now_ns().saturating_sub(timer_start_ns)));
+            }
+            Op::CreateFile { file, nr_pages } => files::create(
+                &proc_.file_path(*file)?,
+                *nr_pages as u64 * PAGE_SIZE as u64,
+                proc_.seed ^ u64::from(*file),
+            )?,
+            Op::ReadFile { file, first, nr } => read_file(&proc_.file_path(*file)?, *first, *nr)?,
+            Op::DropCaches => files::drop_caches()?,
+            #[allow(unreachable_patterns)]
+            other => bail!("operation {other:?} is not supported by the live backend yet"),
+        }
+    }
+    Ok(())
+}
