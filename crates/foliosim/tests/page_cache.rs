@@ -3,8 +3,10 @@
 //! swap at all), dirty shared pages are written back by the flusher, drop_caches empties
 //! what is not mapped, runs are deterministic, and bad file operations are errors.
 
-use foliosim::mm::filemap::replace_page_cache_folio;
 use foliosim::mm::gfp::Gfp;
+use foliosim::mm::migrate::{
+    folio_isolate_lru, migrate_pages, MigrateMode, MigrateReason, MigrationTarget,
+};
 use foliosim::mm::page_alloc::alloc_pages;
 use foliosim::mm::{invariants, Kernel, MmError};
 use foliosim::sched::{run_tasks, SimError, Task};
@@ -431,7 +433,7 @@ size = "80M"
 }
 
 #[test]
-fn replace_page_cache_folio_moves_the_slot_and_the_ptes() {
+fn migrating_a_page_cache_folio_moves_the_slot_and_the_ptes() {
     let s = ops_scenario("64M", 1, "");
     let mut r = run_ops(
         &s,
@@ -456,10 +458,29 @@ fn replace_page_cache_folio_moves_the_slot_and_the_ptes() {
     let old = k.pagecache.files[0].as_ref().unwrap().pages[7];
     assert_eq!(k.mms[0].vma(0).ptes[7].pfn(), old);
     let mut ctx = Ctx::new(0, 1 << 40);
-    let new = alloc_pages(k, &mut ctx, Gfp::GFP_HIGHUSER_MOVABLE, 0).unwrap();
-    replace_page_cache_folio(k, old, new);
-    k.folio_free(&mut ctx, old);
-    assert_eq!(k.pagecache.files[0].as_ref().unwrap().pages[7], new);
+    // Compaction's path: isolate from the LRU, migrate to a page from the allocator.
+    struct Target;
+    impl MigrationTarget for Target {
+        fn alloc(&mut self, k: &mut Kernel, ctx: &mut Ctx, order: u32) -> Option<u32> {
+            alloc_pages(k, ctx, Gfp::GFP_HIGHUSER_MOVABLE, order)
+        }
+        fn free(&mut self, k: &mut Kernel, ctx: &mut Ctx, pfn: u32, order: u32) {
+            k.zone.free(ctx, pfn, order);
+        }
+    }
+    folio_isolate_lru(k, old);
+    let mut from = vec![old];
+    let (failed, pages) = migrate_pages(
+        k,
+        &mut ctx,
+        &mut from,
+        &mut Target,
+        MigrateMode::Sync,
+        MigrateReason::Compaction,
+    );
+    assert_eq!((failed, pages), (Ok(0), 1));
+    let new = k.pagecache.files[0].as_ref().unwrap().pages[7];
+    assert_ne!(new, old);
     assert_eq!(k.mms[0].vma(0).ptes[7].pfn(), new);
     assert_eq!(k.folios.mapcount[new as usize], 1);
     invariants::check(k).unwrap();

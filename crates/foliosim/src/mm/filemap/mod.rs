@@ -332,56 +332,6 @@ pub fn map_file_pte(k: &mut Kernel, mm: u32, vma: u32, vma_index: u32, pfn: u32,
     }
 }
 
-/// replace_page_cache_folio for migration: the order-0 page-cache folio `old_pfn` moves to
-/// the freshly allocated `new_pfn` (same order; not yet set up). The new folio takes the
-/// file slot, the owner, the page flags and the memcg (charged here, so the caller's
-/// folio_free of the old one leaves memory.current as it was), old's place on its LRU list,
-/// and every PTE that mapped old (rewritten in place: the caller accounts the unmap and TLB
-/// flush of its migration entries). The old folio is left unmapped, off the LRU and out of
-/// the cache, for the caller to free with `Kernel::folio_free`. Not for a folio under I/O:
-/// migration of locked or writeback folios is the caller's to refuse.
-pub fn replace_page_cache_folio(k: &mut Kernel, old_pfn: u32, new_pfn: u32) {
-    let f = &mut k.folios;
-    let (o, n) = (old_pfn as usize, new_pfn as usize);
-    assert!(
-        f.test(old_pfn, flags::FILE) && f.order[o] == 0,
-        "replace_page_cache_folio: {old_pfn} is no order-0 page-cache folio"
-    );
-    assert!(
-        !f.test(old_pfn, flags::LOCKED | flags::WRITEBACK),
-        "replace_page_cache_folio: folio {old_pfn} is under I/O"
-    );
-    let (file, index, memcg) = (f.owner_mm[o], f.owner_index[o], f.memcg[o]);
-    f.init(new_pfn, 0, memcg, (file, NIL, index));
-    let moved = flags::FILE
-        | flags::DIRTY
-        | flags::YOUNG
-        | flags::REFERENCED
-        | flags::ACTIVE
-        | flags::READAHEAD
-        | flags::RECLAIM
-        | flags::WORKINGSET;
-    f.flags[n] |= f.flags[o] & moved;
-    f.mapcount[n] = f.mapcount[o];
-    f.mapcount[o] = 0;
-    k.memcgs[memcg as usize].usage_pages += 1;
-    if f.test(old_pfn, flags::LRU) {
-        let lv = &mut k.memcgs[memcg as usize].lruvec;
-        let list = lv.list_of(&k.folios, old_pfn);
-        list.add_after(&mut k.folios, old_pfn, new_pfn);
-        list.remove(&mut k.folios, old_pfn);
-        k.folios.set(new_pfn, flags::LRU);
-    }
-    k.folios.flags[o] &= !(flags::LRU | flags::ACTIVE | flags::FILE | flags::DIRTY);
-    k.pagecache.file_mut(file).pages[index as usize] = new_pfn;
-    rmap::for_each_pte(k, file, index, |k, mm, vma, vi| {
-        let pte = &mut k.mms[mm as usize].vma_mut(vma).ptes[vi as usize];
-        if pte.is_present() && pte.pfn() == old_pfn {
-            *pte = super::mmap::Pte::present(new_pfn);
-        }
-    });
-}
-
 /// mmap of `nr_pages` of file `file` from page `offset_pages` as VMA `vma` of `mm`
 /// (vma_link into i_mmap). Pages beyond the end of the file may be mapped; touching them is
 /// SIGBUS.
