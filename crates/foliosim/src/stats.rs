@@ -57,6 +57,55 @@ impl Summary {
     }
 }
 
+impl Summary {
+    /// One summary of several series' samples, from their summaries (sample-weighted mean,
+    /// the pooled sum of squares).
+    pub fn pooled(parts: impl Iterator<Item = Summary>) -> Option<Summary> {
+        let parts: Vec<Summary> = parts.collect();
+        let n: usize = parts.iter().map(|s| s.samples).sum();
+        if n == 0 {
+            return None;
+        }
+        let mean = parts
+            .iter()
+            .map(|s| s.amean * s.samples as f64)
+            .sum::<f64>()
+            / n as f64;
+        // Sum of squares about the pooled mean, from each part's own spread and offset.
+        let ss: f64 = parts
+            .iter()
+            .map(|s| {
+                let own = if s.samples > 1 {
+                    s.stddev.powi(2) * (s.samples - 1) as f64
+                } else {
+                    0.0
+                };
+                own + s.samples as f64 * (s.amean - mean).powi(2)
+            })
+            .sum();
+        let stddev = if n > 1 {
+            (ss / (n - 1) as f64).sqrt()
+        } else {
+            f64::NAN
+        };
+        Some(Summary {
+            samples: n,
+            min: parts.iter().map(|s| s.min).fold(f64::INFINITY, f64::min),
+            amean: mean,
+            stddev,
+            coeffvar: if mean != 0.0 && !stddev.is_nan() {
+                stddev * 100.0 / mean
+            } else {
+                0.0
+            },
+            max: parts
+                .iter()
+                .map(|s| s.max)
+                .fold(f64::NEG_INFINITY, f64::max),
+        })
+    }
+}
+
 /// pdiff: % by which `new` is above `base` (higher is better).
 pub fn pdiff(new: f64, base: f64) -> f64 {
     if new == base || new == 0.0 {
@@ -294,6 +343,21 @@ mod tests {
         assert!((s.coeffvar - s.stddev * 20.0).abs() < 1e-12);
         assert!(Summary::of(&[]).is_none());
         assert!(Summary::of(&[3.0]).unwrap().stddev.is_nan());
+    }
+
+    #[test]
+    fn pooled_summaries_equal_the_summary_of_all_samples() {
+        let all = [2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0];
+        let whole = Summary::of(&all).unwrap();
+        let parts = [
+            Summary::of(&all[..3]).unwrap(),
+            Summary::of(&all[3..]).unwrap(),
+        ];
+        let p = Summary::pooled(parts.into_iter()).unwrap();
+        assert_eq!((p.samples, p.min, p.max), (8, 2.0, 9.0));
+        assert!((p.amean - whole.amean).abs() < 1e-12);
+        assert!((p.stddev - whole.stddev).abs() < 1e-12);
+        assert!(Summary::pooled(std::iter::empty()).is_none());
     }
 
     #[test]

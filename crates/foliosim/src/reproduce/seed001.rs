@@ -176,7 +176,7 @@ pub fn reproduce(
             for t in 0..THREADS.len() {
                 let summary =
                     |pick: fn(&crate::workload::thpscale::ThpscaleResult) -> Option<Summary>| {
-                        pooled(
+                        Summary::pooled(
                             runs(t)
                                 .iter()
                                 .filter_map(|r| r.workloads[0].thpscale.as_ref().and_then(pick)),
@@ -219,52 +219,6 @@ fn khugepaged_sys_s(r: &RunResult) -> f64 {
         .filter(|t| t.name == "khugepaged")
         .map(|t| t.sys_ns as f64 / 1e9)
         .sum()
-}
-
-/// One summary of several runs' samples (pooled: sample-weighted mean, pooled variance).
-fn pooled(parts: impl Iterator<Item = Summary>) -> Option<Summary> {
-    let parts: Vec<Summary> = parts.collect();
-    let n: usize = parts.iter().map(|s| s.samples).sum();
-    if n == 0 {
-        return None;
-    }
-    let mean = parts
-        .iter()
-        .map(|s| s.amean * s.samples as f64)
-        .sum::<f64>()
-        / n as f64;
-    // Sum of squares about the pooled mean, from each part's own spread and offset.
-    let ss: f64 = parts
-        .iter()
-        .map(|s| {
-            let own = if s.samples > 1 {
-                s.stddev.powi(2) * (s.samples - 1) as f64
-            } else {
-                0.0
-            };
-            own + s.samples as f64 * (s.amean - mean).powi(2)
-        })
-        .sum();
-    let stddev = if n > 1 {
-        (ss / (n - 1) as f64).sqrt()
-    } else {
-        f64::NAN
-    };
-    Some(Summary {
-        samples: n,
-        min: parts.iter().map(|s| s.min).fold(f64::INFINITY, f64::min),
-        amean: mean,
-        stddev,
-        coeffvar: if mean != 0.0 && !stddev.is_nan() {
-            stddev * 100.0 / mean
-        } else {
-            0.0
-        },
-        max: parts
-            .iter()
-            .map(|s| s.max)
-            .fold(f64::NEG_INFINITY, f64::max),
-    })
 }
 
 impl Report {
