@@ -533,7 +533,7 @@ pub struct Sysfs {
     #[serde(default)]
     pub hugepages: BTreeMap<String, ThpEnabled>,
     /// `transparent_hugepage/defrag`; absent leaves the host's value (live) and is the kernel's
-    /// default, `madvise`, in the sim. It sets the gfp of large folio faults
+    /// default in the sim (`madvise`; `always` for 4.1, which has no `defer` modes). It sets the gfp of large folio faults
     /// (vma_thp_gfp_mask), which decides whether their allocation and memcg charge may reclaim:
     /// `always` (one round unless MADV_HUGEPAGE), `madvise` and `defer+madvise` (MADV_HUGEPAGE
     /// VMAs only), and whether a failing allocation wakes kswapd (`defer`, `defer+madvise`);
@@ -930,9 +930,14 @@ impl Default for Sysfs {
 }
 
 impl Sysfs {
-    /// `defrag` as the sim applies it: the scenario's value, else the kernel default `madvise`.
-    pub fn thp_defrag(&self) -> ThpDefrag {
-        self.defrag.unwrap_or(ThpDefrag::Madvise)
+    /// `defrag` as the sim applies it: the scenario's value, else the release's default
+    /// (`madvise` since 4.6, `always` before).
+    pub fn thp_defrag(&self, version: KernelVersion) -> ThpDefrag {
+        self.defrag.unwrap_or(if version > KernelVersion::V4_1 {
+            ThpDefrag::Madvise
+        } else {
+            ThpDefrag::Always
+        })
     }
 
     /// Only the given large size enabled ("always"); "4K" leaves all large sizes off.
@@ -1355,6 +1360,15 @@ impl Scenario {
                     format!("sysfs.hugepages.\"{size}\""),
                     size,
                     "2M only with kernel.version = \"4.1\" (no per-size mTHP before 6.8)",
+                ));
+            }
+        }
+        if self.kernel.version == KernelVersion::V4_1 {
+            if let Some(d @ (ThpDefrag::Defer | ThpDefrag::DeferMadvise)) = self.sysfs.defrag {
+                return Err(invalid(
+                    "sysfs.defrag",
+                    d.name(),
+                    "always, madvise, never with kernel.version = \"4.1\" (defer arrived in 4.6)",
                 ));
             }
         }

@@ -6,7 +6,7 @@
 
 use foliosim::content::ContentClass;
 use foliosim::engine::Ctx;
-use foliosim::mm::compaction::{try_to_compact_pages, CompactPriority, CompactResult};
+use foliosim::mm::compaction::{try_to_compact_pages, CompactPriority, CompactResult, Contended};
 use foliosim::mm::gfp::Gfp;
 use foliosim::mm::invariants::check;
 use foliosim::mm::madvise::Advice;
@@ -242,7 +242,7 @@ fn sync_failures_defer_the_next_attempts() {
     assert!(held.len() > 4, "{} free pageblocks", held.len());
     let flags = AllocFlags::WMARK_MIN;
     // Async failures never defer.
-    let (r, page) = try_to_compact_pages(
+    let dc = try_to_compact_pages(
         &mut k,
         &mut ctx,
         Gfp::GFP_TRANSHUGE,
@@ -250,13 +250,14 @@ fn sync_failures_defer_the_next_attempts() {
         flags,
         CompactPriority::Async,
     );
+    let (r, page) = (dc.result, dc.page);
     assert!(page.is_none() && r != CompactResult::Success, "{r:?}");
     assert_ne!(r, CompactResult::Skipped, "compaction ran");
     assert_eq!(k.compaction.zone.defer_shift, 0);
     // Sync (light) ones do: after the k-th failure, 2^k - 1 attempts are deferred.
     let mut results = Vec::new();
     for _ in 0..15 {
-        let (r, page) = try_to_compact_pages(
+        let dc = try_to_compact_pages(
             &mut k,
             &mut ctx,
             Gfp::GFP_TRANSHUGE,
@@ -264,6 +265,7 @@ fn sync_failures_defer_the_next_attempts() {
             flags,
             CompactPriority::SyncLight,
         );
+        let (r, page) = (dc.result, dc.page);
         assert!(page.is_none());
         results.push(r == CompactResult::Deferred);
     }
@@ -272,7 +274,7 @@ fn sync_failures_defer_the_next_attempts() {
     assert_eq!(results.iter().filter(|&&d| d).count(), 1 + 3 + 7);
     assert_eq!(k.compaction.zone.defer_shift, 4);
     // The thoroughest priority ignores deferral.
-    let (r, page) = try_to_compact_pages(
+    let dc = try_to_compact_pages(
         &mut k,
         &mut ctx,
         Gfp::GFP_TRANSHUGE,
@@ -280,6 +282,7 @@ fn sync_failures_defer_the_next_attempts() {
         flags,
         CompactPriority::SyncFull,
     );
+    let (r, page) = (dc.result, dc.page);
     assert_ne!(r, CompactResult::Deferred);
     held.extend(page);
     assert!(ev(&k, VmEvent::PgmigrateSuccess) > 0);
@@ -409,4 +412,98 @@ fn compaction_runs_are_deterministic() {
     let a = go();
     assert!(a.0["pgmigrate_success"] > 0);
     assert_eq!(a, go());
+}
+
+/// The 4.1 profile's kernel: the same machine.
+fn kernel_v4_1() -> Kernel {
+    let text = MACHINE
+        .replace("version = \"6.18\"", "version = \"4.1\"")
+        .replace("{swap}", "")
+        .replace("{sysfs}", "")
+        .replace("{sysctl}", "");
+    Kernel::new(&Scenario::from_toml_str(&text).unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// Fragment memory and take every free pageblock, so only compaction can make one.
+fn fragmented_and_full(k: &mut Kernel, ctx: &mut Ctx) -> Vec<u32> {
+    run(k, fragment());
+    k.zone.drain_all_pages(ctx);
+    let mut held = Vec::new();
+    while let Some(pfn) = alloc_pages(k, ctx, Gfp::GFP_TRANSHUGE_LIGHT, 9) {
+        held.push(pfn);
+    }
+    held
+}
+
+#[test]
+fn before_5_1_async_compaction_stops_when_another_task_wants_the_cpu() {
+    for (mut k, stops) in [(kernel_v4_1(), true), (kernel("", ""), false)] {
+        let mut ctx = Ctx::new(0, 1 << 40);
+        let held = fragmented_and_full(&mut k, &mut ctx);
+        // The tick has set need_resched: another task is runnable and the slice is over.
+        ctx.resched_at_ns = ctx.now_ns;
+        let migrated = ev(&k, VmEvent::PgmigrateSuccess);
+        let dc = try_to_compact_pages(
+            &mut k,
+            &mut ctx,
+            Gfp::GFP_TRANSHUGE,
+            9,
+            AllocFlags::WMARK_MIN,
+            CompactPriority::Async,
+        );
+        if stops {
+            assert_eq!(dc.contended, Contended::Sched);
+            assert_eq!(dc.result, CompactResult::Contended);
+            assert_eq!(
+                ev(&k, VmEvent::PgmigrateSuccess),
+                migrated,
+                "nothing migrated"
+            );
+        } else {
+            assert_ne!(dc.contended, Contended::Sched);
+            assert!(ev(&k, VmEvent::PgmigrateSuccess) > migrated, "{dc:?}");
+        }
+        for pfn in held.into_iter().chain(dc.page) {
+            k.zone.free(&mut ctx, pfn, 9);
+        }
+        check(&k).unwrap();
+    }
+}
+
+#[test]
+fn on_4_1_a_thp_fault_falls_back_without_reclaim_when_compaction_is_deferred_or_contended() {
+    let mut k = kernel_v4_1();
+    let mut ctx = Ctx::new(0, 1 << 40);
+    let held = fragmented_and_full(&mut k, &mut ctx);
+    assert!(held.len() > 4, "{} free pageblocks", held.len());
+    // 4.1's THP fault under defrag=always: GFP_TRANSHUGE with __GFP_NORETRY.
+    let fault_gfp = Gfp::transhuge_of(foliosim::scenario::KernelVersion::V4_1);
+    let allocstall =
+        |k: &Kernel| ev(k, VmEvent::AllocstallNormal) + ev(k, VmEvent::AllocstallMovable);
+    let before = |k: &Kernel| {
+        (
+            allocstall(k),
+            ev(k, VmEvent::CompactStall),
+            ev(k, VmEvent::CompactFail),
+        )
+    };
+    // Asked to reschedule: the async run stops, counts a failed stall, and the fault does
+    // not go on to reclaim.
+    ctx.resched_at_ns = ctx.now_ns;
+    let (stalls, compact_stall, compact_fail) = before(&k);
+    assert_eq!(alloc_pages(&mut k, &mut ctx, fault_gfp, 9), None);
+    assert_eq!(allocstall(&k), stalls, "no direct reclaim");
+    assert_eq!(ev(&k, VmEvent::CompactStall), compact_stall + 1);
+    assert_eq!(ev(&k, VmEvent::CompactFail), compact_fail + 1);
+    // Deferred after a sync failure (khugepaged's): no stall is counted, no reclaim.
+    ctx.resched_at_ns = u64::MAX;
+    k.compaction.zone.defer_compaction(9);
+    let (stalls, compact_stall, _) = before(&k);
+    assert_eq!(alloc_pages(&mut k, &mut ctx, fault_gfp, 9), None);
+    assert_eq!(allocstall(&k), stalls);
+    assert_eq!(ev(&k, VmEvent::CompactStall), compact_stall);
+    for pfn in held {
+        k.zone.free(&mut ctx, pfn, 9);
+    }
+    check(&k).unwrap();
 }

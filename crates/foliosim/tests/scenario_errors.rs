@@ -582,6 +582,22 @@ fn mthp_size_on_a_4_1_kernel() {
 }
 
 #[test]
+fn defer_defrag_on_a_4_1_kernel() {
+    let t = replace("version = \"6.10\"", "version = \"4.1\"")
+        .replacen(
+            "[sysfs.hugepages]",
+            "[sysfs]\ndefrag = \"defer\"\n[sysfs.hugepages]",
+            1,
+        )
+        .replace("\"64K\" = \"always\"", "\"2M\" = \"always\"");
+    expect_err(
+        "defrag = defer on 4.1",
+        &t,
+        &["sysfs.defrag", "defer", "always, madvise, never", "4.1"],
+    );
+}
+
+#[test]
 fn unknown_thp_fault_alloc_policy() {
     let t = replace(
         "version = \"6.10\"",

@@ -115,6 +115,7 @@ mod tests {
             lock_handoff_ns: 0,
             sleep_ns: 0,
             iowait_ns: 0,
+            resched_at_ns: u64::MAX,
         };
         let mut b = Ctx {
             cpu: 1,
@@ -123,6 +124,7 @@ mod tests {
             lock_handoff_ns: 0,
             sleep_ns: 0,
             iowait_ns: 0,
+            resched_at_ns: u64::MAX,
         };
         lock.hold(&mut a, 200);
         assert_eq!(a.now_ns, 300);
@@ -137,6 +139,7 @@ mod tests {
             lock_handoff_ns: 0,
             sleep_ns: 0,
             iowait_ns: 0,
+            resched_at_ns: u64::MAX,
         };
         lock.hold(&mut c, 10);
         assert_eq!(lock.stats.contended, 1, "a late arrival does not wait");
@@ -154,6 +157,7 @@ mod tests {
                 lock_handoff_ns: 0,
                 sleep_ns: 0,
                 iowait_ns: 0,
+                resched_at_ns: u64::MAX,
             },
             100,
         );
@@ -165,6 +169,7 @@ mod tests {
             lock_handoff_ns: 0,
             sleep_ns: 0,
             iowait_ns: 0,
+            resched_at_ns: u64::MAX,
         };
         lock.hold(&mut early, 100);
         assert_eq!(early.now_ns, 600);
@@ -176,6 +181,7 @@ mod tests {
             lock_handoff_ns: 0,
             sleep_ns: 0,
             iowait_ns: 0,
+            resched_at_ns: u64::MAX,
         };
         lock.hold(&mut during, 100);
         assert_eq!(during.now_ns, 10_200);

@@ -34,6 +34,9 @@ pub struct Ctx {
     pub sleep_ns: u64,
     /// Time this step waited off the CPU for I/O (`WaitKind::Io`), included in `now_ns`.
     pub iowait_ns: u64,
+    /// From when the scheduler wants the CPU back for another runnable task (TIF_NEED_RESCHED
+    /// set by the tick at the end of the slice); u64::MAX when nothing else waits for it.
+    pub resched_at_ns: u64,
 }
 
 impl Ctx {
@@ -46,7 +49,14 @@ impl Ctx {
             lock_handoff_ns: 0,
             sleep_ns: 0,
             iowait_ns: 0,
+            resched_at_ns: u64::MAX,
         }
+    }
+
+    /// need_resched(): another task waits for this CPU and this one's slice is over.
+    #[inline]
+    pub fn need_resched(&self) -> bool {
+        self.now_ns >= self.resched_at_ns
     }
 
     #[inline]

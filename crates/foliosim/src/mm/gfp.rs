@@ -57,6 +57,16 @@ impl Gfp {
     pub const TRANSHUGE_LIGHT: Gfp = Self::GFP_TRANSHUGE_LIGHT;
     pub const TRANSHUGE: Gfp = Self::GFP_TRANSHUGE;
 
+    /// GFP_TRANSHUGE as a release defines it: before 4.8 it included __GFP_NORETRY (and
+    /// __GFP_NO_KSWAPD, which GFP_TRANSHUGE's missing __GFP_KSWAPD_RECLAIM stands for), so
+    /// madvised faults and khugepaged gave up after one round of reclaim and compaction too.
+    pub const fn transhuge_of(version: crate::scenario::KernelVersion) -> Gfp {
+        match version {
+            crate::scenario::KernelVersion::V4_1 => Self::GFP_TRANSHUGE.noretry(),
+            _ => Self::GFP_TRANSHUGE,
+        }
+    }
+
     /// `self | __GFP_NORETRY`.
     pub const fn noretry(self) -> Gfp {
         Gfp(self.0 | Self::NORETRY.0)

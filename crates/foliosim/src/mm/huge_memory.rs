@@ -16,17 +16,18 @@ use std::collections::VecDeque;
 /// `transparent_hugepage/defrag` and whether the VMA is MADV_HUGEPAGE: `always` reclaims and
 /// compacts (once, without MADV_HUGEPAGE), `defer` only wakes kswapd (kcompactd in the kernel),
 /// `defer+madvise` reclaims for MADV_HUGEPAGE and wakes kswapd otherwise, `madvise` reclaims
-/// for MADV_HUGEPAGE only, `never` does neither.
-pub fn vma_thp_gfp_mask(defrag: ThpDefrag, vma: &Vma) -> Gfp {
+/// for MADV_HUGEPAGE only, `never` does neither. `transhuge` is the release's GFP_TRANSHUGE
+/// ([`Gfp::transhuge_of`]).
+pub fn vma_thp_gfp_mask(defrag: ThpDefrag, vma: &Vma, transhuge: Gfp) -> Gfp {
     let madvised = vma.thp == ThpAdvice::Hugepage;
     let light = Gfp::GFP_TRANSHUGE_LIGHT;
     match defrag {
-        ThpDefrag::Always if madvised => Gfp::GFP_TRANSHUGE,
-        ThpDefrag::Always => Gfp::GFP_TRANSHUGE.noretry(),
+        ThpDefrag::Always if madvised => transhuge,
+        ThpDefrag::Always => transhuge.noretry(),
         ThpDefrag::Defer => light | Gfp::KSWAPD_RECLAIM,
-        ThpDefrag::DeferMadvise if madvised => light | Gfp::DIRECT_RECLAIM,
+        ThpDefrag::DeferMadvise if madvised => transhuge,
         ThpDefrag::DeferMadvise => light | Gfp::KSWAPD_RECLAIM,
-        ThpDefrag::Madvise if madvised => light | Gfp::DIRECT_RECLAIM,
+        ThpDefrag::Madvise if madvised => transhuge,
         ThpDefrag::Madvise | ThpDefrag::Never => light,
     }
 }
@@ -157,9 +158,13 @@ mod tests {
             (ThpDefrag::Madvise, light, full),
             (ThpDefrag::Never, light, light),
         ] {
-            assert_eq!(vma_thp_gfp_mask(defrag, &plain), not_madvised, "{defrag:?}");
             assert_eq!(
-                vma_thp_gfp_mask(defrag, &madvised),
+                vma_thp_gfp_mask(defrag, &plain, Gfp::GFP_TRANSHUGE),
+                not_madvised,
+                "{defrag:?}"
+            );
+            assert_eq!(
+                vma_thp_gfp_mask(defrag, &madvised, Gfp::GFP_TRANSHUGE),
                 is_madvised,
                 "{defrag:?}"
             );

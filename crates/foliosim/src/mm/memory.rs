@@ -107,7 +107,7 @@ fn do_anonymous_page(
     k.mms[mm as usize].vma_mut(vma).anon_vma = true;
     let vma_ref = k.mms[mm as usize].vma(vma);
     // alloc_anon_folio / vma_alloc_anon_folio_pmd: allocation and charge use the THP gfp.
-    let gfp = vma_thp_gfp_mask(k.thp_defrag, vma_ref);
+    let gfp = vma_thp_gfp_mask(k.thp_defrag, vma_ref, k.gfp_transhuge);
     let candidates: Vec<u32> = suitable_orders(k, vma_ref, index)
         .filter(|&order| {
             let start = index & !((1 << order) - 1);
@@ -303,7 +303,7 @@ fn alloc_swap_folio(
     }
     let memcg = k.mms[mm as usize].memcg;
     let vma_ref = k.mms[mm as usize].vma(vma);
-    let gfp = vma_thp_gfp_mask(k.thp_defrag, vma_ref);
+    let gfp = vma_thp_gfp_mask(k.thp_defrag, vma_ref, k.gfp_transhuge);
     let candidates: Vec<u32> = suitable_orders(k, vma_ref, index)
         .filter(|&order| order < PMD_ORDER)
         .filter(|&order| {

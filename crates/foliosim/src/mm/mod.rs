@@ -141,8 +141,15 @@ pub struct Kernel {
     pub thp_avail: thp_fault_alloc::ThpAvailState,
     /// Partly unmapped THPs wait on the deferred split queue (4.5+), else split at once.
     pub defer_partial_split: bool,
+    /// Reclaim (4.3+) and async migration (6.3+) flush the TLB once for a batch of unmapped
+    /// folios; before, once per folio.
+    pub tlb_batched_unmap: bool,
     /// `transparent_hugepage/defrag`: how hard large folio allocations and charges try.
     pub thp_defrag: ThpDefrag,
+    /// The release's GFP_TRANSHUGE (Gfp::transhuge_of).
+    pub gfp_transhuge: gfp::Gfp,
+    /// The release's __alloc_pages_slowpath (mm/page_alloc/slowpath*.rs).
+    pub slowpath: &'static dyn page_alloc::Slowpath,
     /// The mm each CPU is running (NIL when idle or running a kernel thread: kernel threads
     /// have no mm, and lazy TLB is not modelled, as x86 sends lazy CPUs no shootdown IPI
     /// unless page tables are freed): who a TLB shootdown must interrupt.
@@ -282,10 +289,13 @@ impl Kernel {
             thp_orders_madvised: scenario.sysfs.orders_enabled(true),
             // alloc_swap_folio falls back to order 0 once zswap has been enabled.
             swapin_mthp: scenario.kernel.swapin_mthp() && !scenario.sysfs.zswap.enabled,
-            thp_defrag: scenario.sysfs.thp_defrag(),
+            thp_defrag: scenario.sysfs.thp_defrag(scenario.kernel.version),
+            gfp_transhuge: gfp::Gfp::transhuge_of(scenario.kernel.version),
+            slowpath: page_alloc::slowpath_of(scenario.kernel.version),
             thp_fault_alloc: thp_fault_alloc::policy(scenario.kernel.thp_fault_alloc),
             thp_avail: Default::default(),
             defer_partial_split: scenario.kernel.version.deferred_split(),
+            tlb_batched_unmap: scenario.kernel.version > KernelVersion::V4_1,
             cpu_mm: vec![NIL; ncpus],
             cpu_irq_ns: vec![0; ncpus],
             tlb: tlb::arch(scenario.machine.tlb),

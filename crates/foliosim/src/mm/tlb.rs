@@ -73,9 +73,20 @@ pub struct TlbUnmapBatch {
     nr_ptes: u32,
     /// A dirty (writable) PTE was cleared: the flush must precede writing the page out.
     writable: bool,
+    /// Flush each folio's PTEs as they are cleared (no batching).
+    immediate: bool,
 }
 
 impl TlbUnmapBatch {
+    /// A batch for reclaim as the release has it: `batched` from 4.3 (TTU_BATCH_FLUSH), before
+    /// which try_to_unmap flushed every folio's PTEs at once (Kernel::tlb_batched_unmap).
+    pub fn new(batched: bool) -> TlbUnmapBatch {
+        TlbUnmapBatch {
+            immediate: !batched,
+            ..Default::default()
+        }
+    }
+
     /// set_tlb_ubc_flush_pending for the `nr` PTEs of a folio of `order` in `mm`.
     pub fn add(
         &mut self,
@@ -93,6 +104,9 @@ impl TlbUnmapBatch {
         }
         self.nr_ptes += nr;
         self.writable |= writable;
+        if self.immediate {
+            self.flush(k, ctx);
+        }
     }
 
     /// try_to_unmap_flush_dirty: flush only if a writable PTE was cleared.

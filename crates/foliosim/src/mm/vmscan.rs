@@ -465,7 +465,7 @@ pub fn shrink_folio_list(
     reclaim: Reclaim,
 ) -> ShrinkResult {
     let mut list: VecDeque<u32> = folios.into();
-    let mut tlb = TlbUnmapBatch::default();
+    let mut tlb = TlbUnmapBatch::new(k.tlb_batched_unmap);
     let mut result = ShrinkResult::default();
     while let Some(pfn) = list.pop_front() {
         let f = &mut k.folios;

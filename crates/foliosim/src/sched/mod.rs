@@ -155,6 +155,7 @@ pub fn run_tasks(
             lock_handoff_ns: k.cost.lock_handoff_ns,
             sleep_ns: 0,
             iowait_ns: 0,
+            resched_at_ns: u64::MAX,
         };
         let tid = match c.current {
             Some(tid) => tid,
@@ -173,6 +174,11 @@ pub fn run_tasks(
             }
         };
         ctx.now_ns += std::mem::take(&mut k.cpu_irq_ns[cpu]);
+        // The tick sets need_resched at the slice's end when another task is runnable (one
+        // woken during this step is not seen until its end: steps are atomic).
+        if !q.runq.is_empty() {
+            ctx.resched_at_ns = q.cpus[cpu].slice_end_ns;
+        }
         let busy_from_ns = ctx.now_ns;
         let t = &mut tasks[tid];
         let user_before_ns = t.user_ns;

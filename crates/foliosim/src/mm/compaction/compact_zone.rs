@@ -10,6 +10,7 @@ use super::{pageblock_start_pfn, CompactControl, CompactResult};
 use crate::engine::Ctx;
 use crate::mm::migrate::{migrate_pages, putback_movable_pages, MigrateMode, MigrateReason};
 use crate::mm::page_alloc::migratetype::PAGEBLOCK_NR_PAGES;
+use crate::mm::page_alloc::watermark::Wmark;
 use crate::mm::page_alloc::MAX_PAGE_ORDER;
 use crate::mm::vmstat::VmEvent;
 use crate::mm::Kernel;
@@ -54,6 +55,15 @@ fn compact_finished_inner(k: &mut Kernel, cc: &CompactControl) -> CompactResult 
         if !cc.migrate_pfn.is_multiple_of(PAGEBLOCK_NR_PAGES) {
             return CompactResult::Continue;
         }
+        if k.compaction.era.finish_at_low_watermark
+            && !k.zone.watermark_ok(
+                cc.order as u32,
+                k.zone.wmark_pages(Wmark::Low),
+                cc.alloc_flags,
+            )
+        {
+            return CompactResult::Continue;
+        }
         let area = k.zone.free_area();
         let mt = cc.migratetype;
         for order in cc.order as u32..=MAX_PAGE_ORDER {
@@ -64,7 +74,7 @@ fn compact_finished_inner(k: &mut Kernel, cc: &CompactControl) -> CompactResult 
         }
         CompactResult::NoSuitablePage
     };
-    if cc.contended {
+    if cc.contended.is_contended() {
         return CompactResult::Contended;
     }
     ret
@@ -138,8 +148,10 @@ pub fn compact_zone(
         }
         let iteration_start_pfn = cc.migrate_pfn;
         // A block migrated from and scanned again is finished this time (then marked skip).
-        cc.finish_pageblock = last_migrated_pfn
-            .is_some_and(|l| pageblock_start_pfn(l) == pageblock_start_pfn(iteration_start_pfn));
+        cc.finish_pageblock = k.compaction.era.finish_pageblock
+            && last_migrated_pfn.is_some_and(|l| {
+                pageblock_start_pfn(l) == pageblock_start_pfn(iteration_start_pfn)
+            });
         loop {
             match isolate_migratepages(k, ctx, cc) {
                 IsolateMigrate::None => {
@@ -148,6 +160,12 @@ pub fn compact_zone(
                         z.cached_migrate_pfn[1] = z.cached_migrate_pfn[0];
                     }
                     break;
+                }
+                IsolateMigrate::Abort => {
+                    let list = std::mem::take(&mut cc.migratepages);
+                    putback_movable_pages(k, ctx, &list);
+                    cc.nr_migratepages = 0;
+                    break 'run CompactResult::Contended;
                 }
                 IsolateMigrate::Success => {
                     update_cached = false;
@@ -176,6 +194,7 @@ pub fn compact_zone(
                 && !cc.ignore_skip_hint
                 && !cc.finish_pageblock
                 && cc.mode < MigrateMode::Sync
+                && k.compaction.era.finish_pageblock
             {
                 cc.finish_pageblock = true;
                 // A failed page in the block: draining will not make a THP of it.

@@ -28,8 +28,8 @@ pub struct CompactControl {
     /// Scan the current pageblock to its end (a rescan after a migration failure).
     pub finish_pageblock: bool,
     pub proactive_compaction: bool,
-    /// An async compactor waited for a lock: stop at the end of this pageblock.
-    pub contended: bool,
+    /// An async compactor waited for a lock (or, in 4.1, was asked to reschedule): stop.
+    pub contended: Contended,
     /// The scanners' positions.
     pub migrate_pfn: u32,
     pub free_pfn: u32,
@@ -51,6 +51,22 @@ pub struct CompactControl {
     pub fast_start_pfn: u32,
 }
 
+/// Why an async compaction stopped early (COMPACT_CONTENDED_* of 3.17-4.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Contended {
+    None,
+    /// It would have waited for a lock (zone->lock, the lru_lock).
+    Lock,
+    /// The scheduler wanted the CPU back (need_resched(); before 5.1 only).
+    Sched,
+}
+
+impl Contended {
+    pub fn is_contended(self) -> bool {
+        self != Contended::None
+    }
+}
+
 impl CompactControl {
     /// A control for `order` (-1: the whole zone) and a request of `gfp`, everything else off.
     pub fn new(order: i32, gfp: Gfp) -> CompactControl {
@@ -65,7 +81,7 @@ impl CompactControl {
             ignore_block_suitable: false,
             finish_pageblock: false,
             proactive_compaction: false,
-            contended: false,
+            contended: Contended::None,
             migrate_pfn: 0,
             free_pfn: 0,
             nr_migratepages: 0,

@@ -4,8 +4,11 @@
 //! pageblock); then the linear scan, from the zone's end down towards the migrate scanner, of
 //! movable pageblocks (isolate_freepages). compaction_alloc hands the isolated blocks out.
 
+use super::migrate_scanner::compact_should_abort;
 use super::skip::{isolation_suitable, update_pageblock_skip};
-use super::{pageblock_end_pfn, pageblock_start_pfn, CompactControl, COMPACT_CLUSTER_MAX};
+use super::{
+    pageblock_end_pfn, pageblock_start_pfn, CompactControl, Contended, COMPACT_CLUSTER_MAX,
+};
 use crate::engine::Ctx;
 use crate::mm::folio::flags;
 use crate::mm::migrate::MigrateMode;
@@ -45,6 +48,9 @@ fn isolate_freepages_block(
     let mut pfn = *start;
     let (mut nr_scanned, mut total_isolated, mut blocks) = (0u64, 0u32, 0u64);
     while pfn < end {
+        if pfn.is_multiple_of(COMPACT_CLUSTER_MAX) && compact_should_abort(k, ctx, cc) {
+            break;
+        }
         nr_scanned += 1;
         ctx.spend(k.cost.compact_scan_pfn_ns);
         let f = &k.folios;
@@ -82,7 +88,7 @@ fn isolate_freepages_block(
         // One zone->lock hold for the block's isolations; an async compactor notes a wait.
         let ns = k.cost.compact_isolate_free_ns * blocks;
         if k.zone.compact_lock(ctx, ns) && cc.mode == MigrateMode::Async {
-            cc.contended = true;
+            cc.contended = Contended::Lock;
         }
     }
     *start = pfn.min(end);
@@ -244,29 +250,36 @@ fn fast_isolate_around(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl, p
 /// enough targets. Runs look at every 32nd pfn of blocks that give nothing (async from the
 /// start), back to every pfn once they find pages.
 pub(super) fn isolate_freepages(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl) {
-    fast_isolate_freepages(k, ctx, cc);
-    if cc.nr_freepages > 0 {
-        return;
+    if k.compaction.era.fast_search {
+        fast_isolate_freepages(k, ctx, cc);
+        if cc.nr_freepages > 0 {
+            return;
+        }
     }
     let zone_end = k.zone.nr_pages;
     let mut isolate_start = cc.free_pfn;
     let mut block_start = pageblock_start_pfn(isolate_start) as i64;
     let mut block_end = (block_start as u32 + PAGEBLOCK_NR_PAGES).min(zone_end);
     let low_pfn = pageblock_end_pfn(cc.migrate_pfn) as i64;
-    let mut stride = if cc.mode == MigrateMode::Async {
+    let mut stride = if k.compaction.era.free_stride && cc.mode == MigrateMode::Async {
         COMPACT_CLUSTER_MAX
     } else {
         1
     };
     while block_start >= low_pfn {
         let block = block_start as u32;
+        if block.is_multiple_of(COMPACT_CLUSTER_MAX * PAGEBLOCK_NR_PAGES)
+            && compact_should_abort(k, ctx, cc)
+        {
+            break;
+        }
         if suitable_migration_target(k, cc, block) && isolation_suitable(k, cc, block) {
             let nr_isolated =
                 isolate_freepages_block(k, ctx, cc, &mut isolate_start, block_end, stride);
             if isolate_start == block_end {
                 update_pageblock_skip(k, block, block - PAGEBLOCK_NR_PAGES);
             }
-            if cc.nr_freepages >= cc.nr_migratepages {
+            if cc.nr_freepages >= cc.nr_migratepages || cc.contended == Contended::Sched {
                 if isolate_start >= block_end {
                     // Resume at the block below next time: this one may hold more.
                     isolate_start = block - PAGEBLOCK_NR_PAGES;
@@ -276,11 +289,13 @@ pub(super) fn isolate_freepages(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactC
                 // Isolation failed early (the watermark): do not go on.
                 break;
             }
-            stride = if nr_isolated > 0 {
-                1
-            } else {
-                (stride << 1).min(COMPACT_CLUSTER_MAX)
-            };
+            if k.compaction.era.free_stride {
+                stride = if nr_isolated > 0 {
+                    1
+                } else {
+                    (stride << 1).min(COMPACT_CLUSTER_MAX)
+                };
+            }
         }
         block_end = block;
         block_start -= PAGEBLOCK_NR_PAGES as i64;
@@ -301,7 +316,7 @@ pub(super) fn compaction_alloc(
     loop {
         let found = (order as usize..NR_PAGE_ORDERS).find(|&o| !cc.freepages[o].is_empty());
         let Some(mut start_order) = found else {
-            if isolated_more {
+            if isolated_more || cc.contended == Contended::Sched {
                 return None;
             }
             isolate_freepages(k, ctx, cc);

@@ -9,7 +9,9 @@
 use super::skip::{
     isolation_suitable, pageblock_skip_persistent, test_and_set_skip, update_cached_migrate,
 };
-use super::{pageblock_end_pfn, pageblock_start_pfn, CompactControl, COMPACT_CLUSTER_MAX};
+use super::{
+    pageblock_end_pfn, pageblock_start_pfn, CompactControl, Contended, COMPACT_CLUSTER_MAX,
+};
 use crate::engine::Ctx;
 use crate::mm::folio::flags;
 use crate::mm::migrate::{folio_isolate_lru, putback_movable_pages, MigrateMode};
@@ -18,14 +20,27 @@ use crate::mm::page_alloc::PAGE_ALLOC_COSTLY_ORDER;
 use crate::mm::vmstat::VmEvent;
 use crate::mm::Kernel;
 
-/// isolate_migrate_t without ISOLATE_ABORT: the model never has too many pages isolated
-/// (too_many_isolated) and no task gets a fatal signal.
+/// isolate_migrate_t. The model never has too many pages isolated (too_many_isolated) and no
+/// task gets a fatal signal.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum IsolateMigrate {
     /// Nothing isolated: go on scanning.
     None,
     /// Folios isolated: migrate them.
     Success,
+    /// Before 5.1: an async run was asked to reschedule; what was isolated goes back.
+    Abort,
+}
+
+/// compact_unlock_should_abort / compact_should_abort (3.16-5.0): an async run stops when
+/// another task wants the CPU.
+pub(super) fn compact_should_abort(k: &Kernel, ctx: &Ctx, cc: &mut CompactControl) -> bool {
+    if k.compaction.era.resched_aborts_async && cc.mode == MigrateMode::Async && ctx.need_resched()
+    {
+        cc.contended = Contended::Sched;
+        return true;
+    }
+    false
 }
 
 /// suitable_migration_source: may the migrate scanner take folios from the pageblock of
@@ -82,7 +97,8 @@ fn reinit_migrate_pfn(cc: &mut CompactControl) -> u32 {
 /// the fewest migrations to be emptied. The list is rotated so the next search sees others.
 fn fast_find_migrateblock(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl) -> u32 {
     let pfn = cc.migrate_pfn;
-    if cc.ignore_skip_hint
+    if !k.compaction.era.fast_search
+        || cc.ignore_skip_hint
         || cc.finish_pageblock
         || !pfn.is_multiple_of(PAGEBLOCK_NR_PAGES)
         || cc.order <= PAGE_ALLOC_COSTLY_ORDER as i32
@@ -164,6 +180,9 @@ pub(super) fn isolate_migratepages(
         if !skipped {
             if suitable_migration_source(k, cc, block_start) {
                 isolate_migratepages_block(k, ctx, cc, low_pfn, block_end);
+                if cc.contended == Contended::Sched {
+                    return IsolateMigrate::Abort;
+                }
                 break;
             }
             update_cached_migrate(k, cc, block_end);
@@ -204,7 +223,8 @@ fn isolate_migratepages_block(
     cc.migrate_pfn = low_pfn;
     // Async direct compaction works in order-aligned chunks: one page that cannot move makes
     // the chunk useless, so what was isolated of it goes back and the scan jumps ahead.
-    let skip_on_failure = cc.direct_compaction && cc.mode == MigrateMode::Async;
+    let skip_on_failure =
+        k.compaction.era.skip_on_failure && cc.direct_compaction && cc.mode == MigrateMode::Async;
     let mut next_skip_pfn = if skip_on_failure {
         block_end_pfn(low_pfn, cc.order)
     } else {
@@ -213,6 +233,9 @@ fn isolate_migratepages_block(
     // ISOLATE_ASYNC_MIGRATE: everything but full sync leaves folios under writeback alone.
     let async_migrate = cc.mode != MigrateMode::Sync;
     while low_pfn < end_pfn {
+        if low_pfn.is_multiple_of(COMPACT_CLUSTER_MAX) && compact_should_abort(k, ctx, cc) {
+            break;
+        }
         if skip_on_failure && low_pfn >= next_skip_pfn {
             if nr_isolated > 0 {
                 // The previous chunk is all isolated: migrate it now.
@@ -256,7 +279,7 @@ fn isolate_migratepages_block(
                 let before = lru_lock.stats.contended;
                 lru_lock.hold(ctx, k.cost.lru_move_ns);
                 if cc.mode == MigrateMode::Async && lru_lock.stats.contended > before {
-                    cc.contended = true;
+                    cc.contended = Contended::Lock;
                 }
                 ctx.spend(k.cost.compact_isolate_folio_ns);
                 folio_isolate_lru(k, head);
@@ -268,7 +291,7 @@ fn isolate_migratepages_block(
                 low_pfn += nr;
                 if cc.nr_migratepages >= COMPACT_CLUSTER_MAX
                     && !cc.finish_pageblock
-                    && !cc.contended
+                    && !cc.contended.is_contended()
                 {
                     break;
                 }

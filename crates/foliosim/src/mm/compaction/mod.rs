@@ -20,6 +20,7 @@
 mod compact_zone;
 mod control;
 pub mod defer;
+pub mod era;
 pub mod fragmentation;
 mod free_scanner;
 pub mod kcompactd;
@@ -28,7 +29,8 @@ pub mod skip;
 pub mod suitable;
 
 pub use compact_zone::compact_zone;
-pub use control::CompactControl;
+pub use control::{CompactControl, Contended};
+pub use era::CompactionEra;
 pub use kcompactd::{wakeup_kcompactd, KcompactdState};
 pub use suitable::compaction_zonelist_suitable;
 
@@ -151,6 +153,7 @@ impl ZoneCompaction {
 #[derive(Debug, Clone)]
 pub struct Compaction {
     pub sysctl: CompactionSysctl,
+    pub era: CompactionEra,
     pub zone: ZoneCompaction,
     pub kcompactd: KcompactdState,
 }
@@ -159,6 +162,7 @@ impl Compaction {
     pub fn new(scenario: &Scenario, nr_pages: u32) -> Compaction {
         Compaction {
             sysctl: CompactionSysctl::from_scenario(scenario),
+            era: CompactionEra::of(scenario.kernel.version),
             zone: ZoneCompaction::new(nr_pages),
             kcompactd: KcompactdState::default(),
         }
@@ -182,8 +186,17 @@ fn gfp_compaction_allowed(gfp: Gfp) -> bool {
     gfp.contains(Gfp::IO)
 }
 
-/// try_to_compact_pages: direct compaction of the zone for a block of `order`. Returns the
-/// result and the block captured for the caller, if any.
+/// What a direct compaction gave its caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DirectCompaction {
+    pub result: CompactResult,
+    /// The block captured for the caller, if any.
+    pub page: Option<u32>,
+    /// Why an async run stopped early, if it did (the 4.1 slow path acts on it).
+    pub contended: Contended,
+}
+
+/// try_to_compact_pages: direct compaction of the zone for a block of `order`.
 pub fn try_to_compact_pages(
     k: &mut Kernel,
     ctx: &mut Ctx,
@@ -191,17 +204,24 @@ pub fn try_to_compact_pages(
     order: u32,
     alloc_flags: AllocFlags,
     prio: CompactPriority,
-) -> (CompactResult, Option<u32>) {
+) -> DirectCompaction {
+    let mut out = DirectCompaction {
+        result: CompactResult::Skipped,
+        page: None,
+        contended: Contended::None,
+    };
     if !gfp_compaction_allowed(gfp) {
-        return (CompactResult::Skipped, None);
+        return out;
     }
-    let mut rc = CompactResult::Skipped;
     // The model's one zone.
     if prio > MIN_COMPACT_PRIORITY && k.compaction.zone.compaction_deferred(order) {
-        return (rc.max(CompactResult::Deferred), None);
+        out.result = CompactResult::Deferred;
+        return out;
     }
-    let (status, page) = compact_zone_order(k, ctx, order, gfp, prio, alloc_flags);
-    rc = rc.max(status);
+    let (status, page, contended) = compact_zone_order(k, ctx, order, gfp, prio, alloc_flags);
+    out.page = page;
+    out.contended = contended;
+    out.result = out.result.max(status);
     if status == CompactResult::Success {
         // Expected to succeed, not known to: the caller resets fully if it does.
         k.compaction.zone.compaction_defer_reset(order, false);
@@ -213,7 +233,7 @@ pub fn try_to_compact_pages(
     {
         k.compaction.zone.defer_compaction(order);
     }
-    (rc, page)
+    out
 }
 
 /// compact_zone_order: one direct compaction of the zone, with a capture_control installed
@@ -225,7 +245,7 @@ fn compact_zone_order(
     gfp: Gfp,
     prio: CompactPriority,
     alloc_flags: AllocFlags,
-) -> (CompactResult, Option<u32>) {
+) -> (CompactResult, Option<u32>, Contended) {
     let mut cc = CompactControl::new(order as i32, gfp);
     cc.mode = if prio == CompactPriority::Async {
         MigrateMode::Async
@@ -237,7 +257,7 @@ fn compact_zone_order(
     cc.whole_zone = prio == MIN_COMPACT_PRIORITY;
     cc.ignore_skip_hint = prio == MIN_COMPACT_PRIORITY;
     cc.ignore_block_suitable = prio == MIN_COMPACT_PRIORITY;
-    let capture = k.kthreads.current(ctx.cpu).is_none();
+    let capture = k.compaction.era.capture && k.kthreads.current(ctx.cpu).is_none();
     if capture {
         k.zone.set_capture(order, cc.migratetype);
     }
@@ -246,7 +266,7 @@ fn compact_zone_order(
     if page.is_some() {
         ret = CompactResult::Success;
     }
-    (ret, page)
+    (ret, page, cc.contended)
 }
 
 /// __alloc_pages_direct_compact after the allocation succeeded: the skip bits stay (no flush

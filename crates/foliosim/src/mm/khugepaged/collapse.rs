@@ -30,10 +30,10 @@ use crate::mm::vmstat::VmEvent;
 use crate::mm::Kernel;
 use crate::scenario::{PAGE_SIZE, PMD_ORDER};
 
-/// alloc_hugepage_khugepaged_gfpmask.
-pub fn khugepaged_gfp(defrag: bool) -> Gfp {
+/// alloc_hugepage_khugepaged_gfpmask; `transhuge` is the release's GFP_TRANSHUGE.
+pub fn khugepaged_gfp(defrag: bool, transhuge: Gfp) -> Gfp {
     if defrag {
-        Gfp::GFP_TRANSHUGE
+        transhuge
     } else {
         Gfp::GFP_TRANSHUGE_LIGHT
     }
@@ -49,7 +49,7 @@ pub(super) fn collapse_huge_page(
     unmapped: u32,
 ) -> ScanResult {
     let memcg = k.mms[mm as usize].memcg;
-    let gfp = khugepaged_gfp(k.khugepaged.defrag);
+    let gfp = khugepaged_gfp(k.khugepaged.defrag, k.gfp_transhuge);
     // alloc_charge_folio (the fault policy may hold a page already, counted when allocated).
     let Some((pfn, fresh)) = k.thp_fault_alloc.collapse_alloc(k, ctx, gfp) else {
         k.vmstat.count(VmEvent::ThpCollapseAllocFailed, 1);

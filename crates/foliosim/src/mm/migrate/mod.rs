@@ -323,7 +323,8 @@ fn migrate_pages_batch(
                 }
                 continue;
             }
-            let batch = (mode == MigrateMode::Async).then_some(&mut tlb);
+            // Batched since 6.3 (migrate_pages_batch); before, each folio was flushed.
+            let batch = (mode == MigrateMode::Async && k.tlb_batched_unmap).then_some(&mut tlb);
             match migrate_folio_unmap(k, ctx, src, target, mode, batch) {
                 Ok((dst, was_mapped)) => {
                     from.remove(i);

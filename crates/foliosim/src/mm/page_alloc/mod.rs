@@ -11,12 +11,13 @@ pub mod migratetype;
 pub mod pcp;
 pub mod rmqueue;
 pub mod slowpath;
+mod slowpath_v4_1;
 pub mod views;
 pub mod watermark;
 
 pub use fallback::ExtfragStats;
 pub use migratetype::{MigrateType, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
-pub use slowpath::{alloc_pages, alloc_pages_memalloc, free_pages_memalloc};
+pub use slowpath::{alloc_pages, alloc_pages_memalloc, free_pages_memalloc, slowpath_of, Slowpath};
 pub use watermark::{AllocFlags, WatermarkSysctl, Watermarks, Wmark};
 
 use super::vmstat::{VmEvent, VmStat};

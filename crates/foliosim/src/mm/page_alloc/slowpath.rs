@@ -1,14 +1,15 @@
 //! __alloc_pages (mm/page_alloc.c, 6.18): the fast path at the low watermark, then
 //! __alloc_pages_slowpath: wake kswapd, retry at the min watermark, direct compaction
 //! (mm/compaction/), direct reclaim, and the retry rules each gfp asks for, up to the point
-//! where the kernel would call the OOM killer.
+//! where the kernel would call the OOM killer. The release's slow path is a [`Slowpath`]
+//! (4.1's in slowpath_v4_1.rs); the steps they share are here.
 
 use super::watermark::{zone_watermark_ok, AllocFlags, Wmark};
 use super::{Zone, MAX_PAGE_ORDER, PAGE_ALLOC_COSTLY_ORDER};
 use crate::engine::Ctx;
 use crate::mm::compaction::{
-    self, CompactPriority, CompactResult, DEF_COMPACT_PRIORITY, INIT_COMPACT_PRIORITY,
-    MIN_COMPACT_COSTLY_PRIORITY, MIN_COMPACT_PRIORITY,
+    self, CompactPriority, CompactResult, DirectCompaction, DEF_COMPACT_PRIORITY,
+    INIT_COMPACT_PRIORITY, MIN_COMPACT_COSTLY_PRIORITY, MIN_COMPACT_PRIORITY,
 };
 use crate::mm::folio::FolioTable;
 use crate::mm::gfp::Gfp;
@@ -17,6 +18,42 @@ use crate::mm::vmscan::kswapd::{wakeup_kswapd, KswapdState, MAX_RECLAIM_RETRIES}
 use crate::mm::vmscan::try_to_free_pages;
 use crate::mm::vmstat::VmEvent;
 use crate::mm::Kernel;
+use crate::scenario::KernelVersion;
+
+/// __alloc_pages_slowpath as a kernel release has it: what to do once the fast path failed.
+pub trait Slowpath: Sync {
+    fn alloc_pages_slowpath(
+        &self,
+        k: &mut Kernel,
+        ctx: &mut Ctx,
+        gfp: Gfp,
+        order: u32,
+    ) -> Option<u32>;
+}
+
+/// The slow path of `version`.
+pub fn slowpath_of(version: KernelVersion) -> &'static dyn Slowpath {
+    match version {
+        KernelVersion::V4_1 => &super::slowpath_v4_1::SlowpathV4_1,
+        _ => &SlowpathV6_18,
+    }
+}
+
+/// The slow path since 4.x's rework (should_reclaim_retry, compaction priorities), as 6.18
+/// has it; the model's other 6.x releases share it.
+pub struct SlowpathV6_18;
+
+impl Slowpath for SlowpathV6_18 {
+    fn alloc_pages_slowpath(
+        &self,
+        k: &mut Kernel,
+        ctx: &mut Ctx,
+        gfp: Gfp,
+        order: u32,
+    ) -> Option<u32> {
+        alloc_pages_slowpath(k, ctx, gfp, order)
+    }
+}
 
 /// MAX_COMPACT_RETRIES.
 const MAX_COMPACT_RETRIES: u32 = 16;
@@ -44,7 +81,8 @@ pub fn alloc_pages(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> Optio
     {
         return Some(pfn);
     }
-    alloc_pages_slowpath(k, ctx, gfp, order)
+    let slowpath = k.slowpath;
+    slowpath.alloc_pages_slowpath(k, ctx, gfp, order)
 }
 
 /// An allocation by reclaim itself (PF_MEMALLOC: zram, zswap and brd storing what is being
@@ -128,13 +166,13 @@ pub fn gfp_to_alloc_flags(gfp: Gfp, order: u32) -> AllocFlags {
 
 /// __gfp_pfmemalloc_flags for the model's callers, which never run in PF_MEMALLOC context
 /// here: only __GFP_MEMALLOC (without __GFP_NOMEMALLOC) opens the reserves.
-fn gfp_pfmemalloc_flags(gfp: Gfp) -> Option<AllocFlags> {
+pub(super) fn gfp_pfmemalloc_flags(gfp: Gfp) -> Option<AllocFlags> {
     (gfp.contains(Gfp::MEMALLOC) && !gfp.contains(Gfp::NOMEMALLOC))
         .then_some(AllocFlags::NO_WATERMARKS)
 }
 
 /// wake_all_kswapds: the model has one node.
-fn wake_all_kswapds(k: &mut Kernel, gfp: Gfp, order: u32) {
+pub(super) fn wake_all_kswapds(k: &mut Kernel, gfp: Gfp, order: u32) {
     wakeup_kswapd(&k.zone, &mut k.kswapd, gfp, order);
 }
 
@@ -168,11 +206,11 @@ fn alloc_pages_slowpath(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> 
         && (costly || (order > 0 && gfp.migratetype() != MigrateType::Movable))
         && gfp_pfmemalloc_flags(gfp).is_none()
     {
-        let (page, result) =
-            alloc_pages_direct_compact(k, ctx, gfp, order, alloc_flags, INIT_COMPACT_PRIORITY);
+        let dc = alloc_pages_direct_compact(k, ctx, gfp, order, alloc_flags, INIT_COMPACT_PRIORITY);
+        let result = dc.result;
         compact_result = result;
-        if page.is_some() {
-            return page;
+        if dc.page.is_some() {
+            return dc.page;
         }
         if costly && gfp.contains(Gfp::NORETRY) {
             // THP faults under defrag=always (not madvised): compaction found nothing
@@ -206,13 +244,12 @@ fn alloc_pages_slowpath(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> 
         if page.is_some() {
             return page;
         }
-        let (page, result) =
-            alloc_pages_direct_compact(k, ctx, gfp, order, alloc_flags, compact_priority);
+        let dc = alloc_pages_direct_compact(k, ctx, gfp, order, alloc_flags, compact_priority);
         if order > 0 {
-            compact_result = result;
+            compact_result = dc.result;
         }
-        if page.is_some() {
-            return page;
+        if dc.page.is_some() {
+            return dc.page;
         }
         if gfp.contains(Gfp::NORETRY) {
             return None;
@@ -242,7 +279,12 @@ fn alloc_pages_slowpath(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> 
 /// __alloc_pages_may_oom up to out_of_memory: one last try at the high watermark (a parallel
 /// OOM kill may have freed memory); costly orders and __GFP_RETRY_MAYFAIL fail instead. The
 /// model has no OOM killer: where the kernel would kill, this fails and the caller decides.
-fn alloc_pages_may_oom(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> Option<u32> {
+pub(super) fn alloc_pages_may_oom(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    gfp: Gfp,
+    order: u32,
+) -> Option<u32> {
     let last = gfp.union(Gfp::HARDWALL).without(Gfp::DIRECT_RECLAIM);
     let flags = AllocFlags::WMARK_HIGH.with(AllocFlags::CPUSET);
     k.zone
@@ -251,7 +293,7 @@ fn alloc_pages_may_oom(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> O
 
 /// __alloc_pages_direct_reclaim: reclaim, then try the free lists; if that fails, drain the
 /// per-CPU lists (pages may wait there) and try once more. Returns the page and the progress.
-fn alloc_pages_direct_reclaim(
+pub(super) fn alloc_pages_direct_reclaim(
     k: &mut Kernel,
     ctx: &mut Ctx,
     gfp: Gfp,
@@ -275,26 +317,44 @@ fn alloc_pages_direct_reclaim(
     (page, progress)
 }
 
-/// __alloc_pages_direct_compact: compaction, then the free lists. compact_stall counts only a
-/// run that was not skipped; compact_success / compact_fail its outcome.
-fn alloc_pages_direct_compact(
+/// __alloc_pages_direct_compact: compaction, then the free lists; `page` of the outcome is
+/// the allocated block. compact_stall counts a run that was not skipped (a deferred one too,
+/// as 6.18 counts it); compact_success / compact_fail its outcome.
+pub(super) fn alloc_pages_direct_compact(
     k: &mut Kernel,
     ctx: &mut Ctx,
     gfp: Gfp,
     order: u32,
     alloc_flags: AllocFlags,
     prio: CompactPriority,
-) -> (Option<u32>, CompactResult) {
+) -> DirectCompaction {
+    let mut dc = DirectCompaction {
+        result: CompactResult::Skipped,
+        page: None,
+        contended: compaction::Contended::None,
+    };
     if order == 0 {
-        return (None, CompactResult::Skipped);
+        return dc;
     }
-    let (result, captured) =
-        compaction::try_to_compact_pages(k, ctx, gfp, order, alloc_flags, prio);
-    if result == CompactResult::Skipped {
-        return (None, result);
+    dc = compaction::try_to_compact_pages(k, ctx, gfp, order, alloc_flags, prio);
+    if dc.result == CompactResult::Skipped {
+        return dc;
     }
+    direct_compact_stall(k, ctx, gfp, order, alloc_flags, dc)
+}
+
+/// The end of __alloc_pages_direct_compact once compaction ran: count the stall, take the
+/// captured block or try the free lists, count the outcome.
+pub(super) fn direct_compact_stall(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    gfp: Gfp,
+    order: u32,
+    alloc_flags: AllocFlags,
+    mut dc: DirectCompaction,
+) -> DirectCompaction {
     k.vmstat.count(VmEvent::CompactStall, 1);
-    let page = captured.or_else(|| {
+    let page = dc.page.or_else(|| {
         k.zone
             .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, alloc_flags)
     });
@@ -304,7 +364,8 @@ fn alloc_pages_direct_compact(
     } else {
         k.vmstat.count(VmEvent::CompactFail, 1);
     }
-    (page, result)
+    dc.page = page;
+    dc
 }
 
 /// zone_reclaimable_pages: the file LRU pages, and the anon ones when there is swap to

@@ -1,0 +1,125 @@
+//! __alloc_pages_slowpath as 4.1 has it (mm/page_alloc.c, v4.1), for seed 001's kernel.
+//!
+//! One pass: wake kswapd, try the min watermark, compact (async at first), reclaim, then
+//! either loop (orders up to PAGE_ALLOC_COSTLY_ORDER, while reclaim progresses) or compact
+//! once more and give up. A THP request (is_thp_gfp_mask: GFP_TRANSHUGE, __GFP_NORETRY
+//! included) gives up before reclaim when compaction is deferred or was contended; a fault
+//! compacts async only, khugepaged (a kernel thread) sync-light after reclaim. Without
+//! should_reclaim_retry, compaction priorities and should_compact_retry (4.7's rework).
+
+use super::slowpath::{
+    alloc_pages_direct_reclaim, alloc_pages_may_oom, direct_compact_stall, gfp_pfmemalloc_flags,
+    gfp_to_alloc_flags, wake_all_kswapds, Slowpath,
+};
+use super::watermark::AllocFlags;
+use super::PAGE_ALLOC_COSTLY_ORDER;
+use crate::engine::Ctx;
+use crate::mm::compaction::{self, CompactPriority, CompactResult, Contended, DirectCompaction};
+use crate::mm::gfp::Gfp;
+use crate::mm::Kernel;
+
+pub struct SlowpathV4_1;
+
+/// is_thp_gfp_mask: every bit of 4.1's GFP_TRANSHUGE, which had __GFP_NORETRY and
+/// __GFP_NO_KSWAPD (no __GFP_KSWAPD_RECLAIM here).
+fn is_thp_gfp_mask(gfp: Gfp) -> bool {
+    gfp.contains(Gfp::GFP_TRANSHUGE.noretry()) && !gfp.contains(Gfp::KSWAPD_RECLAIM)
+}
+
+/// should_alloc_retry: never with __GFP_NORETRY; always for orders up to
+/// PAGE_ALLOC_COSTLY_ORDER; costly ones only with __GFP_REPEAT (the model has no caller
+/// that sets it).
+fn should_alloc_retry(gfp: Gfp, order: u32) -> bool {
+    !gfp.contains(Gfp::NORETRY) && order <= PAGE_ALLOC_COSTLY_ORDER
+}
+
+/// __alloc_pages_direct_compact (4.1): a deferred or skipped compaction counts no stall.
+fn direct_compact(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    gfp: Gfp,
+    order: u32,
+    alloc_flags: AllocFlags,
+    prio: CompactPriority,
+) -> DirectCompaction {
+    let dc = compaction::try_to_compact_pages(k, ctx, gfp, order, alloc_flags, prio);
+    if order == 0 || matches!(dc.result, CompactResult::Skipped | CompactResult::Deferred) {
+        return dc;
+    }
+    direct_compact_stall(k, ctx, gfp, order, alloc_flags, dc)
+}
+
+impl Slowpath for SlowpathV4_1 {
+    fn alloc_pages_slowpath(
+        &self,
+        k: &mut Kernel,
+        ctx: &mut Ctx,
+        gfp: Gfp,
+        order: u32,
+    ) -> Option<u32> {
+        assert!(
+            !gfp.contains(Gfp::NOFAIL),
+            "__GFP_NOFAIL is not modelled: no caller of the model may need it"
+        );
+        let is_thp = is_thp_gfp_mask(gfp);
+        let kthread = k.kthreads.current(ctx.cpu).is_some();
+        let mut migration_mode = CompactPriority::Async;
+        let alloc_flags = gfp_to_alloc_flags(gfp, order);
+        if alloc_flags.has(AllocFlags::KSWAPD) {
+            wake_all_kswapds(k, gfp, order);
+        }
+        loop {
+            // rebalance:
+            let zone = &mut k.zone;
+            if let Some(pfn) =
+                zone.get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, alloc_flags)
+            {
+                return Some(pfn);
+            }
+            // __alloc_pages_high_priority for __GFP_MEMALLOC.
+            if let Some(reserve) = gfp_pfmemalloc_flags(gfp) {
+                let zone = &mut k.zone;
+                let page =
+                    zone.get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, reserve);
+                if page.is_some() {
+                    return page;
+                }
+            }
+            if !gfp.allow_blocking() {
+                return None;
+            }
+            let dc = direct_compact(k, ctx, gfp, order, alloc_flags, migration_mode);
+            if dc.page.is_some() {
+                return dc.page;
+            }
+            if is_thp {
+                // Sync compaction failed recently: do not disrupt the system with reclaim.
+                if dc.result == CompactResult::Deferred || dc.contended == Contended::Lock {
+                    return None;
+                }
+                // A fault asked to reschedule does not add reclaim to its latency.
+                if dc.contended == Contended::Sched && !kthread {
+                    return None;
+                }
+            }
+            // THP faults stay async; everything else, khugepaged included, syncs lightly.
+            if !is_thp || kthread {
+                migration_mode = CompactPriority::SyncLight;
+            }
+            let (page, progress) = alloc_pages_direct_reclaim(k, ctx, gfp, order, alloc_flags);
+            if page.is_some() {
+                return page;
+            }
+            if should_alloc_retry(gfp, order) {
+                if progress == 0 {
+                    // The model has no OOM killer: the last try at the high watermark.
+                    return alloc_pages_may_oom(k, ctx, gfp, order);
+                }
+                // wait_iff_congested: the model has no congestion to wait for.
+                continue;
+            }
+            // Costly and __GFP_NORETRY requests compact once more after reclaim.
+            return direct_compact(k, ctx, gfp, order, alloc_flags, migration_mode).page;
+        }
+    }
+}
