@@ -412,6 +412,36 @@ fn a_private_mapping_copies_the_pages_it_writes() {
 }
 
 #[test]
+fn pinning_a_file_mapping_faults_in_page_cache_pages() {
+    // pin_user_pages faults absent pages in through handle_mm_fault, which must take a file
+    // VMA's faults to the page cache, not make anonymous pages of them.
+    let s = ops_scenario("256M", 4, "");
+    let pages = MIB_PAGES;
+    let k = run_ops(
+        &s,
+        vec![vec![
+            Op::MmapFile {
+                vma: 0,
+                file: 0,
+                offset_pages: 0,
+                nr_pages: pages,
+                shared: true,
+            },
+            Op::Pin {
+                vma: 0,
+                first: 0,
+                nr: pages,
+            },
+        ]],
+    )
+    .unwrap();
+    assert_eq!(k.k.mms[0].rss_anon, 0);
+    assert_eq!(k.k.mms[0].rss_file, pages as u64);
+    // Readahead may cache a little past the mapping.
+    assert!(k.counter("nr_file_pages") >= pages as u64);
+}
+
+#[test]
 fn the_same_file_scenario_gives_the_same_bytes() {
     let s = scenario(
         "128M",

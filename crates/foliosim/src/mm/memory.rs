@@ -68,8 +68,9 @@ pub fn touch(
     Ok(covered)
 }
 
-/// handle_mm_fault on a page that is not present: a new anonymous folio, or a swap-in.
-/// Returns the first page index mapped and the folio's order.
+/// handle_mm_fault on a page that is not present: a file VMA's page through the page cache
+/// (do_fault), a new anonymous folio, or a swap-in. Returns the first page index mapped and
+/// the folio's order (0 for a file page: fault-around maps its neighbours separately).
 pub fn handle_mm_fault(
     k: &mut Kernel,
     ctx: &mut Ctx,
@@ -85,6 +86,12 @@ pub fn handle_mm_fault(
     }
     k.vmstat.count(VmEvent::Pgfault, 1);
     k.mms[mm as usize].mmap_lock.read_lock(ctx);
+    if pte.is_none() {
+        if let Some(vf) = k.mms[mm as usize].vma_file(vma) {
+            super::filemap::fault::do_fault(k, ctx, mm, vma, vf, index, write)?;
+            return Ok((index, 0));
+        }
+    }
     if pte.is_swap() {
         do_swap_page(k, ctx, mm, vma, index, pte.swap_entry(), write)
     } else {

@@ -9,7 +9,7 @@
 
 use super::super::folio::flags;
 use super::super::gfp::Gfp;
-use super::super::memory::{alloc_order0_charged, map_new_folio};
+use super::super::memory::{alloc_order0_charged, handle_mm_fault, map_new_folio};
 use super::super::mmap::{Pte, VmaFile};
 use super::super::page_alloc::alloc_pages;
 use super::super::page_writeback::{balance_dirty_pages_ratelimited, folio_mark_dirty};
@@ -43,14 +43,7 @@ pub fn touch_file(
         .expect("touch_file on a file VMA");
     let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
     if pte.is_none() {
-        k.vmstat.count(VmEvent::Pgfault, 1);
-        if write && !vf.shared {
-            do_cow_fault(k, ctx, mm, vma, vf, index)?;
-        } else if write {
-            do_shared_fault(k, ctx, mm, vma, vf, index)?;
-        } else {
-            do_read_fault(k, ctx, mm, vma, vf, index)?;
-        }
+        handle_mm_fault(k, ctx, mm, vma, index, write)?;
     } else {
         let pfn = pte.pfn();
         if write && !vf.shared {
@@ -91,6 +84,26 @@ pub fn touch_file(
         k.cost.user_write_page_ns * n as u64,
     );
     Ok(n)
+}
+
+/// do_fault: a file VMA's PTE is none (handle_mm_fault has counted the fault and holds the
+/// mmap_lock for read): read it in and map it, copy it (a private store), or map it writable.
+pub(crate) fn do_fault(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    mm: u32,
+    vma: u32,
+    vf: VmaFile,
+    index: u32,
+    write: bool,
+) -> Result<(), MmError> {
+    if write && !vf.shared {
+        do_cow_fault(k, ctx, mm, vma, vf, index)
+    } else if write {
+        do_shared_fault(k, ctx, mm, vma, vf, index)
+    } else {
+        do_read_fault(k, ctx, mm, vma, vf, index)
+    }
 }
 
 /// do_read_fault: map the cached neighbours first (do_fault_around); if that mapped the
