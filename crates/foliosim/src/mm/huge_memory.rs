@@ -3,7 +3,7 @@
 
 pub mod deferred_split;
 
-use super::folio::flags;
+use super::folio::{flags, SwapEntry};
 use super::gfp::Gfp;
 use super::mmap::{ThpAdvice, Vma};
 use super::vmstat::{MthpStat, VmEvent};
@@ -58,8 +58,18 @@ pub fn split_huge_pmd(k: &mut Kernel, ctx: &mut Ctx, mm: u32, head: u32) {
     arch.split_pmd(k, ctx, mm);
 }
 
-/// split_folio_to_list: split a large folio into order-0 folios. The folio must not be in the
-/// swap cache (the model only splits before slots are allocated). Its PTEs are unmapped to
+/// can_split_folio, for the callers that may meet any folio: not a pinned one (its extra
+/// references fail the split) and not one under writeback (-EBUSY).
+pub fn can_split_folio(k: &Kernel, pfn: u32, now_ns: u64) -> bool {
+    let f = &k.folios;
+    !f.is_pinned(pfn)
+        && !(f.test(pfn, flags::WRITEBACK) && f.writeback_done_ns[pfn as usize] > now_ns)
+}
+
+/// split_folio_to_list: split a large folio into order-0 folios. A folio in the swap cache
+/// splits into pages each in the swap cache on its own slot (page i on the folio's slot i,
+/// __split_huge_page's swap cache update), which stay, mapped or not, until reclaim or a
+/// fault takes them out; it must not be under writeback. Its PTEs are unmapped to
 /// migration entries and restored, with the TLB work of the machine's arch (mm/tlb/). Mapped
 /// tails follow the head on its LRU list, or are queued on `list` when the head is isolated
 /// for reclaim. Pages no PTE maps any more (a partially mapped folio) are freed
@@ -72,11 +82,18 @@ pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut Ve
     let order = f.order[i] as u32;
     let nr = 1u32 << order;
     assert!(order > 0, "split of order-0 folio {pfn}");
-    assert!(
-        !f.test(pfn, flags::SWAPCACHE),
-        "split of folio {pfn} in the swap cache is not modelled"
-    );
     assert!(!f.is_pinned(pfn), "split of pinned folio {pfn}");
+    let in_swapcache = f.test(pfn, flags::SWAPCACHE);
+    // Page i's slot, before the folio's slot list goes away.
+    let slots: Vec<SwapEntry> = if in_swapcache {
+        assert!(
+            !f.test(pfn, flags::WRITEBACK) || f.writeback_done_ns[i] <= ctx.now_ns,
+            "split of folio {pfn} under writeback (can_split_folio)"
+        );
+        (0..nr).map(|sub| f.page_swap_entry(pfn, sub)).collect()
+    } else {
+        Vec::new()
+    };
     let (mm, vma, index, memcg) = (f.owner_mm[i], f.owner_vma[i], f.owner_index[i], f.memcg[i]);
     ctx.spend(k.cost.split_folio_ns + k.cost.split_page_ns * nr as u64);
     let was_mapped = f.mapcount[i] > 0;
@@ -100,6 +117,16 @@ pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut Ve
             f.order[i] = 0;
         }
         f.mapcount[p as usize] = mapped as u16;
+        if in_swapcache {
+            f.swap[p as usize] = slots[sub as usize].raw();
+            f.set(p, flags::SWAPCACHE);
+        }
+    }
+    if in_swapcache {
+        f.scattered.remove(&pfn);
+        for (sub, &slot) in slots.iter().enumerate() {
+            k.swap.set_swap_cache_page(slot, pfn + sub as u32);
+        }
     }
     let keep_head = list.is_some();
     if on_lru {
@@ -112,10 +139,11 @@ pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut Ve
             k.folios.set(pfn + sub, flags::LRU);
         }
     } else if let Some(list) = list {
+        // Tails still mapped, or held by the swap cache, go on; the rest are freed below.
         list.extend(
             (1..nr)
                 .map(|sub| pfn + sub)
-                .filter(|&p| k.folios.mapcount[p as usize] > 0),
+                .filter(|&p| k.folios.mapcount[p as usize] > 0 || in_swapcache),
         );
     } else {
         panic!("split of isolated folio {pfn} without a list for its tails");
@@ -129,7 +157,7 @@ pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut Ve
         k.vmstat.count(VmEvent::ThpSplitPage, 1);
     }
     for p in pfn..pfn + nr {
-        if k.folios.mapcount[p as usize] == 0 && (p != pfn || !keep_head) {
+        if k.folios.mapcount[p as usize] == 0 && (p != pfn || !keep_head) && !in_swapcache {
             k.folio_free(ctx, p);
         }
     }

@@ -4,7 +4,7 @@
 //! applies them to the whole VMA: the kernel would split the VMA at the range's ends).
 
 use super::folio::flags;
-use super::huge_memory::split_folio;
+use super::huge_memory::{can_split_folio, split_folio};
 use super::khugepaged::khugepaged_enter_vma;
 use super::memory::zap_range;
 use super::mmap::ThpAdvice;
@@ -100,8 +100,8 @@ fn cold_or_pageout(
                     && start + nr_folio <= end
                     && k.folios.mapcount[head as usize] as u32 == nr_folio;
                 if !whole || (pageout && !k.swap.swapout_whole(order)) {
-                    if k.folios.is_pinned(head) {
-                        // split_folio refuses a pinned folio: leave it.
+                    if !can_split_folio(k, head, ctx.now_ns) {
+                        // split_folio refuses a pinned folio or one under writeback.
                         index = start + nr_folio;
                         continue;
                     }

@@ -358,6 +358,13 @@ impl Swap {
         ctx.spend(cost.swap_map_update_ns * nr as u64);
     }
 
+    /// The swap cache's slot `entry` now holds the page at `pfn` (a split folio's page).
+    pub fn set_swap_cache_page(&mut self, entry: SwapEntry, pfn: u32) {
+        let map = &mut self.devices[entry.dev()].map;
+        debug_assert_ne!(map.swap_cache[entry.offset() as usize], NIL);
+        map.swap_cache[entry.offset() as usize] = pfn;
+    }
+
     /// Swap cache lookup (filemap_get_folio on the swap address space).
     pub fn lookup(&self, entry: SwapEntry) -> Option<u32> {
         let pfn = self.devices[entry.dev()].map.swap_cache[entry.offset() as usize];

@@ -22,7 +22,7 @@
 pub mod owner;
 
 use super::folio::flags;
-use super::huge_memory::split_folio;
+use super::huge_memory::{can_split_folio, split_folio};
 use super::tlb::TlbUnmapBatch;
 use super::vmstat::VmEvent;
 use super::Kernel;
@@ -484,15 +484,15 @@ fn migrate_folio_move(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32, was_map
 }
 
 /// try_split_folio: split a large folio whose destination could not be allocated; its pages
-/// (all isolated) go to `split_folios`. The model cannot split a folio in the swap cache, nor
-/// (as the kernel cannot) a pinned one.
+/// (all isolated) go to `split_folios`; not a pinned folio, nor one under writeback.
 fn try_split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, split_folios: &mut Vec<u32>) -> bool {
-    if k.folios.test(pfn, flags::SWAPCACHE) || k.folios.is_pinned(pfn) {
+    if !can_split_folio(k, pfn, ctx.now_ns) {
         return false;
     }
     let mut tails = VecDeque::new();
     split_folio(k, ctx, pfn, Some(&mut tails));
-    if k.folios.mapcount[pfn as usize] == 0 {
+    // An unmapped page in the swap cache is still the cache's: it migrates like the others.
+    if k.folios.mapcount[pfn as usize] == 0 && !k.folios.test(pfn, flags::SWAPCACHE) {
         // The head is no longer mapped: only the isolation held it (migrate_folio_unmap
         // frees a folio whose last reference is the caller's).
         k.folios.clear(pfn, flags::ISOLATED);
