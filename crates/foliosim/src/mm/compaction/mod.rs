@@ -196,6 +196,17 @@ pub struct DirectCompaction {
     pub contended: Contended,
 }
 
+impl DirectCompaction {
+    /// Compaction did not run.
+    pub fn skipped() -> DirectCompaction {
+        DirectCompaction {
+            result: CompactResult::Skipped,
+            page: None,
+            contended: Contended::None,
+        }
+    }
+}
+
 /// try_to_compact_pages: direct compaction of the zone for a block of `order`.
 pub fn try_to_compact_pages(
     k: &mut Kernel,
@@ -205,11 +216,7 @@ pub fn try_to_compact_pages(
     alloc_flags: AllocFlags,
     prio: CompactPriority,
 ) -> DirectCompaction {
-    let mut out = DirectCompaction {
-        result: CompactResult::Skipped,
-        page: None,
-        contended: Contended::None,
-    };
+    let mut out = DirectCompaction::skipped();
     if !gfp_compaction_allowed(gfp) {
         return out;
     }

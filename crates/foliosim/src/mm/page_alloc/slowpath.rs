@@ -328,15 +328,10 @@ pub(super) fn alloc_pages_direct_compact(
     alloc_flags: AllocFlags,
     prio: CompactPriority,
 ) -> DirectCompaction {
-    let mut dc = DirectCompaction {
-        result: CompactResult::Skipped,
-        page: None,
-        contended: compaction::Contended::None,
-    };
     if order == 0 {
-        return dc;
+        return DirectCompaction::skipped();
     }
-    dc = compaction::try_to_compact_pages(k, ctx, gfp, order, alloc_flags, prio);
+    let dc = compaction::try_to_compact_pages(k, ctx, gfp, order, alloc_flags, prio);
     if dc.result == CompactResult::Skipped {
         return dc;
     }

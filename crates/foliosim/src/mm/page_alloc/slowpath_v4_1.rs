@@ -42,8 +42,11 @@ fn direct_compact(
     alloc_flags: AllocFlags,
     prio: CompactPriority,
 ) -> DirectCompaction {
+    if order == 0 {
+        return DirectCompaction::skipped();
+    }
     let dc = compaction::try_to_compact_pages(k, ctx, gfp, order, alloc_flags, prio);
-    if order == 0 || matches!(dc.result, CompactResult::Skipped | CompactResult::Deferred) {
+    if matches!(dc.result, CompactResult::Skipped | CompactResult::Deferred) {
         return dc;
     }
     direct_compact_stall(k, ctx, gfp, order, alloc_flags, dc)
