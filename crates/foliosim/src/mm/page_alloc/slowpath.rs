@@ -288,8 +288,10 @@ fn alloc_pages_direct_compact(
     if order == 0 {
         return (None, CompactResult::Skipped);
     }
+    let start_ns = ctx.now_ns;
     let (result, captured) =
         compaction::try_to_compact_pages(k, ctx, gfp, order, alloc_flags, prio);
+    crate::engine::trace::span("direct compaction", "", start_ns, ctx.now_ns);
     if result == CompactResult::Skipped {
         return (None, result);
     }
