@@ -2,8 +2,10 @@
 //! Everything here is simulated; nothing depends on the wall clock, so the JSON of a scenario
 //! and seed is identical byte for byte on every run.
 
+pub mod html;
 pub mod observers;
 pub mod spec;
+pub mod svg;
 pub mod timeline;
 pub mod timeseries;
 
