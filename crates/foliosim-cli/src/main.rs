@@ -217,11 +217,11 @@ fn main() -> Result<()> {
             bar.set_style(ProgressStyle::with_template("{spinner} {msg}").unwrap());
             let wall = Instant::now();
             let opts = foliosim::RunOptions {
-                timeline: timeline
-                    .is_some()
-                    .then_some(foliosim::report::timeline::TimelineOptions {
+                timeline: timeline.is_some().then_some(
+                    foliosim::report::timeline::TimelineOptions {
                         max_events: timeline_max_events,
-                    }),
+                    },
+                ),
             };
             let run = foliosim::run_with(&s, &opts, &mut |steps, sim_ns| {
                 bar.set_message(format!(
@@ -307,10 +307,9 @@ fn main() -> Result<()> {
             // The seed-1 run of each configuration is kept for time series and the report.
             macro_rules! rendered {
                 ($reproduce:path) => {{
-                    let (report, runs) =
-                        foliosim::reproduce::capture::capturing(interval, || {
-                            $reproduce(scale, seeds, check_invariants, &costs, &mut progress)
-                        });
+                    let (report, runs) = foliosim::reproduce::capture::capturing(interval, || {
+                        $reproduce(scale, seeds, check_invariants, &costs, &mut progress)
+                    });
                     let report = report?;
                     let json = if sample_interval.is_some() {
                         serde_json::to_string_pretty(&report_out::WithTimeseries {
@@ -320,7 +319,12 @@ fn main() -> Result<()> {
                     } else {
                         serde_json::to_string_pretty(&report)?
                     };
-                    (json, serde_json::to_value(&report)?, report.to_table(), runs)
+                    (
+                        json,
+                        serde_json::to_value(&report)?,
+                        report.to_table(),
+                        runs,
+                    )
                 }};
             }
             let (json, value, table, runs) = match which {

@@ -20,8 +20,12 @@ pub fn write(path: &Path, text: &str, what: &str) -> Result<()> {
 }
 
 pub fn parse_interval(text: &str) -> Result<foliosim::report::spec::SampleInterval> {
-    foliosim::report::spec::SampleInterval::parse(text)
-        .map_err(|e| anyhow::anyhow!("--sample-interval: {}", e.trim_start_matches("report.sample_interval: ")))
+    foliosim::report::spec::SampleInterval::parse(text).map_err(|e| {
+        anyhow::anyhow!(
+            "--sample-interval: {}",
+            e.trim_start_matches("report.sample_interval: ")
+        )
+    })
 }
 
 /// The timeline file, and a line on stderr saying how big it is and whether it was capped.

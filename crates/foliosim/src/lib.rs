@@ -55,9 +55,7 @@ pub fn run_with(
             .report
             .sample_interval
             .map(report::timeseries::Sampler::new),
-        timeline: opts
-            .timeline
-            .map(report::timeline::TimelineRecorder::new),
+        timeline: opts.timeline.map(report::timeline::TimelineRecorder::new),
     };
     let mut k = Kernel::new(scenario);
     let mut tasks = Vec::new();

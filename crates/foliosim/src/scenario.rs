@@ -140,7 +140,10 @@ pub struct Scenario {
     #[serde(default)]
     pub check_invariants: bool,
     /// What the run records besides its final counters (`[report]`: time series).
-    #[serde(default, skip_serializing_if = "crate::report::spec::ReportSpec::is_default")]
+    #[serde(
+        default,
+        skip_serializing_if = "crate::report::spec::ReportSpec::is_default"
+    )]
     pub report: crate::report::spec::ReportSpec,
 }
 

@@ -91,7 +91,7 @@ fn fmt_float(f: f64) -> String {
     } else if a >= 0.01 {
         format!("{f:.2}")
     } else {
-        format!("{f:.2e}")
+        format!("{f:.3}")
     }
 }
 
@@ -201,7 +201,8 @@ fn report_tables(report: &Value, tables: &mut String, plots: &mut String) {
         let labels: Vec<String> = rows.iter().map(|r| row_label(r)).collect();
         for c in cols.iter().filter(|c| c.starts_with("seed_")) {
             let ours = &c["seed_".len()..];
-            let get = |r: &&serde_json::Map<String, Value>, k: &str| r.get(k).and_then(Value::as_f64);
+            let get =
+                |r: &&serde_json::Map<String, Value>, k: &str| r.get(k).and_then(Value::as_f64);
             let seed_vals: Vec<Option<f64>> = rows.iter().map(|r| get(r, c)).collect();
             let our_vals: Vec<Option<f64>> = rows.iter().map(|r| get(r, ours)).collect();
             if seed_vals.iter().all(Option::is_none) {
@@ -273,12 +274,13 @@ fn sum_cols(ts: &TimeSeries, pred: impl Fn(&str) -> bool) -> Vec<u64> {
 pub fn derived_series(ts: &TimeSeries) -> Vec<Derived> {
     let n = ts.t_ns.len();
     let t_s: Vec<f64> = ts.t_ns.iter().map(|t| *t as f64 / 1e9).collect();
-    let per_interval = |f: &dyn Fn(usize) -> f64| -> Vec<(f64, f64)> {
-        (1..n).map(|i| (t_s[i], f(i))).collect()
-    };
+    let per_interval =
+        |f: &dyn Fn(usize) -> f64| -> Vec<(f64, f64)> { (1..n).map(|i| (t_s[i], f(i))).collect() };
     let d = |c: &[u64], i: usize| c[i].saturating_sub(c[i - 1]) as f64;
     let dt = |i: usize| (ts.t_ns[i] - ts.t_ns[i - 1]).max(1) as f64 / 1e9;
-    let swpout = sum_cols(ts, |n| n.starts_with("hugepages-") && n.ends_with("/stats/swpout"));
+    let swpout = sum_cols(ts, |n| {
+        n.starts_with("hugepages-") && n.ends_with("/stats/swpout")
+    });
     let swpout_fb = sum_cols(ts, |n| {
         n.starts_with("hugepages-") && n.ends_with("/stats/swpout_fallback")
     });
@@ -288,7 +290,9 @@ pub fn derived_series(ts: &TimeSeries) -> Vec<Derived> {
     let fault_fb = sum_cols(ts, |n| {
         n.starts_with("hugepages-") && n.ends_with("/stats/anon_fault_fallback")
     });
-    let split = sum_cols(ts, |n| n.starts_with("hugepages-") && n.ends_with("/stats/split"));
+    let split = sum_cols(ts, |n| {
+        n.starts_with("hugepages-") && n.ends_with("/stats/split")
+    });
     let zero = vec![0u64; n];
     let col = |name: &str| ts.column(name).unwrap_or(&zero);
     let pct = |num: &[u64], den_extra: &[u64], i: usize| {
@@ -324,7 +328,12 @@ pub fn derived_series(ts: &TimeSeries) -> Vec<Derived> {
             title: "Free memory",
             y_label: "nr_free_pages, MiB",
             points: (0..n)
-                .map(|i| (t_s[i], col("nr_free_pages")[i] as f64 * 4096.0 / (1 << 20) as f64))
+                .map(|i| {
+                    (
+                        t_s[i],
+                        col("nr_free_pages")[i] as f64 * 4096.0 / (1 << 20) as f64,
+                    )
+                })
                 .collect(),
         },
         Derived {
@@ -428,11 +437,13 @@ pub fn reproduce_report(
     if !plots.is_empty() {
         body.push_str("<h2>Plots</h2>");
         if !sampled.is_empty() {
+            let ts = sampled[0].1;
             let _ = write!(
                 body,
                 "<p class=\"note\">Time series: the seed-1 run of each configuration, sampled every \
-                 {} of simulated time.</p>",
-                escape(&sampled[0].1.requested_interval)
+                 {} of simulated time (asked: {}).</p>",
+                escape(&super::spec::format_duration(ts.interval_ns)),
+                escape(&ts.requested_interval)
             );
         }
         let _ = write!(body, "<div class=\"plots\">{plots}</div>");
@@ -462,7 +473,10 @@ fn json_table(title: &str, v: &Value) -> String {
         return String::new();
     }
     let cols = ordered_columns(&rows);
-    let mut s = format!("<h3>{}</h3><div class=\"scroll\"><table><tr>", escape(title));
+    let mut s = format!(
+        "<h3>{}</h3><div class=\"scroll\"><table><tr>",
+        escape(title)
+    );
     for c in &cols {
         let _ = write!(s, "<th>{}</th>", header(c));
     }
@@ -516,13 +530,11 @@ pub fn run_report(
         a.retain(|l| l["acquisitions"].as_u64().unwrap_or(0) > 0);
     }
     body.push_str(&json_table("locks (perf lock contention)", &locks));
-    body.push_str("<h3>counters (non-zero; /proc/vmstat and per-size mTHP stats)</h3><div class=\"cols\">");
+    body.push_str(
+        "<h3>counters (non-zero; /proc/vmstat and per-size mTHP stats)</h3><div class=\"cols\">",
+    );
     for (name, value) in r.counters.iter().filter(|(_, v)| **v > 0) {
-        let _ = write!(
-            body,
-            "<div><code>{}</code> {value}</div>",
-            escape(name)
-        );
+        let _ = write!(body, "<div><code>{}</code> {value}</div>", escape(name));
     }
     body.push_str("</div>");
     let mut plots = String::new();
@@ -535,7 +547,10 @@ pub fn run_report(
         plots.push_str(&svg::bar_chart(
             "Per-size mTHP counters (non-zero)",
             "count",
-            &per_size.iter().map(|(n, _)| n.to_string()).collect::<Vec<_>>(),
+            &per_size
+                .iter()
+                .map(|(n, _)| n.to_string())
+                .collect::<Vec<_>>(),
             &[(
                 "count".into(),
                 per_size.iter().map(|(_, v)| Some(**v as f64)).collect(),
@@ -543,7 +558,10 @@ pub fn run_report(
         ));
     }
     if let Some(ts) = &r.timeseries {
-        timeseries_plots(&[(format!("kernel {} seed {}", r.kernel, r.seed), ts)], &mut plots);
+        timeseries_plots(
+            &[(format!("kernel {} seed {}", r.kernel, r.seed), ts)],
+            &mut plots,
+        );
     }
     if !plots.is_empty() {
         body.push_str("<h2>Plots</h2>");

@@ -79,7 +79,11 @@ fn trim(v: f64) -> String {
 
 /// Ticks covering [lo, hi] at a 1-2-5 step; the range extended to whole ticks.
 fn ticks(lo: f64, hi: f64) -> Vec<f64> {
-    let (lo, hi) = if hi > lo { (lo, hi) } else { (lo - 1.0, lo + 1.0) };
+    let (lo, hi) = if hi > lo {
+        (lo, hi)
+    } else {
+        (lo - 1.0, lo + 1.0)
+    };
     let raw = (hi - lo) / 5.0;
     let mag = 10f64.powf(raw.log10().floor());
     let step = [1.0, 2.0, 5.0, 10.0]
@@ -135,7 +139,7 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) 
     let right = 16.0;
     let top = 28.0;
     let plot_w = width - left - right;
-    let legend_top = top + plot_h + 44.0;
+    let legend_top = top + plot_h + 58.0;
     let height = legend_top + 18.0 * series.len() as f64 + 4.0;
     let sx = |x: f64| left + (x - xlo) / (xhi - xlo) * plot_w;
     let sy = |y: f64| top + plot_h - (y - ylo) / (yhi - ylo) * plot_h;
@@ -260,7 +264,7 @@ pub fn bar_chart(
     let xt = ticks(lo, if hi > lo { hi } else { lo + 1.0 });
     let (xlo, xhi) = (xt[0], *xt.last().unwrap());
     let sx = |x: f64| left + (x - xlo) / (xhi - xlo) * plot_w;
-    let legend_top = top + plot_h + 44.0;
+    let legend_top = top + plot_h + 58.0;
     let height = legend_top + 18.0 * series.len() as f64 + 4.0;
     let mut s = String::new();
     let _ = write!(

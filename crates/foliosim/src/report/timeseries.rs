@@ -174,7 +174,11 @@ impl Sampler {
     /// Keep every other interval's row: the same series at twice the interval.
     fn coarsen(&mut self) {
         self.interval_ns *= 2;
-        let keep: Vec<bool> = self.t_ns.iter().map(|t| t % self.interval_ns == 0).collect();
+        let keep: Vec<bool> = self
+            .t_ns
+            .iter()
+            .map(|t| t % self.interval_ns == 0)
+            .collect();
         let mut i = 0;
         self.t_ns.retain(|_| {
             i += 1;
@@ -238,7 +242,11 @@ mod tests {
                 s.coarsen();
             }
         }
-        assert!(s.t_ns.iter().all(|t| t % s.interval_ns == 0), "{:?}", s.t_ns);
+        assert!(
+            s.t_ns.iter().all(|t| t % s.interval_ns == 0),
+            "{:?}",
+            s.t_ns
+        );
         assert!(s.rows.len() < 4);
         assert_eq!(s.t_ns[0], 0);
         assert!(s.interval_ns >= 40);
