@@ -118,7 +118,10 @@ fn row_label(row: &serde_json::Map<String, Value>) -> String {
     let mut parts = Vec::new();
     for (k, v) in row {
         match v {
-            Value::String(s) if k != "expected" && s.len() <= 24 => parts.push(s.clone()),
+            // Names, not the seed's figures written as text or long notes.
+            Value::String(s) if !k.starts_with("seed_") && k != "expected" && s.len() <= 24 => {
+                parts.push(s.clone())
+            }
             Value::Bool(b) => parts.push(format!("{k}={b}")),
             _ => {}
         }
@@ -241,7 +244,7 @@ fn report_tables(report: &Value, tables: &mut String, plots: &mut String) {
                 .collect();
             plots.push_str(&svg::line_chart(
                 &format!("{name}: {field}"),
-                "iteration",
+                "position in the series (1 = first)",
                 field,
                 &series,
             ));
@@ -347,7 +350,31 @@ pub fn derived_series(ts: &TimeSeries) -> Vec<Derived> {
     out
 }
 
-fn timeseries_plots(runs: &[(String, &TimeSeries)], plots: &mut String) {
+/// The time-series plots of each group of runs (an experiment: runs of one workload), one
+/// line per run.
+fn timeseries_plots(runs: &[(String, String, &TimeSeries)], plots: &mut String) {
+    let mut groups: Vec<&String> = Vec::new();
+    for (group, _, _) in runs {
+        if !groups.contains(&group) {
+            groups.push(group);
+        }
+    }
+    for group in &groups {
+        let members: Vec<(String, &TimeSeries)> = runs
+            .iter()
+            .filter(|(g, _, _)| g == *group)
+            .map(|(_, label, ts)| (label.clone(), *ts))
+            .collect();
+        let prefix = if groups.len() > 1 {
+            format!("{group}: ")
+        } else {
+            String::new()
+        };
+        group_plots(&prefix, &members, plots);
+    }
+}
+
+fn group_plots(prefix: &str, runs: &[(String, &TimeSeries)], plots: &mut String) {
     if runs.is_empty() {
         return;
     }
@@ -371,7 +398,7 @@ fn timeseries_plots(runs: &[(String, &TimeSeries)], plots: &mut String) {
             })
             .collect();
         plots.push_str(&svg::line_chart(
-            title,
+            &format!("{prefix}{title}"),
             "simulated time, s",
             y_label,
             &series,
@@ -429,15 +456,15 @@ pub fn reproduce_report(
         "<h3>As the command prints it</h3><pre>{}</pre>",
         escape(table_text)
     );
-    let sampled: Vec<(String, &TimeSeries)> = runs
+    let sampled: Vec<(String, String, &TimeSeries)> = runs
         .iter()
-        .filter_map(|r| Some((r.label.clone(), r.timeseries.as_ref()?)))
+        .filter_map(|r| Some((r.group.clone(), r.label.clone(), r.timeseries.as_ref()?)))
         .collect();
     timeseries_plots(&sampled, &mut plots);
     if !plots.is_empty() {
         body.push_str("<h2>Plots</h2>");
         if !sampled.is_empty() {
-            let ts = sampled[0].1;
+            let ts = sampled[0].2;
             let _ = write!(
                 body,
                 "<p class=\"note\">Time series: the seed-1 run of each configuration, sampled every \
@@ -453,7 +480,8 @@ pub fn reproduce_report(
         for r in runs {
             let _ = write!(
                 body,
-                "<details><summary>{}</summary><pre>{}</pre></details>",
+                "<details><summary>{}: {}</summary><pre>{}</pre></details>",
+                escape(&r.group),
                 escape(&r.label),
                 escape(&r.scenario_toml)
             );
@@ -558,10 +586,8 @@ pub fn run_report(
         ));
     }
     if let Some(ts) = &r.timeseries {
-        timeseries_plots(
-            &[(format!("kernel {} seed {}", r.kernel, r.seed), ts)],
-            &mut plots,
-        );
+        let label = format!("kernel {} seed {}", r.kernel, r.seed);
+        timeseries_plots(&[(String::new(), label, ts)], &mut plots);
     }
     if !plots.is_empty() {
         body.push_str("<h2>Plots</h2>");
@@ -599,8 +625,8 @@ mod tests {
         });
         let (mut t, mut p) = (String::new(), String::new());
         report_tables(&report, &mut t, &mut p);
-        let seed = t.find(">seed_mean_rel_pct<").unwrap();
-        let ours = t.find(">mean_rel_pct<").unwrap();
+        let seed = t.find(">seed_<wbr>mean_<wbr>rel_<wbr>pct<").unwrap();
+        let ours = t.find(">mean_<wbr>rel_<wbr>pct<").unwrap();
         assert!(seed < ours, "{t}");
         assert!(p.contains("<svg") && p.contains("6.10 64K"), "{p}");
     }

@@ -18,6 +18,11 @@ pub fn color(i: usize) -> &'static str {
     PALETTE[i % PALETTE.len()]
 }
 
+/// Past the palette, lines are told apart by their dashes too.
+fn dash(i: usize) -> &'static str {
+    ["", " stroke-dasharray=\"7 3\"", " stroke-dasharray=\"2 2\""][(i / PALETTE.len()) % 3]
+}
+
 pub fn escape(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     for c in s.chars() {
@@ -212,9 +217,10 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) 
         if !path.is_empty() {
             let _ = write!(
                 s,
-                "<path d=\"{}\" fill=\"none\" stroke=\"{}\" stroke-width=\"1.8\"><title>{}</title></path>",
+                "<path d=\"{}\" fill=\"none\" stroke=\"{}\"{} stroke-width=\"1.8\"><title>{}</title></path>",
                 path.trim_start(),
                 color(i),
+                dash(i),
                 escape(&ser.label)
             );
         }
@@ -222,9 +228,12 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) 
         let max_chars = ((width - left - 30.0) / CHAR_W) as usize;
         let _ = write!(
             s,
-            "<rect x=\"{left}\" y=\"{:.1}\" width=\"14\" height=\"4\" fill=\"{}\"/><text x=\"{:.1}\" y=\"{:.1}\">{}<title>{}</title></text>",
-            ly - 6.0,
+            "<line x1=\"{left}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{}\"{} stroke-width=\"3\"/><text x=\"{:.1}\" y=\"{:.1}\">{}<title>{}</title></text>",
+            left + 14.0,
+            ly - 4.0,
+            ly - 4.0,
             color(i),
+            dash(i),
             left + 20.0,
             ly,
             escape(&clip(&ser.label, max_chars)),

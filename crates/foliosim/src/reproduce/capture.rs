@@ -16,8 +16,10 @@ use std::collections::{BTreeMap, BTreeSet};
 /// One configuration's first-seed run.
 #[derive(Debug, Clone, Serialize)]
 pub struct CapturedRun {
-    /// What sets this configuration apart from the others: the scenario fields that differ,
-    /// e.g. `kernel.version=6.10 sysfs.hugepages.64K=always`.
+    /// The experiment it belongs to: its workloads' kinds, e.g. `usemem`.
+    pub group: String,
+    /// What sets this configuration apart from the others of its group: the scenario fields
+    /// that differ, e.g. `kernel.version=6.10 sysfs.hugepages.64K=always`.
     pub label: String,
     pub seed: u64,
     pub kernel: String,
@@ -81,7 +83,18 @@ pub(crate) fn keep(s: &Scenario, r: &RunResult) {
     CAPTURE.with(|c| {
         if let Some(c) = c.borrow_mut().as_mut() {
             if s.seed == 1 {
+                let kinds: Vec<String> = s
+                    .workloads
+                    .iter()
+                    .map(|w| {
+                        toml::Value::try_from(w)
+                            .ok()
+                            .and_then(|v| v.get("kind")?.as_str().map(String::from))
+                            .unwrap_or_else(|| "workload".into())
+                    })
+                    .collect();
                 c.runs.push(CapturedRun {
+                    group: kinds.join("+"),
                     label: String::new(),
                     seed: s.seed,
                     kernel: r.kernel.clone(),
@@ -122,9 +135,26 @@ fn flatten(prefix: &str, v: &toml::Value, out: &mut BTreeMap<String, String>) {
     }
 }
 
-/// Label each run by the fields in which the runs differ (all of them: a field unset in one
+/// Label each run by the fields in which the runs of its group differ (a field unset in one
 /// run shows as `-`).
 fn label_runs(runs: &mut [CapturedRun]) {
+    let mut groups: Vec<String> = Vec::new();
+    for r in runs.iter() {
+        if !groups.contains(&r.group) {
+            groups.push(r.group.clone());
+        }
+    }
+    for g in groups {
+        let mut members: Vec<CapturedRun> = runs.iter().filter(|r| r.group == g).cloned().collect();
+        label_group(&mut members);
+        let mut labelled = members.into_iter();
+        for r in runs.iter_mut().filter(|r| r.group == g) {
+            *r = labelled.next().expect("the same members");
+        }
+    }
+}
+
+fn label_group(runs: &mut [CapturedRun]) {
     let flat: Vec<BTreeMap<String, String>> = runs
         .iter()
         .map(|r| {
