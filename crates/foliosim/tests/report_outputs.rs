@@ -329,6 +329,7 @@ fn reproduce_capture_keeps_seed_one_runs_and_changes_no_table() {
         "{}",
         runs[0].label
     );
+    assert!(runs.iter().all(|r| r.group == "usemem"));
     let labels: std::collections::BTreeSet<&String> = runs.iter().map(|r| &r.label).collect();
     assert_eq!(labels.len(), 6, "labels tell the configurations apart");
     let page = foliosim::report::html::reproduce_report(

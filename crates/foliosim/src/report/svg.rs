@@ -200,7 +200,22 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) 
     for (i, ser) in series.iter().enumerate() {
         let mut path = String::new();
         let mut pen_down = false;
-        for &(x, y) in &ser.points {
+        let finite = |j: usize| {
+            ser.points
+                .get(j)
+                .is_some_and(|p: &(f64, f64)| p.0.is_finite() && p.1.is_finite())
+        };
+        for (j, &(x, y)) in ser.points.iter().enumerate() {
+            // A point with no finite neighbour draws no line: mark it with a dot.
+            if finite(j) && !(j > 0 && finite(j - 1)) && !finite(j + 1) {
+                let _ = write!(
+                    s,
+                    "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"1.8\" fill=\"{}\"/>",
+                    sx(x),
+                    sy(y),
+                    color(i)
+                );
+            }
             if x.is_finite() && y.is_finite() {
                 let _ = write!(
                     path,
