@@ -7,6 +7,8 @@ use foliosim::Scenario;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::time::Instant;
 
+mod report_out;
+
 #[derive(Parser)]
 #[command(
     name = "foliosim",
@@ -51,6 +53,19 @@ enum Command {
         /// Sim: load named costs from a file written by `foliosim calibrate`.
         #[arg(long, value_name = "FILE")]
         costs: Option<std::path::PathBuf>,
+        /// Record every counter every DURATION of simulated time (e.g. 100ms, or auto), as
+        /// `vmstat 1` does; kept in the JSON (`timeseries`) and printed after the table.
+        #[arg(long, value_name = "DURATION")]
+        sample_interval: Option<String>,
+        /// Write the run's per-CPU activity as Chrome trace-event JSON (Perfetto opens it).
+        #[arg(long, value_name = "FILE")]
+        timeline: Option<std::path::PathBuf>,
+        /// Stop recording the timeline past this many events (bounds the file).
+        #[arg(long, value_name = "N", default_value_t = foliosim::report::timeline::DEFAULT_MAX_EVENTS)]
+        timeline_max_events: usize,
+        /// Write a self-contained HTML report (tables, plots, the scenario, versions).
+        #[arg(long, value_name = "FILE")]
+        html: Option<std::path::PathBuf>,
     },
     /// Run scenarios on the sim and on the live kernel and compare their counters side by side.
     /// Where the host's state decides what a scenario leaves open, the sim is run like the host
@@ -122,6 +137,14 @@ enum Command {
         /// Override a named cost of the profile, e.g. --cost tlb_flush_ipi_ns=0 (repeatable).
         #[arg(long = "cost", value_name = "NAME=NS")]
         costs: Vec<String>,
+        /// Record the counters of each configuration's seed-1 run every DURATION of simulated
+        /// time (e.g. 100ms, or auto); JSON output gets a `timeseries` list.
+        #[arg(long, value_name = "DURATION")]
+        sample_interval: Option<String>,
+        /// Write a self-contained HTML report: the seed's table beside ours, plots, the
+        /// scenarios and versions (samples time series with `auto` unless told otherwise).
+        #[arg(long, value_name = "FILE")]
+        html: Option<std::path::PathBuf>,
     },
     /// Print a scenario with every default filled in (the documented defaults).
     Show { scenario: std::path::PathBuf },
@@ -163,8 +186,18 @@ fn main() -> Result<()> {
             timeout,
             enable_zswap,
             costs,
+            sample_interval,
+            timeline,
+            timeline_max_events,
+            html,
         } => {
             let mut s = load(&scenario)?;
+            if let Some(text) = &sample_interval {
+                s.report.sample_interval = Some(report_out::parse_interval(text)?);
+            }
+            if html.is_some() && s.report.sample_interval.is_none() {
+                s.report.sample_interval = Some(foliosim::report::spec::SampleInterval::Auto);
+            }
             if let Some(seed) = seed {
                 s.seed = seed;
             }
@@ -183,7 +216,14 @@ fn main() -> Result<()> {
             let bar = ProgressBar::new_spinner();
             bar.set_style(ProgressStyle::with_template("{spinner} {msg}").unwrap());
             let wall = Instant::now();
-            let result = foliosim::run_with_progress(&s, &mut |steps, sim_ns| {
+            let opts = foliosim::RunOptions {
+                timeline: timeline.is_some().then_some(
+                    foliosim::report::timeline::TimelineOptions {
+                        max_events: timeline_max_events,
+                    },
+                ),
+            };
+            let run = foliosim::run_with(&s, &opts, &mut |steps, sim_ns| {
                 bar.set_message(format!(
                     "{steps} steps, {:.2} simulated s",
                     sim_ns as f64 / 1e9
@@ -192,9 +232,30 @@ fn main() -> Result<()> {
             })?;
             bar.finish_and_clear();
             let wall_s = wall.elapsed().as_secs_f64();
+            let result = run.result;
             match format {
                 Format::Json => println!("{}", result.to_json()),
-                Format::Table => print!("{}", result.to_table()),
+                Format::Table => {
+                    print!("{}", result.to_table());
+                    if let Some(ts) = &result.timeseries {
+                        print!("\n{}", ts.to_table());
+                    }
+                }
+            }
+            if let (Some(path), Some(tl)) = (&timeline, &run.timeline) {
+                report_out::write_timeline(path, tl)?;
+            }
+            if let Some(path) = &html {
+                let text = std::fs::read_to_string(&scenario)?;
+                let page = foliosim::report::html::run_report(
+                    &scenario.display().to_string(),
+                    &text,
+                    &s.to_toml_string(),
+                    &s.machine.cost_profile,
+                    &result,
+                    &report_out::versions(),
+                );
+                report_out::write(path, &page, "HTML report")?;
             }
             // Wall-clock figures go to stderr: they are not results and vary run to run.
             eprintln!("engine: {}", result.speed_line(wall_s));
@@ -206,7 +267,16 @@ fn main() -> Result<()> {
             format,
             check_invariants,
             costs,
+            sample_interval,
+            html,
         } => {
+            let mut interval = sample_interval
+                .as_deref()
+                .map(report_out::parse_interval)
+                .transpose()?;
+            if html.is_some() && interval.is_none() {
+                interval = Some(foliosim::report::spec::SampleInterval::Auto);
+            }
             let which = match seed_doc.trim_start_matches('0') {
                 "" => 0,
                 "1" => 1,
@@ -234,19 +304,46 @@ fn main() -> Result<()> {
             let costs = parse_costs(&costs)?;
             // Every seed's reproduce takes the same arguments; its report is Serialize and
             // prints its own table.
+            // The seed-1 run of each configuration is kept for time series and the report.
             macro_rules! rendered {
                 ($reproduce:path) => {{
-                    let report = $reproduce(scale, seeds, check_invariants, &costs, &mut progress)?;
-                    (serde_json::to_string_pretty(&report)?, report.to_table())
+                    let (report, runs) = foliosim::reproduce::capture::capturing(interval, || {
+                        $reproduce(scale, seeds, check_invariants, &costs, &mut progress)
+                    });
+                    let report = report?;
+                    let json = if sample_interval.is_some() {
+                        serde_json::to_string_pretty(&report_out::WithTimeseries {
+                            report: &report,
+                            timeseries: &runs,
+                        })?
+                    } else {
+                        serde_json::to_string_pretty(&report)?
+                    };
+                    (
+                        json,
+                        serde_json::to_value(&report)?,
+                        report.to_table(),
+                        runs,
+                    )
                 }};
             }
-            let (json, table) = match which {
+            let (json, value, table, runs) = match which {
                 0 => rendered!(seed000::reproduce_with_costs),
                 1 => rendered!(foliosim::reproduce::seed001::reproduce),
                 2 => rendered!(foliosim::reproduce::seed002::reproduce),
                 _ => rendered!(foliosim::reproduce::seed003::reproduce),
             };
             bar.finish_and_clear();
+            if let Some(path) = &html {
+                let page = foliosim::report::html::reproduce_report(
+                    &format!("{which:03}"),
+                    &value,
+                    &table,
+                    &runs,
+                    &report_out::versions(),
+                );
+                report_out::write(path, &page, "HTML report")?;
+            }
             match format {
                 Format::Json => println!("{json}"),
                 Format::Table => print!("{table}"),

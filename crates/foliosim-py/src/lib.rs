@@ -13,12 +13,26 @@ fn parse(scenario_toml: &str) -> PyResult<foliosim::Scenario> {
         .map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
-/// Run a scenario given as TOML text; return the run's result as JSON text.
+/// Run a scenario given as TOML text; return the run's result as JSON text. `sample_interval`
+/// ("100ms", "auto") overrides the scenario's `[report] sample_interval` (time series).
 ///
 /// Raises ValueError if the scenario is invalid, RuntimeError if the simulation fails.
 #[pyfunction]
-fn run_json(py: Python<'_>, scenario_toml: &str) -> PyResult<String> {
-    let scenario = parse(scenario_toml)?;
+#[pyo3(signature = (scenario_toml, sample_interval = None))]
+fn run_json(
+    py: Python<'_>,
+    scenario_toml: &str,
+    sample_interval: Option<&str>,
+) -> PyResult<String> {
+    let mut scenario = parse(scenario_toml)?;
+    if let Some(text) = sample_interval {
+        scenario.report.sample_interval = Some(
+            foliosim::report::spec::SampleInterval::parse(text).map_err(PyValueError::new_err)?,
+        );
+        scenario
+            .validate()
+            .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    }
     py.allow_threads(move || foliosim::run(&scenario).map(|r| r.to_json()))
         .map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }

@@ -15,6 +15,7 @@ pub mod sched;
 pub mod stats;
 pub mod workload;
 
+pub use report::observers::RunOptions;
 pub use report::RunResult;
 pub use scenario::Scenario;
 pub use sched::SimError;
@@ -22,7 +23,7 @@ pub use sched::SimError;
 use engine::lock;
 use mm::Kernel;
 use report::{LockReport, ThreadTimes};
-use sched::{run_tasks, Task};
+use sched::{run_tasks_observed, Task};
 
 /// Run a scenario to completion.
 pub fn run(scenario: &Scenario) -> Result<RunResult, SimError> {
@@ -34,6 +35,28 @@ pub fn run_with_progress(
     scenario: &Scenario,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<RunResult, SimError> {
+    run_with(scenario, &RunOptions::default(), progress).map(|r| r.result)
+}
+
+/// A run's result, and its timeline when one was asked for.
+pub struct Run {
+    pub result: RunResult,
+    pub timeline: Option<report::timeline::Timeline>,
+}
+
+/// Run with `opts` (a timeline), calling `progress(steps, simulated_ns)` now and then.
+pub fn run_with(
+    scenario: &Scenario,
+    opts: &RunOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Run, SimError> {
+    let mut observers = report::observers::Observers {
+        sampler: scenario
+            .report
+            .sample_interval
+            .map(report::timeseries::Sampler::new),
+        timeline: opts.timeline.map(report::timeline::TimelineRecorder::new),
+    };
     let mut k = Kernel::new(scenario);
     let mut tasks = Vec::new();
     for (w, spec) in scenario.workloads.iter().enumerate() {
@@ -45,14 +68,20 @@ pub fn run_with_progress(
             workload::tasks_for(spec, scenario.seed, &scenario.files),
         );
     }
-    let stats = run_tasks(
+    let any = observers.any();
+    let stats = run_tasks_observed(
         &mut k,
         &mut tasks,
         scenario.seed,
         scenario.machine.sched_slice_ns,
         scenario.check_invariants,
         progress,
+        any.then_some(&mut observers as &mut dyn sched::RunObserver),
     )?;
+    let timeseries = observers
+        .sampler
+        .take()
+        .map(|s| s.finish(&k, &tasks, stats.simulated_ns));
     let workloads = workload::report_all(
         &scenario.workloads,
         &scenario.files,
@@ -66,7 +95,7 @@ pub fn run_with_progress(
             }),
     );
     let users = || tasks.iter().filter(|t| t.program().is_some());
-    Ok(RunResult {
+    let result = RunResult {
         foliosim_version: env!("CARGO_PKG_VERSION").into(),
         kernel: scenario.kernel.version.name().into(),
         swap_allocator: k
@@ -118,7 +147,17 @@ pub fn run_with_progress(
         iaa: k.iaa.as_ref().map(|i| i.total_stats()),
         cpu_time_ns: cpu_time_by_cost(&k, tasks.iter().map(|t| t.user_ns + t.sys_ns).sum()),
         page_alloc: report::PageAllocReport::of(&k.zone),
-    })
+        timeseries,
+    };
+    let timeline = observers.timeline.take().map(|t| {
+        let mut tl = t.finish();
+        tl.title = format!(
+            "kernel {}, seed {}, {} CPUs",
+            result.kernel, result.seed, scenario.machine.cpus
+        );
+        tl
+    });
+    Ok(Run { result, timeline })
 }
 
 /// The scheduler's tasks for workload `w`'s task specs, appended to `tasks`: a process gets a
@@ -175,7 +214,7 @@ fn cpu_time_by_cost(k: &Kernel, total_ns: u64) -> std::collections::BTreeMap<Str
     m
 }
 
-fn lock_reports(k: &Kernel) -> Vec<LockReport> {
+pub(crate) fn lock_reports(k: &Kernel) -> Vec<LockReport> {
     let mut locks = vec![LockReport {
         name: k.zone.lock.name.into(),
         instance: "Normal".into(),

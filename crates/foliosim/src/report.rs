@@ -2,6 +2,13 @@
 //! Everything here is simulated; nothing depends on the wall clock, so the JSON of a scenario
 //! and seed is identical byte for byte on every run.
 
+pub mod html;
+pub mod observers;
+pub mod spec;
+pub mod svg;
+pub mod timeline;
+pub mod timeseries;
+
 use crate::engine::lock::LockStats;
 use crate::workload::WorkloadResult;
 use serde::Serialize;
@@ -74,6 +81,9 @@ pub struct RunResult {
     pub cpu_time_ns: BTreeMap<String, u64>,
     /// The page allocator at the end of the run.
     pub page_alloc: PageAllocReport,
+    /// Counters over simulated time (`[report] sample_interval`), when asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeseries: Option<timeseries::TimeSeries>,
 }
 
 /// The zone at the end of a run, as the kernel shows it (mm/page_alloc/).

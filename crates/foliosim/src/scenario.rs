@@ -139,6 +139,12 @@ pub struct Scenario {
     /// Check the model's invariants while running (slow; on in tests).
     #[serde(default)]
     pub check_invariants: bool,
+    /// What the run records besides its final counters (`[report]`: time series).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::report::spec::ReportSpec::is_default"
+    )]
+    pub report: crate::report::spec::ReportSpec,
 }
 
 fn default_seed() -> u64 {
@@ -1200,6 +1206,7 @@ impl Scenario {
 
     /// Checks what serde's types cannot: ranges, cross references, known names.
     pub fn validate(&self) -> Result<(), ScenarioError> {
+        self.report.validate()?;
         let m = &self.machine;
         if m.sched_slice_ns < 10_000 || m.sched_slice_ns > 1_000_000_000 {
             return Err(invalid(

@@ -92,6 +92,7 @@ impl SimLock {
         let s = &mut self.stats;
         s.acquisitions += 1;
         if wait_ns > 0 {
+            super::trace::span("lock wait", self.name, ctx.now_ns, start);
             s.contended += 1;
             s.wait_ns_total += wait_ns;
             s.wait_ns_max = s.wait_ns_max.max(wait_ns);

@@ -5,6 +5,7 @@
 pub mod cost;
 pub mod lock;
 pub mod rng;
+pub mod trace;
 
 /// How a task waits off its CPU, as the kernel accounts the time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

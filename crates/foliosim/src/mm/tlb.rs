@@ -120,7 +120,9 @@ impl TlbUnmapBatch {
     pub fn flush(&mut self, k: &mut Kernel, ctx: &mut Ctx) {
         if !self.mms.is_empty() {
             let arch = k.tlb;
+            let start_ns = ctx.now_ns;
             arch.flush_batch(k, ctx, &self.mms, self.nr_ptes);
+            crate::engine::trace::span("TLB flush", "try_to_unmap_flush", start_ns, ctx.now_ns);
         }
         self.mms.clear();
         self.nr_ptes = 0;

@@ -18,7 +18,7 @@ use super::swap_state::{folio_add_to_swap_cache, folio_delete_from_swap_cache};
 use super::tlb::TlbUnmapBatch;
 use super::vmstat::{MthpStat, VmEvent};
 use super::{filemap, Kernel};
-use crate::engine::{Ctx, WaitKind};
+use crate::engine::{trace, Ctx, WaitKind};
 use crate::scenario::PMD_ORDER;
 use std::collections::VecDeque;
 
@@ -74,6 +74,7 @@ pub fn try_to_free_mem_cgroup_pages(
     nr_pages: u64,
 ) -> u64 {
     let nr_to_reclaim = nr_pages.max(SWAP_CLUSTER_MAX);
+    let start_ns = ctx.now_ns;
     let mut reclaimed = 0;
     for priority in (0..=DEF_PRIORITY).rev() {
         let mut sc =
@@ -88,6 +89,7 @@ pub fn try_to_free_mem_cgroup_pages(
             break;
         }
     }
+    trace::span("memcg reclaim", "", start_ns, ctx.now_ns);
     reclaimed
 }
 
@@ -96,6 +98,7 @@ pub fn try_to_free_mem_cgroup_pages(
 /// matters to the kernel only for compaction_ready, which waits for compaction). Counts
 /// allocstall_<zone> for the highest zone the request may use (sc.reclaim_idx = gfp_zone).
 pub fn try_to_free_pages(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, _order: u32) -> u64 {
+    let start_ns = ctx.now_ns;
     k.vmstat.count(
         match gfp.zone() {
             GfpZone::Movable => VmEvent::AllocstallMovable,
@@ -121,6 +124,7 @@ pub fn try_to_free_pages(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, _order: u32) -
         // shrink_node: progress makes a hopeless node worth kswapd's time again.
         k.kswapd.kswapd_failures = 0;
     }
+    trace::span("direct reclaim", "", start_ns, ctx.now_ns);
     reclaimed
 }
 

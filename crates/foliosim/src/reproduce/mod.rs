@@ -1,4 +1,5 @@
 //! `foliosim reproduce <seed>`: run a seed document's experiment and print its table beside ours.
+pub mod capture;
 pub mod seed000;
 pub mod seed001;
 pub mod seed001_table;
@@ -41,7 +42,10 @@ pub fn run_grid<K: Ord + Copy>(
             let mut s = scenario(key, seed);
             s.check_invariants = check_invariants;
             s.costs = costs.clone();
-            results.entry(key).or_default().push(run(&s)?);
+            capture::prepare(&mut s);
+            let r = run(&s)?;
+            capture::keep(&s, &r);
+            results.entry(key).or_default().push(r);
             progress(results.values().map(Vec::len).sum(), total);
         }
     }

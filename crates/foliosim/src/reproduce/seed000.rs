@@ -85,6 +85,7 @@ pub fn scenario(kernel: KernelVersion, size: &str, scale: f64, seed: u64) -> Sce
         files: vec![],
         costs: BTreeMap::new(),
         check_invariants: false,
+        report: Default::default(),
     }
 }
 

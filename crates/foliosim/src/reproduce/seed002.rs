@@ -139,6 +139,7 @@ pub fn scenario(config: Config, size: &str, scale: f64, seed: u64) -> Scenario {
         files: vec![],
         costs: BTreeMap::new(),
         check_invariants: false,
+        report: Default::default(),
     }
 }
 

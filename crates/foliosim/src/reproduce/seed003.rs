@@ -63,6 +63,7 @@ pub fn allocator_test_scenario(
         files: vec![],
         costs: BTreeMap::new(),
         check_invariants: false,
+        report: Default::default(),
     }
 }
 
@@ -128,6 +129,7 @@ pub fn kbuild_scenario(kernel: Kernel, size: &str, scale: f64, seed: u64) -> Sce
         files: vec![],
         costs: BTreeMap::new(),
         check_invariants: false,
+        report: Default::default(),
     }
 }
 
@@ -261,7 +263,12 @@ pub fn reproduce(
     let finish = |mut s: Scenario| {
         s.check_invariants = check_invariants;
         s.costs = costs.clone();
-        run(&s)
+        super::capture::prepare(&mut s);
+        let r = run(&s);
+        if let Ok(r) = &r {
+            super::capture::keep(&s, r);
+        }
+        r
     };
 
     let mut allocator_test = Vec::new();

@@ -22,12 +22,14 @@
 //! to the thread. Wake-ups the mm code posts in `Kernel::kthreads` are applied after each
 //! step, in posting order. The run ends when the last user task exits.
 
+mod observe;
 mod queue;
 mod task;
 #[cfg(test)]
 mod tests;
 mod user;
 
+pub use observe::{RunObserver, StepTrace};
 pub use task::{Body, Task, UserProgram};
 
 use crate::engine::rng::SimRng;
@@ -78,6 +80,19 @@ pub fn run_tasks(
     check_invariants: bool,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<SchedStats, SimError> {
+    run_tasks_observed(k, tasks, seed, slice_ns, check_invariants, progress, None)
+}
+
+/// [`run_tasks`], with `observer` (if any) watching at step boundaries (observe.rs).
+pub fn run_tasks_observed(
+    k: &mut Kernel,
+    tasks: &mut Vec<Task>,
+    seed: u64,
+    slice_ns: u64,
+    check_invariants: bool,
+    progress: &mut dyn FnMut(u64, u64),
+    mut observer: Option<&mut dyn RunObserver>,
+) -> Result<SchedStats, SimError> {
     let ncpus = k.cpu_mm.len();
     let mut rng = SimRng::stream(seed, "sched");
     let mut live_users = tasks.len();
@@ -113,6 +128,14 @@ pub fn run_tasks(
         .collect();
     let mut steps = 0u64;
     let mut end_ns = 0u64;
+    // When the observer wants to be called next, and whether it wants every step.
+    let mut observe_at_ns = u64::MAX;
+    let mut observe_steps = false;
+    if let Some(o) = observer.as_deref_mut() {
+        o.start(tasks, ncpus);
+        observe_at_ns = 0;
+        observe_steps = o.wants_steps();
+    }
     // Tasks asleep at each barrier, by barrier id.
     let mut barriers: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
     while live_users > 0 {
@@ -137,6 +160,11 @@ pub fn run_tasks(
         }
         let now_ns = c.now_ns;
         q.wake_sleepers(tasks, now_ns);
+        if now_ns >= observe_at_ns {
+            if let Some(o) = observer.as_deref_mut() {
+                observe_at_ns = o.at(k, tasks, now_ns);
+            }
+        }
         let c = &mut q.cpus[cpu];
         if std::mem::take(&mut c.preempt) {
             if let Some(cur) = c.current.take() {
@@ -173,7 +201,9 @@ pub fn run_tasks(
                 tid
             }
         };
-        ctx.now_ns += std::mem::take(&mut k.cpu_irq_ns[cpu]);
+        let begin_ns = ctx.now_ns;
+        let irq_ns = std::mem::take(&mut k.cpu_irq_ns[cpu]);
+        ctx.now_ns += irq_ns;
         // The tick sets need_resched at the slice's end when another task is runnable (one
         // woken during this step is not seen until its end: steps are atomic).
         if !q.runq.is_empty() {
@@ -216,6 +246,25 @@ pub fn run_tasks(
         t.iowait_ns += ctx.iowait_ns;
         t.sleep_ns += ctx.sleep_ns;
         let release_ns = ctx.now_ns - off_ns;
+        if observe_steps {
+            if let Some(o) = observer.as_deref_mut() {
+                o.step(
+                    k,
+                    &StepTrace {
+                        cpu,
+                        tid,
+                        begin_ns,
+                        irq_ns,
+                        busy_from_ns,
+                        release_ns,
+                        end_ns: ctx.now_ns,
+                        user_ns: t.user_ns - user_before_ns,
+                        iowait_ns: ctx.iowait_ns,
+                        sleep_ns: ctx.sleep_ns,
+                    },
+                );
+            }
+        }
         let c = &mut q.cpus[cpu];
         c.now_ns = release_ns;
         end_ns = end_ns.max(ctx.now_ns);

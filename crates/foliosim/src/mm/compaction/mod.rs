@@ -225,7 +225,9 @@ pub fn try_to_compact_pages(
         out.result = CompactResult::Deferred;
         return out;
     }
+    let start_ns = ctx.now_ns;
     let (status, page, contended) = compact_zone_order(k, ctx, order, gfp, prio, alloc_flags);
+    crate::engine::trace::span("direct compaction", "", start_ns, ctx.now_ns);
     out.page = page;
     out.contended = contended;
     out.result = out.result.max(status);
