@@ -26,6 +26,22 @@ pub enum ScenarioError {
     },
 }
 
+/// The largest time a scenario may give one operation (1000 s): simulated time is u64 ns, and
+/// a run must not overflow it however many operations add up.
+pub const MAX_TIME_NS: u64 = 1_000_000_000_000;
+
+/// A time field of the scenario, bounded by MAX_TIME_NS.
+fn check_time_ns(field: &str, value: Option<u64>) -> Result<(), ScenarioError> {
+    match value {
+        Some(ns) if ns > MAX_TIME_NS => Err(invalid(
+            field,
+            ns,
+            "0 ..= 1000000000000 ns (1000 s: more would overflow simulated time)",
+        )),
+        _ => Ok(()),
+    }
+}
+
 fn invalid(
     field: impl Into<String>,
     value: impl fmt::Display,
@@ -767,6 +783,7 @@ impl Scenario {
             if disk.bandwidth_bytes_per_s == Some(0) {
                 return Err(invalid("machine.disk.bandwidth_bytes_per_s", 0, "> 0"));
             }
+            check_time_ns("machine.disk.latency_ns", disk.latency_ns)?;
             if disk.read_ahead_kb > 1 << 20 || disk.read_ahead_kb % 4 != 0 {
                 return Err(invalid(
                     "machine.disk.read_ahead_kb",
@@ -1290,6 +1307,7 @@ impl Scenario {
                     "> 0",
                 ));
             }
+            check_time_ns(&format!("machine.swap[{i}].latency_ns"), dev.latency_ns)?;
             if dev.discard && dev.kind != SwapDeviceKind::Ssd {
                 return Err(invalid(
                     format!("machine.swap[{i}].discard"),
@@ -1331,11 +1349,11 @@ impl Scenario {
             }
         }
         for (name, value) in &self.costs {
-            if !(*value >= 0.0) || !value.is_finite() {
+            if !(*value >= 0.0) || *value > MAX_TIME_NS as f64 {
                 return Err(invalid(
                     format!("costs.{name}"),
                     value,
-                    "a finite number of ns >= 0",
+                    "a number of ns in 0 ..= 1e12 (1000 s: more would overflow simulated time)",
                 ));
             }
         }
@@ -1467,8 +1485,10 @@ impl Scenario {
                 rss_min,
                 rss_max,
                 phases,
+                user_ns_per_page,
                 ..
             } => {
+                check_time_ns(&field("user_ns_per_page"), Some(*user_ns_per_page))?;
                 if *jobs == 0 || *jobs > 1_000_000 {
                     return Err(invalid(field("jobs"), jobs, "1 ..= 1000000"));
                 }
