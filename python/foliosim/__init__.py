@@ -28,7 +28,18 @@ from . import _foliosim
 
 __version__ = _foliosim.__version__
 
-__all__ = ["run", "reproduce", "scenario_defaults", "to_toml", "Result", "LiveResult", "__version__"]
+__all__ = [
+    "run",
+    "reproduce",
+    "scenario_defaults",
+    "to_toml",
+    "Result",
+    "LiveResult",
+    "sweep",
+    "compare",
+    "load_sweep",
+    "__version__",
+]
 
 ScenarioLike = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 
@@ -325,3 +336,7 @@ def reproduce(seed: Union[str, int] = "000", scale: float = 1.0, seeds: int = 1)
     df.attrs["scale"] = report["scale"]
     df.attrs["seeds"] = report["seeds"]
     return df
+
+
+# Sweeps and compare tables (python/foliosim/_sweep.py).
+from ._sweep import compare, load as load_sweep, sweep  # noqa: E402

@@ -80,10 +80,16 @@ pub fn plan(base: &Scenario, axes: &[Axis], seeds: &[u64]) -> Result<Vec<RunSpec
                 "`seed` is not an axis; use --seeds N (seeds 1..=N)",
             ));
         }
-        if !names.insert(a.name.clone()) || a.name == "run_id" {
+        if a.name == "run_id" {
             return Err(SweepError::axis(
                 &a.name,
-                "names an axis twice or a column of its own (seed, run_id); allowed: one axis per name",
+                "is a column of the results; name the axis otherwise",
+            ));
+        }
+        if !names.insert(a.name.clone()) {
+            return Err(SweepError::axis(
+                &a.name,
+                "given twice; allowed: one axis per key (list all its values in one: KEY=V1,V2)",
             ));
         }
         let mut labels = std::collections::BTreeSet::new();
