@@ -171,3 +171,36 @@ fn bad_axes_fail_before_any_run() {
     );
     assert!(!out.exists(), "nothing was written");
 }
+
+#[test]
+fn the_shipped_axes_file_plans_seed_000_as_a_sweep() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let base = std::fs::read_to_string(repo.join("scenarios/seed000-usemem-small.toml")).unwrap();
+    let base = Scenario::from_toml_str(&base).unwrap();
+    let text =
+        std::fs::read_to_string(repo.join("scenarios/axes/seed000-kernels-sizes.toml")).unwrap();
+    let file = axes::AxesFile::from_toml_str(&text).unwrap();
+    let plan = Plan::new(
+        &base,
+        &file.axes().unwrap(),
+        &sweep::seeds(file.seeds.unwrap()),
+    )
+    .unwrap();
+    assert_eq!(plan.axes, ["kernel.version", "size"]);
+    assert_eq!(plan.runs.len(), 2 * 3 * 5);
+    // The 6.10 64K runs are seed 000's scenario for 6.10 64K at scale 0.05, seed for seed.
+    for r in plan
+        .runs
+        .iter()
+        .filter(|r| r.axes[0].1 == "6.10" && r.axes[1].1 == "64K")
+    {
+        let want = foliosim::reproduce::seed000::scenario(
+            foliosim::scenario::KernelVersion::V6_10,
+            "64K",
+            0.05,
+            r.seed,
+        );
+        let got = Scenario::from_toml_str(&r.scenario_toml).unwrap();
+        assert_eq!(got.to_toml_string(), want.to_toml_string());
+    }
+}

@@ -153,12 +153,19 @@ pub fn compare(table: &Table, opts: &CompareOptions) -> Result<Comparison, Sweep
         }
         None => table.axes.clone(),
     };
-    let group_axes: Vec<String> = table
-        .axes
-        .iter()
-        .filter(|a| !column_axes.contains(a))
-        .cloned()
-        .collect();
+    // The other axes split the rows; one left with a single value (by --where) is only named
+    // in the footer.
+    let mut fixed = vec![];
+    let mut group_axes = vec![];
+    for a in table.axes.iter().filter(|a| !column_axes.contains(a)) {
+        let c = col(a)?;
+        let first = keep.first().map(|&r| c.cells[r].label());
+        if keep.iter().all(|&r| Some(c.cells[r].label()) == first) {
+            fixed.push(format!("{a}={}", first.unwrap_or_default()));
+        } else {
+            group_axes.push(a.clone());
+        }
+    }
     let labels_of = |axes: &[String], row: usize| -> Result<Vec<String>, SweepError> {
         axes.iter()
             .map(|a| Ok(col(a)?.cells[row].label()))
@@ -303,10 +310,20 @@ pub fn compare(table: &Table, opts: &CompareOptions) -> Result<Comparison, Sweep
         .join(" or ");
     let mut rendered = compare_table.render();
     rendered.push_str(&format!(
-        "\ncolumns: {}; baseline {}; % = better than the baseline (higher is better for *_per_s, \
-         lower for the rest)\n* = Amean differs from the baseline's: {TEST_NAME} ({} seeds per configuration)\n",
-        if column_axes.is_empty() { "-".into() } else { column_axes.join(", ") },
+        "\ncolumns: {}; baseline {}{}; % = better than the baseline (higher is better for \
+         *_per_s, lower for the rest)\n* = Amean differs from the baseline's: {TEST_NAME} ({} \
+         seeds per configuration)\n",
+        if column_axes.is_empty() {
+            "-".into()
+        } else {
+            column_axes.join(", ")
+        },
         configs[0],
+        if fixed.is_empty() {
+            String::new()
+        } else {
+            format!("; all runs {}", fixed.join(", "))
+        },
         seeds_text
     ));
     Ok(Comparison {
