@@ -3,7 +3,8 @@
 # dependencies. Idempotent. Usage: ./setup.sh
 set -euo pipefail
 cd "$(dirname "$0")"
-python3 -m pip install --quiet --upgrade maturin pytest pandas matplotlib pyarrow
+# ray: the sweep backend for clusters (`foliosim sweep --backend ray`, its tests start one locally).
+python3 -m pip install --quiet --upgrade maturin pytest pandas matplotlib pyarrow ray
 cargo build --release --workspace --exclude foliosim-py
 # The Python package: pip builds the extension through maturin (pyproject.toml) and installs
 # it (no virtualenv needed, unlike `maturin develop`).
