@@ -66,7 +66,8 @@ def run(
             ray.init(address=address, log_to_driver=False)
         started = True
     try:
-        task = ray.remote(num_cpus=1, max_retries=0)(_run_one)
+        # Runs are deterministic: a task retried after a lost worker gives the same record.
+        task = ray.remote(num_cpus=1)(_run_one)
         waiting = [task.remote(json.dumps(spec)) for spec in pending]
         done = 0
         while waiting:

@@ -216,7 +216,7 @@ fn run_ray(args: &SweepArgs, plan: &Plan, bar: &ProgressBar) -> Result<()> {
         let done = plan
             .runs
             .iter()
-            .filter(|r| foliosim::sweep::record::load(&args.out, r).is_some())
+            .filter(|r| foliosim::sweep::record::is_stored(&args.out, r))
             .count();
         bar.set_position(done as u64);
         std::thread::sleep(Duration::from_millis(500));

@@ -151,6 +151,11 @@ pub fn store(out: &Path, record: &RunRecord) -> Result<(), SweepError> {
     std::fs::rename(&tmp, &path).map_err(io(&path))
 }
 
+/// A record file is there (cheap: for progress; `load` checks it).
+pub fn is_stored(out: &Path, spec: &RunSpec) -> bool {
+    record_path(out, &spec.id).exists()
+}
+
 /// The stored record of a planned run, if it is there, whole, and of the same scenario.
 pub fn load(out: &Path, spec: &RunSpec) -> Option<RunRecord> {
     let text = std::fs::read_to_string(record_path(out, &spec.id)).ok()?;

@@ -171,8 +171,4 @@ impl Table {
         }
         out
     }
-
-    pub fn to_json(&self) -> String {
-        serde_json::to_string(self).expect("tables always serialize")
-    }
 }
