@@ -3,7 +3,8 @@
 # dependencies, and headless Chromium for the report tests. Idempotent. Usage: ./setup.sh
 set -euo pipefail
 cd "$(dirname "$0")"
-python3 -m pip install --quiet --upgrade maturin pytest pandas matplotlib pyarrow
+# ray: the sweep backend for clusters (`foliosim sweep --backend ray`, its tests start one locally).
+python3 -m pip install --quiet --upgrade maturin pytest pandas matplotlib pyarrow ray
 # Headless Chromium (Debian's package): the tests open the HTML reports in it.
 if ! command -v chromium >/dev/null 2>&1; then
     SUDO=""

@@ -39,6 +39,9 @@ __all__ = [
     "LiveResult",
     "timeseries",
     "plot_timeseries",
+    "sweep",
+    "compare",
+    "load_sweep",
     "__version__",
 ]
 
@@ -378,3 +381,7 @@ def reproduce(seed: Union[str, int] = "000", scale: float = 1.0, seeds: int = 1)
     df.attrs["scale"] = report["scale"]
     df.attrs["seeds"] = report["seeds"]
     return df
+
+
+# Sweeps and compare tables (python/foliosim/_sweep.py).
+from ._sweep import compare, load as load_sweep, sweep  # noqa: E402

@@ -8,6 +8,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::time::Instant;
 
 mod report_out;
+mod sweep;
 
 #[derive(Parser)]
 #[command(
@@ -148,6 +149,12 @@ enum Command {
     },
     /// Print a scenario with every default filled in (the documented defaults).
     Show { scenario: std::path::PathBuf },
+    /// Run a base scenario over axes (cartesian product) x seeds, in parallel (local cores or
+    /// Ray); one results table as Parquet (and CSV). Resumable: rerun to finish.
+    Sweep(sweep::SweepArgs),
+    /// mmtests-style compare table over a sweep's results (Min, Amean, Stddev, CoeffVar, Max,
+    /// % against a baseline, Welch's t-test over the seeds).
+    Compare(sweep::CompareArgs),
 }
 
 fn load(path: &std::path::Path) -> Result<Scenario> {
@@ -351,6 +358,8 @@ fn main() -> Result<()> {
             eprintln!("wall time {:.1} s", wall.elapsed().as_secs_f64());
         }
         Command::Show { scenario } => print!("{}", load(&scenario)?.to_toml_string()),
+        Command::Sweep(args) => return sweep::sweep(args),
+        Command::Compare(args) => return sweep::compare(args),
         Command::Validate {
             scenarios,
             live,

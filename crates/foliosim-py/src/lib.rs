@@ -8,6 +8,8 @@
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
+mod sweep;
+
 fn parse(scenario_toml: &str) -> PyResult<foliosim::Scenario> {
     foliosim::Scenario::from_toml_str(scenario_toml)
         .map_err(|e| PyValueError::new_err(e.to_string()))
@@ -99,6 +101,7 @@ fn _foliosim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_live_json, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce_000_json, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_defaults_toml, m)?)?;
+    sweep::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -13,6 +13,7 @@ pub mod reproduce;
 pub mod scenario;
 pub mod sched;
 pub mod stats;
+pub mod sweep;
 pub mod workload;
 
 pub use report::observers::RunOptions;

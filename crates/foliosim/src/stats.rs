@@ -150,6 +150,14 @@ pub struct Welch {
     pub significant: bool,
 }
 
+impl Welch {
+    /// Two-sided p-value of `t` on the (floored) degrees of freedom.
+    pub fn p_value(&self) -> f64 {
+        // The survival function keeps tiny p-values that 1 - cdf rounds to 0.
+        StudentsT::new(0.0, 1.0, self.dof).map_or(f64::NAN, |d| 2.0 * d.sf(self.t.abs()))
+    }
+}
+
 /// None when either side has fewer than two samples or both have no variance.
 pub fn welch_test(a: &Summary, b: &Summary, alpha_percent: f64) -> Option<Welch> {
     if a.samples < 2 || b.samples < 2 {
@@ -382,6 +390,11 @@ mod tests {
         // t_{7; 0.975} = 2.365.
         assert_eq!(w.dof, 7.0);
         assert!((w.critical - 2.365).abs() < 0.001, "{w:?}");
+        // p is 0.05 exactly at the critical t.
+        let at = Welch { t: w.critical, ..w };
+        assert!((at.p_value() - 0.05).abs() < 1e-9, "{}", at.p_value());
+        assert!(w.p_value() > 0.05);
+        assert!(welch_test(&a, &b, 5.0).unwrap().p_value() < 0.05);
     }
 
     #[test]

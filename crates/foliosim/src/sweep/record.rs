@@ -1,0 +1,164 @@
+//! One finished run of a sweep, as stored in `<out>/runs/<id>.json` the moment it finishes:
+//! its counters (kernel names) and run metrics. A rerun of the sweep skips every run whose
+//! file is there and holds the same scenario.
+
+use super::plan::RunSpec;
+use super::SweepError;
+use crate::RunResult;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A metric's value: counts and nanoseconds are integers, rates floats.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Num {
+    Int(i64),
+    Float(f64),
+}
+
+impl Num {
+    pub fn as_f64(self) -> f64 {
+        match self {
+            Num::Int(i) => i as f64,
+            Num::Float(f) => f,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub id: String,
+    pub foliosim_version: String,
+    pub seed: u64,
+    /// The scenario that ran, every default written out (checked on resume).
+    pub scenario_toml: String,
+    /// Run metrics: simulated time, CPU times, per-workload throughput, lock waits, kernel
+    /// threads' CPU time, per-memcg memory.stat.
+    pub metrics: BTreeMap<String, Num>,
+    /// /proc/vmstat and hugepages-*/stats/* deltas, kernel names.
+    pub counters: BTreeMap<String, u64>,
+}
+
+fn int(v: u64) -> Num {
+    Num::Int(i64::try_from(v).unwrap_or(i64::MAX))
+}
+
+/// The metrics of a run, by column name.
+pub fn metrics_of(r: &RunResult) -> BTreeMap<String, Num> {
+    let mut m = BTreeMap::new();
+    m.insert("simulated_ns".into(), int(r.simulated_ns));
+    m.insert("steps".into(), int(r.steps));
+    m.insert("cpu_user_ns".into(), int(r.cpu_user_ns));
+    m.insert("cpu_sys_ns".into(), int(r.cpu_sys_ns));
+    m.insert("cpu_iowait_ns".into(), int(r.cpu_iowait_ns));
+    // A workload's columns are prefixed by its kind, and by kind and index among that kind
+    // when the scenario has several of one kind (usemem, usemem1, ...).
+    for (i, w) in r.workloads.iter().enumerate() {
+        let same_kind = r.workloads.iter().filter(|x| x.kind == w.kind).count();
+        let prefix = if same_kind > 1 {
+            let nth = r.workloads[..i].iter().filter(|x| x.kind == w.kind).count();
+            format!("{}{nth}", w.kind)
+        } else {
+            w.kind.clone()
+        };
+        m.insert(
+            format!("{prefix}.throughput_bytes_per_s"),
+            Num::Float(w.throughput_bytes_per_s),
+        );
+        m.insert(format!("{prefix}.elapsed_ns_max"), int(w.elapsed_ns_max));
+    }
+    // Lock contention per lock name, all instances together (perf lock contention's totals).
+    let mut locks: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    for l in &r.locks {
+        let e = locks.entry(l.name.as_str()).or_default();
+        e.0 += l.stats.contended;
+        e.1 += l.stats.wait_ns_total;
+    }
+    for (name, (contended, wait)) in locks {
+        m.insert(format!("lock.{name}.contended"), int(contended));
+        m.insert(format!("lock.{name}.wait_ns_total"), int(wait));
+    }
+    for t in &r.kernel_threads {
+        m.insert(format!("kthread.{}.sys_ns", t.name), int(t.sys_ns));
+    }
+    for (cg, stats) in &r.memcg_stats {
+        for (name, v) in stats {
+            m.insert(format!("memcg.{cg}.{name}"), int(*v));
+        }
+    }
+    m
+}
+
+impl RunRecord {
+    pub fn new(spec: &RunSpec, r: &RunResult) -> RunRecord {
+        RunRecord {
+            id: spec.id.clone(),
+            foliosim_version: r.foliosim_version.clone(),
+            seed: spec.seed,
+            scenario_toml: spec.scenario_toml.clone(),
+            metrics: metrics_of(r),
+            counters: r.counters.clone(),
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("records always serialize")
+    }
+}
+
+/// Run one planned run on the sim.
+pub fn run_one(spec: &RunSpec) -> Result<RunRecord, SweepError> {
+    let scenario = crate::Scenario::from_toml_str(&spec.scenario_toml)
+        .map_err(|e| SweepError::Invalid(format!("run {}: {e}", spec.id)))?;
+    let result = crate::run(&scenario).map_err(|e| SweepError::Run {
+        run: describe(spec),
+        message: e.to_string(),
+    })?;
+    Ok(RunRecord::new(spec, &result))
+}
+
+/// `kernel.version=6.9 size=64K seed=3` for messages.
+pub fn describe(spec: &RunSpec) -> String {
+    let mut parts: Vec<String> = spec.axes.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    parts.push(format!("seed={}", spec.seed));
+    parts.join(" ")
+}
+
+pub fn runs_dir(out: &Path) -> PathBuf {
+    out.join("runs")
+}
+
+fn record_path(out: &Path, id: &str) -> PathBuf {
+    runs_dir(out).join(format!("{id}.json"))
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> SweepError + '_ {
+    move |source| SweepError::Io {
+        path: path.display().to_string(),
+        source,
+    }
+}
+
+/// Write a record where a rerun finds it: to a temporary name, then renamed, so a killed
+/// sweep leaves whole files or none.
+pub fn store(out: &Path, record: &RunRecord) -> Result<(), SweepError> {
+    let dir = runs_dir(out);
+    std::fs::create_dir_all(&dir).map_err(io(&dir))?;
+    let path = record_path(out, &record.id);
+    let tmp = dir.join(format!(".{}.{}.tmp", record.id, std::process::id()));
+    std::fs::write(&tmp, record.to_json()).map_err(io(&tmp))?;
+    std::fs::rename(&tmp, &path).map_err(io(&path))
+}
+
+/// A record file is there (cheap: for progress; `load` checks it).
+pub fn is_stored(out: &Path, spec: &RunSpec) -> bool {
+    record_path(out, &spec.id).exists()
+}
+
+/// The stored record of a planned run, if it is there, whole, and of the same scenario.
+pub fn load(out: &Path, spec: &RunSpec) -> Option<RunRecord> {
+    let text = std::fs::read_to_string(record_path(out, &spec.id)).ok()?;
+    let r: RunRecord = serde_json::from_str(&text).ok()?;
+    (r.id == spec.id && r.scenario_toml == spec.scenario_toml && r.seed == spec.seed).then_some(r)
+}
