@@ -3,6 +3,7 @@
 //! dispatches their operations is `sched`, above mm). Nothing here reads a wall clock.
 
 pub mod cost;
+pub mod huge_alloc;
 pub mod lock;
 pub mod rng;
 
