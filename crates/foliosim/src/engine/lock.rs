@@ -53,6 +53,16 @@ impl SimLock {
         }
     }
 
+    /// How many holds start at or before `t_ns` (the calendar is sorted by start; most
+    /// acquisitions come after every hold booked, so the last is checked first).
+    #[inline]
+    fn holds_starting_by(&self, t_ns: u64) -> usize {
+        match self.holds.back() {
+            Some(&(s, _, _)) if s <= t_ns => self.holds.len(),
+            _ => self.holds.partition_point(|&(s, _, _)| s <= t_ns),
+        }
+    }
+
     /// Take the lock at `ctx.now_ns`, hold it for `hold_ns` of the caller's time, release.
     /// The caller waits for the hold in progress when it arrives (and any that start exactly as
     /// that one ends: the queue ahead of it); holds a step booked further in its future do not
@@ -68,14 +78,14 @@ impl SimLock {
         }
         let mut start = ctx.now_ns;
         loop {
-            let i = self.holds.partition_point(|&(s, _, _)| s <= start);
+            let i = self.holds_starting_by(start);
             match i.checked_sub(1).map(|j| self.holds[j]) {
                 Some((_, end, _)) if end > start => start = end,
                 _ => break,
             }
         }
         // The lock word and the data it guards move from the previous holder's cache.
-        let i = self.holds.partition_point(|&(s, _, _)| s <= start);
+        let i = self.holds_starting_by(start);
         let previous_cpu = i.checked_sub(1).map(|j| self.holds[j].2).or(self.last_cpu);
         let mut hold_ns = hold_ns;
         if previous_cpu.is_some_and(|c| c != ctx.cpu as u32) {
