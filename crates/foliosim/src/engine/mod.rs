@@ -5,6 +5,7 @@
 pub mod cost;
 pub mod huge_alloc;
 pub mod lock;
+pub mod prefetch;
 pub mod rng;
 
 /// How a task waits off its CPU, as the kernel accounts the time.
