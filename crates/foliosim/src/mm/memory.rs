@@ -108,19 +108,24 @@ fn do_anonymous_page(
     let vma_ref = k.mms[mm as usize].vma(vma);
     // alloc_anon_folio / vma_alloc_anon_folio_pmd: allocation and charge use the THP gfp.
     let gfp = vma_thp_gfp_mask(k.thp_defrag, vma_ref);
-    let candidates: Vec<u32> = suitable_orders(k, vma_ref, index)
-        .filter(|&order| {
-            let start = index & !((1 << order) - 1);
-            vma_ref.ptes[start as usize..(start + (1 << order)) as usize]
-                .iter()
-                .all(|p| p.is_none())
-        })
-        .collect();
+    // Orders 1..=PMD_ORDER at most: kept on the stack, no allocation per fault.
+    let mut candidates = [0u32; PMD_ORDER as usize];
+    let mut nr_candidates = 0;
+    for order in suitable_orders(k, vma_ref, index).filter(|&order| {
+        let start = index & !((1 << order) - 1);
+        vma_ref.ptes[start as usize..(start + (1 << order)) as usize]
+            .iter()
+            .all(|p| p.is_none())
+    }) {
+        candidates[nr_candidates] = order;
+        nr_candidates += 1;
+    }
+    let candidates = &candidates[..nr_candidates];
     if candidates.first() == Some(&PMD_ORDER) {
         // do_huge_pmd_anonymous_page registers the mm before it allocates.
         khugepaged_enter_vma(k, ctx.now_ns, mm, vma);
     }
-    for order in candidates {
+    for &order in candidates {
         let start = index & !((1 << order) - 1);
         // The PMD allocation may be left to khugepaged (mm/thp_fault_alloc/).
         let policy = k.thp_fault_alloc;
