@@ -157,6 +157,12 @@ impl Calendar {
 
     /// How many holds start at or before `t_ns`.
     fn starting_by(&self, t_ns: u64) -> usize {
+        // Most lookups land at the gap, where the last insertion went.
+        let left_by = self.left.back().is_none_or(|&(s, _, _)| s <= t_ns);
+        let right_after = self.right.front().is_none_or(|&(s, _, _)| s > t_ns);
+        if left_by && right_after {
+            return self.left.len();
+        }
         match self.right.front() {
             Some(&(s, _, _)) if s <= t_ns => {
                 self.left.len() + self.right.partition_point(|&(s, _, _)| s <= t_ns)
