@@ -77,15 +77,15 @@ impl SimLock {
             self.holds.pop_front();
         }
         let mut start = ctx.now_ns;
-        loop {
+        // Where the hold goes: after every hold starting by its start.
+        let i = loop {
             let i = self.holds_starting_by(start);
             match i.checked_sub(1).map(|j| self.holds.get(j)) {
                 Some((_, end, _)) if end > start => start = end,
-                _ => break,
+                _ => break i,
             }
-        }
+        };
         // The lock word and the data it guards move from the previous holder's cache.
-        let i = self.holds_starting_by(start);
         let previous_cpu = i
             .checked_sub(1)
             .map(|j| self.holds.get(j).2)
