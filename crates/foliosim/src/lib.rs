@@ -22,6 +22,10 @@ pub use scenario::Scenario;
 pub use sched::SimError;
 
 use engine::lock;
+
+/// Large blocks (the dense per-pfn arrays) in transparent huge pages: engine/huge_alloc.rs.
+#[global_allocator]
+static ALLOC: engine::huge_alloc::HugePageAlloc = engine::huge_alloc::HugePageAlloc;
 use mm::Kernel;
 use report::{LockReport, ThreadTimes};
 use sched::{run_tasks_observed, Task};

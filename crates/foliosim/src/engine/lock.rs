@@ -37,7 +37,7 @@ impl LockStats {
 pub struct SimLock {
     pub name: &'static str,
     /// [start, end) holds with the holder's CPU, sorted by start.
-    holds: VecDeque<(u64, u64, u32)>,
+    holds: Calendar,
     /// CPU of the latest hold booked (who has the lock's cache lines when the calendar is empty).
     last_cpu: Option<u32>,
     pub stats: LockStats,
@@ -47,9 +47,19 @@ impl SimLock {
     pub fn new(name: &'static str) -> SimLock {
         SimLock {
             name,
-            holds: VecDeque::new(),
+            holds: Calendar::default(),
             last_cpu: None,
             stats: LockStats::default(),
+        }
+    }
+
+    /// How many holds start at or before `t_ns` (the calendar is sorted by start; most
+    /// acquisitions come after every hold booked, so the last is checked first).
+    #[inline]
+    fn holds_starting_by(&self, t_ns: u64) -> usize {
+        match self.holds.back() {
+            Some((s, _, _)) if s <= t_ns => self.holds.len(),
+            _ => self.holds.starting_by(t_ns),
         }
     }
 
@@ -67,16 +77,19 @@ impl SimLock {
             self.holds.pop_front();
         }
         let mut start = ctx.now_ns;
-        loop {
-            let i = self.holds.partition_point(|&(s, _, _)| s <= start);
-            match i.checked_sub(1).map(|j| self.holds[j]) {
+        // Where the hold goes: after every hold starting by its start.
+        let i = loop {
+            let i = self.holds_starting_by(start);
+            match i.checked_sub(1).map(|j| self.holds.get(j)) {
                 Some((_, end, _)) if end > start => start = end,
-                _ => break,
+                _ => break i,
             }
-        }
+        };
         // The lock word and the data it guards move from the previous holder's cache.
-        let i = self.holds.partition_point(|&(s, _, _)| s <= start);
-        let previous_cpu = i.checked_sub(1).map(|j| self.holds[j].2).or(self.last_cpu);
+        let previous_cpu = i
+            .checked_sub(1)
+            .map(|j| self.holds.get(j).2)
+            .or(self.last_cpu);
         let mut hold_ns = hold_ns;
         if previous_cpu.is_some_and(|c| c != ctx.cpu as u32) {
             hold_ns += ctx.lock_handoff_ns;
@@ -102,9 +115,110 @@ impl SimLock {
     }
 }
 
+type Hold = (u64, u64, u32);
+
+/// A sorted sequence of holds as two deques, `left` then `right`, split where the last
+/// insertion went (a gap buffer): after one step books many holds far ahead, the other CPUs
+/// insert before them at slowly rising positions, each moving only the holds between its
+/// position and the previous one instead of a deque's shorter side.
+#[derive(Debug, Clone, Default)]
+struct Calendar {
+    left: VecDeque<Hold>,
+    right: VecDeque<Hold>,
+}
+
+impl Calendar {
+    #[inline]
+    fn len(&self) -> usize {
+        self.left.len() + self.right.len()
+    }
+
+    #[inline]
+    fn front(&self) -> Option<&Hold> {
+        self.left.front().or(self.right.front())
+    }
+
+    #[inline]
+    fn back(&self) -> Option<Hold> {
+        self.right.back().or(self.left.back()).copied()
+    }
+
+    #[inline]
+    fn pop_front(&mut self) -> Option<Hold> {
+        self.left.pop_front().or_else(|| self.right.pop_front())
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> Hold {
+        match self.left.get(i) {
+            Some(&h) => h,
+            None => self.right[i - self.left.len()],
+        }
+    }
+
+    /// How many holds start at or before `t_ns`.
+    fn starting_by(&self, t_ns: u64) -> usize {
+        // Most lookups land at the gap, where the last insertion went.
+        let left_by = self.left.back().is_none_or(|&(s, _, _)| s <= t_ns);
+        let right_after = self.right.front().is_none_or(|&(s, _, _)| s > t_ns);
+        if left_by && right_after {
+            return self.left.len();
+        }
+        match self.right.front() {
+            Some(&(s, _, _)) if s <= t_ns => {
+                self.left.len() + self.right.partition_point(|&(s, _, _)| s <= t_ns)
+            }
+            _ => self.left.partition_point(|&(s, _, _)| s <= t_ns),
+        }
+    }
+
+    /// Insert at position `i` (every hold before it starts no later).
+    fn insert(&mut self, i: usize, hold: Hold) {
+        if i == self.len() {
+            match self.right.is_empty() {
+                true => self.left.push_back(hold),
+                false => self.right.push_back(hold),
+            }
+            return;
+        }
+        while self.left.len() > i {
+            let h = self.left.pop_back().unwrap();
+            self.right.push_front(h);
+        }
+        while self.left.len() < i {
+            let h = self.right.pop_front().unwrap();
+            self.left.push_back(h);
+        }
+        self.left.push_back(hold);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn calendar_matches_a_sorted_deque() {
+        let (mut cal, mut plain) = (Calendar::default(), VecDeque::<Hold>::new());
+        let mut x = 12345u64;
+        for n in 0..20_000u32 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let t = (x >> 33) % 5_000 + n as u64 * 3;
+            let i = plain.partition_point(|&(s, _, _)| s <= t);
+            assert_eq!(cal.starting_by(t), i);
+            cal.insert(i, (t, t + 7, n));
+            plain.insert(i, (t, t + 7, n));
+            if x % 3 == 0 {
+                assert_eq!(cal.pop_front(), plain.pop_front());
+            }
+            assert_eq!(cal.len(), plain.len());
+            assert_eq!(cal.back(), plain.back().copied());
+            let j = (x >> 20) as usize % plain.len();
+            assert_eq!(cal.get(j), plain[j]);
+        }
+    }
 
     #[test]
     fn second_holder_waits_for_the_first() {

@@ -3,7 +3,9 @@
 //! dispatches their operations is `sched`, above mm). Nothing here reads a wall clock.
 
 pub mod cost;
+pub mod huge_alloc;
 pub mod lock;
+pub mod prefetch;
 pub mod rng;
 pub mod trace;
 

@@ -27,6 +27,10 @@ struct CpuDemand {
     alone_ns: u64,
     /// Units per ns this CPU asked for over its last complete window.
     last_demand: f64,
+    /// The last stretched transfer: (window, `generation`, units, alone_ns) -> ns. The
+    /// stretch depends on nothing else, so while they repeat (a CPU's TLB broadcasts, all
+    /// alike, between two window changes) the per-CPU sum is not taken again.
+    memo: Option<(u64, u64, u64, u64, u64)>,
 }
 
 /// What a transfer is, for the CPU-time report.
@@ -67,6 +71,12 @@ pub struct SharedBandwidth {
     /// Units per ns the machine sustains; 0.0: unlimited.
     capacity_per_ns: f64,
     cpus: Vec<CpuDemand>,
+    /// The capacity, less a margin, less the sum of every CPU's `last_demand` (refreshed when
+    /// one changes): a transfer whose own demand stays under it is not slowed, and the
+    /// per-CPU sum need not be taken.
+    headroom_per_ns: f64,
+    /// Bumped whenever a CPU's window or `last_demand` changes (what a stretch depends on).
+    generation: u64,
     /// Totals per `Stream` for reports: time the transfers took, and what they would have
     /// taken alone.
     pub busy_ns: [u64; Stream::ALL.len()],
@@ -79,6 +89,8 @@ impl SharedBandwidth {
         SharedBandwidth {
             capacity_per_ns: capacity_per_s / 1e9,
             cpus: vec![CpuDemand::default(); ncpus],
+            headroom_per_ns: Self::headroom(capacity_per_s / 1e9, 0.0),
+            generation: 0,
             busy_ns: [0; Stream::ALL.len()],
             alone_ns: [0; Stream::ALL.len()],
         }
@@ -93,14 +105,31 @@ impl SharedBandwidth {
         }
         let ns = if self.capacity_per_ns > 0.0 {
             let window = ctx.now_ns / WINDOW_NS;
-            let mut demand = units / alone_ns as f64;
-            for (cpu, d) in self.cpus.iter().enumerate() {
-                if cpu != ctx.cpu && d.window + 1 >= window {
-                    demand += d.last_demand;
+            // units / alone_ns < headroom: the sum below stays under the capacity (its
+            // rounding is far inside the margin), so the factor is exactly 1.
+            if units < self.headroom_per_ns * alone_ns as f64 {
+                self.account(ctx.cpu, ctx.now_ns, units, alone_ns, alone_ns);
+                self.busy_ns[what as usize] += alone_ns;
+                self.alone_ns[what as usize] += alone_ns;
+                ctx.spend(alone_ns);
+                return alone_ns;
+            }
+            let key = (window, self.generation, units.to_bits(), alone_ns);
+            match self.cpus[ctx.cpu].memo {
+                Some((w, g, u, a, ns)) if (w, g, u, a) == key => ns,
+                _ => {
+                    let mut demand = units / alone_ns as f64;
+                    for (cpu, d) in self.cpus.iter().enumerate() {
+                        if cpu != ctx.cpu && d.window + 1 >= window {
+                            demand += d.last_demand;
+                        }
+                    }
+                    let factor = (demand / self.capacity_per_ns).max(1.0);
+                    let ns = (alone_ns as f64 * factor) as u64;
+                    self.cpus[ctx.cpu].memo = Some((key.0, key.1, key.2, key.3, ns));
+                    ns
                 }
             }
-            let factor = (demand / self.capacity_per_ns).max(1.0);
-            (alone_ns as f64 * factor) as u64
         } else {
             alone_ns
         };
@@ -111,10 +140,18 @@ impl SharedBandwidth {
         ns
     }
 
+    /// What a transfer's own demand may be while every other CPU's `last_demand` (at most
+    /// `bound` together) leaves the machine under `capacity`, with a relative margin of 1e-6
+    /// that covers the rounding of the sums (~1e-15).
+    fn headroom(capacity_per_ns: f64, bound: f64) -> f64 {
+        capacity_per_ns * (1.0 - 1e-6) - bound
+    }
+
     fn account(&mut self, cpu: usize, now_ns: u64, units: f64, alone_ns: u64, ns: u64) {
         let window = now_ns / WINDOW_NS;
         let d = &mut self.cpus[cpu];
-        if window != d.window {
+        let rolled = window != d.window;
+        if rolled {
             // Demand = duty cycle x rate when alone; a skipped window means the last was idle.
             d.last_demand = if window == d.window + 1 && d.alone_ns > 0 {
                 (d.busy_ns as f64 / WINDOW_NS as f64).min(1.0) * (d.units / d.alone_ns as f64)
@@ -129,6 +166,11 @@ impl SharedBandwidth {
         d.busy_ns += ns;
         d.units += units;
         d.alone_ns += alone_ns;
+        if rolled {
+            self.generation += 1;
+            let bound = self.cpus.iter().map(|d| d.last_demand).sum();
+            self.headroom_per_ns = Self::headroom(self.capacity_per_ns, bound);
+        }
     }
 }
 

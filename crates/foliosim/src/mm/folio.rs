@@ -204,6 +204,20 @@ impl FolioTable {
         SwapRuns::Many(runs.into_iter())
     }
 
+    /// Prefetch the entries of `pfn` that freeing or reclaiming its folio reads.
+    #[inline]
+    pub fn prefetch(&self, pfn: u32) {
+        use crate::engine::prefetch::prefetch;
+        let i = pfn as usize;
+        prefetch(&self.flags, i);
+        prefetch(&self.order, i);
+        prefetch(&self.mapcount, i);
+        prefetch(&self.memcg, i);
+        prefetch(&self.owner_mm, i);
+        prefetch(&self.lru_prev, i);
+        prefetch(&self.lru_next, i);
+    }
+
     /// Set up a freshly allocated folio.
     pub fn init(&mut self, pfn: u32, order: u32, memcg: u16, owner: (u32, u32, u32)) {
         let i = pfn as usize;

@@ -41,9 +41,18 @@ pub fn suitable_orders(k: &Kernel, vma: &Vma, index: u32) -> impl Iterator<Item 
         ThpAdvice::NoHugepage => 0,
     };
     let nr_pages = vma.nr_pages;
-    (1..=PMD_ORDER).rev().filter(move |&order| {
+    // The enabled orders' bits, highest first (most runs enable one size or none).
+    let mut bits = mask & ((2 << PMD_ORDER) - 2);
+    std::iter::from_fn(move || {
+        (bits != 0).then(|| {
+            let order = 31 - bits.leading_zeros();
+            bits &= !(1 << order);
+            order
+        })
+    })
+    .filter(move |&order| {
         let start = index & !((1 << order) - 1);
-        mask & (1 << order) != 0 && start + (1 << order) <= nr_pages
+        start + (1 << order) <= nr_pages
     })
 }
 

@@ -20,7 +20,18 @@ pub fn swap_writepage(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     let order = k.folios.order[pfn as usize] as u32;
     let nr = 1u32 << order;
     let memcg = k.folios.memcg[pfn as usize] as usize;
-    let contents: Vec<(ContentClass, u64)> = (0..nr).map(|i| k.page_content(pfn, i)).collect();
+    // The pages' contents: on the stack up to 64K folios (no allocation per page written).
+    let mut small = [(ContentClass::default(), 0u64); 16];
+    let large: Vec<(ContentClass, u64)>;
+    let contents: &[(ContentClass, u64)] = if nr as usize <= small.len() {
+        for (i, c) in small[..nr as usize].iter_mut().enumerate() {
+            *c = k.page_content(pfn, i as u32);
+        }
+        &small[..nr as usize]
+    } else {
+        large = (0..nr).map(|i| k.page_content(pfn, i)).collect();
+        &large
+    };
     if k.zeromap {
         // is_folio_zero_filled stops at the first non-zero word: only zero pages cost a scan.
         let zero_pages = contents.iter().filter(|&&(c, key)| c.is_zero(key)).count() as u64;

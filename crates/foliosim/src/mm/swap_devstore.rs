@@ -115,18 +115,22 @@ pub fn store_pages(
         }
         RamStore::Brd(held) => {
             let range = first.offset() as usize..first.offset() as usize + contents.len();
-            let mut taken = Vec::new();
-            for slot in range {
+            // Which slots got a page here, undone if a later one gets none: a bit per slot of
+            // the range (no allocation per page written).
+            let mut taken = Bits::for_pages(contents.len());
+            for (i, slot) in range.clone().enumerate() {
                 if held[slot] == NIL {
                     let Some(pfn) = pages.alloc_page() else {
-                        for s in taken {
-                            let pfn = std::mem::replace(&mut held[s], NIL);
-                            pages.free_page(pfn);
+                        for (j, s) in range.enumerate().take(i) {
+                            if taken.get(j) {
+                                let pfn = std::mem::replace(&mut held[s], NIL);
+                                pages.free_page(pfn);
+                            }
                         }
                         return false;
                     };
                     held[slot] = pfn;
-                    taken.push(slot);
+                    taken.set(i);
                 }
             }
             true
@@ -152,6 +156,36 @@ pub fn free_slots(k: &mut Kernel, ctx: &mut Ctx, first: SwapEntry, nr: u32) {
         let mut pages = zone_pages!(k, ctx, ZRAM_GFP);
         for slot in first.offset()..first.offset() + nr {
             zram.free_slot(slot, &mut pages);
+        }
+    }
+}
+
+/// A bit per page of a write: one word up to 64 pages (every write but a THP's).
+enum Bits {
+    Word(u64),
+    Words(Vec<u64>),
+}
+
+impl Bits {
+    fn for_pages(n: usize) -> Bits {
+        if n <= 64 {
+            Bits::Word(0)
+        } else {
+            Bits::Words(vec![0; n.div_ceil(64)])
+        }
+    }
+
+    fn set(&mut self, i: usize) {
+        match self {
+            Bits::Word(w) => *w |= 1 << i,
+            Bits::Words(v) => v[i / 64] |= 1 << (i % 64),
+        }
+    }
+
+    fn get(&self, i: usize) -> bool {
+        match self {
+            Bits::Word(w) => *w >> i & 1 != 0,
+            Bits::Words(v) => v[i / 64] >> (i % 64) & 1 != 0,
         }
     }
 }

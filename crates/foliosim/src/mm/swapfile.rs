@@ -307,7 +307,10 @@ impl Swap {
     /// buffer is released first, in one batch.
     fn free_swap_slot(&mut self, ctx: &mut Ctx, cost: &CostModel, entry: SwapEntry) {
         if self.slots_ret[ctx.cpu].len() >= SWAP_SLOTS_CACHE_SIZE {
-            let batch = std::mem::take(&mut self.slots_ret[ctx.cpu]);
+            let batch = std::mem::replace(
+                &mut self.slots_ret[ctx.cpu],
+                Vec::with_capacity(SWAP_SLOTS_CACHE_SIZE),
+            );
             self.swapcache_free_entries(ctx, cost, batch);
         }
         self.slots_ret[ctx.cpu].push(entry);

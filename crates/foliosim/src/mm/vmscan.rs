@@ -349,7 +349,7 @@ fn shrink_inactive_list(
         .lruvec
         .end_writeback(&mut k.folios, ctx.now_ns);
     k.vmstat.count(VmEvent::Pgrotated, rotated);
-    let mut list = Vec::new();
+    let mut list = Vec::with_capacity(nr_to_scan.min(SWAP_CLUSTER_MAX) as usize);
     let mut scanned = 0;
     while scanned < nr_to_scan {
         let lv = &mut k.memcgs[memcg as usize].lruvec;

@@ -348,10 +348,15 @@ fn live(trees: &[Tree], raw: u32, gen: u32) -> bool {
 }
 
 /// zswap_invalidate over a range: the slots were released or are being rewritten.
+#[inline]
 pub fn invalidate_range(k: &mut Kernel, ctx: &mut Ctx, first: SwapEntry, nr: u32) {
-    if k.zswap.trees.is_empty() {
-        return;
+    // Called for every slot freed: without zswap it must cost no call.
+    if !k.zswap.trees.is_empty() {
+        invalidate_entries(k, ctx, first, nr);
     }
+}
+
+fn invalidate_entries(k: &mut Kernel, ctx: &mut Ctx, first: SwapEntry, nr: u32) {
     for i in 0..nr {
         let slot = SwapEntry::new(first.dev(), first.offset() + i);
         if k.zswap.has_entry(slot) {

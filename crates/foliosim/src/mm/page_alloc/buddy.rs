@@ -117,6 +117,14 @@ impl FreeArea {
         }
     }
 
+    /// Prefetch what freeing the block at `pfn` reads first: its buddy's order byte and list
+    /// links (the buddy of a small block shares their cache lines).
+    #[inline]
+    pub fn prefetch(&self, pfn: u32) {
+        crate::engine::prefetch::prefetch(&self.buddy_order, pfn as usize);
+        crate::engine::prefetch::prefetch(&self.links, (pfn ^ 1) as usize);
+    }
+
     /// The order of the free block `pfn` heads, if it heads one.
     #[inline]
     pub fn buddy_order(&self, pfn: u32) -> Option<u32> {

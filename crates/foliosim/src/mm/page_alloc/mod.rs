@@ -29,6 +29,8 @@ use pcp::{order_to_pindex, pcp_allowed_order, pindex_to_order, PerCpuPages, PCP_
 pub const MAX_PAGE_ORDER: u32 = 10;
 /// PAGE_ALLOC_COSTLY_ORDER: above this, allocations are "costly" and give up easily.
 pub const PAGE_ALLOC_COSTLY_ORDER: u32 = 3;
+/// How many blocks ahead free_pcppages_bulk prefetches the buddies it will merge with.
+const PCP_FREE_PREFETCH: usize = 4;
 /// Zone lock hold per block moved between the buddy lists and a pcp list or a caller. estimate.
 const ZONE_LOCK_HOLD_NS_PER_BLOCK: u64 = 40;
 
@@ -204,7 +206,12 @@ impl Zone {
             pindex = self.pcp[cpu].next_nonempty(pindex);
             let order = pindex_to_order(pindex);
             loop {
-                let pfn = self.pcp[cpu].lists[pindex].pop_back().unwrap();
+                let list = &mut self.pcp[cpu].lists[pindex];
+                let pfn = list.pop_back().unwrap();
+                // Blocks are freed oldest first: the buddies of the next few start loading.
+                if let Some(&ahead) = list.len().checked_sub(PCP_FREE_PREFETCH).map(|i| &list[i]) {
+                    self.area.prefetch(ahead);
+                }
                 count -= 1 << order;
                 self.pcp[cpu].count -= 1 << order;
                 let mt = self.area.pageblock_mt(pfn);

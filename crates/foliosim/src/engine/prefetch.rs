@@ -1,0 +1,19 @@
+//! Software prefetch for walks whose next targets are known ahead (a zap's PTEs name the pfns
+//! it will free): each touches per-pfn arrays at random, one cache miss per array otherwise.
+
+/// Hint that `slice[i]` will be accessed soon. A no-op when `i` is out of range or the target
+/// has no prefetch instruction; never changes a result.
+#[inline(always)]
+pub fn prefetch<T>(slice: &[T], i: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(x) = slice.get(i) {
+        // SAFETY: a prefetch of a valid address has no architectural effect.
+        #[allow(unused_unsafe)]
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>(x as *const T as *const i8)
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (slice, i);
+}
