@@ -305,8 +305,8 @@ fn child_main(
             .with_context(|| format!("joining {}", procs.display())),
         None => Ok(()),
     };
-    let process = joined
-        .and_then(|()| Process::new(&programs, task.file_dir.clone(), task.seed, shared));
+    let process =
+        joined.and_then(|()| Process::new(&programs, task.file_dir.clone(), task.seed, shared));
     match process {
         Err(e) => report.error = Some(format!("{}: {e:#}", task.name)),
         Ok(process) => {

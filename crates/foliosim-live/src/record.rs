@@ -111,7 +111,10 @@ pub fn record(
         bail!("record: no command given (foliosim record -- CMD ARGS...)");
     }
     if !opts.buffer_mib.is_power_of_two() {
-        bail!("record: buffer of {} MiB; allowed: a power of two", opts.buffer_mib);
+        bail!(
+            "record: buffer of {} MiB; allowed: a power of two",
+            opts.buffer_mib
+        );
     }
     let mut guard = HostGuard::acquire()?;
     let result = record_holding(cmd, opts, progress, &mut guard);
@@ -151,7 +154,11 @@ fn record_holding(
                     spec.size.0 >> 20
                 ));
             }
-            notes.push(format!("ran in memcg {} (max {} MiB)", cg.path.display(), limit >> 20));
+            notes.push(format!(
+                "ran in memcg {} (max {} MiB)",
+                cg.path.display(),
+                limit >> 20
+            ));
             Some(cg)
         }
     };
@@ -297,7 +304,10 @@ fn record_holding(
         .map_or(cmd[0].clone(), |n| n.to_string_lossy().into_owned());
     let (events, stats) = build::build(&raw, pid as u32, &name);
     if events.is_empty() {
-        bail!("record: no events of `{}` were captured (did it exec?)", cmd[0]);
+        bail!(
+            "record: no events of `{}` were captured (did it exec?)",
+            cmd[0]
+        );
     }
     if lost > 0 {
         notes.push(format!(
@@ -346,7 +356,8 @@ fn record_holding(
     let trace = Trace { header, events };
     // What we wrote must read back: a bug in the builder is ours, not the user's trace's.
     let text = trace.to_text();
-    Trace::parse(&text).context("record: the trace built from the recording does not parse (a foliosim bug)")?;
+    Trace::parse(&text)
+        .context("record: the trace built from the recording does not parse (a foliosim bug)")?;
     Ok(Recording {
         events: trace.events.len(),
         trace,
@@ -379,7 +390,10 @@ fn pipe() -> Result<(i32, i32)> {
 fn shell_words(cmd: &[String]) -> String {
     cmd.iter()
         .map(|w| {
-            if w.is_empty() || w.chars().any(|c| c.is_whitespace() || "'\"\\$`".contains(c)) {
+            if w.is_empty()
+                || w.chars()
+                    .any(|c| c.is_whitespace() || "'\"\\$`".contains(c))
+            {
                 format!("'{}'", w.replace('\'', "'\\''"))
             } else {
                 w.clone()

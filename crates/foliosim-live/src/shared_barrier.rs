@@ -31,7 +31,11 @@ impl SharedBarriers {
         for (p, ops) in processes.enumerate() {
             for op in ops {
                 if let Op::Barrier { id, parties } = op {
-                    users.entry(*id).or_insert((BTreeSet::new(), *parties)).0.insert(p);
+                    users
+                        .entry(*id)
+                        .or_insert((BTreeSet::new(), *parties))
+                        .0
+                        .insert(p);
                 }
             }
         }
@@ -57,7 +61,10 @@ impl SharedBarriers {
             )
         };
         if base == libc::MAP_FAILED {
-            bail!("mmap of the shared barriers: {}", std::io::Error::last_os_error());
+            bail!(
+                "mmap of the shared barriers: {}",
+                std::io::Error::last_os_error()
+            );
         }
         Ok(Some(SharedBarriers {
             base: base.cast(),

@@ -236,7 +236,13 @@ impl Builder {
                 _ => self.root_name.clone(),
             };
             self.tasks.get_mut(&e.tid).unwrap().exec_setup = true;
-            self.emit(e.tid, e.time, EventKind::Exec { name: sanitize(&name) });
+            self.emit(
+                e.tid,
+                e.time,
+                EventKind::Exec {
+                    name: sanitize(&name),
+                },
+            );
         }
     }
 
@@ -298,7 +304,14 @@ impl Builder {
     }
 
     /// A new mapping [start, end) in the task's mm (replacing what was there).
-    fn map(&mut self, tid: u32, time: u64, start: u64, end: u64, kind: Option<VmaKind>) -> Option<u32> {
+    fn map(
+        &mut self,
+        tid: u32,
+        time: u64,
+        start: u64,
+        end: u64,
+        kind: Option<VmaKind>,
+    ) -> Option<u32> {
         if end <= start {
             return None;
         }
@@ -368,7 +381,9 @@ impl Builder {
                 let hi = regions
                     .range(addr..)
                     .next()
-                    .map_or(block + SYNTHETIC_BLOCK, |(&s, _)| s.min(block + SYNTHETIC_BLOCK));
+                    .map_or(block + SYNTHETIC_BLOCK, |(&s, _)| {
+                        s.min(block + SYNTHETIC_BLOCK)
+                    });
                 self.stats.vmas_synthetic += 1;
                 self.map(tid, time, lo, hi, Some(VmaKind::Anon));
                 self.lookup(tid, addr).expect("just mapped").clone()
@@ -596,7 +611,13 @@ impl Builder {
                 t.mm = new;
                 t.leader = true;
                 t.exec_setup = true;
-                self.emit(tid, e.time, EventKind::Exec { name: sanitize(comm) });
+                self.emit(
+                    tid,
+                    e.time,
+                    EventKind::Exec {
+                        name: sanitize(comm),
+                    },
+                );
             }
             RawKind::Mmap {
                 addr,
@@ -607,8 +628,10 @@ impl Builder {
                 if !self.tasks[&tid].exec_setup {
                     return; // The syscall's exit maps it (records of merged VMAs overlap).
                 }
-                let special = name.starts_with('[') && !matches!(name.as_str(), "[heap]" | "[stack]");
-                let anonymous = name.is_empty() || name.starts_with("//anon") || name.starts_with('[');
+                let special =
+                    name.starts_with('[') && !matches!(name.as_str(), "[heap]" | "[stack]");
+                let anonymous =
+                    name.is_empty() || name.starts_with("//anon") || name.starts_with('[');
                 let kind = (!special).then(|| map_kind(*flags as u64, anonymous));
                 self.map(tid, e.time, *addr, addr + page_up(*len), kind);
             }
@@ -640,7 +663,13 @@ impl Builder {
 fn sanitize(name: &str) -> String {
     let s: String = name
         .chars()
-        .map(|c| if c.is_whitespace() || c.is_control() { '_' } else { c })
+        .map(|c| {
+            if c.is_whitespace() || c.is_control() {
+                '_'
+            } else {
+                c
+            }
+        })
         .collect();
     if s.is_empty() {
         "?".into()
@@ -771,24 +800,50 @@ mod tests {
             },
         )];
         // mmap 1 GiB anon, touch 3 pages, munmap it.
-        e.extend(sys(200, 10, libc::SYS_mmap, [0, 1 << 30, 3, 0x22, u64::MAX, 0], base as i64));
+        e.extend(sys(
+            200,
+            10,
+            libc::SYS_mmap,
+            [0, 1 << 30, 3, 0x22, u64::MAX, 0],
+            base as i64,
+        ));
         for (i, p) in [0u64, 1, 2].iter().enumerate() {
             e.push(fault(300 + i as u64, 10, base + p * PAGE + 8));
         }
         // A store to the stack: nothing mapped it.
         e.push(fault(400, 10, 0x7ffd_0000_1000));
         // A load of the program's own code: dropped.
-        e.push(ev(401, 10, 10, RawKind::Fault { addr: 0x40_1000, write: false }));
+        e.push(ev(
+            401,
+            10,
+            10,
+            RawKind::Fault {
+                addr: 0x40_1000,
+                write: false,
+            },
+        ));
         // brk(0), then grow by 3 pages, touch one.
         e.extend(sys(500, 10, libc::SYS_brk, [0; 6], 0x60_0000));
-        e.extend(sys(510, 10, libc::SYS_brk, [0x60_3000, 0, 0, 0, 0, 0], 0x60_3000));
+        e.extend(sys(
+            510,
+            10,
+            libc::SYS_brk,
+            [0x60_3000, 0, 0, 0, 0, 0],
+            0x60_3000,
+        ));
         e.push(fault(520, 10, 0x60_1000));
         // fork, the child touches the parent's mapping, exits; the parent waits.
         e.push(ev(600, 11, 11, RawKind::Fork { ppid: 10, ptid: 10 }));
         e.push(fault(610, 11, base + 5 * PAGE));
         e.push(ev(620, 11, 11, RawKind::Exit));
         e.extend(sys(630, 10, libc::SYS_wait4, [11, 0, 0, 0, 0, 0], 11));
-        e.extend(sys(700, 10, libc::SYS_munmap, [base, 1 << 30, 0, 0, 0, 0], 0));
+        e.extend(sys(
+            700,
+            10,
+            libc::SYS_munmap,
+            [base, 1 << 30, 0, 0, 0, 0],
+            0,
+        ));
         e.push(ev(800, 10, 10, RawKind::Exit));
         let (events, stats) = build(&e, 10, "python3");
         let trace = Trace {
@@ -816,12 +871,24 @@ mod tests {
     fn mremap_moves_resident_pages_and_cpu_time_is_accounted() {
         let (old, new) = (0x7f00_0000_0000u64, 0x7f10_0000_0000u64);
         let mut e = vec![ev(0, 5, 5, RawKind::Exec { comm: "a".into() })];
-        e.extend(sys(10, 5, libc::SYS_mmap, [0, 8 * PAGE, 3, 0x22, u64::MAX, 0], old as i64));
+        e.extend(sys(
+            10,
+            5,
+            libc::SYS_mmap,
+            [0, 8 * PAGE, 3, 0x22, u64::MAX, 0],
+            old as i64,
+        ));
         e.push(fault(20, 5, old));
         e.push(fault(21, 5, old + 2 * PAGE));
         e.push(ev(30_000, 5, 5, RawKind::SwitchOut));
         e.push(ev(5_030_000, 5, 5, RawKind::SwitchIn));
-        e.extend(sys(5_050_000, 5, libc::SYS_mremap, [old, 8 * PAGE, 16 * PAGE, 1, 0, 0], new as i64));
+        e.extend(sys(
+            5_050_000,
+            5,
+            libc::SYS_mremap,
+            [old, 8 * PAGE, 16 * PAGE, 1, 0, 0],
+            new as i64,
+        ));
         let (events, _) = build(&e, 5, "a");
         let text = Trace {
             header: vec![],
@@ -833,6 +900,9 @@ mod tests {
         assert!(text.contains(" 1 cpu 50001\n"), "{text}");
         assert!(text.contains(" 1 mmap 2 16 anon"), "{text}");
         assert!(text.contains(" 1 munmap 1 0 8"), "{text}");
-        assert!(text.contains(" 1 touch 2 0 1 w") && text.contains(" 1 touch 2 2 1 w"), "{text}");
+        assert!(
+            text.contains(" 1 touch 2 0 1 w") && text.contains(" 1 touch 2 2 1 w"),
+            "{text}"
+        );
     }
 }

@@ -245,7 +245,12 @@ fn online_cpus() -> Result<Vec<u32>> {
 impl Session {
     /// Events for process `pid` (not yet exec'd: they start counting at its exec) and all it
     /// forks; `buffer_pages` (a power of two) of ring buffer per CPU. `syscalls`: the ids kept.
-    pub fn open(pid: i32, tp: &Tracepoints, syscalls: &[i64], buffer_pages: usize) -> Result<Session> {
+    pub fn open(
+        pid: i32,
+        tp: &Tracepoints,
+        syscalls: &[i64],
+        buffer_pages: usize,
+    ) -> Result<Session> {
         let page = 4096usize;
         let filter_ids = syscalls
             .iter()
@@ -269,10 +274,11 @@ impl Session {
                 clockid: libc::CLOCK_MONOTONIC,
                 ..Default::default()
             };
-            let side_band = F_MMAP | F_MMAP2 | F_MMAP_DATA | F_COMM | F_COMM_EXEC | F_TASK
-                | F_CONTEXT_SWITCH;
+            let side_band =
+                F_MMAP | F_MMAP2 | F_MMAP_DATA | F_COMM | F_COMM_EXEC | F_TASK | F_CONTEXT_SWITCH;
             let c = cpu as i32;
-            let leader = perf_event_open(&attr(tp.fault_user, side_band), pid, c, "page_fault_user")?;
+            let leader =
+                perf_event_open(&attr(tp.fault_user, side_band), pid, c, "page_fault_user")?;
             let mut others = vec![];
             for (id, what, filter) in [
                 (
@@ -286,7 +292,12 @@ impl Session {
             ] {
                 let fd = perf_event_open(&attr(id, 0), pid, c, what)?;
                 let f = std::ffi::CString::new(filter)?;
-                ioctl(&fd, IOC_SET_FILTER, f.as_ptr() as libc::c_ulong, "SET_FILTER")?;
+                ioctl(
+                    &fd,
+                    IOC_SET_FILTER,
+                    f.as_ptr() as libc::c_ulong,
+                    "SET_FILTER",
+                )?;
                 others.push(fd);
             }
             let map_len = (1 + buffer_pages) * page;
@@ -309,7 +320,12 @@ impl Session {
                 );
             }
             for fd in &others {
-                ioctl(fd, IOC_SET_OUTPUT, leader.as_raw_fd() as libc::c_ulong, "SET_OUTPUT")?;
+                ioctl(
+                    fd,
+                    IOC_SET_OUTPUT,
+                    leader.as_raw_fd() as libc::c_ulong,
+                    "SET_OUTPUT",
+                )?;
             }
             let map = map as *mut u8;
             // SAFETY: perf_event_mmap_page: data_offset at 1040, data_size at 1048.
@@ -388,13 +404,27 @@ pub struct RawEvent {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum RawKind {
-    Fault { addr: u64, write: bool },
-    SysEnter { nr: i64, args: [u64; 6] },
-    SysExit { nr: i64, ret: i64 },
+    Fault {
+        addr: u64,
+        write: bool,
+    },
+    SysEnter {
+        nr: i64,
+        args: [u64; 6],
+    },
+    SysExit {
+        nr: i64,
+        ret: i64,
+    },
     /// pid/tid: the new task's.
-    Fork { ppid: u32, ptid: u32 },
+    Fork {
+        ppid: u32,
+        ptid: u32,
+    },
     Exit,
-    Exec { comm: String },
+    Exec {
+        comm: String,
+    },
     Mmap {
         addr: u64,
         len: u64,
@@ -460,8 +490,12 @@ pub fn decode(stream: &[u8], tp: &Tracepoints) -> (Vec<RawEvent>, u64) {
                 None
             }
             RECORD_FORK | RECORD_EXIT => (|| {
-                let (pid, ppid, tid, ptid) =
-                    (u32_at(body, 0)?, u32_at(body, 4)?, u32_at(body, 8)?, u32_at(body, 12)?);
+                let (pid, ppid, tid, ptid) = (
+                    u32_at(body, 0)?,
+                    u32_at(body, 4)?,
+                    u32_at(body, 8)?,
+                    u32_at(body, 12)?,
+                );
                 let (_, _, time) = trailer()?;
                 Some(RawEvent {
                     time,
@@ -587,7 +621,11 @@ pub fn count(stream: &[u8], from: &mut usize) -> BTreeMap<&'static str, u64> {
         }
         *from += size;
         *counts
-            .entry(if kind == RECORD_SAMPLE { "samples" } else { "other" })
+            .entry(if kind == RECORD_SAMPLE {
+                "samples"
+            } else {
+                "other"
+            })
             .or_default() += 1;
     }
     counts
