@@ -20,9 +20,10 @@ pub struct RecordArgs {
     /// Kill the program after this many seconds (the trace is then not written).
     #[arg(long, value_name = "SECONDS")]
     timeout: Option<f64>,
-    /// Ring buffer per CPU in MiB (a power of two); raise it if records were lost.
-    #[arg(long, default_value_t = 32)]
-    buffer_mib: usize,
+    /// Ring buffer per CPU in MiB (a power of two); raise it if records were lost. Default:
+    /// 32, less with more than 8 CPUs (256 MiB in all, at least 4 per CPU).
+    #[arg(long, value_name = "MIB")]
+    buffer_mib: Option<usize>,
     /// Summary format on stdout (the program's own stdout goes to stderr with json).
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
@@ -46,11 +47,11 @@ pub fn record(args: RecordArgs) -> Result<()> {
                 })
         })
         .transpose()?;
-    if !args.buffer_mib.is_power_of_two() || args.buffer_mib > 1024 {
-        bail!(
-            "--buffer-mib {}: allowed: a power of two up to 1024",
-            args.buffer_mib
-        );
+    if let Some(b) = args
+        .buffer_mib
+        .filter(|b| !b.is_power_of_two() || *b > 1024)
+    {
+        bail!("--buffer-mib {b}: allowed: a power of two up to 1024");
     }
     if let Some(t) = args.timeout.filter(|t| !(*t > 0.0 && t.is_finite())) {
         bail!("--timeout {t}: allowed: a number of seconds > 0");

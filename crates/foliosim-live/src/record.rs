@@ -29,8 +29,9 @@ pub struct RecordOptions {
     pub allow_live: bool,
     /// Run the program in a memcg of this many bytes.
     pub memcg_limit: Option<u64>,
-    /// Ring buffer per CPU, MiB (a power of two).
-    pub buffer_mib: usize,
+    /// Ring buffer per CPU, MiB (a power of two); None: 32 MiB, less on machines with more
+    /// than 8 CPUs (256 MiB in all, at least 4 MiB each).
+    pub buffer_mib: Option<usize>,
     /// Kill the program (its process group) after this long.
     pub timeout: Option<Duration>,
     /// Send the program's stdout to our stderr (keeps `--format json` clean).
@@ -42,7 +43,7 @@ impl Default for RecordOptions {
         RecordOptions {
             allow_live: false,
             memcg_limit: None,
-            buffer_mib: 32,
+            buffer_mib: None,
             timeout: None,
             stdout_to_stderr: false,
         }
@@ -110,11 +111,8 @@ pub fn record(
     if cmd.is_empty() {
         bail!("record: no command given (foliosim record -- CMD ARGS...)");
     }
-    if !opts.buffer_mib.is_power_of_two() {
-        bail!(
-            "record: buffer of {} MiB; allowed: a power of two",
-            opts.buffer_mib
-        );
+    if let Some(b) = opts.buffer_mib.filter(|b| !b.is_power_of_two()) {
+        bail!("record: buffer of {b} MiB; allowed: a power of two");
     }
     let mut guard = HostGuard::acquire()?;
     let result = record_holding(cmd, opts, progress, &mut guard);
@@ -219,7 +217,11 @@ fn record_holding(
         // Orphans of the program are reparented to us, so we wait for the whole tree.
         // SAFETY: prctl on ourselves.
         unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
-        let pages = opts.buffer_mib * 256;
+        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let mib = opts
+            .buffer_mib
+            .unwrap_or_else(|| (256 / cpus).clamp(4, 32).next_power_of_two().min(32));
+        let pages = mib * 256;
         perf::Session::open(pid, &tp, &syscalls(), pages)
     })();
     let mut session = match setup {
