@@ -23,7 +23,7 @@ use foliosim::workload::trace::Trace;
 use std::ffi::CString;
 use std::time::{Duration, Instant};
 
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct RecordOptions {
     /// The explicit opt-in (`record` runs as root and uses the kernel's tracepoints).
     pub allow_live: bool,
@@ -36,18 +36,6 @@ pub struct RecordOptions {
     pub timeout: Option<Duration>,
     /// Send the program's stdout to our stderr (keeps `--format json` clean).
     pub stdout_to_stderr: bool,
-}
-
-impl Default for RecordOptions {
-    fn default() -> Self {
-        RecordOptions {
-            allow_live: false,
-            memcg_limit: None,
-            buffer_mib: None,
-            timeout: None,
-            stdout_to_stderr: false,
-        }
-    }
 }
 
 /// What the progress callback is told while the program runs.

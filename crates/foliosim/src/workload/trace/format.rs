@@ -665,6 +665,7 @@ impl Checker {
         Ok(())
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn vma<'a>(
         images: &'a mut [Image],
         n: usize,
