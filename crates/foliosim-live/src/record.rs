@@ -392,3 +392,21 @@ fn shell_words(cmd: &[String]) -> String {
         .collect::<Vec<_>>()
         .join(" ")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refuses_without_the_opt_in_and_quotes_the_command() {
+        let e = record(&["true".into()], &RecordOptions::default(), &mut |_| {}).unwrap_err();
+        assert!(
+            e.to_string().contains("--live") || e.to_string().contains("allow"),
+            "{e}"
+        );
+        assert_eq!(
+            shell_words(&["python3".into(), "-c".into(), "print('a b')".into()]),
+            "python3 -c 'print('\\''a b'\\'')'"
+        );
+    }
+}
