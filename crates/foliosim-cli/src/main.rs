@@ -7,6 +7,7 @@ use foliosim::Scenario;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::time::Instant;
 
+mod record;
 mod report_out;
 mod sweep;
 
@@ -155,6 +156,9 @@ enum Command {
     /// mmtests-style compare table over a sweep's results (Min, Amean, Stddev, CoeffVar, Max,
     /// % against a baseline, Welch's t-test over the seeds).
     Compare(sweep::CompareArgs),
+    /// Run a program on this machine (root) and record what it does to memory (mmap, munmap,
+    /// madvise, brk, fork, exec, exit, page faults) as a trace for `kind = "trace"`.
+    Record(record::RecordArgs),
 }
 
 fn load(path: &std::path::Path) -> Result<Scenario> {
@@ -360,6 +364,7 @@ fn main() -> Result<()> {
         Command::Show { scenario } => print!("{}", load(&scenario)?.to_toml_string()),
         Command::Sweep(args) => return sweep::sweep(args),
         Command::Compare(args) => return sweep::compare(args),
+        Command::Record(args) => return record::record(args),
         Command::Validate {
             scenarios,
             live,
@@ -492,6 +497,12 @@ fn validate(
         bail!("validate: --tolerance {tolerance}; allowed: a finite number >= 0 (0.10 = 10%)");
     }
     let files = scenario_files(paths)?;
+    // One step per live run and one per sim run of each scenario.
+    let bar = ProgressBar::new(files.len() as u64 * (repeat as u64 + 1));
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} runs {elapsed} {msg}").unwrap(),
+    );
+    let say = |msg: String| bar.suspend(|| eprintln!("{msg}"));
     let mut runs = vec![];
     let mut skipped = vec![];
     // The host's mTHP swap-in, probed once, when the first scenario's profile needs it.
@@ -500,19 +511,21 @@ fn validate(
         let mut s = load(&path)?;
         let enables_zswap = s.sysfs.zswap.enabled && !foliosim_live::run::zswap_enabled_on_host();
         if enables_zswap && !opts.enable_zswap {
-            eprintln!(
+            say(format!(
                 "validate: {} skipped: it turns zswap on (pass --enable-zswap to allow)",
                 path.display()
-            );
+            ));
             skipped.push(path.display().to_string());
+            bar.inc(repeat as u64 + 1);
             continue;
         }
         let mut live_result = {
             foliosim_live::preflight(&s, opts)?;
-            eprintln!("validate: {} live …", path.display());
             let mut results = vec![];
-            for _ in 0..repeat {
+            for i in 0..repeat {
+                bar.set_message(format!("{} live {}/{repeat}", path.display(), i + 1));
                 results.push(foliosim_live::run(&s, opts).map_err(exit_on_interrupt)?);
+                bar.inc(1);
             }
             results
         };
@@ -525,9 +538,9 @@ fn validate(
             .map(|r| r.workloads.iter().map(|w| w.throughput_bytes_per_s).sum())
             .collect();
         if swapin_probe.is_none() && foliosim_live::validate::sim_swaps_in_mthp(&s) {
-            eprintln!("validate: probing the host's mTHP swap-in …");
+            bar.set_message("probing the host's mTHP swap-in");
             let probe = foliosim_live::probe::swapin_mthp(opts).map_err(exit_on_interrupt)?;
-            eprintln!("validate: {}", probe.describe());
+            say(format!("validate: {}", probe.describe()));
             swapin_probe = Some(probe);
         }
         // The live runs restored the host, so this is the value they ran with when the
@@ -549,8 +562,9 @@ fn validate(
         if let Some(c) = &costs {
             apply_costs_file(&mut s, c)?;
         }
-        eprintln!("validate: {} sim …", path.display());
+        bar.set_message(format!("{} sim", path.display()));
         let sim = foliosim::run(&s)?;
+        bar.inc(1);
         let mut comparison = foliosim_live::validate::compare(
             &path.display().to_string(),
             &s,
@@ -562,6 +576,7 @@ fn validate(
         comparison.set_live_runs(live_throughputs);
         runs.push(comparison);
     }
+    bar.finish_and_clear();
     let report = foliosim_live::validate::Report::new(runs, tolerance, min_count);
     match format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&report)?),

@@ -3,11 +3,13 @@
 //! threads (the sim's tasks sharing an mm) on a thread of its own ([`crate::interp`]).
 
 use crate::interp::{self, Process, ThreadReport};
+use crate::shared_barrier::SharedBarriers;
 use anyhow::{bail, Context, Result};
 use foliosim::workload::{empty_marks, Mark, Op, TaskMarks};
 use serde::{Deserialize, Serialize};
 use std::os::unix::io::RawFd;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// One process to run: its leader's ops, its threads, and the cgroup.procs file of its memcg.
@@ -109,6 +111,13 @@ pub fn run_tasks(
     tasks: &[LiveTask],
     should_stop: &dyn Fn() -> Option<String>,
 ) -> Result<ExecOutcome> {
+    let shared = SharedBarriers::for_processes(tasks.iter().map(|t| {
+        t.ops
+            .iter()
+            .chain(t.threads.iter().flat_map(|th| th.ops.iter()))
+            .collect()
+    }))?
+    .map(Arc::new);
     let (start_r, start_w) = pipe()?;
     let mut children: Vec<(libc::pid_t, RawFd, Vec<u8>, Option<i32>)> = vec![];
     let (user0, sys0) = children_cpu_ns();
@@ -155,7 +164,7 @@ pub fn run_tasks(
                     .iter()
                     .map(|t| t.cpu.and_then(|n| allowed.get(n).copied()))
                     .collect();
-                let code = child_main(task, &thread_cpus, start_r, out_w);
+                let code = child_main(task, &thread_cpus, start_r, out_w, shared.clone());
                 libc::_exit(code);
             }
         }
@@ -189,6 +198,11 @@ pub fn run_tasks(
                 if unsafe { libc::waitpid(*pid, &mut st, libc::WNOHANG) } == *pid {
                     drain(*fd, buf);
                     *status = Some(st);
+                    // A failed process never reaches its barriers: release its partners.
+                    let failed = libc::WIFSIGNALED(st) || libc::WEXITSTATUS(st) != 0;
+                    if let (true, Some(s)) = (failed, &shared) {
+                        s.abort();
+                    }
                 }
             }
         }
@@ -260,7 +274,13 @@ fn drain(fd: RawFd, buf: &mut Vec<u8>) {
 
 /// The child: default signal actions, die with the parent, join the memcg, wait for the start,
 /// run the leader's and each thread's ops, send the reports. Returns the exit status.
-fn child_main(task: &LiveTask, thread_cpus: &[Option<usize>], start_r: RawFd, out_w: RawFd) -> i32 {
+fn child_main(
+    task: &LiveTask,
+    thread_cpus: &[Option<usize>],
+    start_r: RawFd,
+    out_w: RawFd,
+    shared: Option<Arc<SharedBarriers>>,
+) -> i32 {
     // SAFETY: plain syscalls in the freshly forked child.
     unsafe {
         let lock = crate::settings::LOCK_FD.load(std::sync::atomic::Ordering::SeqCst);
@@ -285,7 +305,8 @@ fn child_main(task: &LiveTask, thread_cpus: &[Option<usize>], start_r: RawFd, ou
             .with_context(|| format!("joining {}", procs.display())),
         None => Ok(()),
     };
-    let process = joined.and_then(|()| Process::new(&programs, task.file_dir.clone(), task.seed));
+    let process =
+        joined.and_then(|()| Process::new(&programs, task.file_dir.clone(), task.seed, shared));
     match process {
         Err(e) => report.error = Some(format!("{}: {e:#}", task.name)),
         Ok(process) => {

@@ -4,6 +4,7 @@
 
 use crate::counters;
 use crate::files;
+use crate::shared_barrier::SharedBarriers;
 use anyhow::{bail, Context, Result};
 use foliosim::mm::madvise::Advice;
 use foliosim::mm::mmap::ThpAdvice;
@@ -88,15 +89,23 @@ pub struct Process {
     /// thpscale maps its work file.
     written: BTreeSet<u32>,
     seed: u64,
+    /// Barriers met with other task processes (crate::shared_barrier).
+    shared: Option<std::sync::Arc<SharedBarriers>>,
 }
 
 impl Process {
     /// The shared state of a process running `programs` (one op list per thread).
-    pub fn new(programs: &[&[Op]], file_dir: Option<PathBuf>, seed: u64) -> Result<Process> {
+    pub fn new(
+        programs: &[&[Op]],
+        file_dir: Option<PathBuf>,
+        seed: u64,
+        shared: Option<std::sync::Arc<SharedBarriers>>,
+    ) -> Result<Process> {
         let mut barriers = BTreeMap::new();
         let mut written = BTreeSet::new();
         for op in programs.iter().flat_map(|p| p.iter()) {
             match op {
+                Op::Barrier { id, .. } if shared.as_ref().is_some_and(|s| s.has(*id)) => {}
                 Op::Barrier { id, parties } => {
                     let b = barriers.entry(*id).or_insert_with(|| Barrier {
                         parties: *parties,
@@ -124,13 +133,17 @@ impl Process {
             file_dir,
             written,
             seed,
+            shared,
         })
     }
 
-    /// Release every thread waiting at a barrier (a thread failed).
+    /// Release every thread waiting at a barrier (a thread failed), other processes' too.
     pub fn abort(&self) {
         for b in self.barriers.values() {
             b.abort();
+        }
+        if let Some(s) = &self.shared {
+            s.abort();
         }
     }
 
@@ -423,11 +436,14 @@ pub fn interpret(proc_: &Process, ops: &[Op], report: &mut ThreadReport) -> Resu
             Op::Exit => break,
             Op::CompactMemory => std::fs::write("/proc/sys/vm/compact_memory", "1")
                 .context("writing /proc/sys/vm/compact_memory")?,
-            Op::Barrier { id, .. } => proc_
-                .barriers
-                .get(id)
-                .with_context(|| format!("barrier {id} unknown"))?
-                .wait()?,
+            Op::Barrier { id, .. } => match &proc_.shared {
+                Some(s) if s.has(*id) => s.wait(*id)?,
+                _ => proc_
+                    .barriers
+                    .get(id)
+                    .with_context(|| format!("barrier {id} unknown"))?
+                    .wait()?,
+            },
             Op::TimerStart => timer_start_ns = now_ns(),
             Op::Mincore { vma, index } => last_resident = mincore(proc_.vma(*vma)?, *index)?,
             Op::RecordLatency {

@@ -14,8 +14,10 @@ pub mod exec;
 pub mod files;
 pub mod interp;
 pub mod probe;
+pub mod record;
 pub mod run;
 pub mod settings;
+pub mod shared_barrier;
 pub mod swapdev;
 pub mod validate;
 

@@ -39,6 +39,9 @@ pub enum Change {
     Cgroup { path: String },
     /// A directory we created (the run's files): remove it and everything in it.
     Dir { path: String },
+    /// A filesystem we mounted on a directory we created (tracefs, to read tracepoint ids):
+    /// unmount it and remove the directory.
+    Mount { path: String },
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -243,6 +246,7 @@ fn describe(c: &Change) -> String {
         Change::Swapon { path } => format!("swapoff {path}"),
         Change::Cgroup { path } => format!("remove {path}"),
         Change::Dir { path } => format!("remove {path}/"),
+        Change::Mount { path } => format!("umount {path}"),
     }
 }
 
@@ -281,6 +285,25 @@ fn undo(c: &Change) -> Result<()> {
             }
             _ => Ok(()),
         },
+        Change::Mount { path } => {
+            let mounted = fs::read_to_string("/proc/self/mounts")
+                .unwrap_or_default()
+                .lines()
+                .any(|l| l.split_whitespace().nth(1) == Some(path.as_str()));
+            if mounted {
+                let c = std::ffi::CString::new(path.as_str())?;
+                // SAFETY: umount2 of a path we mounted, with a valid C string.
+                if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } != 0 {
+                    bail!("umount {path}: {}", std::io::Error::last_os_error());
+                }
+            }
+            match fs::remove_dir(path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    Err(e).with_context(|| format!("removing {path}"))
+                }
+                _ => Ok(()),
+            }
+        }
     }
 }
 

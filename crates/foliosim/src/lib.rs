@@ -65,13 +65,9 @@ pub fn run_with(
     let mut k = Kernel::new(scenario);
     let mut tasks = Vec::new();
     for (w, spec) in scenario.workloads.iter().enumerate() {
-        spawn_tasks(
-            &mut k,
-            &mut tasks,
-            w,
-            spec.content(),
-            workload::tasks_for(spec, scenario.seed, &scenario.files),
-        );
+        let mut specs = workload::tasks_for(spec, scenario.seed, &scenario.files);
+        workload::namespace_barriers(w, &mut specs);
+        spawn_tasks(&mut k, &mut tasks, w, spec.content(), specs);
     }
     let any = observers.any();
     let stats = run_tasks_observed(

@@ -1161,8 +1161,36 @@ pub enum WorkloadSpec {
         #[serde(default)]
         memcg: Option<String>,
     },
+    /// Replay a trace recorded by `foliosim record` (workload/trace.rs, docs/trace-format.md):
+    /// each recorded process becomes tasks, its VMAs and page faults operations.
+    Trace {
+        /// The trace file (gzipped or not); a relative path is tried from the current
+        /// directory and then from each of its ancestors.
+        path: String,
+        /// Multiply every size (VMAs, touched and unmapped ranges); CPU time is not scaled.
+        #[serde(default = "default_scale")]
+        scale: f64,
+        /// Replay the whole trace this many times, one after the other.
+        #[serde(default = "default_one")]
+        repeat: u32,
+        /// MADV_HUGEPAGE every VMA (for `madvise` sysfs settings).
+        #[serde(default)]
+        madv_hugepage: bool,
+        /// Replay the recorded CPU time between events as user-space computing.
+        #[serde(default = "default_true")]
+        compute: bool,
+        /// What the tasks write into their pages; absent = real process memory
+        /// (process-sample).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<ContentClass>,
+        #[serde(default)]
+        memcg: Option<String>,
+    },
 }
 
+fn default_scale() -> f64 {
+    1.0
+}
 fn default_allocator_test_iterations() -> u32 {
     100
 }
@@ -1194,7 +1222,9 @@ impl WorkloadSpec {
             WorkloadSpec::ThpSwapAllocatorTest { content, .. } => {
                 content.unwrap_or(ContentClass::SameFilled)
             }
-            WorkloadSpec::Kbuild { content, .. } => content.unwrap_or(ContentClass::ProcessSample),
+            WorkloadSpec::Kbuild { content, .. } | WorkloadSpec::Trace { content, .. } => {
+                content.unwrap_or(ContentClass::ProcessSample)
+            }
             WorkloadSpec::FileRead { .. } | WorkloadSpec::Thpscale { .. } => ContentClass::Usemem,
         }
     }
@@ -1205,7 +1235,8 @@ impl WorkloadSpec {
             | WorkloadSpec::ThpSwapAllocatorTest { memcg, .. }
             | WorkloadSpec::Kbuild { memcg, .. }
             | WorkloadSpec::FileRead { memcg, .. }
-            | WorkloadSpec::Thpscale { memcg, .. } => memcg.as_deref(),
+            | WorkloadSpec::Thpscale { memcg, .. }
+            | WorkloadSpec::Trace { memcg, .. } => memcg.as_deref(),
         }
     }
 }
@@ -1547,6 +1578,10 @@ impl Scenario {
                         ),
                     ));
                 }
+            }
+            WorkloadSpec::Trace { .. } => {
+                crate::workload::trace::validate(w)
+                    .map_err(|(name, value, allowed)| invalid(field(name), value, allowed))?;
             }
             WorkloadSpec::FileRead {
                 file,

@@ -4,6 +4,7 @@ pub mod file_read;
 pub mod kbuild;
 pub mod thp_swap_allocator_test;
 pub mod thpscale;
+pub mod trace;
 pub mod usemem;
 
 use crate::mm::madvise::Advice;
@@ -229,6 +230,20 @@ pub fn tasks_for(spec: &WorkloadSpec, seed: u64, files: &[FileSpec]) -> Vec<Task
         WorkloadSpec::ThpSwapAllocatorTest { .. } => thp_swap_allocator_test::tasks(spec, seed),
         WorkloadSpec::Kbuild { .. } => kbuild::tasks(spec, seed),
         WorkloadSpec::Thpscale { .. } => thpscale::tasks(spec, files),
+        WorkloadSpec::Trace { .. } => trace::tasks(spec),
+    }
+}
+
+/// Give workload `w`'s barrier ids a namespace of their own (its index above
+/// `trace::MAX_BARRIERS`), so two workloads never meet at one barrier. Every backend calls it
+/// on each workload's tasks.
+pub fn namespace_barriers(w: usize, tasks: &mut [TaskSpec]) {
+    for t in tasks {
+        for op in &mut t.ops {
+            if let Op::Barrier { id, .. } = op {
+                *id = *id % trace::MAX_BARRIERS + (w as u32 % 256) * trace::MAX_BARRIERS;
+            }
+        }
     }
 }
 
@@ -253,6 +268,7 @@ pub fn report(spec: &WorkloadSpec, outputs: &[TaskOutput], files: &[FileSpec]) -
         WorkloadSpec::ThpSwapAllocatorTest { .. } => thp_swap_allocator_test::report(spec, marks),
         WorkloadSpec::Kbuild { .. } => kbuild::report(spec, marks),
         WorkloadSpec::FileRead { .. } => file_read::report(spec, marks, files),
+        WorkloadSpec::Trace { .. } => trace::report(spec, marks),
     }
 }
 
