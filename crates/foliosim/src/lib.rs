@@ -6,6 +6,7 @@
 
 pub mod content;
 pub mod engine;
+pub mod footprint;
 pub mod hw;
 pub mod mm;
 pub mod report;
@@ -58,6 +59,8 @@ pub fn run_with(
             .map(report::timeseries::Sampler::new),
         timeline: opts.timeline.map(report::timeline::TimelineRecorder::new),
     };
+    // Before anything big is allocated: a scenario too big for this host is an error.
+    footprint::check_host(scenario, None)?;
     let mut k = Kernel::new(scenario);
     let mut tasks = Vec::new();
     for (w, spec) in scenario.workloads.iter().enumerate() {

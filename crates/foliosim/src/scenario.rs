@@ -836,14 +836,15 @@ impl Scenario {
                     "a whole number of 4K pages, at least 4K",
                 ));
             }
-            used += f.size.0;
+            let before = used;
+            used = used.saturating_add(f.size.0);
             if used > disk.size.0 {
                 return Err(invalid(
                     format!("file[{i}].size"),
                     format_size(f.size.0),
                     format!(
                         "at most {} (what machine.disk.size = {} leaves after the files before it)",
-                        format_size(disk.size.0 - (used - f.size.0)),
+                        format_size(disk.size.0 - before),
                         format_size(disk.size.0)
                     ),
                 ));
@@ -1500,6 +1501,23 @@ impl Scenario {
         }
         for (i, w) in self.workloads.iter().enumerate() {
             self.validate_workload(i, w)?;
+        }
+        // The simulator's own memory, on any host (run() also checks this host's).
+        let footprint = crate::footprint::estimate(self);
+        let total = footprint.total_bytes();
+        if total > crate::footprint::STATIC_MAX_BYTES {
+            let part = footprint
+                .largest()
+                .expect("machine.memory is always counted");
+            return Err(invalid(
+                part.field.clone(),
+                &part.value,
+                format!(
+                    "a scenario the simulator holds in at most 1 TiB of its own memory; this one needs about {} ({})",
+                    crate::footprint::human_bytes(total),
+                    footprint.summary()
+                ),
+            ));
         }
         Ok(())
     }

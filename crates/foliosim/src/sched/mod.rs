@@ -396,4 +396,7 @@ pub enum SimError {
         steps: u64,
         what: String,
     },
+    /// Refused before the run: the simulator would need more memory than the host has.
+    #[error(transparent)]
+    TooBig(#[from] crate::footprint::TooBig),
 }
