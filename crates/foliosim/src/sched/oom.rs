@@ -22,16 +22,15 @@ pub(super) fn end_killed_tasks(
     for i in k.oom.take_new() {
         let (mm, exit_ns) = (k.oom.kills[i].mm, k.oom.kills[i].exit_ns);
         let mut exit_booked = false;
-        for tid in 0..tasks.len() {
-            let t = &tasks[tid];
+        for (tid, t) in tasks.iter_mut().enumerate() {
             if t.mm != mm || t.program().is_none() {
                 continue;
             }
             if !exit_booked {
-                tasks[tid].sys_ns += exit_ns;
+                t.sys_ns += exit_ns;
                 exit_booked = true;
             }
-            if tasks[tid].state == State::Exited {
+            if t.state == State::Exited {
                 continue;
             }
             // Between steps on a CPU: the CPU is free once the kill is known.
@@ -40,14 +39,13 @@ pub(super) fn end_killed_tasks(
                 c.current = None;
                 c.preempt = false;
                 c.now_ns = c.now_ns.max(now_ns);
-                switch_out(k, cpu, &tasks[tid], now_ns);
+                switch_out(k, cpu, t, now_ns);
             }
             q.runq.retain(|&other| other != tid);
             q.sleepers.retain(|&(_, other)| other != tid);
             for waiting in barriers.values_mut() {
                 waiting.retain(|&other| other != tid);
             }
-            let t = &mut tasks[tid];
             t.state = State::Exited;
             t.exited_at_ns = Some(now_ns);
             ended += 1;
