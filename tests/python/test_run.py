@@ -151,3 +151,21 @@ def test_reproduce_000():
 def test_reproduce_unknown_seed():
     with pytest.raises(ValueError, match="001"):
         foliosim.reproduce("001")
+
+
+def test_a_panic_in_the_simulator_is_a_runtime_error():
+    # A panic inside the simulator is a bug; it must reach Python as the RuntimeError the
+    # docstrings promise (PyO3 alone would raise PanicException, a BaseException). The hook
+    # is private to the extension module and panics where the simulator would run.
+    with pytest.raises(RuntimeError, match=r"^internal error in foliosim \(please report\): boom$"):
+        foliosim._foliosim._panic_for_tests("boom")
+    # The module still works afterwards.
+    assert "seed" in foliosim.scenario_defaults(SMALL_TOML)
+
+
+def test_an_oom_kill_is_in_the_result():
+    text = (REPO / "scenarios" / "oom-memcg.toml").read_text()
+    r = foliosim.run(text)
+    data = __import__("json").loads(r.to_json())
+    assert [k["tasks"] for k in data["oom_kills"]] == [["usemem-0"]]
+    assert r.counter("oom_kill") == 1

@@ -2,7 +2,9 @@
 //!
 //! The functions take and return text (TOML in, JSON out); the Python package `foliosim`
 //! (python/foliosim/__init__.py) wraps them in a friendlier API with pandas DataFrames.
-//! Scenario errors raise `ValueError`, simulation errors `RuntimeError`. The GIL is released
+//! Scenario errors raise `ValueError`, simulation errors `RuntimeError`, and so does a panic
+//! inside the simulator (a bug of foliosim: PyO3 would raise PanicException, which the
+//! docstrings do not promise and `except Exception` does not catch). The GIL is released
 //! while the simulator runs.
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
@@ -10,8 +12,42 @@ use pyo3::prelude::*;
 
 mod sweep;
 
+/// A panic caught in the simulator, as its message.
+pub(crate) struct Panic(String);
+
+impl From<Panic> for PyErr {
+    fn from(p: Panic) -> PyErr {
+        PyRuntimeError::new_err(format!(
+            "internal error in foliosim (please report): {}",
+            p.0
+        ))
+    }
+}
+
+/// Run `f`, catching a panic (the default hook has printed it, with its location, to stderr).
+pub(crate) fn catch<T>(f: impl FnOnce() -> T) -> Result<T, Panic> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).map_err(|payload| {
+        Panic(
+            payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic without a message".into()),
+        )
+    })
+}
+
+/// `f` with the GIL released, a panic in it raised as RuntimeError.
+pub(crate) fn without_gil<T: Send>(
+    py: Python<'_>,
+    f: impl FnOnce() -> PyResult<T> + Send,
+) -> PyResult<T> {
+    py.allow_threads(move || catch(f).map_err(|p| p.0))
+        .map_err(|msg| PyErr::from(Panic(msg)))?
+}
+
 fn parse(scenario_toml: &str) -> PyResult<foliosim::Scenario> {
-    foliosim::Scenario::from_toml_str(scenario_toml)
+    catch(|| foliosim::Scenario::from_toml_str(scenario_toml))?
         .map_err(|e| PyValueError::new_err(e.to_string()))
 }
 
@@ -35,8 +71,11 @@ fn run_json(
             .validate()
             .map_err(|e| PyValueError::new_err(e.to_string()))?;
     }
-    py.allow_threads(move || foliosim::run(&scenario).map(|r| r.to_json()))
-        .map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    without_gil(py, move || {
+        foliosim::run(&scenario)
+            .map(|r| r.to_json())
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    })
 }
 
 /// Run a scenario on the live kernel (root only; `allow_live` must be true; `enable_zswap`
@@ -58,14 +97,17 @@ fn run_live_json(
         timeout: None,
         enable_zswap,
     };
-    py.allow_threads(move || foliosim_live::run(&scenario, &opts).map(|r| r.to_json()))
-        .map_err(|e| {
-            if e.downcast_ref::<foliosim_live::Refusal>().is_some() {
-                pyo3::exceptions::PyPermissionError::new_err(format!("{e:#}"))
-            } else {
-                PyRuntimeError::new_err(format!("{e:#}"))
-            }
-        })
+    without_gil(py, move || {
+        foliosim_live::run(&scenario, &opts)
+            .map(|r| r.to_json())
+            .map_err(|e| {
+                if e.downcast_ref::<foliosim_live::Refusal>().is_some() {
+                    pyo3::exceptions::PyPermissionError::new_err(format!("{e:#}"))
+                } else {
+                    PyRuntimeError::new_err(format!("{e:#}"))
+                }
+            })
+    })
 }
 
 /// Reproduce seed 000 (usemem, 6.9 vs 6.10, 4K..2M) at `scale` with `seeds` seeds per cell;
@@ -81,18 +123,26 @@ fn reproduce_000_json(py: Python<'_>, scale: f64, seeds: u32) -> PyResult<String
     if seeds == 0 {
         return Err(PyValueError::new_err("seeds: found 0; allowed: >= 1"));
     }
-    let report = py
-        .allow_threads(move || {
-            foliosim::reproduce::seed000::reproduce(scale, seeds, false, &mut |_, _| {})
-        })
-        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    let report = without_gil(py, move || {
+        foliosim::reproduce::seed000::reproduce(scale, seeds, false, &mut |_, _| {})
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))
+    })?;
     serde_json::to_string(&report).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
 /// Parse a scenario and return it as TOML with every default written out.
 #[pyfunction]
 fn scenario_defaults_toml(scenario_toml: &str) -> PyResult<String> {
-    Ok(parse(scenario_toml)?.to_toml_string())
+    let scenario = parse(scenario_toml)?;
+    Ok(catch(|| scenario.to_toml_string())?)
+}
+
+/// For the tests of the bindings only (not part of the `foliosim` package): panic with
+/// `message` where the simulator would run, to check that a panic reaches Python as
+/// RuntimeError.
+#[pyfunction]
+fn _panic_for_tests(py: Python<'_>, message: String) -> PyResult<()> {
+    without_gil(py, move || -> PyResult<()> { panic!("{message}") })
 }
 
 #[pymodule]
@@ -101,6 +151,7 @@ fn _foliosim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_live_json, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce_000_json, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_defaults_toml, m)?)?;
+    m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     sweep::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

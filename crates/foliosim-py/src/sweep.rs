@@ -2,6 +2,7 @@
 //! output directory, run its pending runs (local threads, or one at a time for a Ray worker),
 //! store records, merge the results table, compare. JSON text in and out.
 
+use crate::{catch, without_gil};
 use foliosim::sweep::{self, axes, compare, Plan, RunSpec, SweepError};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -24,6 +25,26 @@ fn sweep_err(e: SweepError) -> PyErr {
 #[pyfunction]
 #[pyo3(signature = (base_toml, out, axes_json = None, axes_toml = None, seeds = None, check_invariants = false))]
 fn sweep_plan_json(
+    base_toml: &str,
+    out: &str,
+    axes_json: Option<&str>,
+    axes_toml: Option<&str>,
+    seeds: Option<u32>,
+    check_invariants: bool,
+) -> PyResult<String> {
+    catch(|| {
+        plan_json(
+            base_toml,
+            out,
+            axes_json,
+            axes_toml,
+            seeds,
+            check_invariants,
+        )
+    })?
+}
+
+fn plan_json(
     base_toml: &str,
     out: &str,
     axes_json: Option<&str>,
@@ -59,24 +80,28 @@ fn sweep_plan_json(
 /// The runs of `out`'s plan that have no stored result yet, as a JSON list.
 #[pyfunction]
 fn sweep_pending_json(out: &str) -> PyResult<String> {
-    let plan = Plan::load(Path::new(out)).map_err(sweep_err)?;
-    Ok(serde_json::to_string(&plan.pending(Path::new(out))).expect("runs serialize"))
+    catch(|| {
+        let plan = Plan::load(Path::new(out)).map_err(sweep_err)?;
+        Ok(serde_json::to_string(&plan.pending(Path::new(out))).expect("runs serialize"))
+    })?
 }
 
 /// Run one planned run (a JSON RunSpec) on the sim; return its record as JSON. For workers.
 #[pyfunction]
 fn sweep_run_json(py: Python<'_>, run_json: &str) -> PyResult<String> {
     let spec: RunSpec = serde_json::from_str(run_json).map_err(value_err)?;
-    py.allow_threads(move || sweep::record::run_one(&spec))
-        .map(|r| r.to_json())
-        .map_err(sweep_err)
+    without_gil(py, move || {
+        sweep::record::run_one(&spec)
+            .map(|r| r.to_json())
+            .map_err(sweep_err)
+    })
 }
 
 /// Store a run's record (JSON, from `sweep_run_json`) under `out`.
 #[pyfunction]
 fn sweep_store_record(out: &str, record_json: &str) -> PyResult<()> {
     let rec: sweep::RunRecord = serde_json::from_str(record_json).map_err(value_err)?;
-    sweep::record::store(Path::new(out), &rec).map_err(sweep_err)
+    catch(|| sweep::record::store(Path::new(out), &rec).map_err(sweep_err))?
 }
 
 /// Run the pending runs of `out`'s plan on `jobs` local threads (0: every core); return how
@@ -93,8 +118,9 @@ fn sweep_run_local(py: Python<'_>, out: &str, jobs: usize) -> PyResult<usize> {
         jobs
     };
     let n = pending.len();
-    py.allow_threads(move || sweep::local::run_pending(&out, &pending, jobs, &mut || {}))
-        .map_err(sweep_err)?;
+    without_gil(py, move || {
+        sweep::local::run_pending(&out, &pending, jobs, &mut || {}).map_err(sweep_err)
+    })?;
     Ok(n)
 }
 
@@ -102,9 +128,12 @@ fn sweep_run_local(py: Python<'_>, out: &str, jobs: usize) -> PyResult<usize> {
 #[pyfunction]
 #[pyo3(signature = (out, csv = false, ran = 0))]
 fn sweep_merge_json(out: &str, csv: bool, ran: usize) -> PyResult<String> {
-    let plan = Plan::load(Path::new(out)).map_err(sweep_err)?;
-    let (_, outcome) = sweep::write_results(&plan, Path::new(out), csv, ran).map_err(sweep_err)?;
-    Ok(serde_json::to_string(&outcome).expect("outcomes serialize"))
+    catch(|| {
+        let plan = Plan::load(Path::new(out)).map_err(sweep_err)?;
+        let (_, outcome) =
+            sweep::write_results(&plan, Path::new(out), csv, ran).map_err(sweep_err)?;
+        Ok(serde_json::to_string(&outcome).expect("outcomes serialize"))
+    })?
 }
 
 /// Compare a results table (JSON, as foliosim.sweep builds it from a DataFrame; or None and
@@ -113,6 +142,14 @@ fn sweep_merge_json(out: &str, csv: bool, ran: usize) -> PyResult<String> {
 #[pyfunction]
 #[pyo3(signature = (options_json, table_json = None, parquet = None))]
 fn compare_json(
+    options_json: &str,
+    table_json: Option<&str>,
+    parquet: Option<&str>,
+) -> PyResult<String> {
+    catch(|| compare_inner(options_json, table_json, parquet))?
+}
+
+fn compare_inner(
     options_json: &str,
     table_json: Option<&str>,
     parquet: Option<&str>,

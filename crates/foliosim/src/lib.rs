@@ -6,6 +6,7 @@
 
 pub mod content;
 pub mod engine;
+pub mod footprint;
 pub mod hw;
 pub mod mm;
 pub mod report;
@@ -62,12 +63,18 @@ pub fn run_with(
             .map(report::timeseries::Sampler::new),
         timeline: opts.timeline.map(report::timeline::TimelineRecorder::new),
     };
+    // Before anything big is allocated: a scenario too big for this host is an error.
+    footprint::check_host(scenario, None)?;
     let mut k = Kernel::new(scenario);
     let mut tasks = Vec::new();
     for (w, spec) in scenario.workloads.iter().enumerate() {
         let mut specs = workload::tasks_for(spec, scenario.seed, &scenario.files);
         workload::namespace_barriers(w, &mut specs);
+        let first_mm = k.mms.len();
         spawn_tasks(&mut k, &mut tasks, w, spec.content(), specs);
+        for m in &mut k.mms[first_mm..] {
+            m.oom_score_adj = spec.oom_score_adj() as i16;
+        }
     }
     let any = observers.any();
     let stats = run_tasks_observed(
@@ -149,6 +156,7 @@ pub fn run_with(
         cpu_time_ns: cpu_time_by_cost(&k, tasks.iter().map(|t| t.user_ns + t.sys_ns).sum()),
         page_alloc: report::PageAllocReport::of(&k.zone),
         timeseries,
+        oom_kills: oom_kill_reports(&k, &tasks),
     };
     let timeline = observers.timeline.take().map(|t| {
         let mut tl = t.finish();
@@ -159,6 +167,37 @@ pub fn run_with(
         tl
     });
     Ok(Run { result, timeline })
+}
+
+/// The OOM killer's kills, with the names of the victims' tasks.
+fn oom_kill_reports(k: &Kernel, tasks: &[Task]) -> Vec<report::OomKillReport> {
+    use mm::oom_kill::OomConstraint;
+    let memcg_name = |cg: u16| k.memcgs[cg as usize].name.clone();
+    k.oom
+        .kills
+        .iter()
+        .map(|kill| {
+            let victims = || tasks.iter().filter(|t| t.mm == kill.mm);
+            report::OomKillReport {
+                at_ns: kill.at_ns,
+                tasks: victims().map(|t| t.name.clone()).collect(),
+                workload: victims()
+                    .find_map(|t| t.program().map(|p| p.workload))
+                    .unwrap_or(0),
+                memcg: memcg_name(kill.memcg),
+                constraint: match kill.constraint {
+                    OomConstraint::None => "global".into(),
+                    OomConstraint::Memcg(cg) => format!("memcg {}", memcg_name(cg)),
+                },
+                points: kill.points,
+                rss_pages: kill.rss_pages,
+                swap_ents: kill.swap_ents,
+                pgtables_pages: kill.pgtables_pages,
+                oom_score_adj: kill.oom_score_adj,
+                group: kill.group,
+            }
+        })
+        .collect()
 }
 
 /// The scheduler's tasks for workload `w`'s task specs, appended to `tasks`: a process gets a

@@ -37,6 +37,28 @@ pub struct ThreadTimes {
     pub wakeups: u64,
 }
 
+/// A process the OOM killer killed (the kernel's "Killed process" line, and its cause).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct OomKillReport {
+    pub at_ns: u64,
+    /// Its tasks (one per thread), by name, and the index of their `[[workload]]`.
+    pub tasks: Vec<String>,
+    pub workload: usize,
+    /// The memcg it ran in ("/" is the root).
+    pub memcg: String,
+    /// What ran out: `global` (the page allocator) or `memcg <name>` (memory.max).
+    pub constraint: String,
+    /// oom_badness when chosen (rss + swap entries + page-table pages, plus oom_score_adj
+    /// thousandths of RAM + swap, or of the memcg's limit).
+    pub points: i64,
+    pub rss_pages: u64,
+    pub swap_ents: u64,
+    pub pgtables_pages: u64,
+    pub oom_score_adj: i16,
+    /// Killed with its memcg by memory.oom.group rather than chosen.
+    pub group: bool,
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct RunResult {
     pub foliosim_version: String,
@@ -84,6 +106,9 @@ pub struct RunResult {
     /// Counters over simulated time (`[report] sample_interval`), when asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeseries: Option<timeseries::TimeSeries>,
+    /// Processes the OOM killer killed, in order (`kernel.oom = "kill"`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub oom_kills: Vec<OomKillReport>,
 }
 
 /// The zone at the end of a run, as the kernel shows it (mm/page_alloc/).
@@ -113,6 +138,26 @@ impl PageAllocReport {
             watermark_boost_pages: zone.watermark_boost,
             extfrag: zone.extfrag,
         }
+    }
+}
+
+impl OomKillReport {
+    /// One line, as the kernel's log has it.
+    pub fn line(&self) -> String {
+        format!(
+            "oom-kill at {:.3} s ({}{}): killed {} (workload {}) in memcg {}, points {}, rss {} pages, swap {} pages, pgtables {} pages, oom_score_adj {}",
+            self.at_ns as f64 / 1e9,
+            self.constraint,
+            if self.group { ", memory.oom.group" } else { "" },
+            self.tasks.join(", "),
+            self.workload,
+            self.memcg,
+            self.points,
+            self.rss_pages,
+            self.swap_ents,
+            self.pgtables_pages,
+            self.oom_score_adj
+        )
     }
 }
 
@@ -174,6 +219,9 @@ impl RunResult {
                 w.throughput_bytes_per_s / (1 << 20) as f64,
                 w.elapsed_ns_max as f64 / 1e9
             ));
+        }
+        for kill in &self.oom_kills {
+            out.push_str(&format!("{}\n", kill.line()));
         }
         out.push_str("\ncounter                                       value\n");
         for (name, value) in self.counters.iter().filter(|(_, v)| **v != 0) {

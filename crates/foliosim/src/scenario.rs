@@ -458,6 +458,25 @@ pub struct Kernel {
     /// found THPs available, and wakes khugepaged when it cannot).
     #[serde(default)]
     pub thp_fault_alloc: ThpFaultAllocKind,
+    /// What an out-of-memory situation does (mm/oom_kill.rs): `kill` a task as the kernel's
+    /// OOM killer does and go on (the default), or `fail`: end the run with an error.
+    #[serde(default, skip_serializing_if = "OomPolicy::is_default")]
+    pub oom: OomPolicy,
+}
+
+/// `kernel.oom`: the OOM killer, or an error where the kernel would kill.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OomPolicy {
+    #[default]
+    Kill,
+    Fail,
+}
+
+impl OomPolicy {
+    fn is_default(&self) -> bool {
+        *self == OomPolicy::Kill
+    }
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -507,6 +526,7 @@ impl Default for Kernel {
             swapout_fallback: SwapoutFallbackKind::Split,
             cgroup: CgroupVersion::V2,
             thp_fault_alloc: ThpFaultAllocKind::Direct,
+            oom: OomPolicy::Kill,
         }
     }
 }
@@ -816,14 +836,15 @@ impl Scenario {
                     "a whole number of 4K pages, at least 4K",
                 ));
             }
-            used += f.size.0;
+            let before = used;
+            used = used.saturating_add(f.size.0);
             if used > disk.size.0 {
                 return Err(invalid(
                     format!("file[{i}].size"),
                     format_size(f.size.0),
                     format!(
                         "at most {} (what machine.disk.size = {} leaves after the files before it)",
-                        format_size(disk.size.0 - (used - f.size.0)),
+                        format_size(disk.size.0 - before),
                         format_size(disk.size.0)
                     ),
                 ));
@@ -1030,6 +1051,18 @@ pub struct MemcgSpec {
     /// (and store incompressible pages uncompressed)?
     #[serde(default = "default_true")]
     pub zswap_writeback: bool,
+    /// memory.oom.group (cgroup v2): an OOM kill of one task of this memcg kills all of them
+    /// (except those with oom_score_adj = -1000).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub oom_group: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_zero_i32(v: &i32) -> bool {
+    *v == 0
 }
 
 fn default_true() -> bool {
@@ -1045,6 +1078,7 @@ impl MemcgSpec {
             high: None,
             zswap_max: None,
             zswap_writeback: true,
+            oom_group: false,
         }
     }
 }
@@ -1071,6 +1105,9 @@ pub enum WorkloadSpec {
         /// workload's own pattern (WorkloadSpec::content).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         content: Option<ContentClass>,
+        /// /proc/PID/oom_score_adj of its processes: -1000 (never OOM-killed) ..= 1000.
+        #[serde(default, skip_serializing_if = "is_zero_i32")]
+        oom_score_adj: i32,
     },
     /// tools/mm/thp_swap_allocator_test.c (spec-swap.md §14): 60 MiB of 64 KiB mTHP paged out,
     /// then per iteration random swap-ins, random 64 KiB MADV_DONTNEED + refault, page-out
@@ -1091,6 +1128,9 @@ pub enum WorkloadSpec {
         iterations: u32,
         #[serde(default)]
         memcg: Option<String>,
+        /// /proc/PID/oom_score_adj of its processes: -1000 (never OOM-killed) ..= 1000.
+        #[serde(default, skip_serializing_if = "is_zero_i32")]
+        oom_score_adj: i32,
     },
     /// Read a `[[file]]`: `nproc` tasks each read their share of it `passes` times, page by
     /// page `stride_pages` apart, through a mapping (`mmap`: a load, or a store with `write`,
@@ -1119,6 +1159,9 @@ pub enum WorkloadSpec {
         drop_caches_after: bool,
         #[serde(default)]
         memcg: Option<String>,
+        /// /proc/PID/oom_score_adj of its processes: -1000 (never OOM-killed) ..= 1000.
+        #[serde(default, skip_serializing_if = "is_zero_i32")]
+        oom_score_adj: i32,
     },
     /// mmtests' thpscale (workload/thpscale.rs): `threads` threads of one process fragment
     /// memory with anonymous and file pages, then time 2 MiB faults (fault-base / fault-huge
@@ -1135,6 +1178,9 @@ pub enum WorkloadSpec {
         madv_hugepage: bool,
         #[serde(default)]
         memcg: Option<String>,
+        /// /proc/PID/oom_score_adj of its processes: -1000 (never OOM-killed) ..= 1000.
+        #[serde(default, skip_serializing_if = "is_zero_i32")]
+        oom_score_adj: i32,
     },
     /// A kernel-build-like mix (`make -jN`): `jobs` compiler processes run `jobs_concurrent` at
     /// a time; each maps an anonymous heap of a size drawn log-uniformly from
@@ -1160,6 +1206,9 @@ pub enum WorkloadSpec {
         content: Option<ContentClass>,
         #[serde(default)]
         memcg: Option<String>,
+        /// /proc/PID/oom_score_adj of its processes: -1000 (never OOM-killed) ..= 1000.
+        #[serde(default, skip_serializing_if = "is_zero_i32")]
+        oom_score_adj: i32,
     },
     /// Replay a trace recorded by `foliosim record` (workload/trace.rs, docs/trace-format.md):
     /// each recorded process becomes tasks, its VMAs and page faults operations.
@@ -1185,6 +1234,9 @@ pub enum WorkloadSpec {
         content: Option<ContentClass>,
         #[serde(default)]
         memcg: Option<String>,
+        /// /proc/PID/oom_score_adj of its processes: -1000 (never OOM-killed) ..= 1000.
+        #[serde(default, skip_serializing_if = "is_zero_i32")]
+        oom_score_adj: i32,
     },
 }
 
@@ -1237,6 +1289,18 @@ impl WorkloadSpec {
             | WorkloadSpec::FileRead { memcg, .. }
             | WorkloadSpec::Thpscale { memcg, .. }
             | WorkloadSpec::Trace { memcg, .. } => memcg.as_deref(),
+        }
+    }
+
+    /// oom_score_adj of the workload's processes (-1000 ..= 1000; -1000: never OOM-killed).
+    pub fn oom_score_adj(&self) -> i32 {
+        match self {
+            WorkloadSpec::Usemem { oom_score_adj, .. }
+            | WorkloadSpec::ThpSwapAllocatorTest { oom_score_adj, .. }
+            | WorkloadSpec::Kbuild { oom_score_adj, .. }
+            | WorkloadSpec::FileRead { oom_score_adj, .. }
+            | WorkloadSpec::Thpscale { oom_score_adj, .. }
+            | WorkloadSpec::Trace { oom_score_adj, .. } => *oom_score_adj,
         }
     }
 }
@@ -1442,6 +1506,7 @@ impl Scenario {
                     ("high", cg.high.is_some()),
                     ("zswap_max", cg.zswap_max.is_some()),
                     ("zswap_writeback", !cg.zswap_writeback),
+                    ("oom_group", cg.oom_group),
                 ];
                 if let Some((name, _)) = v2_only.iter().find(|(_, set)| *set) {
                     return Err(invalid(
@@ -1471,6 +1536,23 @@ impl Scenario {
         }
         for (i, w) in self.workloads.iter().enumerate() {
             self.validate_workload(i, w)?;
+        }
+        // The simulator's own memory, on any host (run() also checks this host's).
+        let footprint = crate::footprint::estimate(self);
+        let total = footprint.total_bytes();
+        if total > crate::footprint::STATIC_MAX_BYTES {
+            let part = footprint
+                .largest()
+                .expect("machine.memory is always counted");
+            return Err(invalid(
+                part.field.clone(),
+                &part.value,
+                format!(
+                    "a scenario the simulator holds in at most 1 TiB of its own memory; this one needs about {} ({})",
+                    crate::footprint::human_bytes(total),
+                    footprint.summary()
+                ),
+            ));
         }
         Ok(())
     }
@@ -1603,6 +1685,14 @@ impl Scenario {
                     }
                 }
             }
+        }
+        let adj = w.oom_score_adj();
+        if !(-1000..=1000).contains(&adj) {
+            return Err(invalid(
+                field("oom_score_adj"),
+                adj,
+                "-1000 ..= 1000 (-1000: never OOM-killed)",
+            ));
         }
         if let Some(name) = w.memcg() {
             if !self.memcgs.iter().any(|cg| cg.name == name) {

@@ -142,6 +142,19 @@ impl Ftl {
     }
 }
 
+impl Ftl {
+    /// Simulator bytes per logical page of the mapping tables, over-provisioned flash
+    /// included (crate::footprint).
+    pub fn bytes_per_logical_page() -> f64 {
+        fn elem_bytes<T>(_: &[T]) -> usize {
+            std::mem::size_of::<T>()
+        }
+        let f = Ftl::new(0, 1);
+        elem_bytes(&f.l2p) as f64
+            + elem_bytes(&f.p2l) as f64 * (100 + OVERPROVISION_PERCENT) as f64 / 100.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -218,6 +218,12 @@ pub fn check(k: &Kernel) -> Result<(), String> {
                 mm.rss_anon, mm.swap_ents, mm.rss_file
             ));
         }
+        // An OOM victim's memory is gone once its mm is (the kill frees it at once).
+        if mm.oom_victim && mm.mm_users == 0 && mm.vmas.iter().any(|v| v.is_some()) {
+            return Err(format!(
+                "mm {mm_id}: OOM-killed and exited, but VMAs remain"
+            ));
+        }
     }
     for h in 0..nr {
         if f.test(h as u32, flags::ALLOCATED) && f.mapcount[h] as u32 != mapped[h] {

@@ -6,10 +6,11 @@
 use super::folio::NIL;
 use super::gfp::Gfp;
 use super::lruvec::Lruvec;
+use super::oom_kill::{current_is_dying, out_of_memory, OomConstraint};
 use super::vmstat::{VmEvent, VmStat};
 use super::{vmscan, Kernel};
 use crate::engine::{Ctx, WaitKind};
-use crate::scenario::{CgroupVersion, MemcgSpec, PAGE_SIZE};
+use crate::scenario::{CgroupVersion, MemcgSpec, OomPolicy, PAGE_SIZE};
 use std::collections::BTreeMap;
 
 pub const ROOT_MEMCG: u16 = 0;
@@ -68,6 +69,16 @@ pub struct MemCgroup {
     /// memory.events `high`: times a task had to reclaim because the memcg was above
     /// memory.high (counted in reclaim_high).
     pub events_high: u64,
+    /// memory.events `oom`: times the memcg hit its limit and invoked the OOM killer
+    /// (MEMCG_OOM, counted in mem_cgroup_oom).
+    pub events_oom: u64,
+    /// memory.events `oom_kill`: processes of this memcg the OOM killer killed
+    /// (MEMCG_OOM_KILL), whichever limit ran out.
+    pub events_oom_kill: u64,
+    /// memory.events `oom_group_kill`: times memory.oom.group killed the memcg's processes.
+    pub events_oom_group_kill: u64,
+    /// memory.oom.group
+    pub oom_group: bool,
     pub lruvec: Lruvec,
     /// This memcg's own counts of [`MEMCG_EVENTS`].
     events: VmStat,
@@ -80,6 +91,7 @@ impl MemCgroup {
             high_pages: spec.high.map_or(u64::MAX, |b| b.pages()),
             zswap_max_bytes: spec.zswap_max.map_or(u64::MAX, |b| b.0),
             zswap_writeback: spec.zswap_writeback,
+            oom_group: spec.oom_group,
             ..MemCgroup::new(spec.name.clone(), spec.max.map(|b| b.pages()))
         }
     }
@@ -96,6 +108,10 @@ impl MemCgroup {
             zswap_writeback: true,
             on_dfl: true,
             events_high: 0,
+            events_oom: 0,
+            events_oom_kill: 0,
+            events_oom_group_kill: 0,
+            oom_group: false,
             lruvec: Lruvec::new(),
             events: VmStat::default(),
         }
@@ -118,6 +134,12 @@ impl MemCgroup {
         m.insert("zswapped".into(), self.zswapped);
         m.insert("memory.current".into(), self.usage_pages * PAGE_SIZE);
         m.insert("memory.events.high".into(), self.events_high);
+        m.insert("memory.events.oom".into(), self.events_oom);
+        m.insert("memory.events.oom_kill".into(), self.events_oom_kill);
+        m.insert(
+            "memory.events.oom_group_kill".into(),
+            self.events_oom_group_kill,
+        );
         m
     }
 
@@ -146,10 +168,13 @@ impl MemCgroup {
 /// per-CPU charge stocks, which the model does not have); __GFP_NORETRY gives up there. Small
 /// charges (up to PAGE_ALLOC_COSTLY_ORDER) then retry while reclaim makes progress; others
 /// retry MAX_RECLAIM_RETRIES times. A round that reclaimed nothing while swap writes are in
-/// flight waits for them (the throttle inside reclaim) and does not use up a retry.
+/// flight waits for them (the throttle inside reclaim) and does not use up a retry. Out of
+/// retries, a charge that may (not __GFP_RETRY_MAYFAIL, at most PAGE_ALLOC_COSTLY_ORDER)
+/// invokes the memcg OOM killer, and retries afresh while it kills.
 pub fn try_charge(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_pages: u64, gfp: Gfp) -> bool {
     let mut retries = MAX_RECLAIM_RETRIES;
     let mut drained = false;
+    let mut passed_oom = false;
     loop {
         let cg = &mut k.memcgs[memcg as usize];
         if cg.margin() >= nr_pages {
@@ -177,11 +202,32 @@ pub fn try_charge(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_pages: u64, gfp:
         if reclaimed == 0 && vmscan::reclaim_throttle(k, ctx) {
             continue;
         }
-        if retries == 0 {
+        if retries > 0 {
+            retries -= 1;
+            continue;
+        }
+        if gfp.contains(Gfp::RETRY_MAYFAIL) || (passed_oom && current_is_dying(k, ctx)) {
             return false;
         }
-        retries -= 1;
+        let order = nr_pages.next_power_of_two().trailing_zeros();
+        if !mem_cgroup_oom(k, ctx, memcg, order) {
+            return false;
+        }
+        passed_oom = true;
+        retries = MAX_RECLAIM_RETRIES;
     }
+}
+
+/// mem_cgroup_oom: the memcg OOM killer, for charges up to PAGE_ALLOC_COSTLY_ORDER (larger
+/// ones fall back to smaller folios). True when a process was killed and the charge may
+/// retry. (cgroup v1's memory.oom_control, oom_kill_disable, is not modelled.)
+fn mem_cgroup_oom(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, order: u32) -> bool {
+    if order > PAGE_ALLOC_COSTLY_ORDER || k.oom.policy == OomPolicy::Fail {
+        return false;
+    }
+    k.memcgs[memcg as usize].events_oom += 1;
+    // mem_cgroup_out_of_memory
+    out_of_memory(k, ctx, OomConstraint::Memcg(memcg))
 }
 
 /// After a charge: above memory.high, the task owes reclaim on its way back to user space

@@ -9,6 +9,7 @@ use super::huge_memory::{split_folio, split_huge_pmd, suitable_orders, vma_thp_g
 use super::khugepaged::khugepaged_enter_vma;
 use super::memcontrol::try_charge;
 use super::mmap::Pte;
+use super::oom_kill::oom_error;
 use super::page_alloc::alloc_pages;
 use super::page_io::swap_read_folio;
 use super::swap_state::folio_delete_from_swap_cache;
@@ -175,13 +176,12 @@ pub(super) fn alloc_order0_charged(
     ctx: &mut Ctx,
     memcg: u16,
 ) -> Result<u32, MmError> {
-    let pfn = alloc_pages(k, ctx, Gfp::GFP_HIGHUSER_MOVABLE, 0).ok_or(MmError::GlobalOom)?;
+    let Some(pfn) = alloc_pages(k, ctx, Gfp::GFP_HIGHUSER_MOVABLE, 0) else {
+        return Err(oom_error(k, ctx, None));
+    };
     if !try_charge(k, ctx, memcg, 1, Gfp::KERNEL) {
         k.zone.free(ctx, pfn, 0);
-        k.vmstat.count(VmEvent::OomKill, 1);
-        return Err(MmError::MemcgOom {
-            memcg: k.memcgs[memcg as usize].name.clone(),
-        });
+        return Err(oom_error(k, ctx, Some(memcg)));
     }
     Ok(pfn)
 }

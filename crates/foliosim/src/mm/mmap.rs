@@ -7,8 +7,12 @@
 //! nothing maps there again, and no large folio or collapse range may span a hole.
 
 use super::folio::SwapEntry;
+use super::khugepaged::khugepaged_exit;
+use super::memory::zap_range;
 use super::mmap_lock::MmapLock;
+use super::{filemap, Kernel};
 use crate::content::ContentClass;
+use crate::engine::Ctx;
 
 /// A page table entry: none, present (pfn), or a swap entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -110,6 +114,10 @@ pub struct MmStruct {
     pub khugepaged_registered: bool,
     /// mmap_lock: faults read, khugepaged's collapse writes (mm/mmap_lock.rs).
     pub mmap_lock: MmapLock,
+    /// signal->oom_score_adj of the process: -1000 (OOM_SCORE_ADJ_MIN: never killed) ..= 1000.
+    pub oom_score_adj: i16,
+    /// Chosen by the OOM killer (tsk_is_oom_victim): SIGKILLed, its memory freed or about to be.
+    pub oom_victim: bool,
 }
 
 impl MmStruct {
@@ -127,6 +135,8 @@ impl MmStruct {
             mm_users: 1,
             khugepaged_registered: false,
             mmap_lock: MmapLock::default(),
+            oom_score_adj: 0,
+            oom_victim: false,
         }
     }
 
@@ -176,5 +186,35 @@ impl MmStruct {
         self.vmas[vma_id as usize]
             .as_mut()
             .expect("access to an unmapped vma")
+    }
+}
+
+/// munmap(2) of a whole VMA: zap its pages with the mmap_lock held for writing, drop its
+/// file's reverse mapping, remove it. Nothing happens for a VMA that is not mapped.
+pub fn vm_munmap(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32) {
+    let Some(nr) = k.mms[mm as usize]
+        .vmas
+        .get(vma as usize)
+        .and_then(|v| v.as_ref())
+        .map(|v| v.nr_pages)
+    else {
+        return;
+    };
+    ctx.spend(k.cost.syscall_ns);
+    k.mms[mm as usize].mmap_lock.write_lock(ctx);
+    zap_range(k, ctx, mm, vma, 0, nr);
+    filemap::unlink_file_vma(k, mm, vma);
+    let m = &mut k.mms[mm as usize];
+    m.vmas[vma as usize] = None;
+    m.mmap_lock.write_unlock(ctx);
+}
+
+/// exit_mmap: the last user of `mm` is gone (exit, or an OOM kill): it leaves khugepaged
+/// and every VMA is unmapped; mm_users drops to 0.
+pub fn exit_mmap(k: &mut Kernel, ctx: &mut Ctx, mm: u32) {
+    k.mms[mm as usize].mm_users = 0;
+    khugepaged_exit(k, mm);
+    for vma in 0..k.mms[mm as usize].vmas.len() as u32 {
+        vm_munmap(k, ctx, mm, vma);
     }
 }

@@ -17,6 +17,7 @@ pub mod memory;
 pub mod migrate;
 pub mod mmap;
 pub mod mmap_lock;
+pub mod oom_kill;
 pub mod page_alloc;
 pub mod page_io;
 pub mod page_writeback;
@@ -70,6 +71,18 @@ pub enum MmError {
     MemcgOom { memcg: String },
     #[error("out of memory: no free page in the zone and nothing reclaimable")]
     GlobalOom,
+    #[error(
+        "out of memory: memcg `{memcg}` is at its limit with nothing reclaimable, and the OOM killer found no task in it to kill (oom_score_adj = -1000 protects a task)"
+    )]
+    MemcgOomNoVictim { memcg: String },
+    #[error(
+        "out of memory: no free page in the zone, nothing reclaimable, and the OOM killer found no task to kill (oom_score_adj = -1000 protects a task)"
+    )]
+    GlobalOomNoVictim,
+    /// The task's process was chosen by the OOM killer: it exits (the scheduler's business,
+    /// never a run's error).
+    #[error("killed by the OOM killer")]
+    OomKilled,
     #[error("segmentation fault: page {index} of vma {vma} was unmapped (munmap of part of it)")]
     Segv { vma: u32, index: u32 },
     // Files (mm/filemap/): bad use by a workload's operations.
@@ -183,6 +196,8 @@ pub struct Kernel {
     pub pagecache: filemap::PageCache,
     /// vm.swappiness: get_scan_count's anon/file balance (mm/vmscan/scan_count.rs).
     pub swappiness: u32,
+    /// The OOM killer's policy and the kills of the run (mm/oom_kill.rs).
+    pub oom: oom_kill::OomKiller,
 }
 
 impl Kernel {
@@ -324,6 +339,7 @@ impl Kernel {
                 .vm
                 .swappiness
                 .unwrap_or(vmscan::scan_count::DEFAULT_SWAPPINESS),
+            oom: oom_kill::OomKiller::new(scenario.kernel.oom),
         }
     }
 

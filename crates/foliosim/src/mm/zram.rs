@@ -157,6 +157,17 @@ impl Zram {
     }
 }
 
+impl Zram {
+    /// Simulator bytes per swap slot of the per-slot arrays (crate::footprint).
+    pub fn bytes_per_slot() -> usize {
+        fn elem_bytes<T>(_: &[T]) -> usize {
+            std::mem::size_of::<T>()
+        }
+        let z = Zram::new(Codec::LzoRle, 0);
+        elem_bytes(&z.len) + elem_bytes(&z.handle) + elem_bytes(&z.class)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -568,6 +568,24 @@ pub fn shrinker_scan(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, priority: u32) -
     written
 }
 
+impl Zswap {
+    /// Simulator bytes per swap slot of zswap's per-slot arrays when it is enabled
+    /// (crate::footprint).
+    pub fn bytes_per_slot() -> usize {
+        fn elem_bytes<T>(_: &[T]) -> usize {
+            std::mem::size_of::<T>()
+        }
+        let t = Tree::new(0);
+        elem_bytes(&t.len)
+            + elem_bytes(&t.handle)
+            + elem_bytes(&t.memcg)
+            + elem_bytes(&t.gen)
+            + elem_bytes(&t.referenced)
+            + elem_bytes(&t.class)
+            + elem_bytes(&t.key)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use crate::mm::swapfile::SlotData;

@@ -552,6 +552,9 @@ pub fn run_report(
     let json: Value = serde_json::to_value(r).expect("results serialize");
     body.push_str("<h2>Tables</h2>");
     body.push_str(&json_table("workloads", &json["workloads"]));
+    if !r.oom_kills.is_empty() {
+        body.push_str(&json_table("OOM kills", &json["oom_kills"]));
+    }
     body.push_str(&json_table("kernel threads", &json["kernel_threads"]));
     let mut locks = json["locks"].clone();
     if let Value::Array(a) = &mut locks {

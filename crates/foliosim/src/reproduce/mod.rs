@@ -22,6 +22,7 @@ pub fn usemem_70x1g(scale: f64) -> WorkloadSpec {
         madv_hugepage: false,
         pageout_after_write: false,
         content: None,
+        oom_score_adj: 0,
     }
 }
 

@@ -23,6 +23,7 @@
 //! step, in posting order. The run ends when the last user task exits.
 
 mod observe;
+mod oom;
 mod queue;
 mod task;
 #[cfg(test)]
@@ -37,6 +38,7 @@ use crate::engine::Ctx;
 use crate::mm::folio::NIL;
 use crate::mm::kthread::{self, KthreadNext};
 use crate::mm::memcontrol::mem_cgroup_handle_over_high;
+use crate::mm::oom_kill;
 use crate::mm::vmscan::kswapd::post_kswapd_wakeup;
 use crate::mm::{invariants, Kernel, MmError};
 use queue::Queues;
@@ -222,6 +224,8 @@ pub fn run_tasks_observed(
                     Next::Run
                 }
                 Ok(UserNext::Barrier { id, parties }) => Next::Barrier { id, parties },
+                // The OOM killer chose this task's process while it allocated.
+                Err(_) if k.mms[t.mm as usize].oom_victim => Next::Exit,
                 Err(error) => {
                     return Err(SimError::Mm {
                         task: t.name.clone(),
@@ -235,6 +239,12 @@ pub fn run_tasks_observed(
                 KthreadNext::Wait => Next::Sleep(None),
                 KthreadNext::SleepNs(ns) => Next::Sleep(Some(ns)),
             },
+        };
+        // A task the OOM killer chose while it ran exits now, on its own clock.
+        let next = if oom_kill::exit_if_victim(k, &mut ctx, t.mm) {
+            Next::Exit
+        } else {
+            next
         };
         k.free_released_slots(&mut ctx);
         post_kswapd_wakeup(k, ctx.now_ns);
@@ -328,6 +338,9 @@ pub fn run_tasks_observed(
             }
             k.kthreads.clear_pending();
         }
+        if k.oom.has_new() {
+            live_users -= oom::end_killed_tasks(k, tasks, &mut q, &mut barriers, ctx.now_ns);
+        }
         if check_invariants && steps % CHECK_EVERY_STEPS == 0 {
             invariants::check(k).map_err(|e| SimError::Invariant {
                 at_ns: ctx.now_ns,
@@ -357,7 +370,7 @@ pub fn run_tasks_observed(
 }
 
 /// `cpu` stops running `t` at `at_ns`.
-fn switch_out(k: &mut Kernel, cpu: usize, t: &Task, at_ns: u64) {
+pub(super) fn switch_out(k: &mut Kernel, cpu: usize, t: &Task, at_ns: u64) {
     k.cpu_mm[cpu] = NIL;
     k.kthreads.set_current(cpu, None);
     if t.mm != NIL {
@@ -383,4 +396,7 @@ pub enum SimError {
         steps: u64,
         what: String,
     },
+    /// Refused before the run: the simulator would need more memory than the host has.
+    #[error(transparent)]
+    TooBig(#[from] crate::footprint::TooBig),
 }

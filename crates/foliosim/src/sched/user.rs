@@ -5,10 +5,9 @@ use crate::engine::Ctx;
 use crate::mm::compaction::compact_memory;
 use crate::mm::filemap;
 use crate::mm::gup::{pin_user_pages_fast, unpin_user_pages};
-use crate::mm::khugepaged::khugepaged_exit;
 use crate::mm::madvise::madvise;
 use crate::mm::memory::{touch, zap_range};
-use crate::mm::mmap::Pte;
+use crate::mm::mmap::{exit_mmap, vm_munmap, Pte};
 use crate::mm::truncate::drop_pagecache;
 use crate::mm::{Kernel, MmError};
 use crate::workload::{Mark, Op};
@@ -67,7 +66,7 @@ pub(super) fn step(
             ctx.spend(k.cost.syscall_ns);
             madvise(k, ctx, mm, vma, first, nr, advice);
         }
-        Op::Munmap { vma } => munmap(k, ctx, mm, vma),
+        Op::Munmap { vma } => vm_munmap(k, ctx, mm, vma),
         Op::MunmapRange { vma, first, nr } => munmap_range(k, ctx, mm, vma, first, nr),
         Op::Compute { ns } => {
             let left_ns = ns - p.computed_ns;
@@ -105,10 +104,7 @@ pub(super) fn step(
             let m = &mut k.mms[mm as usize];
             m.mm_users -= 1;
             if m.mm_users == 0 {
-                khugepaged_exit(k, mm);
-                for vma in 0..k.mms[mm as usize].vmas.len() as u32 {
-                    munmap(k, ctx, mm, vma);
-                }
+                exit_mmap(k, ctx, mm);
             }
             return Ok(UserNext::Exit);
         }
@@ -166,24 +162,6 @@ pub(super) fn step(
     }
     p.pc += 1;
     Ok(UserNext::Run)
-}
-
-fn munmap(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32) {
-    let Some(nr) = k.mms[mm as usize]
-        .vmas
-        .get(vma as usize)
-        .and_then(|v| v.as_ref())
-        .map(|v| v.nr_pages)
-    else {
-        return;
-    };
-    ctx.spend(k.cost.syscall_ns);
-    k.mms[mm as usize].mmap_lock.write_lock(ctx);
-    zap_range(k, ctx, mm, vma, 0, nr);
-    filemap::unlink_file_vma(k, mm, vma);
-    let m = &mut k.mms[mm as usize];
-    m.vmas[vma as usize] = None;
-    m.mmap_lock.write_unlock(ctx);
 }
 
 /// munmap of part of a VMA: zap the pages (splitting the PMD of a THP cut in part) and leave

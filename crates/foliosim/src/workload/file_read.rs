@@ -35,6 +35,7 @@ pub fn tasks(spec: &WorkloadSpec, files: &[FileSpec]) -> Vec<TaskSpec> {
         read_pages,
         drop_caches_after,
         memcg,
+        ..
     } = spec
     else {
         unreachable!("file_read::tasks of another workload")

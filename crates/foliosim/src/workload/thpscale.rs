@@ -66,6 +66,7 @@ pub fn tasks(spec: &WorkloadSpec, files: &[FileSpec]) -> Vec<TaskSpec> {
         file,
         madv_hugepage,
         memcg,
+        ..
     } = spec
     else {
         unreachable!("thpscale::tasks called for {spec:?}")

@@ -11,6 +11,7 @@ use super::super::folio::flags;
 use super::super::gfp::Gfp;
 use super::super::memory::{alloc_order0_charged, handle_mm_fault, map_new_folio};
 use super::super::mmap::{Pte, VmaFile};
+use super::super::oom_kill::oom_error;
 use super::super::page_alloc::alloc_pages;
 use super::super::page_writeback::{balance_dirty_pages_ratelimited, folio_mark_dirty};
 use super::super::readahead::{do_async_mmap_readahead, do_sync_mmap_readahead};
@@ -282,12 +283,11 @@ pub fn filemap_create_folio(
     index: u32,
 ) -> Result<u32, MmError> {
     let gfp = Gfp::GFP_HIGHUSER_MOVABLE;
-    let pfn = alloc_pages(k, ctx, gfp, 0).ok_or(MmError::GlobalOom)?;
+    let Some(pfn) = alloc_pages(k, ctx, gfp, 0) else {
+        return Err(oom_error(k, ctx, None));
+    };
     if !filemap_add_folio(k, ctx, file, index, pfn, memcg, gfp) {
-        k.vmstat.count(VmEvent::OomKill, 1);
-        return Err(MmError::MemcgOom {
-            memcg: k.memcgs[memcg as usize].name.clone(),
-        });
+        return Err(oom_error(k, ctx, Some(memcg)));
     }
     read_pages(k, ctx, &[pfn]);
     Ok(pfn)

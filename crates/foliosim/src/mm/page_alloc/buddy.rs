@@ -587,3 +587,18 @@ impl Capture {
         true
     }
 }
+
+impl FreeArea {
+    /// Simulator bytes per page frame of the per-pfn arrays and (spread over their pages) the
+    /// per-pageblock ones, from their element types (crate::footprint).
+    pub fn bytes_per_pfn() -> f64 {
+        fn elem_bytes<T>(_: &[T]) -> usize {
+            std::mem::size_of::<T>()
+        }
+        let a = FreeArea::new(0);
+        (elem_bytes(&a.links) + elem_bytes(&a.buddy_order)) as f64
+            + elem_bytes(&a.movable_ops) as f64 / 64.0
+            + (elem_bytes(&a.pageblock_mt) as f64 + elem_bytes(&a.pageblock_skip) as f64 / 64.0)
+                / PAGEBLOCK_NR_PAGES as f64
+    }
+}

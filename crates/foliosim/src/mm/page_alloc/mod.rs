@@ -23,7 +23,7 @@ pub use watermark::{AllocFlags, WatermarkSysctl, Watermarks, Wmark};
 use super::vmstat::{VmEvent, VmStat};
 use crate::engine::lock::SimLock;
 use crate::engine::Ctx;
-use buddy::FreeArea;
+pub use buddy::FreeArea;
 use pcp::{order_to_pindex, pcp_allowed_order, pindex_to_order, PerCpuPages, PCP_BATCH_SCALE_MAX};
 
 pub const MAX_PAGE_ORDER: u32 = 10;

@@ -13,6 +13,7 @@ use crate::mm::compaction::{
 };
 use crate::mm::folio::FolioTable;
 use crate::mm::gfp::Gfp;
+use crate::mm::oom_kill::{out_of_memory, OomConstraint};
 use crate::mm::page_alloc::migratetype::MigrateType;
 use crate::mm::vmscan::kswapd::{wakeup_kswapd, KswapdState, MAX_RECLAIM_RETRIES};
 use crate::mm::vmscan::try_to_free_pages;
@@ -272,23 +273,49 @@ fn alloc_pages_slowpath(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> 
         {
             continue;
         }
-        return alloc_pages_may_oom(k, ctx, gfp, order);
+        // Reclaim has failed: the OOM killer, and a retry while it makes progress.
+        let (page, did_some_progress) = alloc_pages_may_oom(k, ctx, gfp, order);
+        if page.is_some() {
+            return page;
+        }
+        if did_some_progress {
+            no_progress_loops = 0;
+            continue;
+        }
+        return None;
     }
 }
 
-/// __alloc_pages_may_oom up to out_of_memory: one last try at the high watermark (a parallel
-/// OOM kill may have freed memory); costly orders and __GFP_RETRY_MAYFAIL fail instead. The
-/// model has no OOM killer: where the kernel would kill, this fails and the caller decides.
+/// __alloc_pages_may_oom: one last try at the high watermark (a parallel OOM kill may have
+/// freed memory), then the OOM killer (mm/oom_kill.rs), except for costly orders,
+/// __GFP_RETRY_MAYFAIL and __GFP_THISNODE, which fail. Returns the page and whether the OOM
+/// killer made progress (killed a task: retry). A request without __GFP_FS, which the kernel
+/// would keep retrying without a kill, fails here (no caller of the model makes one that
+/// gets this far).
 pub(super) fn alloc_pages_may_oom(
     k: &mut Kernel,
     ctx: &mut Ctx,
     gfp: Gfp,
     order: u32,
-) -> Option<u32> {
+) -> (Option<u32>, bool) {
     let last = gfp.union(Gfp::HARDWALL).without(Gfp::DIRECT_RECLAIM);
     let flags = AllocFlags::WMARK_HIGH.with(AllocFlags::CPUSET);
-    k.zone
-        .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, last, order, flags)
+    let page = k
+        .zone
+        .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, last, order, flags);
+    if page.is_some() {
+        return (page, false);
+    }
+    // The OOM killer will not help higher order allocs, nor one that may fail or must stay
+    // on its node.
+    if order > PAGE_ALLOC_COSTLY_ORDER
+        || gfp.contains(Gfp::RETRY_MAYFAIL)
+        || gfp.contains(Gfp::THISNODE)
+        || !gfp.contains(Gfp::FS)
+    {
+        return (None, false);
+    }
+    (None, out_of_memory(k, ctx, OomConstraint::None))
 }
 
 /// __alloc_pages_direct_reclaim: reclaim, then try the free lists; if that fails, drain the

@@ -115,8 +115,11 @@ impl Slowpath for SlowpathV4_1 {
             }
             if should_alloc_retry(gfp, order) {
                 if progress == 0 {
-                    // The model has no OOM killer: the last try at the high watermark.
-                    return alloc_pages_may_oom(k, ctx, gfp, order);
+                    // Reclaim made no progress: the OOM killer, then retry if it killed.
+                    let (page, did_some_progress) = alloc_pages_may_oom(k, ctx, gfp, order);
+                    if page.is_some() || !did_some_progress {
+                        return page;
+                    }
                 }
                 // wait_iff_congested: the model has no congestion to wait for.
                 continue;

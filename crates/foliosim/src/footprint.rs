@@ -1,0 +1,453 @@
+//! The simulator's own memory for a scenario, estimated before anything is allocated, so that
+//! a scenario too big for this host ends with an error naming its fields instead of an abort
+//! in the allocator: validation refuses more than [`STATIC_MAX_BYTES`] (a bound that holds on
+//! any host), and `run` refuses more than the host's MemAvailable ([`check_host`]).
+//!
+//! Bytes per page come from the element types of the per-page arrays (`size_of`), so a change
+//! of layout changes the estimate; a test fails when one of these structures gains a field,
+//! so that it is counted here too. What is counted: per page frame of RAM (the folio table,
+//! the buddy allocator's arrays), per swap slot (swap_map, swap cache, slot data, zram's,
+//! brd's and zswap's per-slot arrays, an SSD's mapping tables), per page of a file (the page
+//! cache index), per page of every VMA the workloads map at once (its PTEs), and per task its
+//! program, its marks (each a copy of every counter) and its mm. Not counted: per-cluster and
+//! per-pageblock-order bookkeeping (well under 1% of the above), the zsmalloc pools and the
+//! page cache's contents (they grow with what the run stores, as the kernel's would).
+
+use crate::mm::folio::FolioTable;
+use crate::mm::mmap::{MmStruct, Pte};
+use crate::mm::page_alloc::FreeArea;
+use crate::mm::swapfile::SwapMap;
+use crate::mm::vmstat::VmStat;
+use crate::mm::zram::Zram;
+use crate::mm::zswap::Zswap;
+use crate::scenario::{format_size, Scenario, SwapDeviceKind, WorkloadSpec};
+use crate::sched::Task;
+use crate::workload::{thpscale::Geometry, Op};
+use std::mem::size_of;
+
+/// The most simulator memory any scenario may need, whatever the host: 1 TiB.
+pub const STATIC_MAX_BYTES: u64 = 1 << 40;
+
+/// size_of the elements of the Vec a field accessor returns (no instance needed).
+fn elem<S, T>(_: fn(&S) -> &Vec<T>) -> usize {
+    size_of::<T>()
+}
+
+/// One part of the estimate: the scenario field that decides it, and what it pays for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Part {
+    /// The field, e.g. `machine.memory` or `workload[0].nproc x size`.
+    pub field: String,
+    /// Its value as the scenario has it, e.g. `4T` or `256 x 4G`.
+    pub value: String,
+    pub what: &'static str,
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Footprint {
+    pub parts: Vec<Part>,
+}
+
+impl Footprint {
+    pub fn total_bytes(&self) -> u64 {
+        self.parts
+            .iter()
+            .fold(0u64, |sum, p| sum.saturating_add(p.bytes))
+    }
+
+    /// The largest part.
+    pub fn largest(&self) -> Option<&Part> {
+        self.parts.iter().max_by_key(|p| p.bytes)
+    }
+
+    /// The parts of at least 1% of the total, largest first, as `field = value: size (what)`.
+    pub fn summary(&self) -> String {
+        let total = self.total_bytes().max(1);
+        let mut parts: Vec<&Part> = self
+            .parts
+            .iter()
+            .filter(|p| p.bytes >= total / 100)
+            .collect();
+        parts.sort_by_key(|p| std::cmp::Reverse(p.bytes));
+        parts
+            .iter()
+            .map(|p| {
+                format!(
+                    "{} = {}: {} ({})",
+                    p.field,
+                    p.value,
+                    human_bytes(p.bytes),
+                    p.what
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+}
+
+/// 1536 -> "1.5 KiB".
+pub fn human_bytes(bytes: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let mut v = bytes as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < units.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", units[unit])
+    }
+}
+
+/// Simulator bytes per page frame of RAM.
+pub fn bytes_per_ram_page() -> f64 {
+    let folios = elem(|f: &FolioTable| &f.order)
+        + elem(|f: &FolioTable| &f.flags)
+        + elem(|f: &FolioTable| &f.mapcount)
+        + elem(|f: &FolioTable| &f.memcg)
+        + elem(|f: &FolioTable| &f.owner_mm)
+        + elem(|f: &FolioTable| &f.owner_vma)
+        + elem(|f: &FolioTable| &f.owner_index)
+        + elem(|f: &FolioTable| &f.swap)
+        + elem(|f: &FolioTable| &f.lru_prev)
+        + elem(|f: &FolioTable| &f.lru_next)
+        + elem(|f: &FolioTable| &f.writeback_done_ns);
+    folios as f64 + FreeArea::bytes_per_pfn()
+}
+
+/// Simulator bytes per slot of a swap device of `kind`, zswap's included when it is on.
+pub fn bytes_per_swap_slot(kind: SwapDeviceKind, zswap: bool, ftl: bool) -> f64 {
+    let map = elem(|m: &SwapMap| &m.swap_map)
+        + elem(|m: &SwapMap| &m.swap_cache)
+        + elem(|m: &SwapMap| &m.data);
+    let store = match kind {
+        SwapDeviceKind::Zram => Zram::bytes_per_slot(),
+        // brd: the pfn holding each slot's page.
+        SwapDeviceKind::Ramdisk => size_of::<u32>(),
+        _ => 0,
+    };
+    let zswap = if zswap { Zswap::bytes_per_slot() } else { 0 };
+    let ftl = if ftl {
+        crate::hw::ssd_ftl::Ftl::bytes_per_logical_page()
+    } else {
+        0.0
+    };
+    (map + store + zswap) as f64 + ftl
+}
+
+fn pages_bytes(pages: u64, per_page: f64) -> u64 {
+    (pages as f64 * per_page).min(u64::MAX as f64) as u64
+}
+
+/// Bytes of one mark: a copy of every counter (name and value) in a B-tree map, whose nodes
+/// are taken as about two-thirds full (estimate).
+fn bytes_per_mark() -> u64 {
+    let counters = VmStat::default().to_map();
+    let entry = (size_of::<String>() + size_of::<u64>()) as u64 * 3 / 2;
+    let names: u64 = counters.keys().map(|k| k.len() as u64).sum();
+    counters.len() as u64 * entry + names + size_of::<Option<crate::workload::Mark>>() as u64
+}
+
+/// What a workload maps, runs and records, in counts.
+struct WorkloadCounts {
+    field: &'static str,
+    value: String,
+    /// Pages of the VMAs mapped at once (their PTE arrays).
+    mapped_pages: u64,
+    ops: u64,
+    marks: u64,
+    /// Latency samples (thpscale).
+    samples: u64,
+    tasks: u64,
+    processes: u64,
+}
+
+fn counts(s: &Scenario, w: &WorkloadSpec) -> WorkloadCounts {
+    let m = |a: u64, b: u64| a.saturating_mul(b);
+    match w {
+        WorkloadSpec::Usemem { nproc, size, .. } => {
+            let n = *nproc as u64;
+            WorkloadCounts {
+                field: "nproc x size",
+                value: format!("{nproc} x {}", format_size(size.0)),
+                mapped_pages: m(n, size.pages()),
+                ops: m(n, 6),
+                marks: m(n, 2),
+                samples: 0,
+                tasks: n,
+                processes: n,
+            }
+        }
+        WorkloadSpec::ThpSwapAllocatorTest { iterations, .. } => {
+            // The program grows linearly with the iterations: measure two and extrapolate.
+            let program = |iterations: u32| -> (u64, u64) {
+                let mut one = w.clone();
+                if let WorkloadSpec::ThpSwapAllocatorTest { iterations: i, .. } = &mut one {
+                    *i = iterations;
+                }
+                let tasks = crate::workload::tasks(&one, s.seed);
+                let ops = tasks.iter().flat_map(|t| &t.ops);
+                let mapped = ops
+                    .clone()
+                    .map(|op| match op {
+                        Op::Mmap { nr_pages, .. } => *nr_pages as u64,
+                        _ => 0,
+                    })
+                    .sum();
+                (ops.count() as u64, mapped)
+            };
+            let ((ops_one, mapped), (ops_two, _)) = (program(1), program(2));
+            let per_iteration = ops_two - ops_one;
+            WorkloadCounts {
+                field: "iterations",
+                value: iterations.to_string(),
+                mapped_pages: mapped,
+                ops: ops_one
+                    .saturating_add(m((*iterations as u64).saturating_sub(1), per_iteration)),
+                marks: *iterations as u64 + 1,
+                samples: 0,
+                tasks: 1,
+                processes: 1,
+            }
+        }
+        WorkloadSpec::Kbuild {
+            jobs,
+            jobs_concurrent,
+            rss_max,
+            phases,
+            ..
+        } => {
+            let slots = (*jobs_concurrent).min(*jobs) as u64;
+            WorkloadCounts {
+                field: "jobs x phases",
+                value: format!("{jobs} x {phases}"),
+                mapped_pages: m(slots, rss_max.pages()),
+                ops: m(*jobs as u64, 2 * *phases as u64 + 4).saturating_add(slots),
+                marks: *jobs as u64,
+                samples: 0,
+                tasks: slots,
+                processes: slots,
+            }
+        }
+        WorkloadSpec::Thpscale {
+            threads,
+            total_size,
+            ..
+        } => {
+            let g = Geometry::new(*threads, total_size.0);
+            let t = *threads as u64;
+            let per_thread = g.thread_pages as u64;
+            WorkloadCounts {
+                field: "total_size",
+                value: format_size(total_size.0),
+                mapped_pages: m(t, per_thread + per_thread / 2 + 512 + per_thread / 4),
+                ops: m(t, 16 + per_thread / 512 + 5 * g.nr_hpages as u64),
+                marks: 0,
+                samples: m(t, g.nr_hpages as u64),
+                tasks: t,
+                processes: 1,
+            }
+        }
+        WorkloadSpec::Trace { path, .. } => {
+            // The replay's own tasks (the trace is parsed once and cached): what they map,
+            // summed (an upper bound: VMAs unmapped on the way are counted too).
+            let tasks = crate::workload::tasks_for(w, s.seed, &s.files);
+            let ops = tasks.iter().flat_map(|t| &t.ops);
+            WorkloadCounts {
+                field: "path",
+                value: path.clone(),
+                mapped_pages: ops
+                    .clone()
+                    .map(|op| match op {
+                        Op::Mmap { nr_pages, .. } | Op::MmapFile { nr_pages, .. } => {
+                            *nr_pages as u64
+                        }
+                        _ => 0,
+                    })
+                    .sum(),
+                ops: ops.count() as u64,
+                marks: tasks.len() as u64,
+                samples: 0,
+                tasks: tasks.len() as u64,
+                processes: tasks.iter().filter(|t| t.shares_mm_with.is_none()).count() as u64,
+            }
+        }
+        WorkloadSpec::FileRead {
+            file,
+            nproc,
+            mmap,
+            stride_pages,
+            passes,
+            read_pages,
+            ..
+        } => {
+            let file_pages = s
+                .files
+                .iter()
+                .find(|f| &f.name == file)
+                .map_or(0, |f| f.size.pages());
+            let n = *nproc as u64;
+            let step = if !*mmap {
+                *read_pages as u64 * *stride_pages as u64
+            } else {
+                *stride_pages as u64
+            };
+            let per_pass = if *mmap && *stride_pages == 1 {
+                n
+            } else {
+                file_pages.div_ceil(step.max(1)) + n
+            };
+            WorkloadCounts {
+                field: "passes",
+                value: passes.to_string(),
+                mapped_pages: if *mmap { file_pages } else { 0 },
+                ops: m(*passes as u64, per_pass).saturating_add(m(n, 8)),
+                marks: m(n, 2),
+                samples: 0,
+                tasks: n,
+                processes: n,
+            }
+        }
+    }
+}
+
+/// The simulator memory `s` needs, part by part.
+pub fn estimate(s: &Scenario) -> Footprint {
+    let mut parts = Vec::new();
+    let mach = &s.machine;
+    parts.push(Part {
+        field: "machine.memory".into(),
+        value: format_size(mach.memory.0),
+        what: "per-page state of RAM",
+        bytes: pages_bytes(mach.memory.pages(), bytes_per_ram_page()),
+    });
+    for (i, dev) in mach.swap_devices.iter().enumerate() {
+        let per_slot =
+            bytes_per_swap_slot(dev.kind, s.sysfs.zswap.enabled, dev.erase_block.is_some());
+        parts.push(Part {
+            field: format!("machine.swap[{i}].size"),
+            value: format_size(dev.size.0),
+            what: "per-slot state of swap",
+            bytes: pages_bytes(dev.size.pages(), per_slot),
+        });
+    }
+    let cache_index = elem(|f: &crate::mm::filemap::File| &f.pages) as f64;
+    for (i, f) in s.files.iter().enumerate() {
+        parts.push(Part {
+            field: format!("file[{i}].size"),
+            value: format_size(f.size.0),
+            what: "page cache index of the file",
+            bytes: pages_bytes(f.size.pages(), cache_index),
+        });
+    }
+    let mark = bytes_per_mark();
+    let cpus = mach.cpus as u64;
+    let per_process = size_of::<MmStruct>() as u64 + cpus * size_of::<Option<u64>>() as u64;
+    for (i, w) in s.workloads.iter().enumerate() {
+        let c = counts(s, w);
+        let bytes = [
+            c.mapped_pages.saturating_mul(size_of::<Pte>() as u64),
+            c.ops.saturating_mul(size_of::<Op>() as u64),
+            c.marks.saturating_mul(mark),
+            c.samples.saturating_mul(size_of::<(u8, u64)>() as u64),
+            c.tasks.saturating_mul(size_of::<Task>() as u64),
+            c.processes.saturating_mul(per_process),
+        ]
+        .iter()
+        .fold(0u64, |sum, b| sum.saturating_add(*b));
+        parts.push(Part {
+            field: format!("workload[{i}].{}", c.field),
+            value: c.value,
+            what: "page tables, programs and marks of its tasks",
+            bytes,
+        });
+    }
+    Footprint { parts }
+}
+
+/// MemAvailable of /proc/meminfo, in bytes; None where it cannot be read.
+pub fn host_available_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// The scenario needs more memory than the host can give.
+#[derive(Debug, thiserror::Error, Clone, PartialEq)]
+#[error(
+    "the scenario needs about {} of simulator memory, more than the {} this host has available (MemAvailable in /proc/meminfo): {}; make {} smaller",
+    human_bytes(*estimate_bytes),
+    human_bytes(*available_bytes),
+    summary,
+    fields
+)]
+pub struct TooBig {
+    pub estimate_bytes: u64,
+    pub available_bytes: u64,
+    /// The largest parts of the estimate.
+    pub summary: String,
+    /// The fields that decide most of it.
+    pub fields: String,
+}
+
+/// Refuse a scenario that needs more than `available_bytes` (the host's MemAvailable when
+/// None is given and it can be read; no check when it cannot).
+pub fn check_host(s: &Scenario, available_bytes: Option<u64>) -> Result<Footprint, TooBig> {
+    let f = estimate(s);
+    let Some(available) = available_bytes.or_else(host_available_bytes) else {
+        return Ok(f);
+    };
+    if f.total_bytes() <= available {
+        return Ok(f);
+    }
+    let total = f.total_bytes();
+    let mut big: Vec<&Part> = f.parts.iter().filter(|p| p.bytes >= total / 10).collect();
+    big.sort_by_key(|p| std::cmp::Reverse(p.bytes));
+    Err(TooBig {
+        estimate_bytes: total,
+        available_bytes: available,
+        summary: f.summary(),
+        fields: big
+            .iter()
+            .map(|p| p.field.as_str())
+            .collect::<Vec<_>>()
+            .join(" or "),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    /// A structure whose per-page arrays are counted here gained or lost a field: count it.
+    #[test]
+    fn the_counted_structures_have_the_fields_counted() {
+        let vec = size_of::<Vec<u8>>();
+        assert_eq!(
+            size_of::<FolioTable>(),
+            11 * vec + 2 * size_of::<BTreeMap<u32, u32>>(),
+            "FolioTable changed: update bytes_per_ram_page"
+        );
+    }
+
+    #[test]
+    fn bytes_per_page_come_from_the_types() {
+        let ram = bytes_per_ram_page();
+        assert!((40.0..100.0).contains(&ram), "{ram}");
+        let plain = bytes_per_swap_slot(SwapDeviceKind::Ssd, false, false);
+        assert_eq!(plain, 6.0, "swap_map u8, swap_cache u32, data u8");
+        assert!(bytes_per_swap_slot(SwapDeviceKind::Zram, true, false) > plain + 8.0);
+    }
+
+    #[test]
+    fn human_bytes_reads_well() {
+        assert_eq!(human_bytes(512), "512 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(3 << 30), "3.0 GiB");
+    }
+}
