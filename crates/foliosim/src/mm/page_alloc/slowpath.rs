@@ -207,7 +207,15 @@ fn alloc_pages_slowpath(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> 
         && (costly || (order > 0 && gfp.migratetype() != MigrateType::Movable))
         && gfp_pfmemalloc_flags(gfp).is_none()
     {
-        let dc = alloc_pages_direct_compact(k, ctx, gfp, order, alloc_flags, INIT_COMPACT_PRIORITY);
+        let dc = alloc_pages_direct_compact(
+            k,
+            ctx,
+            gfp,
+            order,
+            alloc_flags,
+            INIT_COMPACT_PRIORITY,
+            true,
+        );
         let result = dc.result;
         compact_result = result;
         if dc.page.is_some() {
@@ -245,7 +253,8 @@ fn alloc_pages_slowpath(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> 
         if page.is_some() {
             return page;
         }
-        let dc = alloc_pages_direct_compact(k, ctx, gfp, order, alloc_flags, compact_priority);
+        let dc =
+            alloc_pages_direct_compact(k, ctx, gfp, order, alloc_flags, compact_priority, true);
         if order > 0 {
             compact_result = dc.result;
         }
@@ -345,8 +354,9 @@ pub(super) fn alloc_pages_direct_reclaim(
 }
 
 /// __alloc_pages_direct_compact: compaction, then the free lists; `page` of the outcome is
-/// the allocated block. compact_stall counts a run that was not skipped (a deferred one too,
-/// as 6.18 counts it); compact_success / compact_fail its outcome.
+/// the allocated block. compact_stall counts a run that was not skipped, and a deferred one
+/// when `deferred_stalls` (6.18 counts it; 4.1 returned before counting);
+/// compact_success / compact_fail its outcome.
 pub(super) fn alloc_pages_direct_compact(
     k: &mut Kernel,
     ctx: &mut Ctx,
@@ -354,27 +364,17 @@ pub(super) fn alloc_pages_direct_compact(
     order: u32,
     alloc_flags: AllocFlags,
     prio: CompactPriority,
+    deferred_stalls: bool,
 ) -> DirectCompaction {
     if order == 0 {
         return DirectCompaction::skipped();
     }
-    let dc = compaction::try_to_compact_pages(k, ctx, gfp, order, alloc_flags, prio);
-    if dc.result == CompactResult::Skipped {
+    let mut dc = compaction::try_to_compact_pages(k, ctx, gfp, order, alloc_flags, prio);
+    if dc.result == CompactResult::Skipped
+        || (dc.result == CompactResult::Deferred && !deferred_stalls)
+    {
         return dc;
     }
-    direct_compact_stall(k, ctx, gfp, order, alloc_flags, dc)
-}
-
-/// The end of __alloc_pages_direct_compact once compaction ran: count the stall, take the
-/// captured block or try the free lists, count the outcome.
-pub(super) fn direct_compact_stall(
-    k: &mut Kernel,
-    ctx: &mut Ctx,
-    gfp: Gfp,
-    order: u32,
-    alloc_flags: AllocFlags,
-    mut dc: DirectCompaction,
-) -> DirectCompaction {
     k.vmstat.count(VmEvent::CompactStall, 1);
     let page = dc.page.or_else(|| {
         k.zone

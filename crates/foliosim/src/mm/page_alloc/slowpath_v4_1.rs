@@ -8,13 +8,13 @@
 //! should_reclaim_retry, compaction priorities and should_compact_retry (4.7's rework).
 
 use super::slowpath::{
-    alloc_pages_direct_reclaim, alloc_pages_may_oom, direct_compact_stall, gfp_pfmemalloc_flags,
-    gfp_to_alloc_flags, wake_all_kswapds, Slowpath,
+    alloc_pages_direct_compact, alloc_pages_direct_reclaim, alloc_pages_may_oom,
+    gfp_pfmemalloc_flags, gfp_to_alloc_flags, wake_all_kswapds, Slowpath,
 };
 use super::watermark::AllocFlags;
 use super::PAGE_ALLOC_COSTLY_ORDER;
 use crate::engine::Ctx;
-use crate::mm::compaction::{self, CompactPriority, CompactResult, Contended, DirectCompaction};
+use crate::mm::compaction::{CompactPriority, CompactResult, Contended};
 use crate::mm::gfp::Gfp;
 use crate::mm::Kernel;
 
@@ -31,25 +31,6 @@ fn is_thp_gfp_mask(gfp: Gfp) -> bool {
 /// that sets it).
 fn should_alloc_retry(gfp: Gfp, order: u32) -> bool {
     !gfp.contains(Gfp::NORETRY) && order <= PAGE_ALLOC_COSTLY_ORDER
-}
-
-/// __alloc_pages_direct_compact (4.1): a deferred or skipped compaction counts no stall.
-fn direct_compact(
-    k: &mut Kernel,
-    ctx: &mut Ctx,
-    gfp: Gfp,
-    order: u32,
-    alloc_flags: AllocFlags,
-    prio: CompactPriority,
-) -> DirectCompaction {
-    if order == 0 {
-        return DirectCompaction::skipped();
-    }
-    let dc = compaction::try_to_compact_pages(k, ctx, gfp, order, alloc_flags, prio);
-    if matches!(dc.result, CompactResult::Skipped | CompactResult::Deferred) {
-        return dc;
-    }
-    direct_compact_stall(k, ctx, gfp, order, alloc_flags, dc)
 }
 
 impl Slowpath for SlowpathV4_1 {
@@ -91,7 +72,8 @@ impl Slowpath for SlowpathV4_1 {
             if !gfp.allow_blocking() {
                 return None;
             }
-            let dc = direct_compact(k, ctx, gfp, order, alloc_flags, migration_mode);
+            let dc =
+                alloc_pages_direct_compact(k, ctx, gfp, order, alloc_flags, migration_mode, false);
             if dc.page.is_some() {
                 return dc.page;
             }
@@ -125,7 +107,16 @@ impl Slowpath for SlowpathV4_1 {
                 continue;
             }
             // Costly and __GFP_NORETRY requests compact once more after reclaim.
-            return direct_compact(k, ctx, gfp, order, alloc_flags, migration_mode).page;
+            return alloc_pages_direct_compact(
+                k,
+                ctx,
+                gfp,
+                order,
+                alloc_flags,
+                migration_mode,
+                false,
+            )
+            .page;
         }
     }
 }
