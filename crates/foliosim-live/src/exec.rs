@@ -27,6 +27,8 @@ pub struct LiveTask {
     pub file_dir: Option<PathBuf>,
     /// Seeds the contents of files the ops create.
     pub seed: u64,
+    /// /proc/PID/oom_score_adj of the process (the workload's `oom_score_adj`; 0 leaves it).
+    pub oom_score_adj: i32,
 }
 
 /// A thread of a [`LiveTask`]'s process.
@@ -294,6 +296,12 @@ fn child_main(
         // Highest priority: other work on the host (builds, the runner) then perturbs the
         // tasks' timing far less. Runs are bounded by the live timeout. Threads inherit it.
         libc::setpriority(libc::PRIO_PROCESS, 0, -20);
+    }
+    // The OOM killer's view of this process, as the scenario gives it (our own process only).
+    if task.oom_score_adj != 0 {
+        if let Err(e) = std::fs::write("/proc/self/oom_score_adj", task.oom_score_adj.to_string()) {
+            eprintln!("{}: oom_score_adj {}: {e}", task.name, task.oom_score_adj);
+        }
     }
     let mut report = ChildReport::default();
     let programs: Vec<&[Op]> = std::iter::once(task.ops.as_slice())

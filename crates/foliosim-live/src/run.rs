@@ -446,6 +446,7 @@ fn run_holding(
                 threads: vec![],
                 file_dir: file_dir.clone(),
                 seed: scenario.seed,
+                oom_score_adj: scenario.workloads[w].oom_score_adj(),
             });
         }
     }
