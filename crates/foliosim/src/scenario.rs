@@ -408,6 +408,12 @@ impl KernelVersion {
     pub fn kcompactd(self) -> bool {
         self > KernelVersion::V4_1
     }
+
+    /// Reclaim (4.3, TTU_BATCH_FLUSH) and async migration (6.3, migrate_pages_batch) flush
+    /// the TLB once for a batch of unmapped folios; before, once per folio.
+    pub fn batched_unmap_flush(self) -> bool {
+        self > KernelVersion::V4_1
+    }
 }
 
 /// Which swap slot allocator the kernel runs (mm/swapfile.c); one file each under mm/swap_alloc/.

@@ -32,6 +32,34 @@ pub fn vma_thp_gfp_mask(defrag: ThpDefrag, vma: &Vma, transhuge: Gfp) -> Gfp {
     }
 }
 
+/// A fault's candidate orders (1..=PMD_ORDER, at most one each), on the stack: no allocation
+/// per fault.
+pub struct OrderList {
+    orders: [u32; PMD_ORDER as usize],
+    len: usize,
+}
+
+impl FromIterator<u32> for OrderList {
+    fn from_iter<I: IntoIterator<Item = u32>>(iter: I) -> OrderList {
+        let mut list = OrderList {
+            orders: [0; PMD_ORDER as usize],
+            len: 0,
+        };
+        for order in iter {
+            list.orders[list.len] = order;
+            list.len += 1;
+        }
+        list
+    }
+}
+
+impl std::ops::Deref for OrderList {
+    type Target = [u32];
+    fn deref(&self) -> &[u32] {
+        &self.orders[..self.len]
+    }
+}
+
 /// thp_vma_allowable_orders + thp_vma_suitable_order: enabled orders whose naturally aligned
 /// range around `index` lies inside the VMA, highest first.
 pub fn suitable_orders(k: &Kernel, vma: &Vma, index: u32) -> impl Iterator<Item = u32> {

@@ -5,7 +5,9 @@
 use super::folio::{flags, SwapEntry, NIL};
 use super::gfp::Gfp;
 use super::huge_memory::deferred_split::deferred_split_folio;
-use super::huge_memory::{split_folio, split_huge_pmd, suitable_orders, vma_thp_gfp_mask};
+use super::huge_memory::{
+    split_folio, split_huge_pmd, suitable_orders, vma_thp_gfp_mask, OrderList,
+};
 use super::khugepaged::khugepaged_enter_vma;
 use super::memcontrol::try_charge;
 use super::mmap::Pte;
@@ -116,24 +118,19 @@ fn do_anonymous_page(
     let vma_ref = k.mms[mm as usize].vma(vma);
     // alloc_anon_folio / vma_alloc_anon_folio_pmd: allocation and charge use the THP gfp.
     let gfp = vma_thp_gfp_mask(k.thp_defrag, vma_ref, k.gfp_transhuge);
-    // Orders 1..=PMD_ORDER at most: kept on the stack, no allocation per fault.
-    let mut candidates = [0u32; PMD_ORDER as usize];
-    let mut nr_candidates = 0;
-    for order in suitable_orders(k, vma_ref, index).filter(|&order| {
-        let start = index & !((1 << order) - 1);
-        vma_ref.ptes[start as usize..(start + (1 << order)) as usize]
-            .iter()
-            .all(|p| p.is_none())
-    }) {
-        candidates[nr_candidates] = order;
-        nr_candidates += 1;
-    }
-    let candidates = &candidates[..nr_candidates];
+    let candidates: OrderList = suitable_orders(k, vma_ref, index)
+        .filter(|&order| {
+            let start = index & !((1 << order) - 1);
+            vma_ref.ptes[start as usize..(start + (1 << order)) as usize]
+                .iter()
+                .all(|p| p.is_none())
+        })
+        .collect();
     if candidates.first() == Some(&PMD_ORDER) {
         // do_huge_pmd_anonymous_page registers the mm before it allocates.
         khugepaged_enter_vma(k, ctx.now_ns, mm, vma);
     }
-    for &order in candidates {
+    for &order in candidates.iter() {
         let start = index & !((1 << order) - 1);
         // The PMD allocation may be left to khugepaged (mm/thp_fault_alloc/).
         let policy = k.thp_fault_alloc;
@@ -316,7 +313,7 @@ fn alloc_swap_folio(
     let memcg = k.mms[mm as usize].memcg;
     let vma_ref = k.mms[mm as usize].vma(vma);
     let gfp = vma_thp_gfp_mask(k.thp_defrag, vma_ref, k.gfp_transhuge);
-    let candidates: Vec<u32> = suitable_orders(k, vma_ref, index)
+    let candidates: OrderList = suitable_orders(k, vma_ref, index)
         .filter(|&order| order < PMD_ORDER)
         .filter(|&order| {
             // can_swapin_thp: the virtual and swap offsets agree modulo the size, and every
@@ -336,7 +333,7 @@ fn alloc_swap_folio(
                     })
         })
         .collect();
-    for order in candidates {
+    for &order in candidates.iter() {
         let start = index & !((1 << order) - 1);
         let Some(pfn) = alloc_pages(k, ctx, gfp, order) else {
             k.vmstat.count_mthp(order, MthpStat::SwpinFallback);

@@ -310,7 +310,7 @@ impl Kernel {
             thp_fault_alloc: thp_fault_alloc::policy(scenario.kernel.thp_fault_alloc),
             thp_avail: Default::default(),
             defer_partial_split: scenario.kernel.version.deferred_split(),
-            tlb_batched_unmap: scenario.kernel.version > KernelVersion::V4_1,
+            tlb_batched_unmap: scenario.kernel.version.batched_unmap_flush(),
             cpu_mm: vec![NIL; ncpus],
             cpu_irq_ns: vec![0; ncpus],
             tlb: tlb::arch(scenario.machine.tlb),

@@ -4,7 +4,6 @@
 //! pageblock); then the linear scan, from the zone's end down towards the migrate scanner, of
 //! movable pageblocks (isolate_freepages). compaction_alloc hands the isolated blocks out.
 
-use super::migrate_scanner::compact_should_abort;
 use super::skip::{isolation_suitable, update_pageblock_skip};
 use super::{
     pageblock_end_pfn, pageblock_start_pfn, CompactControl, Contended, COMPACT_CLUSTER_MAX,
@@ -48,7 +47,7 @@ fn isolate_freepages_block(
     let mut pfn = *start;
     let (mut nr_scanned, mut total_isolated, mut blocks) = (0u64, 0u32, 0u64);
     while pfn < end {
-        if pfn.is_multiple_of(COMPACT_CLUSTER_MAX) && compact_should_abort(k, ctx, cc) {
+        if pfn.is_multiple_of(COMPACT_CLUSTER_MAX) && cc.should_abort(k, ctx) {
             break;
         }
         nr_scanned += 1;
@@ -268,8 +267,7 @@ pub(super) fn isolate_freepages(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactC
     };
     while block_start >= low_pfn {
         let block = block_start as u32;
-        if block.is_multiple_of(COMPACT_CLUSTER_MAX * PAGEBLOCK_NR_PAGES)
-            && compact_should_abort(k, ctx, cc)
+        if block.is_multiple_of(COMPACT_CLUSTER_MAX * PAGEBLOCK_NR_PAGES) && cc.should_abort(k, ctx)
         {
             break;
         }

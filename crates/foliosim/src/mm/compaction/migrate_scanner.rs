@@ -32,17 +32,6 @@ pub(super) enum IsolateMigrate {
     Abort,
 }
 
-/// compact_unlock_should_abort / compact_should_abort (3.16-5.0): an async run stops when
-/// another task wants the CPU.
-pub(super) fn compact_should_abort(k: &Kernel, ctx: &Ctx, cc: &mut CompactControl) -> bool {
-    if k.compaction.era.resched_aborts_async && cc.mode == MigrateMode::Async && ctx.need_resched()
-    {
-        cc.contended = Contended::Sched;
-        return true;
-    }
-    false
-}
-
 /// suitable_migration_source: may the migrate scanner take folios from the pageblock of
 /// `pfn`? Not from one a folio of pageblock size fills; async direct compaction only from
 /// pageblocks of its own migratetype.
@@ -233,7 +222,7 @@ fn isolate_migratepages_block(
     // ISOLATE_ASYNC_MIGRATE: everything but full sync leaves folios under writeback alone.
     let async_migrate = cc.mode != MigrateMode::Sync;
     while low_pfn < end_pfn {
-        if low_pfn.is_multiple_of(COMPACT_CLUSTER_MAX) && compact_should_abort(k, ctx, cc) {
+        if low_pfn.is_multiple_of(COMPACT_CLUSTER_MAX) && cc.should_abort(k, ctx) {
             break;
         }
         if skip_on_failure && low_pfn >= next_skip_pfn {
