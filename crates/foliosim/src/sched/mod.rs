@@ -141,7 +141,7 @@ pub fn run_tasks_observed(
     // Tasks asleep at each barrier, by barrier id.
     let mut barriers: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
     while live_users > 0 {
-        let Some(cpu) = q.next_cpu() else {
+        let Some(cpu) = q.next_cpu(tasks) else {
             return Err(SimError::Deadlock {
                 at_ns: end_ns,
                 waiting: barriers
@@ -155,12 +155,14 @@ pub fn run_tasks_observed(
                     .join("; "),
             });
         };
-        let c = &mut q.cpus[cpu];
-        if c.current.is_none() && q.runq.is_empty() {
-            // Idle until the first sleeper wakes.
-            c.now_ns = c.now_ns.max(q.sleepers[0].0);
+        if q.cpus[cpu].current.is_none() {
+            // Idle until a queued task is runnable or the first sleeper wakes.
+            let until_ns = q
+                .idle_until_ns(tasks)
+                .expect("an idle CPU was picked with work");
+            q.cpus[cpu].now_ns = q.cpus[cpu].now_ns.max(until_ns);
         }
-        let now_ns = c.now_ns;
+        let now_ns = q.cpus[cpu].now_ns;
         q.wake_sleepers(tasks, now_ns);
         if now_ns >= observe_at_ns {
             if let Some(o) = observer.as_deref_mut() {
@@ -190,9 +192,12 @@ pub fn run_tasks_observed(
         let tid = match c.current {
             Some(tid) => tid,
             None => {
-                let tid = q.runq.pop_front().expect("a CPU was picked with work");
+                let tid = q
+                    .take_runnable(tasks, now_ns)
+                    .expect("an idle CPU woke with a runnable task");
+                let c = &mut q.cpus[cpu];
                 let t = &mut tasks[tid];
-                ctx.now_ns = ctx.now_ns.max(t.runnable_at_ns) + k.cost.context_switch_ns;
+                ctx.now_ns += k.cost.context_switch_ns;
                 c.current = Some(tid);
                 // Slices vary +-10% (wakeups, ticks): seeded, so runs differ only by seed.
                 let slice = slice_ns * 9 / 10 + rng.below(slice_ns / 5);

@@ -82,17 +82,16 @@ impl Queues {
         }
     }
 
-    /// The CPU with the earliest next event: its clock when it has a task to run or the run
-    /// queue is not empty, else (idle) the first sleeper's wake-up, never before its clock.
+    /// The CPU with the earliest next event: its clock when it has a task, else (idle) when
+    /// the first queued task is runnable or the first sleeper wakes, never before its clock.
     /// Ties: the lowest CPU. None when no CPU can act.
-    pub fn next_cpu(&self) -> Option<usize> {
-        let runnable = !self.runq.is_empty();
-        let first_wake_ns = self.sleepers.first().map(|s| s.0);
+    pub fn next_cpu(&self, tasks: &[Task]) -> Option<usize> {
+        let mut idle_until: Option<Option<u64>> = None;
         let mut best: Option<(u64, usize)> = None;
         for (i, c) in self.cpus.iter().enumerate() {
-            let at_ns = if c.current.is_some() || runnable {
+            let at_ns = if c.current.is_some() {
                 c.now_ns
-            } else if let Some(w) = first_wake_ns {
+            } else if let Some(w) = *idle_until.get_or_insert_with(|| self.idle_until_ns(tasks)) {
                 c.now_ns.max(w)
             } else {
                 continue;
@@ -102,6 +101,27 @@ impl Queues {
             }
         }
         best.map(|(_, i)| i)
+    }
+
+    /// When an idle CPU next has work: the earliest a queued task is runnable (a task queued
+    /// by a CPU whose clock is ahead is runnable only from then) or the first sleeper wakes.
+    pub fn idle_until_ns(&self, tasks: &[Task]) -> Option<u64> {
+        let queued = self.runq.iter().map(|&t| tasks[t].runnable_at_ns).min();
+        let wake = self.sleepers.first().map(|s| s.0);
+        match (queued, wake) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The first queued task runnable by `now_ns` (round-robin order among those), taken off
+    /// the queue.
+    pub fn take_runnable(&mut self, tasks: &[Task], now_ns: u64) -> Option<usize> {
+        let i = self
+            .runq
+            .iter()
+            .position(|&t| tasks[t].runnable_at_ns <= now_ns)?;
+        self.runq.remove(i)
     }
 
     pub fn sleep_until(&mut self, wake_ns: u64, tid: usize) {

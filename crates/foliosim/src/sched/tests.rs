@@ -218,3 +218,56 @@ fn a_nice_19_thread_gets_a_sliver_of_a_cpu_it_shares_with_a_nice_0_task() {
         stats.simulated_ns
     );
 }
+
+/// Two CPUs, two user tasks computing `user_ms` each in 100 us ops, and the test thread doing
+/// two atomic pieces of `kthread_ms` each, woken at the start.
+fn two_cpus(user_ms: u64, kthread_ms: u64, ops_ns: u64) -> (Kernel, Vec<Task>) {
+    let toml = ONE_CPU.replace("cpus = 1", "cpus = 2");
+    let mut k = Kernel::new(&Scenario::from_toml_str(&toml).unwrap());
+    let kind = KthreadKind::TestBusy {
+        ns: kthread_ms * MS,
+    };
+    k.kthreads.kinds = vec![kind];
+    k.kthreads.test_passes = 2;
+    k.kthreads.wake(kind, 0);
+    let tasks = (0..2)
+        .map(|i| {
+            let mm = k.new_mm(0, ContentClass::Usemem);
+            let mut ops = vec![Op::Compute { ns: ops_ns }; (user_ms * MS / ops_ns) as usize];
+            ops.push(Op::Exit);
+            Task::new(format!("user{i}"), mm, 0, ops)
+        })
+        .collect();
+    (k, tasks)
+}
+
+#[test]
+fn an_idle_cpu_runs_a_ready_task_before_one_queued_from_a_cpu_whose_clock_is_ahead() {
+    // The thread's 50 ms piece is atomic: it is queued again at 53 ms by its CPU. The other
+    // CPU must not jump there while the two user tasks are ready now.
+    let (mut k, mut tasks) = two_cpus(10, 50, 100 * US);
+    run(&mut k, &mut tasks);
+    for t in &tasks[..2] {
+        let exit_ns = t.exited_at_ns.unwrap();
+        assert!(exit_ns < 30 * MS, "{} exited at {exit_ns} ns", t.name);
+    }
+}
+
+#[test]
+fn user_computing_is_preempted_at_the_slice_end_when_another_task_waits() {
+    // One Compute op of 30 ms each: without the tick, the thread (queued behind them) would
+    // wait 30 ms for a CPU.
+    let (mut k, mut tasks) = two_cpus(30, 1, 30 * MS);
+    run(&mut k, &mut tasks);
+    let kthread = &tasks[2];
+    assert_eq!(kthread.sys_ns, 2 * MS);
+    let user_end = tasks[..2]
+        .iter()
+        .map(|t| t.exited_at_ns.unwrap())
+        .max()
+        .unwrap();
+    assert!(
+        user_end > 30 * MS + MS,
+        "the thread took CPU time from the users: {user_end}"
+    );
+}

@@ -27,7 +27,8 @@ pub(super) enum UserNext {
 /// One step of the program of the task whose mm is `mm`. A program that runs out of ops
 /// without an Exit stops with its mm left mapped (tests read its page tables afterwards).
 /// User-space computing is preemptible anywhere: a Compute op stops at `wake_ns` (the next
-/// known wake-up of a sleeping task, which may preempt this one) and resumes in a later step.
+/// known wake-up of a sleeping task, which may preempt this one) or at the slice's end when
+/// another task is runnable, and resumes in a later step.
 pub(super) fn step(
     k: &mut Kernel,
     ctx: &mut Ctx,
@@ -70,8 +71,10 @@ pub(super) fn step(
         Op::MunmapRange { vma, first, nr } => munmap_range(k, ctx, mm, vma, first, nr),
         Op::Compute { ns } => {
             let left_ns = ns - p.computed_ns;
-            if wake_ns > ctx.now_ns && wake_ns - ctx.now_ns < left_ns {
-                let run_ns = wake_ns - ctx.now_ns;
+            // The tick preempts user code at the slice's end when another task is runnable.
+            let stop_ns = wake_ns.min(ctx.resched_at_ns);
+            if stop_ns > ctx.now_ns && stop_ns - ctx.now_ns < left_ns {
+                let run_ns = stop_ns - ctx.now_ns;
                 ctx.spend(run_ns);
                 *user_ns += run_ns;
                 p.computed_ns += run_ns;
