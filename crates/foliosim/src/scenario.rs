@@ -4,8 +4,14 @@
 //! place where the defaults are written down (see the `default_*` functions and `Default` impls).
 //! Errors name the field, the value found and what is allowed.
 
+mod numa;
+
 use crate::content::ContentClass;
 use crate::engine::cost::CostModel;
+pub use numa::{
+    KernelSysctl, MigrateTlbFlush, NodeSpec, NumaKnobs, PromotedPte, CXL_LATENCY_NS,
+    LOCAL_DRAM_LATENCY_NS,
+};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -194,6 +200,9 @@ pub struct Machine {
     /// The filesystem's disk, holding the `[[file]]`s (mm/filemap/).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disk: Option<DiskSpec>,
+    /// Memory-only nodes 1, 2, ... beside node 0 (`memory`, every CPU): `[[machine.node]]`.
+    #[serde(default, rename = "node", skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<NodeSpec>,
 }
 
 /// The block device under the filesystem that holds the files.
@@ -298,6 +307,7 @@ impl Default for Machine {
             memory_bandwidth_bytes_per_s: default_memory_bandwidth(),
             iaa: None,
             disk: None,
+            nodes: vec![],
         }
     }
 }
@@ -468,6 +478,13 @@ pub struct Kernel {
     /// OOM killer does and go on (the default), or `fail`: end the run with an error.
     #[serde(default, skip_serializing_if = "OomPolicy::is_default")]
     pub oom: OomPolicy,
+    /// How migration flushes the TLB (mm/migrate/flush/): `eager` (mainline) or `migrc`
+    /// (seed 004's deferral).
+    #[serde(default)]
+    pub migrate_tlb_flush: MigrateTlbFlush,
+    /// The PTE a NUMA-hint promotion leaves (a model parameter, scenario/numa.rs).
+    #[serde(default)]
+    pub numa_promoted_pte: PromotedPte,
 }
 
 /// `kernel.oom`: the OOM killer, or an error where the kernel would kill.
@@ -533,6 +550,8 @@ impl Default for Kernel {
             cgroup: CgroupVersion::V2,
             thp_fault_alloc: ThpFaultAllocKind::Direct,
             oom: OomPolicy::Kill,
+            migrate_tlb_flush: MigrateTlbFlush::Eager,
+            numa_promoted_pte: PromotedPte::Clean,
         }
     }
 }
@@ -600,6 +619,9 @@ pub struct Sysfs {
     /// Settings of every `zram` swap device.
     #[serde(default)]
     pub zram: ZramKnobs,
+    /// `/sys/kernel/mm/numa/*`.
+    #[serde(default)]
+    pub numa: NumaKnobs,
 }
 
 /// `transparent_hugepage/defrag` values.
@@ -673,6 +695,9 @@ pub struct KhugepagedKnobs {
 pub struct Sysctl {
     #[serde(default)]
     pub vm: VmSysctl,
+    /// `/proc/sys/kernel/*` (NUMA balancing).
+    #[serde(default)]
+    pub kernel: KernelSysctl,
 }
 
 impl Sysctl {
@@ -975,6 +1000,7 @@ impl Default for Sysfs {
             khugepaged: KhugepagedKnobs::default(),
             zswap: ZswapKnobs::default(),
             zram: ZramKnobs::default(),
+            numa: NumaKnobs::default(),
         }
     }
 }
@@ -1352,6 +1378,7 @@ impl Scenario {
                 "16M ..= 4T",
             ));
         }
+        numa::validate(&m.nodes, &self.sysctl.kernel)?;
         if let Some(iaa) = &m.iaa {
             if iaa.sockets == 0 || iaa.sockets > m.cpus || iaa.devices_per_socket == 0 {
                 return Err(invalid(

@@ -167,7 +167,7 @@ pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut Ve
     }
     let keep_head = list.is_some();
     if on_lru {
-        let lruvec = &mut k.memcgs[memcg as usize].lruvec;
+        let lruvec = k.memcgs[memcg as usize].lruvec_mut(k.nodes.nid(pfn));
         // The head now counts one page on its list; each tail adds its own.
         lruvec.list_of(&k.folios, pfn).nr_pages -= (nr - 1) as u64;
         for sub in (1..nr).rev() {

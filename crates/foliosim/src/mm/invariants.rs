@@ -21,11 +21,24 @@ use super::swapfile::{swap_count, SlotData, SWAP_HAS_CACHE, SWAP_MAP_BAD};
 use super::Kernel;
 
 pub fn check(k: &Kernel) -> Result<(), String> {
-    let nr = k.zone.nr_pages as usize;
+    let nr = k.nodes.total_pages() as usize;
     let f = &k.folios;
     // The allocator's own bookkeeping (buddy lists, pageblock types, pcp lists), and which
-    // pages it holds free.
-    let free = k.zone.check().map_err(|e| format!("page allocator: {e}"))?;
+    // pages it holds free, node by node.
+    let mut free = vec![false; nr];
+    for nid in 0..k.nodes.nr_nodes() {
+        let zone_free = k
+            .node_zone(nid)
+            .check()
+            .map_err(|e| format!("page allocator of node {nid}: {e}"))?;
+        let span = k.nodes.start_pfn[nid] as usize..k.nodes.start_pfn[nid + 1] as usize;
+        if zone_free.iter().enumerate().any(|(p, &fr)| fr && !span.contains(&p)) {
+            return Err(format!("node {nid}'s zone holds a free page outside the node"));
+        }
+        for p in span {
+            free[p] |= zone_free[p];
+        }
+    }
     // Pages: free or covered by exactly one live folio.
     let mut owner = vec![NIL; nr];
     let mut memcg_pages = vec![0u64; k.memcgs.len()];
@@ -128,17 +141,21 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             ));
         }
         let mut lru_pages = 0;
-        for (list, file, active) in [
-            (&cg.lruvec.inactive_anon, false, false),
-            (&cg.lruvec.active_anon, false, true),
-            (&cg.lruvec.inactive_file, true, false),
-            (&cg.lruvec.active_file, true, true),
-        ] {
+        let lists = cg.lruvecs().enumerate().flat_map(|(nid, lv)| {
+            [
+                (&lv.inactive_anon, false, false, nid),
+                (&lv.active_anon, false, true, nid),
+                (&lv.inactive_file, true, false, nid),
+                (&lv.active_file, true, true, nid),
+            ]
+        });
+        for (list, file, active, nid) in lists {
             let mut pages = 0;
             for head in list.iter(f) {
                 if f.memcg[head as usize] as usize != id
                     || f.test(head, flags::ACTIVE) != active
                     || f.test(head, flags::FILE) != file
+                    || k.nodes.nid(head) != nid
                 {
                     return Err(format!(
                         "folio {head} is on the wrong LRU list of memcg {}",
@@ -355,7 +372,7 @@ fn check_thp(k: &Kernel) -> Result<(), String> {
     use crate::scenario::PMD_ORDER;
     let f = &k.folios;
     let mut flagged = 0u64;
-    for h in 0..k.zone.nr_pages {
+    for h in 0..k.nodes.total_pages() {
         if !f.test(h, flags::ALLOCATED) {
             continue;
         }
@@ -472,7 +489,7 @@ fn check_page_cache(k: &Kernel) -> Result<(), String> {
         }
     }
     let (mut folios, mut mapped, mut swapcache) = (0u64, 0u64, 0u64);
-    for pfn in 0..k.zone.nr_pages {
+    for pfn in 0..k.nodes.total_pages() {
         if !f.test(pfn, flags::ALLOCATED) {
             continue;
         }

@@ -112,18 +112,19 @@ fn cold_or_pageout(
             let memcg = k.folios.memcg[head as usize] as usize;
             // Both paths forget the folio's accesses (folio_clear_referenced, young cleared).
             k.folios.clear(head, flags::YOUNG | flags::REFERENCED);
+            let nid = k.nodes.nid(head);
             let cg = &mut k.memcgs[memcg];
             if pageout {
-                cg.lruvec.del_folio(&mut k.folios, head);
+                cg.lruvec_mut(nid).del_folio(&mut k.folios, head);
                 isolated.push(head);
             } else if k.folios.test(head, flags::ACTIVE) {
                 // lru_deactivate: only an active folio moves (and is counted).
-                cg.lruvec.del_folio(&mut k.folios, head);
-                cg.lruvec.add_folio(&mut k.folios, head);
+                cg.lruvec_mut(nid).del_folio(&mut k.folios, head);
+                cg.lruvec_mut(nid).add_folio(&mut k.folios, head);
                 cg.count(VmEvent::Pgdeactivate, nr_folio as u64);
                 k.vmstat.count(VmEvent::Pgdeactivate, nr_folio as u64);
             }
-            cg.lruvec.lru_lock.hold(ctx, k.cost.lru_move_ns);
+            cg.lruvec_mut(nid).lru_lock.hold(ctx, k.cost.lru_move_ns);
             index = start + nr_folio;
         }
         if !isolated.is_empty() {

@@ -79,12 +79,34 @@ pub struct MemCgroup {
     pub events_oom_group_kill: u64,
     /// memory.oom.group
     pub oom_group: bool,
+    /// Node 0's LRU lists (the lists reclaim scans).
     pub lruvec: Lruvec,
+    /// The LRU lists on nodes 1.. (`lower_lruvecs[n - 1]`), never reclaimed (mm/numa.rs).
+    pub lower_lruvecs: Vec<Lruvec>,
     /// This memcg's own counts of [`MEMCG_EVENTS`].
     events: VmStat,
 }
 
 impl MemCgroup {
+    /// mem_cgroup_lruvec(memcg, NODE_DATA(nid)).
+    #[inline]
+    pub fn lruvec_mut(&mut self, nid: usize) -> &mut Lruvec {
+        if nid == 0 {
+            &mut self.lruvec
+        } else {
+            &mut self.lower_lruvecs[nid - 1]
+        }
+    }
+
+    /// Every node's lists, node 0's first.
+    pub fn lruvecs(&self) -> impl Iterator<Item = &Lruvec> {
+        std::iter::once(&self.lruvec).chain(self.lower_lruvecs.iter())
+    }
+
+    pub fn set_nr_nodes(&mut self, nr_nodes: usize) {
+        self.lower_lruvecs = (1..nr_nodes).map(|_| Lruvec::new()).collect();
+    }
+
     pub fn from_spec(spec: &MemcgSpec, cgroup: CgroupVersion) -> MemCgroup {
         MemCgroup {
             on_dfl: cgroup == CgroupVersion::V2,
@@ -113,6 +135,7 @@ impl MemCgroup {
             events_oom_group_kill: 0,
             oom_group: false,
             lruvec: Lruvec::new(),
+            lower_lruvecs: Vec::new(),
             events: VmStat::default(),
         }
     }

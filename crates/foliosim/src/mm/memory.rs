@@ -144,7 +144,7 @@ fn do_anonymous_page(
             continue;
         };
         if !try_charge(k, ctx, memcg, 1 << order, gfp) {
-            k.zone.free(ctx, pfn, order);
+            k.free_pages(ctx, pfn, order);
             k.vmstat
                 .count_mthp(order, MthpStat::AnonFaultFallbackCharge);
             k.vmstat.count_mthp(order, MthpStat::AnonFaultFallback);
@@ -177,7 +177,7 @@ pub(super) fn alloc_order0_charged(
         return Err(oom_error(k, ctx, None));
     };
     if !try_charge(k, ctx, memcg, 1, Gfp::KERNEL) {
-        k.zone.free(ctx, pfn, 0);
+        k.free_pages(ctx, pfn, 0);
         return Err(oom_error(k, ctx, Some(memcg)));
     }
     Ok(pfn)
@@ -340,7 +340,7 @@ fn alloc_swap_folio(
             continue;
         };
         if !try_charge(k, ctx, memcg, 1 << order, gfp) {
-            k.zone.free(ctx, pfn, order);
+            k.free_pages(ctx, pfn, order);
             k.vmstat.count_mthp(order, MthpStat::SwpinFallbackCharge);
             k.vmstat.count_mthp(order, MthpStat::SwpinFallback);
             continue;

@@ -17,6 +17,7 @@ pub mod memory;
 pub mod migrate;
 pub mod mmap;
 pub mod mmap_lock;
+pub mod numa;
 pub mod oom_kill;
 pub mod page_alloc;
 pub mod page_io;
@@ -132,7 +133,9 @@ const LRU_ADD_BATCH: u32 = 15;
 pub struct Kernel {
     pub cost: CostModel,
     pub vmstat: VmStat,
+    /// Node 0's zone (the CPUs' node); lower nodes' zones are in `nodes`.
     pub zone: Zone,
+    pub nodes: numa::Nodes,
     /// kswapd's state of the one node: woken by the allocator, run by its kernel thread.
     pub kswapd: KswapdState,
     /// Compaction: its sysctls, the zone's scanner and deferral state, kcompactd's state.
@@ -282,13 +285,18 @@ impl Kernel {
         if pagecache.disk.is_some() {
             kthreads.kinds.push(kthread::KthreadKind::Flusher);
         }
+        let nodes = numa::Nodes::new(scenario, nr_pages, ncpus);
+        for cg in memcgs.iter_mut() {
+            cg.set_nr_nodes(nodes.nr_nodes());
+        }
         Kernel {
             cost,
             vmstat: VmStat::default(),
             zone: Zone::new(nr_pages, ncpus, watermark_sysctl(scenario, nr_pages)),
             kswapd: KswapdState::default(),
             compaction: compaction::Compaction::new(scenario, nr_pages),
-            folios: FolioTable::new(nr_pages),
+            folios: FolioTable::new(nodes.total_pages()),
+            nodes,
             mms: Vec::new(),
             memcgs,
             swap: Swap {
@@ -352,10 +360,13 @@ impl Kernel {
         m
     }
 
-    /// /proc/vmstat: the kernel-wide events and the zone's (pgalloc_normal, pgfree).
+    /// /proc/vmstat: the kernel-wide events and every node's zone's (pgalloc_normal, pgfree).
     pub fn vm_events(&self) -> VmStat {
         let mut v = self.vmstat.clone();
         v.add(&self.zone.events);
+        for z in &self.nodes.lower {
+            v.add(&z.events);
+        }
         v
     }
 
@@ -401,13 +412,16 @@ impl Kernel {
     /// folio_add_lru: onto the memcg's inactive list; lru_lock taken once per batch.
     pub fn folio_add_lru(&mut self, ctx: &mut Ctx, pfn: u32) {
         let memcg = self.folios.memcg[pfn as usize] as usize;
-        self.memcgs[memcg].lruvec.add_folio(&mut self.folios, pfn);
+        let nid = self.nodes.nid(pfn);
+        self.memcgs[memcg]
+            .lruvec_mut(nid)
+            .add_folio(&mut self.folios, pfn);
         let pending = &mut self.lru_add_pending[ctx.cpu];
         *pending += 1;
         if *pending == LRU_ADD_BATCH {
             *pending = 0;
             self.memcgs[memcg]
-                .lruvec
+                .lruvec_mut(nid)
                 .lru_lock
                 .hold(ctx, self.cost.lru_move_ns * LRU_ADD_BATCH as u64);
         }
@@ -428,12 +442,13 @@ impl Kernel {
         folio_unqueue_deferred_split(&mut self.deferred_split, f, pfn);
         let memcg = f.memcg[pfn as usize] as usize;
         let order = f.order[pfn as usize] as u32;
+        let nid = self.nodes.nid(pfn);
         if f.test(pfn, flags::LRU) {
-            self.memcgs[memcg].lruvec.del_folio(f, pfn);
+            self.memcgs[memcg].lruvec_mut(nid).del_folio(f, pfn);
         }
         self.memcgs[memcg].uncharge(1 << order);
         f.release(pfn);
-        self.zone.free(ctx, pfn, order);
+        self.free_pages(ctx, pfn, order);
         ctx.spend(self.cost.folio_free_ns + self.cost.page_free_ns * (1u64 << order));
     }
 }

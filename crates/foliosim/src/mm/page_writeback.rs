@@ -102,7 +102,7 @@ pub fn folio_writeback_pending(k: &mut Kernel, pfn: u32, now_ns: u64) -> bool {
     fl.clear(pfn, flags::WRITEBACK);
     let memcg = fl.memcg[pfn as usize] as usize;
     let rotated = k.memcgs[memcg]
-        .lruvec
+        .lruvec_mut(k.nodes.nid(pfn))
         .rotate_reclaimable(&mut k.folios, pfn);
     k.vmstat.count(VmEvent::Pgrotated, rotated);
     false
@@ -261,11 +261,12 @@ fn submit_write(k: &mut Kernel, ctx: &mut Ctx, id: u32, pfns: &[u32]) {
             Completion::At(done_ns) => {
                 k.folios.set(pfn, flags::WRITEBACK);
                 k.folios.writeback_done_ns[pfn as usize] = done_ns;
-                k.memcgs[memcg].lruvec.writeback_started(pfn, done_ns);
+                let nid = k.nodes.nid(pfn);
+                k.memcgs[memcg].lruvec_mut(nid).writeback_started(pfn, done_ns);
             }
             Completion::Sync => {
                 let rotated = k.memcgs[memcg]
-                    .lruvec
+                    .lruvec_mut(k.nodes.nid(pfn))
                     .rotate_reclaimable(&mut k.folios, pfn);
                 k.vmstat.count(VmEvent::Pgrotated, rotated);
             }

@@ -51,20 +51,21 @@ fn deactivate_file_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     let active = f.test(pfn, flags::ACTIVE);
     let nr = f.nr_pages(pfn) as u64;
     let memcg = f.memcg[pfn as usize] as usize;
+    let nid = k.nodes.nid(pfn);
     let cg = &mut k.memcgs[memcg];
-    cg.lruvec.del_folio(&mut k.folios, pfn);
+    cg.lruvec_mut(nid).del_folio(&mut k.folios, pfn);
     k.folios.clear(pfn, flags::REFERENCED);
     if k.folios.test(pfn, flags::DIRTY | flags::WRITEBACK) {
         k.folios.set(pfn, flags::LRU | flags::RECLAIM);
-        cg.lruvec.inactive_file.add_head(&mut k.folios, pfn);
+        cg.lruvec_mut(nid).inactive_file.add_head(&mut k.folios, pfn);
     } else {
         k.folios.set(pfn, flags::LRU);
-        cg.lruvec.inactive_file.add_tail(&mut k.folios, pfn);
+        cg.lruvec_mut(nid).inactive_file.add_tail(&mut k.folios, pfn);
         k.vmstat.count(VmEvent::Pgrotated, nr);
     }
     if active {
         cg.count(VmEvent::Pgdeactivate, nr);
         k.vmstat.count(VmEvent::Pgdeactivate, nr);
     }
-    cg.lruvec.lru_lock.hold(ctx, k.cost.lru_move_ns);
+    cg.lruvec_mut(nid).lru_lock.hold(ctx, k.cost.lru_move_ns);
 }

@@ -161,7 +161,7 @@ fn do_cow_fault(
     ctx.spend(k.cost.filemap_fault_ns);
     if let Err(e) = filemap_fault(k, ctx, mm, vf.file, vf.pgoff + index) {
         k.memcgs[memcg as usize].uncharge(1);
-        k.zone.free(ctx, anon, 0);
+        k.free_pages(ctx, anon, 0);
         return Err(e);
     }
     // The copy stands in for the clear of an anonymous fault's cost.
@@ -193,7 +193,7 @@ fn wp_page_copy(
         let vf = k.mms[mm as usize].vma_file(vma).expect("file VMA");
         if let Err(e) = filemap_fault(k, ctx, mm, vf.file, vf.pgoff + index) {
             k.memcgs[memcg as usize].uncharge(1);
-            k.zone.free(ctx, anon, 0);
+            k.free_pages(ctx, anon, 0);
             return Err(e);
         }
     }

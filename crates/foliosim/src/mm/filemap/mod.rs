@@ -231,7 +231,7 @@ pub fn filemap_add_folio(
     gfp: Gfp,
 ) -> bool {
     if !try_charge(k, ctx, memcg, 1, gfp) {
-        k.zone.free(ctx, pfn, 0);
+        k.free_pages(ctx, pfn, 0);
         return false;
     }
     let f = k.pagecache.file_mut(file);
@@ -305,13 +305,14 @@ pub fn folio_activate(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     }
     let memcg = f.memcg[pfn as usize] as usize;
     let nr = f.nr_pages(pfn) as u64;
+    let nid = k.nodes.nid(pfn);
     let cg = &mut k.memcgs[memcg];
-    cg.lruvec.del_folio(&mut k.folios, pfn);
+    cg.lruvec_mut(nid).del_folio(&mut k.folios, pfn);
     k.folios.set(pfn, flags::ACTIVE);
-    cg.lruvec.add_folio(&mut k.folios, pfn);
+    cg.lruvec_mut(nid).add_folio(&mut k.folios, pfn);
     cg.count(VmEvent::Pgactivate, nr);
     k.vmstat.count(VmEvent::Pgactivate, nr);
-    cg.lruvec.lru_lock.hold(ctx, k.cost.lru_move_ns);
+    cg.lruvec_mut(nid).lru_lock.hold(ctx, k.cost.lru_move_ns);
 }
 
 /// Map file page `index` (the cached folio `pfn`) at page `vma_index` of `vma` in `mm`:

@@ -59,12 +59,12 @@ pub(super) fn collapse_huge_page(
         k.vmstat.count(VmEvent::ThpCollapseAlloc, 1);
     }
     if !try_charge(k, ctx, memcg, HPAGE_PMD_NR as u64, gfp) {
-        k.zone.free(ctx, pfn, PMD_ORDER);
+        k.free_pages(ctx, pfn, PMD_ORDER);
         return ScanResult::CgroupChargeFail;
     }
     let put_new = |k: &mut Kernel, ctx: &mut Ctx| {
         k.memcgs[memcg as usize].uncharge(HPAGE_PMD_NR as u64);
-        k.zone.free(ctx, pfn, PMD_ORDER);
+        k.free_pages(ctx, pfn, PMD_ORDER);
     };
     // mmap_read_lock, hugepage_vma_revalidate, find_pmd_or_thp_or_none: the allocation may
     // have reclaimed or migrated pages of the range, never removed the VMA (one step).
@@ -94,7 +94,8 @@ pub(super) fn collapse_huge_page(
         // release_pte_pages: back on the LRU.
         for head in isolated {
             let cg = k.folios.memcg[head as usize] as usize;
-            k.memcgs[cg].lruvec.add_folio(&mut k.folios, head);
+            let nid = k.nodes.nid(head);
+            k.memcgs[cg].lruvec_mut(nid).add_folio(&mut k.folios, head);
         }
         k.mms[mm as usize].mmap_lock.write_unlock(ctx);
         put_new(k, ctx);
@@ -187,8 +188,9 @@ fn isolate(
             }
             // folio_isolate_lru
             let cg = k.folios.memcg[head as usize] as usize;
-            k.memcgs[cg].lruvec.del_folio(&mut k.folios, head);
-            k.memcgs[cg].lruvec.lru_lock.hold(ctx, k.cost.lru_move_ns);
+            let lruvec = k.memcgs[cg].lruvec_mut(k.nodes.nid(head));
+            lruvec.del_folio(&mut k.folios, head);
+            lruvec.lru_lock.hold(ctx, k.cost.lru_move_ns);
             isolated.push(head);
         }
         if k.folios.test(head, flags::YOUNG | flags::REFERENCED) {

@@ -97,7 +97,8 @@ pub fn folio_isolate_lru(k: &mut Kernel, pfn: u32) {
     let f = &mut k.folios;
     debug_assert!(f.test(pfn, flags::LRU) && !f.test(pfn, flags::ISOLATED));
     let memcg = f.memcg[pfn as usize] as usize;
-    k.memcgs[memcg].lruvec.list_of(f, pfn).remove(f, pfn);
+    let nid = k.nodes.nid(pfn);
+    k.memcgs[memcg].lruvec_mut(nid).list_of(f, pfn).remove(f, pfn);
     f.clear(pfn, flags::LRU);
     f.set(pfn, flags::ISOLATED);
 }
@@ -109,7 +110,7 @@ fn folio_putback_lru(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     f.clear(pfn, flags::ISOLATED);
     f.set(pfn, flags::LRU);
     let memcg = f.memcg[pfn as usize] as usize;
-    let lruvec = &mut k.memcgs[memcg].lruvec;
+    let lruvec = k.memcgs[memcg].lruvec_mut(k.nodes.nid(pfn));
     lruvec.list_of(f, pfn).add_head(f, pfn);
     lruvec.lru_lock.hold(ctx, k.cost.lru_move_ns);
 }
@@ -469,7 +470,7 @@ fn migrate_folio_move(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32, was_map
     let f = &mut k.folios;
     f.set(dst, flags::LRU);
     let memcg = f.memcg[dst as usize] as usize;
-    let lruvec = &mut k.memcgs[memcg].lruvec;
+    let lruvec = k.memcgs[memcg].lruvec_mut(k.nodes.nid(dst));
     lruvec.list_of(f, dst).add_head(f, dst);
     lruvec.lru_lock.hold(ctx, k.cost.lru_move_ns);
     // migrate_folio_done: the old folio's last reference goes; its charge went with the data.
@@ -480,7 +481,7 @@ fn migrate_folio_move(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32, was_map
         flags::ISOLATED | flags::SWAPCACHE | flags::PMD_MAPPED | flags::FILE | flags::DIRTY,
     );
     f.release(src);
-    k.zone.free(ctx, src, order);
+    k.free_pages(ctx, src, order);
 }
 
 /// try_split_folio: split a large folio whose destination could not be allocated; its pages

@@ -35,6 +35,8 @@ const PCP_FREE_PREFETCH: usize = 4;
 const ZONE_LOCK_HOLD_NS_PER_BLOCK: u64 = 40;
 
 pub struct Zone {
+    /// zone_start_pfn.
+    pub start_pfn: u32,
     /// managed_pages (the model's zone spans exactly its managed pages).
     pub nr_pages: u32,
     area: FreeArea,
@@ -73,9 +75,17 @@ impl Zone {
     /// memblock_free_all hands it over: in MAX_PAGE_ORDER blocks, lowest pfn first, each to
     /// the tail, so the lowest pfns are allocated first.
     pub fn new(nr_pages: u32, cpus: usize, sysctl: WatermarkSysctl) -> Zone {
+        Zone::new_span(0, nr_pages, cpus, sysctl)
+    }
+
+    /// A zone of node memory starting at `start_pfn` (zone_start_pfn): its free area is indexed
+    /// by pfn, so the pfns below the start are never free in it.
+    pub fn new_span(start_pfn: u32, nr_pages: u32, cpus: usize, sysctl: WatermarkSysctl) -> Zone {
+        let end_pfn = start_pfn + nr_pages;
         let mut zone = Zone {
+            start_pfn,
             nr_pages,
-            area: FreeArea::new(nr_pages),
+            area: FreeArea::new(end_pfn),
             pcp: (0..cpus).map(|_| PerCpuPages::default()).collect(),
             pcp_batch: 0,
             pcp_high: 0,
@@ -89,10 +99,10 @@ impl Zone {
             thp_avail: true,
         };
         zone.setup_per_zone_wmarks();
-        let mut pfn = 0u32;
-        while pfn < nr_pages {
+        let mut pfn = start_pfn;
+        while pfn < end_pfn {
             let mut order = MAX_PAGE_ORDER;
-            while order > 0 && (!pfn.is_multiple_of(1 << order) || pfn + (1 << order) > nr_pages) {
+            while order > 0 && (!pfn.is_multiple_of(1 << order) || pfn + (1 << order) > end_pfn) {
                 order -= 1;
             }
             zone.area.free_pages_ok(pfn, order, true);

@@ -4,6 +4,7 @@
 //! where the kernel would call the OOM killer. The release's slow path is a [`Slowpath`]
 //! (4.1's in slowpath_v4_1.rs); the steps they share are here.
 
+use crate::mm::numa::get_page_from_freelist;
 use super::watermark::{zone_watermark_ok, AllocFlags, Wmark};
 use super::{Zone, MAX_PAGE_ORDER, PAGE_ALLOC_COSTLY_ORDER};
 use crate::engine::Ctx;
@@ -77,8 +78,7 @@ pub fn alloc_pages(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> Optio
     assert!(order <= MAX_PAGE_ORDER, "order {order} > MAX_PAGE_ORDER");
     let flags = fast_path_flags(gfp);
     if let Some(pfn) =
-        k.zone
-            .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, flags)
+        get_page_from_freelist(k, ctx, gfp, order, flags)
     {
         return Some(pfn);
     }
@@ -195,8 +195,7 @@ fn alloc_pages_slowpath(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> 
         wake_all_kswapds(k, gfp, order);
     }
     if let Some(pfn) =
-        k.zone
-            .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, alloc_flags)
+        get_page_from_freelist(k, ctx, gfp, order, alloc_flags)
     {
         return Some(pfn);
     }
@@ -240,8 +239,7 @@ fn alloc_pages_slowpath(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> 
             alloc_flags = AllocFlags(reserve.0 | (alloc_flags.0 & AllocFlags::KSWAPD.0));
         }
         if let Some(pfn) =
-            k.zone
-                .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, alloc_flags)
+            get_page_from_freelist(k, ctx, gfp, order, alloc_flags)
         {
             return Some(pfn);
         }
@@ -309,9 +307,7 @@ pub(super) fn alloc_pages_may_oom(
 ) -> (Option<u32>, bool) {
     let last = gfp.union(Gfp::HARDWALL).without(Gfp::DIRECT_RECLAIM);
     let flags = AllocFlags::WMARK_HIGH.with(AllocFlags::CPUSET);
-    let page = k
-        .zone
-        .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, last, order, flags);
+    let page = get_page_from_freelist(k, ctx, last, order, flags);
     if page.is_some() {
         return (page, false);
     }
@@ -341,14 +337,12 @@ pub(super) fn alloc_pages_direct_reclaim(
         return (None, 0);
     }
     let mut page =
-        k.zone
-            .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, alloc_flags);
+        get_page_from_freelist(k, ctx, gfp, order, alloc_flags);
     if page.is_none() {
         // unreserve_highatomic_pageblock: the model reserves no highatomic blocks.
         k.zone.drain_all_pages(ctx);
         page =
-            k.zone
-                .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, alloc_flags);
+            get_page_from_freelist(k, ctx, gfp, order, alloc_flags);
     }
     (page, progress)
 }
@@ -377,8 +371,7 @@ pub(super) fn alloc_pages_direct_compact(
     }
     k.vmstat.count(VmEvent::CompactStall, 1);
     let page = dc.page.or_else(|| {
-        k.zone
-            .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, alloc_flags)
+        get_page_from_freelist(k, ctx, gfp, order, alloc_flags)
     });
     if page.is_some() {
         compaction::compaction_alloc_succeeded(k, order);

@@ -7,6 +7,7 @@
 //! compacts async only, khugepaged (a kernel thread) sync-light after reclaim. Without
 //! should_reclaim_retry, compaction priorities and should_compact_retry (4.7's rework).
 
+use crate::mm::numa::get_page_from_freelist;
 use super::slowpath::{
     alloc_pages_direct_compact, alloc_pages_direct_reclaim, alloc_pages_may_oom,
     gfp_pfmemalloc_flags, gfp_to_alloc_flags, wake_all_kswapds, Slowpath,
@@ -54,17 +55,12 @@ impl Slowpath for SlowpathV4_1 {
         }
         loop {
             // rebalance:
-            let zone = &mut k.zone;
-            if let Some(pfn) =
-                zone.get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, alloc_flags)
-            {
+            if let Some(pfn) = get_page_from_freelist(k, ctx, gfp, order, alloc_flags) {
                 return Some(pfn);
             }
             // __alloc_pages_high_priority for __GFP_MEMALLOC.
             if let Some(reserve) = gfp_pfmemalloc_flags(gfp) {
-                let zone = &mut k.zone;
-                let page =
-                    zone.get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, reserve);
+                let page = get_page_from_freelist(k, ctx, gfp, order, reserve);
                 if page.is_some() {
                     return page;
                 }

@@ -59,7 +59,7 @@ impl ThpFaultAlloc for ThpAvailNodes {
         if k.thp_avail.prealloc.is_none() {
             k.thp_avail.prealloc = Some(pfn);
         } else {
-            k.zone.free(ctx, pfn, PMD_ORDER);
+            k.free_pages(ctx, pfn, PMD_ORDER);
         }
         true
     }

@@ -1,0 +1,182 @@
+//! NUMA in a scenario: memory-only nodes beside node 0 (`[[machine.node]]`), NUMA balancing's
+//! sysctls (`[sysctl.kernel]`), the demotion switch (`[sysfs.numa]`), and how migration flushes
+//! the TLB (`kernel.migrate_tlb_flush`).
+
+use super::{invalid, Bytes, ScenarioError};
+use serde::{Deserialize, Serialize};
+
+/// A node beyond node 0: memory without CPUs (a CXL expander, or a VM's second node with its
+/// CPUs elsewhere), a lower memory tier than node 0 (memory_tiers: a CPU-less node of higher
+/// abstract distance). Node 0 holds `machine.memory` and every CPU.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NodeSpec {
+    pub memory: Bytes,
+    /// CPUs on this node: only 0 is modelled (all CPUs are on node 0).
+    #[serde(default)]
+    pub cpus: u32,
+    /// Load-to-use latency of this node's memory from node 0's CPUs. Default: CXL_LATENCY_NS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<u64>,
+}
+
+/// Default latency of a CPU-less node's memory: CXL Type-3 memory measured at 170-250 ns
+/// load-to-use on Sapphire Rapids, about 2x local DRAM (Sun et al., "Demystifying CXL Memory
+/// with Genuine CXL-Ready Systems and Devices", MICRO 2023). A VM's remote node (the seed's)
+/// is slower than local DRAM by the host's inter-socket latency instead: set it per scenario.
+pub const CXL_LATENCY_NS: u64 = 220;
+/// Local DRAM load-to-use latency, node 0. Estimate (typical server DDR5, ~100 ns).
+pub const LOCAL_DRAM_LATENCY_NS: u64 = 100;
+
+/// `/proc/sys/kernel/numa_balancing*`. None leaves the host's value (live) and is the kernel's
+/// default in the sim.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KernelSysctl {
+    /// `numa_balancing`: 0 off (default), 1 NUMA_BALANCING_NORMAL, 2 MEMORY_TIERING, 3 both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_balancing: Option<u32>,
+    /// `numa_balancing_hot_threshold_ms` (default 1000): a slow-tier page faulting sooner than
+    /// this after the scanner marked it is hot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_balancing_hot_threshold_ms: Option<u32>,
+    /// `numa_balancing_promote_rate_limit_MBps` (default 65536).
+    #[serde(
+        default,
+        rename = "numa_balancing_promote_rate_limit_MBps",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub numa_balancing_promote_rate_limit_mbps: Option<u64>,
+    /// `numa_balancing_scan_delay_ms` (default 1000): first scan after the task starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_balancing_scan_delay_ms: Option<u32>,
+    /// `numa_balancing_scan_period_min_ms` (default 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_balancing_scan_period_min_ms: Option<u32>,
+    /// `numa_balancing_scan_size_mb` (default 256): PTEs changed per scan.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub numa_balancing_scan_size_mb: Option<u32>,
+}
+
+/// `/sys/kernel/mm/numa/*`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NumaKnobs {
+    /// `demotion_enabled` (default false): reclaim on a top-tier node migrates folios to the
+    /// next lower tier instead of swapping or dropping them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub demotion_enabled: Option<bool>,
+}
+
+/// How a migration's TLB flush is done (mm/migrate/flush/): `eager`, mainline (one batched
+/// flush per migrate_pages_batch before the move), or `migrc` (seed 004: flushes owed for
+/// read-only mappings wait until a page they cover is reused or a PTE becomes writable).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MigrateTlbFlush {
+    #[default]
+    Eager,
+    Migrc,
+}
+
+/// What the PTE that remove_migration_pte installs after a NUMA-hint promotion looks like
+/// (spec §11: not read in the kernel, so a model parameter). `clean`: write-protected and
+/// clean (the seed's result implies it); `dirty`: write-protected, dirty bit kept.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PromotedPte {
+    #[default]
+    Clean,
+    Dirty,
+}
+
+/// Checks of the NUMA settings that need no other section.
+pub(super) fn validate(
+    nodes: &[NodeSpec],
+    sysctl: &KernelSysctl,
+) -> Result<(), ScenarioError> {
+    if nodes.len() > 7 {
+        return Err(invalid("machine.node", nodes.len(), "at most 7 nodes beyond node 0"));
+    }
+    for (i, n) in nodes.iter().enumerate() {
+        if n.cpus != 0 {
+            return Err(invalid(
+                format!("machine.node[{i}].cpus"),
+                n.cpus,
+                "0 (nodes beyond node 0 are memory-only; every CPU is on node 0)",
+            ));
+        }
+        if n.memory.0 < 16 << 20 || n.memory.0 > 1 << 42 {
+            return Err(invalid(
+                format!("machine.node[{i}].memory"),
+                super::format_size(n.memory.0),
+                "16M ..= 4T",
+            ));
+        }
+        if let Some(ns) = n.latency_ns {
+            if !(1..=100_000).contains(&ns) {
+                return Err(invalid(
+                    format!("machine.node[{i}].latency_ns"),
+                    ns,
+                    "1 ..= 100000",
+                ));
+            }
+        }
+    }
+    if let Some(mode) = sysctl.numa_balancing {
+        if mode > 3 {
+            return Err(invalid(
+                "sysctl.kernel.numa_balancing",
+                mode,
+                "0 (off), 1 (normal), 2 (memory tiering), 3 (both)",
+            ));
+        }
+        if mode & 1 != 0 {
+            return Err(invalid(
+                "sysctl.kernel.numa_balancing",
+                mode,
+                "0 or 2: NUMA_BALANCING_NORMAL (task placement across CPU nodes) is not modelled, every CPU is on node 0",
+            ));
+        }
+    }
+    let ranges: [(&str, Option<u64>, u64, u64); 5] = [
+        (
+            "sysctl.kernel.numa_balancing_hot_threshold_ms",
+            sysctl.numa_balancing_hot_threshold_ms.map(u64::from),
+            1,
+            3_600_000,
+        ),
+        (
+            "sysctl.kernel.numa_balancing_promote_rate_limit_MBps",
+            sysctl.numa_balancing_promote_rate_limit_mbps,
+            1,
+            1 << 30,
+        ),
+        (
+            "sysctl.kernel.numa_balancing_scan_delay_ms",
+            sysctl.numa_balancing_scan_delay_ms.map(u64::from),
+            0,
+            3_600_000,
+        ),
+        (
+            "sysctl.kernel.numa_balancing_scan_period_min_ms",
+            sysctl.numa_balancing_scan_period_min_ms.map(u64::from),
+            1,
+            3_600_000,
+        ),
+        (
+            "sysctl.kernel.numa_balancing_scan_size_mb",
+            sysctl.numa_balancing_scan_size_mb.map(u64::from),
+            1,
+            1 << 20,
+        ),
+    ];
+    for (field, value, lo, hi) in ranges {
+        if let Some(v) = value {
+            if !(lo..=hi).contains(&v) {
+                return Err(invalid(field, v, format!("{lo} ..= {hi}")));
+            }
+        }
+    }
+    Ok(())
+}
