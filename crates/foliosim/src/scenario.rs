@@ -419,6 +419,12 @@ impl KernelVersion {
         self > KernelVersion::V4_1
     }
 
+    /// 6.4 (4d4b6d66db): an inaccessible (PROT_NONE) PTE cleared by unmap or migration adds
+    /// nothing to the batched flush.
+    pub fn skips_inaccessible_flush(self) -> bool {
+        self > KernelVersion::V4_1
+    }
+
     /// Reclaim (4.3, TTU_BATCH_FLUSH) and async migration (6.3, migrate_pages_batch) flush
     /// the TLB once for a batch of unmapped folios; before, once per folio.
     pub fn batched_unmap_flush(self) -> bool {

@@ -181,6 +181,16 @@ cost_model! {
     /// and flags moved, memcg transferred, the source freed. estimate (the spec's 2-5 us per
     /// base page for unmap + copy + remap, less those).
     migrate_folio_ns = 1500;
+    /// change_prot_numa, per PTE made PROT_NONE by the NUMA scanner (a PTE rewrite under the
+    /// PTL, plus recording the folio's access time). estimate (as pte_unmap_ns).
+    numa_pte_update_ns = 36;
+    /// do_numa_page without the migration: the trap, the PTL, mpol_misplaced and the
+    /// tiering decision, and restoring the PTE. estimate (spec-thp-migrate.md §9A: 2-5 µs with
+    /// a migration; the trap alone is the minor fault's ~1 µs).
+    numa_hint_fault_ns = 1200;
+    /// do_wp_page reusing an exclusive anonymous page (a write to a read-only PTE). estimate
+    /// (a minor fault without allocation or zeroing).
+    wp_fault_reuse_ns = 800;
     /// pin_user_pages_fast per page: lockless walk, folio reference and _pincount. estimate.
     gup_pin_page_ns = 50;
     /// kcompactd's 500 ms check of the node's fragmentation score (fill_contig_page_info over

@@ -32,8 +32,14 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             .check()
             .map_err(|e| format!("page allocator of node {nid}: {e}"))?;
         let span = k.nodes.start_pfn[nid] as usize..k.nodes.start_pfn[nid + 1] as usize;
-        if zone_free.iter().enumerate().any(|(p, &fr)| fr && !span.contains(&p)) {
-            return Err(format!("node {nid}'s zone holds a free page outside the node"));
+        if zone_free
+            .iter()
+            .enumerate()
+            .any(|(p, &fr)| fr && !span.contains(&p))
+        {
+            return Err(format!(
+                "node {nid}'s zone holds a free page outside the node"
+            ));
         }
         for p in span {
             free[p] |= zone_free[p];

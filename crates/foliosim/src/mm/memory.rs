@@ -44,12 +44,16 @@ pub fn touch(
     let covered = if !pte.is_present() {
         let (start, order) = handle_mm_fault(k, ctx, mm, vma, index, write)?;
         (start + (1 << order)).min(end) - index
+    } else if !pte.is_plain_for(write) {
+        // A NUMA hinting PTE, or a store to a write-protected one.
+        handle_pte_fault(k, ctx, mm, vma, index, write);
+        1
     } else {
         // Present: walk on through present PTEs (bounded: one step is at most a PMD's worth).
         let ptes = &k.mms[mm as usize].vma(vma).ptes;
         let mut n = 0;
         let limit = end.min(index + (1 << PMD_ORDER));
-        while index + n < limit && ptes[(index + n) as usize].is_present() {
+        while index + n < limit && ptes[(index + n) as usize].is_plain_for(write) {
             let head = k.folios.head_of(ptes[(index + n) as usize].pfn());
             if k.folios.test(head, flags::FILE) {
                 break;
@@ -69,6 +73,24 @@ pub fn touch(
         k.cost.user_write_page_ns * covered as u64,
     );
     Ok(covered)
+}
+
+/// handle_pte_fault on a present PTE that the access cannot use: a NUMA hinting fault
+/// (do_numa_page), then, for a store, a write-protect fault (do_wp_page).
+pub fn handle_pte_fault(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, index: u32, write: bool) {
+    let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
+    if pte.is_protnone() {
+        super::numa_balancing::do_numa_page(k, ctx, mm, vma, index);
+    }
+    let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
+    if write && pte.is_present() && pte.is_wrprotect() {
+        super::numa_balancing::do_wp_page(k, ctx, mm, vma, index);
+    }
+    let head = k
+        .folios
+        .head_of(k.mms[mm as usize].vma(vma).ptes[index as usize].pfn());
+    k.folios
+        .set(head, flags::YOUNG | if write { flags::DIRTY } else { 0 });
 }
 
 /// handle_mm_fault on a page that is not present: a file VMA's page through the page cache

@@ -14,12 +14,18 @@ use super::{filemap, Kernel};
 use crate::content::ContentClass;
 use crate::engine::Ctx;
 
-/// A page table entry: none, present (pfn), or a swap entry.
+/// A page table entry: none, present (pfn), or a swap entry. A present PTE is writable and
+/// as dirty as its folio unless marked: PROT_NONE (a NUMA hinting PTE, pte_protnone: present
+/// but inaccessible), write-protected, clean (the hardware dirty bit clear while the folio may
+/// be dirty from before: what MIGRC classifies by).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pte(u64);
 
 const PRESENT: u64 = 1 << 63;
 const SWAP: u64 = 1 << 62;
+const PROTNONE: u64 = 1 << 60;
+const WRPROTECT: u64 = 1 << 59;
+const CLEAN: u64 = 1 << 58;
 
 impl Pte {
     pub const NONE: Pte = Pte(0);
@@ -48,6 +54,46 @@ impl Pte {
     #[inline]
     pub fn is_swap(self) -> bool {
         self.0 & SWAP != 0
+    }
+    /// pte_protnone: a NUMA hinting PTE (change_prot_numa).
+    #[inline]
+    pub fn is_protnone(self) -> bool {
+        self.0 & PROTNONE != 0
+    }
+    #[inline]
+    pub fn with_protnone(self) -> Pte {
+        debug_assert!(self.is_present());
+        Pte(self.0 | PROTNONE)
+    }
+    /// The PTE as it was before change_prot_numa (do_numa_page's restore).
+    #[inline]
+    pub fn without_protnone(self) -> Pte {
+        Pte(self.0 & !PROTNONE)
+    }
+    /// !pte_write.
+    #[inline]
+    pub fn is_wrprotect(self) -> bool {
+        self.0 & WRPROTECT != 0
+    }
+    /// !pte_dirty (a PTE installed clean and not stored through since).
+    #[inline]
+    pub fn is_clean(self) -> bool {
+        self.0 & CLEAN != 0
+    }
+    /// A read-only, clean mapping of `pfn` (remove_migration_pte of a read migration entry).
+    #[inline]
+    pub fn present_rdonly(pfn: u32, clean: bool) -> Pte {
+        Pte(PRESENT | WRPROTECT | if clean { CLEAN } else { 0 } | pfn as u64)
+    }
+    /// The same protection and dirtiness over another pfn (migration's remap).
+    #[inline]
+    pub fn with_pfn(self, pfn: u32) -> Pte {
+        Pte(self.0 & !(u32::MAX as u64) | pfn as u64)
+    }
+    /// A store through the PTE needs no fault: present, accessible and writable.
+    #[inline]
+    pub fn is_plain_for(self, write: bool) -> bool {
+        self.is_present() && !self.is_protnone() && !(write && self.is_wrprotect())
     }
     #[inline]
     pub fn pfn(self) -> u32 {
@@ -118,6 +164,10 @@ pub struct MmStruct {
     pub oom_score_adj: i16,
     /// Chosen by the OOM killer (tsk_is_oom_victim): SIGKILLed, its memory freed or about to be.
     pub oom_victim: bool,
+    /// mm->numa_next_scan (0: the first scan is not scheduled yet).
+    pub numa_next_scan_ns: u64,
+    /// mm->numa_scan_offset: (vma, page index) where the next NUMA scan starts.
+    pub numa_scan_offset: (u32, u32),
 }
 
 impl MmStruct {
@@ -137,6 +187,8 @@ impl MmStruct {
             mmap_lock: MmapLock::default(),
             oom_score_adj: 0,
             oom_victim: false,
+            numa_next_scan_ns: 0,
+            numa_scan_offset: (0, 0),
         }
     }
 

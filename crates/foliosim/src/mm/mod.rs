@@ -18,6 +18,7 @@ pub mod migrate;
 pub mod mmap;
 pub mod mmap_lock;
 pub mod numa;
+pub mod numa_balancing;
 pub mod oom_kill;
 pub mod page_alloc;
 pub mod page_io;
@@ -136,7 +137,15 @@ pub struct Kernel {
     /// Node 0's zone (the CPUs' node); lower nodes' zones are in `nodes`.
     pub zone: Zone,
     pub nodes: numa::Nodes,
-    /// kswapd's state of the one node: woken by the allocator, run by its kernel thread.
+    pub numa: numa_balancing::NumaBalancing,
+    /// How migration flushes (mm/migrate/flush/), and MIGRC's owed-flush request.
+    pub migrate_flush: &'static dyn migrate::flush::MigrateFlushPolicy,
+    pub migrc: migrate::flush::migrc::MigrcState,
+    /// 6.4+ (4d4b6d66db): a cleared inaccessible PTE needs no flush.
+    pub tlb_skip_inaccessible: bool,
+    /// A NUMA-hint promotion leaves a clean PTE (scenario kernel.numa_promoted_pte).
+    pub numa_promoted_clean: bool,
+    /// kswapd's state of node 0: woken by the allocator, run by its kernel thread.
     pub kswapd: KswapdState,
     /// Compaction: its sysctls, the zone's scanner and deferral state, kcompactd's state.
     pub compaction: compaction::Compaction,
@@ -285,18 +294,33 @@ impl Kernel {
         if pagecache.disk.is_some() {
             kthreads.kinds.push(kthread::KthreadKind::Flusher);
         }
-        let nodes = numa::Nodes::new(scenario, nr_pages, ncpus);
+        let mut nodes = numa::Nodes::new(scenario, nr_pages, ncpus);
+        let migrc = scenario.kernel.migrate_tlb_flush == crate::scenario::MigrateTlbFlush::Migrc;
+        let mut zone = Zone::new(nr_pages, ncpus, watermark_sysctl(scenario, nr_pages));
+        zone.balance_to_promo = scenario.sysctl.kernel.numa_balancing.unwrap_or(0) & 2 != 0;
+        if migrc {
+            zone.enable_mgen();
+            for z in &mut nodes.lower {
+                z.enable_mgen();
+            }
+        }
         for cg in memcgs.iter_mut() {
             cg.set_nr_nodes(nodes.nr_nodes());
         }
         Kernel {
             cost,
             vmstat: VmStat::default(),
-            zone: Zone::new(nr_pages, ncpus, watermark_sysctl(scenario, nr_pages)),
+            zone,
             kswapd: KswapdState::default(),
             compaction: compaction::Compaction::new(scenario, nr_pages),
             folios: FolioTable::new(nodes.total_pages()),
+            numa: numa_balancing::NumaBalancing::new(scenario, nodes.total_pages()),
             nodes,
+            migrate_flush: migrate::flush::policy_of(scenario.kernel.migrate_tlb_flush),
+            migrc: migrate::flush::migrc::MigrcState::new(),
+            tlb_skip_inaccessible: scenario.kernel.version.skips_inaccessible_flush(),
+            numa_promoted_clean: scenario.kernel.numa_promoted_pte
+                == crate::scenario::PromotedPte::Clean,
             mms: Vec::new(),
             memcgs,
             swap: Swap {

@@ -139,7 +139,8 @@ pub fn get_page_from_freelist(
     order: u32,
     alloc_flags: AllocFlags,
 ) -> Option<u32> {
-    k.zone
+    let page = k
+        .zone
         .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, alloc_flags)
         .or_else(|| {
             if k.nodes.lower.is_empty() {
@@ -147,7 +148,10 @@ pub fn get_page_from_freelist(
             } else {
                 k.alloc_lower_nodes(ctx, gfp, order, alloc_flags)
             }
-        })
+        });
+    // prep_new_page: a page that left the free lists with a MIGRC tag is flushed for first.
+    super::migrate::flush::migrc::check_flush_task_mgen(k, ctx);
+    page
 }
 
 /// get_page_from_freelist restricted to node `nid` (> 0): lower nodes have no kswapd, so a

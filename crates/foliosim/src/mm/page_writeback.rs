@@ -262,7 +262,9 @@ fn submit_write(k: &mut Kernel, ctx: &mut Ctx, id: u32, pfns: &[u32]) {
                 k.folios.set(pfn, flags::WRITEBACK);
                 k.folios.writeback_done_ns[pfn as usize] = done_ns;
                 let nid = k.nodes.nid(pfn);
-                k.memcgs[memcg].lruvec_mut(nid).writeback_started(pfn, done_ns);
+                k.memcgs[memcg]
+                    .lruvec_mut(nid)
+                    .writeback_started(pfn, done_ns);
             }
             Completion::Sync => {
                 let rotated = k.memcgs[memcg]

@@ -66,10 +66,26 @@ pub fn arch(kind: TlbKind) -> &'static dyn TlbArch {
     }
 }
 
+/// What a cleared PTE leaves in the TLBs, as set_tlb_ubc_flush_pending classifies it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PteAccess {
+    /// Not accessible (a NUMA hinting PROT_NONE PTE): no CPU can cache it (4d4b6d66db, 6.4).
+    Inaccessible,
+    /// Read-only and clean: a stale entry can only be read through (MIGRC's tlb_ubc_ro).
+    ReadOnlyClean,
+    /// Writable or dirty.
+    Writable,
+}
+
 /// Pending flush of unmapped PTEs (TTU_BATCH_FLUSH).
 #[derive(Default)]
 pub struct TlbUnmapBatch {
     mms: Vec<u32>,
+    /// The mms of read-only clean PTEs (tlb_ubc_ro), folded into `mms` by any flush.
+    pub ro_mms: Vec<u32>,
+    /// PTE classes added so far, for the caller's per-folio MIGRC eligibility.
+    pub adds_writable: u32,
+    pub adds_read_only: u32,
     nr_ptes: u32,
     /// A dirty (writable) PTE was cleared: the flush must precede writing the page out.
     writable: bool,
@@ -84,6 +100,37 @@ impl TlbUnmapBatch {
         TlbUnmapBatch {
             immediate: !batched,
             ..Default::default()
+        }
+    }
+
+    /// set_tlb_ubc_flush_pending for PTEs classified by their access (migration's unmap):
+    /// inaccessible ones need no flush from 6.4 on (4d4b6d66db), read-only clean ones go to the
+    /// read-only batch.
+    pub fn add_classified(
+        &mut self,
+        k: &mut Kernel,
+        ctx: &mut Ctx,
+        mm: u32,
+        order: u32,
+        nr: u32,
+        access: PteAccess,
+        dirty: bool,
+    ) {
+        match access {
+            PteAccess::Inaccessible if k.tlb_skip_inaccessible => {}
+            PteAccess::ReadOnlyClean if !self.immediate => {
+                let arch = k.tlb;
+                arch.unmap_folio_ptes(k, ctx, order, nr);
+                if !self.ro_mms.contains(&mm) {
+                    self.ro_mms.push(mm);
+                }
+                self.nr_ptes += nr;
+                self.adds_read_only += 1;
+            }
+            _ => {
+                self.adds_writable += 1;
+                self.add(k, ctx, mm, order, nr, dirty);
+            }
         }
     }
 
@@ -116,13 +163,20 @@ impl TlbUnmapBatch {
         }
     }
 
-    /// try_to_unmap_flush
+    /// try_to_unmap_flush (the read-only batch folded in first). The flushed mms' owed
+    /// deferred flushes are paid off too (MIGRC's rmap_flush_end).
     pub fn flush(&mut self, k: &mut Kernel, ctx: &mut Ctx) {
+        for mm in std::mem::take(&mut self.ro_mms) {
+            if !self.mms.contains(&mm) {
+                self.mms.push(mm);
+            }
+        }
         if !self.mms.is_empty() {
             let arch = k.tlb;
             let start_ns = ctx.now_ns;
             arch.flush_batch(k, ctx, &self.mms, self.nr_ptes);
             crate::engine::trace::span("TLB flush", "try_to_unmap_flush", start_ns, ctx.now_ns);
+            k.migrc.flushed(&self.mms);
         }
         self.mms.clear();
         self.nr_ptes = 0;

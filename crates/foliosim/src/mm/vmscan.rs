@@ -11,6 +11,7 @@ use super::gfp::{Gfp, GfpZone};
 use super::huge_memory::split_folio;
 use super::kthread::KthreadKind;
 use super::memcontrol::{HZ, JIFFY_NS, ROOT_MEMCG};
+use super::numa_balancing;
 use super::page_io::swap_writepage;
 use super::rmap::try_to_unmap;
 use super::shrinker::shrink_slab;
@@ -471,72 +472,92 @@ pub fn shrink_folio_list(
     let mut list: VecDeque<u32> = folios.into();
     let mut tlb = TlbUnmapBatch::new(k.tlb_batched_unmap);
     let mut result = ShrinkResult::default();
-    while let Some(pfn) = list.pop_front() {
-        let f = &mut k.folios;
-        if f.test(pfn, flags::WRITEBACK) {
-            if f.writeback_done_ns[pfn as usize] > ctx.now_ns {
-                result.putback.push((pfn, false));
-                continue;
-            }
-            f.clear(pfn, flags::WRITEBACK);
-        }
-        if reclaim != Reclaim::Pageout {
-            ctx.spend(k.cost.folio_referenced_ns);
-            match folio_check_references(f, pfn) {
-                FolioReferences::Activate => {
-                    result.putback.push((pfn, true));
-                    continue;
-                }
-                FolioReferences::Keep => {
+    // Before reclaiming a folio, try to move it a tier down (do_demote_pass); the folios that
+    // fail to demote go round again to be reclaimed.
+    let mut do_demote = reclaim != Reclaim::Pageout && numa_balancing::can_demote(k);
+    let mut demote = Vec::new();
+    'retry: loop {
+        while let Some(pfn) = list.pop_front() {
+            let f = &mut k.folios;
+            if f.test(pfn, flags::WRITEBACK) {
+                if f.writeback_done_ns[pfn as usize] > ctx.now_ns {
                     result.putback.push((pfn, false));
                     continue;
                 }
-                FolioReferences::Reclaim => {}
+                f.clear(pfn, flags::WRITEBACK);
             }
-        }
-        if k.folios.is_pinned(pfn) {
-            // try_to_unmap cannot replace a pinned exclusive anon page's PTEs: activate_locked.
-            // (The kernel finds out after add_to_swap; the model stops before taking slots.)
-            result.putback.push((pfn, true));
-            continue;
-        }
-        if k.folios.test(pfn, flags::PARTIALLY_MAPPED) {
-            // Split partially mapped folios right away: the unmapped pages are freed without
-            // IO (the split frees them; an unmapped head goes with the isolation reference).
-            split_folio(k, ctx, pfn, Some(&mut list));
-            if k.folios.mapcount[pfn as usize] == 0 {
-                k.folio_free(ctx, pfn);
-                continue;
+            if reclaim != Reclaim::Pageout {
+                ctx.spend(k.cost.folio_referenced_ns);
+                match folio_check_references(f, pfn) {
+                    FolioReferences::Activate => {
+                        result.putback.push((pfn, true));
+                        continue;
+                    }
+                    FolioReferences::Keep => {
+                        result.putback.push((pfn, false));
+                        continue;
+                    }
+                    FolioReferences::Reclaim => {}
+                }
             }
-        }
-        if !k.folios.test(pfn, flags::SWAPCACHE) && !add_to_swap(k, ctx, pfn, &mut list) {
-            // activate_locked_split: no slot even for order 0.
-            result.putback.push((pfn, true));
-            continue;
-        }
-        ctx.spend(k.cost.shrink_folio_ns);
-        if k.folios.mapcount[pfn as usize] > 0 {
-            try_to_unmap(k, ctx, pfn, &mut tlb);
-        }
-        if k.folios.test(pfn, flags::DIRTY) {
-            tlb.flush_dirty(k, ctx);
-            swap_writepage(k, ctx, pfn);
-            if k.folios.test(pfn, flags::DIRTY) {
-                // The device refused the write (zram or brd out of memory): activate_locked.
+            if k.folios.is_pinned(pfn) {
+                // try_to_unmap cannot replace a pinned exclusive anon page's PTEs: activate_locked.
+                // (The kernel finds out after add_to_swap; the model stops before taking slots.)
                 result.putback.push((pfn, true));
                 continue;
             }
-            result.nr_pageout += k.folios.nr_pages(pfn) as u64;
-            if k.folios.test(pfn, flags::WRITEBACK) {
-                result.putback.push((pfn, false));
+            if k.folios.test(pfn, flags::PARTIALLY_MAPPED) {
+                // Split partially mapped folios right away: the unmapped pages are freed without
+                // IO (the split frees them; an unmapped head goes with the isolation reference).
+                split_folio(k, ctx, pfn, Some(&mut list));
+                if k.folios.mapcount[pfn as usize] == 0 {
+                    k.folio_free(ctx, pfn);
+                    continue;
+                }
+            }
+            if do_demote {
+                demote.push(pfn);
                 continue;
             }
+            if !k.folios.test(pfn, flags::SWAPCACHE) && !add_to_swap(k, ctx, pfn, &mut list) {
+                // activate_locked_split: no slot even for order 0.
+                result.putback.push((pfn, true));
+                continue;
+            }
+            ctx.spend(k.cost.shrink_folio_ns);
+            if k.folios.mapcount[pfn as usize] > 0 {
+                try_to_unmap(k, ctx, pfn, &mut tlb);
+            }
+            if k.folios.test(pfn, flags::DIRTY) {
+                tlb.flush_dirty(k, ctx);
+                swap_writepage(k, ctx, pfn);
+                if k.folios.test(pfn, flags::DIRTY) {
+                    // The device refused the write (zram or brd out of memory): activate_locked.
+                    result.putback.push((pfn, true));
+                    continue;
+                }
+                result.nr_pageout += k.folios.nr_pages(pfn) as u64;
+                if k.folios.test(pfn, flags::WRITEBACK) {
+                    result.putback.push((pfn, false));
+                    continue;
+                }
+            }
+            // __remove_mapping: clean, unmapped, in the swap cache: drop it and free the folio.
+            let nr = k.folios.nr_pages(pfn);
+            folio_delete_from_swap_cache(k, ctx, pfn);
+            k.folio_free(ctx, pfn);
+            result.nr_reclaimed += nr as u64;
         }
-        // __remove_mapping: clean, unmapped, in the swap cache: drop it and free the folio.
-        let nr = k.folios.nr_pages(pfn);
-        folio_delete_from_swap_cache(k, ctx, pfn);
-        k.folio_free(ctx, pfn);
-        result.nr_reclaimed += nr as u64;
+        if demote.is_empty() {
+            break 'retry;
+        }
+        result.nr_reclaimed +=
+            numa_balancing::demote_folio_list(k, ctx, &mut demote, reclaim == Reclaim::Kswapd);
+        if demote.is_empty() {
+            break 'retry;
+        }
+        list.extend(demote.drain(..));
+        do_demote = false;
     }
     tlb.flush(k, ctx);
     result

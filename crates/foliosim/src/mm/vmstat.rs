@@ -54,6 +54,18 @@ counter_enum! {
         ThpMigrationSuccess => "thp_migration_success",
         ThpMigrationFail => "thp_migration_fail",
         ThpMigrationSplit => "thp_migration_split",
+        // NUMA balancing and memory tiering (mm/numa_balancing.rs).
+        NumaPteUpdates => "numa_pte_updates",
+        NumaHintFaults => "numa_hint_faults",
+        NumaHintFaultsLocal => "numa_hint_faults_local",
+        NumaPagesMigrated => "numa_pages_migrated",
+        PgpromoteSuccess => "pgpromote_success",
+        PgpromoteCandidate => "pgpromote_candidate",
+        PgdemoteKswapd => "pgdemote_kswapd",
+        PgdemoteDirect => "pgdemote_direct",
+        // MIGRC (mm/migrate/flush/migrc.rs): deferred flushes requested and done.
+        MigrcRequested => "migrc_requested",
+        MigrcFlushed => "migrc_flushed",
         ThpFaultAlloc => "thp_fault_alloc",
         ThpFaultFallback => "thp_fault_fallback",
         ThpFaultFallbackCharge => "thp_fault_fallback_charge",

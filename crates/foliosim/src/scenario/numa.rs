@@ -91,12 +91,13 @@ pub enum PromotedPte {
 }
 
 /// Checks of the NUMA settings that need no other section.
-pub(super) fn validate(
-    nodes: &[NodeSpec],
-    sysctl: &KernelSysctl,
-) -> Result<(), ScenarioError> {
+pub(super) fn validate(nodes: &[NodeSpec], sysctl: &KernelSysctl) -> Result<(), ScenarioError> {
     if nodes.len() > 7 {
-        return Err(invalid("machine.node", nodes.len(), "at most 7 nodes beyond node 0"));
+        return Err(invalid(
+            "machine.node",
+            nodes.len(),
+            "at most 7 nodes beyond node 0",
+        ));
     }
     for (i, n) in nodes.iter().enumerate() {
         if n.cpus != 0 {

@@ -38,6 +38,7 @@ use crate::engine::Ctx;
 use crate::mm::folio::NIL;
 use crate::mm::kthread::{self, KthreadNext};
 use crate::mm::memcontrol::mem_cgroup_handle_over_high;
+use crate::mm::numa_balancing::task_numa_work;
 use crate::mm::oom_kill;
 use crate::mm::vmscan::kswapd::post_kswapd_wakeup;
 use crate::mm::{invariants, Kernel, MmError};
@@ -224,8 +225,12 @@ pub fn run_tasks_observed(
             Body::User(p) => match user::step(k, &mut ctx, t.mm, p, &mut t.user_ns, wake_ns) {
                 Ok(UserNext::Exit) => Next::Exit,
                 Ok(UserNext::Run) => {
-                    // Back to user space: memory.high reclaim owed by this task's charges.
+                    // Back to user space: memory.high reclaim owed by this task's charges,
+                    // and the NUMA scan when its mm's turn has come (task_numa_work).
                     mem_cgroup_handle_over_high(k, &mut ctx);
+                    if k.numa.tiering {
+                        task_numa_work(k, &mut ctx, t.mm);
+                    }
                     Next::Run
                 }
                 Ok(UserNext::Barrier { id, parties }) => Next::Barrier { id, parties },

@@ -19,6 +19,7 @@
 //! phase, and left alone when a folio fails. Who points at a folio depends on its owner kind
 //! (owner.rs).
 
+pub mod flush;
 pub mod owner;
 
 use super::folio::flags;
@@ -54,6 +55,10 @@ pub enum MigrateMode {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum MigrateReason {
     Compaction,
+    /// MR_DEMOTION: reclaim moves folios one tier down (vmscan demote_folio_list).
+    Demotion,
+    /// MR_NUMA_MISPLACED: a NUMA hint fault promotes a folio (migrate_misplaced_folio).
+    NumaMisplaced,
 }
 
 /// -ENOMEM: no destination could be allocated; the call stopped.
@@ -98,7 +103,10 @@ pub fn folio_isolate_lru(k: &mut Kernel, pfn: u32) {
     debug_assert!(f.test(pfn, flags::LRU) && !f.test(pfn, flags::ISOLATED));
     let memcg = f.memcg[pfn as usize] as usize;
     let nid = k.nodes.nid(pfn);
-    k.memcgs[memcg].lruvec_mut(nid).list_of(f, pfn).remove(f, pfn);
+    k.memcgs[memcg]
+        .lruvec_mut(nid)
+        .list_of(f, pfn)
+        .remove(f, pfn);
     f.clear(pfn, flags::LRU);
     f.set(pfn, flags::ISOLATED);
 }
@@ -294,6 +302,10 @@ fn migrate_pages_batch(
     let (mut retry, mut thp_retry, mut nr_retry_pages) = (1u32, 0u64, 0u64);
     let mut unmapped: Vec<(u32, u32, bool)> = Vec::new();
     let mut tlb = TlbUnmapBatch::default();
+    // MIGRC (mm/migrate/flush/): the unmapped folios whose only mappings were read-only and
+    // clean (order 0, batched), their mms, and the mms of other read-only folios.
+    let mut eligible: Vec<u32> = Vec::new();
+    let (mut eligible_mms, mut ineligible_ro_mms) = (Vec::new(), Vec::new());
     let mut rc_saved = None;
     let mut pass = 0;
     'passes: while pass < nr_pass && retry > 0 {
@@ -325,11 +337,22 @@ fn migrate_pages_batch(
                 continue;
             }
             // Batched since 6.3 (migrate_pages_batch); before, each folio was flushed.
-            let batch = (mode == MigrateMode::Async && k.tlb_batched_unmap).then_some(&mut tlb);
-            match migrate_folio_unmap(k, ctx, src, target, mode, batch) {
+            let batched = mode == MigrateMode::Async && k.tlb_batched_unmap;
+            let adds = (tlb.adds_writable, tlb.adds_read_only);
+            match migrate_folio_unmap(k, ctx, src, target, mode, batched.then_some(&mut tlb)) {
                 Ok((dst, was_mapped)) => {
                     from.remove(i);
                     unmapped.push((src, dst, was_mapped));
+                    let read_only = tlb.adds_read_only > adds.1;
+                    if read_only {
+                        let mm = k.folios.owner_mm[src as usize];
+                        if tlb.adds_writable == adds.0 && order == 0 {
+                            eligible.push(src);
+                            eligible_mms.push(mm);
+                        } else {
+                            ineligible_ro_mms.push(mm);
+                        }
+                    }
                 }
                 Err(UnmapError::Again) => {
                     retry += 1;
@@ -369,11 +392,15 @@ fn migrate_pages_batch(
         stats.nr_thp_failed += thp_retry;
         stats.nr_failed_pages += nr_retry_pages;
     }
-    // try_to_unmap_flush: one shootdown for every PTE cleared above (async mode).
+    // try_to_unmap_flush: one shootdown for every PTE cleared above (async mode), less what
+    // the flush policy defers.
+    let policy = k.migrate_flush;
+    let mgen = policy.defer(k, &mut tlb, &eligible_mms, &ineligible_ro_mms);
     tlb.flush(k, ctx);
     for (src, dst, was_mapped) in unmapped {
         let order = k.folios.order[src as usize] as u32;
-        migrate_folio_move(k, ctx, src, dst, was_mapped);
+        let src_mgen = if eligible.contains(&src) { mgen } else { 0 };
+        migrate_folio_move(k, ctx, src, dst, was_mapped, src_mgen);
         stats.nr_succeeded += 1 << order;
         stats.nr_thp_succeeded += (order >= PMD_ORDER) as u64;
     }
@@ -427,8 +454,15 @@ fn migrate_folio_unmap(
 }
 
 /// migrate_folio_move: copy the folio to `dst`, make whoever pointed at `src` point at `dst`,
-/// put `dst` on the LRU and free `src`.
-fn migrate_folio_move(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32, was_mapped: bool) {
+/// put `dst` on the LRU and free `src` (tagged with the MIGRC generation `mgen` if not 0).
+fn migrate_folio_move(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    src: u32,
+    dst: u32,
+    was_mapped: bool,
+    mgen: u16,
+) {
     assert!(
         !k.folios.is_pinned(src),
         "folio {src} is pinned: it must never be migrated"
@@ -481,7 +515,8 @@ fn migrate_folio_move(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32, was_map
         flags::ISOLATED | flags::SWAPCACHE | flags::PMD_MAPPED | flags::FILE | flags::DIRTY,
     );
     f.release(src);
-    k.free_pages(ctx, src, order);
+    let nid = k.nodes.nid(src);
+    k.node_zone_mut(nid).free_mgen(ctx, src, order, mgen);
 }
 
 /// try_split_folio: split a large folio whose destination could not be allocated; its pages

@@ -6,7 +6,7 @@ use crate::engine::Ctx;
 use crate::mm::filemap::rmap::for_each_pte;
 use crate::mm::folio::flags;
 use crate::mm::mmap::Pte;
-use crate::mm::tlb::TlbUnmapBatch;
+use crate::mm::tlb::{PteAccess, TlbUnmapBatch};
 use crate::mm::Kernel;
 
 /// The kinds of folio owner.
@@ -67,7 +67,10 @@ fn anon_unmap(k: &mut Kernel, ctx: &mut Ctx, src: u32, tlb: Option<&mut TlbUnmap
     let entries = if pmd { 1 } else { mapped };
     ctx.spend(k.cost.pte_unmap_ns * entries as u64);
     match tlb {
-        Some(batch) if !pmd => batch.add(k, ctx, mm, order, mapped, dirty),
+        Some(batch) if !pmd => {
+            let access = anon_pte_access(k, src);
+            batch.add_classified(k, ctx, mm, order, mapped, access, dirty)
+        }
         _ => {
             let mut now = TlbUnmapBatch::default();
             now.add(k, ctx, mm, if pmd { 0 } else { order }, entries, dirty);
@@ -78,6 +81,27 @@ fn anon_unmap(k: &mut Kernel, ctx: &mut Ctx, src: u32, tlb: Option<&mut TlbUnmap
             }
         }
     }
+}
+
+/// How the PTEs mapping anonymous folio `src` may sit in TLBs: inaccessible if every one is
+/// a NUMA hinting PTE, read-only if every accessible one is write-protected and clean.
+fn anon_pte_access(k: &Kernel, src: u32) -> PteAccess {
+    let f = &k.folios;
+    let i = src as usize;
+    let (mm, vma, index) = (f.owner_mm[i], f.owner_vma[i], f.owner_index[i]);
+    let nr = f.nr_pages(src);
+    let ptes = &k.mms[mm as usize].vma(vma).ptes[index as usize..(index + nr) as usize];
+    let mut access = PteAccess::Inaccessible;
+    for (sub, pte) in ptes.iter().enumerate() {
+        if !pte.is_present() || pte.pfn() != src + sub as u32 || pte.is_protnone() {
+            continue;
+        }
+        if !(pte.is_wrprotect() && pte.is_clean()) {
+            return PteAccess::Writable;
+        }
+        access = PteAccess::ReadOnlyClean;
+    }
+    access
 }
 
 fn anon_move_mapping(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
@@ -100,12 +124,19 @@ fn anon_remap(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
     let i = dst as usize;
     let (mm, vma, index) = (f.owner_mm[i], f.owner_vma[i], f.owner_index[i]);
     let (nr, pmd) = (f.nr_pages(dst), f.test(dst, flags::PMD_MAPPED));
+    let promoted_clean = k.numa_promoted_clean;
     let ptes = &mut k.mms[mm as usize].vma_mut(vma).ptes;
     let mut remapped = 0u32;
     for sub in 0..nr {
         let pte = &mut ptes[(index + sub) as usize];
         if pte.is_present() && pte.pfn() == src + sub {
-            *pte = Pte::present(dst + sub);
+            // remove_migration_pte: a PROT_NONE PTE made a read migration entry (a read-only
+            // PTE now, as clean as the model's parameter says); others keep their bits.
+            *pte = if pte.is_protnone() {
+                Pte::present_rdonly(dst + sub, promoted_clean || pte.is_clean())
+            } else {
+                pte.with_pfn(dst + sub)
+            };
             remapped += 1;
         }
     }

@@ -46,6 +46,11 @@ pub struct FreeArea {
     /// pages, which have movable_ops). prep_move_freepages_block counts these and the LRU
     /// folios' pages as the pageblock's movable pages.
     movable_ops: Vec<u64>,
+    /// MIGRC (mm/migrate/flush/migrc.rs): per free pfn, the generation of the TLB flush still
+    /// owed for its stale entries (0: none). Empty unless the policy is on.
+    mgen: Vec<u16>,
+    /// current->mgen: the latest generation taken off the lists since the last check.
+    taken_mgen: u16,
 }
 
 impl FreeArea {
@@ -69,7 +74,41 @@ impl FreeArea {
             nr_free_pages: 0,
             nr_free_highatomic: 0,
             movable_ops: vec![0; (nr_pages as usize).div_ceil(64)],
+            mgen: Vec::new(),
+            taken_mgen: 0,
         }
+    }
+
+    /// Track MIGRC generations on free pages.
+    pub fn enable_mgen(&mut self) {
+        self.mgen = vec![0; self.nr_pages as usize];
+    }
+
+    /// Tag the block at `pfn` as freed with its flush owed for generation `gen`.
+    pub fn tag_mgen(&mut self, pfn: u32, order: u32, gen: u16) {
+        if !self.mgen.is_empty() {
+            self.mgen[pfn as usize..(pfn + (1 << order)) as usize].fill(gen);
+        }
+    }
+
+    /// Pages of a block leave the free lists (or a pcp list): their tags go to the taker.
+    pub fn take_block_mgen(&mut self, pfn: u32, order: u32) {
+        if self.mgen.is_empty() {
+            return;
+        }
+        for tag in &mut self.mgen[pfn as usize..(pfn + (1 << order)) as usize] {
+            if *tag != 0 {
+                self.taken_mgen = crate::mm::migrate::flush::migrc::mgen_latest(
+                    self.taken_mgen,
+                    std::mem::take(tag),
+                );
+            }
+        }
+    }
+
+    /// Take-and-zero current->mgen (check_flush_task_mgen).
+    pub fn take_mgen(&mut self) -> u16 {
+        std::mem::take(&mut self.taken_mgen)
     }
 
     pub fn nr_pages(&self) -> u32 {
@@ -270,6 +309,7 @@ impl FreeArea {
 
     /// del_page_from_free_list.
     pub fn del_and_account(&mut self, pfn: u32, order: u32, mt: MigrateType) {
+        self.take_block_mgen(pfn, order);
         self.del(pfn, order, mt);
         self.account(-(1i64 << order), mt);
     }
@@ -296,6 +336,7 @@ impl FreeArea {
 
     /// page_del_and_expand.
     pub fn del_and_expand(&mut self, pfn: u32, low: u32, high: u32, mt: MigrateType) {
+        self.take_block_mgen(pfn, high);
         self.del(pfn, high, mt);
         let kept = (1u64 << high) - self.expand(pfn, low, high, mt);
         self.account(-(kept as i64), mt);

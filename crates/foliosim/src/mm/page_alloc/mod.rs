@@ -56,6 +56,8 @@ pub struct Zone {
     /// Kernel::vm_events: the allocator runs where only the zone is at hand.
     pub events: VmStat,
     pub extfrag: ExtfragStats,
+    /// kswapd balances this zone to WMARK_PROMO (NUMA_BALANCING_MEMORY_TIERING).
+    pub balance_to_promo: bool,
     /// This node's bit of thp_avail_nodes (seed 001's RFC, mm/thp_fault_alloc/): set by every
     /// free of a block of pageblock order or more; only that policy reads or clears it.
     pub thp_avail: bool,
@@ -97,6 +99,7 @@ impl Zone {
             events: VmStat::default(),
             extfrag: ExtfragStats::default(),
             thp_avail: true,
+            balance_to_promo: false,
         };
         zone.setup_per_zone_wmarks();
         let mut pfn = start_pfn;
@@ -153,6 +156,23 @@ impl Zone {
     /// The pageblock type of `pfn`.
     pub fn pageblock_mt(&self, pfn: u32) -> MigrateType {
         self.area.pageblock_mt(pfn)
+    }
+
+    /// free_unref_page with a MIGRC generation (folio_put_mgen): the block keeps the tag on
+    /// the per-CPU list and in the buddy lists until it is taken again.
+    pub fn free_mgen(&mut self, ctx: &mut Ctx, pfn: u32, order: u32, gen: u16) {
+        self.area.tag_mgen(pfn, order, gen);
+        self.free(ctx, pfn, order);
+    }
+
+    /// MIGRC tags on this zone's free pages.
+    pub fn enable_mgen(&mut self) {
+        self.area.enable_mgen();
+    }
+
+    /// current->mgen for this zone's allocations since the last check (take-and-zero).
+    pub fn take_mgen(&mut self) -> u16 {
+        self.area.take_mgen()
     }
 
     /// free_frozen_pages: orders the per-CPU lists take go to this CPU's list (draining a

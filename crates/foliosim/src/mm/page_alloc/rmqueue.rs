@@ -121,6 +121,8 @@ impl Zone {
         let pcp = &mut self.pcp[cpu];
         let pfn = pcp.lists[pindex].pop_front()?;
         pcp.count -= 1 << order;
+        // __rmqueue_pcplist: a page freed to the list carries its MIGRC tag (page->private).
+        self.area.take_block_mgen(pfn, order);
         Some(pfn)
     }
 

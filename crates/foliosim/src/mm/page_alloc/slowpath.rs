@@ -4,7 +4,6 @@
 //! where the kernel would call the OOM killer. The release's slow path is a [`Slowpath`]
 //! (4.1's in slowpath_v4_1.rs); the steps they share are here.
 
-use crate::mm::numa::get_page_from_freelist;
 use super::watermark::{zone_watermark_ok, AllocFlags, Wmark};
 use super::{Zone, MAX_PAGE_ORDER, PAGE_ALLOC_COSTLY_ORDER};
 use crate::engine::Ctx;
@@ -14,6 +13,7 @@ use crate::mm::compaction::{
 };
 use crate::mm::folio::FolioTable;
 use crate::mm::gfp::Gfp;
+use crate::mm::numa::get_page_from_freelist;
 use crate::mm::oom_kill::{out_of_memory, OomConstraint};
 use crate::mm::page_alloc::migratetype::MigrateType;
 use crate::mm::vmscan::kswapd::{wakeup_kswapd, KswapdState, MAX_RECLAIM_RETRIES};
@@ -77,9 +77,7 @@ fn fast_path_flags(gfp: Gfp) -> AllocFlags {
 pub fn alloc_pages(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> Option<u32> {
     assert!(order <= MAX_PAGE_ORDER, "order {order} > MAX_PAGE_ORDER");
     let flags = fast_path_flags(gfp);
-    if let Some(pfn) =
-        get_page_from_freelist(k, ctx, gfp, order, flags)
-    {
+    if let Some(pfn) = get_page_from_freelist(k, ctx, gfp, order, flags) {
         return Some(pfn);
     }
     let slowpath = k.slowpath;
@@ -194,9 +192,7 @@ fn alloc_pages_slowpath(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> 
     if alloc_flags.has(AllocFlags::KSWAPD) {
         wake_all_kswapds(k, gfp, order);
     }
-    if let Some(pfn) =
-        get_page_from_freelist(k, ctx, gfp, order, alloc_flags)
-    {
+    if let Some(pfn) = get_page_from_freelist(k, ctx, gfp, order, alloc_flags) {
         return Some(pfn);
     }
 
@@ -238,9 +234,7 @@ fn alloc_pages_slowpath(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> 
         if let Some(reserve) = gfp_pfmemalloc_flags(gfp) {
             alloc_flags = AllocFlags(reserve.0 | (alloc_flags.0 & AllocFlags::KSWAPD.0));
         }
-        if let Some(pfn) =
-            get_page_from_freelist(k, ctx, gfp, order, alloc_flags)
-        {
+        if let Some(pfn) = get_page_from_freelist(k, ctx, gfp, order, alloc_flags) {
             return Some(pfn);
         }
         // The caller will not reclaim: nothing can be balanced.
@@ -336,13 +330,11 @@ pub(super) fn alloc_pages_direct_reclaim(
     if progress == 0 {
         return (None, 0);
     }
-    let mut page =
-        get_page_from_freelist(k, ctx, gfp, order, alloc_flags);
+    let mut page = get_page_from_freelist(k, ctx, gfp, order, alloc_flags);
     if page.is_none() {
         // unreserve_highatomic_pageblock: the model reserves no highatomic blocks.
         k.zone.drain_all_pages(ctx);
-        page =
-            get_page_from_freelist(k, ctx, gfp, order, alloc_flags);
+        page = get_page_from_freelist(k, ctx, gfp, order, alloc_flags);
     }
     (page, progress)
 }
@@ -370,9 +362,9 @@ pub(super) fn alloc_pages_direct_compact(
         return dc;
     }
     k.vmstat.count(VmEvent::CompactStall, 1);
-    let page = dc.page.or_else(|| {
-        get_page_from_freelist(k, ctx, gfp, order, alloc_flags)
-    });
+    let page = dc
+        .page
+        .or_else(|| get_page_from_freelist(k, ctx, gfp, order, alloc_flags));
     if page.is_some() {
         compaction::compaction_alloc_succeeded(k, order);
         k.vmstat.count(VmEvent::CompactSuccess, 1);
@@ -383,10 +375,10 @@ pub(super) fn alloc_pages_direct_compact(
     dc
 }
 
-/// zone_reclaimable_pages: the file LRU pages, and the anon ones when there is swap to
-/// reclaim them to.
+/// zone_reclaimable_pages: node 0's file LRU pages, and the anon ones when there is swap or
+/// a lower tier (can_reclaim_anon_pages) to reclaim them to.
 pub fn zone_reclaimable_pages(k: &Kernel) -> u64 {
-    let swap = k.swap.nr_swap_pages() > 0;
+    let swap = k.swap.nr_swap_pages() > 0 || crate::mm::numa_balancing::can_demote(k);
     k.memcgs
         .iter()
         .map(|cg| {

@@ -7,7 +7,6 @@
 //! compacts async only, khugepaged (a kernel thread) sync-light after reclaim. Without
 //! should_reclaim_retry, compaction priorities and should_compact_retry (4.7's rework).
 
-use crate::mm::numa::get_page_from_freelist;
 use super::slowpath::{
     alloc_pages_direct_compact, alloc_pages_direct_reclaim, alloc_pages_may_oom,
     gfp_pfmemalloc_flags, gfp_to_alloc_flags, wake_all_kswapds, Slowpath,
@@ -17,6 +16,7 @@ use super::PAGE_ALLOC_COSTLY_ORDER;
 use crate::engine::Ctx;
 use crate::mm::compaction::{CompactPriority, CompactResult, Contended};
 use crate::mm::gfp::Gfp;
+use crate::mm::numa::get_page_from_freelist;
 use crate::mm::Kernel;
 
 pub struct SlowpathV4_1;

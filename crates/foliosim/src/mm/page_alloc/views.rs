@@ -85,7 +85,9 @@ impl Zone {
             for pindex in 0..NR_PCP_LISTS {
                 let order = pindex_to_order(pindex);
                 for &pfn in &pcp.lists[pindex] {
-                    if pfn % (1 << order) != 0 || pfn + (1 << order) > self.start_pfn + self.nr_pages {
+                    if pfn % (1 << order) != 0
+                        || pfn + (1 << order) > self.start_pfn + self.nr_pages
+                    {
                         return Err(format!(
                             "cpu {cpu} pcp list {pindex}: order-{order} block at pfn {pfn} is misaligned"
                         ));

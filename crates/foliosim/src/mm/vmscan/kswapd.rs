@@ -48,9 +48,15 @@ pub fn compact_gap(order: u32) -> u64 {
     2u64 << order
 }
 
-/// pgdat_balanced: the zone meets its high watermark (with the boost) at `order`.
+/// pgdat_balanced: the zone meets its high watermark (with the boost) at `order`; its promo
+/// watermark under NUMA_BALANCING_MEMORY_TIERING, so promotions find room.
 pub fn pgdat_balanced(zone: &Zone, order: u32) -> bool {
-    zone.watermark_ok(order, zone.wmark_pages(Wmark::High), AllocFlags(0))
+    let mark = if zone.balance_to_promo {
+        Wmark::Promo
+    } else {
+        Wmark::High
+    };
+    zone.watermark_ok(order, zone.wmark_pages(mark), AllocFlags(0))
 }
 
 /// wakeup_kswapd: record the order, and wake kswapd unless it is awake already, the node is
@@ -202,7 +208,8 @@ fn balance(k: &mut Kernel, ctx: &mut Ctx, order: u32) -> (u64, u32) {
 /// kswapd_age_node: while the node's inactive anon list is low, deactivate a batch from every
 /// memcg's active list so pages get a chance to be referenced before reclaim.
 fn kswapd_age_node(k: &mut Kernel, ctx: &mut Ctx) {
-    if k.swap.nr_swap_pages() == 0 {
+    // can_age_anon_pages: swap to reclaim them to, or a lower tier to demote them to.
+    if k.swap.nr_swap_pages() == 0 && !crate::mm::numa_balancing::can_demote(k) {
         return;
     }
     let (inactive, active) = k.memcgs.iter().fold((0, 0), |(i, a), cg| {

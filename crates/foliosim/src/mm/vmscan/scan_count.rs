@@ -144,7 +144,9 @@ pub fn get_scan_count(k: &Kernel, sc: &ScanControl, memcg: u16) -> [u64; 4] {
     }
     let swappiness = k.swappiness as u64;
     // No swap space (or may not swap), or a memcg that asked for none: file only.
-    let no_anon = !sc.may_swap || k.swap.nr_swap_pages() == 0;
+    // can_reclaim_anon_pages: swap space, or a lower tier to demote to.
+    let no_anon =
+        !sc.may_swap || (k.swap.nr_swap_pages() == 0 && !crate::mm::numa_balancing::can_demote(k));
     let balance = if no_anon || (sc.cgroup_reclaim() && swappiness == 0) {
         Balance::File
     } else if sc.priority == 0 && swappiness > 0 {
