@@ -127,6 +127,7 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             pfn += 1;
         }
     }
+    check_migrc(k, &free)?;
     // Pins are held on live folios only.
     for (&head, &pins) in &f.pins {
         if !f.test(head, flags::ALLOCATED) || pins == 0 {
@@ -549,6 +550,45 @@ fn check_page_cache(k: &Kernel) -> Result<(), String> {
                 return Err(format!(
                     "mm {mm_id} vma {vma} maps file {} but is not in its i_mmap (or is gone)",
                     vf.file
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// MIGRC (mm/migrate/flush/migrc.rs): no page is in use while a flush for its stale TLB
+/// entries is owed (its tag is taken when it leaves the free lists, and the allocation that
+/// took it checks at once); a tag still owed carries the current request's generation.
+fn check_migrc(k: &Kernel, free: &[bool]) -> Result<(), String> {
+    use super::migrate::flush::migrc::mgen_before;
+    if k.migrc.gen == 0 {
+        return Ok(());
+    }
+    let owed = |g: u16| g != 0 && mgen_before(k.migrc.gen_done, g);
+    for nid in 0..k.nodes.nr_nodes() {
+        let area = k.node_zone(nid).free_area();
+        if owed(area.unchecked_mgen()) {
+            return Err(format!(
+                "node {nid}: pages tagged with MIGRC generation {} were taken without the flush check",
+                area.unchecked_mgen()
+            ));
+        }
+        let span = k.nodes.start_pfn[nid]..k.nodes.start_pfn[nid + 1];
+        for pfn in span {
+            let g = area.mgen_of(pfn);
+            if g == 0 {
+                continue;
+            }
+            if !free[pfn as usize] {
+                return Err(format!(
+                    "pfn {pfn} is in use with MIGRC generation {g} still on it"
+                ));
+            }
+            if owed(g) && g != k.migrc.gen {
+                return Err(format!(
+                    "free pfn {pfn} owes generation {g}, the current request is {}",
+                    k.migrc.gen
                 ));
             }
         }

@@ -68,6 +68,8 @@ fn isolate_freepages_block(
             continue;
         };
         let isolated = k.zone.isolate_free_page(pfn, order);
+        // isolate_freepages_block ends with MIGRC's check (check_flush_task_mgen).
+        crate::mm::migrate::flush::migrc::check_flush_task_mgen(k, ctx);
         if isolated == 0 {
             // Below the min watermark: stop.
             break;
@@ -182,6 +184,7 @@ fn fast_isolate_freepages(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl
         let mut from = o;
         if let Some(pfn) = page {
             let isolated = k.zone.isolate_free_page(pfn, ou);
+            crate::mm::migrate::flush::migrc::check_flush_task_mgen(k, ctx);
             if isolated > 0 {
                 nr_scanned += isolated as u64 - 1;
                 cc.nr_freepages += isolated;

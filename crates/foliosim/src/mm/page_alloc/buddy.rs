@@ -106,6 +106,15 @@ impl FreeArea {
         }
     }
 
+    /// The MIGRC tag of `pfn` (0: none, or not tracked), and current->mgen not yet checked.
+    pub fn mgen_of(&self, pfn: u32) -> u16 {
+        self.mgen.get(pfn as usize).copied().unwrap_or(0)
+    }
+
+    pub fn unchecked_mgen(&self) -> u16 {
+        self.taken_mgen
+    }
+
     /// Take-and-zero current->mgen (check_flush_task_mgen).
     pub fn take_mgen(&mut self) -> u16 {
         std::mem::take(&mut self.taken_mgen)
