@@ -161,6 +161,33 @@ pub fn preflight(scenario: &Scenario, opts: &LiveOptions) -> Result<()> {
         )
         .into());
     }
+    // The host's NUMA layout is not the live backend's to change: a scenario with memory-only
+    // nodes needs a host that has them, and NUMA balancing and demotion settings are not
+    // applied live yet.
+    let host_nodes = std::fs::read_dir("/sys/devices/system/node")
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .filter(|e| {
+                    let name = e.file_name();
+                    let name = name.to_string_lossy();
+                    name.starts_with("node") && name[4..].parse::<u32>().is_ok()
+                })
+                .count()
+        })
+        .unwrap_or(1);
+    if scenario.machine.nodes.len() + 1 > host_nodes {
+        return Err(Refusal::Unsupported(format!(
+            "scenario field `machine.node`: found {} node(s) beyond node 0, but this host has {host_nodes} NUMA node(s)",
+            scenario.machine.nodes.len()
+        ))
+        .into());
+    }
+    if scenario.sysctl.kernel != Default::default() || scenario.sysfs.numa != Default::default() {
+        return Err(Refusal::Unsupported(
+            "scenario fields `sysctl.kernel` / `sysfs.numa` (NUMA balancing, demotion): not applied by the live backend yet".into(),
+        )
+        .into());
+    }
     for (i, dev) in scenario.machine.swap_devices.iter().enumerate() {
         swapdev::check_supported(i, dev).map_err(|e| Refusal::Unsupported(e.to_string()))?;
     }
