@@ -705,3 +705,52 @@ fn files_and_their_disk_are_checked() {
         &["workload[0].nproc", "1 ..= 4096"],
     );
 }
+
+#[test]
+fn a_lower_node_with_cpus() {
+    let t = format!("{BASE}\n[[machine.node]]\nmemory = \"1G\"\ncpus = 2\n");
+    expect_err(
+        "node with cpus",
+        &t,
+        &["machine.node[0].cpus", "2", "memory-only"],
+    );
+}
+
+#[test]
+fn a_lower_node_too_small() {
+    let t = format!("{BASE}\n[[machine.node]]\nmemory = \"1M\"\n");
+    expect_err(
+        "node of 1M",
+        &t,
+        &["machine.node[0].memory", "1M", "16M ..= 4T"],
+    );
+}
+
+#[test]
+fn numa_balancing_normal_mode() {
+    let t = format!("{BASE}\n[sysctl.kernel]\nnuma_balancing = 1\n");
+    expect_err(
+        "numa_balancing = 1",
+        &t,
+        &["sysctl.kernel.numa_balancing", "1", "0 or 2"],
+    );
+}
+
+#[test]
+fn numa_scan_size_zero() {
+    let t = format!("{BASE}\n[sysctl.kernel]\nnuma_balancing_scan_size_mb = 0\n");
+    expect_err(
+        "scan size 0",
+        &t,
+        &["sysctl.kernel.numa_balancing_scan_size_mb", "0", "1 ..="],
+    );
+}
+
+#[test]
+fn migrate_tlb_flush_unknown() {
+    let t = BASE.replace(
+        "version = \"6.10\"",
+        "version = \"6.10\"\nmigrate_tlb_flush = \"lazy\"",
+    );
+    expect_err("flush lazy", &t, &["migrate_tlb_flush", "lazy", "eager"]);
+}
