@@ -185,6 +185,10 @@ pub struct Machine {
     /// How the CPUs invalidate each other's TLBs (mm/tlb/): "x86-ipi" | "arm64-tlbi".
     #[serde(default)]
     pub tlb: TlbKind,
+    /// Per-CPU TLB and cache sizes for the TLB model of user accesses (hw/tlb_cache.rs):
+    /// `preset` ("golden-cove" | "neoverse-n1"; default: the one of `tlb`) and overrides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tlb_geometry: Option<crate::hw::tlb_cache::TlbGeometrySpec>,
     /// Memory bandwidth shared by all CPUs (hw/membw.rs), bytes/s; 0 means unlimited.
     #[serde(default = "default_memory_bandwidth")]
     pub memory_bandwidth_bytes_per_s: u64,
@@ -295,6 +299,7 @@ impl Default for Machine {
             swap_devices: vec![],
             sched_slice_ns: default_sched_slice_ns(),
             tlb: TlbKind::default(),
+            tlb_geometry: None,
             memory_bandwidth_bytes_per_s: default_memory_bandwidth(),
             iaa: None,
             disk: None,
@@ -1352,6 +1357,8 @@ impl Scenario {
                 "16M ..= 4T",
             ));
         }
+        crate::hw::tlb_cache::TlbGeometry::from_spec(m.tlb_geometry.as_ref(), m.tlb)
+            .map_err(|(field, value, allowed)| invalid(field, value, allowed))?;
         if let Some(iaa) = &m.iaa {
             if iaa.sockets == 0 || iaa.sockets > m.cpus || iaa.devices_per_socket == 0 {
                 return Err(invalid(

@@ -173,6 +173,9 @@ pub struct Kernel {
     pub tlb: &'static dyn TlbArch,
     /// CPU time of TLB work by `tlb::TlbCost`, for reports.
     pub tlb_ns: [u64; 4],
+    /// Every CPU's TLB contents and PMU counts (hw/tlb_cache.rs): every flush above reaches
+    /// it; user accesses (mm/access.rs) are costed by it.
+    pub tlb_cache: crate::hw::tlb_cache::TlbCache,
     /// Completion of broadcast TLB maintenance, one at a time (arm64's DSB waits).
     pub tlb_bus: SharedBandwidth,
     /// DRAM bandwidth shared by the CPUs: page clearing, copying and the workload's stores.
@@ -315,6 +318,14 @@ impl Kernel {
             cpu_irq_ns: vec![0; ncpus],
             tlb: tlb::arch(scenario.machine.tlb),
             tlb_ns: [0; 4],
+            tlb_cache: crate::hw::tlb_cache::TlbCache::new(
+                crate::hw::tlb_cache::TlbGeometry::from_spec(
+                    scenario.machine.tlb_geometry.as_ref(),
+                    scenario.machine.tlb,
+                )
+                .expect("validated TLB geometry"),
+                ncpus,
+            ),
             tlb_bus: SharedBandwidth::new(tlb_bus_per_s, ncpus),
             membw: SharedBandwidth::new(
                 scenario.machine.memory_bandwidth_bytes_per_s as f64,

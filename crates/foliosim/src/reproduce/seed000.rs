@@ -64,6 +64,7 @@ pub fn scenario(kernel: KernelVersion, size: &str, scale: f64, seed: u64) -> Sce
             sched_slice_ns: ((3_000_000.0 * scale) as u64).max(10_000),
             iaa: None,
             disk: None,
+            tlb_geometry: None,
         },
         kernel: Kernel {
             version: kernel,
