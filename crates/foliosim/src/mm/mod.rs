@@ -1,6 +1,7 @@
 //! The mm model. Files are named after the kernel's mm/*.c so a kernel developer finds each
 //! mechanism where they expect it.
 
+pub mod access;
 pub mod compaction;
 pub mod filemap;
 pub mod folio;
@@ -17,6 +18,7 @@ pub mod memory;
 pub mod migrate;
 pub mod mmap;
 pub mod mmap_lock;
+pub mod mprotect;
 pub mod oom_kill;
 pub mod page_alloc;
 pub mod page_io;
@@ -85,6 +87,8 @@ pub enum MmError {
     OomKilled,
     #[error("segmentation fault: page {index} of vma {vma} was unmapped (munmap of part of it)")]
     Segv { vma: u32, index: u32 },
+    #[error("segmentation fault: an access to vma {vma} its protection (mprotect) forbids")]
+    SegvProt { vma: u32 },
     // Files (mm/filemap/): bad use by a workload's operations.
     #[error("no file {file}: create it first ([[file]] in the scenario, or a CreateFile op)")]
     NoSuchFile { file: u32 },
