@@ -311,6 +311,50 @@ fn counts(s: &Scenario, w: &WorkloadSpec) -> WorkloadCounts {
                 processes: n,
             }
         }
+        WorkloadSpec::Xsbench {
+            lookups, threads, ..
+        } => {
+            let tasks = crate::workload::xsbench::tasks(w);
+            let t = *threads as u64;
+            let mapped: u64 = tasks[0]
+                .ops
+                .iter()
+                .map(|op| match op {
+                    Op::Mmap { nr_pages, .. } => *nr_pages as u64,
+                    _ => 0,
+                })
+                .sum();
+            WorkloadCounts {
+                field: "size",
+                value: format!("{lookups} lookups"),
+                // The PTEs, and the special sets of the accessed ranges (5 bytes a page).
+                mapped_pages: mapped + mapped * 5 / 8,
+                ops: tasks.iter().map(|t| t.ops.len() as u64).sum(),
+                marks: m(t, 2),
+                samples: 0,
+                tasks: t,
+                processes: 1,
+            }
+        }
+        WorkloadSpec::TlbShootdown {
+            threads,
+            iterations,
+            ops_per_iteration,
+            pages,
+            ..
+        } => {
+            let t = *threads as u64;
+            WorkloadCounts {
+                field: "iterations",
+                value: iterations.to_string(),
+                mapped_pages: 2 * *pages as u64,
+                ops: m(*iterations as u64, 3 * *ops_per_iteration as u64 + 3 * t),
+                marks: m(t, 2),
+                samples: 0,
+                tasks: t,
+                processes: 1,
+            }
+        }
     }
 }
 

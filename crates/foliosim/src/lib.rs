@@ -157,6 +157,7 @@ pub fn run_with(
         page_alloc: report::PageAllocReport::of(&k.zone),
         timeseries,
         oom_kills: oom_kill_reports(&k, &tasks),
+        tlb: k.tlb_cache.report(),
     };
     let timeline = observers.timeline.take().map(|t| {
         let mut tl = t.finish();
@@ -248,6 +249,9 @@ fn cpu_time_by_cost(k: &Kernel, total_ns: u64) -> std::collections::BTreeMap<Str
         if ns > 0 {
             m.insert(name.to_string(), ns);
         }
+    }
+    if let Some(walk_ns) = k.tlb_cache.report().map(|r| r.walk_ns).filter(|&ns| ns > 0) {
+        m.insert("page walks and STLB lookups (user)".into(), walk_ns);
     }
     let charged: u64 = m.values().sum();
     m.insert("other".into(), total_ns.saturating_sub(charged));

@@ -109,6 +109,10 @@ pub struct RunResult {
     /// Processes the OOM killer killed, in order (`kernel.oom = "kill"`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub oom_kills: Vec<OomKillReport>,
+    /// The TLBs (hw/tlb_cache.rs): perf's TLB events and the "TLB shootdowns" line of
+    /// /proc/interrupts; absent when nothing was flushed or accessed through the model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tlb: Option<crate::hw::tlb_cache::TlbReport>,
 }
 
 /// The zone at the end of a run, as the kernel shows it (mm/page_alloc/).
@@ -220,12 +224,30 @@ impl RunResult {
                 w.elapsed_ns_max as f64 / 1e9
             ));
         }
+        for x in self.workloads.iter().filter_map(|w| w.xsbench.as_ref()) {
+            out.push_str(&format!(
+                "xsbench    threads {}  lookups {}  runtime {:.3} s  lookups/s {:.0}\n",
+                x.threads, x.lookups, x.runtime_s, x.lookups_per_s
+            ));
+        }
         for kill in &self.oom_kills {
             out.push_str(&format!("{}\n", kill.line()));
         }
         out.push_str("\ncounter                                       value\n");
         for (name, value) in self.counters.iter().filter(|(_, v)| **v != 0) {
             out.push_str(&format!("{name:<40} {value:>12}\n"));
+        }
+        if let Some(tlb) = &self.tlb {
+            out.push_str(&format!("\nperf (TLB model, {})\n", tlb.geometry.name));
+            for (name, value) in tlb.perf.iter().filter(|(_, v)| **v != 0) {
+                out.push_str(&format!("{name:<40} {value:>12}\n"));
+            }
+            let per_cpu: Vec<String> = tlb
+                .shootdowns_per_cpu
+                .iter()
+                .map(|v| v.to_string())
+                .collect();
+            out.push_str(&format!("TLB: {}  TLB shootdowns\n", per_cpu.join(" ")));
         }
         for (memcg, stats) in &self.memcg_stats {
             let nonzero: Vec<_> = stats.iter().filter(|(_, v)| **v != 0).collect();

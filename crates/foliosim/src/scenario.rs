@@ -191,6 +191,10 @@ pub struct Machine {
     /// How the CPUs invalidate each other's TLBs (mm/tlb/): "x86-ipi" | "arm64-tlbi".
     #[serde(default)]
     pub tlb: TlbKind,
+    /// Per-CPU TLB and cache sizes for the TLB model of user accesses (hw/tlb_cache.rs):
+    /// `preset` ("golden-cove" | "neoverse-n1"; default: the one of `tlb`) and overrides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tlb_geometry: Option<crate::hw::tlb_cache::TlbGeometrySpec>,
     /// Memory bandwidth shared by all CPUs (hw/membw.rs), bytes/s; 0 means unlimited.
     #[serde(default = "default_memory_bandwidth")]
     pub memory_bandwidth_bytes_per_s: u64,
@@ -304,6 +308,7 @@ impl Default for Machine {
             swap_devices: vec![],
             sched_slice_ns: default_sched_slice_ns(),
             tlb: TlbKind::default(),
+            tlb_geometry: None,
             memory_bandwidth_bytes_per_s: default_memory_bandwidth(),
             iaa: None,
             disk: None,
@@ -1248,6 +1253,67 @@ pub enum WorkloadSpec {
         #[serde(default, skip_serializing_if = "is_zero_i32")]
         oom_score_adj: i32,
     },
+    /// XSBench (workload/xsbench.rs, docs/xsbench.md): `threads` threads of one process build
+    /// the cross-section grids of `size` (thread 0 writes them), then do `lookups` lookups
+    /// in all (the seed: -p 50000000 x 34 = 1.7e9), uniformly random reads of the grids.
+    Xsbench {
+        /// `-s`: "small" (68 isotopes), "large" (355 x 11303, 5.9 GB) or "XL" (238847 points).
+        #[serde(default)]
+        size: crate::workload::xsbench::XsbenchSize,
+        /// Override the size's isotopes (68, or 355 and more: the material tables need them).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        isotopes: Option<u32>,
+        /// `-g`: gridpoints per nuclide.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gridpoints: Option<u32>,
+        /// Lookups of all threads (XSBench's default -p 500000 -l 34: 17 million).
+        #[serde(default = "default_xsbench_lookups")]
+        lookups: u64,
+        #[serde(default = "default_one")]
+        threads: u32,
+        /// MADV_HUGEPAGE ("hugepage") or MADV_NOHUGEPAGE ("nohugepage") the grids.
+        #[serde(default)]
+        thp: crate::workload::xsbench::ThpAdviceSpec,
+        /// User CPU time of a lookup besides its memory accesses; default: an estimate from
+        /// the material's nuclides (docs/xsbench.md).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lookup_compute_ns: Option<u64>,
+        /// Lookups per chunk of ops (granularity of the access ops); default: at least 1000,
+        /// at most 20000 chunks per thread.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        chunk_lookups: Option<u32>,
+        #[serde(default)]
+        memcg: Option<String>,
+        /// /proc/PID/oom_score_adj of its processes: -1000 (never OOM-killed) ..= 1000.
+        #[serde(default, skip_serializing_if = "is_zero_i32")]
+        oom_score_adj: i32,
+    },
+    /// A TLB shootdown microbenchmark (workload/tlb_shootdown.rs): thread 0 of `threads` does
+    /// `op` on memory the others share, `iterations` x `ops_per_iteration` times, while they
+    /// run in user space on the other CPUs.
+    TlbShootdown {
+        /// "munmap", "mprotect" or "madv_dontneed".
+        op: crate::workload::tlb_shootdown::ShootdownOp,
+        #[serde(default = "default_two")]
+        threads: u32,
+        #[serde(default = "default_shootdown_iterations")]
+        iterations: u32,
+        #[serde(default = "default_shootdown_ops")]
+        ops_per_iteration: u32,
+        /// Pages of the region (at most 33: flush_tlb_mm_range flushes them one by one).
+        #[serde(default = "default_shootdown_pages")]
+        pages: u32,
+        /// How long the other threads run in user space each iteration.
+        #[serde(default = "default_shootdown_spin_ns")]
+        spin_ns: u64,
+        /// How long thread 0 waits (in user space) before its operations each iteration.
+        #[serde(default = "default_shootdown_lead_ns")]
+        lead_ns: u64,
+        #[serde(default)]
+        memcg: Option<String>,
+        #[serde(default, skip_serializing_if = "is_zero_i32")]
+        oom_score_adj: i32,
+    },
     /// Replay a trace recorded by `foliosim record` (workload/trace.rs, docs/trace-format.md):
     /// each recorded process becomes tasks, its VMAs and page faults operations.
     Trace {
@@ -1280,6 +1346,27 @@ pub enum WorkloadSpec {
 
 fn default_scale() -> f64 {
     1.0
+}
+fn default_xsbench_lookups() -> u64 {
+    17_000_000
+}
+fn default_two() -> u32 {
+    2
+}
+fn default_shootdown_iterations() -> u32 {
+    200
+}
+fn default_shootdown_ops() -> u32 {
+    10
+}
+fn default_shootdown_pages() -> u32 {
+    16
+}
+fn default_shootdown_spin_ns() -> u64 {
+    2_000_000
+}
+fn default_shootdown_lead_ns() -> u64 {
+    100_000
 }
 fn default_allocator_test_iterations() -> u32 {
     100
@@ -1315,7 +1402,10 @@ impl WorkloadSpec {
             WorkloadSpec::Kbuild { content, .. } | WorkloadSpec::Trace { content, .. } => {
                 content.unwrap_or(ContentClass::ProcessSample)
             }
-            WorkloadSpec::FileRead { .. } | WorkloadSpec::Thpscale { .. } => ContentClass::Usemem,
+            WorkloadSpec::FileRead { .. }
+            | WorkloadSpec::Thpscale { .. }
+            | WorkloadSpec::Xsbench { .. }
+            | WorkloadSpec::TlbShootdown { .. } => ContentClass::Usemem,
         }
     }
 
@@ -1326,6 +1416,8 @@ impl WorkloadSpec {
             | WorkloadSpec::Kbuild { memcg, .. }
             | WorkloadSpec::FileRead { memcg, .. }
             | WorkloadSpec::Thpscale { memcg, .. }
+            | WorkloadSpec::Xsbench { memcg, .. }
+            | WorkloadSpec::TlbShootdown { memcg, .. }
             | WorkloadSpec::Trace { memcg, .. } => memcg.as_deref(),
         }
     }
@@ -1338,6 +1430,8 @@ impl WorkloadSpec {
             | WorkloadSpec::Kbuild { oom_score_adj, .. }
             | WorkloadSpec::FileRead { oom_score_adj, .. }
             | WorkloadSpec::Thpscale { oom_score_adj, .. }
+            | WorkloadSpec::Xsbench { oom_score_adj, .. }
+            | WorkloadSpec::TlbShootdown { oom_score_adj, .. }
             | WorkloadSpec::Trace { oom_score_adj, .. } => *oom_score_adj,
         }
     }
@@ -1385,6 +1479,8 @@ impl Scenario {
             ));
         }
         numa::validate(&m.nodes, &self.sysctl.kernel)?;
+        crate::hw::tlb_cache::TlbGeometry::from_spec(m.tlb_geometry.as_ref(), m.tlb)
+            .map_err(|(field, value, allowed)| invalid(field, value, allowed))?;
         if let Some(iaa) = &m.iaa {
             if iaa.sockets == 0 || iaa.sockets > m.cpus || iaa.devices_per_socket == 0 {
                 return Err(invalid(
@@ -1699,6 +1795,75 @@ impl Scenario {
                         ),
                     ));
                 }
+            }
+            WorkloadSpec::Xsbench {
+                isotopes,
+                gridpoints,
+                lookups,
+                threads,
+                chunk_lookups,
+                lookup_compute_ns,
+                ..
+            } => {
+                if let Some(n) = isotopes.filter(|&n| n != 68 && !(355..=100_000).contains(&n)) {
+                    return Err(invalid(
+                        field("isotopes"),
+                        n,
+                        "68 (H-M small's fuel) or 355 ..= 100000 (H-M large's material table names isotopes up to 354)",
+                    ));
+                }
+                if let Some(g) = gridpoints.filter(|&g| g == 0 || g > 10_000_000) {
+                    return Err(invalid(field("gridpoints"), g, "1 ..= 10000000"));
+                }
+                if *lookups == 0 || *lookups > 1 << 40 {
+                    return Err(invalid(field("lookups"), lookups, "1 ..= 2^40"));
+                }
+                if *threads == 0 || *threads > 4096 {
+                    return Err(invalid(field("threads"), threads, "1 ..= 4096"));
+                }
+                if chunk_lookups == &Some(0) {
+                    return Err(invalid(field("chunk_lookups"), 0, ">= 1"));
+                }
+                check_time_ns(&field("lookup_compute_ns"), *lookup_compute_ns)?;
+                let g = crate::workload::xsbench::Grids::new(
+                    match w {
+                        WorkloadSpec::Xsbench { size, .. } => *size,
+                        _ => unreachable!(),
+                    },
+                    *isotopes,
+                    *gridpoints,
+                );
+                if g.index_grid_bytes / PAGE_SIZE >= u32::MAX as u64 {
+                    return Err(invalid(
+                        field("gridpoints"),
+                        g.gridpoints,
+                        "a size whose index grid stays below 16 TiB",
+                    ));
+                }
+            }
+            WorkloadSpec::TlbShootdown {
+                threads,
+                iterations,
+                ops_per_iteration,
+                pages,
+                spin_ns,
+                lead_ns,
+                ..
+            } => {
+                if *threads < 2 || *threads > 1024 {
+                    return Err(invalid(field("threads"), threads, "2 ..= 1024"));
+                }
+                for (name, v, max) in [
+                    ("iterations", *iterations, 1_000_000),
+                    ("ops_per_iteration", *ops_per_iteration, 10_000),
+                    ("pages", *pages, 33),
+                ] {
+                    if v == 0 || v > max {
+                        return Err(invalid(field(name), v, format!("1 ..= {max}")));
+                    }
+                }
+                check_time_ns(&field("spin_ns"), Some(*spin_ns))?;
+                check_time_ns(&field("lead_ns"), Some(*lead_ns))?;
             }
             WorkloadSpec::Trace { .. } => {
                 crate::workload::trace::validate(w)

@@ -139,6 +139,22 @@ cost_model! {
     /// lazily, about once a second, since ~6.14). estimate of this kernel's behaviour; 0 means
     /// only CPUs running the mm now are interrupted.
     mm_cpumask_window_ns = 1000000000;
+    // The TLB and cache model of user accesses (hw/tlb_cache.rs, Op::Access). Not measured
+    // on this VM (a guest's page walks are two-dimensional and would not transfer): typical
+    // server-core latencies, every one an estimate, at 3 GHz.
+    /// An L1 dTLB miss that hits the STLB: ~7 cycles more. estimate.
+    tlb_stlb_hit_ns = 3;
+    /// A page walk besides its leaf entry's memory access (the paging-structure caches hold
+    /// the upper levels): ~25 cycles. estimate.
+    tlb_walk_ns = 8;
+    /// A load hitting the L1D: ~5 cycles. estimate.
+    cache_l1_hit_ns = 2;
+    /// A load hitting the L2: ~15 cycles. estimate.
+    cache_l2_hit_ns = 5;
+    /// A load hitting the last-level cache: ~100 cycles on a mesh server part. estimate.
+    cache_llc_hit_ns = 33;
+    /// A load from local DRAM, idle latency. estimate (~100-120 ns on DDR5 servers).
+    dram_latency_ns = 110;
     /// Submitting one bio for a folio (swap_writepage, block layer). split of fit.
     bio_submit_ns = 700;
     /// Splitting a PTE-mapped large folio (split_huge_page_to_list_to_order), per folio, local

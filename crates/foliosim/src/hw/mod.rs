@@ -4,3 +4,4 @@ pub mod compressor;
 pub mod iaa;
 pub mod membw;
 pub mod ssd_ftl;
+pub mod tlb_cache;

@@ -211,6 +211,8 @@ mod tests {
             thp,
             anon_vma: false,
             ptes: vec![],
+            prot: Default::default(),
+            special: Vec::new(),
         };
         let (plain, madvised) = (vma(ThpAdvice::Default), vma(ThpAdvice::Hugepage));
         let light = Gfp::TRANSHUGE_LIGHT;

@@ -13,7 +13,8 @@
 //! holds a live FILE folio whose owner points back and every FILE folio is in its slot; the
 //! node's page-cache, mapped, dirty and swap-cache counts match the folios; a file's dirty
 //! tags are its dirty pages; i_mmap lists the file VMAs; file PTEs map the page of their file
-//! offset.
+//! offset. The TLB model's hot sets fit their TLBs and its counters add up; every page of an
+//! Access-ed range that is not plainly mapped is in the range's special set.
 
 use super::folio::{flags, NIL};
 use super::swap_devstore::RamStore;
@@ -320,6 +321,31 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             .check(map)
             .map_err(|e| format!("swap {d} allocator {}: {e}", dev.allocator.name()))?;
         check_slot_data(k, d)?;
+    }
+    check_tlb_and_access(k)?;
+    Ok(())
+}
+
+/// The TLB model's sanity (hw/tlb_cache.rs), and every accessed range's special set
+/// (mm/access.rs): consistent, and a superset of its pages an access cannot use as mapped.
+fn check_tlb_and_access(k: &Kernel) -> Result<(), String> {
+    k.tlb_cache.check().map_err(|e| format!("TLB model: {e}"))?;
+    for (mm, m) in k.mms.iter().enumerate() {
+        for (id, vma) in m.vmas.iter().enumerate() {
+            let Some(vma) = vma else { continue };
+            for set in &vma.special {
+                set.check()
+                    .map_err(|e| format!("mm {mm} vma {id} special set: {e}"))?;
+                for index in set.first..set.first + set.nr {
+                    let kinds = super::access::classify(vma.ptes[index as usize]);
+                    if kinds & !set.kinds(index) != 0 {
+                        return Err(format!(
+                            "mm {mm} vma {id}: page {index} is special ({kinds:#x}) but not listed"
+                        ));
+                    }
+                }
+            }
+        }
     }
     Ok(())
 }

@@ -40,7 +40,12 @@ pub fn madvise(
     match advice {
         Advice::Dontneed => {
             k.mms[mm as usize].mmap_lock.read_lock(ctx);
-            zap_range(k, ctx, mm, vma, first, nr)
+            // zap_page_range_single: the mmu_gather flushes what was mapped at its end.
+            let span = zap_range(k, ctx, mm, vma, first, nr);
+            if span > 0 {
+                let arch = k.tlb;
+                arch.flush_range(k, ctx, mm, span);
+            }
         }
         Advice::Pageout | Advice::Cold => {
             k.mms[mm as usize].mmap_lock.read_lock(ctx);

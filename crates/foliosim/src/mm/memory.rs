@@ -380,11 +380,14 @@ const ZAP_PREFETCH_PTES: u32 = 4;
 /// unmapped) and drop swap entries, in runs of contiguous slots as large as the policy batches.
 /// A PMD-mapped THP only partly in the range has its PMD split first (zap_pmd_range ->
 /// __split_huge_pmd); a large folio left partly mapped goes on the deferred split queue
-/// (__folio_remove_rmap -> deferred_split_folio).
-pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, nr: u32) {
+/// (__folio_remove_rmap -> deferred_split_folio). Returns the span of pages from the first to
+/// the last present PTE cleared (0: none), which the caller's TLB flush covers
+/// (tlb_finish_mmu).
+pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, nr: u32) -> u64 {
     let batch_max = k.swap.zap_batch();
     let end = first + nr;
     let mut index = first;
+    let mut cleared: Option<(u32, u32)> = None;
     while index < end {
         let ptes = &k.mms[mm as usize].vma(vma).ptes;
         let pte = ptes[index as usize];
@@ -395,6 +398,7 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
             }
         }
         if pte.is_present() {
+            cleared = Some((cleared.map_or(index, |c| c.0), index));
             let head = k.folios.head_of(pte.pfn());
             if k.folios.test(head, flags::FILE) {
                 super::filemap::rmap::zap_file_pte(k, ctx, mm, vma, index, head);
@@ -427,6 +431,8 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
             f.mapcount[head as usize] -= count as u16;
             let m = &mut k.mms[mm as usize];
             m.vma_mut(vma).ptes[index as usize..(index + count) as usize].fill(Pte::NONE);
+            super::access::pte_cleared(m.vma_mut(vma), index, count);
+            cleared = Some((cleared.map_or(index, |c| c.0), index + count - 1));
             m.rss_anon -= count as u64;
             ctx.spend(k.cost.zap_pte_ns);
             let mapcount = k.folios.mapcount[head as usize] as u32;
@@ -464,6 +470,7 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
             index += 1;
         }
     }
+    cleared.map_or(0, |(a, b)| (b - a + 1) as u64)
 }
 
 /// A folio with no mapping left: free it now unless writeback still holds it (reclaim frees

@@ -123,6 +123,10 @@ pub struct Vma {
     /// that have one.
     pub anon_vma: bool,
     pub ptes: Vec<Pte>,
+    /// Its protection (mprotect; mm/mprotect.rs).
+    pub prot: super::mprotect::Prot,
+    /// The pages of its accessed ranges that an access cannot use as mapped (mm/access.rs).
+    pub special: Vec<super::access::SpecialSet>,
 }
 
 /// What a file VMA maps (vm_file, vm_pgoff, VM_SHARED).
@@ -209,6 +213,8 @@ impl MmStruct {
             thp,
             anon_vma: false,
             ptes: vec![Pte::NONE; nr_pages as usize],
+            prot: Default::default(),
+            special: Vec::new(),
         });
     }
 
@@ -241,32 +247,49 @@ impl MmStruct {
     }
 }
 
-/// munmap(2) of a whole VMA: zap its pages with the mmap_lock held for writing, drop its
-/// file's reverse mapping, remove it. Nothing happens for a VMA that is not mapped.
+/// munmap(2) of a whole VMA: zap its pages with the mmap_lock held for writing, flush what was
+/// mapped from the TLBs (tlb_finish_mmu), drop its file's reverse mapping, remove it. Nothing
+/// happens for a VMA that is not mapped.
 pub fn vm_munmap(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32) {
+    let span = unmap_vma(k, ctx, mm, vma);
+    if span > 0 {
+        let arch = k.tlb;
+        arch.flush_range(k, ctx, mm, span);
+    }
+}
+
+/// vm_munmap without its TLB flush; returns the span of present PTEs it cleared.
+fn unmap_vma(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32) -> u64 {
     let Some(nr) = k.mms[mm as usize]
         .vmas
         .get(vma as usize)
         .and_then(|v| v.as_ref())
         .map(|v| v.nr_pages)
     else {
-        return;
+        return 0;
     };
     ctx.spend(k.cost.syscall_ns);
     k.mms[mm as usize].mmap_lock.write_lock(ctx);
-    zap_range(k, ctx, mm, vma, 0, nr);
+    let span = zap_range(k, ctx, mm, vma, 0, nr);
     filemap::unlink_file_vma(k, mm, vma);
     let m = &mut k.mms[mm as usize];
     m.vmas[vma as usize] = None;
     m.mmap_lock.write_unlock(ctx);
+    span
 }
 
 /// exit_mmap: the last user of `mm` is gone (exit, or an OOM kill): it leaves khugepaged
-/// and every VMA is unmapped; mm_users drops to 0.
+/// and every VMA is unmapped, with one full TLB flush at the end (tlb_gather_mmu_fullmm);
+/// mm_users drops to 0.
 pub fn exit_mmap(k: &mut Kernel, ctx: &mut Ctx, mm: u32) {
     k.mms[mm as usize].mm_users = 0;
     khugepaged_exit(k, mm);
+    let mut mapped = false;
     for vma in 0..k.mms[mm as usize].vmas.len() as u32 {
-        vm_munmap(k, ctx, mm, vma);
+        mapped |= unmap_vma(k, ctx, mm, vma) > 0;
+    }
+    if mapped {
+        let arch = k.tlb;
+        arch.flush_range(k, ctx, mm, u64::MAX);
     }
 }

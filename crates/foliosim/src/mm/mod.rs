@@ -1,6 +1,7 @@
 //! The mm model. Files are named after the kernel's mm/*.c so a kernel developer finds each
 //! mechanism where they expect it.
 
+pub mod access;
 pub mod compaction;
 pub mod filemap;
 pub mod folio;
@@ -19,6 +20,7 @@ pub mod mmap;
 pub mod mmap_lock;
 pub mod numa;
 pub mod numa_balancing;
+pub mod mprotect;
 pub mod oom_kill;
 pub mod page_alloc;
 pub mod page_io;
@@ -87,6 +89,8 @@ pub enum MmError {
     OomKilled,
     #[error("segmentation fault: page {index} of vma {vma} was unmapped (munmap of part of it)")]
     Segv { vma: u32, index: u32 },
+    #[error("segmentation fault: an access to vma {vma} its protection (mprotect) forbids")]
+    SegvProt { vma: u32 },
     // Files (mm/filemap/): bad use by a workload's operations.
     #[error("no file {file}: create it first ([[file]] in the scenario, or a CreateFile op)")]
     NoSuchFile { file: u32 },
@@ -185,6 +189,9 @@ pub struct Kernel {
     pub tlb: &'static dyn TlbArch,
     /// CPU time of TLB work by `tlb::TlbCost`, for reports.
     pub tlb_ns: [u64; 4],
+    /// Every CPU's TLB contents and PMU counts (hw/tlb_cache.rs): every flush above reaches
+    /// it; user accesses (mm/access.rs) are costed by it.
+    pub tlb_cache: crate::hw::tlb_cache::TlbCache,
     /// Completion of broadcast TLB maintenance, one at a time (arm64's DSB waits).
     pub tlb_bus: SharedBandwidth,
     /// DRAM bandwidth shared by the CPUs: page clearing, copying and the workload's stores.
@@ -347,6 +354,14 @@ impl Kernel {
             cpu_irq_ns: vec![0; ncpus],
             tlb: tlb::arch(scenario.machine.tlb),
             tlb_ns: [0; 4],
+            tlb_cache: crate::hw::tlb_cache::TlbCache::new(
+                crate::hw::tlb_cache::TlbGeometry::from_spec(
+                    scenario.machine.tlb_geometry.as_ref(),
+                    scenario.machine.tlb,
+                )
+                .expect("validated TLB geometry"),
+                ncpus,
+            ),
             tlb_bus: SharedBandwidth::new(tlb_bus_per_s, ncpus),
             membw: SharedBandwidth::new(
                 scenario.machine.memory_bandwidth_bytes_per_s as f64,

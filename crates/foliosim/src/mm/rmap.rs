@@ -40,6 +40,7 @@ pub fn try_to_unmap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, tlb: &mut TlbUnmapB
     );
     f.mapcount[pfn as usize] = 0;
     let mm_struct = &mut k.mms[mm as usize];
+    super::access::pte_cleared(mm_struct.vma_mut(vma), index, nr);
     mm_struct.rss_anon -= unmapped as u64;
     mm_struct.swap_ents += unmapped as u64;
     ctx.spend(k.cost.pte_unmap_ns * unmapped as u64);

@@ -32,6 +32,10 @@ pub trait TlbArch: Sync {
     /// pmdp_collapse_flush: khugepaged cleared the PMD over a page table of `mm` and flushes the
     /// 2 MiB range (flush_tlb_range) before copying its pages.
     fn collapse_flush(&self, k: &mut Kernel, ctx: &mut Ctx, mm: u32);
+
+    /// flush_tlb_mm_range after munmap, mprotect or MADV_DONTNEED changed `nr_pages` present
+    /// PTEs of `mm` (tlb_finish_mmu, change_protection).
+    fn flush_range(&self, k: &mut Kernel, ctx: &mut Ctx, mm: u32, nr_pages: u64);
 }
 
 /// TLB work charged outside the shared broadcast channel, for the CPU-time report.

@@ -77,6 +77,7 @@ counter_enum! {
         NrTlbRemoteFlush => "nr_tlb_remote_flush",
         NrTlbRemoteFlushReceived => "nr_tlb_remote_flush_received",
         NrTlbLocalFlushAll => "nr_tlb_local_flush_all",
+        NrTlbLocalFlushOne => "nr_tlb_local_flush_one",
         OomKill => "oom_kill",
         Zswpout => "zswpout",
         Zswpin => "zswpin",

@@ -65,6 +65,7 @@ pub fn scenario(kernel: KernelVersion, size: &str, scale: f64, seed: u64) -> Sce
             iaa: None,
             disk: None,
             nodes: vec![],
+            tlb_geometry: None,
         },
         kernel: Kernel {
             version: kernel,

@@ -222,7 +222,15 @@ pub fn run_tasks_observed(
         let user_before_ns = t.user_ns;
         let wake_ns = q.sleepers.first().map_or(u64::MAX, |s| s.0);
         let next = match &mut t.body {
-            Body::User(p) => match user::step(k, &mut ctx, t.mm, p, &mut t.user_ns, wake_ns) {
+            Body::User(p) => match user::step(
+                k,
+                &mut ctx,
+                (tid as u32, seed),
+                t.mm,
+                p,
+                &mut t.user_ns,
+                wake_ns,
+            ) {
                 Ok(UserNext::Exit) => Next::Exit,
                 Ok(UserNext::Run) => {
                     // Back to user space: memory.high reclaim owed by this task's charges,

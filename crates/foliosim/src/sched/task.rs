@@ -28,6 +28,12 @@ pub struct UserProgram {
     pub(super) mincore_resident: bool,
     /// Latency samples (series, ns) recorded by Op::RecordLatency, in order.
     pub latencies: Vec<(u8, u64)>,
+    /// Progress inside the current Access op, and the cost of its last access.
+    pub(super) accessed: u64,
+    pub(super) ns_per_access: f64,
+    /// The TLB hot set (Op::TlbHotSet), and the random stream of the task's accesses.
+    pub(super) hot_set: Option<crate::hw::tlb_cache::HotSet>,
+    pub(super) rng: Option<crate::engine::rng::SimRng>,
 }
 
 /// Where a task is, for the scheduler.
@@ -91,6 +97,10 @@ impl Task {
                 timer_start_ns: 0,
                 mincore_resident: false,
                 latencies: Vec::new(),
+                accessed: 0,
+                ns_per_access: 0.0,
+                hot_set: None,
+                rng: None,
             }),
             State::Runnable,
         )

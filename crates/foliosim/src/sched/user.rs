@@ -1,13 +1,17 @@
 //! One step of a user task: one operation of its program, or one fault's worth of a Touch.
 
 use super::task::UserProgram;
+use crate::engine::rng::SimRng;
 use crate::engine::Ctx;
+use crate::hw::tlb_cache::HotSet;
+use crate::mm::access;
 use crate::mm::compaction::compact_memory;
 use crate::mm::filemap;
 use crate::mm::gup::{pin_user_pages_fast, unpin_user_pages};
 use crate::mm::madvise::madvise;
 use crate::mm::memory::{touch, zap_range};
 use crate::mm::mmap::{exit_mmap, vm_munmap, Pte};
+use crate::mm::mprotect::mprotect;
 use crate::mm::truncate::drop_pagecache;
 use crate::mm::{Kernel, MmError};
 use crate::workload::{Mark, Op};
@@ -32,6 +36,7 @@ pub(super) enum UserNext {
 pub(super) fn step(
     k: &mut Kernel,
     ctx: &mut Ctx,
+    (tid, seed): (u32, u64),
     mm: u32,
     p: &mut UserProgram,
     user_ns: &mut u64,
@@ -51,6 +56,9 @@ pub(super) fn step(
             nr,
             write,
         } => {
+            if !k.mms[mm as usize].vma(vma).prot.allows(write) {
+                return Err(MmError::SegvProt { vma });
+            }
             let covered = touch(k, ctx, mm, vma, first + p.cursor, first + nr, write)?;
             p.cursor += covered;
             if p.cursor < nr {
@@ -70,6 +78,9 @@ pub(super) fn step(
         Op::Munmap { vma } => vm_munmap(k, ctx, mm, vma),
         Op::MunmapRange { vma, first, nr } => munmap_range(k, ctx, mm, vma, first, nr),
         Op::Compute { ns } => {
+            if let Some(hot) = p.hot_set {
+                access::run_user(k, ctx, tid, mm, hot, user_ns);
+            }
             let left_ns = ns - p.computed_ns;
             // The tick preempts user code at the slice's end when another task is runnable.
             let stop_ns = wake_ns.min(ctx.resched_at_ns);
@@ -162,6 +173,55 @@ pub(super) fn step(
             ctx.spend(k.cost.syscall_ns);
             drop_pagecache(k, ctx);
         }
+        Op::Access {
+            vma,
+            first,
+            nr,
+            count,
+            write,
+            mlp,
+        } => {
+            if !k.mms[mm as usize].vma(vma).prot.allows(write) {
+                return Err(MmError::SegvProt { vma });
+            }
+            let rng = p
+                .rng
+                .get_or_insert_with(|| SimRng::stream(seed, &format!("access/{tid}")));
+            let a = access::Access {
+                mm,
+                vma,
+                first,
+                nr,
+                count,
+                write,
+                mlp,
+            };
+            let mut who = access::Accessor {
+                task: tid,
+                hot: p.hot_set,
+                rng,
+                stop_ns: wake_ns.min(ctx.resched_at_ns),
+                ns_per_access: &mut p.ns_per_access,
+                user_ns,
+            };
+            p.accessed = access::access_step(k, ctx, &a, p.accessed, &mut who)?;
+            if p.accessed < count {
+                return Ok(UserNext::Run);
+            }
+            p.accessed = 0;
+        }
+        Op::TlbHotSet {
+            code_pages,
+            load_pages,
+            store_pages,
+        } => {
+            p.hot_set = Some(HotSet {
+                code_pages,
+                load_pages,
+                store_pages,
+            })
+        }
+        Op::Mprotect { vma, prot } => mprotect(k, ctx, mm, vma, prot),
     }
     p.pc += 1;
     Ok(UserNext::Run)
@@ -172,8 +232,13 @@ pub(super) fn step(
 fn munmap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, nr: u32) {
     ctx.spend(k.cost.syscall_ns);
     k.mms[mm as usize].mmap_lock.write_lock(ctx);
-    zap_range(k, ctx, mm, vma, first, nr);
+    let span = zap_range(k, ctx, mm, vma, first, nr);
+    if span > 0 {
+        let arch = k.tlb;
+        arch.flush_range(k, ctx, mm, span);
+    }
     let m = &mut k.mms[mm as usize];
     m.vma_mut(vma).ptes[first as usize..(first + nr) as usize].fill(Pte::HOLE);
+    crate::mm::access::pte_cleared(m.vma_mut(vma), first, nr);
     m.mmap_lock.write_unlock(ctx);
 }

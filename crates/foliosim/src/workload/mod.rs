@@ -4,8 +4,10 @@ pub mod file_read;
 pub mod kbuild;
 pub mod thp_swap_allocator_test;
 pub mod thpscale;
+pub mod tlb_shootdown;
 pub mod trace;
 pub mod usemem;
+pub mod xsbench;
 
 use crate::mm::madvise::Advice;
 use crate::mm::mmap::ThpAdvice;
@@ -115,6 +117,30 @@ pub enum Op {
     },
     /// `echo 1 > /proc/sys/vm/drop_caches`: drop clean, unmapped page cache.
     DropCaches,
+    // User accesses through the TLB model (mm/access.rs, hw/tlb_cache.rs).
+    /// `count` loads (stores if `write`) at uniformly random pages of [first, first + nr) of
+    /// `vma`, `mlp` of them in flight at once (1: each waits for the one before, as a binary
+    /// search). Costs user time from the TLB and cache model; pages not present fault in.
+    Access {
+        vma: u32,
+        first: u32,
+        nr: u32,
+        count: u64,
+        write: bool,
+        mlp: u32,
+    },
+    /// From here on the task's code, stack and hot data span these many pages: its TLB hot
+    /// set, refilled after every flush of its CPU's TLB (hw/tlb_cache.rs).
+    TlbHotSet {
+        code_pages: u32,
+        load_pages: u32,
+        store_pages: u32,
+    },
+    /// mprotect(2) of all of `vma`.
+    Mprotect {
+        vma: u32,
+        prot: crate::mm::mprotect::Prot,
+    },
 }
 
 pub struct TaskSpec {
@@ -205,6 +231,9 @@ pub struct WorkloadResult {
     /// thpscale: fault latency summaries and % huge.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub thpscale: Option<thpscale::ThpscaleResult>,
+    /// XSBench: lookups, runtime, lookups/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub xsbench: Option<xsbench::XsbenchResult>,
 }
 
 /// What one task left for its workload's report.
@@ -231,6 +260,8 @@ pub fn tasks_for(spec: &WorkloadSpec, seed: u64, files: &[FileSpec]) -> Vec<Task
         WorkloadSpec::Kbuild { .. } => kbuild::tasks(spec, seed),
         WorkloadSpec::Thpscale { .. } => thpscale::tasks(spec, files),
         WorkloadSpec::Trace { .. } => trace::tasks(spec),
+        WorkloadSpec::Xsbench { .. } => xsbench::tasks(spec),
+        WorkloadSpec::TlbShootdown { .. } => tlb_shootdown::tasks(spec),
     }
 }
 
@@ -269,6 +300,8 @@ pub fn report(spec: &WorkloadSpec, outputs: &[TaskOutput], files: &[FileSpec]) -
         WorkloadSpec::Kbuild { .. } => kbuild::report(spec, marks),
         WorkloadSpec::FileRead { .. } => file_read::report(spec, marks, files),
         WorkloadSpec::Trace { .. } => trace::report(spec, marks),
+        WorkloadSpec::Xsbench { .. } => xsbench::report(spec, marks),
+        WorkloadSpec::TlbShootdown { .. } => tlb_shootdown::report(spec, marks),
     }
 }
 

@@ -58,6 +58,7 @@ pub fn try_to_unmap_file(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, tlb: &mut TlbU
         let pte = &mut m.vma_mut(vma).ptes[vi as usize];
         if pte.is_present() && pte.pfn() == pfn {
             *pte = Pte::NONE;
+            crate::mm::access::pte_cleared(m.vma_mut(vma), vi, 1);
             m.rss_file -= 1;
             unmapped += 1;
             ctx.spend(k.cost.pte_unmap_ns);
@@ -80,6 +81,7 @@ pub fn try_to_unmap_file(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, tlb: &mut TlbU
 pub fn zap_file_pte(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, vma_index: u32, pfn: u32) {
     let m = &mut k.mms[mm as usize];
     m.vma_mut(vma).ptes[vma_index as usize] = Pte::NONE;
+    crate::mm::access::pte_cleared(m.vma_mut(vma), vma_index, 1);
     m.rss_file -= 1;
     ctx.spend(k.cost.zap_pte_ns);
     let mc = &mut k.folios.mapcount[pfn as usize];

@@ -35,9 +35,29 @@ impl Arm64Tlbi {
     /// FEAT_TLBIRANGE) and a DSB.
     fn flush_range_sync(k: &mut Kernel, ctx: &mut Ctx, nr: u32) {
         charge(k, ctx, TlbCost::TlbiIssue, k.cost.tlbi_issue_ns * nr as u64);
+        k.tlb_cache.tlbi_broadcast(nr as u64);
+        Self::dsb(k, ctx);
+    }
+
+    /// TLBI ASIDE1IS of `mm` and its DSB: every CPU drops `mm`'s translations (a full flush
+    /// where it has `mm` loaded).
+    fn flush_asid(k: &mut Kernel, ctx: &mut Ctx, mm: u32) {
+        charge(k, ctx, TlbCost::TlbiIssue, k.cost.tlbi_issue_ns);
+        k.tlb_cache.tlbi_broadcast(1);
+        for cpu in 0..k.cpu_mm.len() {
+            if k.cpu_mm[cpu] == mm {
+                k.tlb_cache.flush_all(cpu);
+            } else {
+                k.tlb_cache.forget_mms(cpu, &[mm]);
+            }
+        }
         Self::dsb(k, ctx);
     }
 }
+
+/// MAX_DVM_OPS with 4 KiB pages (PTRS_PER_PTE): __flush_tlb_range of more pages invalidates
+/// the whole ASID instead (arch/arm64/include/asm/tlbflush.h).
+const MAX_DVM_OPS: u64 = 512;
 
 impl TlbArch for Arm64Tlbi {
     fn unmap_folio_ptes(&self, k: &mut Kernel, ctx: &mut Ctx, order: u32, nr: u32) {
@@ -51,6 +71,7 @@ impl TlbArch for Arm64Tlbi {
         }
         // arch_tlbbatch_add_pending: __flush_tlb_page_nosync per PTE.
         charge(k, ctx, TlbCost::TlbiIssue, k.cost.tlbi_issue_ns * nr as u64);
+        k.tlb_cache.tlbi_broadcast(nr as u64);
     }
 
     fn flush_batch(&self, k: &mut Kernel, ctx: &mut Ctx, _mms: &[u32], nr_ptes: u32) {
@@ -76,9 +97,17 @@ impl TlbArch for Arm64Tlbi {
         Self::dsb(k, ctx);
     }
 
-    fn collapse_flush(&self, k: &mut Kernel, ctx: &mut Ctx, _mm: u32) {
+    fn collapse_flush(&self, k: &mut Kernel, ctx: &mut Ctx, mm: u32) {
         // __flush_tlb_range of 2 MiB at page stride reaches MAX_DVM_OPS without FEAT_TLBIRANGE:
         // one TLBI ASIDE1IS for the whole mm, then the DSB.
-        Self::flush_range_sync(k, ctx, 1);
+        Self::flush_asid(k, ctx, mm);
+    }
+
+    fn flush_range(&self, k: &mut Kernel, ctx: &mut Ctx, mm: u32, nr_pages: u64) {
+        if nr_pages > MAX_DVM_OPS {
+            Self::flush_asid(k, ctx, mm);
+        } else {
+            Self::flush_range_sync(k, ctx, nr_pages as u32);
+        }
     }
 }

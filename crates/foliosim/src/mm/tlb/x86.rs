@@ -4,6 +4,7 @@
 
 use super::{charge, TlbArch, TlbCost};
 use crate::engine::Ctx;
+use crate::mm::folio::NIL;
 use crate::mm::vmstat::VmEvent;
 use crate::mm::Kernel;
 
@@ -35,13 +36,33 @@ impl TlbArch for X86Ipi {
         // here and on every other CPU of mm_cpumask.
         flush_tlb_mms(k, ctx, &[mm]);
     }
+
+    fn flush_range(&self, k: &mut Kernel, ctx: &mut Ctx, mm: u32, nr_pages: u64) {
+        if nr_pages > TLB_SINGLE_PAGE_FLUSH_CEILING {
+            flush_tlb_mms(k, ctx, &[mm]);
+        } else {
+            shootdown(k, ctx, &[mm], Some(nr_pages));
+        }
+    }
 }
+
+/// tlb_single_page_flush_ceiling: a range of more pages is flushed whole (arch/x86/mm/tlb.c).
+const TLB_SINGLE_PAGE_FLUSH_CEILING: u64 = 33;
 
 /// flush_tlb_multi for `mms`: every other CPU in their mm_cpumask (running one of them now, or
 /// within the mask's trim window) takes an IPI.
 fn flush_tlb_mms(k: &mut Kernel, ctx: &mut Ctx, mms: &[u32]) {
+    shootdown(k, ctx, mms, None);
+}
+
+/// The flush of `mms` here and on the other CPUs of their mm_cpumask: whole TLBs (None), or
+/// `Some(nr)` pages one INVLPG at a time (flush_tlb_func below the ceiling).
+fn shootdown(k: &mut Kernel, ctx: &mut Ctx, mms: &[u32], pages: Option<u64>) {
     charge(k, ctx, TlbCost::LocalFlush, k.cost.tlb_flush_local_ns);
-    k.vmstat.count(VmEvent::NrTlbLocalFlushAll, 1);
+    match pages {
+        None => k.vmstat.count(VmEvent::NrTlbLocalFlushAll, 1),
+        Some(nr) => k.vmstat.count(VmEvent::NrTlbLocalFlushOne, nr),
+    }
     let mut remote = 0;
     for cpu in 0..k.cpu_mm.len() {
         let in_mask = mms.iter().any(|&mm| {
@@ -52,9 +73,22 @@ fn flush_tlb_mms(k: &mut Kernel, ctx: &mut Ctx, mms: &[u32]) {
                     k.cost.mm_cpumask_window_ns,
                 )
         });
-        if cpu != ctx.cpu && in_mask {
+        if !in_mask {
+            continue;
+        }
+        if cpu != ctx.cpu {
             remote += 1;
             k.cpu_irq_ns[cpu] += k.cost.tlb_flush_local_ns;
+            k.tlb_cache.shootdown_received(cpu);
+        }
+        // What the flush does to this CPU's TLB (hw/tlb_cache.rs): flush_tlb_func flushes a
+        // CPU that has one of `mms` loaded (running it, or idle in lazy TLB mode after it); a
+        // CPU running another mm only drops it from the mask.
+        let loaded = k.cpu_mm[cpu] == NIL || mms.contains(&k.cpu_mm[cpu]);
+        match pages {
+            _ if !loaded => k.tlb_cache.forget_mms(cpu, mms),
+            None => k.tlb_cache.flush_all(cpu),
+            Some(nr) => k.tlb_cache.flush_pages(cpu, nr),
         }
     }
     if remote > 0 {

@@ -1,0 +1,52 @@
+//! mprotect(2) of a whole VMA (mm/mprotect.c): change_protection rewrites the present PTEs; a
+//! permission drop must flush their TLB entries (flush_tlb_range over the changed span), a
+//! permission grant flushes nothing (x86's pte_flags_need_flush: only dropped rights need a
+//! flush; arm64 elides it too since 6.x).
+
+use super::Kernel;
+use crate::engine::Ctx;
+
+/// A VMA's protection, from none to read-write (PROT_EXEC is not modelled).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Prot {
+    None,
+    Read,
+    #[default]
+    ReadWrite,
+}
+
+impl Prot {
+    /// May the task load (or store, if `write`) here without SIGSEGV?
+    pub fn allows(self, write: bool) -> bool {
+        match self {
+            Prot::None => false,
+            Prot::Read => !write,
+            Prot::ReadWrite => true,
+        }
+    }
+}
+
+/// mprotect of all of `vma` to `prot`.
+pub fn mprotect(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, prot: Prot) {
+    ctx.spend(k.cost.syscall_ns);
+    k.mms[mm as usize].mmap_lock.write_lock(ctx);
+    let v = k.mms[mm as usize].vma_mut(vma);
+    let dropped = prot < v.prot;
+    v.prot = prot;
+    // change_pte_range: every present PTE is rewritten; the flush covers the span changed.
+    let mut span: Option<(u32, u32)> = None;
+    let mut present = 0u64;
+    for (i, pte) in v.ptes.iter().enumerate() {
+        if pte.is_present() {
+            present += 1;
+            let i = i as u32;
+            span = Some(span.map_or((i, i), |(a, _)| (a, i)));
+        }
+    }
+    ctx.spend(k.cost.pte_unmap_ns * present);
+    if let (true, Some((a, b))) = (dropped, span) {
+        let arch = k.tlb;
+        arch.flush_range(k, ctx, mm, (b - a + 1) as u64);
+    }
+    k.mms[mm as usize].mmap_lock.write_unlock(ctx);
+}

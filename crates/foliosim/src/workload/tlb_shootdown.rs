@@ -1,0 +1,163 @@
+//! A TLB shootdown microbenchmark, for `foliosim validate` (scenarios/validate/tlb-*.toml):
+//! `threads` threads of one process; thread 0 unmaps or write-protects memory while the others
+//! run in user space on the other CPUs, so each of its operations interrupts each of them once
+//! (flush_tlb_mm_range -> flush_tlb_multi; /proc/interrupts "TLB shootdowns").
+//!
+//! Per iteration: all threads meet at a barrier; the others read the shared region and spin
+//! `spin_ns`; thread 0 spins `lead_ns` (so the others are surely back in user space), then
+//! `ops_per_iteration` times writes the region and does its operation on it:
+//! - `munmap`: map a fresh region, write it, munmap it;
+//! - `mprotect`: write the region, mprotect it read-only (a flush), then read-write again
+//!   (a permission grant flushes nothing);
+//! - `madv_dontneed`: write the region (refaulting it), MADV_DONTNEED it.
+
+use super::{Op, TaskMarks, TaskSpec, WorkloadResult};
+use crate::mm::madvise::Advice;
+use crate::mm::mmap::ThpAdvice;
+use crate::mm::mprotect::Prot;
+use crate::scenario::WorkloadSpec;
+use serde::{Deserialize, Serialize};
+
+const MARK_START: usize = 0;
+const MARK_END: usize = 1;
+const VMA_SHARED: u32 = 0;
+const VMA_FRESH: u32 = 1;
+
+/// What thread 0 does to the memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShootdownOp {
+    Munmap,
+    Mprotect,
+    MadvDontneed,
+}
+
+pub fn tasks(spec: &WorkloadSpec) -> Vec<TaskSpec> {
+    let WorkloadSpec::TlbShootdown {
+        op,
+        threads,
+        iterations,
+        ops_per_iteration,
+        pages,
+        spin_ns,
+        lead_ns,
+        ..
+    } = spec
+    else {
+        unreachable!("tlb_shootdown of another workload")
+    };
+    let memcg = spec.memcg().map(str::to_string);
+    let (pages, threads) = (*pages, *threads);
+    let mmap = |vma| Op::Mmap {
+        vma,
+        nr_pages: pages,
+        thp: ThpAdvice::NoHugepage,
+    };
+    let touch = |vma, write| Op::Touch {
+        vma,
+        first: 0,
+        nr: pages,
+        write,
+    };
+    (0..threads)
+        .map(|t| {
+            let mut ops = Vec::new();
+            if t == 0 {
+                ops.extend([mmap(VMA_SHARED), touch(VMA_SHARED, true)]);
+            }
+            ops.push(Op::Barrier {
+                id: 0,
+                parties: threads,
+            });
+            ops.push(Op::Mark(MARK_START));
+            for i in 0..*iterations {
+                ops.push(Op::Barrier {
+                    id: 1 + i % 2,
+                    parties: threads,
+                });
+                if t > 0 {
+                    ops.extend([touch(VMA_SHARED, false), Op::Compute { ns: *spin_ns }]);
+                    continue;
+                }
+                ops.push(Op::Compute { ns: *lead_ns });
+                for _ in 0..*ops_per_iteration {
+                    match op {
+                        ShootdownOp::Munmap => ops.extend([
+                            mmap(VMA_FRESH),
+                            touch(VMA_FRESH, true),
+                            Op::Munmap { vma: VMA_FRESH },
+                        ]),
+                        ShootdownOp::Mprotect => ops.extend([
+                            touch(VMA_SHARED, true),
+                            Op::Mprotect {
+                                vma: VMA_SHARED,
+                                prot: Prot::Read,
+                            },
+                            Op::Mprotect {
+                                vma: VMA_SHARED,
+                                prot: Prot::ReadWrite,
+                            },
+                        ]),
+                        ShootdownOp::MadvDontneed => ops.extend([
+                            touch(VMA_SHARED, true),
+                            Op::Madvise {
+                                vma: VMA_SHARED,
+                                first: 0,
+                                nr: pages,
+                                advice: Advice::Dontneed,
+                            },
+                        ]),
+                    }
+                }
+            }
+            ops.push(Op::Barrier {
+                id: 3,
+                parties: threads,
+            });
+            ops.push(Op::Mark(MARK_END));
+            ops.push(Op::Exit);
+            TaskSpec {
+                name: format!("tlb-shootdown-{t}"),
+                memcg: memcg.clone(),
+                ops,
+                shares_mm_with: (t > 0).then_some(0),
+            }
+        })
+        .collect()
+}
+
+/// The operations thread 0 did, and how many other threads each interrupts: the shootdowns
+/// to expect.
+pub fn expected_shootdowns(spec: &WorkloadSpec) -> u64 {
+    let WorkloadSpec::TlbShootdown {
+        threads,
+        iterations,
+        ops_per_iteration,
+        ..
+    } = spec
+    else {
+        return 0;
+    };
+    (*iterations as u64) * (*ops_per_iteration as u64) * (threads - 1) as u64
+}
+
+pub fn report(spec: &WorkloadSpec, marks: &[TaskMarks]) -> WorkloadResult {
+    let WorkloadSpec::TlbShootdown { threads, .. } = spec else {
+        unreachable!()
+    };
+    let elapsed = marks
+        .iter()
+        .filter_map(|m| {
+            let s = m.get(MARK_START)?.as_ref()?.at_ns;
+            let e = m.get(MARK_END)?.as_ref()?.at_ns;
+            Some(e.saturating_sub(s))
+        })
+        .max()
+        .unwrap_or(0);
+    WorkloadResult {
+        kind: "tlb_shootdown".into(),
+        tasks: *threads,
+        elapsed_ns_max: elapsed,
+        ..WorkloadResult::default()
+    }
+}
