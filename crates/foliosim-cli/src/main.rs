@@ -123,8 +123,9 @@ enum Command {
     /// Run a seed document's experiment and print its table beside ours.
     Reproduce {
         /// Which seed: 000 (swap-out mTHP without splitting), 001 (THP faults left to
-        /// khugepaged: thpscale), 002 (zswap stores mTHP) or 003
-        /// (the mTHP swap allocator).
+        /// khugepaged: thpscale), 002 (zswap stores mTHP), 003 (the mTHP swap allocator) or
+        /// 004 (MIGRC: deferred TLB flushes of tiering migrations, XSBench; --scale scales
+        /// its lookups, not its memory).
         seed_doc: String,
         /// Multiply every size of the experiment (memory per process, memcg limit, swap).
         #[arg(long, default_value_t = 1.0)]
@@ -293,8 +294,9 @@ fn main() -> Result<()> {
                 "1" => 1,
                 "2" => 2,
                 "3" => 3,
+                "4" => 4,
                 _ => bail!(
-                    "reproduce: seed `{seed_doc}` is not available; allowed: 000, 001, 002, 003"
+                    "reproduce: seed `{seed_doc}` is not available; allowed: 000, 001, 002, 003, 004"
                 ),
             };
             if !(scale > 0.0 && scale <= 4.0) {
@@ -342,7 +344,8 @@ fn main() -> Result<()> {
                 0 => rendered!(seed000::reproduce_with_costs),
                 1 => rendered!(foliosim::reproduce::seed001::reproduce),
                 2 => rendered!(foliosim::reproduce::seed002::reproduce),
-                _ => rendered!(foliosim::reproduce::seed003::reproduce),
+                3 => rendered!(foliosim::reproduce::seed003::reproduce),
+                _ => rendered!(foliosim::reproduce::seed004::reproduce),
             };
             bar.finish_and_clear();
             if let Some(path) = &html {

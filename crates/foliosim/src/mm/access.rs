@@ -31,6 +31,8 @@ use crate::hw::tlb_cache::{HotSet, RandomAccess};
 pub type SpecialKinds = u8;
 /// The PTE is not present (none, swap, a hole): the access faults.
 pub const NOT_PRESENT: SpecialKinds = 1;
+/// A NUMA hinting PTE (PROT_NONE, mm/numa_balancing.rs): the access takes a hint fault.
+pub const PROT_NONE: SpecialKinds = 2;
 
 const NOT_MEMBER: u32 = u32::MAX;
 /// Ranges of one VMA with a set; the least recently used goes past this.
@@ -131,14 +133,15 @@ impl SpecialSet {
     }
 }
 
-/// What makes a PTE special for an access (0: plainly mapped). The NUMA-hint PROT_NONE kind
-/// belongs here too.
+/// What makes a PTE special for an access (0: plainly mapped).
 #[inline]
 pub fn classify(pte: Pte) -> SpecialKinds {
-    if pte.is_present() {
-        0
-    } else {
+    if !pte.is_present() {
         NOT_PRESENT
+    } else if pte.is_protnone() {
+        PROT_NONE
+    } else {
+        0
     }
 }
 
@@ -211,6 +214,10 @@ pub fn access_special(
     let now = classify(pte);
     if now & listed & NOT_PRESENT != 0 {
         handle_mm_fault(k, ctx, mm, vma, index, write)?;
+        return Ok(true);
+    }
+    if now & listed & PROT_NONE != 0 {
+        super::memory::handle_pte_fault(k, ctx, mm, vma, index, write);
         return Ok(true);
     }
     Ok(false)

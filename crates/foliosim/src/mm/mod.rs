@@ -18,9 +18,9 @@ pub mod memory;
 pub mod migrate;
 pub mod mmap;
 pub mod mmap_lock;
+pub mod mprotect;
 pub mod numa;
 pub mod numa_balancing;
-pub mod mprotect;
 pub mod oom_kill;
 pub mod page_alloc;
 pub mod page_io;
@@ -395,6 +395,20 @@ impl Kernel {
         let mut m = self.vm_events().to_map();
         for (name, value) in filemap::gauges(self, now_ns) {
             m.insert(name.to_string(), value);
+        }
+        m
+    }
+
+    /// What a workload's mark records: /proc/vmstat, and perf's TLB events and the TLB
+    /// shootdowns of every CPU (as "perf <event>" and "TLB shootdowns") once the TLB model
+    /// has counted any.
+    pub fn mark_counters(&self, now_ns: u64) -> std::collections::BTreeMap<String, u64> {
+        let mut m = self.vmstat_map(now_ns);
+        if let Some(tlb) = self.tlb_cache.report() {
+            for (name, v) in tlb.perf {
+                m.insert(format!("perf {name}"), v);
+            }
+            m.insert("TLB shootdowns".into(), tlb.shootdowns_per_cpu.iter().sum());
         }
         m
     }

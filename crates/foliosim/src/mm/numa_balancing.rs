@@ -159,9 +159,10 @@ fn change_prot_numa(k: &mut Kernel, mm: u32, vma: u32, start: u32, end: u32, now
     let nodes = &k.nodes;
     let access = &mut k.numa.access_time_ms;
     let folios = &k.folios;
-    let ptes = &mut k.mms[mm as usize].vma_mut(vma).ptes;
+    let v = k.mms[mm as usize].vma_mut(vma);
     let mut updated = 0;
-    for pte in &mut ptes[start as usize..end as usize] {
+    for index in start..end {
+        let pte = &mut v.ptes[index as usize];
         if !pte.is_present() || pte.is_protnone() {
             continue;
         }
@@ -172,6 +173,12 @@ fn change_prot_numa(k: &mut Kernel, mm: u32, vma: u32, start: u32, end: u32, now
         access[folios.head_of(pfn) as usize] = now_ms;
         *pte = pte.with_protnone();
         updated += 1;
+        // Random accesses (Op::Access) find it among their range's special pages.
+        for set in v.special.iter_mut() {
+            if set.covers(index) {
+                set.insert(index, super::access::PROT_NONE);
+            }
+        }
     }
     updated
 }

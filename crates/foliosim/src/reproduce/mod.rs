@@ -5,6 +5,7 @@ pub mod seed001;
 pub mod seed001_table;
 pub mod seed002;
 pub mod seed003;
+pub mod seed004;
 
 use crate::scenario::WorkloadSpec;
 use crate::{run, RunResult, Scenario, SimError};

@@ -98,7 +98,7 @@ pub(super) fn step(
         Op::Mark(m) => {
             p.marks[m] = Some(Mark {
                 at_ns: ctx.now_ns,
-                counters: k.vmstat_map(ctx.now_ns),
+                counters: k.mark_counters(ctx.now_ns),
             })
         }
         Op::Pin { vma, first, nr } => {

@@ -176,6 +176,9 @@ pub struct XsbenchResult {
     /// From the first thread's start of lookups to the last one's end (the simulation phase).
     pub runtime_s: f64,
     pub lookups_per_s: f64,
+    /// Every counter a mark records (vmstat, perf's TLB events, TLB shootdowns), over the
+    /// lookups only: the init phase excluded.
+    pub phase_counters: std::collections::BTreeMap<String, u64>,
 }
 
 fn spec_fields(spec: &WorkloadSpec) -> (Grids, u64, u32, ThpAdviceSpec, Option<u64>, Option<u32>) {
@@ -323,6 +326,26 @@ pub fn report(spec: &WorkloadSpec, marks: &[TaskMarks]) -> WorkloadResult {
     };
     let start = at(MARK_START).min();
     let end = at(MARK_END).max();
+    // System-wide counters over the lookups (the earliest start to the latest end mark).
+    let mark_of = |m: usize, at_ns: Option<u64>| {
+        marks
+            .iter()
+            .filter_map(|t| t.get(m)?.as_ref())
+            .find(|x| Some(x.at_ns) == at_ns)
+    };
+    let phase_counters = match (mark_of(MARK_START, start), mark_of(MARK_END, end)) {
+        (Some(a), Some(b)) => b
+            .counters
+            .iter()
+            .map(|(n, v)| {
+                (
+                    n.clone(),
+                    v.saturating_sub(a.counters.get(n).copied().unwrap_or(0)),
+                )
+            })
+            .collect(),
+        _ => Default::default(),
+    };
     let runtime_ns = match (start, end) {
         (Some(s), Some(e)) if e > s => e - s,
         _ => 0,
@@ -344,6 +367,7 @@ pub fn report(spec: &WorkloadSpec, marks: &[TaskMarks]) -> WorkloadResult {
             } else {
                 0.0
             },
+            phase_counters,
         }),
         ..WorkloadResult::default()
     }
