@@ -4,6 +4,7 @@
 use super::queue::{nice_to_weight, NICE_0_LOAD};
 use crate::mm::folio::NIL;
 use crate::mm::kthread::KthreadKind;
+use crate::mm::preempt::TaskResume;
 use crate::workload::{empty_marks, Op, TaskMarks};
 
 /// What a task runs.
@@ -72,6 +73,9 @@ pub struct Task {
     pub(super) state: State,
     /// A kernel thread woken while not waiting for it: it runs again instead of sleeping.
     pub(super) woken: bool,
+    /// A fault and allocation stopped to give up the CPU, resumed by the next step
+    /// (mm/preempt.rs); `Kernel::current` while the task runs.
+    pub(super) resume: TaskResume,
     pub exited_at_ns: Option<u64>,
 }
 
@@ -118,6 +122,7 @@ impl Task {
             runnable_at_ns: 0,
             state,
             woken: false,
+            resume: TaskResume::default(),
             exited_at_ns: None,
         }
     }
@@ -128,6 +133,12 @@ impl Task {
             Body::User(p) => Some(p),
             Body::Kernel(_) => None,
         }
+    }
+
+    /// Times the task's faults stopped inside their allocation (mm/preempt.rs): to give up
+    /// the CPU to another task, and to sleep in reclaim_throttle.
+    pub fn fault_stops(&self) -> (u64, u64) {
+        (self.resume.resched_stops, self.resume.throttle_stops)
     }
 
     pub fn kthread_kind(&self) -> Option<KthreadKind> {
