@@ -47,6 +47,12 @@ size = "1M"
     Scenario::from_toml_str(&text).unwrap_or_else(|e| panic!("{e}"))
 }
 
+/// What the scheduler does after a step: post kswapd's wake-up, take the posted wake-ups.
+fn end_step(k: &mut Kernel, ctx: &Ctx) {
+    foliosim::mm::vmscan::kswapd::post_kswapd_wakeup(k, ctx.now_ns);
+    k.kthreads.clear_pending();
+}
+
 /// A kernel whose one anonymous VMA of `nr_pages` (order 0 only) is touched up to the point
 /// where the next allocation needs direct reclaim. Returns the kernel, the mm and the next
 /// page index.
@@ -83,6 +89,7 @@ fn a_stopped_reclaim_resumes_at_its_next_priority_and_counts_allocstall_once() {
     assert_eq!(k.vmstat.get(VmEvent::AllocstallMovable), stalls + 1);
     assert_eq!(k.current.resched_stops, 1);
     // Resumed with the CPU to itself: it goes on from priority 11 to the end.
+    end_step(&mut k, &ctx);
     ctx.resched_at_ns = u64::MAX;
     let reclaimed = do_try_to_free_pages(&mut k, &mut ctx, gfp, &mut dr, true).unwrap();
     assert!(reclaimed >= dr.reclaimed && reclaimed > 0);
@@ -124,6 +131,7 @@ fn a_fault_stopped_before_reclaim_resumes_once_counted() {
     );
     let faults = k.vmstat.get(VmEvent::Pgfault);
     // The same access again, with the CPU to itself: the fault resumes and maps the page.
+    end_step(&mut k, &ctx);
     ctx.resched_at_ns = u64::MAX;
     assert_eq!(
         touch(&mut k, &mut ctx, mm, 0, index, index + 1, true),
@@ -141,6 +149,24 @@ fn a_fault_stopped_before_reclaim_resumes_once_counted() {
 }
 
 #[test]
+fn a_reclaimer_that_woke_a_sleeping_kernel_thread_stops_at_its_next_preemption_point() {
+    let (mut k, _mm, mut ctx) = under_pressure(64 * MIB_PAGES);
+    k.current.may_stop = true;
+    ctx.resched_at_ns = u64::MAX;
+    let asleep = !k.kswapd.woken;
+    assert!(asleep);
+    k.kswapd.woken = true;
+    assert!(foliosim::mm::preempt::cond_resched(&k, &ctx));
+    // Posted (the scheduler placed it): no more reason to stop.
+    k.kswapd.posted = true;
+    assert!(!foliosim::mm::preempt::cond_resched(&k, &ctx));
+    // Not in a user fault's allocation: never.
+    k.kswapd.posted = false;
+    k.current.may_stop = false;
+    assert!(!foliosim::mm::preempt::cond_resched(&k, &ctx));
+}
+
+#[test]
 fn an_allocation_resumes_in_its_slow_path_not_the_fast_path() {
     let (mut k, _mm, mut ctx) = under_pressure(64 * MIB_PAGES);
     let gfp = Gfp::GFP_HIGHUSER_MOVABLE;
@@ -151,6 +177,7 @@ fn an_allocation_resumes_in_its_slow_path_not_the_fast_path() {
     assert!(k.current.alloc_stopped());
     // Another request finds nothing saved for it; the stopped one resumes.
     assert!(k.current.take_alloc(gfp, 1).is_none());
+    end_step(&mut k, &ctx);
     ctx.resched_at_ns = u64::MAX;
     assert!(alloc_pages(&mut k, &mut ctx, gfp, 0).is_some());
     assert!(!k.current.alloc_stopped());
@@ -228,8 +255,8 @@ fn a_fault_preempted_in_reclaim_resumes_and_maps_each_page_once() {
     let nr_pages = 96 * MIB_PAGES;
     // One CPU shared with a hog, 20 us slices: reclaim often runs past the slice's end.
     let (k, tasks) = faulting_run(1, 20_000, nr_pages, true);
-    let (resched, _) = tasks[0].fault_stops();
-    assert!(resched > 10, "the faulter stopped {resched} times");
+    let (resched, _, _) = tasks[0].fault_stops();
+    assert!(resched > 0, "the faulter stopped {resched} times");
     let v = k.vm_events();
     let (alloc, fallback) = (
         v.get_mthp(4, MthpStat::AnonFaultAlloc),
@@ -330,8 +357,11 @@ file = "data"
         Some(&mut obs),
     )
     .unwrap_or_else(|e| panic!("{e}"));
-    let (_, throttled) = tasks[0].fault_stops();
+    let (_, throttled, woke) = tasks[0].fault_stops();
     assert!(throttled > 0, "the dirtier never slept in reclaim");
+    // Its reclaim woke the flusher (and kswapd): the step ended there, and they started on
+    // the idle CPU from then.
+    assert!(woke > 0);
     assert!(tasks[0].sleep_ns > 0);
     let flusher = obs.names.iter().position(|n| n.contains("flush")).unwrap();
     // The dirtier's throttle sleeps: from a step's release to its end.

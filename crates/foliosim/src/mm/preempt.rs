@@ -39,9 +39,11 @@ pub struct TaskResume {
     pub fault: Option<FaultResume>,
     /// The allocation that stopped in its slow path.
     pub alloc: Option<AllocResume>,
-    /// Times the task's faults stopped: for a reschedule, and for a throttle's sleep.
+    /// Times the task's faults stopped: for a reschedule, for a throttle's sleep, and for a
+    /// kernel thread they woke.
     pub resched_stops: u64,
     pub throttle_stops: u64,
+    pub wake_stops: u64,
 }
 
 /// A fault whose allocation stopped.
@@ -97,18 +99,26 @@ impl TaskResume {
 }
 
 /// cond_resched() at a preemption point of a user fault's allocation: true when the task
-/// stops here (the scheduler wants the CPU: the slice is over and another task waits).
+/// stops here: the scheduler wants the CPU (the slice is over and another task waits), or
+/// this step woke a sleeping kernel thread (kswapd, the flusher), which the kernel would
+/// start at once on an idle CPU, or let preempt this task (check_preempt_wakeup): the step
+/// ends so that the scheduler places it; on an idle CPU the task just goes on in its next
+/// step, having kept its CPU.
 #[inline]
 pub fn cond_resched(k: &Kernel, ctx: &Ctx) -> bool {
-    k.current.may_stop && ctx.need_resched()
+    k.current.may_stop
+        && (ctx.need_resched() || k.kthreads.woke_sleeper() || (k.kswapd.woken && !k.kswapd.posted))
 }
 
-/// The allocation stops here, after a throttle's sleep or for a reschedule: counted.
-pub fn note_stop(k: &mut Kernel, throttled: bool) {
+/// The allocation stops here, after a throttle's sleep or at a preemption point: counted.
+pub fn note_stop(k: &mut Kernel, ctx: &Ctx, throttled: bool) {
+    let c = &mut k.current;
     if throttled {
-        k.current.throttle_stops += 1;
+        c.throttle_stops += 1;
+    } else if ctx.need_resched() {
+        c.resched_stops += 1;
     } else {
-        k.current.resched_stops += 1;
+        c.wake_stops += 1;
     }
 }
 

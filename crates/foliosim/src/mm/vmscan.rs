@@ -162,7 +162,7 @@ pub fn do_try_to_free_pages(
         }
         let stop = slept || (dr.priority.is_some() && preempt::cond_resched(k, ctx));
         if resumable && k.current.may_stop && stop {
-            preempt::note_stop(k, slept);
+            preempt::note_stop(k, ctx, slept);
             trace::span("direct reclaim", "", start_ns, ctx.now_ns);
             return None;
         }

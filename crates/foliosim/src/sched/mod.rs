@@ -116,13 +116,16 @@ pub fn run_tasks_observed(
             t.runnable_at_ns = rng.below(slice_ns / START_JITTER_SLICES);
         }
     }
+    let first_kthread = tasks.len();
     let kthread_tid: Vec<usize> = k
         .kthreads
         .kinds
         .clone()
         .into_iter()
-        .map(|kind| {
+        .enumerate()
+        .map(|(i, kind)| {
             tasks.push(Task::kthread(kind));
+            k.kthreads.set_asleep(i, true);
             let tid = tasks.len() - 1;
             // A thread whose loop starts with a timed sleep (kcompactd's 500 ms).
             if let Some(ns) = kthread::boot_timer_ns(k, kind) {
@@ -252,11 +255,14 @@ pub fn run_tasks_observed(
                     })
                 }
             },
-            Body::Kernel(kind) => match kthread::run(k, &mut ctx, *kind) {
-                KthreadNext::Run => Next::Run,
-                KthreadNext::Wait => Next::Sleep(None),
-                KthreadNext::SleepNs(ns) => Next::Sleep(Some(ns)),
-            },
+            Body::Kernel(kind) => {
+                k.kthreads.set_asleep(tid - first_kthread, false);
+                match kthread::run(k, &mut ctx, *kind) {
+                    KthreadNext::Run => Next::Run,
+                    KthreadNext::Wait => Next::Sleep(None),
+                    KthreadNext::SleepNs(ns) => Next::Sleep(Some(ns)),
+                }
+            }
         };
         // A task the OOM killer chose while it ran exits now, on its own clock.
         let next = if oom_kill::exit_if_victim(k, &mut ctx, t.mm) {
@@ -317,6 +323,9 @@ pub fn run_tasks_observed(
             }
             next => next,
         };
+        if let Next::Sleep(_) = next {
+            k.kthreads.set_asleep(tid - first_kthread, true);
+        }
         let slice_over = ctx.now_ns >= c.slice_end_ns || c.preempt;
         t.state = match next {
             Next::Exit => {

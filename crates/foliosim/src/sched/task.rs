@@ -136,9 +136,11 @@ impl Task {
     }
 
     /// Times the task's faults stopped inside their allocation (mm/preempt.rs): to give up
-    /// the CPU to another task, and to sleep in reclaim_throttle.
-    pub fn fault_stops(&self) -> (u64, u64) {
-        (self.resume.resched_stops, self.resume.throttle_stops)
+    /// the CPU to another task, to sleep in reclaim_throttle, and to let a kernel thread they
+    /// woke start.
+    pub fn fault_stops(&self) -> (u64, u64, u64) {
+        let r = &self.resume;
+        (r.resched_stops, r.throttle_stops, r.wake_stops)
     }
 
     pub fn kthread_kind(&self) -> Option<KthreadKind> {

@@ -346,7 +346,7 @@ pub(super) fn slowpath_retry(
         if retry {
             // should_reclaim_retry's cond_resched before the retry.
             if preempt::cond_resched(k, ctx) {
-                preempt::note_stop(k, false);
+                preempt::note_stop(k, ctx, false);
                 return stop(k, gfp, order, st);
             }
             continue;
@@ -368,14 +368,14 @@ pub(super) fn slowpath_retry(
 /// the task stops at one of them or inside reclaim (`dr` says where).
 fn perform_reclaim(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, dr: &mut DirectReclaim) -> Option<u64> {
     if !dr.started && preempt::cond_resched(k, ctx) {
-        preempt::note_stop(k, false);
+        preempt::note_stop(k, ctx, false);
         return None;
     }
     let reclaiming = dr.priority.is_some();
     let progress = do_try_to_free_pages(k, ctx, gfp, dr, true)?;
     if reclaiming && preempt::cond_resched(k, ctx) {
         // Stopped after reclaim: `dr` is done and resumes with its progress.
-        preempt::note_stop(k, false);
+        preempt::note_stop(k, ctx, false);
         return None;
     }
     Some(progress)
