@@ -280,7 +280,6 @@ fn dirty_shared_pages_are_written_back_by_the_flusher() {
 }
 
 #[test]
-#[ignore = "the dirtier's direct reclaim is one atomic step: the flusher it wakes cannot run until the step ends (issue 14, preemptible reclaim)"]
 fn dirty_pages_under_pressure_are_written_then_reclaimed() {
     // 96 MiB dirtied through a shared mapping (background writeback cleans all but ~10% of
     // dirtyable memory), then anon pressure without swap beyond the clean part: reclaim finds

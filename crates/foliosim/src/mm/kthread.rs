@@ -147,6 +147,10 @@ pub struct Kthreads {
     pending: Vec<(usize, u64)>,
     /// The kernel thread each CPU is running (None: a user task, or idle).
     current: Vec<Option<KthreadKind>>,
+    /// Which threads are asleep, as the scheduler last saw them.
+    asleep: Vec<bool>,
+    /// A wake-up since the scheduler last looked found its thread asleep: a sleeper will run.
+    woke_sleeper: bool,
     /// Work left for `KthreadKind::TestBusy`.
     #[cfg(test)]
     pub test_passes: u32,
@@ -172,6 +176,8 @@ impl Kthreads {
             kinds.push(KthreadKind::Khugepaged);
         }
         Kthreads {
+            asleep: vec![true; kinds.len()],
+            woke_sleeper: false,
             kinds,
             pending: Vec::new(),
             current: vec![None; ncpus],
@@ -187,7 +193,21 @@ impl Kthreads {
     pub fn wake(&mut self, kind: KthreadKind, now_ns: u64) {
         if let Some(i) = self.kinds.iter().position(|&x| x == kind) {
             self.pending.push((i, now_ns));
+            self.woke_sleeper |= self.asleep.get(i).copied().unwrap_or(false);
         }
+    }
+
+    /// Did a wake-up posted since the scheduler last looked find its thread asleep?
+    pub fn woke_sleeper(&self) -> bool {
+        self.woke_sleeper
+    }
+
+    /// Set by the scheduler: thread `i` (of `kinds`) sleeps, or runs.
+    pub fn set_asleep(&mut self, i: usize, asleep: bool) {
+        if self.asleep.len() <= i {
+            self.asleep.resize(i + 1, true);
+        }
+        self.asleep[i] = asleep;
     }
 
     /// The wake-ups posted since the last call (the scheduler consumes them after each step).
@@ -197,6 +217,7 @@ impl Kthreads {
 
     pub fn clear_pending(&mut self) {
         self.pending.clear();
+        self.woke_sleeper = false;
     }
 
     /// The kernel thread running on `cpu`, if any (`current` when it is a kernel thread).

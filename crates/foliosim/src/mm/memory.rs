@@ -14,6 +14,7 @@ use super::mmap::Pte;
 use super::oom_kill::oom_error;
 use super::page_alloc::alloc_pages;
 use super::page_io::swap_read_folio;
+use super::preempt::FaultResume;
 use super::swap_state::folio_delete_from_swap_cache;
 use super::vmstat::{MthpStat, VmEvent};
 use super::{Kernel, MmError};
@@ -42,13 +43,15 @@ pub fn touch(
         return super::filemap::fault::touch_file(k, ctx, mm, vma, index, end, write);
     }
     let covered = if !pte.is_present() {
-        let (start, order) = handle_mm_fault(k, ctx, mm, vma, index, write)?;
+        let (start, order) = handle_fault(k, ctx, mm, vma, index, write, true)?;
         (start + (1 << order)).min(end) - index
     } else if !pte.is_plain_for(write) {
         // A NUMA hinting PTE, or a store to a write-protected one.
         handle_pte_fault(k, ctx, mm, vma, index, write);
         1
     } else {
+        // A fault that stopped (mm/preempt.rs) finds its page mapped meanwhile: it is over.
+        k.current.clear();
         // Present: walk on through present PTEs (bounded: one step is at most a PMD's worth).
         let ptes = &k.mms[mm as usize].vma(vma).ptes;
         let mut n = 0;
@@ -104,35 +107,73 @@ pub fn handle_mm_fault(
     index: u32,
     write: bool,
 ) -> Result<(u32, u32), MmError> {
+    handle_fault(k, ctx, mm, vma, index, write, false)
+}
+
+/// handle_mm_fault; a `preemptible` one (a user access) may stop inside the allocation of an
+/// anonymous or swapped-in folio to give up the CPU (`MmError::Resched`) and resumes when
+/// called again for the same page (mm/preempt.rs): counted and charged once.
+fn handle_fault(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    mm: u32,
+    vma: u32,
+    index: u32,
+    write: bool,
+    preemptible: bool,
+) -> Result<(u32, u32), MmError> {
     let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
     debug_assert!(!pte.is_present());
     if pte.is_hole() {
         return Err(MmError::Segv { vma, index });
     }
-    k.vmstat.count(VmEvent::Pgfault, 1);
-    k.mms[mm as usize].mmap_lock.read_lock(ctx);
+    let resumed = k.current.resume_fault(mm, vma, index);
+    if resumed.is_none() {
+        k.vmstat.count(VmEvent::Pgfault, 1);
+        k.mms[mm as usize].mmap_lock.read_lock(ctx);
+    }
     if pte.is_none() {
         if let Some(vf) = k.mms[mm as usize].vma_file(vma) {
             super::filemap::fault::do_fault(k, ctx, mm, vma, vf, index, write)?;
             return Ok((index, 0));
         }
     }
-    if pte.is_swap() {
-        do_swap_page(k, ctx, mm, vma, index, pte.swap_entry(), write)
+    k.current.may_stop = preemptible;
+    let done = if pte.is_swap() {
+        do_swap_page(k, ctx, mm, vma, index, pte.swap_entry(), write, resumed)
     } else {
-        do_anonymous_page(k, ctx, mm, vma, index)
+        do_anonymous_page(k, ctx, mm, vma, index, resumed)
+    };
+    k.current.may_stop = false;
+    if done != Err(MmError::Resched) {
+        k.current.clear();
     }
+    done
+}
+
+/// The fault's allocation of an `order` folio stopped to give up the CPU: the fault unwinds,
+/// to resume at that order.
+fn fault_stopped(k: &mut Kernel, mm: u32, vma: u32, index: u32, order: u32) -> MmError {
+    k.current.fault = Some(FaultResume {
+        mm,
+        vma,
+        index,
+        order,
+    });
+    MmError::Resched
 }
 
 /// do_anonymous_page: try each suitable enabled order, highest first; an order whose range is
 /// not wholly unmapped, whose allocation fails, or whose charge fails falls back to the next.
-/// Returns the folio's first page index and order.
+/// Returns the folio's first page index and order. A fault `resumed` at an order goes on with
+/// that order's allocation (the larger ones were given up before it stopped).
 fn do_anonymous_page(
     k: &mut Kernel,
     ctx: &mut Ctx,
     mm: u32,
     vma: u32,
     index: u32,
+    resumed: Option<u32>,
 ) -> Result<(u32, u32), MmError> {
     let memcg = k.mms[mm as usize].memcg;
     // vmf_anon_prepare: the VMA has an anon_vma from its first fault on.
@@ -141,6 +182,7 @@ fn do_anonymous_page(
     // alloc_anon_folio / vma_alloc_anon_folio_pmd: allocation and charge use the THP gfp.
     let gfp = vma_thp_gfp_mask(k.thp_defrag, vma_ref, k.gfp_transhuge);
     let candidates: OrderList = suitable_orders(k, vma_ref, index)
+        .filter(|&order| order <= resumed.unwrap_or(u32::MAX))
         .filter(|&order| {
             let start = index & !((1 << order) - 1);
             vma_ref.ptes[start as usize..(start + (1 << order)) as usize]
@@ -148,7 +190,7 @@ fn do_anonymous_page(
                 .all(|p| p.is_none())
         })
         .collect();
-    if candidates.first() == Some(&PMD_ORDER) {
+    if candidates.first() == Some(&PMD_ORDER) && resumed.is_none() {
         // do_huge_pmd_anonymous_page registers the mm before it allocates.
         khugepaged_enter_vma(k, ctx.now_ns, mm, vma);
     }
@@ -156,8 +198,11 @@ fn do_anonymous_page(
         let start = index & !((1 << order) - 1);
         // The PMD allocation may be left to khugepaged (mm/thp_fault_alloc/).
         let policy = k.thp_fault_alloc;
-        let tried = order != PMD_ORDER || policy.fault_may_try(k);
+        let tried = order != PMD_ORDER || resumed == Some(order) || policy.fault_may_try(k);
         let Some(pfn) = tried.then(|| alloc_pages(k, ctx, gfp, order)).flatten() else {
+            if k.current.alloc_stopped() {
+                return Err(fault_stopped(k, mm, vma, index, order));
+            }
             k.vmstat.count_mthp(order, MthpStat::AnonFaultFallback);
             if order == PMD_ORDER {
                 k.vmstat.count(VmEvent::ThpFaultFallback, 1);
@@ -183,19 +228,26 @@ fn do_anonymous_page(
         }
         return Ok((start, order));
     }
-    let pfn = alloc_order0_charged(k, ctx, memcg)?;
+    let pfn = match alloc_order0_charged(k, ctx, memcg) {
+        Err(MmError::Resched) => return Err(fault_stopped(k, mm, vma, index, 0)),
+        pfn => pfn?,
+    };
     map_new_folio(k, ctx, mm, vma, index, pfn, 0, memcg);
     Ok((index, 0))
 }
 
 /// An order-0 page for a fault (GFP_HIGHUSER_MOVABLE: the allocator reclaims and retries),
 /// charged with memcg reclaim and retries when over the limit; failure of either is OOM.
+/// `MmError::Resched`: the allocation stopped to give up the CPU (mm/preempt.rs).
 pub(super) fn alloc_order0_charged(
     k: &mut Kernel,
     ctx: &mut Ctx,
     memcg: u16,
 ) -> Result<u32, MmError> {
     let Some(pfn) = alloc_pages(k, ctx, Gfp::GFP_HIGHUSER_MOVABLE, 0) else {
+        if k.current.alloc_stopped() {
+            return Err(MmError::Resched);
+        }
         return Err(oom_error(k, ctx, None));
     };
     if !try_charge(k, ctx, memcg, 1, Gfp::KERNEL) {
@@ -254,6 +306,8 @@ pub(super) fn map_new_folio(
 /// it into a new folio: large when alloc_swap_folio finds a whole swapped-out mTHP (6.13+,
 /// synchronous devices), else order 0. The PTEs' slot references are dropped; a synchronous
 /// device (or a write) frees the swap copy. Returns the first page index mapped and the order.
+/// A fault `resumed` at an order goes on with that order's allocation.
+#[allow(clippy::too_many_arguments)]
 fn do_swap_page(
     k: &mut Kernel,
     ctx: &mut Ctx,
@@ -262,8 +316,11 @@ fn do_swap_page(
     index: u32,
     entry: SwapEntry,
     write: bool,
+    resumed: Option<u32>,
 ) -> Result<(u32, u32), MmError> {
-    ctx.spend(k.cost.swapin_fault_ns);
+    if resumed.is_none() {
+        ctx.spend(k.cost.swapin_fault_ns);
+    }
     let memcg = k.mms[mm as usize].memcg;
     let dirty = if write { flags::DIRTY } else { 0 };
     if let Some(head) = k.swap.lookup(entry) {
@@ -278,10 +335,15 @@ fn do_swap_page(
         m.swap_ents -= 1;
         return Ok((index, 0));
     }
-    k.vmstat.count(VmEvent::Pgmajfault, 1);
-    let (pfn, start, order) = match alloc_swap_folio(k, ctx, mm, vma, index, entry) {
+    if resumed.is_none() {
+        k.vmstat.count(VmEvent::Pgmajfault, 1);
+    }
+    let (pfn, start, order) = match alloc_swap_folio(k, ctx, mm, vma, index, entry, resumed)? {
         Some(found) => found,
-        None => (alloc_order0_charged(k, ctx, memcg)?, index, 0),
+        None => match alloc_order0_charged(k, ctx, memcg) {
+            Err(MmError::Resched) => return Err(fault_stopped(k, mm, vma, index, 0)),
+            pfn => (pfn?, index, 0),
+        },
     };
     let nr = 1u32 << order;
     let first = SwapEntry::new(entry.dev(), entry.offset() - (index - start));
@@ -314,12 +376,13 @@ pub(crate) fn swapin_pte(
 ) -> Result<(u32, u32), MmError> {
     let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
     debug_assert!(pte.is_swap());
-    do_swap_page(k, ctx, mm, vma, index, pte.swap_entry(), false)
+    do_swap_page(k, ctx, mm, vma, index, pte.swap_entry(), false, None)
 }
 
 /// alloc_swap_folio (6.13+): the highest enabled order whose aligned range of PTEs holds
 /// contiguous, aligned swap entries of one device, none in the swap cache; allocated and
-/// charged, or the next order down (swpin_fallback). None: use order 0.
+/// charged, or the next order down (swpin_fallback). None: use order 0. A fault `resumed` at
+/// an order starts there; `MmError::Resched`: the allocation stopped (mm/preempt.rs).
 fn alloc_swap_folio(
     k: &mut Kernel,
     ctx: &mut Ctx,
@@ -327,16 +390,17 @@ fn alloc_swap_folio(
     vma: u32,
     index: u32,
     entry: SwapEntry,
-) -> Option<(u32, u32, u32)> {
+    resumed: Option<u32>,
+) -> Result<Option<(u32, u32, u32)>, MmError> {
     let dev = &k.swap.devices[entry.dev()];
     if !k.swapin_mthp || !dev.map.synchronous_io {
-        return None;
+        return Ok(None);
     }
     let memcg = k.mms[mm as usize].memcg;
     let vma_ref = k.mms[mm as usize].vma(vma);
     let gfp = vma_thp_gfp_mask(k.thp_defrag, vma_ref, k.gfp_transhuge);
     let candidates: OrderList = suitable_orders(k, vma_ref, index)
-        .filter(|&order| order < PMD_ORDER)
+        .filter(|&order| order < PMD_ORDER && order <= resumed.unwrap_or(u32::MAX))
         .filter(|&order| {
             // can_swapin_thp: the virtual and swap offsets agree modulo the size, and every
             // PTE of the range is the next slot, not in the swap cache.
@@ -358,6 +422,9 @@ fn alloc_swap_folio(
     for &order in candidates.iter() {
         let start = index & !((1 << order) - 1);
         let Some(pfn) = alloc_pages(k, ctx, gfp, order) else {
+            if k.current.alloc_stopped() {
+                return Err(fault_stopped(k, mm, vma, index, order));
+            }
             k.vmstat.count_mthp(order, MthpStat::SwpinFallback);
             continue;
         };
@@ -367,9 +434,9 @@ fn alloc_swap_folio(
             k.vmstat.count_mthp(order, MthpStat::SwpinFallback);
             continue;
         }
-        return Some((pfn, start, order));
+        return Ok(Some((pfn, start, order)));
     }
-    None
+    Ok(None)
 }
 
 /// How far ahead of itself zap_range prefetches: a freed folio costs ~1 µs of host time, so

@@ -25,6 +25,7 @@ pub mod oom_kill;
 pub mod page_alloc;
 pub mod page_io;
 pub mod page_writeback;
+pub mod preempt;
 pub mod readahead;
 pub mod rmap;
 pub mod shrinker;
@@ -87,6 +88,10 @@ pub enum MmError {
     /// never a run's error).
     #[error("killed by the OOM killer")]
     OomKilled,
+    /// A user fault gave up the CPU inside its allocation and resumes in the task's next
+    /// step (mm/preempt.rs): the scheduler's business, never a run's error.
+    #[error("the fault stopped to give up the CPU")]
+    Resched,
     #[error("segmentation fault: page {index} of vma {vma} was unmapped (munmap of part of it)")]
     Segv { vma: u32, index: u32 },
     #[error("segmentation fault: an access to vma {vma} its protection (mprotect) forbids")]
@@ -217,6 +222,8 @@ pub struct Kernel {
     pub swappiness: u32,
     /// The OOM killer's policy and the kills of the run (mm/oom_kill.rs).
     pub oom: oom_kill::OomKiller,
+    /// The running task's fault and allocation stopped to give up the CPU (mm/preempt.rs).
+    pub current: preempt::TaskResume,
 }
 
 impl Kernel {
@@ -387,6 +394,7 @@ impl Kernel {
                 .swappiness
                 .unwrap_or(vmscan::scan_count::DEFAULT_SWAPPINESS),
             oom: oom_kill::OomKiller::new(scenario.kernel.oom),
+            current: Default::default(),
         }
     }
 

@@ -18,7 +18,7 @@ use super::shrinker::shrink_slab;
 use super::swap_state::{folio_add_to_swap_cache, folio_delete_from_swap_cache};
 use super::tlb::TlbUnmapBatch;
 use super::vmstat::{MthpStat, VmEvent};
-use super::{filemap, Kernel};
+use super::{filemap, preempt, Kernel};
 use crate::engine::{trace, Ctx, WaitKind};
 use crate::scenario::PMD_ORDER;
 use std::collections::VecDeque;
@@ -95,38 +95,108 @@ pub fn try_to_free_mem_cgroup_pages(
 }
 
 /// try_to_free_pages: global direct reclaim for an allocation of `order` that failed its
-/// watermark (every memcg, SWAP_CLUSTER_MAX pages, raising the priority until done; the order
-/// matters to the kernel only for compaction_ready, which waits for compaction). Counts
-/// allocstall_<zone> for the highest zone the request may use (sc.reclaim_idx = gfp_zone).
+/// watermark, in one go (the 4.1 slow path's; 6.18's resumes: [`do_try_to_free_pages`]).
 pub fn try_to_free_pages(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, _order: u32) -> u64 {
-    let start_ns = ctx.now_ns;
-    k.vmstat.count(
-        match gfp.zone() {
-            GfpZone::Movable => VmEvent::AllocstallMovable,
-            _ => VmEvent::AllocstallNormal,
-        },
-        1,
-    );
-    let mut reclaimed = 0;
-    for priority in (0..=DEF_PRIORITY).rev() {
-        reclaimed += shrink_node(
-            k,
-            ctx,
-            SWAP_CLUSTER_MAX - reclaimed,
-            priority,
-            Reclaim::Global,
-        )
-        .reclaimed;
-        if reclaimed >= SWAP_CLUSTER_MAX {
-            break;
+    let mut dr = DirectReclaim::default();
+    do_try_to_free_pages(k, ctx, gfp, &mut dr, false).expect("reclaim that may not stop")
+}
+
+/// Where do_try_to_free_pages is: kept across a stop of the allocating task (mm/preempt.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DirectReclaim {
+    /// Reclaim began (allocstall counted).
+    pub started: bool,
+    /// The next priority to scan at; None once done.
+    pub priority: Option<u32>,
+    /// sc->nr_reclaimed so far.
+    pub reclaimed: u64,
+}
+
+impl Default for DirectReclaim {
+    fn default() -> Self {
+        DirectReclaim {
+            started: false,
+            priority: Some(DEF_PRIORITY),
+            reclaimed: 0,
         }
     }
-    if reclaimed > 0 {
+}
+
+/// do_try_to_free_pages: every memcg, SWAP_CLUSTER_MAX pages, raising the priority until done
+/// (the order matters to the kernel only for compaction_ready, which waits for compaction).
+/// Counts allocstall_<zone> for the highest zone the request may use (sc.reclaim_idx =
+/// gfp_zone). A direct reclaimer sleeps in reclaim_throttle while kswapd found the node
+/// congested (shrink_node) and when the scan at priority 1 reclaimed nothing
+/// (consider_reclaim_throttle). When `resumable`, the task stops after such a sleep, or
+/// between priorities when it should reschedule (shrink_folio_list's cond_resched): None,
+/// `dr` holding where to go on. Returns the pages reclaimed.
+pub fn do_try_to_free_pages(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    gfp: Gfp,
+    dr: &mut DirectReclaim,
+    resumable: bool,
+) -> Option<u64> {
+    let start_ns = ctx.now_ns;
+    if !dr.started {
+        dr.started = true;
+        k.vmstat.count(
+            match gfp.zone() {
+                GfpZone::Movable => VmEvent::AllocstallMovable,
+                _ => VmEvent::AllocstallNormal,
+            },
+            1,
+        );
+    }
+    while let Some(priority) = dr.priority {
+        let want = SWAP_CLUSTER_MAX - dr.reclaimed;
+        dr.reclaimed += shrink_node(k, ctx, want, priority, Reclaim::Global).reclaimed;
+        dr.priority = (dr.reclaimed < SWAP_CLUSTER_MAX && priority > 0).then(|| priority - 1);
+        let mut slept = false;
+        if k.pagecache.lruvec_congested {
+            // shrink_node: VMSCAN_THROTTLE_CONGESTED.
+            slept |= reclaim_throttle_noprogress(k, ctx);
+        }
+        if priority == 1 && dr.reclaimed == 0 {
+            // consider_reclaim_throttle: VMSCAN_THROTTLE_NOPROGRESS.
+            slept |= reclaim_throttle_noprogress(k, ctx);
+        }
+        let stop = slept || (dr.priority.is_some() && preempt::cond_resched(k, ctx));
+        if resumable && k.current.may_stop && stop {
+            preempt::note_stop(k, ctx, slept);
+            trace::span("direct reclaim", "", start_ns, ctx.now_ns);
+            return None;
+        }
+    }
+    if dr.reclaimed > 0 {
         // shrink_node: progress makes a hopeless node worth kswapd's time again.
         k.kswapd.kswapd_failures = 0;
     }
     trace::span("direct reclaim", "", start_ns, ctx.now_ns);
-    reclaimed
+    Some(dr.reclaimed)
+}
+
+/// reclaim_throttle(VMSCAN_THROTTLE_NOPROGRESS or _CONGESTED) of a direct reclaimer: one
+/// jiffy off the CPU, unless skip_throttle_noprogress (kswapd gave up on the node, or at most
+/// half of what is reclaimable waits for writeback: reclaim will meet those folios when they
+/// cycle back). Returns whether the task slept. (The kernel also ends the sleep early when
+/// another reclaimer makes progress; one jiffy is its longest.)
+fn reclaim_throttle_noprogress(k: &Kernel, ctx: &mut Ctx) -> bool {
+    if k.kswapd.kswapd_failures >= kswapd::MAX_RECLAIM_RETRIES {
+        return false;
+    }
+    let writeback: u64 = k
+        .memcgs
+        .iter()
+        .map(|cg| cg.lruvec.writeback_in_flight(&k.folios, ctx.now_ns))
+        .sum();
+    let write_pending = k.pagecache.nr_dirty + writeback;
+    if 2 * write_pending <= super::page_alloc::slowpath::zone_reclaimable_pages(k) {
+        return false;
+    }
+    let before_ns = ctx.now_ns;
+    preempt::throttle_sleep(k, ctx, JIFFY_NS);
+    ctx.now_ns > before_ns
 }
 
 /// shrink_node (global reclaim): each memcg's lruvec in turn, root first, until
@@ -171,6 +241,11 @@ pub fn shrink_node_may_swap(
         }
         if nr.unqueued_dirty > 0 && nr.unqueued_dirty == nr.file_taken {
             k.pagecache.pgdat_dirty = true;
+        }
+        // LRUVEC_NODE_CONGESTED: every dirty folio met was written and cycled back unfinished;
+        // direct reclaimers throttle on it (do_try_to_free_pages).
+        if nr.dirty > 0 && nr.dirty == nr.congested {
+            k.pagecache.lruvec_congested = true;
         }
         if nr.immediate > 0 {
             reclaim_throttle(k, ctx);

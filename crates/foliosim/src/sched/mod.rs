@@ -2,9 +2,13 @@
 //! (`mm::kthread`). The next CPU to act is the one with the earliest next event (its clock
 //! when it has a task or one is waiting; the first sleeper's wake-up when it is idle; ties:
 //! lowest CPU number); it runs one step of its task (one fault with whatever reclaim it
-//! triggers, one operation, or one piece of a kernel thread's work). A task that used its
-//! time slice goes to the back of one global run queue when others wait (round-robin, like
-//! CFS/EEVDF under equal weights). Choosing a CPU is a scan of the CPUs: O(cpus) per step.
+//! triggers, one operation, or one piece of a kernel thread's work). A user fault whose
+//! allocation reaches a preemption point of its slow path when the task should reschedule,
+//! or sleeps in reclaim_throttle, ends its step there and resumes in the next
+//! (mm/preempt.rs): that is where the kernel's direct reclaimer gives up the CPU. A task that
+//! used its time slice goes to the back of one global run queue when others wait and no CPU
+//! is idle to take them (round-robin, like CFS/EEVDF under equal weights). Choosing a CPU is a
+//! scan of the CPUs: O(cpus) per step.
 //!
 //! Sleeping: a step that waited off the CPU (`Ctx::wait_until`: an I/O wait, a throttle) gives
 //! its CPU up. A step runs atomically, so the model books its CPU work first and its waits
@@ -113,13 +117,16 @@ pub fn run_tasks_observed(
             t.runnable_at_ns = rng.below(slice_ns / START_JITTER_SLICES);
         }
     }
+    let first_kthread = tasks.len();
     let kthread_tid: Vec<usize> = k
         .kthreads
         .kinds
         .clone()
         .into_iter()
-        .map(|kind| {
+        .enumerate()
+        .map(|(i, kind)| {
             tasks.push(Task::kthread(kind));
+            k.kthreads.set_asleep(i, true);
             let tid = tasks.len() - 1;
             // A thread whose loop starts with a timed sleep (kcompactd's 500 ms).
             if let Some(ns) = kthread::boot_timer_ns(k, kind) {
@@ -212,9 +219,10 @@ pub fn run_tasks_observed(
         let begin_ns = ctx.now_ns;
         let irq_ns = std::mem::take(&mut k.cpu_irq_ns[cpu]);
         ctx.now_ns += irq_ns;
-        // The tick sets need_resched at the slice's end when another task is runnable (one
-        // woken during this step is not seen until its end: steps are atomic).
-        if !q.runq.is_empty() {
+        // The tick sets need_resched at the slice's end when another task is runnable and no
+        // idle CPU will take it (try_to_wake_up places a woken task on an idle CPU); one woken
+        // during this step is not seen until its end: steps are atomic.
+        if q.runq.len() > q.idle_cpus() {
             ctx.resched_at_ns = q.cpus[cpu].slice_end_ns;
         }
         let busy_from_ns = ctx.now_ns;
@@ -222,15 +230,21 @@ pub fn run_tasks_observed(
         let user_before_ns = t.user_ns;
         let wake_ns = q.sleepers.first().map_or(u64::MAX, |s| s.0);
         let next = match &mut t.body {
-            Body::User(p) => match user::step(
-                k,
-                &mut ctx,
-                (tid as u32, seed),
-                t.mm,
-                p,
-                &mut t.user_ns,
-                wake_ns,
-            ) {
+            Body::User(p) => match {
+                // The task's kernel-side state is `current` for its step.
+                std::mem::swap(&mut k.current, &mut t.resume);
+                let r = user::step(
+                    k,
+                    &mut ctx,
+                    (tid as u32, seed),
+                    t.mm,
+                    p,
+                    &mut t.user_ns,
+                    wake_ns,
+                );
+                std::mem::swap(&mut k.current, &mut t.resume);
+                r
+            } {
                 Ok(UserNext::Exit) => Next::Exit,
                 Ok(UserNext::Run) => {
                     // Back to user space: memory.high reclaim owed by this task's charges,
@@ -241,6 +255,8 @@ pub fn run_tasks_observed(
                     }
                     Next::Run
                 }
+                // Still in the kernel: stopped in a fault, which goes on in the next step.
+                Ok(UserNext::Preempted) => Next::Run,
                 Ok(UserNext::Barrier { id, parties }) => Next::Barrier { id, parties },
                 // The OOM killer chose this task's process while it allocated.
                 Err(_) if k.mms[t.mm as usize].oom_victim => Next::Exit,
@@ -252,11 +268,14 @@ pub fn run_tasks_observed(
                     })
                 }
             },
-            Body::Kernel(kind) => match kthread::run(k, &mut ctx, *kind) {
-                KthreadNext::Run => Next::Run,
-                KthreadNext::Wait => Next::Sleep(None),
-                KthreadNext::SleepNs(ns) => Next::Sleep(Some(ns)),
-            },
+            Body::Kernel(kind) => {
+                k.kthreads.set_asleep(tid - first_kthread, false);
+                match kthread::run(k, &mut ctx, *kind) {
+                    KthreadNext::Run => Next::Run,
+                    KthreadNext::Wait => Next::Sleep(None),
+                    KthreadNext::SleepNs(ns) => Next::Sleep(Some(ns)),
+                }
+            }
         };
         // A task the OOM killer chose while it ran exits now, on its own clock.
         let next = if oom_kill::exit_if_victim(k, &mut ctx, t.mm) {
@@ -317,6 +336,9 @@ pub fn run_tasks_observed(
             }
             next => next,
         };
+        if let Next::Sleep(_) = next {
+            k.kthreads.set_asleep(tid - first_kthread, true);
+        }
         let slice_over = ctx.now_ns >= c.slice_end_ns || c.preempt;
         t.state = match next {
             Next::Exit => {
@@ -334,7 +356,7 @@ pub fn run_tasks_observed(
                 q.sleep_until(ctx.now_ns, tid);
                 State::Sleeping
             }
-            Next::Run if slice_over && !q.runq.is_empty() => {
+            Next::Run if slice_over && q.runq.len() > q.idle_cpus() => {
                 q.runq.push_back(tid);
                 State::Runnable
             }

@@ -103,6 +103,11 @@ impl Queues {
         best.map(|(_, i)| i)
     }
 
+    /// CPUs running nothing.
+    pub fn idle_cpus(&self) -> usize {
+        self.cpus.iter().filter(|c| c.current.is_none()).count()
+    }
+
     /// When an idle CPU next has work: the earliest a queued task is runnable (a task queued
     /// by a CPU whose clock is ahead is runnable only from then) or the first sleeper wakes.
     pub fn idle_until_ns(&self, tasks: &[Task]) -> Option<u64> {

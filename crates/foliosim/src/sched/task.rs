@@ -4,6 +4,7 @@
 use super::queue::{nice_to_weight, NICE_0_LOAD};
 use crate::mm::folio::NIL;
 use crate::mm::kthread::KthreadKind;
+use crate::mm::preempt::TaskResume;
 use crate::workload::{empty_marks, Op, TaskMarks};
 
 /// What a task runs.
@@ -78,6 +79,9 @@ pub struct Task {
     pub(super) state: State,
     /// A kernel thread woken while not waiting for it: it runs again instead of sleeping.
     pub(super) woken: bool,
+    /// A fault and allocation stopped to give up the CPU, resumed by the next step
+    /// (mm/preempt.rs); `Kernel::current` while the task runs.
+    pub(super) resume: TaskResume,
     pub exited_at_ns: Option<u64>,
 }
 
@@ -128,6 +132,7 @@ impl Task {
             runnable_at_ns: 0,
             state,
             woken: false,
+            resume: TaskResume::default(),
             exited_at_ns: None,
         }
     }
@@ -138,6 +143,14 @@ impl Task {
             Body::User(p) => Some(p),
             Body::Kernel(_) => None,
         }
+    }
+
+    /// Times the task's faults stopped inside their allocation (mm/preempt.rs): to give up
+    /// the CPU to another task, to sleep in reclaim_throttle, and to let a kernel thread they
+    /// woke start.
+    pub fn fault_stops(&self) -> (u64, u64, u64) {
+        let r = &self.resume;
+        (r.resched_stops, r.throttle_stops, r.wake_stops)
     }
 
     pub fn kthread_kind(&self) -> Option<KthreadKind> {

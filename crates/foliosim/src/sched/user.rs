@@ -19,6 +19,9 @@ use crate::workload::{Mark, Op};
 /// What a user task does after its step.
 pub(super) enum UserNext {
     Run,
+    /// A fault stopped in its allocation to give up the CPU (mm/preempt.rs): the task is still
+    /// in the kernel, and its Touch re-runs the fault, which resumes.
+    Preempted,
     /// The task exited (or ran out of ops).
     Exit,
     /// The task reached a barrier (its program is already past it).
@@ -59,7 +62,10 @@ pub(super) fn step(
             if !k.mms[mm as usize].vma(vma).prot.allows(write) {
                 return Err(MmError::SegvProt { vma });
             }
-            let covered = touch(k, ctx, mm, vma, first + p.cursor, first + nr, write)?;
+            let covered = match touch(k, ctx, mm, vma, first + p.cursor, first + nr, write) {
+                Err(MmError::Resched) => return Ok(UserNext::Preempted),
+                covered => covered?,
+            };
             p.cursor += covered;
             if p.cursor < nr {
                 return Ok(UserNext::Run);

@@ -119,6 +119,9 @@ pub struct PageCache {
     /// the LRU tail (shrink_node); cleared when the node is balanced.
     pub pgdat_dirty: bool,
     pub pgdat_writeback: bool,
+    /// LRUVEC_NODE_CONGESTED: kswapd met only dirty file folios already written and cycled
+    /// back before their write completed; direct reclaimers throttle (mm/vmscan.rs).
+    pub lruvec_congested: bool,
 }
 
 impl PageCache {
@@ -146,6 +149,7 @@ impl PageCache {
             wb: Default::default(),
             pgdat_dirty: false,
             pgdat_writeback: false,
+            lruvec_congested: false,
         };
         for (id, f) in scenario.files.iter().enumerate() {
             pc.create(id as u32, f.size.pages() as u32)

@@ -16,8 +16,9 @@ use crate::mm::gfp::Gfp;
 use crate::mm::numa::get_page_from_freelist;
 use crate::mm::oom_kill::{out_of_memory, OomConstraint};
 use crate::mm::page_alloc::migratetype::MigrateType;
+use crate::mm::preempt::{self, AllocResume};
 use crate::mm::vmscan::kswapd::{wakeup_kswapd, KswapdState, MAX_RECLAIM_RETRIES};
-use crate::mm::vmscan::try_to_free_pages;
+use crate::mm::vmscan::{do_try_to_free_pages, try_to_free_pages, DirectReclaim};
 use crate::mm::vmstat::VmEvent;
 use crate::mm::Kernel;
 use crate::scenario::KernelVersion;
@@ -76,6 +77,10 @@ fn fast_path_flags(gfp: Gfp) -> AllocFlags {
 /// an order-0 fault reports OOM, a large folio falls back to a smaller order).
 pub fn alloc_pages(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> Option<u32> {
     assert!(order <= MAX_PAGE_ORDER, "order {order} > MAX_PAGE_ORDER");
+    // A fault's allocation that stopped in its slow path goes on there (mm/preempt.rs).
+    if let Some(st) = k.current.take_alloc(gfp, order) {
+        return slowpath_retry(k, ctx, gfp, order, st);
+    }
     let flags = fast_path_flags(gfp);
     if let Some(pfn) = get_page_from_freelist(k, ctx, gfp, order, flags) {
         return Some(pfn);
@@ -175,6 +180,25 @@ pub(super) fn wake_all_kswapds(k: &mut Kernel, gfp: Gfp, order: u32) {
     wakeup_kswapd(&k.zone, &mut k.kswapd, gfp, order);
 }
 
+/// The locals of __alloc_pages_slowpath that live across its retry loop, and where it is in
+/// the loop: saved when a user fault's allocation stops to give up the CPU (mm/preempt.rs).
+#[derive(Debug, Clone, Copy)]
+pub struct SlowpathState {
+    alloc_flags: AllocFlags,
+    compact_result: CompactResult,
+    compact_priority: CompactPriority,
+    compaction_retries: u32,
+    no_progress_loops: u32,
+    /// At `retry:` (None), or in __perform_reclaim.
+    reclaim: Option<DirectReclaim>,
+}
+
+/// The allocation stops: its state goes with the task until it resumes.
+fn stop(k: &mut Kernel, gfp: Gfp, order: u32, state: SlowpathState) -> Option<u32> {
+    k.current.alloc = Some(AllocResume { gfp, order, state });
+    None
+}
+
 /// __alloc_pages_slowpath.
 fn alloc_pages_slowpath(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> Option<u32> {
     assert!(
@@ -183,11 +207,15 @@ fn alloc_pages_slowpath(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> 
     );
     let can_direct_reclaim = gfp.allow_blocking();
     let costly = order > PAGE_ALLOC_COSTLY_ORDER;
-    let mut alloc_flags = gfp_to_alloc_flags(gfp, order);
-    let mut compact_result = CompactResult::Skipped;
-    let mut compact_priority = DEF_COMPACT_PRIORITY;
-    let mut compaction_retries = 0;
-    let mut no_progress_loops = 0;
+    let alloc_flags = gfp_to_alloc_flags(gfp, order);
+    let mut st = SlowpathState {
+        alloc_flags,
+        compact_result: CompactResult::Skipped,
+        compact_priority: DEF_COMPACT_PRIORITY,
+        compaction_retries: 0,
+        no_progress_loops: 0,
+        reclaim: None,
+    };
 
     if alloc_flags.has(AllocFlags::KSWAPD) {
         wake_all_kswapds(k, gfp, order);
@@ -212,7 +240,7 @@ fn alloc_pages_slowpath(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> 
             true,
         );
         let result = dc.result;
-        compact_result = result;
+        st.compact_result = result;
         if dc.page.is_some() {
             return dc.page;
         }
@@ -222,33 +250,62 @@ fn alloc_pages_slowpath(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> 
             if matches!(result, CompactResult::Skipped | CompactResult::Deferred) {
                 return None;
             }
-            compact_priority = INIT_COMPACT_PRIORITY;
+            st.compact_priority = INIT_COMPACT_PRIORITY;
         }
     }
+    slowpath_retry(k, ctx, gfp, order, st)
+}
 
+/// __alloc_pages_slowpath from its `retry:` label, or from within __perform_reclaim, as
+/// `st` says: where a slow path begins its loop, and where a stopped one resumes.
+pub(super) fn slowpath_retry(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    gfp: Gfp,
+    order: u32,
+    mut st: SlowpathState,
+) -> Option<u32> {
+    let can_direct_reclaim = gfp.allow_blocking();
+    let costly = order > PAGE_ALLOC_COSTLY_ORDER;
     loop {
-        // retry:
-        if alloc_flags.has(AllocFlags::KSWAPD) {
-            wake_all_kswapds(k, gfp, order);
+        if st.reclaim.is_none() {
+            // retry:
+            if st.alloc_flags.has(AllocFlags::KSWAPD) {
+                wake_all_kswapds(k, gfp, order);
+            }
+            if let Some(reserve) = gfp_pfmemalloc_flags(gfp) {
+                st.alloc_flags = AllocFlags(reserve.0 | (st.alloc_flags.0 & AllocFlags::KSWAPD.0));
+            }
+            if let Some(pfn) = get_page_from_freelist(k, ctx, gfp, order, st.alloc_flags) {
+                return Some(pfn);
+            }
+            // The caller will not reclaim: nothing can be balanced.
+            if !can_direct_reclaim {
+                return None;
+            }
+            st.reclaim = Some(DirectReclaim::default());
         }
-        if let Some(reserve) = gfp_pfmemalloc_flags(gfp) {
-            alloc_flags = AllocFlags(reserve.0 | (alloc_flags.0 & AllocFlags::KSWAPD.0));
-        }
-        if let Some(pfn) = get_page_from_freelist(k, ctx, gfp, order, alloc_flags) {
-            return Some(pfn);
-        }
-        // The caller will not reclaim: nothing can be balanced.
-        if !can_direct_reclaim {
-            return None;
-        }
-        let (page, progress) = alloc_pages_direct_reclaim(k, ctx, gfp, order, alloc_flags);
+        let mut dr = st.reclaim.expect("in reclaim");
+        let Some(progress) = perform_reclaim(k, ctx, gfp, &mut dr) else {
+            st.reclaim = Some(dr);
+            return stop(k, gfp, order, st);
+        };
+        st.reclaim = None;
+        let page = direct_reclaim_alloc(k, ctx, gfp, order, st.alloc_flags, progress);
         if page.is_some() {
             return page;
         }
-        let dc =
-            alloc_pages_direct_compact(k, ctx, gfp, order, alloc_flags, compact_priority, true);
+        let dc = alloc_pages_direct_compact(
+            k,
+            ctx,
+            gfp,
+            order,
+            st.alloc_flags,
+            st.compact_priority,
+            true,
+        );
         if order > 0 {
-            compact_result = dc.result;
+            st.compact_result = dc.result;
         }
         if dc.page.is_some() {
             return dc.page;
@@ -260,18 +317,26 @@ fn alloc_pages_slowpath(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> 
         if costly && !gfp.contains(Gfp::RETRY_MAYFAIL) {
             return None;
         }
-        if should_reclaim_retry(k, order, alloc_flags, progress > 0, &mut no_progress_loops) {
-            continue;
-        }
-        if progress > 0
+        let retry = should_reclaim_retry(
+            k,
+            order,
+            st.alloc_flags,
+            progress > 0,
+            &mut st.no_progress_loops,
+        ) || (progress > 0
             && should_compact_retry(
                 k,
                 order,
-                compact_result,
-                &mut compact_priority,
-                &mut compaction_retries,
-            )
-        {
+                st.compact_result,
+                &mut st.compact_priority,
+                &mut st.compaction_retries,
+            ));
+        if retry {
+            // should_reclaim_retry's cond_resched before the retry.
+            if preempt::cond_resched(k, ctx) {
+                preempt::note_stop(k, ctx, false);
+                return stop(k, gfp, order, st);
+            }
             continue;
         }
         // Reclaim has failed: the OOM killer, and a retry while it makes progress.
@@ -280,11 +345,28 @@ fn alloc_pages_slowpath(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> 
             return page;
         }
         if did_some_progress {
-            no_progress_loops = 0;
+            st.no_progress_loops = 0;
             continue;
         }
         return None;
     }
+}
+
+/// __perform_reclaim with its cond_resched before and after try_to_free_pages: None when
+/// the task stops at one of them or inside reclaim (`dr` says where).
+fn perform_reclaim(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, dr: &mut DirectReclaim) -> Option<u64> {
+    if !dr.started && preempt::cond_resched(k, ctx) {
+        preempt::note_stop(k, ctx, false);
+        return None;
+    }
+    let reclaiming = dr.priority.is_some();
+    let progress = do_try_to_free_pages(k, ctx, gfp, dr, true)?;
+    if reclaiming && preempt::cond_resched(k, ctx) {
+        // Stopped after reclaim: `dr` is done and resumes with its progress.
+        preempt::note_stop(k, ctx, false);
+        return None;
+    }
+    Some(progress)
 }
 
 /// __alloc_pages_may_oom: one last try at the high watermark (a parallel OOM kill may have
@@ -327,8 +409,24 @@ pub(super) fn alloc_pages_direct_reclaim(
     alloc_flags: AllocFlags,
 ) -> (Option<u32>, u64) {
     let progress = try_to_free_pages(k, ctx, gfp, order);
+    (
+        direct_reclaim_alloc(k, ctx, gfp, order, alloc_flags, progress),
+        progress,
+    )
+}
+
+/// __alloc_pages_direct_reclaim after __perform_reclaim made `progress`: the free lists, then
+/// again after draining the per-CPU lists.
+fn direct_reclaim_alloc(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    gfp: Gfp,
+    order: u32,
+    alloc_flags: AllocFlags,
+    progress: u64,
+) -> Option<u32> {
     if progress == 0 {
-        return (None, 0);
+        return None;
     }
     let mut page = get_page_from_freelist(k, ctx, gfp, order, alloc_flags);
     if page.is_none() {
@@ -336,7 +434,7 @@ pub(super) fn alloc_pages_direct_reclaim(
         k.zone.drain_all_pages(ctx);
         page = get_page_from_freelist(k, ctx, gfp, order, alloc_flags);
     }
-    (page, progress)
+    page
 }
 
 /// __alloc_pages_direct_compact: compaction, then the free lists; `page` of the outcome is

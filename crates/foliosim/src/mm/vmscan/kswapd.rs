@@ -115,6 +115,7 @@ pub fn kswapd_run(k: &mut Kernel, ctx: &mut Ctx) -> u64 {
         // clear_pgdat_congested (prepare_kswapd_sleep).
         k.pagecache.pgdat_dirty = false;
         k.pagecache.pgdat_writeback = false;
+        k.pagecache.lruvec_congested = false;
     }
     reclaimed
 }
