@@ -480,7 +480,7 @@ impl Table {
             (Some(ids), _) => ids.clone(),
             (None, Some(g)) => rows
                 .iter()
-                .filter(|r| &r.group == g)
+                .filter(|r| &r.group == g && r.value.is_some())
                 .map(|r| r.id.clone())
                 .collect(),
             (None, None) => rows
