@@ -106,11 +106,21 @@ pub fn at(
         }
     }
     let cov = invert(&fisher);
+    // Beyond ×/÷ e^FLAT_SIGMA_LN (a factor of ~1000) the rows say nothing about the cost.
+    const FLAT_SIGMA_LN: f64 = 7.0;
     let sigma_ln = (0..n)
-        .map(|j| cov.as_ref().map(|c| c[j][j].max(0.0).sqrt()))
+        .map(|j| {
+            cov.as_ref()
+                .map(|c| c[j][j].max(0.0).sqrt())
+                .filter(|&s| s < FLAT_SIGMA_LN)
+        })
         .collect();
     let sigma_ln_alone = (0..n)
-        .map(|j| (fisher[j][j] > 0.0).then(|| 1.0 / fisher[j][j].sqrt()))
+        .map(|j| {
+            (fisher[j][j] > 0.0)
+                .then(|| 1.0 / fisher[j][j].sqrt())
+                .filter(|&s| s < FLAT_SIGMA_LN)
+        })
         .collect();
     let spread = (0..rows)
         .map(|r| {

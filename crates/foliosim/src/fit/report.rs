@@ -37,8 +37,8 @@ impl Fit {
                 "{:<26} {:>12.1} {:>9} {:>9} {:>22} {:>18}{}\n",
                 f.cost,
                 f.value,
-                opt(f.factor, 2),
-                opt(f.factor_alone, 2),
+                f.factor.map_or("flat".into(), |k| format!("{k:.2}")),
+                f.factor_alone.map_or("flat".into(), |k| format!("{k:.2}")),
                 format!("{} ..= {}", f.low, f.high),
                 match (f.prior, f.prior_factor) {
                     (Some(p), Some(k)) => format!("{p} ×/÷ {k}"),
