@@ -47,8 +47,9 @@ pub fn invert(m: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
             if r != c {
                 let f = a[r][c];
                 if f != 0.0 {
-                    for k in 0..2 * n {
-                        a[r][k] -= f * a[c][k];
+                    let pivot = a[c].clone();
+                    for (x, p) in a[r].iter_mut().zip(&pivot) {
+                        *x -= f * p;
                     }
                 }
             }

@@ -222,7 +222,7 @@ pub fn check_free(field: &str, f: &Free) -> Result<(), FitError> {
     }
     if f.low > f.high {
         return Err(bad(
-            format!("{field}"),
+            field,
             format!(
                 "bounds of `{}`: low {} > high {}; allowed: low <= high",
                 f.cost, f.low, f.high
@@ -361,7 +361,7 @@ impl Table {
                 Experiment::Base { .. } => {
                     if r.kernel.is_some() || r.size.is_some() {
                         return Err(bad(
-                            format!("{field}"),
+                            field.clone(),
                             "`kernel`/`size` are for builtin seed000 rows; use `set` with a base",
                         ));
                     }
@@ -375,7 +375,7 @@ impl Table {
             if let (Some(v), Some(s)) = (r.value, r.std) {
                 if !v.is_finite() || !(s >= 0.0 && s.is_finite()) {
                     return Err(bad(
-                        format!("{field}"),
+                        field.clone(),
                         format!("value {v}, std {s}; allowed: finite, std >= 0"),
                     ));
                 }
