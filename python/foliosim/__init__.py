@@ -41,6 +41,8 @@ __all__ = [
     "plot_timeseries",
     "sweep",
     "compare",
+    "fit",
+    "FitResult",
     "load_sweep",
     "__version__",
 ]
@@ -381,6 +383,92 @@ def reproduce(seed: Union[str, int] = "000", scale: float = 1.0, seeds: int = 1)
     df.attrs["scale"] = report["scale"]
     df.attrs["seeds"] = report["seeds"]
     return df
+
+
+class FitResult:
+    """The result of :func:`fit`.
+
+    ``costs``: one row per free cost (fitted value, ×/÷ one standard deviation from the
+    curvature with the others re-fitted and held, bounds, prior, ``at_bound``, source).
+    ``rows``: one row per table row (fitted or predicted, published mean and std, predicted,
+    the simulator's seed std, the fit's spread, error, z, inside the published spread).
+    ``loo``: leave-one-out predictions (empty unless ``loo=True``). ``costs_toml``: the costs
+    file (every cost with where it came from; ``output=`` writes it). ``report``: the raw dict.
+    """
+
+    def __init__(self, report: dict, costs_toml: str):
+        self.report = report
+        self.costs_toml = costs_toml
+        fit = report["fit"]
+        self.costs = pd.DataFrame(fit["free"])
+        self.rows = pd.DataFrame(fit["rows"])
+        self.loo = pd.DataFrame(report["loo"])
+        self.warnings = list(fit["warnings"])
+        self.chi2 = fit["chi2"]
+        self.fit_rows = list(fit["fit_rows"])
+
+    def __repr__(self) -> str:
+        values = ", ".join(f"{r.cost}={r.value:.0f}" for r in self.costs.itertuples())
+        return f"<foliosim.FitResult {self.report['fit']['table']}: {values}; chi2 {self.chi2:.3f}>"
+
+
+def fit(
+    table: Union[str, "os.PathLike[str]"],
+    split: str = "default",
+    fit_rows: Sequence[str] | None = None,
+    free: Mapping[str, Sequence[float]] | None = None,
+    loo: bool = False,
+    scale: float | None = None,
+    seeds: int | None = None,
+    jobs: int | None = None,
+    max_iters: int = 80,
+    output: Union[str, "os.PathLike[str]", None] = None,
+) -> FitResult:
+    """Fit named costs to a published table and predict the rows left out (docs/fit.md).
+
+    ``table`` is a path to a table TOML (e.g. ``tables/seed000.toml``) or its text. ``split``:
+    ``"default"`` (the table's), ``"baseline-to-proposal"`` or ``"proposal-to-baseline"``;
+    ``fit_rows`` names the rows instead. ``free`` replaces the table's free costs:
+    ``{"tlbi_issue_ns": (5, 20000)}`` or ``(low, high, prior, prior_factor)``. ``loo`` adds
+    leave-one-out. ``scale``/``seeds`` override the table's. Deterministic; runs the rows on
+    ``jobs`` threads (default: all cores). Raises ValueError for a bad table or arguments.
+    """
+    table_dir = None
+    if isinstance(table, os.PathLike) or (isinstance(table, str) and "\n" not in table and "=" not in table):
+        path = Path(table).expanduser()
+        if not path.is_file():
+            raise FileNotFoundError(f"fit table not found: {str(table)!r}")
+        text = path.read_text(encoding="utf-8")
+        table_dir = str(path.parent)
+    elif isinstance(table, str):
+        text = table
+    else:
+        raise TypeError(f"table must be a path or TOML text, found {type(table).__name__}")
+    free_list = []
+    for name, spec in (free or {}).items():
+        spec = list(spec)
+        if len(spec) == 2:
+            free_list.append((name, float(spec[0]), float(spec[1]), None, None))
+        elif len(spec) == 4:
+            free_list.append((name, float(spec[0]), float(spec[1]), float(spec[2]), float(spec[3])))
+        else:
+            raise ValueError(f"free[{name!r}]: {spec!r}; allowed: (low, high) or (low, high, prior, prior_factor)")
+    report_json, costs_toml = _foliosim.fit_json(
+        text,
+        table_dir,
+        split,
+        list(fit_rows or []),
+        free_list,
+        bool(loo),
+        None if scale is None else float(scale),
+        None if seeds is None else int(seeds),
+        None if jobs is None else int(jobs),
+        int(max_iters),
+    )
+    result = FitResult(json.loads(report_json), costs_toml)
+    if output is not None:
+        Path(output).write_text(costs_toml, encoding="utf-8")
+    return result
 
 
 # Sweeps and compare tables (python/foliosim/_sweep.py).

@@ -7,6 +7,7 @@ use foliosim::Scenario;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::time::Instant;
 
+mod fit;
 mod record;
 mod report_out;
 mod sweep;
@@ -140,6 +141,10 @@ enum Command {
         /// Override a named cost of the profile, e.g. --cost tlb_flush_ipi_ns=0 (repeatable).
         #[arg(long = "cost", value_name = "NAME=NS")]
         costs: Vec<String>,
+        /// Load named costs from a costs file (`foliosim fit --output`, `foliosim calibrate`);
+        /// `--cost` pairs override it.
+        #[arg(long = "costs", value_name = "FILE")]
+        costs_file: Option<std::path::PathBuf>,
         /// Record the counters of each configuration's seed-1 run every DURATION of simulated
         /// time (e.g. 100ms, or auto); JSON output gets a `timeseries` list.
         #[arg(long, value_name = "DURATION")]
@@ -160,6 +165,9 @@ enum Command {
     /// Run a program on this machine (root) and record what it does to memory (mmap, munmap,
     /// madvise, brk, fork, exec, exit, page faults) as a trace for `kind = "trace"`.
     Record(record::RecordArgs),
+    /// Fit named costs to a published table (rows = scenarios with measured figures) and
+    /// predict the rows left out; writes a costs file saying where every number came from.
+    Fit(fit::FitArgs),
 }
 
 fn load(path: &std::path::Path) -> Result<Scenario> {
@@ -279,6 +287,7 @@ fn main() -> Result<()> {
             format,
             check_invariants,
             costs,
+            costs_file,
             sample_interval,
             html,
         } => {
@@ -314,7 +323,18 @@ fn main() -> Result<()> {
                 bar.set_position(done as u64);
             };
             let wall = Instant::now();
-            let costs = parse_costs(&costs)?;
+            let mut costs = parse_costs(&costs)?;
+            if let Some(path) = &costs_file {
+                for (name, value) in foliosim::fit::costs_file::load(path)? {
+                    costs.entry(name).or_insert(value);
+                }
+                let mut probe =
+                    seed000::scenario(foliosim::scenario::KernelVersion::V6_10, "4K", 0.05, 1);
+                probe.costs = costs.clone();
+                probe
+                    .validate()
+                    .with_context(|| format!("costs from {}", path.display()))?;
+            }
             // Every seed's reproduce takes the same arguments; its report is Serialize and
             // prints its own table.
             // The seed-1 run of each configuration is kept for time series and the report.
@@ -368,6 +388,7 @@ fn main() -> Result<()> {
         Command::Sweep(args) => return sweep::sweep(args),
         Command::Compare(args) => return sweep::compare(args),
         Command::Record(args) => return record::record(args),
+        Command::Fit(args) => return fit::fit(args),
         Command::Validate {
             scenarios,
             live,

@@ -130,6 +130,95 @@ fn reproduce_000_json(py: Python<'_>, scale: f64, seeds: u32) -> PyResult<String
     serde_json::to_string(&report).map_err(|e| PyRuntimeError::new_err(e.to_string()))
 }
 
+/// Fit free costs to a published table (TOML text; a `base` scenario path is relative to
+/// `table_dir`) and predict the rows left out; return (report JSON, costs file TOML).
+/// `free` replaces the table's free costs: (name, low, high, prior, prior_factor) tuples.
+///
+/// Raises ValueError for a bad table or arguments, RuntimeError if a run fails.
+#[pyfunction]
+#[pyo3(signature = (table_toml, table_dir = None, split = "default", fit_rows = vec![], free = vec![], loo = false, scale = None, seeds = None, jobs = None, max_iters = 80))]
+#[allow(clippy::too_many_arguments, clippy::type_complexity)]
+fn fit_json(
+    py: Python<'_>,
+    table_toml: &str,
+    table_dir: Option<String>,
+    split: &str,
+    fit_rows: Vec<String>,
+    free: Vec<(String, f64, f64, Option<f64>, Option<f64>)>,
+    loo: bool,
+    scale: Option<f64>,
+    seeds: Option<u32>,
+    jobs: Option<usize>,
+    max_iters: u64,
+) -> PyResult<(String, String)> {
+    use foliosim::fit::{self, table::Experiment, FitError, FitOptions, Free, Split, Table};
+    let value_err = |e: FitError| PyValueError::new_err(e.to_string());
+    let mut table =
+        catch(|| Table::from_toml_str(table_toml, table_dir.as_deref().map(std::path::Path::new)))?
+            .map_err(value_err)?;
+    if let Some(scale) = scale {
+        match &mut table.experiment {
+            Experiment::Seed000 { scale: s } if scale > 0.0 && scale <= 4.0 => *s = scale,
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "scale: {scale}; allowed: 0 < scale <= 4, for builtin experiments"
+                )))
+            }
+        }
+    }
+    if let Some(seeds) = seeds {
+        if seeds == 0 {
+            return Err(PyValueError::new_err("seeds: found 0; allowed: >= 1"));
+        }
+        table.seeds = seeds;
+    }
+    if !free.is_empty() {
+        table.free = free
+            .into_iter()
+            .enumerate()
+            .map(|(i, (cost, low, high, prior, prior_factor))| {
+                let f = Free {
+                    cost,
+                    low,
+                    high,
+                    prior,
+                    prior_factor: prior.map(|_| prior_factor.unwrap_or(10.0)),
+                    source: "set from Python (foliosim.fit free=)".into(),
+                };
+                fit::table::check_free(&format!("free[{i}]"), &f).map(|_| f)
+            })
+            .collect::<Result<_, _>>()
+            .map_err(value_err)?;
+    }
+    let split = if fit_rows.is_empty() {
+        Split::parse(split).map_err(value_err)?
+    } else {
+        Split::Rows(fit_rows)
+    };
+    let opts = FitOptions {
+        split,
+        jobs: jobs.unwrap_or_else(foliosim::sweep::local::default_jobs),
+        max_iters,
+        loo,
+        ..FitOptions::default()
+    };
+    without_gil(py, move || {
+        let report = fit::fit(&table, &opts).map_err(|e| match e {
+            FitError::Run { .. } | FitError::Solver(_) => PyRuntimeError::new_err(e.to_string()),
+            e => PyValueError::new_err(e.to_string()),
+        })?;
+        let cited = table
+            .cited
+            .iter()
+            .map(|c| (c.cost.clone(), c.source.clone()))
+            .collect();
+        let costs = fit::costs_file::render(&report.fit, &cited).map_err(value_err)?;
+        let json =
+            serde_json::to_string(&report).map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        Ok((json, costs))
+    })
+}
+
 /// Parse a scenario and return it as TOML with every default written out.
 #[pyfunction]
 fn scenario_defaults_toml(scenario_toml: &str) -> PyResult<String> {
@@ -151,6 +240,7 @@ fn _foliosim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_live_json, m)?)?;
     m.add_function(wrap_pyfunction!(reproduce_000_json, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_defaults_toml, m)?)?;
+    m.add_function(wrap_pyfunction!(fit_json, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
     sweep::register(m)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

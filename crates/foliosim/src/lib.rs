@@ -6,6 +6,7 @@
 
 pub mod content;
 pub mod engine;
+pub mod fit;
 pub mod footprint;
 pub mod hw;
 pub mod mm;

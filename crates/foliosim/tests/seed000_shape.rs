@@ -1,17 +1,29 @@
 //! Seed 000's shape, scaled down (sizes x0.03, the scheduler slice with them), invariants on,
-//! on the seed's machine (arm64 VM, 8 CPUs, broadcast TLBI, contpte).
-//! What holds (docs/seed000.md): the per-size counters; 6.10 64K much faster than 4K and than
-//! 6.9 64K; 2M fastest on both kernels; no IPIs; one DSB per swapped-out folio. What does not:
-//! the magnitudes (2M and 6.10 64K are 3-7x the seed's gain) and the sign of 6.9 64K (the seed:
-//! -9%; here faster than 4K). Those are asserted only as bands, so a change that moves them is
-//! seen and docs/seed000.md updated.
+//! on the seed's machine (arm64 VM, 8 CPUs, broadcast TLBI, contpte), with the costs fitted on
+//! the seed's 6.9 rows only (costs/seed000-fit-6.9.toml, `foliosim fit tables/seed000.toml`;
+//! docs/fit.md). What is asserted is the seed's table, never today's output:
+//! - the counters as the kernels behave (6.9 splits every 64K folio, 6.10 swaps it whole, 2M
+//!   whole on both; no IPIs on arm64; a DSB per swapped-out folio);
+//! - the seed's ordering on both kernels, the 6.9 64K regression's sign included;
+//! - the stated tolerance (docs/seed000.md): every row within 3 of the seed's standard
+//!   deviations of the seed's mean, the fitted 6.9 rows and the predicted 6.10 rows alike
+//!   (the 6.10 64K prediction is the known miss: +15..+22 points, 1.8..2.7 std, over the seed).
 
-use foliosim::reproduce::seed000::{reproduce, Report, Row};
+use foliosim::reproduce::seed000::{reproduce_with_costs, Report, Row};
 use std::sync::OnceLock;
+
+const FITTED: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../costs/seed000-fit-6.9.toml"
+);
 
 fn report() -> &'static Report {
     static REPORT: OnceLock<Report> = OnceLock::new();
-    REPORT.get_or_init(|| reproduce(0.03, 1, true, &mut |_, _| {}).expect("seed 000 runs"))
+    REPORT.get_or_init(|| {
+        let costs = foliosim::fit::costs_file::load(std::path::Path::new(FITTED))
+            .expect("the fitted costs file");
+        reproduce_with_costs(0.03, 1, true, &costs, &mut |_, _| {}).expect("seed 000 runs")
+    })
 }
 
 fn row(kernel: &str, size: &str) -> &'static Row {
@@ -20,6 +32,10 @@ fn row(kernel: &str, size: &str) -> &'static Row {
         .iter()
         .find(|r| r.kernel == kernel && r.size == size)
         .unwrap()
+}
+
+fn rel(kernel: &str, size: &str) -> f64 {
+    row(kernel, size).mean_rel_pct
 }
 
 #[test]
@@ -49,45 +65,38 @@ fn pmd_thp_goes_whole_on_both_kernels() {
 }
 
 #[test]
-fn throughput_ordering_matches_the_seed() {
-    let rel = |k, s| row(k, s).mean_rel_pct;
-    // 6.10: 64K clearly faster than 4K; 2M fastest on both kernels.
-    assert!(rel("6.10", "64K") > rel("6.10", "4K") + 20.0);
+fn throughput_ordering_is_the_seeds() {
+    // Seed: 6.9 4K 0.0, 64K -9.1, 2M +88.9; 6.10 4K +0.5, 64K +44.7, 2M +93.3.
     for k in ["6.9", "6.10"] {
         assert!(
             rel(k, "2M") > rel(k, "64K") && rel(k, "2M") > rel(k, "4K"),
-            "{k}"
+            "{k}: 2M fastest"
         );
     }
-    // Splitting before swap-out costs 64K most of its advantage.
-    assert!(rel("6.10", "64K") > rel("6.9", "64K") + 50.0);
-    // The order-0 path is the same allocator code on both kernels.
-    assert!((rel("6.9", "4K") - rel("6.10", "4K")).abs() < 1.0);
+    assert!(rel("6.10", "64K") > rel("6.10", "4K"), "6.10: 64K beats 4K");
+    assert!(
+        rel("6.9", "64K") < rel("6.9", "4K"),
+        "6.9: splitting before swap-out makes 64K slower than 4K (the regression's sign): {}",
+        rel("6.9", "64K")
+    );
+    assert!(rel("6.10", "64K") > rel("6.9", "64K"), "the series' gain");
+    // The order-0 path is the same allocator code on both kernels (seed: 0.0 vs 0.5, std 3).
+    assert!((rel("6.9", "4K") - rel("6.10", "4K")).abs() < 3.1);
 }
 
 #[test]
-fn magnitudes_stay_in_the_documented_bands() {
-    let rel = |k, s| row(k, s).mean_rel_pct;
-    // docs/seed000.md: the seed's -9% does not emerge; the model gives +40..+80%.
-    assert!(
-        (0.0..150.0).contains(&rel("6.9", "64K")),
-        "{}",
-        rel("6.9", "64K")
-    );
-    // Seed +45% / +89..93%: the model overshoots (per-4K-folio kernel work is large against
-    // the per-page memory streams on the borrowed x86 costs).
-    assert!(
-        (100.0..800.0).contains(&rel("6.10", "64K")),
-        "{}",
-        rel("6.10", "64K")
-    );
-    for k in ["6.9", "6.10"] {
-        assert!(
-            (200.0..1500.0).contains(&rel(k, "2M")),
-            "{k}: {}",
-            rel(k, "2M")
-        );
+fn every_row_is_within_three_seed_stds_of_the_seed() {
+    let mut misses = vec![];
+    for r in &report().rows {
+        let err = r.mean_rel_pct - r.seed_mean_rel_pct;
+        if err.abs() > 3.0 * r.seed_std_rel_pct {
+            misses.push(format!(
+                "{} {}: ours {:+.1}%, seed {:+.1}% (std {:.1})",
+                r.kernel, r.size, r.mean_rel_pct, r.seed_mean_rel_pct, r.seed_std_rel_pct
+            ));
+        }
     }
+    assert!(misses.is_empty(), "{misses:?}");
 }
 
 #[test]

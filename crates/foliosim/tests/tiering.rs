@@ -168,5 +168,11 @@ fn migrc_defers_the_flushes_of_read_only_demotions_and_flushes_before_reuse() {
         done > 0 && done < req,
         "owed flushes coalesce: {done} of {req}"
     );
-    assert!(migrc < eager, "fewer shootdowns: {migrc} vs {eager}");
+    // The runs churn differently (the flushes' timing moves the scheduler), so compare the
+    // shootdowns per demoted page.
+    let per_page = |flushes: u64, demoted: u64| flushes as f64 / demoted as f64;
+    assert!(
+        per_page(migrc, demoted) < 0.9 * per_page(eager, eager_demoted),
+        "fewer shootdowns per demoted page: {migrc}/{demoted} vs {eager}/{eager_demoted}"
+    );
 }

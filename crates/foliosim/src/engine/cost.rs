@@ -10,10 +10,10 @@
 use serde::Serialize;
 
 macro_rules! cost_model {
-    ($( $(#[$doc:meta])* $name:ident = $default:expr ;)*) => {
+    ($( $(#[doc = $doc:literal])* $name:ident = $default:expr ;)*) => {
         #[derive(Debug, Clone, Serialize, PartialEq)]
         pub struct CostModel {
-            $( $(#[$doc])* pub $name: u64, )*
+            $( $(#[doc = $doc])* pub $name: u64, )*
         }
 
         impl CostModel {
@@ -22,6 +22,23 @@ macro_rules! cost_model {
 
             fn vm_6_18_2cpu() -> CostModel {
                 CostModel { $( $name: $default ),* }
+            }
+
+            /// A cost's value by name.
+            pub fn get(&self, name: &str) -> Option<u64> {
+                match name {
+                    $( stringify!($name) => Some(self.$name), )*
+                    _ => None,
+                }
+            }
+
+            /// A cost's documentation (what it is and where its default comes from: measured,
+            /// fit, cited or estimate), as written above; for costs files' provenance.
+            pub fn doc(name: &str) -> Option<&'static str> {
+                match name {
+                    $( stringify!($name) => Some(concat!($($doc, "\n"),*)), )*
+                    _ => None,
+                }
             }
 
             /// Override one cost by name; false if there is no such cost.
@@ -394,5 +411,8 @@ mod tests {
         }
         assert_eq!(c.fault_folio_ns(4), 7);
         assert!(!c.set("no_such_cost", 1));
+        assert_eq!(c.get("fault_4k_ns"), Some(7));
+        assert!(CostModel::doc("tlb_dsb_ns").unwrap().contains("Dev Jain"));
+        assert!(CostModel::doc("no_such_cost").is_none());
     }
 }

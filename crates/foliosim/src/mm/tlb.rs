@@ -29,6 +29,11 @@ pub trait TlbArch: Sync {
     /// migration entries, TTU_BATCH_FLUSH, try_to_unmap_flush) and remap_page.
     fn split_folio(&self, k: &mut Kernel, ctx: &mut Ctx, mm: u32, order: u32, pmd_mapped: bool);
 
+    /// folio_referenced found the folio young and cleared its access flags
+    /// (ptep_clear_flush_young per PTE, or pmdp_clear_flush_young for a PMD mapping): the TLB
+    /// work of that, for a mapped folio of `order`.
+    fn clear_flush_young(&self, k: &mut Kernel, ctx: &mut Ctx, order: u32, pmd_mapped: bool);
+
     /// pmdp_collapse_flush: khugepaged cleared the PMD over a page table of `mm` and flushes the
     /// 2 MiB range (flush_tlb_range) before copying its pages.
     fn collapse_flush(&self, k: &mut Kernel, ctx: &mut Ctx, mm: u32);

@@ -381,6 +381,9 @@ fn shrink_active_list(
             filemap::rmap::folio_referenced_file(k, ctx, pfn);
             k.folios.set(pfn, flags::WORKINGSET);
         }
+        if !file {
+            clear_flush_young(k, ctx, pfn);
+        }
         k.folios.clear(pfn, flags::ACTIVE | flags::YOUNG);
         let cg = &mut k.memcgs[memcg as usize];
         cg.lruvec.list(file, false).add_head(&mut k.folios, pfn);
@@ -563,7 +566,8 @@ pub fn shrink_folio_list(
             }
             if reclaim != Reclaim::Pageout {
                 ctx.spend(k.cost.folio_referenced_ns);
-                match folio_check_references(f, pfn) {
+                clear_flush_young(k, ctx, pfn);
+                match folio_check_references(&mut k.folios, pfn) {
                     FolioReferences::Activate => {
                         result.putback.push((pfn, true));
                         continue;
@@ -646,6 +650,20 @@ enum FolioReferences {
     /// Back to the inactive list for another trip.
     Keep,
     Reclaim,
+}
+
+/// The TLB work of folio_referenced clearing a mapped anonymous folio's young bits
+/// (folio_referenced_one -> ptep/pmdp_clear_flush_young_notify): arch-specific, nothing on x86,
+/// TLBIs on arm64 (mm/tlb/arm64.rs).
+fn clear_flush_young(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
+    let f = &k.folios;
+    if !f.test(pfn, flags::YOUNG) || f.mapcount[pfn as usize] == 0 {
+        return;
+    }
+    let order = f.order[pfn as usize] as u32;
+    let pmd_mapped = f.test(pfn, flags::PMD_MAPPED);
+    let arch = k.tlb;
+    arch.clear_flush_young(k, ctx, order, pmd_mapped);
 }
 
 /// folio_check_references for an anonymous folio with one mapping: folio_referenced tests and

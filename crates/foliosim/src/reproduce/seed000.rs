@@ -240,8 +240,16 @@ impl Report {
              throughput relative to the 6.9 4K mean; seed = Ryan Roberts' 24-run table\n\n",
             self.scale, self.seeds
         );
+        // Only what differs from the profile (a costs file lists every cost).
+        let profile = crate::engine::cost::CostModel::profile("arm64-vm-8cpu");
         for (name, value) in &self.costs {
-            out.push_str(&format!("cost override: {name} = {value} ns\n"));
+            let same = profile
+                .as_ref()
+                .and_then(|p| p.get(name))
+                .is_some_and(|v| v == value.round() as u64);
+            if !same {
+                out.push_str(&format!("cost override: {name} = {value} ns\n"));
+            }
         }
         out.push_str(
             "kernel size | seed mean_rel  std | ours mean_rel  std |  MiB/s | swpout  swpout_fallback  split | pswpout  thp_swpout  remote_flush\n",

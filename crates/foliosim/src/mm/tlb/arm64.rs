@@ -97,6 +97,21 @@ impl TlbArch for Arm64Tlbi {
         Self::dsb(k, ctx);
     }
 
+    fn clear_flush_young(&self, k: &mut Kernel, ctx: &mut Ctx, order: u32, pmd_mapped: bool) {
+        if pmd_mapped {
+            // pmdp_clear_flush_young -> flush_pmd_tlb_range: one TLBI for the block, waited for.
+            Self::flush_range_sync(k, ctx, 1);
+            return;
+        }
+        // __ptep_clear_flush_young: a TLBI per young PTE, no DSB (a stale young entry only
+        // risks reclaiming a page in use). A contpte block is cleared whole and flushed whole
+        // at page stride (contpte_ptep_clear_flush_young -> __flush_tlb_range_nosync): 16
+        // TLBIs for the block, so one per page either way. Every PTE is young here: the
+        // workload touched each page once since the last check.
+        let nr = 1u64 << order;
+        charge(k, ctx, TlbCost::TlbiIssue, k.cost.tlbi_issue_ns * nr);
+    }
+
     fn collapse_flush(&self, k: &mut Kernel, ctx: &mut Ctx, mm: u32) {
         // __flush_tlb_range of 2 MiB at page stride reaches MAX_DVM_OPS without FEAT_TLBIRANGE:
         // one TLBI ASIDE1IS for the whole mm, then the DSB.

@@ -31,6 +31,11 @@ impl TlbArch for X86Ipi {
         }
     }
 
+    fn clear_flush_young(&self, _k: &mut Kernel, _ctx: &mut Ctx, _order: u32, _pmd_mapped: bool) {
+        // x86's ptep_clear_flush_young clears the accessed bit without a flush (a stale TLB
+        // entry only delays the next A-bit update), and its pmdp_clear_flush_young likewise.
+    }
+
     fn collapse_flush(&self, k: &mut Kernel, ctx: &mut Ctx, mm: u32) {
         // flush_tlb_mm_range over 512 pages: above tlb_single_page_flush_ceiling, a full flush
         // here and on every other CPU of mm_cpumask.

@@ -1,0 +1,184 @@
+//! Running a table's rows at given cost values: every (point, row, seed) run on a pool of
+//! threads, results kept in a cache keyed by the costs as the model uses them (whole ns), and
+//! collected in row order, so which thread ran what changes nothing.
+
+use super::table::{Row, Table};
+use super::FitError;
+use crate::sweep::record::metrics_of;
+use crate::RunResult;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// Cost values by name (ns).
+pub type Costs = BTreeMap<String, f64>;
+
+/// A row's figure at one point: mean and sample std over the seeds, in the table's unit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Figure {
+    pub mean: f64,
+    pub std: f64,
+}
+
+type Key = (Vec<(String, u64)>, usize, u64);
+
+pub struct Evaluator<'t> {
+    pub table: &'t Table,
+    pub jobs: usize,
+    cache: Mutex<BTreeMap<Key, f64>>,
+    /// Simulator runs made so far (cache misses).
+    pub runs: AtomicUsize,
+}
+
+/// The value of `metric` in a run: a sweep metric (`usemem.throughput_bytes_per_s`,
+/// `simulated_ns`, `lock.<name>.wait_ns_total`, ...) or a counter (`pswpout`,
+/// `hugepages-64kB/stats/swpout`, ...).
+pub fn metric_value(r: &RunResult, metric: &str) -> Option<f64> {
+    if let Some(v) = metrics_of(r).get(metric) {
+        return Some(v.as_f64());
+    }
+    r.counters.get(metric).map(|&v| v as f64)
+}
+
+fn key_costs(costs: &Costs) -> Vec<(String, u64)> {
+    // The model rounds every cost to whole ns (mm::Kernel::new): so does the cache.
+    costs
+        .iter()
+        .map(|(k, v)| (k.clone(), v.round() as u64))
+        .collect()
+}
+
+impl<'t> Evaluator<'t> {
+    pub fn new(table: &'t Table, jobs: usize) -> Evaluator<'t> {
+        Evaluator {
+            table,
+            jobs: jobs.max(1),
+            cache: Mutex::new(BTreeMap::new()),
+            runs: AtomicUsize::new(0),
+        }
+    }
+
+    fn run_one(&self, row: &Row, seed: u64, costs: &Costs) -> Result<f64, FitError> {
+        let s = self.table.scenario(row, seed, costs)?;
+        let r = crate::run(&s).map_err(|e| FitError::Run {
+            row: row.id.clone(),
+            message: e.to_string(),
+        })?;
+        metric_value(&r, &row.metric).ok_or_else(|| FitError::Table {
+            field: format!("row `{}`.metric", row.id),
+            message: format!(
+                "`{}` is neither a run metric nor a counter of this run (e.g. \
+                 usemem.throughput_bytes_per_s, simulated_ns, pswpout)",
+                row.metric
+            ),
+        })
+    }
+
+    /// Raw metric values of `rows` (and the rows they are relative to) at every point, one per
+    /// seed: `out[point][row][seed]`, rows not asked for left empty.
+    fn raw(&self, points: &[Costs], rows: &[usize]) -> Result<Vec<Vec<Vec<f64>>>, FitError> {
+        let rows = self.table.with_references(rows);
+        let seeds = self.table.seeds as u64;
+        let keys: Vec<Vec<(String, u64)>> = points.iter().map(key_costs).collect();
+        let mut todo: Vec<(usize, usize, u64)> = vec![];
+        {
+            let cache = self.cache.lock().unwrap();
+            for (p, k) in keys.iter().enumerate() {
+                for &r in &rows {
+                    for seed in 1..=seeds {
+                        let key = (k.clone(), r, seed);
+                        let queued = todo
+                            .iter()
+                            .any(|&(q, qr, qs)| qr == r && qs == seed && keys[q] == *k);
+                        if !cache.contains_key(&key) && !queued {
+                            todo.push((p, r, seed));
+                        }
+                    }
+                }
+            }
+        }
+        let next = AtomicUsize::new(0);
+        let results: Vec<Mutex<Option<Result<f64, FitError>>>> =
+            todo.iter().map(|_| Mutex::new(None)).collect();
+        std::thread::scope(|scope| {
+            for _ in 0..self.jobs.min(todo.len()) {
+                scope.spawn(|| loop {
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(&(p, r, seed)) = todo.get(i) else {
+                        break;
+                    };
+                    let v = self.run_one(&self.table.rows[r], seed, &points[p]);
+                    let failed = v.is_err();
+                    *results[i].lock().unwrap() = Some(v);
+                    if failed {
+                        // No new run starts; the others finish.
+                        next.store(todo.len(), Ordering::Relaxed);
+                    }
+                });
+            }
+        });
+        self.runs.fetch_add(todo.len(), Ordering::Relaxed);
+        let mut cache = self.cache.lock().unwrap();
+        // The first error in plan order, so the message does not depend on thread timing.
+        for (i, &(p, r, seed)) in todo.iter().enumerate() {
+            match results[i].lock().unwrap().take() {
+                Some(Ok(v)) => {
+                    cache.insert((keys[p].clone(), r, seed), v);
+                }
+                Some(Err(e)) => return Err(e),
+                None => {}
+            }
+        }
+        let mut out = vec![vec![vec![]; self.table.rows.len()]; points.len()];
+        for (p, k) in keys.iter().enumerate() {
+            for &r in &rows {
+                out[p][r] = (1..=seeds)
+                    .map(|seed| {
+                        cache
+                            .get(&(k.clone(), r, seed))
+                            .copied()
+                            .ok_or_else(|| FitError::Run {
+                                row: self.table.rows[r].id.clone(),
+                                message: "not run (an earlier run failed)".into(),
+                            })
+                    })
+                    .collect::<Result<_, _>>()?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Each row's figure at every point (`None` for rows not asked for).
+    pub fn figures(
+        &self,
+        points: &[Costs],
+        rows: &[usize],
+    ) -> Result<Vec<Vec<Option<Figure>>>, FitError> {
+        let raw = self.raw(points, rows)?;
+        Ok(raw
+            .iter()
+            .map(|per_row| {
+                (0..self.table.rows.len())
+                    .map(|r| {
+                        if !rows.contains(&r) {
+                            return None;
+                        }
+                        let values: Vec<f64> = match &self.table.rows[r].relative_to {
+                            Some(b) => {
+                                let b = &per_row[self.table.row(b).expect("checked")];
+                                let base = b.iter().sum::<f64>() / b.len() as f64;
+                                per_row[r]
+                                    .iter()
+                                    .map(|v| 100.0 * (v / base - 1.0))
+                                    .collect()
+                            }
+                            None => per_row[r].clone(),
+                        };
+                        let (mean, std) = crate::reproduce::seed000::mean_std(&values);
+                        Some(Figure { mean, std })
+                    })
+                    .collect()
+            })
+            .collect())
+    }
+}
