@@ -20,13 +20,41 @@ pub fn parse_vmstat(text: &str) -> Snapshot {
         .collect()
 }
 
-/// /proc/vmstat plus every hugepages-*/stats/* file and khugepaged's counters.
+/// /proc/vmstat plus every hugepages-*/stats/* file, khugepaged's counters and the "TLB
+/// shootdowns" line of /proc/interrupts.
 pub fn snapshot() -> Snapshot {
     let mut out = fs::read_to_string("/proc/vmstat")
         .map(|t| parse_vmstat(&t))
         .unwrap_or_default();
     read_mthp_stats(Path::new(THP_DIR), &mut out);
     read_khugepaged_stats(Path::new(THP_DIR), &mut out);
+    if let Ok(t) = fs::read_to_string("/proc/interrupts") {
+        out.extend(parse_tlb_interrupts(&t));
+    }
+    out
+}
+
+/// Name of the all-CPU total of /proc/interrupts' "TLB shootdowns" line; `TLB_IRQ/cpuN` per
+/// CPU.
+pub const TLB_IRQ: &str = "interrupts/TLB shootdowns";
+
+/// The x86 "TLB:" line of /proc/interrupts: one count per CPU (IPIs received), then the
+/// description. Absent (arm64 has none): nothing.
+pub fn parse_tlb_interrupts(text: &str) -> Snapshot {
+    let mut out = Snapshot::new();
+    let Some(line) = text.lines().find(|l| l.trim_start().starts_with("TLB:")) else {
+        return out;
+    };
+    let counts: Vec<u64> = line
+        .trim_start()
+        .trim_start_matches("TLB:")
+        .split_whitespace()
+        .map_while(|f| f.parse().ok())
+        .collect();
+    for (cpu, c) in counts.iter().enumerate() {
+        out.insert(format!("{TLB_IRQ}/cpu{cpu}"), *c);
+    }
+    out.insert(TLB_IRQ.to_string(), counts.iter().sum());
     out
 }
 
@@ -211,6 +239,16 @@ mod tests {
         assert_eq!(g["nr_free_pages"], -60);
         assert!(is_gauge("hugepages-64kB/stats/nr_anon"));
         assert!(!is_gauge("hugepages-64kB/stats/swpout"));
+    }
+
+    #[test]
+    fn tlb_shootdowns_per_cpu() {
+        let t = "           CPU0       CPU1\n  NMI:          0          0   Non-maskable interrupts\n TLB:    1579880    1604401   TLB shootdowns\n";
+        let s = parse_tlb_interrupts(t);
+        assert_eq!(s[&format!("{TLB_IRQ}/cpu1")], 1604401);
+        assert_eq!(s[TLB_IRQ], 1579880 + 1604401);
+        assert!(parse_tlb_interrupts("  NMI: 0 0\n").is_empty());
+        assert!(!is_gauge(TLB_IRQ));
     }
 
     #[test]

@@ -295,7 +295,14 @@ fn child_main(
         libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
         // Highest priority: other work on the host (builds, the runner) then perturbs the
         // tasks' timing far less. Runs are bounded by the live timeout. Threads inherit it.
+        // With autogroups (sched_autogroup_enabled), nice only ranks tasks within their
+        // session's group and each session's group gets an equal share: the task gets a
+        // session, hence a group, of its own, and that group the same nice. Both go with the
+        // process: nothing on the host to restore.
         libc::setpriority(libc::PRIO_PROCESS, 0, -20);
+        if libc::setsid() >= 0 {
+            let _ = std::fs::write("/proc/self/autogroup", "-20");
+        }
     }
     // The OOM killer's view of this process, as the scenario gives it (our own process only).
     if task.oom_score_adj != 0 {

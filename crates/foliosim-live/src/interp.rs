@@ -121,6 +121,9 @@ impl Process {
                 }
                 Op::Touch {
                     vma, write: true, ..
+                }
+                | Op::Access {
+                    vma, write: true, ..
                 } => {
                     written.insert(*vma);
                 }
@@ -288,6 +291,50 @@ fn touch(region: Region, first: u32, nr: u32, write: bool) -> Result<()> {
         }
     }
     std::hint::black_box(sink);
+    Ok(())
+}
+
+/// `count` loads (stores if `write`) of one word at uniformly random pages of [first,
+/// first + nr), from a seeded xorshift stream (the sim draws its own; both are uniform).
+fn access(region: Region, first: u32, nr: u32, count: u64, write: bool, seed: u64) -> Result<()> {
+    if (first as usize + nr as usize) * PAGE_SIZE > region.len || nr == 0 {
+        bail!("access: pages {first}+{nr} beyond the mapping");
+    }
+    let mut x = seed | 1;
+    let mut sink = 0u64;
+    for _ in 0..count {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let page = first as usize + (x % nr as u64) as usize;
+        let word = ((x >> 32) as usize % (PAGE_SIZE / 8)) * 8;
+        // SAFETY: within page `page` of our mapping (writable when `write`).
+        unsafe {
+            let p = region.addr.add(page * PAGE_SIZE + word) as *mut u64;
+            if write {
+                std::ptr::write_volatile(p, x);
+            } else {
+                sink = sink.wrapping_add(std::ptr::read_volatile(p));
+            }
+        }
+    }
+    std::hint::black_box(sink);
+    Ok(())
+}
+
+/// mprotect(2) of the whole region.
+fn mprotect(region: Region, prot: foliosim::mm::mprotect::Prot) -> Result<()> {
+    use foliosim::mm::mprotect::Prot;
+    let flags = match prot {
+        Prot::None => libc::PROT_NONE,
+        Prot::Read => libc::PROT_READ,
+        Prot::ReadWrite => libc::PROT_READ | libc::PROT_WRITE,
+    };
+    // SAFETY: our own mapping, whole.
+    let rc = unsafe { libc::mprotect(region.addr.cast(), region.len, flags) };
+    if rc != 0 {
+        bail!("mprotect: {}", std::io::Error::last_os_error());
+    }
     Ok(())
 }
 
@@ -466,6 +513,24 @@ pub fn interpret(proc_: &Process, ops: &[Op], report: &mut ThreadReport) -> Resu
             )?,
             Op::ReadFile { file, first, nr } => read_file(&proc_.file_path(*file)?, *first, *nr)?,
             Op::DropCaches => files::drop_caches()?,
+            Op::Access {
+                vma,
+                first,
+                nr,
+                count,
+                write,
+                ..
+            } => access(
+                proc_.vma(*vma)?,
+                *first,
+                *nr,
+                *count,
+                *write,
+                proc_.seed ^ u64::from(*vma) << 32 ^ u64::from(*first),
+            )?,
+            // The hot set is the sim's description of the code that runs here.
+            Op::TlbHotSet { .. } => {}
+            Op::Mprotect { vma, prot } => mprotect(proc_.vma(*vma)?, *prot)?,
             #[allow(unreachable_patterns)]
             other => bail!("operation {other:?} is not supported by the live backend yet"),
         }

@@ -227,13 +227,16 @@ pub fn compare(
     let counter = |r: &std::collections::BTreeMap<String, u64>, k: &str| {
         r.get(k).copied().unwrap_or(0) as f64
     };
+    // A shootdown microbenchmark makes its flush counts policy: one per operation.
+    let tlb_scenario = is_tlb_scenario(scenario);
     for (k, &s) in &sim.counters {
         let Some(&l) = live.counters.get(k) else {
             continue;
         };
         let (s, l) = (s as f64, l as f64);
         let diff = rel(s, l);
-        let check = if !is_policy(k) {
+        let policy = is_policy(k) || (tlb_scenario && k.starts_with("nr_tlb_remote_flush"));
+        let check = if !policy {
             Check::Info
         } else if s.max(l) <= min_count as f64 {
             Check::Noise
@@ -357,6 +360,7 @@ pub fn compare(
         });
     }
     rows.extend(thpscale_rows(sim, live, tolerance, min_count));
+    rows.extend(tlb_rows(sim, live, tlb_scenario, tolerance, min_count));
     let misses = rows.iter().filter(|r| r.check == Check::Miss).count();
     Comparison {
         scenario: name.into(),
@@ -418,6 +422,72 @@ fn group_key(scenario: &Scenario) -> String {
         limits,
         devices
     )
+}
+
+fn is_tlb_scenario(scenario: &Scenario) -> bool {
+    scenario
+        .workloads
+        .iter()
+        .any(|w| matches!(w, foliosim::scenario::WorkloadSpec::TlbShootdown { .. }))
+}
+
+/// The "TLB shootdowns" line of /proc/interrupts (IPIs received), all CPUs and per CPU: policy
+/// in a shootdown microbenchmark (which CPU takes them is the scheduler's: information).
+fn tlb_rows(
+    sim: &RunResult,
+    live: &LiveResult,
+    tlb_scenario: bool,
+    tolerance: f64,
+    min_count: u64,
+) -> Vec<Row> {
+    use crate::counters::TLB_IRQ;
+    let Some(live_total) = live.counters.get(TLB_IRQ) else {
+        return vec![];
+    };
+    let per_cpu = sim
+        .tlb
+        .as_ref()
+        .map(|t| t.shootdowns_per_cpu.clone())
+        .unwrap_or_default();
+    let (s, l) = (per_cpu.iter().sum::<u64>() as f64, *live_total as f64);
+    let diff = rel(s, l);
+    let check = if !tlb_scenario {
+        Check::Info
+    } else if s.max(l) <= min_count as f64 {
+        Check::Noise
+    } else if diff.is_some_and(|d| d.abs() <= tolerance) {
+        Check::Ok
+    } else {
+        Check::Miss
+    };
+    let mut rows = vec![Row {
+        name: "TLB shootdowns (all CPUs)".into(),
+        sim: s,
+        live: l,
+        diff,
+        check,
+        note: if tlb_scenario {
+            "IPIs received, /proc/interrupts (live: every process on the host)".into()
+        } else {
+            "IPIs received, /proc/interrupts: lazy mm_cpumask and batching differ".into()
+        },
+    }];
+    for (cpu, &sv) in per_cpu.iter().enumerate() {
+        let lv = live
+            .counters
+            .get(&format!("{TLB_IRQ}/cpu{cpu}"))
+            .copied()
+            .unwrap_or(0);
+        rows.push(Row {
+            name: format!("TLB shootdowns cpu{cpu}"),
+            sim: sv as f64,
+            live: lv as f64,
+            diff: rel(sv as f64, lv as f64),
+            check: Check::Info,
+            note: "which CPU takes them is the scheduler's".into(),
+        });
+    }
+    rows
 }
 
 /// thpscale's own results: the share of timed faults that got a THP (mincore said resident;

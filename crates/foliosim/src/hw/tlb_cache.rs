@@ -334,6 +334,8 @@ impl CpuTlb {
 pub struct TlbCache {
     pub geometry: TlbGeometry,
     pub cpus: Vec<CpuTlb>,
+    /// arm64: broadcast TLBIs issued, each reaching every CPU.
+    pub tlbi_broadcasts: u64,
 }
 
 /// What the report shows: perf's event names summed over CPUs, /proc/interrupts per CPU.
@@ -356,6 +358,7 @@ impl TlbCache {
         TlbCache {
             geometry,
             cpus: vec![CpuTlb::new(); ncpus],
+            tlbi_broadcasts: 0,
         }
     }
 
@@ -400,11 +403,9 @@ impl TlbCache {
         self.cpus[cpu].pmu.shootdowns += 1;
     }
 
-    /// arm64: `nr` broadcast TLBIs reached every CPU.
+    /// arm64: `nr` broadcast TLBIs reached every CPU (one count for all: O(1)).
     pub fn tlbi_broadcast(&mut self, nr: u64) {
-        for c in &mut self.cpus {
-            c.pmu.tlbi_received += nr;
-        }
+        self.tlbi_broadcasts += nr;
     }
 
     /// Task `task` of `mm` runs user code on `cpu` with hot set `hot`: refill what is not
@@ -604,9 +605,9 @@ impl TlbCache {
             total.dtlb_thread_flush += p.dtlb_thread_flush;
             total.stlb_any_flush += p.stlb_any_flush;
             total.shootdowns += p.shootdowns;
-            total.tlbi_received += p.tlbi_received;
             total.walk_ns += p.walk_ns;
         }
+        total.tlbi_received = self.tlbi_broadcasts;
         if total == TlbPmu::default() {
             return None;
         }
@@ -629,13 +630,13 @@ impl TlbCache {
             ("tlb_flush.dtlb_thread".to_string(), total.dtlb_thread_flush),
             ("tlb_flush.stlb_any".to_string(), total.stlb_any_flush),
         ]);
-        let arm = self.cpus.iter().any(|c| c.pmu.tlbi_received > 0);
+        let arm = self.tlbi_broadcasts > 0;
         Some(TlbReport {
             geometry: self.geometry.clone(),
             perf,
             shootdowns_per_cpu: self.cpus.iter().map(|c| c.pmu.shootdowns).collect(),
             tlbi_received_per_cpu: if arm {
-                self.cpus.iter().map(|c| c.pmu.tlbi_received).collect()
+                vec![self.tlbi_broadcasts; self.cpus.len()]
             } else {
                 Vec::new()
             },

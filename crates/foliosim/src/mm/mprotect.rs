@@ -1,7 +1,9 @@
-//! mprotect(2) of a whole VMA (mm/mprotect.c): change_protection rewrites the present PTEs; a
-//! permission drop must flush their TLB entries (flush_tlb_range over the changed span), a
-//! permission grant flushes nothing (x86's pte_flags_need_flush: only dropped rights need a
-//! flush; arm64 elides it too since 6.x).
+//! mprotect(2) of a whole VMA (mm/mprotect.c): change_protection rewrites the present PTEs and
+//! flushes the TLB over the changed span (flush_tlb_range) when the change needs it: always
+//! for a permission drop; for a grant of write only where the architecture flushes on any
+//! change of the writable bit (x86's pte_flags_need_flush; arm64 does not,
+//! `TlbArch::flush_on_write_grant`). Anonymous private pages become writable at once
+//! (can_change_pte_writable: exclusive anon pages).
 
 use super::Kernel;
 use crate::engine::Ctx;
@@ -30,8 +32,10 @@ impl Prot {
 pub fn mprotect(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, prot: Prot) {
     ctx.spend(k.cost.syscall_ns);
     k.mms[mm as usize].mmap_lock.write_lock(ctx);
+    let arch = k.tlb;
     let v = k.mms[mm as usize].vma_mut(vma);
-    let dropped = prot < v.prot;
+    let write_changed = (prot == Prot::ReadWrite) != (v.prot == Prot::ReadWrite);
+    let needs_flush = prot < v.prot || (write_changed && arch.flush_on_write_grant());
     v.prot = prot;
     // change_pte_range: every present PTE is rewritten; the flush covers the span changed.
     let mut span: Option<(u32, u32)> = None;
@@ -43,9 +47,9 @@ pub fn mprotect(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, prot: Prot) {
             span = Some(span.map_or((i, i), |(a, _)| (a, i)));
         }
     }
+    // A PTE rewrite costs as a PTE unmap (estimate).
     ctx.spend(k.cost.pte_unmap_ns * present);
-    if let (true, Some((a, b))) = (dropped, span) {
-        let arch = k.tlb;
+    if let (true, Some((a, b))) = (needs_flush, span) {
         arch.flush_range(k, ctx, mm, (b - a + 1) as u64);
     }
     k.mms[mm as usize].mmap_lock.write_unlock(ctx);

@@ -41,6 +41,13 @@ pub trait TlbArch: Sync {
     /// flush_tlb_mm_range after munmap, mprotect or MADV_DONTNEED changed `nr_pages` present
     /// PTEs of `mm` (tlb_finish_mmu, change_protection).
     fn flush_range(&self, k: &mut Kernel, ctx: &mut Ctx, mm: u32, nr_pages: u64);
+
+    /// Does making present PTEs writable need a flush? x86: any change of the RW bit does
+    /// (pte_flags_need_flush, arch/x86/include/asm/tlbflush.h); arm64 takes a spurious fault
+    /// on a stale read-only entry instead.
+    fn flush_on_write_grant(&self) -> bool {
+        true
+    }
 }
 
 /// TLB work charged outside the shared broadcast channel, for the CPU-time report.

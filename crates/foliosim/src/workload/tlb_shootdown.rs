@@ -3,13 +3,16 @@
 //! run in user space on the other CPUs, so each of its operations interrupts each of them once
 //! (flush_tlb_mm_range -> flush_tlb_multi; /proc/interrupts "TLB shootdowns").
 //!
-//! Per iteration: all threads meet at a barrier; the others read the shared region and spin
+//! Per iteration: all threads meet at a barrier; the others touch the shared region and spin
 //! `spin_ns`; thread 0 spins `lead_ns` (so the others are surely back in user space), then
 //! `ops_per_iteration` times writes the region and does its operation on it:
-//! - `munmap`: map a fresh region, write it, munmap it;
-//! - `mprotect`: write the region, mprotect it read-only (a flush), then read-write again
-//!   (a permission grant flushes nothing);
-//! - `madv_dontneed`: write the region (refaulting it), MADV_DONTNEED it.
+//! - `munmap`: map a fresh region, write it, munmap it (one flush);
+//! - `mprotect`: write the region, mprotect it read-only, then read-write again (two flushes
+//!   on x86, which flushes on any change of the writable bit; one on arm64);
+//! - `madv_dontneed`: write the region (refaulting it), MADV_DONTNEED it (one flush).
+//! The others store to the region, except under `mprotect` (a store racing the read-only
+//! window would fault): a load of a zapped page would map the shared zero page live, and
+//! thread 0's store would then break its COW with one more flush; the sim has no zero page.
 
 use super::{Op, TaskMarks, TaskSpec, WorkloadResult};
 use crate::mm::madvise::Advice;
@@ -76,7 +79,8 @@ pub fn tasks(spec: &WorkloadSpec) -> Vec<TaskSpec> {
                     parties: threads,
                 });
                 if t > 0 {
-                    ops.extend([touch(VMA_SHARED, false), Op::Compute { ns: *spin_ns }]);
+                    let write = *op != ShootdownOp::Mprotect;
+                    ops.extend([touch(VMA_SHARED, write), Op::Compute { ns: *spin_ns }]);
                     continue;
                 }
                 ops.push(Op::Compute { ns: *lead_ns });
@@ -126,10 +130,11 @@ pub fn tasks(spec: &WorkloadSpec) -> Vec<TaskSpec> {
         .collect()
 }
 
-/// The operations thread 0 did, and how many other threads each interrupts: the shootdowns
-/// to expect.
+/// The flushes thread 0's operations make (x86), times the other threads each interrupts:
+/// the shootdowns to expect.
 pub fn expected_shootdowns(spec: &WorkloadSpec) -> u64 {
     let WorkloadSpec::TlbShootdown {
+        op,
         threads,
         iterations,
         ops_per_iteration,
@@ -138,7 +143,8 @@ pub fn expected_shootdowns(spec: &WorkloadSpec) -> u64 {
     else {
         return 0;
     };
-    (*iterations as u64) * (*ops_per_iteration as u64) * (threads - 1) as u64
+    let flushes = if *op == ShootdownOp::Mprotect { 2 } else { 1 };
+    flushes * (*iterations as u64) * (*ops_per_iteration as u64) * (threads - 1) as u64
 }
 
 pub fn report(spec: &WorkloadSpec, marks: &[TaskMarks]) -> WorkloadResult {

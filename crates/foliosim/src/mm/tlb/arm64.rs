@@ -118,6 +118,10 @@ impl TlbArch for Arm64Tlbi {
         Self::flush_asid(k, ctx, mm);
     }
 
+    fn flush_on_write_grant(&self) -> bool {
+        false
+    }
+
     fn flush_range(&self, k: &mut Kernel, ctx: &mut Ctx, mm: u32, nr_pages: u64) {
         if nr_pages > MAX_DVM_OPS {
             Self::flush_asid(k, ctx, mm);
