@@ -211,6 +211,7 @@ mod tests {
             thp,
             anon_vma: false,
             ptes: vec![],
+            swap_ra: Default::default(),
         };
         let (plain, madvised) = (vma(ThpAdvice::Default), vma(ThpAdvice::Hugepage));
         let light = Gfp::TRANSHUGE_LIGHT;

@@ -77,6 +77,8 @@ pub struct Vma {
     /// that have one.
     pub anon_vma: bool,
     pub ptes: Vec<Pte>,
+    /// vma->swap_readahead_info (mm/swap_readahead.rs).
+    pub swap_ra: super::swap_readahead::SwapRaInfo,
 }
 
 /// What a file VMA maps (vm_file, vm_pgoff, VM_SHARED).
@@ -157,6 +159,7 @@ impl MmStruct {
             thp,
             anon_vma: false,
             ptes: vec![Pte::NONE; nr_pages as usize],
+            swap_ra: Default::default(),
         });
     }
 

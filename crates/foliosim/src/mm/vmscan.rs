@@ -547,6 +547,11 @@ pub fn shrink_folio_list(
     let mut tlb = TlbUnmapBatch::new(k.tlb_batched_unmap);
     let mut result = ShrinkResult::default();
     while let Some(pfn) = list.pop_front() {
+        // folio_trylock fails while a swap-in read (readahead) is in flight.
+        if filemap::folio_read_pending(k, pfn, ctx.now_ns) {
+            result.putback.push((pfn, false));
+            continue;
+        }
         let f = &mut k.folios;
         if f.test(pfn, flags::WRITEBACK) {
             if f.writeback_done_ns[pfn as usize] > ctx.now_ns {
