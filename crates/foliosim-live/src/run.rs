@@ -340,6 +340,7 @@ pub fn host_settings(scenario: &Scenario) -> Vec<(String, String)> {
             vm.compact_unevictable_allowed.map(u64::from),
         ),
         ("swappiness", vm.swappiness.map(u64::from)),
+        ("page-cluster", vm.page_cluster.map(u64::from)),
     ] {
         if let Some(v) = value {
             out.push((format!("/proc/sys/vm/{name}"), v.to_string()));

@@ -750,6 +750,15 @@ pub struct VmSysctl {
     /// `swappiness` (0 ..= 200, default 60): reclaim's anon/file balance (get_scan_count).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swappiness: Option<u32>,
+    /// `page-cluster` (0 ..= 31, default 3): swap readahead reads up to 2^page_cluster pages
+    /// around a swap fault on a device without SWP_SYNCHRONOUS_IO (VMA readahead caps it at
+    /// 2^5); 0 turns swap readahead off.
+    #[serde(
+        default,
+        alias = "page-cluster",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub page_cluster: Option<u32>,
 }
 
 /// Compressors the kernel's crypto API commonly offers (zram `comp_algorithm`, zswap `compressor`).
@@ -950,6 +959,9 @@ impl Scenario {
             .filter(|v| !(1..=3000).contains(v))
         {
             return Err(invalid("sysctl.vm.watermark_scale_factor", v, "1 ..= 3000"));
+        }
+        if let Some(v) = vm.page_cluster.filter(|&v| v > 31) {
+            return Err(invalid("sysctl.vm.page_cluster", v, "0 ..= 31"));
         }
         if let Some(v) = vm.swappiness.filter(|&v| v > 200) {
             return Err(invalid("sysctl.vm.swappiness", v, "0 ..= 200"));

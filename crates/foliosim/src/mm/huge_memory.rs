@@ -213,6 +213,7 @@ mod tests {
             ptes: vec![],
             prot: Default::default(),
             special: Vec::new(),
+            swap_ra: Default::default(),
         };
         let (plain, madvised) = (vma(ThpAdvice::Default), vma(ThpAdvice::Hugepage));
         let light = Gfp::TRANSHUGE_LIGHT;

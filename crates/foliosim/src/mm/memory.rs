@@ -1,6 +1,8 @@
 //! Faults and unmapping (mm/memory.c): the anonymous fault choosing a folio order with
-//! fallback (alloc_anon_folio, do_huge_pmd_anonymous_page), order-0 swap-in (do_swap_page), and
-//! zap of a range (zap_pte_range) freeing folios and swap entries in batches.
+//! fallback (alloc_anon_folio, do_huge_pmd_anonymous_page), swap-in (do_swap_page: outside the
+//! swap cache from zram and brd, through it with readahead from other devices:
+//! swap_readahead.rs), and zap of a range (zap_pte_range) freeing folios and swap entries in
+//! batches.
 
 use super::folio::{flags, SwapEntry, NIL};
 use super::gfp::Gfp;
@@ -15,6 +17,7 @@ use super::oom_kill::oom_error;
 use super::page_alloc::alloc_pages;
 use super::page_io::swap_read_folio;
 use super::preempt::FaultResume;
+use super::swap_readahead::{free_swap_after_fault, swap_update_readahead, swap_vma_readahead};
 use super::swap_state::folio_delete_from_swap_cache;
 use super::vmstat::{MthpStat, VmEvent};
 use super::{Kernel, MmError};
@@ -302,10 +305,12 @@ pub(super) fn map_new_folio(
     );
 }
 
-/// do_swap_page: map the page from the swap cache if its folio is still there, otherwise read
-/// it into a new folio: large when alloc_swap_folio finds a whole swapped-out mTHP (6.13+,
-/// synchronous devices), else order 0. The PTEs' slot references are dropped; a synchronous
-/// device (or a write) frees the swap copy. Returns the first page index mapped and the order.
+/// do_swap_page: map the page from the swap cache if its folio is still there; otherwise, on
+/// a synchronous device (zram, brd), read it into a new folio outside the swap cache: large
+/// when alloc_swap_folio finds a whole swapped-out mTHP (6.13+), else order 0, and free the
+/// swap copy; on any other device, read it with its neighbours through the swap cache
+/// (mm/swap_readahead.rs), keeping the slot after a read fault. Returns the first page index
+/// mapped and the order.
 /// A fault `resumed` at an order goes on with that order's allocation.
 #[allow(clippy::too_many_arguments)]
 fn do_swap_page(
@@ -324,19 +329,26 @@ fn do_swap_page(
     let memcg = k.mms[mm as usize].memcg;
     let dirty = if write { flags::DIRTY } else { 0 };
     if let Some(head) = k.swap.lookup(entry) {
-        // Still in the swap cache (e.g. under writeback): map the page of that folio.
+        // Still in the swap cache (under writeback, read ahead, or kept by an earlier read
+        // fault): wait for a read in flight (folio_lock), then map the page of that folio.
+        super::filemap::folio_wait_locked(k, ctx, head);
+        swap_update_readahead(k, mm, vma, index, head);
         let page = head + k.folios.swap_page_index(head, entry);
-        k.mms[mm as usize].vma_mut(vma).ptes[index as usize] = Pte::present(page);
-        k.folios.mapcount[head as usize] += 1;
-        k.folios.set(head, flags::YOUNG | dirty);
-        k.swap.put_refs(ctx, &k.cost, entry, 1);
-        let m = &mut k.mms[mm as usize];
-        m.rss_anon += 1;
-        m.swap_ents -= 1;
+        map_swapcache_page(k, ctx, mm, vma, index, page, entry, write);
         return Ok((index, 0));
     }
     if resumed.is_none() {
         k.vmstat.count(VmEvent::Pgmajfault, 1);
+    }
+    if !k.swap.devices[entry.dev()].map.synchronous_io {
+        // swapin_readahead: through the swap cache (mm/swap_readahead.rs).
+        let pfn = match alloc_order0_charged(k, ctx, memcg) {
+            Err(MmError::Resched) => return Err(fault_stopped(k, mm, vma, index, 0)),
+            pfn => pfn?,
+        };
+        swap_vma_readahead(k, ctx, mm, vma, index, entry, pfn, memcg);
+        map_swapcache_page(k, ctx, mm, vma, index, pfn, entry, write);
+        return Ok((index, 0));
     }
     let (pfn, start, order) = match alloc_swap_folio(k, ctx, mm, vma, index, entry, resumed)? {
         Some(found) => found,
@@ -362,6 +374,32 @@ fn do_swap_page(
     m.rss_anon += nr as u64;
     m.swap_ents -= nr as u64;
     Ok((start, order))
+}
+
+/// do_swap_page's end for a page of a swap-cache folio: map it, drop the PTE's slot
+/// reference (swap_free_nr), and free the slot if the fault was a write or swap is nearly
+/// full (should_try_to_free_swap); otherwise the folio stays cached, clean, on its slot.
+#[allow(clippy::too_many_arguments)]
+fn map_swapcache_page(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    mm: u32,
+    vma: u32,
+    index: u32,
+    page: u32,
+    entry: SwapEntry,
+    write: bool,
+) {
+    let head = k.folios.head_of(page);
+    k.mms[mm as usize].vma_mut(vma).ptes[index as usize] = Pte::present(page);
+    k.folios.mapcount[head as usize] += 1;
+    k.folios
+        .set(head, flags::YOUNG | if write { flags::DIRTY } else { 0 });
+    k.swap.put_refs(ctx, &k.cost, entry, 1);
+    let m = &mut k.mms[mm as usize];
+    m.rss_anon += 1;
+    m.swap_ents -= 1;
+    free_swap_after_fault(k, ctx, head, write);
 }
 
 /// do_swap_page for the swap PTE at `index` of `vma`, as khugepaged's

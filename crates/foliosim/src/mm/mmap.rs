@@ -127,6 +127,8 @@ pub struct Vma {
     pub prot: super::mprotect::Prot,
     /// The pages of its accessed ranges that an access cannot use as mapped (mm/access.rs).
     pub special: Vec<super::access::SpecialSet>,
+    /// vma->swap_readahead_info (mm/swap_readahead.rs).
+    pub swap_ra: super::swap_readahead::SwapRaInfo,
 }
 
 /// What a file VMA maps (vm_file, vm_pgoff, VM_SHARED).
@@ -215,6 +217,7 @@ impl MmStruct {
             ptes: vec![Pte::NONE; nr_pages as usize],
             prot: Default::default(),
             special: Vec::new(),
+            swap_ra: Default::default(),
         });
     }
 

@@ -31,6 +31,7 @@ pub mod rmap;
 pub mod shrinker;
 pub mod swap_alloc;
 pub mod swap_devstore;
+pub mod swap_readahead;
 pub mod swap_state;
 pub mod swapfile;
 pub mod swapout_fallback;
@@ -224,6 +225,8 @@ pub struct Kernel {
     pub oom: oom_kill::OomKiller,
     /// The running task's fault and allocation stopped to give up the CPU (mm/preempt.rs).
     pub current: preempt::TaskResume,
+    /// vm.page-cluster: swap readahead windows of up to 2^page_cluster pages.
+    pub page_cluster: u32,
 }
 
 impl Kernel {
@@ -395,6 +398,11 @@ impl Kernel {
                 .unwrap_or(vmscan::scan_count::DEFAULT_SWAPPINESS),
             oom: oom_kill::OomKiller::new(scenario.kernel.oom),
             current: Default::default(),
+            page_cluster: scenario
+                .sysctl
+                .vm
+                .page_cluster
+                .unwrap_or(swap_readahead::DEFAULT_PAGE_CLUSTER),
         }
     }
 

@@ -139,3 +139,56 @@ pub fn swap_read_folio(k: &mut Kernel, ctx: &mut Ctx, first: SwapEntry, order: u
     k.memcgs[memcg as usize].count(VmEvent::Pswpin, nr);
     k.vmstat.count_mthp(order, MthpStat::Swpin);
 }
+
+/// swap_read_folio for each swap-cache folio of a readahead batch (`(slot, pfn)`, the pages
+/// of `memcg`), under one plug: a zero-map slot is a fill, a zswap entry is loaded (and
+/// given up: the folio is dirty, its only copy), the rest is read from the device in one
+/// request per run of adjacent slots. The folios come locked (`flags::LOCKED`); each stays
+/// locked until its request completes (completion in `writeback_done_ns`); nobody waits here.
+pub fn swap_read_batch(k: &mut Kernel, ctx: &mut Ctx, reads: &mut [(SwapEntry, u32)], memcg: u16) {
+    reads.sort_unstable_by_key(|&(e, _)| (e.dev(), e.offset()));
+    let mut i = 0;
+    while i < reads.len() {
+        let (e, pfn) = reads[i];
+        let data = k.swap.devices[e.dev()].map.data[e.offset() as usize];
+        if data == SlotData::Zero {
+            ctx.spend(k.cost.clear_page_ns);
+            k.vmstat.count(VmEvent::SwpinZero, 1);
+            k.memcgs[memcg as usize].count(VmEvent::SwpinZero, 1);
+            k.folios.clear(pfn, flags::LOCKED);
+            i += 1;
+            continue;
+        }
+        if zswap_load(k, ctx, e, memcg) {
+            k.folios.clear(pfn, flags::LOCKED);
+            k.folios.set(pfn, flags::DIRTY);
+            i += 1;
+            continue;
+        }
+        // The run of adjacent slots on the device, one request (the plug merges the bios).
+        let mut n = 1;
+        while i + n < reads.len() && {
+            let (next, _) = reads[i + n];
+            next.dev() == e.dev()
+                && next.offset() == e.offset() + n as u32
+                && k.swap.devices[e.dev()].map.data[next.offset() as usize] == SlotData::Device
+        } {
+            n += 1;
+        }
+        ctx.spend(k.cost.bio_submit_ns);
+        super::swap_devstore::load_pages(k, ctx, e, n as u32);
+        let bytes = n as u64 * PAGE_SIZE;
+        let done = k.swap.devices[e.dev()].bdev.read(ctx, &mut k.membw, bytes);
+        for &(_, pfn) in &reads[i..i + n] {
+            match done {
+                Completion::At(done_ns) => k.folios.writeback_done_ns[pfn as usize] = done_ns,
+                Completion::Sync => k.folios.clear(pfn, flags::LOCKED),
+            }
+        }
+        k.vmstat.count(VmEvent::Pswpin, n as u64);
+        k.vmstat
+            .count(VmEvent::Pgpgin, n as u64 * super::filemap::KIB_PER_PAGE);
+        k.memcgs[memcg as usize].count(VmEvent::Pswpin, n as u64);
+        i += n;
+    }
+}

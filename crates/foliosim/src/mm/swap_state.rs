@@ -35,3 +35,13 @@ pub fn folio_delete_from_swap_cache(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     k.folios.clear(pfn, flags::SWAPCACHE);
     k.pagecache.nr_swapcache -= k.folios.nr_pages(pfn) as u64;
 }
+
+/// __read_swap_cache_async's swapcache_prepare + add_to_swap_cache: the new order-0 folio at
+/// `pfn` is to be read from `entry` (a slot PTEs refer to), which gains SWAP_HAS_CACHE. The
+/// folio is clean: the slot holds its data.
+pub fn folio_add_to_swap_cache_read(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, entry: SwapEntry) {
+    k.folios.swap[pfn as usize] = entry.raw();
+    k.folios.set(pfn, flags::SWAPCACHE);
+    k.pagecache.nr_swapcache += 1;
+    k.swap.swapcache_prepare(ctx, &k.cost, entry, pfn);
+}

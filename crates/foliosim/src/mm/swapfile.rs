@@ -361,6 +361,26 @@ impl Swap {
         ctx.spend(cost.swap_map_update_ns * nr as u64);
     }
 
+    /// swapcache_prepare + the swap cache insert of a swap-in: slot `entry`, which PTEs refer
+    /// to, gains SWAP_HAS_CACHE and the folio at `pfn`.
+    pub fn swapcache_prepare(
+        &mut self,
+        ctx: &mut Ctx,
+        cost: &CostModel,
+        entry: SwapEntry,
+        pfn: u32,
+    ) {
+        let map = &mut self.devices[entry.dev()].map;
+        let b = &mut map.swap_map[entry.offset() as usize];
+        debug_assert!(
+            swap_count(*b) > 0 && *b & SWAP_HAS_CACHE == 0,
+            "swapcache_prepare on slot {entry:?} with map {b:#x}"
+        );
+        *b |= SWAP_HAS_CACHE;
+        map.swap_cache[entry.offset() as usize] = pfn;
+        ctx.spend(cost.swap_map_update_ns);
+    }
+
     /// The swap cache's slot `entry` now holds the page at `pfn` (a split folio's page).
     pub fn set_swap_cache_page(&mut self, entry: SwapEntry, pfn: u32) {
         let map = &mut self.devices[entry.dev()].map;

@@ -556,6 +556,11 @@ pub fn shrink_folio_list(
     let mut demote = Vec::new();
     'retry: loop {
         while let Some(pfn) = list.pop_front() {
+            // folio_trylock fails while a swap-in read (readahead) is in flight.
+            if filemap::folio_read_pending(k, pfn, ctx.now_ns) {
+                result.putback.push((pfn, false));
+                continue;
+            }
             let f = &mut k.folios;
             if f.test(pfn, flags::WRITEBACK) {
                 if f.writeback_done_ns[pfn as usize] > ctx.now_ns {

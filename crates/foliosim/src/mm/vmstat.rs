@@ -84,6 +84,9 @@ counter_enum! {
         Zswpwb => "zswpwb",
         SwpoutZero => "swpout_zero",
         SwpinZero => "swpin_zero",
+        // Swap readahead (mm/swap_readahead.rs).
+        SwapRa => "swap_ra",
+        SwapRaHit => "swap_ra_hit",
         // khugepaged and the deferred split queue (mm/khugepaged.rs, mm/huge_memory/).
         ThpCollapseAlloc => "thp_collapse_alloc",
         ThpCollapseAllocFailed => "thp_collapse_alloc_failed",

@@ -422,9 +422,9 @@ fn migrate_folio_unmap(
     tlb: Option<&mut TlbUnmapBatch>,
 ) -> Result<(u32, bool), UnmapError> {
     let order = k.folios.order[src as usize] as u32;
-    // A page-cache folio being read in is locked: folio_trylock fails (the model does not
-    // wait for the read even when sync), -EAGAIN.
-    if k.folios.test(src, flags::LOCKED) {
+    // A folio being read in (page cache, swap readahead) is locked: folio_trylock fails (the
+    // model does not wait for the read even when sync), -EAGAIN.
+    if crate::mm::filemap::folio_read_pending(k, src, ctx.now_ns) {
         return Err(UnmapError::Again);
     }
     let dst = target.alloc(k, ctx, order).ok_or(UnmapError::NoMemory)?;
