@@ -233,6 +233,7 @@ fn main() -> Result<()> {
                         max_events: timeline_max_events,
                     },
                 ),
+                ..Default::default()
             };
             let run = foliosim::run_with(&s, &opts, &mut |steps, sim_ns| {
                 bar.set_message(format!(

@@ -85,6 +85,12 @@ pub enum MmError {
     OomKilled,
     #[error("segmentation fault: page {index} of vma {vma} was unmapped (munmap of part of it)")]
     Segv { vma: u32, index: u32 },
+    /// An access to a VMA that is not mapped: a trace replay orders the threads of a process
+    /// only at clone, exec and wait, so one may run past another's munmap.
+    #[error(
+        "segmentation fault: vma {vma} is not mapped (unmapped by another thread of the process?)"
+    )]
+    SegvUnmapped { vma: u32 },
     // Files (mm/filemap/): bad use by a workload's operations.
     #[error("no file {file}: create it first ([[file]] in the scenario, or a CreateFile op)")]
     NoSuchFile { file: u32 },

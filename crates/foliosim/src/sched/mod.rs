@@ -133,10 +133,12 @@ pub fn run_tasks_observed(
     // When the observer wants to be called next, and whether it wants every step.
     let mut observe_at_ns = u64::MAX;
     let mut observe_steps = false;
+    let mut max_steps = u64::MAX;
     if let Some(o) = observer.as_deref_mut() {
         o.start(tasks, ncpus);
         observe_at_ns = 0;
         observe_steps = o.wants_steps();
+        max_steps = o.max_steps();
     }
     // Tasks asleep at each barrier, by barrier id.
     let mut barriers: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
@@ -356,6 +358,12 @@ pub fn run_tasks_observed(
         if steps & 0xffff == 0 {
             progress(steps, end_ns);
         }
+        if steps >= max_steps {
+            return Err(SimError::StepLimit {
+                at_ns: end_ns,
+                steps,
+            });
+        }
     }
     if check_invariants {
         invariants::check(k).map_err(|e| SimError::Invariant {
@@ -401,6 +409,9 @@ pub enum SimError {
         steps: u64,
         what: String,
     },
+    /// The run took the most steps `RunOptions::max_steps` allows.
+    #[error("step limit: {steps} steps reached at {at_ns} ns before the last task exited")]
+    StepLimit { at_ns: u64, steps: u64 },
     /// Refused before the run: the simulator would need more memory than the host has.
     #[error(transparent)]
     TooBig(#[from] crate::footprint::TooBig),
