@@ -9,6 +9,7 @@ use std::time::Instant;
 
 mod record;
 mod report_out;
+mod soak;
 mod sweep;
 
 #[derive(Parser)]
@@ -159,6 +160,8 @@ enum Command {
     /// Run a program on this machine (root) and record what it does to memory (mmap, munmap,
     /// madvise, brk, fork, exec, exit, page faults) as a trace for `kind = "trace"`.
     Record(record::RecordArgs),
+    /// Random valid scenarios and traces, every policy, invariants checked (docs/fuzz-and-soak.md).
+    Soak(soak::SoakArgs),
 }
 
 fn load(path: &std::path::Path) -> Result<Scenario> {
@@ -366,6 +369,7 @@ fn main() -> Result<()> {
         Command::Sweep(args) => return sweep::sweep(args),
         Command::Compare(args) => return sweep::compare(args),
         Command::Record(args) => return record::record(args),
+        Command::Soak(args) => return soak::soak(args),
         Command::Validate {
             scenarios,
             live,

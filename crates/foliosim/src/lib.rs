@@ -14,6 +14,7 @@ pub mod report;
 pub mod reproduce;
 pub mod scenario;
 pub mod sched;
+pub mod soak;
 pub mod stats;
 pub mod sweep;
 pub mod workload;
