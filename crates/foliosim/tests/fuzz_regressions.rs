@@ -40,3 +40,55 @@ fn trace_thread_touching_after_another_threads_munmap_is_an_error() {
 fn the_fuzz_targets_run_their_base_scenario() {
     assert!(matches!(fuzz::costs_file(b"[costs]\n"), Outcome::Ran));
 }
+
+/// A kept case (tests/regressions/NAME.toml) runs to the end, or ends in an error that is not
+/// a broken invariant; never a panic.
+fn run_kept(name: &str) {
+    let path = format!(
+        "{}/tests/regressions/{name}.toml",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut s = Scenario::from_toml_str(&text).unwrap();
+    s.check_invariants = true;
+    match foliosim::run(&s) {
+        Ok(_) | Err(SimError::Mm { .. }) => {}
+        Err(e) => panic!("{name}: {e}"),
+    }
+}
+
+/// The per-CPU swap slot cache, drained inside an allocation when swap ran low, released
+/// slots that the same allocation handed out again; their release then wiped the new owner's
+/// data ("referenced by 1 PTEs, not in the swap cache, and its data is nowhere").
+#[test]
+fn soak_2486_slots_released_by_an_allocation_keep_their_new_data() {
+    run_kept("soak-2486-slot-cache-drain");
+}
+
+/// The non-contiguous swap-out fallback gave back the slots it took when it ran out, and the
+/// split fallback's order-0 allocation took them again before their release was applied.
+#[test]
+fn soak_183_slots_given_back_by_the_noncontiguous_fallback_keep_their_new_data() {
+    run_kept("soak-183-noncontiguous-giveback");
+}
+
+/// Compaction split a large folio still in the swap cache after its VMA was unmapped:
+/// split_folio read the gone VMA's page table and panicked ("access to an unmapped vma").
+#[test]
+fn soak_3028_split_of_a_swap_cache_folio_whose_vma_is_gone() {
+    run_kept("soak-3028-split-after-munmap");
+}
+
+/// file_read with more tasks than the file has pages gave a task an empty mapping and the
+/// touch indexed past it ("index out of bounds: the len is 0"); now a validation error.
+#[test]
+fn soak_1463_file_read_needs_a_page_per_task() {
+    let text = "[machine]\nmemory = \"64M\"\n[machine.disk]\nkind = \"ssd\"\nsize = \"4M\"\n\
+                [[file]]\nname = \"f0\"\nsize = \"4K\"\n\
+                [[workload]]\nkind = \"file_read\"\nfile = \"f0\"\nnproc = 2\n";
+    let e = Scenario::from_toml_str(text).unwrap_err().to_string();
+    assert!(
+        e.contains("workload[0].nproc") && e.contains("1 ..= 1"),
+        "{e}"
+    );
+}

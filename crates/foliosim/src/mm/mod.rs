@@ -375,6 +375,16 @@ impl Kernel {
         (self.mms[mm as usize].content, key)
     }
 
+    /// get_swap_page: a range of 2^order slots (Swap::alloc). Slots released before it, or by
+    /// the allocation itself (the slot cache drained when swap runs low), drop their data
+    /// first: the allocator may hand them out at once, and their new owner writes after.
+    pub fn swap_alloc(&mut self, ctx: &mut Ctx, order: u32) -> Option<folio::SwapEntry> {
+        self.free_released_slots(ctx);
+        let entry = self.swap.alloc(ctx, &self.cost, order);
+        self.free_released_slots(ctx);
+        entry
+    }
+
     /// Free the data of slots released since the last call (zswap_invalidate and zram's
     /// slot-free notify in swap_range_free): entries, objects and the pool pages they empty.
     pub fn free_released_slots(&mut self, ctx: &mut Ctx) {

@@ -95,7 +95,7 @@ pub fn workload(
             oom_score_adj,
         },
         "file_read" => {
-            let bytes = g.size(4 << 10, 32 << 20, 4 << 10);
+            let bytes = g.size(16 << 10, 32 << 20, 4 << 10);
             WorkloadSpec::FileRead {
                 file: file(bytes),
                 nproc: g.u32(1, 3),
