@@ -55,6 +55,15 @@ impl Tally {
 }
 
 pub fn soak(args: SoakArgs) -> Result<()> {
+    // A panicking case is caught and reported with its seed: one line for where, no
+    // backtrace (rerun the seed for one).
+    std::panic::set_hook(Box::new(|info| {
+        let at = info
+            .location()
+            .map(|l| format!("{}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("soak: panic at {at}");
+    }));
     let start = Instant::now();
     let (first, cases, deadline) = match args.seed {
         Some(seed) => (seed, Some(1), None),

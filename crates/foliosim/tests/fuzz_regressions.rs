@@ -92,3 +92,12 @@ fn soak_1463_file_read_needs_a_page_per_task() {
         "{e}"
     );
 }
+
+/// The OOM killer killed trace-replay tasks (memory.oom.group) that others were to meet at
+/// fork, exec and wait barriers: those waited forever and the run ended in a deadlock. Now a
+/// killed task's barriers are dead: a waiting parent goes on, a child it was to fork never
+/// starts.
+#[test]
+fn soak_4252_tasks_meeting_an_oom_killed_task_at_a_barrier_go_on() {
+    run_kept("soak-4252-oom-kill-at-barrier");
+}
