@@ -101,3 +101,28 @@ fn soak_1463_file_read_needs_a_page_per_task() {
 fn soak_4252_tasks_meeting_an_oom_killed_task_at_a_barrier_go_on() {
     run_kept("soak-4252-oom-kill-at-barrier");
 }
+
+/// kcompactd migrated a large folio in the swap cache whose slots still had swap references:
+/// migration re-added its slots to the swap cache and tripped the assertion that they held
+/// SWAP_HAS_CACHE only (seen with debug assertions, as tools/fuzz.sh builds). Now it only
+/// repoints the cache (Swap::replace_swap_cache). The input is also in fuzz/corpus/scenario/.
+#[test]
+fn fuzz_migration_of_a_swap_cache_folio_with_swap_references() {
+    run_kept("fuzz-migrate-swapcache-with-swap-refs");
+}
+
+/// Open (docs/fuzz-and-soak.md): a 4K anonymous folio is left allocated, on the LRU, unmapped
+/// (its PTE a hole) and out of the swap cache. Soak case 100344.
+#[test]
+#[ignore = "open model bug: soak case 100344, leaked folio"]
+fn soak_100344_leaked_folio() {
+    run_kept("soak-100344-leaked-folio");
+}
+
+/// Open (docs/fuzz-and-soak.md): a slot with a zswap entry that zram also holds data for.
+/// Soak case 3742.
+#[test]
+#[ignore = "open model bug: soak case 3742, zswap entry and zram data for one slot"]
+fn soak_3742_zswap_entry_and_zram_data_for_one_slot() {
+    run_kept("soak-3742-zswap-and-zram-data");
+}

@@ -41,8 +41,8 @@ impl RunObserver for Obs {
         self.steps += 1;
         if let Err(e) = foliosim::mm::invariants::check(k) {
             panic!(
-                "after step {} (tid {} cpu {} at {} ns): {e}\nbefore the step: {}",
-                self.steps, st.tid, st.cpu, st.begin_ns, self.last[st.tid]
+                "after step {} (tid {} cpu {} at {} ns): {e}\nbefore the step: {}\nkills {:?} memcg of tid mm: {:?}",
+                self.steps, st.tid, st.cpu, st.begin_ns, self.last[st.tid], k.oom.kills.iter().map(|x| (x.at_ns, x.mm)).collect::<Vec<_>>(), std::env::var("PFN").ok().map(|p| { let p: usize = p.parse().unwrap(); let f = &k.folios; (f.flags[p], f.owner_mm[p], f.owner_vma[p], f.owner_index[p], f.swap[p], f.mapcount[p], f.memcg[p], k.mms[f.owner_mm[p] as usize].vmas.get(f.owner_vma[p] as usize).map(|v| v.as_ref().map(|v| format!("{:?}", v.ptes.get(f.owner_index[p] as usize))))) })
             );
         }
     }
