@@ -4,7 +4,8 @@
 # the code is safe Rust) and `-a` (debug assertions, so arithmetic overflow panics).
 #   tools/fuzz.sh SECONDS [TARGET...]        new inputs go to a scratch copy; a crash fails
 #   FUZZ_KEEP=1 tools/fuzz.sh SECONDS ...    new inputs go to fuzz/corpus/TARGET (then minimise:
-#                                            cargo fuzz cmin -s none -a TARGET)
+#                                            cargo fuzz cmin -s none -a TARGET; hand-written
+#                                            seeds stay apart in fuzz/seeds/TARGET)
 #   FUZZ_FORK=1 ...                          keep going past crashes (fuzz/artifacts/TARGET/)
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
@@ -18,11 +19,12 @@ if [ -n "${FUZZ_FORK:-}" ]; then
 fi
 for t in "${targets[@]}"; do
     mkdir -p "artifacts/$t"
+    # New inputs go to the first directory; seeds/ (hand-written, kept as they are) is read.
     if [ -n "${FUZZ_KEEP:-}" ]; then
-        dirs=("corpus/$t")
+        dirs=("corpus/$t" "seeds/$t")
     else
         scratch=$(mktemp -d)
-        dirs=("$scratch" "corpus/$t")
+        dirs=("$scratch" "corpus/$t" "seeds/$t")
     fi
     echo "fuzz: $t for ${secs}s" >&2
     nice -n 19 cargo fuzz run -s none -a "$t" "${dirs[@]}" -- "${flags[@]}"

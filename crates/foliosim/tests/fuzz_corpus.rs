@@ -1,29 +1,32 @@
-//! Every file of the fuzz corpus (fuzz/corpus/TARGET/) through its target's body, without the
-//! fuzzer: what the fuzzer once found interesting must still return without a panic. The
-//! corpus is minimised (docs/fuzz-and-soak.md); the hand-written seeds named `small-*` and
-//! `all-ops*` must get past validation, so the targets are known to reach the simulation.
+//! Every file of the fuzz corpus (fuzz/corpus/TARGET/, minimised) and of the hand-written
+//! seeds (fuzz/seeds/TARGET/) through its target's body, without the fuzzer: what the fuzzer
+//! once found interesting must still return without a panic (docs/fuzz-and-soak.md). The seeds
+//! named `small-*` and `all-ops*` must get past validation, so the targets are known to reach
+//! the simulation.
 
 use foliosim::fuzz::{Outcome, TARGETS};
 use std::path::PathBuf;
 
-fn corpus_dir(target: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../fuzz/corpus")
-        .join(target)
+fn files(dir: &str, target: &str) -> Vec<PathBuf> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fuzz")
+        .join(dir)
+        .join(target);
+    std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .collect()
 }
 
 #[test]
 fn every_corpus_file_returns_without_a_panic() {
     for (name, body) in TARGETS {
-        let dir = corpus_dir(name);
-        let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-            .map(|e| e.unwrap().path())
-            .collect();
-        files.sort();
-        assert!(!files.is_empty(), "{}: empty corpus", dir.display());
+        let mut paths = files("corpus", name);
+        paths.extend(files("seeds", name));
+        paths.sort();
+        assert!(paths.len() > 3, "{name}: no corpus");
         let (mut rejected, mut too_big, mut ran, mut run_error) = (0, 0, 0, 0);
-        for f in &files {
+        for f in &paths {
             let data = std::fs::read(f).unwrap();
             let outcome = body(&data);
             let file = f.file_name().unwrap().to_string_lossy();
@@ -45,7 +48,7 @@ fn every_corpus_file_returns_without_a_panic() {
         }
         eprintln!(
             "{name}: {} files: {rejected} rejected, {too_big} too big, {ran} ran, {run_error} ended in an error",
-            files.len()
+            paths.len()
         );
     }
 }
