@@ -3,4 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 cargo test --release --workspace --exclude foliosim-py
+# Coverage-guided fuzzing, 30 s per input format (scenario, costs, trace) after replaying the
+# corpus, debug assertions on; a crash fails (docs/fuzz-and-soak.md).
+tools/fuzz.sh 30
 python3 -m pytest -q tests/python

@@ -10,6 +10,7 @@ use std::time::Instant;
 mod fit;
 mod record;
 mod report_out;
+mod soak;
 mod sweep;
 
 #[derive(Parser)]
@@ -168,6 +169,8 @@ enum Command {
     /// Fit named costs to a published table (rows = scenarios with measured figures) and
     /// predict the rows left out; writes a costs file saying where every number came from.
     Fit(fit::FitArgs),
+    /// Random valid scenarios and traces, every policy, invariants checked (docs/fuzz-and-soak.md).
+    Soak(soak::SoakArgs),
 }
 
 fn load(path: &std::path::Path) -> Result<Scenario> {
@@ -242,6 +245,7 @@ fn main() -> Result<()> {
                         max_events: timeline_max_events,
                     },
                 ),
+                ..Default::default()
             };
             let run = foliosim::run_with(&s, &opts, &mut |steps, sim_ns| {
                 bar.set_message(format!(
@@ -389,6 +393,7 @@ fn main() -> Result<()> {
         Command::Compare(args) => return sweep::compare(args),
         Command::Record(args) => return record::record(args),
         Command::Fit(args) => return fit::fit(args),
+        Command::Soak(args) => return soak::soak(args),
         Command::Validate {
             scenarios,
             live,

@@ -78,13 +78,8 @@ impl CalibrationReport {
 pub fn load_costs(path: &std::path::Path) -> Result<BTreeMap<String, f64>> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    #[derive(serde::Deserialize)]
-    struct File {
-        costs: BTreeMap<String, f64>,
-    }
-    let f: File = toml::from_str(&text)
-        .with_context(|| format!("{}: expected a [costs] table of NAME = ns", path.display()))?;
-    Ok(f.costs)
+    foliosim::engine::cost::CostModel::parse_costs_file(&text)
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }
 
 fn provenance() -> BTreeMap<String, String> {

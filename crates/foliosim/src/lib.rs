@@ -8,12 +8,14 @@ pub mod content;
 pub mod engine;
 pub mod fit;
 pub mod footprint;
+pub mod fuzz;
 pub mod hw;
 pub mod mm;
 pub mod report;
 pub mod reproduce;
 pub mod scenario;
 pub mod sched;
+pub mod soak;
 pub mod stats;
 pub mod sweep;
 pub mod workload;
@@ -63,6 +65,7 @@ pub fn run_with(
             .sample_interval
             .map(report::timeseries::Sampler::new),
         timeline: opts.timeline.map(report::timeline::TimelineRecorder::new),
+        max_steps: opts.max_steps,
     };
     // Before anything big is allocated: a scenario too big for this host is an error.
     footprint::check_host(scenario, None)?;

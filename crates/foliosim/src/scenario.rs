@@ -1889,7 +1889,15 @@ impl Scenario {
                 read_pages,
                 ..
             } => {
-                self.file_spec(file, field("file"))?;
+                let pages = self.file_spec(file, field("file"))?.size.pages();
+                // Each task maps or reads its own share of the file: at least a page.
+                if *nproc as u64 > pages {
+                    return Err(invalid(
+                        field("nproc"),
+                        nproc,
+                        format!("1 ..= {pages} (each task reads a share of the {pages} pages of file `{file}`)"),
+                    ));
+                }
                 for (name, v, max) in [
                     ("nproc", *nproc, 4096),
                     ("stride_pages", *stride_pages, 1 << 20),

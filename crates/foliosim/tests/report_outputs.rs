@@ -16,6 +16,7 @@ fn scenario(file: &str) -> Scenario {
 fn run_opts(s: &Scenario, timeline: Option<usize>) -> foliosim::Run {
     let opts = RunOptions {
         timeline: timeline.map(|max_events| TimelineOptions { max_events }),
+        ..RunOptions::default()
     };
     foliosim::run_with(s, &opts, &mut |_, _| {}).unwrap()
 }

@@ -382,6 +382,26 @@ impl CostModel {
         }
     }
 
+    /// The `[costs]` table of a costs file (`foliosim calibrate` writes one),
+    /// NAME = ns. Other tables ([provenance], [measured]) are kept for people, not read. Errors
+    /// name the key and what is allowed; the values' range is checked where they are applied
+    /// (scenario validation).
+    pub fn parse_costs_file(text: &str) -> Result<std::collections::BTreeMap<String, f64>, String> {
+        #[derive(serde::Deserialize)]
+        struct File {
+            costs: std::collections::BTreeMap<String, f64>,
+        }
+        let f: File = toml::from_str(text)
+            .map_err(|e| format!("expected a [costs] table of NAME = ns: {e}"))?;
+        if let Some(name) = f.costs.keys().find(|n| !Self::NAMES.contains(&n.as_str())) {
+            return Err(format!(
+                "costs.{name}: no such cost; allowed: {}",
+                Self::NAMES.join(", ")
+            ));
+        }
+        Ok(f.costs)
+    }
+
     /// Fault cost for a folio of `order` (the measured per-size table).
     pub fn fault_folio_ns(&self, order: u32) -> u64 {
         match order {

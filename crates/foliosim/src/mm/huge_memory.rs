@@ -142,11 +142,17 @@ pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut Ve
     }
     let inherited = f.flags[i] & (flags::DIRTY | flags::YOUNG | flags::REFERENCED | flags::ACTIVE);
     let on_lru = f.test(pfn, flags::LRU);
-    let ptes = &k.mms[mm as usize].vma(vma).ptes;
+    // A folio left in the swap cache may outlive its VMA (unmapped while under writeback):
+    // then none of its pages is mapped.
+    let ptes = match k.mms[mm as usize].vmas.get(vma as usize) {
+        Some(Some(v)) => &v.ptes[..],
+        _ => &[],
+    };
     for sub in 0..nr {
         let p = pfn + sub;
-        let pte = ptes[(index + sub) as usize];
-        let mapped = pte.is_present() && pte.pfn() == p;
+        let mapped = ptes
+            .get((index + sub) as usize)
+            .is_some_and(|pte| pte.is_present() && pte.pfn() == p);
         if sub > 0 {
             f.init(p, 0, memcg, (mm, vma, index + sub));
             f.flags[p as usize] |= inherited;

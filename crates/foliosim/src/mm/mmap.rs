@@ -237,6 +237,11 @@ impl MmStruct {
         self.vma_files[i] = Some(file);
     }
 
+    /// Is VMA `vma_id` mapped (not yet unmapped, or never mapped)?
+    pub fn is_mapped(&self, vma_id: u32) -> bool {
+        matches!(self.vmas.get(vma_id as usize), Some(Some(_)))
+    }
+
     pub fn vma(&self, vma_id: u32) -> &Vma {
         self.vmas[vma_id as usize]
             .as_ref()

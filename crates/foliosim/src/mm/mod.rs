@@ -97,6 +97,12 @@ pub enum MmError {
     Segv { vma: u32, index: u32 },
     #[error("segmentation fault: an access to vma {vma} its protection (mprotect) forbids")]
     SegvProt { vma: u32 },
+    /// An access to a VMA that is not mapped: a trace replay orders the threads of a process
+    /// only at clone, exec and wait, so one may run past another's munmap.
+    #[error(
+        "segmentation fault: vma {vma} is not mapped (unmapped by another thread of the process?)"
+    )]
+    SegvUnmapped { vma: u32 },
     // Files (mm/filemap/): bad use by a workload's operations.
     #[error("no file {file}: create it first ([[file]] in the scenario, or a CreateFile op)")]
     NoSuchFile { file: u32 },
@@ -447,6 +453,16 @@ impl Kernel {
         let key =
             (f.owner_vma[pfn as usize] as u64) << 32 | (f.owner_index[pfn as usize] + i) as u64;
         (self.mms[mm as usize].content, key)
+    }
+
+    /// get_swap_page: a range of 2^order slots (Swap::alloc). Slots released before it, or by
+    /// the allocation itself (the slot cache drained when swap runs low), drop their data
+    /// first: the allocator may hand them out at once, and their new owner writes after.
+    pub fn swap_alloc(&mut self, ctx: &mut Ctx, order: u32) -> Option<folio::SwapEntry> {
+        self.free_released_slots(ctx);
+        let entry = self.swap.alloc(ctx, &self.cost, order);
+        self.free_released_slots(ctx);
+        entry
     }
 
     /// Free the data of slots released since the last call (zswap_invalidate and zram's

@@ -381,6 +381,26 @@ impl Swap {
         ctx.spend(cost.swap_map_update_ns);
     }
 
+    /// __folio_migrate_mapping for a folio in the swap cache: its slots [entry, entry + nr),
+    /// cached and possibly still referenced by swap PTEs (a count besides SWAP_HAS_CACHE),
+    /// now point at the new folio at `pfn`.
+    pub fn replace_swap_cache(
+        &mut self,
+        ctx: &mut Ctx,
+        cost: &CostModel,
+        entry: SwapEntry,
+        nr: u32,
+        pfn: u32,
+    ) {
+        let map = &mut self.devices[entry.dev()].map;
+        for slot in entry.offset()..entry.offset() + nr {
+            debug_assert!(map.swap_map[slot as usize] & SWAP_HAS_CACHE != 0);
+            debug_assert_ne!(map.swap_cache[slot as usize], NIL);
+            map.swap_cache[slot as usize] = pfn;
+        }
+        ctx.spend(cost.swap_map_update_ns * nr as u64);
+    }
+
     /// The swap cache's slot `entry` now holds the page at `pfn` (a split folio's page).
     pub fn set_swap_cache_page(&mut self, entry: SwapEntry, pfn: u32) {
         let map = &mut self.devices[entry.dev()].map;

@@ -703,15 +703,16 @@ fn add_to_swap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: &mut VecDeque<u32>
         }
     }
     let order = k.folios.order[pfn as usize] as u32;
-    // Slots released earlier drop their zswap/zram data before any of them is reused.
-    k.free_released_slots(ctx);
-    let mut entry = k.swap.alloc(ctx, &k.cost, order);
+    let mut entry = k.swap_alloc(ctx, order);
     if entry.is_none() && order > 0 {
         let nr = 1 << order;
-        if let Some(slots) = k
+        let scattered = k
             .swapout_fallback
-            .scattered_slots(&mut k.swap, ctx, &k.cost, nr)
-        {
+            .scattered_slots(&mut k.swap, ctx, &k.cost, nr);
+        // Slots released while taking them (given back, or the slot cache drained) drop their
+        // data before the folio's pages are written to any of them.
+        k.free_released_slots(ctx);
+        if let Some(slots) = scattered {
             k.vmstat.count_mthp(order, MthpStat::SwpoutNoncontig);
             folio_add_to_swap_cache(k, ctx, pfn, slots[0], Some(slots));
             return true;
@@ -721,7 +722,7 @@ fn add_to_swap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: &mut VecDeque<u32>
             k.vmstat.count(VmEvent::ThpSwpoutFallback, 1);
         }
         k.vmstat.count_mthp(order, MthpStat::SwpoutFallback);
-        entry = k.swap.alloc(ctx, &k.cost, 0);
+        entry = k.swap_alloc(ctx, 0);
     }
     let Some(entry) = entry else { return false };
     folio_add_to_swap_cache(k, ctx, pfn, entry, None);

@@ -12,16 +12,20 @@ use crate::sched::{RunObserver, StepTrace, Task};
 pub struct RunOptions {
     /// Record a timeline (off by default: it costs time and memory).
     pub timeline: Option<TimelineOptions>,
+    /// End the run with `SimError::StepLimit` after this many steps (fuzzing and the soak
+    /// bound a run by it: steps, unlike wall time, are deterministic).
+    pub max_steps: Option<u64>,
 }
 
 pub(crate) struct Observers {
     pub sampler: Option<Sampler>,
     pub timeline: Option<TimelineRecorder>,
+    pub max_steps: Option<u64>,
 }
 
 impl Observers {
     pub fn any(&self) -> bool {
-        self.sampler.is_some() || self.timeline.is_some()
+        self.sampler.is_some() || self.timeline.is_some() || self.max_steps.is_some()
     }
 }
 
@@ -37,6 +41,10 @@ impl RunObserver for Observers {
             Some(s) => s.at(k, tasks, now_ns),
             None => u64::MAX,
         }
+    }
+
+    fn max_steps(&self) -> u64 {
+        self.max_steps.unwrap_or(u64::MAX)
     }
 
     fn wants_steps(&self) -> bool {

@@ -141,13 +141,17 @@ pub fn run_tasks_observed(
     // When the observer wants to be called next, and whether it wants every step.
     let mut observe_at_ns = u64::MAX;
     let mut observe_steps = false;
+    let mut max_steps = u64::MAX;
     if let Some(o) = observer.as_deref_mut() {
         o.start(tasks, ncpus);
         observe_at_ns = 0;
         observe_steps = o.wants_steps();
+        max_steps = o.max_steps();
     }
     // Tasks asleep at each barrier, by barrier id.
     let mut barriers: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    // Barriers a killed task will never reach (oom.rs).
+    let mut dead_barriers = std::collections::BTreeSet::new();
     while live_users > 0 {
         let Some(cpu) = q.next_cpu(tasks) else {
             return Err(SimError::Deadlock {
@@ -322,7 +326,18 @@ pub fn run_tasks_observed(
         };
         // The last party at a barrier releases the others and runs on.
         let mut released = Vec::new();
+        let mut gone_now = false;
         let next = match next {
+            // Its partner was killed: go on, or, if the partner was to start this task (fork,
+            // exec), this task never existed.
+            Next::Barrier { id, .. } if dead_barriers.contains(&id) => {
+                if oom::starts_at_barrier(t) {
+                    gone_now = true;
+                    Next::Exit
+                } else {
+                    Next::Run
+                }
+            }
             Next::Barrier { id, parties } => {
                 let waiting = barriers.entry(id).or_default();
                 waiting.push(tid);
@@ -372,6 +387,16 @@ pub fn run_tasks_observed(
         for other in released {
             q.wake(tasks, other, ctx.now_ns);
         }
+        if gone_now {
+            live_users -= oom::release_barriers(
+                tasks,
+                &mut q,
+                &mut barriers,
+                &mut dead_barriers,
+                vec![(tid, 0)],
+                ctx.now_ns,
+            );
+        }
         if !k.kthreads.pending().is_empty() {
             for &(i, at_ns) in k.kthreads.pending() {
                 q.wake_kthread(tasks, kthread_tid[i], at_ns);
@@ -379,7 +404,14 @@ pub fn run_tasks_observed(
             k.kthreads.clear_pending();
         }
         if k.oom.has_new() {
-            live_users -= oom::end_killed_tasks(k, tasks, &mut q, &mut barriers, ctx.now_ns);
+            live_users -= oom::end_killed_tasks(
+                k,
+                tasks,
+                &mut q,
+                &mut barriers,
+                &mut dead_barriers,
+                ctx.now_ns,
+            );
         }
         if check_invariants && steps % CHECK_EVERY_STEPS == 0 {
             invariants::check(k).map_err(|e| SimError::Invariant {
@@ -390,6 +422,12 @@ pub fn run_tasks_observed(
         }
         if steps & 0xffff == 0 {
             progress(steps, end_ns);
+        }
+        if steps >= max_steps {
+            return Err(SimError::StepLimit {
+                at_ns: end_ns,
+                steps,
+            });
         }
     }
     if check_invariants {
@@ -436,6 +474,9 @@ pub enum SimError {
         steps: u64,
         what: String,
     },
+    /// The run took the most steps `RunOptions::max_steps` allows.
+    #[error("step limit: {steps} steps reached at {at_ns} ns before the last task exited")]
+    StepLimit { at_ns: u64, steps: u64 },
     /// Refused before the run: the simulator would need more memory than the host has.
     #[error(transparent)]
     TooBig(#[from] crate::footprint::TooBig),

@@ -37,6 +37,12 @@ pub trait RunObserver {
         u64::MAX
     }
 
+    /// The most steps the run may take (asked once, at the start): past it, the run ends with
+    /// `SimError::StepLimit`.
+    fn max_steps(&self) -> u64 {
+        u64::MAX
+    }
+
     /// Whether [`RunObserver::step`] wants every step (asked once, at the start).
     fn wants_steps(&self) -> bool {
         false

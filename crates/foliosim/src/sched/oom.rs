@@ -7,7 +7,8 @@ use super::queue::Queues;
 use super::switch_out;
 use super::task::{State, Task};
 use crate::mm::Kernel;
-use std::collections::BTreeMap;
+use crate::workload::Op;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// End the tasks of the processes killed since the last call, at `now_ns`. Returns how many
 /// user tasks ended.
@@ -16,9 +17,11 @@ pub(super) fn end_killed_tasks(
     tasks: &mut [Task],
     q: &mut Queues,
     barriers: &mut BTreeMap<u32, Vec<usize>>,
+    dead: &mut BTreeSet<u32>,
     now_ns: u64,
 ) -> usize {
     let mut ended = 0;
+    let mut gone = Vec::new();
     for i in k.oom.take_new() {
         let (mm, exit_ns) = (k.oom.kills[i].mm, k.oom.kills[i].exit_ns);
         let mut exit_booked = false;
@@ -30,7 +33,16 @@ pub(super) fn end_killed_tasks(
                 t.sys_ns += exit_ns;
                 exit_booked = true;
             }
+            // Its barriers from here on are dead (one asleep at a barrier is past it).
+            let p = t.program().expect("a user task");
+            let from = if t.state == State::AtBarrier {
+                p.pc - 1
+            } else {
+                p.pc
+            };
+            gone.push((tid, from));
             if t.state == State::Exited {
+                // The task the OOM killer chose while it ran: it exited on its own clock.
                 continue;
             }
             // Between steps on a CPU: the CPU is free once the kill is known.
@@ -51,5 +63,55 @@ pub(super) fn end_killed_tasks(
             ended += 1;
         }
     }
+    ended + release_barriers(tasks, q, barriers, dead, gone, now_ns)
+}
+
+/// The barriers of tasks that ended early (`gone`: killed, or never started; with the index
+/// of the first op they will not run) are dead: a
+/// partner waiting at one goes on, as one reaching it later will (a parent's wait4 returns
+/// when its child is killed). A partner for which it is the start of its program (a child
+/// not yet forked, an image not yet exec'd by the killed task) never starts: it ends too, and
+/// so on. Returns how many more user tasks ended.
+pub(super) fn release_barriers(
+    tasks: &mut [Task],
+    q: &mut Queues,
+    barriers: &mut BTreeMap<u32, Vec<usize>>,
+    dead: &mut BTreeSet<u32>,
+    mut gone: Vec<(usize, usize)>,
+    now_ns: u64,
+) -> usize {
+    let mut ended = 0;
+    while let Some((tid, from)) = gone.pop() {
+        let Some(p) = tasks[tid].program() else {
+            continue;
+        };
+        let ids: Vec<u32> = p.ops[from..]
+            .iter()
+            .filter_map(|op| match op {
+                Op::Barrier { id, .. } => Some(*id),
+                _ => None,
+            })
+            .collect();
+        for id in ids {
+            dead.insert(id);
+            for w in barriers.remove(&id).unwrap_or_default() {
+                if starts_at_barrier(&tasks[w]) {
+                    tasks[w].state = State::Exited;
+                    tasks[w].exited_at_ns = Some(now_ns);
+                    ended += 1;
+                    gone.push((w, 0));
+                } else {
+                    q.wake(tasks, w, now_ns);
+                }
+            }
+        }
+    }
     ended
+}
+
+/// The task's program began with the barrier it is at (or just passed): a forked child or an
+/// exec'd image waiting to start.
+pub(super) fn starts_at_barrier(t: &Task) -> bool {
+    t.program()
+        .is_some_and(|p| p.pc == 1 && matches!(p.ops.first(), Some(Op::Barrier { .. })))
 }

@@ -37,6 +37,14 @@ pub struct UserProgram {
     pub(super) rng: Option<crate::engine::rng::SimRng>,
 }
 
+impl UserProgram {
+    /// The op the task runs next (None once past the last), and how far into it a Touch or
+    /// a read is (pages): for debugging a run step by step from a `RunObserver`.
+    pub fn current_op(&self) -> (Option<&Op>, u32) {
+        (self.ops.get(self.pc), self.cursor)
+    }
+}
+
 /// Where a task is, for the scheduler.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum State {

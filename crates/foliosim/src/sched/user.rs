@@ -48,6 +48,16 @@ pub(super) fn step(
     let Some(op) = p.ops.get(p.pc).cloned() else {
         return Ok(UserNext::Exit);
     };
+    if let Some(vma) = unmapped_vma(k, mm, &op) {
+        // Another thread of the process unmapped it (trace replays order threads only at
+        // clone, exec and wait): an access faults, munmap and madvise fail with nothing done.
+        if matches!(op, Op::Touch { .. } | Op::Pin { .. } | Op::Mincore { .. }) {
+            return Err(MmError::SegvUnmapped { vma });
+        }
+        ctx.spend(k.cost.syscall_ns);
+        p.pc += 1;
+        return Ok(UserNext::Run);
+    }
     match op {
         Op::Mmap { vma, nr_pages, thp } => {
             k.mms[mm as usize].mmap(vma, nr_pages, thp);
@@ -231,6 +241,21 @@ pub(super) fn step(
     }
     p.pc += 1;
     Ok(UserNext::Run)
+}
+
+/// The VMA `op` names, when it is not mapped in `mm`.
+fn unmapped_vma(k: &Kernel, mm: u32, op: &Op) -> Option<u32> {
+    let vma = match *op {
+        Op::Touch { vma, .. }
+        | Op::Madvise { vma, .. }
+        | Op::Munmap { vma }
+        | Op::MunmapRange { vma, .. }
+        | Op::Pin { vma, .. }
+        | Op::Unpin { vma, .. }
+        | Op::Mincore { vma, .. } => vma,
+        _ => return None,
+    };
+    (!k.mms[mm as usize].is_mapped(vma)).then_some(vma)
 }
 
 /// munmap of part of a VMA: zap the pages (splitting the PMD of a THP cut in part) and leave

@@ -61,16 +61,52 @@ pub fn resolve(path: &str) -> Option<PathBuf> {
 
 type Cache = Mutex<BTreeMap<PathBuf, (std::time::SystemTime, u64, Arc<Trace>)>>;
 
+/// Traces held in memory under a name (`mem:NAME`), for generated scenarios (the soak, the
+/// fuzz targets) that run a trace without writing it to a file.
+static REGISTERED: Mutex<BTreeMap<String, Arc<Trace>>> = Mutex::new(BTreeMap::new());
+
+/// The prefix of a registered trace's path.
+pub const MEM_PREFIX: &str = "mem:";
+
+/// Hold `trace` in memory as path `mem:NAME` (replacing one of that name); returns the path.
+pub fn register(name: &str, trace: Trace) -> String {
+    let path = format!("{MEM_PREFIX}{name}");
+    REGISTERED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .insert(path.clone(), Arc::new(trace));
+    path
+}
+
+/// Forget a registered trace.
+pub fn unregister(path: &str) {
+    REGISTERED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(path);
+}
+
 /// Read and parse a trace (memoised per file, until it changes). Errors name the file and,
 /// for a bad trace, the line.
 pub fn load(path: &str) -> Result<Arc<Trace>, String> {
     static CACHE: OnceLock<Cache> = OnceLock::new();
+    if path.starts_with(MEM_PREFIX) {
+        let registered = REGISTERED.lock().unwrap_or_else(|e| e.into_inner());
+        return registered
+            .get(path)
+            .cloned()
+            .ok_or_else(|| format!("`{path}`: no trace registered under that name"));
+    }
     let Some(file) = resolve(path) else {
         return Err(format!(
             "`{path}`: no such file (relative paths are tried from the current directory and its ancestors)"
         ));
     };
     let meta = std::fs::metadata(&file).map_err(|e| format!("`{}`: {e}", file.display()))?;
+    // A device or a FIFO (/dev/zero, /dev/stdin) would be read forever.
+    if !meta.is_file() {
+        return Err(format!("`{}`: not a regular file", file.display()));
+    }
     let stamp = (meta.modified().unwrap_or(std::time::UNIX_EPOCH), meta.len());
     let cache = CACHE.get_or_init(Default::default);
     if let Some((m, l, t)) = cache.lock().unwrap_or_else(|e| e.into_inner()).get(&file) {

@@ -115,7 +115,7 @@ fn anon_move_mapping(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
         f.scattered.insert(dst, slots);
     }
     for (run, nr) in k.folios.swap_runs(dst) {
-        k.swap.add_to_swap_cache(ctx, &k.cost, run, nr, dst);
+        k.swap.replace_swap_cache(ctx, &k.cost, run, nr, dst);
     }
 }
 

@@ -1,0 +1,124 @@
+//! `foliosim soak`: random valid scenarios and traces (foliosim::soak) run with the invariant
+//! checker on, case after case; a failing case's seed is printed and the case written out.
+
+use anyhow::{bail, Result};
+use clap::Args;
+use foliosim::soak::{self, Verdict};
+use std::time::{Duration, Instant};
+
+#[derive(Args)]
+pub struct SoakArgs {
+    /// Run exactly case SEED (what a failure printed) and stop.
+    #[arg(long, conflicts_with_all = ["first_seed", "cases", "minutes"])]
+    seed: Option<u64>,
+    /// The first case; the next ones follow it (SEED+1, ...).
+    #[arg(long, default_value_t = 0)]
+    first_seed: u64,
+    /// Stop after this many cases.
+    #[arg(long)]
+    cases: Option<u64>,
+    /// Stop after this many minutes of wall time (default: 1, unless --cases is given).
+    #[arg(long)]
+    minutes: Option<f64>,
+    /// Where failing cases are written (soak-SEED.toml, and soak-SEED.trace).
+    #[arg(long, default_value = "soak-failures")]
+    out: std::path::PathBuf,
+    /// The most scheduler steps a case may take before it is cut.
+    #[arg(long, default_value_t = soak::MAX_STEPS)]
+    max_steps: u64,
+    /// Print each case's seed and verdict.
+    #[arg(long)]
+    verbose: bool,
+}
+
+#[derive(Default)]
+struct Tally {
+    cases: u64,
+    passed: u64,
+    out_of_memory: u64,
+    cut: u64,
+    failed: Vec<u64>,
+}
+
+impl Tally {
+    fn line(&self, elapsed: Duration) -> String {
+        format!(
+            "{} cases in {:.0} s: {} passed, {} out of memory, {} cut at the step limit, {} failed",
+            self.cases,
+            elapsed.as_secs_f64(),
+            self.passed,
+            self.out_of_memory,
+            self.cut,
+            self.failed.len()
+        )
+    }
+}
+
+pub fn soak(args: SoakArgs) -> Result<()> {
+    // A panicking case is caught and reported with its seed: one line for where, no
+    // backtrace (rerun the seed for one).
+    std::panic::set_hook(Box::new(|info| {
+        let at = info
+            .location()
+            .map(|l| format!("{}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("soak: panic at {at}");
+    }));
+    let start = Instant::now();
+    let (first, cases, deadline) = match args.seed {
+        Some(seed) => (seed, Some(1), None),
+        None => {
+            let minutes = args.minutes.or(args.cases.is_none().then_some(1.0));
+            (
+                args.first_seed,
+                args.cases,
+                minutes.map(|m| Duration::from_secs_f64(m * 60.0)),
+            )
+        }
+    };
+    let mut tally = Tally::default();
+    let mut last_report = Instant::now();
+    for seed in first.. {
+        if cases.is_some_and(|n| tally.cases >= n) || deadline.is_some_and(|d| start.elapsed() >= d)
+        {
+            break;
+        }
+        let case = soak::case(seed);
+        let case_start = Instant::now();
+        let verdict = soak::run_case(&case, args.max_steps);
+        tally.cases += 1;
+        if args.verbose || args.seed.is_some() {
+            eprintln!(
+                "soak: seed {seed}: {verdict:?} ({:.2} s)",
+                case_start.elapsed().as_secs_f64()
+            );
+        }
+        match verdict {
+            Verdict::Passed => tally.passed += 1,
+            Verdict::OutOfMemory => tally.out_of_memory += 1,
+            Verdict::Cut => tally.cut += 1,
+            Verdict::Failed(why) => {
+                let file = soak::write_case(&case, &args.out, &why)?;
+                eprintln!(
+                    "soak: FAILED seed {seed}: {why}\n      rerun: foliosim soak --seed {seed}; written to {}",
+                    file.display()
+                );
+                tally.failed.push(seed);
+            }
+        }
+        if last_report.elapsed() >= Duration::from_secs(10) {
+            eprintln!("soak: {} (last seed {seed})", tally.line(start.elapsed()));
+            last_report = Instant::now();
+        }
+    }
+    println!("soak: {}", tally.line(start.elapsed()));
+    if !tally.failed.is_empty() {
+        let seeds: Vec<String> = tally.failed.iter().map(|s| s.to_string()).collect();
+        bail!(
+            "failing seeds: {} (cases written to {})",
+            seeds.join(", "),
+            args.out.display()
+        );
+    }
+    Ok(())
+}
