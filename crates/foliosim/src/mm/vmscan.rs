@@ -517,18 +517,20 @@ pub fn putback_folios(k: &mut Kernel, ctx: &mut Ctx, putback: &[(u32, bool)]) {
             Some((_, n)) => *n += 1,
             None => moved_per_memcg.push((memcg, 1)),
         }
+        // MADV_PAGEOUT isolates folios of any node; reclaim's are node 0's.
+        let nid = k.nodes.nid(pfn);
         let cg = &mut k.memcgs[memcg];
         let file = k.folios.test(pfn, flags::FILE);
         k.folios.set(pfn, flags::LRU);
         if active {
             let nr = k.folios.nr_pages(pfn) as u64;
             k.folios.set(pfn, flags::ACTIVE);
-            cg.lruvec.list(file, true).add_head(&mut k.folios, pfn);
+            cg.lruvec_mut(nid).list(file, true).add_head(&mut k.folios, pfn);
             cg.count(VmEvent::Pgactivate, nr);
             k.vmstat.count(VmEvent::Pgactivate, nr);
         } else {
             k.folios.clear(pfn, flags::ACTIVE);
-            cg.lruvec.list(file, false).add_head(&mut k.folios, pfn);
+            cg.lruvec_mut(nid).list(file, false).add_head(&mut k.folios, pfn);
         }
     }
     for (memcg, moved) in moved_per_memcg {
