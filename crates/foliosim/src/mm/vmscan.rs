@@ -525,12 +525,16 @@ pub fn putback_folios(k: &mut Kernel, ctx: &mut Ctx, putback: &[(u32, bool)]) {
         if active {
             let nr = k.folios.nr_pages(pfn) as u64;
             k.folios.set(pfn, flags::ACTIVE);
-            cg.lruvec_mut(nid).list(file, true).add_head(&mut k.folios, pfn);
+            cg.lruvec_mut(nid)
+                .list(file, true)
+                .add_head(&mut k.folios, pfn);
             cg.count(VmEvent::Pgactivate, nr);
             k.vmstat.count(VmEvent::Pgactivate, nr);
         } else {
             k.folios.clear(pfn, flags::ACTIVE);
-            cg.lruvec_mut(nid).list(file, false).add_head(&mut k.folios, pfn);
+            cg.lruvec_mut(nid)
+                .list(file, false)
+                .add_head(&mut k.folios, pfn);
         }
     }
     for (memcg, moved) in moved_per_memcg {
