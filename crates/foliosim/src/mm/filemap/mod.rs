@@ -383,12 +383,17 @@ pub fn unlink_file_vma(k: &mut Kernel, mm: u32, vma: u32) {
 pub fn gauges(k: &Kernel, now_ns: u64) -> [(&'static str, u64); 9] {
     let pc = &k.pagecache;
     let sum = |list: fn(&super::lruvec::Lruvec) -> u64| -> u64 {
-        k.memcgs.iter().map(|cg| list(&cg.lruvec)).sum()
+        k.memcgs
+            .iter()
+            .flat_map(|cg| cg.lruvecs())
+            .map(list)
+            .sum()
     };
     let writeback: u64 = k
         .memcgs
         .iter()
-        .map(|cg| cg.lruvec.writeback_in_flight(&k.folios, now_ns))
+        .flat_map(|cg| cg.lruvecs())
+        .map(|lv| lv.writeback_in_flight(&k.folios, now_ns))
         .sum();
     [
         ("nr_inactive_anon", sum(|l| l.inactive_anon.nr_pages)),
