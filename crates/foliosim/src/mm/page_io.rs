@@ -86,7 +86,9 @@ pub fn swap_writepage(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
         k.folios.writeback_done_ns[pfn as usize] = done_ns;
         // MADV_PAGEOUT writes folios of any node; reclaim's are node 0's.
         let nid = k.nodes.nid(pfn);
-        k.memcgs[memcg].lruvec_mut(nid).writeback_started(pfn, done_ns);
+        k.memcgs[memcg]
+            .lruvec_mut(nid)
+            .writeback_started(pfn, done_ns);
     }
 }
 

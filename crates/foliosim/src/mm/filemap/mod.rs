@@ -383,11 +383,7 @@ pub fn unlink_file_vma(k: &mut Kernel, mm: u32, vma: u32) {
 pub fn gauges(k: &Kernel, now_ns: u64) -> [(&'static str, u64); 9] {
     let pc = &k.pagecache;
     let sum = |list: fn(&super::lruvec::Lruvec) -> u64| -> u64 {
-        k.memcgs
-            .iter()
-            .flat_map(|cg| cg.lruvecs())
-            .map(list)
-            .sum()
+        k.memcgs.iter().flat_map(|cg| cg.lruvecs()).map(list).sum()
     };
     let writeback: u64 = k
         .memcgs
