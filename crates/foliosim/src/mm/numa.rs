@@ -98,17 +98,6 @@ impl Kernel {
         self.node_zone_mut(nid).free(ctx, pfn, order);
     }
 
-    /// Free pages of every node (NR_FREE_PAGES summed), buddy and per-CPU lists.
-    pub fn nr_free_pages_all_nodes(&self) -> u64 {
-        self.nodes
-            .lower
-            .iter()
-            .map(|z| z.nr_free_pages() + z.nr_pcp_pages())
-            .sum::<u64>()
-            + self.zone.nr_free_pages()
-            + self.zone.nr_pcp_pages()
-    }
-
     /// The zonelist's fallback past node 0: the first lower node with a free block of `order`
     /// above its low watermark (get_page_from_freelist walks the zonelist in distance order).
     pub fn alloc_lower_nodes(

@@ -16,7 +16,7 @@ use super::gfp::Gfp;
 use super::migrate::{folio_isolate_lru, migrate_pages, putback_movable_pages};
 use super::migrate::{MigrateMode, MigrateReason, MigrationTarget};
 use super::mmap::Pte;
-use super::numa::{alloc_on_node, Nodes};
+use super::numa::{alloc_on_node, get_page_from_freelist, Nodes};
 use super::page_alloc::{AllocFlags, Wmark};
 use super::vmscan::kswapd::wakeup_kswapd;
 use super::vmstat::VmEvent;
@@ -320,16 +320,8 @@ impl MigrationTarget for MisplacedTarget {
             .union(Gfp::NOWARN)
             .union(Gfp::NOMEMALLOC)
             .union(Gfp::NORETRY);
-        let page = k.zone.get_page_from_freelist(
-            &mut k.kswapd,
-            &k.folios,
-            ctx,
-            gfp,
-            order,
-            AllocFlags::WMARK_MIN,
-        );
-        super::migrate::flush::migrc::check_flush_task_mgen(k, ctx);
-        page
+        // __GFP_THISNODE: node 0's zone only; the MIGRC check follows the allocation.
+        get_page_from_freelist(k, ctx, gfp, order, AllocFlags::WMARK_MIN)
     }
 
     fn free(&mut self, k: &mut Kernel, ctx: &mut Ctx, pfn: u32, order: u32) {

@@ -69,8 +69,6 @@ pub struct SeedFigures {
     pub shootdowns_per_cpu: f64,
     pub runtime_s: f64,
     pub lookups_per_s: f64,
-    pub user_s: f64,
-    pub sys_s: f64,
 }
 
 const BEFORE_SHOOTDOWNS: [f64; 16] = [
@@ -95,8 +93,6 @@ pub fn seed_figures(config: Config) -> SeedFigures {
             shootdowns_per_cpu: mean(&BEFORE_SHOOTDOWNS),
             runtime_s: 968.783,
             lookups_per_s: 1_754_778.0,
-            user_s: 15208.91,
-            sys_s: 141.44,
         },
         Config::Migrc => SeedFigures {
             itlb_flush: 3_316_495.0,
@@ -108,8 +104,6 @@ pub fn seed_figures(config: Config) -> SeedFigures {
             shootdowns_per_cpu: mean(&AFTER_SHOOTDOWNS),
             runtime_s: 913.210,
             lookups_per_s: 1_861_565.0,
-            user_s: 14351.69,
-            sys_s: 138.23,
         },
     }
 }
