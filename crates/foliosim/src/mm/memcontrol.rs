@@ -31,12 +31,14 @@ const MEMCG_DELAY_SCALING_SHIFT: u32 = 14;
 
 /// The events the kernel also counts per memcg (memcg_vm_event_stat; cgroup v2 memory.stat),
 /// for the memcg whose LRU was scanned, whichever reclaim scanned it.
-pub const MEMCG_EVENTS: [VmEvent; 14] = [
+pub const MEMCG_EVENTS: [VmEvent; 16] = [
     VmEvent::Pgrefill,
     VmEvent::PgscanKswapd,
     VmEvent::PgscanDirect,
+    VmEvent::PgscanKhugepaged,
     VmEvent::PgstealKswapd,
     VmEvent::PgstealDirect,
+    VmEvent::PgstealKhugepaged,
     VmEvent::Pgactivate,
     VmEvent::Pgdeactivate,
     VmEvent::Pswpin,
