@@ -279,6 +279,7 @@ fn xsbench_reports_lookups_per_second() {
         "kind = \"xsbench\"\nsize = \"small\"\ngridpoints = 2000\nthreads = 2\nlookups = 20000",
     );
     let r = foliosim::run(&s).unwrap();
+    assert_eq!(r, foliosim::run(&s).unwrap(), "deterministic");
     let x = r.workloads[0].xsbench.as_ref().unwrap();
     assert_eq!(
         (x.threads, x.isotopes, x.gridpoints, x.lookups),
