@@ -306,6 +306,7 @@ fn shrink_active_list(
             k.folios.set(pfn, flags::WORKINGSET);
         }
         k.folios.clear(pfn, flags::ACTIVE | flags::YOUNG);
+        super::access::young_cleared(k, pfn);
         let cg = &mut k.memcgs[memcg as usize];
         cg.lruvec.list(file, false).add_head(&mut k.folios, pfn);
         let nr = k.folios.nr_pages(pfn) as u64;
@@ -482,7 +483,9 @@ pub fn shrink_folio_list(
         }
         if reclaim != Reclaim::Pageout {
             ctx.spend(k.cost.folio_referenced_ns);
-            match folio_check_references(f, pfn) {
+            let refs = folio_check_references(f, pfn);
+            super::access::young_cleared(k, pfn);
+            match refs {
                 FolioReferences::Activate => {
                     result.putback.push((pfn, true));
                     continue;
