@@ -97,6 +97,34 @@ fn access_faults_every_absent_page_exactly_once() {
 }
 
 #[test]
+fn accesses_set_the_accessed_bits_reclaim_cleared() {
+    use foliosim::mm::folio::flags;
+    let young = |k: &Kernel| {
+        let ptes = &k.mms[0].vma(0).ptes;
+        ptes.iter()
+            .filter(|p| k.folios.test(k.folios.head_of(p.pfn()), flags::YOUNG))
+            .count()
+    };
+    let cold = Op::Madvise {
+        vma: 0,
+        first: 0,
+        nr: 64,
+        advice: foliosim::mm::madvise::Advice::Cold,
+    };
+    // MADV_COLD clears the accessed bits; 10 000 accesses over 64 pages touch them all again.
+    let (_, _, k) = one_task(vec![
+        mmap(0, 64),
+        access(0, 64, 1000),
+        cold.clone(),
+        access(0, 64, 10_000),
+    ]);
+    assert_eq!(young(&k), 64);
+    // Without the accesses they stay old.
+    let (_, _, k) = one_task(vec![mmap(0, 64), access(0, 64, 1000), cold]);
+    assert_eq!(young(&k), 0);
+}
+
+#[test]
 fn access_is_deterministic_and_costs_in_proportion() {
     let ops = |count| {
         vec![
@@ -279,6 +307,7 @@ fn xsbench_reports_lookups_per_second() {
         "kind = \"xsbench\"\nsize = \"small\"\ngridpoints = 2000\nthreads = 2\nlookups = 20000",
     );
     let r = foliosim::run(&s).unwrap();
+    assert_eq!(r, foliosim::run(&s).unwrap(), "deterministic");
     let x = r.workloads[0].xsbench.as_ref().unwrap();
     assert_eq!(
         (x.threads, x.isotopes, x.gridpoints, x.lookups),

@@ -32,9 +32,11 @@ use std::collections::BTreeMap;
 
 /// No task's hot set is loaded.
 pub const NO_TASK: u32 = u32::MAX;
-/// Translations recently used by a CPU are weighed by exp(-accesses since / this): the mix of
-/// ranges a CPU's TLB serves. estimate: a few STLB turnovers of a large working set.
-const PROFILE_WINDOW_ACCESSES: f64 = 100_000.0;
+/// Ranges a CPU accessed are weighed by exp(-accesses since / this): the mix of ranges its
+/// TLB serves. Long against one op's accesses, so a workload cycling through a few ranges
+/// (XSBench's three grids) keeps a steady mix and its solution is reused; a phase change
+/// takes over after about this many accesses. estimate.
+const PROFILE_WINDOW_ACCESSES: f64 = 16_000_000.0;
 /// Ranges remembered per CPU; the least used is forgotten past this.
 const PROFILE_MAX_RANGES: usize = 16;
 /// A solution is reused while every range's share and 2 MiB fraction moved less than this.

@@ -2,7 +2,7 @@
 //! range, costed by the TLB and cache model (hw/tlb_cache.rs) without looping over `count`.
 //!
 //! Most accesses find their page plainly mapped and cost user time in bulk. The pages that are
-//! not ("special": not present today; NUMA-hint PROT_NONE later) are kept per VMA in a
+//! not ("special": not present, NUMA-hint PROT_NONE, or with a cleared accessed bit) are kept per VMA in a
 //! `SpecialSet` with O(1) random pick and removal. Between two special hits the number of plain
 //! accesses is geometric with p = specials / pages, so a step is: the plain accesses up to the
 //! next special hit, in bulk, then that hit through `access_special` (a fault through
@@ -17,9 +17,11 @@
 //! neighbour mapped a large folio over it, a Touch, khugepaged): such a stale member is a
 //! plain access. A range gets its set at its first Access, from its PTEs.
 //!
-//! Not modelled: a store to a present clean or read-only page (COW, dirtying after swap-in)
-//! changes no page state; accessed bits are not set by plain accesses (only faults set them).
+//! Accessed bits: reclaim's folio_referenced clears a folio's (`young_cleared` lists its pages
+//! OLD), and the next access to one of them sets it again. Not modelled: a store to a present
+//! clean or read-only page (COW, dirtying after swap-in) changes no page state.
 
+use super::folio::{flags, FolioTable};
 use super::memory::handle_mm_fault;
 use super::mmap::{Pte, Vma};
 use super::{Kernel, MmError};
@@ -33,6 +35,9 @@ pub type SpecialKinds = u8;
 pub const NOT_PRESENT: SpecialKinds = 1;
 /// A NUMA hinting PTE (PROT_NONE, mm/numa_balancing.rs): the access takes a hint fault.
 pub const PROT_NONE: SpecialKinds = 2;
+/// Reclaim cleared the accessed bit of the folio mapped here (folio_referenced): the access
+/// sets it again (the hardware sets the PTE's accessed bit; the model's folio YOUNG flag).
+pub const OLD: SpecialKinds = 4;
 
 const NOT_MEMBER: u32 = u32::MAX;
 /// Ranges of one VMA with a set; the least recently used goes past this.
@@ -156,6 +161,39 @@ pub fn pte_cleared(vma: &mut Vma, first: u32, nr: u32) {
     }
 }
 
+/// Hook: reclaim cleared the accessed bit of the anonymous folio at `pfn` (folio_referenced):
+/// its pages become OLD in the accessed ranges that hold them, so accesses set it again at
+/// a cost proportional to reclaim's work, not to the accesses. Nothing for a folio of a VMA
+/// without Access ranges.
+pub fn young_cleared(k: &mut Kernel, pfn: u32) {
+    let f = &k.folios;
+    if f.test(pfn, super::folio::flags::FILE) {
+        return;
+    }
+    let (mm, vma, index) = (
+        f.owner_mm[pfn as usize],
+        f.owner_vma[pfn as usize],
+        f.owner_index[pfn as usize],
+    );
+    let nr = f.nr_pages(pfn);
+    let Some(Some(v)) = k
+        .mms
+        .get(mm as usize)
+        .and_then(|m| m.vmas.get(vma as usize))
+    else {
+        return;
+    };
+    if v.special.is_empty() {
+        return;
+    }
+    let v = k.mms[mm as usize].vma_mut(vma);
+    for set in v.special.iter_mut() {
+        for i in index.max(set.first)..(index + nr).min(set.first + set.nr) {
+            set.insert(i, OLD);
+        }
+    }
+}
+
 /// Register page `index` of `vma` of `mm` as special of `kinds` (for mechanisms that make a
 /// mapped page fault on access, such as NUMA hinting's PROT_NONE). A range without a set gets
 /// one at its first Access, from `classify`.
@@ -167,9 +205,15 @@ pub fn mark_special(k: &mut Kernel, mm: u32, vma: u32, index: u32, kinds: Specia
     }
 }
 
-/// The set of [first, first + nr) of `vma`, built from its PTEs the first time; `stamp` marks
-/// it used.
-fn ensure_set(vma: &mut Vma, first: u32, nr: u32, stamp: u64) -> &mut SpecialSet {
+/// The set of [first, first + nr) of `vma`, built from its PTEs (and the accessed bits of
+/// the folios they map) the first time; `stamp` marks it used.
+fn ensure_set<'a>(
+    vma: &'a mut Vma,
+    folios: &FolioTable,
+    first: u32,
+    nr: u32,
+    stamp: u64,
+) -> &'a mut SpecialSet {
     let at = match vma
         .special
         .iter()
@@ -185,7 +229,11 @@ fn ensure_set(vma: &mut Vma, first: u32, nr: u32, stamp: u64) -> &mut SpecialSet
             }
             let mut set = SpecialSet::new(first, nr);
             for index in first..first + nr {
-                let kinds = classify(vma.ptes[index as usize]);
+                let pte = vma.ptes[index as usize];
+                let mut kinds = classify(pte);
+                if pte.is_present() && !folios.test(folios.head_of(pte.pfn()), flags::YOUNG) {
+                    kinds |= OLD;
+                }
                 if kinds != 0 {
                     set.insert(index, kinds);
                 }
@@ -215,6 +263,11 @@ pub fn access_special(
     if now & listed & NOT_PRESENT != 0 {
         handle_mm_fault(k, ctx, mm, vma, index, write)?;
         return Ok(true);
+    }
+    if listed & OLD != 0 && pte.is_present() {
+        // The hardware sets the accessed bit; reclaim's next folio_referenced sees it.
+        let head = k.folios.head_of(pte.pfn());
+        k.folios.set(head, flags::YOUNG);
     }
     if now & listed & PROT_NONE != 0 {
         super::memory::handle_pte_fault(k, ctx, mm, vma, index, write);
@@ -269,9 +322,18 @@ pub fn access_step(
     if let Some(hot) = who.hot {
         run_user(k, ctx, who.task, a.mm, hot, who.user_ns);
     }
+    if a.nr == 0 {
+        return Ok(a.count);
+    }
     let remaining = a.count - done;
     let stamp = ctx.now_ns;
-    let set = ensure_set(k.mms[a.mm as usize].vma_mut(a.vma), a.first, a.nr, stamp);
+    let set = ensure_set(
+        k.mms[a.mm as usize].vma_mut(a.vma),
+        &k.folios,
+        a.first,
+        a.nr,
+        stamp,
+    );
     let p = set.len() as f64 / a.nr as f64;
     // Plain accesses before the next one to land on a listed page: Geometric(p).
     let gap = if p == 0.0 {
@@ -301,7 +363,13 @@ pub fn access_step(
         return Ok(done);
     }
     // The access that lands on a listed page.
-    let set = ensure_set(k.mms[a.mm as usize].vma_mut(a.vma), a.first, a.nr, stamp);
+    let set = ensure_set(
+        k.mms[a.mm as usize].vma_mut(a.vma),
+        &k.folios,
+        a.first,
+        a.nr,
+        stamp,
+    );
     let index = set.pick(who.rng);
     let listed = set.remove(index);
     access_special(k, ctx, a.mm, a.vma, index, a.write, listed)?;

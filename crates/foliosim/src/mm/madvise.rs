@@ -117,6 +117,7 @@ fn cold_or_pageout(
             let memcg = k.folios.memcg[head as usize] as usize;
             // Both paths forget the folio's accesses (folio_clear_referenced, young cleared).
             k.folios.clear(head, flags::YOUNG | flags::REFERENCED);
+            super::access::young_cleared(k, head);
             let nid = k.nodes.nid(head);
             let cg = &mut k.memcgs[memcg];
             if pageout {

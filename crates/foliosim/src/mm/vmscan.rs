@@ -385,6 +385,7 @@ fn shrink_active_list(
             clear_flush_young(k, ctx, pfn);
         }
         k.folios.clear(pfn, flags::ACTIVE | flags::YOUNG);
+        super::access::young_cleared(k, pfn);
         let cg = &mut k.memcgs[memcg as usize];
         cg.lruvec.list(file, false).add_head(&mut k.folios, pfn);
         let nr = k.folios.nr_pages(pfn) as u64;
@@ -578,7 +579,9 @@ pub fn shrink_folio_list(
             if reclaim != Reclaim::Pageout {
                 ctx.spend(k.cost.folio_referenced_ns);
                 clear_flush_young(k, ctx, pfn);
-                match folio_check_references(&mut k.folios, pfn) {
+                let refs = folio_check_references(&mut k.folios, pfn);
+                super::access::young_cleared(k, pfn);
+                match refs {
                     FolioReferences::Activate => {
                         result.putback.push((pfn, true));
                         continue;

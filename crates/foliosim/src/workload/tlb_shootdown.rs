@@ -10,6 +10,7 @@
 //! - `mprotect`: write the region, mprotect it read-only, then read-write again (two flushes
 //!   on x86, which flushes on any change of the writable bit; one on arm64);
 //! - `madv_dontneed`: write the region (refaulting it), MADV_DONTNEED it (one flush).
+//!
 //! The others store to the region, except under `mprotect` (a store racing the read-only
 //! window would fault): a load of a zapped page would map the shared zero page live, and
 //! thread 0's store would then break its COW with one more flush; the sim has no zero page.
