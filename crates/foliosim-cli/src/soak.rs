@@ -29,6 +29,33 @@ pub struct SoakArgs {
     /// Print each case's seed and verdict.
     #[arg(long)]
     verbose: bool,
+    /// A case still running after this many seconds of wall time hangs inside one step (the
+    /// step limit cannot end it): it is written out and the soak stops.
+    #[arg(long, default_value_t = 120)]
+    case_timeout: u64,
+}
+
+/// Run `case` on a thread of its own, watched: a case that hangs is written out, its seed
+/// printed, and the process exits (a thread cannot be stopped).
+fn run_watched(case: &soak::Case, args: &SoakArgs) -> Result<Verdict> {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (mine, max_steps) = (case.clone(), args.max_steps);
+    std::thread::spawn(move || {
+        let _ = tx.send(soak::run_case(&mine, max_steps));
+    });
+    match rx.recv_timeout(Duration::from_secs(args.case_timeout)) {
+        Ok(verdict) => Ok(verdict),
+        Err(_) => {
+            let why = format!("hangs: still running after {} s", args.case_timeout);
+            let file = soak::write_case(case, &args.out, &why)?;
+            eprintln!(
+                "soak: FAILED seed {}: {why}\n      written to {}",
+                case.seed,
+                file.display()
+            );
+            std::process::exit(2);
+        }
+    }
 }
 
 #[derive(Default)]
@@ -85,7 +112,7 @@ pub fn soak(args: SoakArgs) -> Result<()> {
         }
         let case = soak::case(seed);
         let case_start = Instant::now();
-        let verdict = soak::run_case(&case, args.max_steps);
+        let verdict = run_watched(&case, &args)?;
         tally.cases += 1;
         if args.verbose || args.seed.is_some() {
             eprintln!(
