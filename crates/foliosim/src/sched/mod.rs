@@ -43,6 +43,7 @@ use crate::mm::folio::NIL;
 use crate::mm::kthread::{self, KthreadNext};
 use crate::mm::memcontrol::mem_cgroup_handle_over_high;
 use crate::mm::oom_kill;
+use crate::mm::preempt::TaskResume;
 use crate::mm::vmscan::kswapd::post_kswapd_wakeup;
 use crate::mm::{invariants, Kernel, MmError};
 use queue::Queues;
@@ -229,32 +230,28 @@ pub fn run_tasks_observed(
         let user_before_ns = t.user_ns;
         let wake_ns = q.sleepers.first().map_or(u64::MAX, |s| s.0);
         let next = match &mut t.body {
-            Body::User(p) => match {
-                // The task's kernel-side state is `current` for its step.
-                std::mem::swap(&mut k.current, &mut t.resume);
-                let r = user::step(k, &mut ctx, t.mm, p, &mut t.user_ns, wake_ns);
-                std::mem::swap(&mut k.current, &mut t.resume);
-                r
-            } {
-                Ok(UserNext::Exit) => Next::Exit,
-                Ok(UserNext::Run) => {
-                    // Back to user space: memory.high reclaim owed by this task's charges.
-                    mem_cgroup_handle_over_high(k, &mut ctx);
-                    Next::Run
+            Body::User(p) => {
+                match user_step(k, &mut ctx, t.mm, p, &mut t.user_ns, wake_ns, &mut t.resume) {
+                    Ok(UserNext::Exit) => Next::Exit,
+                    Ok(UserNext::Run) => {
+                        // Back to user space: memory.high reclaim owed by this task's charges.
+                        mem_cgroup_handle_over_high(k, &mut ctx);
+                        Next::Run
+                    }
+                    // Still in the kernel: stopped in a fault, which goes on in the next step.
+                    Ok(UserNext::Preempted) => Next::Run,
+                    Ok(UserNext::Barrier { id, parties }) => Next::Barrier { id, parties },
+                    // The OOM killer chose this task's process while it allocated.
+                    Err(_) if k.mms[t.mm as usize].oom_victim => Next::Exit,
+                    Err(error) => {
+                        return Err(SimError::Mm {
+                            task: t.name.clone(),
+                            at_ns: ctx.now_ns,
+                            error,
+                        })
+                    }
                 }
-                // Still in the kernel: stopped in a fault, which goes on in the next step.
-                Ok(UserNext::Preempted) => Next::Run,
-                Ok(UserNext::Barrier { id, parties }) => Next::Barrier { id, parties },
-                // The OOM killer chose this task's process while it allocated.
-                Err(_) if k.mms[t.mm as usize].oom_victim => Next::Exit,
-                Err(error) => {
-                    return Err(SimError::Mm {
-                        task: t.name.clone(),
-                        at_ns: ctx.now_ns,
-                        error,
-                    })
-                }
-            },
+            }
             Body::Kernel(kind) => {
                 k.kthreads.set_asleep(tid - first_kthread, false);
                 match kthread::run(k, &mut ctx, *kind) {
@@ -394,6 +391,22 @@ pub fn run_tasks_observed(
             .max()
             .unwrap_or(0),
     })
+}
+
+/// One step of a user task, whose kernel-side state (mm/preempt.rs) is `current` meanwhile.
+fn user_step(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    mm: u32,
+    p: &mut UserProgram,
+    user_ns: &mut u64,
+    wake_ns: u64,
+    resume: &mut TaskResume,
+) -> Result<UserNext, MmError> {
+    std::mem::swap(&mut k.current, resume);
+    let r = user::step(k, ctx, mm, p, user_ns, wake_ns);
+    std::mem::swap(&mut k.current, resume);
+    r
 }
 
 /// `cpu` stops running `t` at `at_ns`.
