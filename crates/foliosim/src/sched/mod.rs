@@ -44,6 +44,7 @@ use crate::mm::kthread::{self, KthreadNext};
 use crate::mm::memcontrol::mem_cgroup_handle_over_high;
 use crate::mm::numa_balancing::task_numa_work;
 use crate::mm::oom_kill;
+use crate::mm::preempt::TaskResume;
 use crate::mm::vmscan::kswapd::post_kswapd_wakeup;
 use crate::mm::{invariants, Kernel, MmError};
 use queue::Queues;
@@ -234,10 +235,8 @@ pub fn run_tasks_observed(
         let user_before_ns = t.user_ns;
         let wake_ns = q.sleepers.first().map_or(u64::MAX, |s| s.0);
         let next = match &mut t.body {
-            Body::User(p) => match {
-                // The task's kernel-side state is `current` for its step.
-                std::mem::swap(&mut k.current, &mut t.resume);
-                let r = user::step(
+            Body::User(p) => {
+                match user_step(
                     k,
                     &mut ctx,
                     (tid as u32, seed),
@@ -245,33 +244,32 @@ pub fn run_tasks_observed(
                     p,
                     &mut t.user_ns,
                     wake_ns,
-                );
-                std::mem::swap(&mut k.current, &mut t.resume);
-                r
-            } {
-                Ok(UserNext::Exit) => Next::Exit,
-                Ok(UserNext::Run) => {
-                    // Back to user space: memory.high reclaim owed by this task's charges,
-                    // and the NUMA scan when its mm's turn has come (task_numa_work).
-                    mem_cgroup_handle_over_high(k, &mut ctx);
-                    if k.numa.tiering {
-                        task_numa_work(k, &mut ctx, t.mm);
+                    &mut t.resume,
+                ) {
+                    Ok(UserNext::Exit) => Next::Exit,
+                    Ok(UserNext::Run) => {
+                        // Back to user space: memory.high reclaim owed by this task's charges,
+                        // and the NUMA scan when its mm's turn has come (task_numa_work).
+                        mem_cgroup_handle_over_high(k, &mut ctx);
+                        if k.numa.tiering {
+                            task_numa_work(k, &mut ctx, t.mm);
+                        }
+                        Next::Run
                     }
-                    Next::Run
+                    // Still in the kernel: stopped in a fault, which goes on in the next step.
+                    Ok(UserNext::Preempted) => Next::Run,
+                    Ok(UserNext::Barrier { id, parties }) => Next::Barrier { id, parties },
+                    // The OOM killer chose this task's process while it allocated.
+                    Err(_) if k.mms[t.mm as usize].oom_victim => Next::Exit,
+                    Err(error) => {
+                        return Err(SimError::Mm {
+                            task: t.name.clone(),
+                            at_ns: ctx.now_ns,
+                            error,
+                        })
+                    }
                 }
-                // Still in the kernel: stopped in a fault, which goes on in the next step.
-                Ok(UserNext::Preempted) => Next::Run,
-                Ok(UserNext::Barrier { id, parties }) => Next::Barrier { id, parties },
-                // The OOM killer chose this task's process while it allocated.
-                Err(_) if k.mms[t.mm as usize].oom_victim => Next::Exit,
-                Err(error) => {
-                    return Err(SimError::Mm {
-                        task: t.name.clone(),
-                        at_ns: ctx.now_ns,
-                        error,
-                    })
-                }
-            },
+            }
             Body::Kernel(kind) => {
                 k.kthreads.set_asleep(tid - first_kthread, false);
                 match kthread::run(k, &mut ctx, *kind) {
@@ -445,6 +443,23 @@ pub fn run_tasks_observed(
             .max()
             .unwrap_or(0),
     })
+}
+
+/// One step of a user task, whose kernel-side state (mm/preempt.rs) is `current` meanwhile.
+fn user_step(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    task: (u32, u64),
+    mm: u32,
+    p: &mut UserProgram,
+    user_ns: &mut u64,
+    wake_ns: u64,
+    resume: &mut TaskResume,
+) -> Result<UserNext, MmError> {
+    std::mem::swap(&mut k.current, resume);
+    let r = user::step(k, ctx, task, mm, p, user_ns, wake_ns);
+    std::mem::swap(&mut k.current, resume);
+    r
 }
 
 /// `cpu` stops running `t` at `at_ns`.
