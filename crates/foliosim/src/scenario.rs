@@ -1304,7 +1304,7 @@ pub enum WorkloadSpec {
     /// `op` on memory the others share, `iterations` x `ops_per_iteration` times, while they
     /// run in user space on the other CPUs.
     TlbShootdown {
-        /// "munmap", "mprotect" or "madv_dontneed".
+        /// "munmap", "mprotect", "madv_dontneed" or "madv_pageout" (needs swap).
         op: crate::workload::tlb_shootdown::ShootdownOp,
         #[serde(default = "default_two")]
         threads: u32,

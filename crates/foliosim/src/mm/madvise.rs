@@ -83,8 +83,10 @@ fn cold_or_pageout(
     let end = first + nr;
     let mut index = first;
     let mut isolated = Vec::new();
+    let mut young: Option<(u32, u32)> = None;
     while index < end {
         let pmd_end = ((index >> PMD_ORDER) + 1) << PMD_ORDER;
+        super::tlb::flush_tlb_batched_pending(k, ctx, mm);
         while index < end.min(pmd_end) {
             let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
             if !pte.is_present() {
@@ -115,6 +117,11 @@ fn cold_or_pageout(
                 }
             }
             let memcg = k.folios.memcg[head as usize] as usize;
+            if !pageout && k.folios.test(head, flags::YOUNG) {
+                // MADV_COLD makes young PTEs old and gathers them for tlb_finish_mmu's flush
+                // (6.18; MADV_PAGEOUT leaves the PTEs to reclaim's unmap).
+                young = Some((young.map_or(start, |y| y.0), start + nr_folio - 1));
+            }
             // Both paths forget the folio's accesses (folio_clear_referenced, young cleared).
             k.folios.clear(head, flags::YOUNG | flags::REFERENCED);
             super::access::young_cleared(k, head);
@@ -138,5 +145,9 @@ fn cold_or_pageout(
             let result = shrink_folio_list(k, ctx, std::mem::take(&mut isolated), Reclaim::Pageout);
             putback_folios(k, ctx, &result.putback);
         }
+    }
+    if let Some((a, b)) = young {
+        let arch = k.tlb;
+        arch.flush_range(k, ctx, mm, (b - a + 1) as u64);
     }
 }

@@ -489,6 +489,7 @@ const ZAP_PREFETCH_PTES: u32 = 4;
 /// the last present PTE cleared (0: none), which the caller's TLB flush covers
 /// (tlb_finish_mmu).
 pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, nr: u32) -> u64 {
+    super::tlb::flush_tlb_batched_pending(k, ctx, mm);
     let batch_max = k.swap.zap_batch();
     let end = first + nr;
     let mut index = first;

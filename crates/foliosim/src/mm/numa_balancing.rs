@@ -138,6 +138,7 @@ pub fn task_numa_work(k: &mut Kernel, ctx: &mut Ctx, mm: u32) {
         }
         // change_prot_numa over [index, end): the range is aligned to 2 MiB.
         let end = (index + pages as u32).next_multiple_of(512).min(len);
+        super::tlb::flush_tlb_batched_pending(k, ctx, mm);
         let updated = change_prot_numa(k, mm, vma, index, end, now_ms);
         if updated > 0 {
             pages -= (end - index) as i64;

@@ -42,6 +42,18 @@ pub trait TlbArch: Sync {
     /// PTEs of `mm` (tlb_finish_mmu, change_protection).
     fn flush_range(&self, k: &mut Kernel, ctx: &mut Ctx, mm: u32, nr_pages: u64);
 
+    /// arch_tlbbatch_should_defer: may try_to_unmap leave the flush of `mm`'s PTEs to the
+    /// batch? Otherwise it flushes at once and leaves nothing pending in the mm.
+    fn should_defer_flush(&self, _k: &Kernel, _ctx: &Ctx, _mm: u32) -> bool {
+        true
+    }
+
+    /// arch_flush_tlb_batched_pending: a page-table walker found `mm` with a batched unmap it
+    /// has not flushed for (mm->tlb_flush_batched).
+    fn flush_batched_pending(&self, k: &mut Kernel, ctx: &mut Ctx, mm: u32) {
+        self.flush_range(k, ctx, mm, u64::MAX);
+    }
+
     /// Does making present PTEs writable need a flush? x86: any change of the RW bit does
     /// (pte_flags_need_flush, arch/x86/include/asm/tlbflush.h); arm64 takes a spurious fault
     /// on a stale read-only entry instead.
@@ -137,6 +149,7 @@ impl TlbUnmapBatch {
             PteAccess::ReadOnlyClean if !self.immediate => {
                 let arch = k.tlb;
                 arch.unmap_folio_ptes(k, ctx, order, nr);
+                set_flush_batched(k, ctx, mm);
                 if !self.ro_mms.contains(&mm) {
                     self.ro_mms.push(mm);
                 }
@@ -162,6 +175,9 @@ impl TlbUnmapBatch {
     ) {
         let arch = k.tlb;
         arch.unmap_folio_ptes(k, ctx, order, nr);
+        if !self.immediate {
+            set_flush_batched(k, ctx, mm);
+        }
         if !self.mms.contains(&mm) {
             self.mms.push(mm);
         }
@@ -197,5 +213,24 @@ impl TlbUnmapBatch {
         self.mms.clear();
         self.nr_ptes = 0;
         self.writable = false;
+    }
+}
+
+/// set_tlb_ubc_flush_pending's note in the mm (mm->tlb_flush_batched): a flush of `mm` was
+/// batched, so a later page-table walker of it must flush before it relies on the PTEs.
+fn set_flush_batched(k: &mut Kernel, ctx: &Ctx, mm: u32) {
+    if k.tlb.should_defer_flush(k, ctx, mm) {
+        k.mms[mm as usize].tlb_flush_batched = true;
+    }
+}
+
+/// flush_tlb_batched_pending (mm/rmap.c), called by the walkers that change PTEs under the
+/// page-table lock (zap, change_protection, MADV_COLD/PAGEOUT/FREE): if reclaim or migration
+/// batched an unmap of `mm` since the last such call, flush the whole mm. The kernel does not
+/// know whether that batch was flushed since, so the flush happens even then.
+pub fn flush_tlb_batched_pending(k: &mut Kernel, ctx: &mut Ctx, mm: u32) {
+    if std::mem::take(&mut k.mms[mm as usize].tlb_flush_batched) {
+        let arch = k.tlb;
+        arch.flush_batched_pending(k, ctx, mm);
     }
 }

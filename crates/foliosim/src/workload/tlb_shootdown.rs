@@ -9,11 +9,17 @@
 //! - `munmap`: map a fresh region, write it, munmap it (one flush);
 //! - `mprotect`: write the region, mprotect it read-only, then read-write again (two flushes
 //!   on x86, which flushes on any change of the writable bit; one on arm64);
-//! - `madv_dontneed`: write the region (refaulting it), MADV_DONTNEED it (one flush).
+//! - `madv_dontneed`: write the region (refaulting it), MADV_DONTNEED it (one flush);
+//! - `madv_pageout` (needs swap): write the region (swapping it in), MADV_PAGEOUT it: reclaim
+//!   unmaps each page with a batched flush and flushes before writing each dirty page out
+//!   (try_to_unmap_flush_dirty), and the next walk of the mm flushes it once more for the batch
+//!   it cannot tell was flushed (flush_tlb_batched_pending): `pages + 1` flushes from the
+//!   second operation on.
 //!
 //! The others store to the region, except under `mprotect` (a store racing the read-only
-//! window would fault): a load of a zapped page would map the shared zero page live, and
-//! thread 0's store would then break its COW with one more flush; the sim has no zero page.
+//! window would fault; they load) and `madv_pageout` (they only spin). A load of a zapped
+//! page would map the shared zero page live, and thread 0's store would then break its COW
+//! with one more flush; the sim has no zero page.
 
 use super::{Op, TaskMarks, TaskSpec, WorkloadResult};
 use crate::mm::madvise::Advice;
@@ -34,6 +40,7 @@ pub enum ShootdownOp {
     Munmap,
     Mprotect,
     MadvDontneed,
+    MadvPageout,
 }
 
 pub fn tasks(spec: &WorkloadSpec) -> Vec<TaskSpec> {
@@ -80,8 +87,13 @@ pub fn tasks(spec: &WorkloadSpec) -> Vec<TaskSpec> {
                     parties: threads,
                 });
                 if t > 0 {
-                    let write = *op != ShootdownOp::Mprotect;
-                    ops.extend([touch(VMA_SHARED, write), Op::Compute { ns: *spin_ns }]);
+                    // Under madv_pageout the others leave the region alone: a swap-in fault
+                    // of theirs would park the folio in their CPU's lru_add batch, where
+                    // thread 0's MADV_PAGEOUT (lru_add_drain of its own CPU) skips it.
+                    if *op != ShootdownOp::MadvPageout {
+                        ops.push(touch(VMA_SHARED, *op != ShootdownOp::Mprotect));
+                    }
+                    ops.push(Op::Compute { ns: *spin_ns });
                     continue;
                 }
                 ops.push(Op::Compute { ns: *lead_ns });
@@ -103,13 +115,17 @@ pub fn tasks(spec: &WorkloadSpec) -> Vec<TaskSpec> {
                                 prot: Prot::ReadWrite,
                             },
                         ]),
-                        ShootdownOp::MadvDontneed => ops.extend([
+                        ShootdownOp::MadvDontneed | ShootdownOp::MadvPageout => ops.extend([
                             touch(VMA_SHARED, true),
                             Op::Madvise {
                                 vma: VMA_SHARED,
                                 first: 0,
                                 nr: pages,
-                                advice: Advice::Dontneed,
+                                advice: if *op == ShootdownOp::MadvPageout {
+                                    Advice::Pageout
+                                } else {
+                                    Advice::Dontneed
+                                },
                             },
                         ]),
                     }
@@ -139,13 +155,20 @@ pub fn expected_shootdowns(spec: &WorkloadSpec) -> u64 {
         threads,
         iterations,
         ops_per_iteration,
+        pages,
         ..
     } = spec
     else {
         return 0;
     };
-    let flushes = if *op == ShootdownOp::Mprotect { 2 } else { 1 };
-    flushes * (*iterations as u64) * (*ops_per_iteration as u64) * (threads - 1) as u64
+    let nr_ops = (*iterations as u64) * (*ops_per_iteration as u64);
+    let flushes = match op {
+        ShootdownOp::Munmap | ShootdownOp::MadvDontneed => nr_ops,
+        ShootdownOp::Mprotect => 2 * nr_ops,
+        // A flush per dirty page, and one per operation after the first for the batch.
+        ShootdownOp::MadvPageout => nr_ops * (*pages as u64 + 1) - 1,
+    };
+    flushes * (threads - 1) as u64
 }
 
 pub fn report(spec: &WorkloadSpec, marks: &[TaskMarks]) -> WorkloadResult {

@@ -122,6 +122,12 @@ impl TlbArch for Arm64Tlbi {
         false
     }
 
+    fn flush_batched_pending(&self, k: &mut Kernel, ctx: &mut Ctx, _mm: u32) {
+        // The batched TLBIs went out as the PTEs were cleared: waiting for them is a DSB
+        // (arch_flush_tlb_batched_pending, arm64's batched unmap since 6.5).
+        Self::dsb(k, ctx);
+    }
+
     fn flush_range(&self, k: &mut Kernel, ctx: &mut Ctx, mm: u32, nr_pages: u64) {
         if nr_pages > MAX_DVM_OPS {
             Self::flush_asid(k, ctx, mm);

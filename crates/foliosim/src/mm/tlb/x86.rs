@@ -42,6 +42,11 @@ impl TlbArch for X86Ipi {
         flush_tlb_mms(k, ctx, &[mm]);
     }
 
+    fn should_defer_flush(&self, k: &Kernel, ctx: &Ctx, mm: u32) -> bool {
+        // Only when another CPU is in mm_cpumask (cpumask_any_but(mm_cpumask, this cpu)).
+        (0..k.cpu_mm.len()).any(|cpu| cpu != ctx.cpu && in_mm_cpumask(k, ctx, cpu, mm))
+    }
+
     fn flush_range(&self, k: &mut Kernel, ctx: &mut Ctx, mm: u32, nr_pages: u64) {
         if nr_pages > TLB_SINGLE_PAGE_FLUSH_CEILING {
             flush_tlb_mms(k, ctx, &[mm]);
@@ -53,6 +58,12 @@ impl TlbArch for X86Ipi {
 
 /// tlb_single_page_flush_ceiling: a range of more pages is flushed whole (arch/x86/mm/tlb.c).
 const TLB_SINGLE_PAGE_FLUSH_CEILING: u64 = 33;
+
+/// Is `cpu` in `mm`'s mm_cpumask: running it, or within the mask's trim window?
+fn in_mm_cpumask(k: &Kernel, ctx: &Ctx, cpu: usize, mm: u32) -> bool {
+    k.cpu_mm[cpu] == mm
+        || k.mms[mm as usize].cpu_recently_active(cpu, ctx.now_ns, k.cost.mm_cpumask_window_ns)
+}
 
 /// flush_tlb_multi for `mms`: every other CPU in their mm_cpumask (running one of them now, or
 /// within the mask's trim window) takes an IPI.
@@ -70,14 +81,7 @@ fn shootdown(k: &mut Kernel, ctx: &mut Ctx, mms: &[u32], pages: Option<u64>) {
     }
     let mut remote = 0;
     for cpu in 0..k.cpu_mm.len() {
-        let in_mask = mms.iter().any(|&mm| {
-            k.cpu_mm[cpu] == mm
-                || k.mms[mm as usize].cpu_recently_active(
-                    cpu,
-                    ctx.now_ns,
-                    k.cost.mm_cpumask_window_ns,
-                )
-        });
+        let in_mask = mms.iter().any(|&mm| in_mm_cpumask(k, ctx, cpu, mm));
         if !in_mask {
             continue;
         }
