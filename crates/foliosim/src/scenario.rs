@@ -430,6 +430,12 @@ impl KernelVersion {
         self > KernelVersion::V4_1
     }
 
+    /// 6.10: a fault that finds a large folio in the swap cache maps all of it (Chuanhua Han,
+    /// Barry Song, "mm: swap: entirely map large folios found in swapcache").
+    pub fn maps_swapcache_folio_whole(self) -> bool {
+        self >= KernelVersion::V6_10
+    }
+
     /// Reclaim (4.3, TTU_BATCH_FLUSH) and async migration (6.3, migrate_pages_batch) flush
     /// the TLB once for a batch of unmapped folios; before, once per folio.
     pub fn batched_unmap_flush(self) -> bool {

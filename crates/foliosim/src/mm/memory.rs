@@ -333,8 +333,14 @@ fn do_swap_page(
         // fault): wait for a read in flight (folio_lock), then map the page of that folio.
         super::filemap::folio_wait_locked(k, ctx, head);
         swap_update_readahead(k, mm, vma, index, head);
-        let page = head + k.folios.swap_page_index(head, entry);
-        map_swapcache_page(k, ctx, mm, vma, index, page, entry, write);
+        let idx = k.folios.swap_page_index(head, entry);
+        if k.map_swapcache_folio_whole {
+            if let Some(start) = swapcache_folio_range(k, mm, vma, index, head, idx) {
+                map_swapcache_folio(k, ctx, mm, vma, start, head, write);
+                return Ok((start, k.folios.order[head as usize] as u32));
+            }
+        }
+        map_swapcache_page(k, ctx, mm, vma, index, head + idx, entry, write);
         return Ok((index, 0));
     }
     if resumed.is_none() {
@@ -399,6 +405,63 @@ fn map_swapcache_page(
     let m = &mut k.mms[mm as usize];
     m.rss_anon += 1;
     m.swap_ents -= 1;
+    free_swap_after_fault(k, ctx, head, write);
+}
+
+/// do_swap_page (6.10+): may the large swap-cache folio `head`, whose page `idx` the fault at
+/// `index` wants, be mapped whole? Its range must lie in the VMA and the fault's PMD, and its
+/// PTEs must still be the folio's slots in order (swap_pte_batch). Returns its first index.
+fn swapcache_folio_range(
+    k: &Kernel,
+    mm: u32,
+    vma: u32,
+    index: u32,
+    head: u32,
+    idx: u32,
+) -> Option<u32> {
+    let nr = k.folios.nr_pages(head);
+    if nr == 1 || k.folios.scattered.contains_key(&head) {
+        return None;
+    }
+    let start = index - idx;
+    let pmd_start = index & !((1 << PMD_ORDER) - 1);
+    let v = k.mms[mm as usize].vma(vma);
+    if start < pmd_start || start + nr > (pmd_start + (1 << PMD_ORDER)).min(v.nr_pages) {
+        return None;
+    }
+    let first = k.folios.swap_entry(head);
+    let contiguous = (0..nr).all(|i| {
+        let pte = v.ptes[(start + i) as usize];
+        pte.is_swap() && pte.swap_entry() == SwapEntry::new(first.dev(), first.offset() + i)
+    });
+    contiguous.then_some(start)
+}
+
+/// do_swap_page's end for a whole large swap-cache folio (6.10, "entirely map large folios
+/// found in swapcache"): its PTEs from `start` map it, its slots lose the PTEs' references
+/// (swap_free_nr), and it leaves the swap cache if no other reference remains and the fault
+/// was a write or swap is nearly full (should_try_to_free_swap -> folio_free_swap).
+fn map_swapcache_folio(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    mm: u32,
+    vma: u32,
+    start: u32,
+    head: u32,
+    write: bool,
+) {
+    let nr = k.folios.nr_pages(head);
+    let ptes = &mut k.mms[mm as usize].vma_mut(vma).ptes[start as usize..(start + nr) as usize];
+    for (i, pte) in ptes.iter_mut().enumerate() {
+        *pte = Pte::present(head + i as u32);
+    }
+    k.folios.mapcount[head as usize] += nr as u16;
+    k.folios
+        .set(head, flags::YOUNG | if write { flags::DIRTY } else { 0 });
+    k.swap.put_refs(ctx, &k.cost, k.folios.swap_entry(head), nr);
+    let m = &mut k.mms[mm as usize];
+    m.rss_anon += nr as u64;
+    m.swap_ents -= nr as u64;
     free_swap_after_fault(k, ctx, head, write);
 }
 

@@ -177,6 +177,8 @@ pub struct Kernel {
     pub thp_orders_madvised: u32,
     /// Swap large folios back in whole (alloc_swap_folio).
     pub swapin_mthp: bool,
+    /// 6.10+: a fault maps a large folio found in the swap cache whole (do_swap_page).
+    pub map_swapcache_folio_whole: bool,
     /// Who allocates a fault's PMD THP (mm/thp_fault_alloc/), and khugepaged's share of it.
     pub thp_fault_alloc: &'static dyn thp_fault_alloc::ThpFaultAlloc,
     pub thp_avail: thp_fault_alloc::ThpAvailState,
@@ -359,6 +361,7 @@ impl Kernel {
             thp_orders_madvised: scenario.sysfs.orders_enabled(true),
             // alloc_swap_folio falls back to order 0 once zswap has been enabled.
             swapin_mthp: scenario.kernel.swapin_mthp() && !scenario.sysfs.zswap.enabled,
+            map_swapcache_folio_whole: scenario.kernel.version.maps_swapcache_folio_whole(),
             thp_defrag: scenario.sysfs.thp_defrag(scenario.kernel.version),
             gfp_transhuge: gfp::Gfp::transhuge_of(scenario.kernel.version),
             slowpath: page_alloc::slowpath_of(scenario.kernel.version),

@@ -23,8 +23,8 @@
 //! Not modelled: cluster readahead (swap_cluster_readahead: the 2^page-cluster aligned slots
 //! around the faulting one), which the kernel uses instead while a rotational swap device is
 //! on or `vma_ra_enabled` is 0; the model uses VMA readahead for every device (a slot does not
-//! record which page it holds). A large folio found in the swap cache is mapped one page per
-//! fault and keeps its slots.
+//! record which page it holds). A large folio found in the swap cache is mapped whole from
+//! 6.10 on (mm/memory.rs map_swapcache_folio), one page per fault before.
 
 use super::folio::{flags, SwapEntry, NIL};
 use super::memcontrol::try_charge;
@@ -201,7 +201,7 @@ pub fn vm_swap_full(k: &Kernel) -> bool {
 /// (folio_swapped); the folio is dirty then (the only copy). A large folio keeps its slots.
 pub fn free_swap_after_fault(k: &mut Kernel, ctx: &mut Ctx, head: u32, write: bool) {
     let f = &mut k.folios;
-    if !f.test(head, flags::SWAPCACHE) || f.order[head as usize] > 0 {
+    if !f.test(head, flags::SWAPCACHE) || f.scattered.contains_key(&head) {
         return;
     }
     if f.test(head, flags::WRITEBACK) {
@@ -214,9 +214,14 @@ pub fn free_swap_after_fault(k: &mut Kernel, ctx: &mut Ctx, head: u32, write: bo
     if !(write || vm_swap_full(k)) {
         return;
     }
+    // folio_swapped: no slot of the folio may still be referenced by a PTE.
     let entry = SwapEntry::from_raw(k.folios.swap[head as usize]);
-    let byte = k.swap.devices[entry.dev()].map.swap_map[entry.offset() as usize];
-    if swap_count(byte) > 0 {
+    let map = &k.swap.devices[entry.dev()].map.swap_map;
+    let first = entry.offset() as usize;
+    if map[first..first + k.folios.nr_pages(head) as usize]
+        .iter()
+        .any(|&byte| swap_count(byte) > 0)
+    {
         return;
     }
     folio_delete_from_swap_cache(k, ctx, head);
