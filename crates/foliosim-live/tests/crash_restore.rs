@@ -24,7 +24,7 @@ static HOST: Mutex<()> = Mutex::new(());
 const CHILD_KIND: &str = "FOLIOSIM_CRASH_CHILD";
 const CHILD_HOLD: &str = "FOLIOSIM_CRASH_HOLD";
 /// Seeded random kills per kind, on top of one kill at every crash point.
-const RANDOM_KILLS: u32 = 3;
+const RANDOM_KILLS: u32 = 2;
 
 fn kind_name(k: ChangeKind) -> String {
     format!("{k:?}")
