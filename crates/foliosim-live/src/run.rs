@@ -571,7 +571,7 @@ fn pin_one_per_cpu(tasks: &mut [LiveTask], scenario_cpus: usize) -> bool {
 /// Create the scenario's `[[file]]`s (random bytes, written back) in a directory of this run,
 /// removed on restore, then drop the page cache so they start uncached as in the sim (mmtests
 /// does the same before thpscale). None when the scenario has no files.
-fn create_files(
+pub fn create_files(
     guard: &mut HostGuard,
     scenario: &Scenario,
     applied: &mut Vec<String>,

@@ -12,6 +12,8 @@ use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+const MIN_FREE_KBYTES: &str = "/proc/sys/vm/min_free_kbytes";
+
 /// Where the journal and lock live unless `FOLIOSIM_LIVE_DIR` says otherwise.
 pub const DEFAULT_STATE_DIR: &str = "/run/foliosim";
 
@@ -27,12 +29,17 @@ pub fn state_dir() -> PathBuf {
 pub enum Change {
     /// A sysfs/module-parameter file and the value it had.
     Sysfs { path: String, old_value: String },
+    /// About to read zram-control/hot_add, which makes a device whose id we learn only after:
+    /// a kill in between leaves a new, unconfigured device; undo hot_removes any zram device
+    /// not in `existing` that is still unconfigured (initstate 0).
+    ZramHotAdd { existing: Vec<u32> },
     /// A zram device we configured: reset it, and hot_remove it if we hot_added it.
     Zram { id: u32, hot_added: bool },
     /// A regular file we created (swap file, loop backing file): unlink it.
     File { path: String },
-    /// A loop device we attached: detach it.
-    Loop { device: String },
+    /// A loop device we attach over `backing_file` (journaled before losetup picks the
+    /// device): detach every loop device backed by that file.
+    Loop { backing_file: String },
     /// A swap area we turned on: swapoff.
     Swapon { path: String },
     /// A memcg directory we created: kill what is left in it, rmdir.
@@ -43,6 +50,105 @@ pub enum Change {
     /// unmount it and remove the directory.
     Mount { path: String },
 }
+
+/// Every kind of change the live backend makes to the host, for reports and for the crash
+/// tests (tests/crash_restore.rs makes each kind, SIGKILLs at a random moment, restores).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ChangeKind {
+    /// /sys/kernel/mm/transparent_hugepage/{enabled,defrag,khugepaged/*}.
+    ThpKnob,
+    /// /sys/kernel/mm/transparent_hugepage/hugepages-<size>kB/enabled.
+    MthpSizeKnob,
+    /// /sys/module/zswap/parameters/*.
+    ZswapParam,
+    /// /proc/sys/vm/*.
+    Sysctl,
+    /// Any other sysfs file (none today; kept so the classification is total).
+    OtherKnob,
+    /// A zram device hot_added (or an idle one taken) and configured.
+    ZramDevice,
+    /// A swap file (or a loop device's backing file) created.
+    SwapFile,
+    /// A loop device attached.
+    LoopDevice,
+    /// A swap area turned on.
+    Swapon,
+    /// A memcg created (its limits live inside it).
+    Memcg,
+    /// The run's file directory created.
+    FileDir,
+    /// tracefs mounted on a directory of ours.
+    TracefsMount,
+}
+
+impl ChangeKind {
+    pub const ALL: [ChangeKind; 12] = [
+        ChangeKind::ThpKnob,
+        ChangeKind::MthpSizeKnob,
+        ChangeKind::ZswapParam,
+        ChangeKind::Sysctl,
+        ChangeKind::OtherKnob,
+        ChangeKind::ZramDevice,
+        ChangeKind::SwapFile,
+        ChangeKind::LoopDevice,
+        ChangeKind::Swapon,
+        ChangeKind::Memcg,
+        ChangeKind::FileDir,
+        ChangeKind::TracefsMount,
+    ];
+}
+
+impl Change {
+    pub fn kind(&self) -> ChangeKind {
+        match self {
+            Change::Sysfs { path, .. } => {
+                const THP: &str = "/sys/kernel/mm/transparent_hugepage/";
+                if path.starts_with(&format!("{THP}hugepages-")) {
+                    ChangeKind::MthpSizeKnob
+                } else if path.starts_with(THP) {
+                    ChangeKind::ThpKnob
+                } else if path.starts_with("/sys/module/zswap/parameters/") {
+                    ChangeKind::ZswapParam
+                } else if path.starts_with("/proc/sys/") {
+                    ChangeKind::Sysctl
+                } else {
+                    ChangeKind::OtherKnob
+                }
+            }
+            Change::ZramHotAdd { .. } | Change::Zram { .. } => ChangeKind::ZramDevice,
+            Change::File { .. } => ChangeKind::SwapFile,
+            Change::Loop { .. } => ChangeKind::LoopDevice,
+            Change::Swapon { .. } => ChangeKind::Swapon,
+            Change::Cgroup { .. } => ChangeKind::Memcg,
+            Change::Dir { .. } => ChangeKind::FileDir,
+            Change::Mount { .. } => ChangeKind::TracefsMount,
+        }
+    }
+}
+
+/// Fault injection for the crash tests: with `FOLIOSIM_LIVE_KILL_AT=N`, the process SIGKILLs
+/// itself at its N-th crash point (1-based): just before and just after each journal write,
+/// i.e. before a change, between its record and the change, and after it.
+fn crash_point() {
+    static KILL_AT: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+    let at = *KILL_AT.get_or_init(|| {
+        std::env::var("FOLIOSIM_LIVE_KILL_AT")
+            .ok()
+            .and_then(|v| v.parse().ok())
+    });
+    let n = CRASH_POINTS.fetch_add(1, Ordering::SeqCst) + 1;
+    if at == Some(n) {
+        // SAFETY: raising a signal on ourselves.
+        unsafe { libc::raise(libc::SIGKILL) };
+    }
+}
+
+/// How many crash points this process has passed (the crash tests count a clean run's).
+pub fn crash_points_passed() -> u64 {
+    CRASH_POINTS.load(Ordering::SeqCst)
+}
+
+static CRASH_POINTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct JournalFile {
@@ -152,15 +258,26 @@ impl HostGuard {
         let mut f = fs::File::create(&tmp).with_context(|| format!("writing {}", tmp.display()))?;
         f.write_all(serde_json::to_string_pretty(&self.journal)?.as_bytes())?;
         f.sync_all()?;
+        // The rename replaces the journal whole: a kill leaves the old one or the new one.
         fs::rename(&tmp, &path)?;
+        // And the rename itself reaches the disk where the state dir is not tmpfs.
+        fs::File::open(&self.dir)?.sync_all()?;
         Ok(())
     }
 
     /// Journal a change before making it (write-ahead), so a kill between the two still
     /// restores: every undo step tolerates a change that was never made.
     pub fn record(&mut self, change: Change) -> Result<()> {
+        crash_point();
         self.journal.changes.push(change);
-        self.write_journal()
+        self.write_journal()?;
+        crash_point();
+        Ok(())
+    }
+
+    /// The changes journaled so far, oldest first.
+    pub fn changes(&self) -> &[Change] {
+        &self.journal.changes
     }
 
     /// Write a sysfs knob, saving its current value first. No-op if it already has the value.
@@ -168,6 +285,22 @@ impl HostGuard {
         let old_value = read_knob(path)?;
         if old_value == value {
             return Ok(());
+        }
+        // Starting or stopping khugepaged (a THP `enabled` knob) recomputes min_free_kbytes
+        // (set_recommended_min_free_kbytes, mm/khugepaged.c): save it too, so it comes back.
+        if path.starts_with("/sys/kernel/mm/transparent_hugepage/") && path.ends_with("/enabled") {
+            if let Ok(min_free) = read_knob(MIN_FREE_KBYTES) {
+                if !self
+                    .changes()
+                    .iter()
+                    .any(|c| matches!(c, Change::Sysfs { path, .. } if path == MIN_FREE_KBYTES))
+                {
+                    self.record(Change::Sysfs {
+                        path: MIN_FREE_KBYTES.into(),
+                        old_value: min_free,
+                    })?;
+                }
+            }
         }
         self.record(Change::Sysfs {
             path: path.into(),
@@ -240,9 +373,10 @@ pub fn recover() -> Result<Vec<String>> {
 fn describe(c: &Change) -> String {
     match c {
         Change::Sysfs { path, old_value } => format!("{path} = {old_value}"),
+        Change::ZramHotAdd { .. } => "remove an unconfigured zram device we hot_added".into(),
         Change::Zram { id, .. } => format!("reset zram{id}"),
         Change::File { path } => format!("remove {path}"),
-        Change::Loop { device } => format!("detach {device}"),
+        Change::Loop { backing_file } => format!("detach the loop device over {backing_file}"),
         Change::Swapon { path } => format!("swapoff {path}"),
         Change::Cgroup { path } => format!("remove {path}"),
         Change::Dir { path } => format!("remove {path}/"),
@@ -258,6 +392,18 @@ fn undo_all(changes: &[Change]) -> Vec<String> {
             errors.push(format!("{}: {e:#}", describe(c)));
         }
     }
+    // A knob restored early can be moved by a later undo (turning PMD THP back off makes
+    // khugepaged recompute min_free_kbytes): set each knob's first saved value once more.
+    let mut seen = std::collections::BTreeSet::new();
+    for c in changes {
+        if let Change::Sysfs { path, old_value } = c {
+            if seen.insert(path.as_str()) && read_knob(path).is_ok_and(|v| v != *old_value) {
+                if let Err(e) = write_knob(path, old_value) {
+                    errors.push(format!("{}: {e:#}", describe(c)));
+                }
+            }
+        }
+    }
     errors
 }
 
@@ -270,8 +416,9 @@ fn undo(c: &Change) -> Result<()> {
             Ok(())
         }
         Change::Swapon { path } => crate::swapdev::swapoff_if_active(path),
+        Change::ZramHotAdd { existing } => crate::swapdev::zram_remove_new_unconfigured(existing),
         Change::Zram { id, hot_added } => crate::swapdev::zram_release(*id, *hot_added),
-        Change::Loop { device } => crate::swapdev::loop_detach(device),
+        Change::Loop { backing_file } => crate::swapdev::loop_detach_file(backing_file),
         Change::File { path } => match fs::remove_file(path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 Err(e).with_context(|| format!("removing {path}"))

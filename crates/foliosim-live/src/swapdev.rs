@@ -59,12 +59,11 @@ pub fn create(
         SwapDeviceKind::File | SwapDeviceKind::Ssd => (swap_file(guard, i, spec.size.0)?, None),
         SwapDeviceKind::Loop => {
             let file = swap_file(guard, i, spec.size.0)?;
-            let out = run("losetup", &["--find", "--show", &file])?;
-            let device = out.trim().to_string();
             guard.record(Change::Loop {
-                device: device.clone(),
+                backing_file: file.clone(),
             })?;
-            (device, None)
+            let out = run("losetup", &["--find", "--show", &file])?;
+            (out.trim().to_string(), None)
         }
         _ => unreachable!("checked above"),
     };
@@ -82,6 +81,9 @@ pub fn create(
 /// A new zram device: hot_add where the kernel offers it, else an idle existing device.
 fn zram_add(guard: &mut HostGuard) -> Result<u32> {
     if Path::new(ZRAM_CONTROL).exists() {
+        guard.record(Change::ZramHotAdd {
+            existing: zram_ids(),
+        })?;
         // Reading hot_add creates a device and returns its id.
         let id: u32 = read_knob(&format!("{ZRAM_CONTROL}/hot_add"))?
             .parse()
@@ -122,6 +124,37 @@ pub fn zram_release(id: u32, hot_added: bool) -> Result<()> {
     Ok(())
 }
 
+/// The ids of the zram devices present.
+pub fn zram_ids() -> Vec<u32> {
+    let mut ids: Vec<u32> = fs::read_dir("/sys/block")
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().to_str()?.strip_prefix("zram")?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    ids.sort_unstable();
+    ids
+}
+
+/// Undo a hot_add whose id was never journaled: remove the zram devices that are not in
+/// `existing` and that nobody configured (a configured one is someone else's, or ours and
+/// journaled as `Zram`).
+pub fn zram_remove_new_unconfigured(existing: &[u32]) -> Result<()> {
+    if !Path::new(ZRAM_CONTROL).exists() {
+        return Ok(());
+    }
+    for id in zram_ids() {
+        if existing.contains(&id) {
+            continue;
+        }
+        if read_knob(&format!("/sys/block/zram{id}/initstate")).is_ok_and(|v| v == "0") {
+            write_knob(&format!("{ZRAM_CONTROL}/hot_remove"), &id.to_string())?;
+        }
+    }
+    Ok(())
+}
+
 fn swap_file(guard: &mut HostGuard, i: usize, size_bytes: u64) -> Result<String> {
     let path = format!("{SWAP_FILE_DIR}/{PREFIX}swap-{}-{i}", std::process::id());
     guard.record(Change::File { path: path.clone() })?;
@@ -143,6 +176,33 @@ fn swap_file(guard: &mut HostGuard, i: usize, size_bytes: u64) -> Result<String>
         );
     }
     Ok(path)
+}
+
+/// The loop devices whose backing file is `file`.
+pub fn loops_over(file: &str) -> Vec<String> {
+    let Ok(dir) = fs::read_dir("/sys/block") else {
+        return vec![];
+    };
+    let mut out: Vec<String> = dir
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_str()?.to_string();
+            let backing = fs::read_to_string(e.path().join("loop/backing_file")).ok()?;
+            // The kernel appends " (deleted)" once the file is unlinked.
+            let backing = backing.trim().trim_end_matches(" (deleted)");
+            (name.starts_with("loop") && backing == file).then(|| format!("/dev/{name}"))
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Detach every loop device over `file` (swapoff first).
+pub fn loop_detach_file(file: &str) -> Result<()> {
+    for device in loops_over(file) {
+        loop_detach(&device)?;
+    }
+    Ok(())
 }
 
 pub fn loop_detach(device: &str) -> Result<()> {

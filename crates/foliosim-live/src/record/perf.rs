@@ -67,6 +67,14 @@ pub fn tracepoints(guard: &mut HostGuard) -> Result<Tracepoints> {
     if let Some(dir) = mounted_tracefs() {
         return read_tracepoints(&dir);
     }
+    let dir = mount_tracefs(guard)?;
+    let ids = read_tracepoints(&dir);
+    unmount_tracefs(&dir);
+    ids
+}
+
+/// Mount tracefs on a directory of ours in the state dir (journaled first).
+pub fn mount_tracefs(guard: &mut HostGuard) -> Result<PathBuf> {
     let dir = crate::settings::state_dir().join(format!("tracefs-{}", std::process::id()));
     let path = dir.display().to_string();
     guard.record(Change::Mount { path: path.clone() })?;
@@ -89,11 +97,16 @@ pub fn tracepoints(guard: &mut HostGuard) -> Result<Tracepoints> {
             std::io::Error::last_os_error()
         );
     }
-    let ids = read_tracepoints(&dir);
-    // SAFETY: unmounting what we just mounted.
-    unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
-    let _ = std::fs::remove_dir(&dir);
-    ids
+    Ok(dir)
+}
+
+/// Unmount what `mount_tracefs` mounted and remove its directory.
+pub fn unmount_tracefs(dir: &Path) {
+    if let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()) {
+        // SAFETY: unmounting what we mounted.
+        unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) };
+    }
+    let _ = std::fs::remove_dir(dir);
 }
 
 fn read_tracepoints(dir: &Path) -> Result<Tracepoints> {

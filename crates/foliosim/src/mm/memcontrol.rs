@@ -257,17 +257,27 @@ fn mem_cgroup_oom(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, order: u32) -> bool
 
 /// After a charge: above memory.high, the task owes reclaim on its way back to user space
 /// (set_notify_resume); one that has gone more than a batch over reclaims now if it may block.
+/// As in the kernel, only a charge that refills the stock checks memory.high, and it bills the
+/// task the whole batch (try_charge_memcg): one over-high reclaim per batch of small charges,
+/// not one per page.
 fn note_over_high(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_pages: u64, gfp: Gfp) {
-    let cg = &mut k.memcgs[memcg as usize];
-    if cg.usage_pages <= cg.high_pages {
-        return;
-    }
     let mm = k.cpu_mm[ctx.cpu];
     if mm == NIL {
         return;
     }
+    let m = &mut k.mms[mm as usize];
+    if m.memcg_stock_pages >= nr_pages {
+        m.memcg_stock_pages -= nr_pages;
+        return;
+    }
+    let batch = nr_pages.max(MEMCG_CHARGE_BATCH);
+    m.memcg_stock_pages = batch - nr_pages;
+    let cg = &k.memcgs[memcg as usize];
+    if cg.usage_pages <= cg.high_pages {
+        return;
+    }
     let owed = &mut k.mms[mm as usize].memcg_nr_pages_over_high;
-    *owed += nr_pages;
+    *owed += batch;
     if *owed > MEMCG_CHARGE_BATCH && gfp.allow_blocking() {
         mem_cgroup_handle_over_high(k, ctx);
     }
