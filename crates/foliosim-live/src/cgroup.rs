@@ -69,7 +69,11 @@ impl Memcg {
     /// (memory.max; on v2 also memory.high, memory.low, memory.min, memory.swap.max,
     /// memory.zswap.max, memory.zswap.writeback). On v2 the parent first gets `+memory` in its
     /// cgroup.subtree_control, so the child has the controller's files.
-    pub fn create(guard: &mut HostGuard, spec: &MemcgSpec, parent: Option<&Memcg>) -> Result<Memcg> {
+    pub fn create(
+        guard: &mut HostGuard,
+        spec: &MemcgSpec,
+        parent: Option<&Memcg>,
+    ) -> Result<Memcg> {
         let (root, version) = memory_root()?;
         if version == Version::V1 {
             if let Some(field) = v2_only_field(spec) {

@@ -208,15 +208,26 @@ fn nested_memcgs_are_created_inside_their_parent_read_and_removed() {
         ..Default::default()
     };
     let r = foliosim_live::run(&s, &opts).unwrap();
-    assert_eq!(host_state(&s), before, "host not restored (children removed first)");
+    assert_eq!(
+        host_state(&s),
+        before,
+        "host not restored (children removed first)"
+    );
     assert!(r.task_failures.is_empty(), "{:?}", r.task_failures);
     let (a, b, p) = (&r.memcgs["a"], &r.memcgs["b"], &r.memcgs["p"]);
     // The parent's limit bound both children: b was swapped, within its swap.max.
-    assert!(b["memory.swap.peak"] > 0 && b["memory.swap.peak"] <= 96 << 20, "{b:?}");
+    assert!(
+        b["memory.swap.peak"] > 0 && b["memory.swap.peak"] <= 96 << 20,
+        "{b:?}"
+    );
     assert!(p["memory.events.max"] > 0, "{p:?}");
     // The files the live backend reads for the sim's per-memcg map are there.
     for m in [a, b, p] {
-        for key in ["memory.swap.current", "memory.events.low", "memory.swap.events.max"] {
+        for key in [
+            "memory.swap.current",
+            "memory.events.low",
+            "memory.swap.events.max",
+        ] {
             assert!(m.contains_key(key), "{key} missing: {m:?}");
         }
     }
