@@ -580,6 +580,24 @@ mod tests {
     }
 
     #[test]
+    fn the_tree_is_walked_in_pre_order_whatever_the_declaration_order() {
+        // root, a, b, a/c, b/d, a/e
+        let mut cgs: Vec<MemCgroup> = (0..6)
+            .map(|i| MemCgroup::new(format!("{i}"), None))
+            .collect();
+        cgs[0].parent = NO_PARENT;
+        for (child, parent) in [(3, 1), (4, 2), (5, 1)] {
+            cgs[child].parent = parent;
+        }
+        let t = MemcgTree::new(&cgs);
+        assert_eq!(t.preorder, [0, 1, 3, 5, 2, 4]);
+        let sub: Vec<u16> = t.subtree(1).map(|i| t.preorder[i]).collect();
+        assert_eq!(sub, [1, 3, 5]);
+        assert!(t.is_descendant(5, 1) && t.is_descendant(4, 0) && !t.is_descendant(4, 1));
+        assert!(!t.is_descendant(u16::MAX, 0));
+    }
+
+    #[test]
     fn zswap_bytes_are_charged_in_whole_pages_as_they_add_up() {
         let mut cgs = vec![
             MemCgroup::new("/".into(), None),
