@@ -37,10 +37,43 @@ pub struct Memcg {
     pub version: Version,
 }
 
+/// The directory of a memcg: `foliosim-<pid>-<name>` under its parent's (the controller's
+/// mount for a memcg whose parent is the root), so the scenario's tree is the host's.
+pub fn memcg_path(root: &Path, pid: u32, parent: Option<&Path>, name: &str) -> PathBuf {
+    parent
+        .unwrap_or(root)
+        .join(format!("{}{pid}-{name}", crate::swapdev::PREFIX))
+}
+
+/// cgroup v2 keeps processes out of a cgroup that hands the memory controller down to
+/// children ("no internal processes"): a scenario that runs a workload in a memcg with
+/// children cannot run live there.
+pub fn check_no_internal_processes(
+    specs: &[MemcgSpec],
+    workload_memcgs: &[Option<&str>],
+) -> Result<()> {
+    for (i, w) in workload_memcgs.iter().enumerate() {
+        let Some(name) = w else { continue };
+        if let Some(child) = specs.iter().find(|c| c.parent.as_deref() == Some(*name)) {
+            bail!(
+                "workload[{i}].memcg: `{name}` has a child memcg (`{}`), and cgroup v2 allows no processes in a cgroup that delegates memory to children; run the workload in a leaf memcg",
+                child.name
+            );
+        }
+    }
+    Ok(())
+}
+
 impl Memcg {
-    /// Create `foliosim-<pid>-<name>` with the spec's limits (memory.max; on v2 also
-    /// memory.high, memory.zswap.max, memory.zswap.writeback).
-    pub fn create(guard: &mut HostGuard, spec: &MemcgSpec) -> Result<Memcg> {
+    /// Create `foliosim-<pid>-<name>` under `parent` (or the mount) with the spec's limits
+    /// (memory.max; on v2 also memory.high, memory.low, memory.min, memory.swap.max,
+    /// memory.zswap.max, memory.zswap.writeback). On v2 the parent first gets `+memory` in its
+    /// cgroup.subtree_control, so the child has the controller's files.
+    pub fn create(
+        guard: &mut HostGuard,
+        spec: &MemcgSpec,
+        parent: Option<&Memcg>,
+    ) -> Result<Memcg> {
         let (root, version) = memory_root()?;
         if version == Version::V1 {
             if let Some(field) = v2_only_field(spec) {
@@ -48,11 +81,21 @@ impl Memcg {
             }
         }
         let name = &spec.name;
-        let path = root.join(format!(
-            "{}{}-{name}",
-            crate::swapdev::PREFIX,
-            std::process::id()
-        ));
+        let path = memcg_path(
+            &root,
+            std::process::id(),
+            parent.map(|p| p.path.as_path()),
+            name,
+        );
+        if let (Some(parent), Version::V2) = (parent, version) {
+            let control = parent.path.join("cgroup.subtree_control");
+            let enabled = fs::read_to_string(&control).unwrap_or_default();
+            if !enabled.split_whitespace().any(|c| c == "memory") {
+                fs::write(&control, "+memory")
+                    .with_context(|| format!("enabling memory in {}", control.display()))?;
+            }
+        }
+        // Journaled after the parent's: undone in reverse, children before their parents.
         guard.record(Change::Cgroup {
             path: path.to_string_lossy().into_owned(),
         })?;
@@ -69,6 +112,9 @@ impl Memcg {
         let mut files = vec![];
         files.extend(spec.max.map(|b| (max_file, b.0.to_string())));
         files.extend(spec.high.map(|b| ("memory.high", b.0.to_string())));
+        files.extend(spec.min.map(|b| ("memory.min", b.0.to_string())));
+        files.extend(spec.low.map(|b| ("memory.low", b.0.to_string())));
+        files.extend(spec.swap_max.map(|b| ("memory.swap.max", b.0.to_string())));
         files.extend(
             spec.zswap_max
                 .map(|b| ("memory.zswap.max", b.0.to_string())),
@@ -100,7 +146,12 @@ impl Memcg {
                 "memory.failcnt",
                 "memory.memsw.max_usage_in_bytes",
             ],
-            Version::V2 => &["memory.peak", "memory.swap.peak"],
+            Version::V2 => &[
+                "memory.peak",
+                "memory.swap.peak",
+                "memory.current",
+                "memory.swap.current",
+            ],
         };
         for file in extra {
             if let Ok(v) = fs::read_to_string(self.path.join(file)) {
@@ -110,9 +161,11 @@ impl Memcg {
             }
         }
         if self.version == Version::V2 {
-            if let Ok(text) = fs::read_to_string(self.path.join("memory.events")) {
-                for (k, v) in parse_flat_keyed(&text) {
-                    out.insert(format!("memory.events.{k}"), v);
+            for file in ["memory.events", "memory.swap.events"] {
+                if let Ok(text) = fs::read_to_string(self.path.join(file)) {
+                    for (k, v) in parse_flat_keyed(&text) {
+                        out.insert(format!("{file}.{k}"), v);
+                    }
                 }
             }
         }
@@ -128,6 +181,12 @@ pub fn v2_only_field(spec: &MemcgSpec) -> Option<&'static str> {
         Some("zswap_max")
     } else if !spec.zswap_writeback {
         Some("zswap_writeback")
+    } else if spec.min.is_some() {
+        Some("min")
+    } else if spec.low.is_some() {
+        Some("low")
+    } else if spec.swap_max.is_some() {
+        Some("swap_max")
     } else {
         None
     }
@@ -206,6 +265,32 @@ pub fn leftovers() -> Vec<PathBuf> {
 
 #[cfg(test)]
 mod tests {
+    use foliosim::scenario::MemcgSpec;
+    use std::path::Path;
+
+    #[test]
+    fn a_child_is_created_inside_its_parent() {
+        let root = Path::new("/sys/fs/cgroup");
+        let p = super::memcg_path(root, 7, None, "p");
+        assert_eq!(p, Path::new("/sys/fs/cgroup/foliosim-7-p"));
+        let c = super::memcg_path(root, 7, Some(&p), "c");
+        assert_eq!(c, Path::new("/sys/fs/cgroup/foliosim-7-p/foliosim-7-c"));
+    }
+
+    #[test]
+    fn a_workload_in_a_memcg_with_children_is_refused() {
+        let specs = vec![
+            MemcgSpec::with_max("p", None),
+            MemcgSpec {
+                parent: Some("p".into()),
+                ..MemcgSpec::with_max("c", None)
+            },
+        ];
+        assert!(super::check_no_internal_processes(&specs, &[Some("c"), None]).is_ok());
+        let e = super::check_no_internal_processes(&specs, &[None, Some("p")]).unwrap_err();
+        assert!(format!("{e}").contains("workload[1].memcg"), "{e}");
+    }
+
     #[test]
     fn memory_stat_lines() {
         let m = super::parse_flat_keyed("cache 4096\nrss 123\nbogus\nswap 0\n");

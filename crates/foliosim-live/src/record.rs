@@ -121,7 +121,11 @@ fn record_holding(
     let memcg = match opts.memcg_limit {
         None => None,
         Some(limit) => {
-            let cg = Memcg::create(guard, &MemcgSpec::with_max("record", Some(Bytes(limit))))?;
+            let cg = Memcg::create(
+                guard,
+                &MemcgSpec::with_max("record", Some(Bytes(limit))),
+                None,
+            )?;
             if crate::swapdev::active_swaps()?.is_empty() {
                 let spec = SwapDeviceSpec {
                     kind: SwapDeviceKind::Zram,

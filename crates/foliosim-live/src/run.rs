@@ -216,6 +216,11 @@ pub fn preflight(scenario: &Scenario, opts: &LiveOptions) -> Result<()> {
                 .into());
             }
         }
+    } else {
+        let workload_memcgs: Vec<Option<&str>> =
+            scenario.workloads.iter().map(|w| w.memcg()).collect();
+        crate::cgroup::check_no_internal_processes(&scenario.memcgs, &workload_memcgs)
+            .map_err(|e| Refusal::Unsupported(format!("scenario field {e}")))?;
     }
     // Resident pages are capped by the memcg, but what is swapped to zram stays in RAM
     // (compressed, at worst 1:1), so the whole footprint must fit.
@@ -424,10 +429,13 @@ fn run_holding(
         ));
         zram_ids.extend(area.zram_id);
     }
-    let mut memcgs = BTreeMap::new();
+    let mut memcgs: BTreeMap<String, Memcg> = BTreeMap::new();
+    // Parents come first in the scenario (validated), so each parent exists when its
+    // children are created; removal (the journal, undone in reverse) takes children first.
     for spec in &scenario.memcgs {
         check_interrupt()?;
-        let cg = Memcg::create(guard, spec)?;
+        let parent = spec.parent.as_ref().map(|p| &memcgs[p]);
+        let cg = Memcg::create(guard, spec, parent)?;
         applied.push(format!(
             "memcg {} max {}",
             cg.path.display(),

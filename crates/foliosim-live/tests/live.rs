@@ -158,6 +158,81 @@ fn pageout_of_64k_mthp_matches_the_policy_and_restores_the_host() {
     assert!(r.zram.values().any(|z| z["stat/write_ios"] > 0));
 }
 
+/// A nested memcg tree: `p` (64 MiB) over `a` (memory.low 48 MiB, 40 MiB written) and `b`
+/// (two processes of 64 MiB, memory.swap.max 96 MiB), all at once onto zram.
+const NESTED: &str = r#"
+[machine]
+cpus = 3
+memory = "4G"
+[[machine.swap]]
+kind = "zram"
+size = "1G"
+[sysfs]
+thp_enabled = "never"
+[[memcg]]
+name = "p"
+max = "64M"
+[[memcg]]
+name = "a"
+parent = "p"
+low = "48M"
+[[memcg]]
+name = "b"
+parent = "p"
+swap_max = "96M"
+[[workload]]
+kind = "usemem"
+nproc = 1
+size = "40M"
+memcg = "a"
+[[workload]]
+kind = "usemem"
+nproc = 2
+size = "64M"
+memcg = "b"
+"#;
+
+#[test]
+fn nested_memcgs_are_created_inside_their_parent_read_and_removed() {
+    require_live!();
+    if !cgroup::memory_root().is_ok_and(|(_, v)| v == cgroup::Version::V2) {
+        eprintln!("SKIP (memory.low and memory.swap.max need cgroup v2)");
+        return;
+    }
+    let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
+    let s = scenario(NESTED);
+    let before = host_state(&s);
+    let opts = LiveOptions {
+        allow_live: true,
+        timeout: Some(Duration::from_secs(60)),
+        ..Default::default()
+    };
+    let r = foliosim_live::run(&s, &opts).unwrap();
+    assert_eq!(
+        host_state(&s),
+        before,
+        "host not restored (children removed first)"
+    );
+    assert!(r.task_failures.is_empty(), "{:?}", r.task_failures);
+    let (a, b, p) = (&r.memcgs["a"], &r.memcgs["b"], &r.memcgs["p"]);
+    // The parent's limit bound both children: b was swapped, within its swap.max.
+    assert!(
+        b["memory.swap.peak"] > 0 && b["memory.swap.peak"] <= 96 << 20,
+        "{b:?}"
+    );
+    assert!(p["memory.events.max"] > 0, "{p:?}");
+    // The files the live backend reads for the sim's per-memcg map are there.
+    for m in [a, b, p] {
+        for key in [
+            "memory.swap.current",
+            "memory.events.low",
+            "memory.swap.events.max",
+        ] {
+            assert!(m.contains_key(key), "{key} missing: {m:?}");
+        }
+    }
+}
+
 #[test]
 fn refuses_memory_high_on_a_cgroup_v1_host() {
     require_live!();

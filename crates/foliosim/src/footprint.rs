@@ -120,9 +120,11 @@ pub fn bytes_per_ram_page() -> f64 {
 
 /// Simulator bytes per slot of a swap device of `kind`, zswap's included when it is on.
 pub fn bytes_per_swap_slot(kind: SwapDeviceKind, zswap: bool, ftl: bool) -> f64 {
+    // The memcg each slot is charged to (swap_cgroup, a u16 per slot).
     let map = elem(|m: &SwapMap| &m.swap_map)
         + elem(|m: &SwapMap| &m.swap_cache)
-        + elem(|m: &SwapMap| &m.data);
+        + elem(|m: &SwapMap| &m.data)
+        + size_of::<u16>();
     let store = match kind {
         SwapDeviceKind::Zram => Zram::bytes_per_slot(),
         // brd: the pfn holding each slot's page.
@@ -484,7 +486,10 @@ mod tests {
         let ram = bytes_per_ram_page();
         assert!((40.0..100.0).contains(&ram), "{ram}");
         let plain = bytes_per_swap_slot(SwapDeviceKind::Ssd, false, false);
-        assert_eq!(plain, 6.0, "swap_map u8, swap_cache u32, data u8");
+        assert_eq!(
+            plain, 8.0,
+            "swap_map u8, swap_cache u32, data u8, swap_cgroup u16"
+        );
         assert!(bytes_per_swap_slot(SwapDeviceKind::Zram, true, false) > plain + 8.0);
     }
 

@@ -1098,6 +1098,10 @@ impl Sysfs {
 #[serde(deny_unknown_fields)]
 pub struct MemcgSpec {
     pub name: String,
+    /// The parent memcg's name (cgroup v2's nesting, v1 with use_hierarchy); absent = the root.
+    /// A parent is declared before its children.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
     /// memory.max; absent means no limit.
     #[serde(default)]
     pub max: Option<Bytes>,
@@ -1116,6 +1120,18 @@ pub struct MemcgSpec {
     /// (except those with oom_score_adj = -1000).
     #[serde(default, skip_serializing_if = "is_false")]
     pub oom_group: bool,
+    /// memory.min (cgroup v2): memory reclaim never takes while the memcg is within its
+    /// effective protection; absent = 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<Bytes>,
+    /// memory.low (cgroup v2): best-effort protection, given up only when reclaim can make no
+    /// progress otherwise; absent = 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low: Option<Bytes>,
+    /// memory.swap.max (cgroup v2): swap slots the memcg and its descendants may hold;
+    /// absent = no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swap_max: Option<Bytes>,
 }
 
 fn is_false(b: &bool) -> bool {
@@ -1140,6 +1156,10 @@ impl MemcgSpec {
             zswap_max: None,
             zswap_writeback: true,
             oom_group: false,
+            parent: None,
+            min: None,
+            low: None,
+            swap_max: None,
         }
     }
 }
@@ -1660,12 +1680,40 @@ impl Scenario {
                     ("zswap_max", cg.zswap_max.is_some()),
                     ("zswap_writeback", !cg.zswap_writeback),
                     ("oom_group", cg.oom_group),
+                    ("min", cg.min.is_some()),
+                    ("low", cg.low.is_some()),
+                    ("swap_max", cg.swap_max.is_some()),
                 ];
                 if let Some((name, _)) = v2_only.iter().find(|(_, set)| *set) {
                     return Err(invalid(
                         format!("memcg[{i}].{name}"),
                         "set",
                         "unset with kernel.cgroup = \"v1\" (a cgroup v2 file)",
+                    ));
+                }
+            }
+            if let Some(parent) = &cg.parent {
+                // Children come after their parent, so the tree has no cycles.
+                let earlier: Vec<&str> = self.memcgs[..i].iter().map(|c| c.name.as_str()).collect();
+                if !earlier.contains(&parent.as_str()) {
+                    let why = if parent == &cg.name {
+                        "a memcg cannot be its own parent (a cycle); name a memcg declared before it"
+                    } else if self.memcgs.iter().any(|c| &c.name == parent) {
+                        "a memcg declared before this one (a parent comes before its children)"
+                    } else {
+                        "the name of a [[memcg]] declared before this one, or absent for the root"
+                    };
+                    return Err(invalid(
+                        format!("memcg[{i}].parent"),
+                        format!("`{parent}`"),
+                        format!(
+                            "{why}; declared before: {}",
+                            if earlier.is_empty() {
+                                "none".to_string()
+                            } else {
+                                earlier.join(", ")
+                            }
+                        ),
                     ));
                 }
             }

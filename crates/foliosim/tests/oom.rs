@@ -83,7 +83,13 @@ fn a_memcg_oom_kills_the_process_with_oom_score_adj_and_the_others_finish() {
     let jobs = &r.memcg_stats["jobs"];
     assert!(jobs["memory.events.oom"] >= 1);
     assert_eq!(jobs["memory.events.oom_kill"], 1);
-    assert_eq!(jobs["memory.current"], 0, "everything was freed");
+    // Everything was freed; what stays charged is the per-CPU charge stock (at most a batch
+    // of 64 pages per CPU), as on a real kernel until something drains it.
+    assert!(
+        jobs["memory.current"] <= 4 * 64 * 4096,
+        "everything was freed: {}",
+        jobs["memory.current"]
+    );
     // The other two wrote their 96 MiB each and finished; the victim's workload measured none.
     let per_task = 96 << 8;
     assert!(r.counter("pgfault") >= 2 * per_task);

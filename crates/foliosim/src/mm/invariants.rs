@@ -137,17 +137,9 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             ));
         }
     }
+    check_memcg_counters(k, &memcg_pages)?;
     // LRU lists hold exactly the live folios of their memcg.
     for (id, cg) in k.memcgs.iter().enumerate() {
-        if cg.usage_pages != memcg_pages[id] + cg.zswap_charged_pages() {
-            return Err(format!(
-                "memcg {}: usage {} pages, its folios hold {} and zswap {}",
-                cg.name,
-                cg.usage_pages,
-                memcg_pages[id],
-                cg.zswap_charged_pages()
-            ));
-        }
         let mut lru_pages = 0;
         let lists = cg.lruvecs().enumerate().flat_map(|(nid, lv)| {
             [
@@ -591,6 +583,49 @@ fn check_page_cache(k: &Kernel) -> Result<(), String> {
 /// MIGRC (mm/migrate/flush/migrc.rs): no page is in use while a flush for its stale TLB
 /// entries is owed (its tag is taken when it leaves the free lists, and the allocation that
 /// took it checks at once); a tag still owed carries the current request's generation.
+/// Page conservation up the memcg tree: a memcg's memory.current is its own folios, its
+/// zswap pages and the charge stock CPUs hold for it, plus its children's memory.current (the
+/// root counts only its own); memory.swap.current is the slots charged to it plus its
+/// children's (the root's is never charged).
+fn check_memcg_counters(k: &Kernel, memcg_pages: &[u64]) -> Result<(), String> {
+    let n = k.memcgs.len();
+    let slots = k.swap_cgroup.counts(n);
+    let mut children_usage = vec![0u64; n];
+    let mut children_swap = vec![0u64; n];
+    for cg in k.memcgs.iter().filter(|cg| !cg.is_root()) {
+        children_usage[cg.parent as usize] += cg.usage_pages;
+        children_swap[cg.parent as usize] += cg.swap_usage_pages;
+    }
+    for (id, cg) in k.memcgs.iter().enumerate() {
+        let own = memcg_pages[id] + cg.zswap_charged_pages() + k.memcg_stock.held_pages(id as u16);
+        let (children, children_swap, own_swap) = if cg.is_root() {
+            (0, 0, 0)
+        } else {
+            let charged = if cg.on_dfl { slots[id] } else { 0 };
+            (children_usage[id], children_swap[id], charged)
+        };
+        if cg.usage_pages != own + children {
+            return Err(format!(
+                "memcg {}: usage {} pages, its folios hold {}, zswap {}, the stock {}, its \
+                 children {children}",
+                cg.name,
+                cg.usage_pages,
+                memcg_pages[id],
+                cg.zswap_charged_pages(),
+                k.memcg_stock.held_pages(id as u16),
+            ));
+        }
+        if cg.swap_usage_pages != own_swap + children_swap {
+            return Err(format!(
+                "memcg {}: swap.current {} pages, slots charged to it {own_swap}, its children \
+                 {children_swap}",
+                cg.name, cg.swap_usage_pages
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn check_migrc(k: &Kernel, free: &[bool]) -> Result<(), String> {
     use super::migrate::flush::migrc::mgen_before;
     if k.migrc.gen == 0 {

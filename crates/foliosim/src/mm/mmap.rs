@@ -151,9 +151,6 @@ pub struct MmStruct {
     /// current->memcg_nr_pages_over_high: pages charged above memory.high since the task
     /// last returned to user space.
     pub memcg_nr_pages_over_high: u64,
-    /// The per-CPU charge stock (memcg_stock_pcp), per task here: pages charged ahead that
-    /// later charges consume without the memory.high check (consume_stock).
-    pub memcg_stock_pages: u64,
     /// MM_ANONPAGES: present anon PTEs.
     pub rss_anon: u64,
     /// MM_SWAPENTS: swap PTEs.
@@ -190,7 +187,6 @@ impl MmStruct {
             memcg,
             content,
             memcg_nr_pages_over_high: 0,
-            memcg_stock_pages: 0,
             rss_anon: 0,
             swap_ents: 0,
             rss_file: 0,

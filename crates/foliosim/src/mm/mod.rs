@@ -169,6 +169,12 @@ pub struct Kernel {
     pub mms: Vec<MmStruct>,
     /// Index 0 is the root memcg.
     pub memcgs: Vec<MemCgroup>,
+    /// The memcgs in mem_cgroup_iter order (pre-order), subtrees as ranges.
+    pub memcg_tree: memcontrol::MemcgTree,
+    /// The per-CPU charge stock (memcontrol/stock.rs).
+    pub memcg_stock: memcontrol::stock::Stock,
+    /// The memcg each swap slot is charged to (mm/swap_cgroup.c).
+    pub swap_cgroup: memcontrol::swap::SwapCgroup,
     pub swap: Swap,
     /// What add_to_swap does when no range of slots fits a large folio (mm/swapout_fallback/).
     pub swapout_fallback: &'static dyn swapout_fallback::SwapoutFallback,
@@ -229,6 +235,9 @@ pub struct Kernel {
     pub pagecache: filemap::PageCache,
     /// vm.swappiness: get_scan_count's anon/file balance (mm/vmscan/scan_count.rs).
     pub swappiness: u32,
+    /// cgroup2's memory_recursiveprot mount option (effective_protection hands unclaimed
+    /// parent protection down); off, the kernel's default without the option.
+    pub memory_recursiveprot: bool,
     /// The OOM killer's policy and the kills of the run (mm/oom_kill.rs).
     pub oom: oom_kill::OomKiller,
     /// The running task's fault and allocation stopped to give up the CPU (mm/preempt.rs).
@@ -253,6 +262,8 @@ impl Kernel {
         for spec in &scenario.memcgs {
             memcgs.push(MemCgroup::from_spec(spec, scenario.kernel.cgroup));
         }
+        memcontrol::link_parents(&mut memcgs, &scenario.memcgs);
+        let memcg_tree = memcontrol::MemcgTree::new(&memcgs);
         let allocator = scenario.kernel.swap_allocator();
         let mut specs: Vec<_> = scenario.machine.swap_devices.iter().collect();
         // swap_avail order: highest priority first; ties keep swapon order.
@@ -348,6 +359,9 @@ impl Kernel {
                 == crate::scenario::PromotedPte::Clean,
             mms: Vec::new(),
             memcgs,
+            memcg_tree,
+            memcg_stock: memcontrol::stock::Stock::new(ncpus),
+            swap_cgroup: memcontrol::swap::SwapCgroup::new(&device_slots),
             swap: Swap {
                 devices,
                 slot_cache: vec![Vec::new(); ncpus],
@@ -400,6 +414,7 @@ impl Kernel {
             pagecache,
             deferred_split: vec![DeferredSplitQueue::default(); 1 + scenario.memcgs.len()],
             khugepaged: Khugepaged::new(scenario),
+            memory_recursiveprot: false,
             swappiness: scenario
                 .sysctl
                 .vm
@@ -472,6 +487,7 @@ impl Kernel {
     /// slot-free notify in swap_range_free): entries, objects and the pool pages they empty.
     pub fn free_released_slots(&mut self, ctx: &mut Ctx) {
         while let Some((first, nr)) = self.swap.released.pop() {
+            memcontrol::swap::uncharge_swap(self, first, nr);
             zswap::invalidate_range(self, ctx, first, nr);
             swap_devstore::free_slots(self, ctx, first, nr);
             let data = &mut self.swap.devices[first.dev()].map.data;
@@ -534,7 +550,7 @@ impl Kernel {
         if f.test(pfn, flags::LRU) {
             self.memcgs[memcg].lruvec_mut(nid).del_folio(f, pfn);
         }
-        self.memcgs[memcg].uncharge(1 << order);
+        memcontrol::uncharge(&mut self.memcgs, memcg as u16, 1 << order);
         f.release(pfn);
         self.free_pages(ctx, pfn, order);
         ctx.spend(self.cost.folio_free_ns + self.cost.page_free_ns * (1u64 << order));

@@ -20,7 +20,7 @@
 //! the global init process (there is none to protect).
 
 use super::folio::NIL;
-use super::memcontrol::ROOT_MEMCG;
+use super::memcontrol::{memcg_memory_event, MemcgEvent, ROOT_MEMCG};
 use super::mmap::{exit_mmap, MmStruct};
 use super::vmstat::VmEvent;
 use super::{Kernel, MmError};
@@ -133,21 +133,19 @@ fn total_swap_pages(k: &Kernel) -> u64 {
 }
 
 /// constrained_alloc's totalpages: RAM and swap for the machine; for a memcg,
-/// mem_cgroup_get_max (memory.max plus the swap it may use: swap.max is not modelled, so all
-/// of it, when swappiness lets it swap), at least 1.
+/// mem_cgroup_get_max (memory.max plus the swap it may use, up to memory.swap.max, when
+/// swappiness lets it swap), at least 1.
 fn oom_totalpages(k: &Kernel, constraint: OomConstraint) -> u64 {
     match constraint {
         OomConstraint::None => k.zone.nr_pages as u64 + total_swap_pages(k),
         OomConstraint::Memcg(memcg) => {
+            let cg = &k.memcgs[memcg as usize];
             let swap = if k.swappiness > 0 {
-                total_swap_pages(k)
+                total_swap_pages(k).min(cg.swap_max_pages)
             } else {
                 0
             };
-            k.memcgs[memcg as usize]
-                .max_pages
-                .saturating_add(swap)
-                .max(1)
+            cg.max_pages.saturating_add(swap).max(1)
         }
     }
 }
@@ -177,7 +175,8 @@ fn select_bad_process(
             continue;
         }
         if let OomConstraint::Memcg(memcg) = constraint {
-            if m.memcg != memcg {
+            // mem_cgroup_scan_tasks: the memcg's subtree.
+            if !k.memcg_tree.is_descendant(m.memcg, memcg) {
                 continue;
             }
         }
@@ -210,6 +209,32 @@ pub fn out_of_memory(k: &mut Kernel, ctx: &mut Ctx, constraint: OomConstraint) -
     !current_is_dying(k, ctx)
 }
 
+/// mem_cgroup_get_oom_group: the highest memcg with memory.oom.group set between the
+/// victim's memcg and the OOM's domain (the memcg at its limit, or the root); cgroup v2 only
+/// (validation keeps it off v1), never the root.
+fn mem_cgroup_get_oom_group(
+    k: &Kernel,
+    victim_memcg: u16,
+    constraint: OomConstraint,
+) -> Option<u16> {
+    let domain = match constraint {
+        OomConstraint::Memcg(m) => m,
+        OomConstraint::None => ROOT_MEMCG,
+    };
+    let mut group = None;
+    let mut id = victim_memcg;
+    while id != ROOT_MEMCG {
+        if k.memcgs[id as usize].oom_group {
+            group = Some(id);
+        }
+        if id == domain {
+            break;
+        }
+        id = k.memcgs[id as usize].parent;
+    }
+    group
+}
+
 /// oom_kill_process: kill the victim, and with memory.oom.group the rest of its memcg.
 fn oom_kill_process(
     k: &mut Kernel,
@@ -219,15 +244,13 @@ fn oom_kill_process(
     points: i64,
     totalpages: u64,
 ) {
-    // mem_cgroup_get_oom_group: cgroup v2 only (validation keeps it off v1), never the root.
-    let memcg = k.mms[victim as usize].memcg;
-    let group = memcg != ROOT_MEMCG && k.memcgs[memcg as usize].oom_group;
+    let group = mem_cgroup_get_oom_group(k, k.mms[victim as usize].memcg, constraint);
     kill_process(k, ctx, constraint, victim, points, false);
-    if group {
-        k.memcgs[memcg as usize].events_oom_group_kill += 1;
+    if let Some(group) = group {
+        memcg_memory_event(k, group, MemcgEvent::OomGroupKill);
         for mm in 0..k.mms.len() as u32 {
             let m = &k.mms[mm as usize];
-            if m.memcg != memcg || m.mm_users == 0 || m.oom_victim {
+            if !k.memcg_tree.is_descendant(m.memcg, group) || m.mm_users == 0 || m.oom_victim {
                 continue;
             }
             if let Some(points) = oom_badness(m, totalpages) {
@@ -265,7 +288,7 @@ fn kill_process(
         exit_ns: 0,
     };
     // memcg_memory_event_mm(mm, MEMCG_OOM_KILL)
-    k.memcgs[memcg as usize].events_oom_kill += 1;
+    memcg_memory_event(k, memcg, MemcgEvent::OomKill);
     if mm != k.cpu_mm[ctx.cpu] {
         // The victim's exit (or the oom_reaper), at once, on a clock of its own.
         let mut exit = Ctx {

@@ -196,7 +196,8 @@ pub fn vm_swap_full(k: &Kernel) -> bool {
 }
 
 /// should_try_to_free_swap then folio_free_swap after a swap fault mapped `head`: a write
-/// fault, or swap more than half full, takes the folio out of the swap cache and frees its
+/// fault, or swap more than half full (mem_cgroup_swap_full: the machine's, or half the
+/// memcg's memory.swap.max used), takes the folio out of the swap cache and frees its
 /// slots, unless it is under writeback or another PTE still refers to a slot
 /// (folio_swapped); the folio is dirty then (the only copy). A large folio keeps its slots.
 pub fn free_swap_after_fault(k: &mut Kernel, ctx: &mut Ctx, head: u32, write: bool) {
@@ -211,7 +212,8 @@ pub fn free_swap_after_fault(k: &mut Kernel, ctx: &mut Ctx, head: u32, write: bo
         // The write completed (folio_end_writeback, observed late).
         f.clear(head, flags::WRITEBACK);
     }
-    if !(write || vm_swap_full(k)) {
+    let memcg = k.folios.memcg[head as usize];
+    if !(write || crate::mm::memcontrol::swap::mem_cgroup_swap_full(k, memcg, vm_swap_full(k))) {
         return;
     }
     // folio_swapped: no slot of the folio may still be referenced by a PTE.

@@ -10,7 +10,8 @@ use super::folio::{flags, FolioTable};
 use super::gfp::{Gfp, GfpZone};
 use super::huge_memory::split_folio;
 use super::kthread::KthreadKind;
-use super::memcontrol::{HZ, JIFFY_NS, ROOT_MEMCG};
+use super::memcontrol::swap as memcg_swap;
+use super::memcontrol::{HZ, JIFFY_NS};
 use super::numa_balancing;
 use super::page_io::swap_writepage;
 use super::rmap::try_to_unmap;
@@ -67,7 +68,9 @@ pub struct ShrinkResult {
 }
 
 /// try_to_free_mem_cgroup_pages: reclaim at least max(nr_pages, SWAP_CLUSTER_MAX) pages from
-/// the memcg, raising scan pressure (lowering priority) until done. Returns pages reclaimed.
+/// the memcg's subtree, raising scan pressure (lowering priority) until done; if nothing came
+/// back while memcgs were left alone for their memory.low, once more breaking into it
+/// (do_try_to_free_pages' memcg_low_reclaim retry). Returns pages reclaimed.
 pub fn try_to_free_mem_cgroup_pages(
     k: &mut Kernel,
     ctx: &mut Ctx,
@@ -77,21 +80,71 @@ pub fn try_to_free_mem_cgroup_pages(
     let nr_to_reclaim = nr_pages.max(SWAP_CLUSTER_MAX);
     let start_ns = ctx.now_ns;
     let mut reclaimed = 0;
-    for priority in (0..=DEF_PRIORITY).rev() {
-        let mut sc =
-            scan_count::prepare_scan_control(k, Some(memcg), Reclaim::Memcg, priority, true);
-        reclaimed += shrink_lruvec(k, ctx, memcg, nr_to_reclaim - reclaimed, &mut sc).reclaimed;
-        // shrink_slab: zswap's shrinker writes cold entries back (if enabled); what it frees
-        // is zswap's compressed memory, not folios, so it does not add to `reclaimed`.
-        super::zswap::shrinker_scan(k, ctx, memcg, priority);
-        // The THP deferred split shrinker (mm/shrinker.rs): freed pages, not reclaimed ones.
-        shrink_slab(k, ctx, memcg, priority);
-        if reclaimed >= nr_to_reclaim {
+    let mut low_reclaim = false;
+    loop {
+        let mut low_skipped = false;
+        for priority in (0..=DEF_PRIORITY).rev() {
+            let mut sc =
+                scan_count::prepare_scan_control(k, Some(memcg), Reclaim::Memcg, priority, true);
+            sc.memcg_low_reclaim = low_reclaim;
+            reclaimed += shrink_node_memcgs(k, ctx, nr_to_reclaim - reclaimed, &mut sc).reclaimed;
+            low_skipped |= sc.memcg_low_skipped;
+            if reclaimed >= nr_to_reclaim {
+                break;
+            }
+        }
+        if reclaimed > 0 || !low_skipped || low_reclaim {
             break;
         }
+        low_reclaim = true;
     }
     trace::span("memcg reclaim", "", start_ns, ctx.now_ns);
     reclaimed
+}
+
+/// shrink_node_memcgs: the target's subtree in mem_cgroup_iter order (pre-order), each memcg
+/// with its effective protection worked out first: one within memory.min is left alone, one
+/// within memory.low too unless this is a low reclaim (then memory.events `low` counts the
+/// breach). Each memcg's LRU, then (memcg reclaim) zswap's shrinker, then its other
+/// shrinkers. Stops once `nr_to_reclaim` pages are reclaimed (the kernel's partial walk;
+/// it resumes the next walk where this one stopped, the model starts at the target again).
+fn shrink_node_memcgs(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    nr_to_reclaim: u64,
+    sc: &mut scan_count::ScanControl,
+) -> ShrinkCount {
+    use super::memcontrol::page_counter::{below_low, below_min, calculate_protection};
+    use super::memcontrol::{memcg_memory_event, MemcgEvent};
+    let target = sc.target;
+    let mut done = ShrinkCount::default();
+    for i in k.memcg_tree.subtree(target) {
+        let memcg = k.memcg_tree.preorder[i];
+        calculate_protection(&mut k.memcgs, target, memcg, k.memory_recursiveprot);
+        if below_min(&k.memcgs, target, memcg) {
+            continue;
+        }
+        if below_low(&k.memcgs, target, memcg) {
+            if !sc.memcg_low_reclaim {
+                sc.memcg_low_skipped = true;
+                continue;
+            }
+            memcg_memory_event(k, memcg, MemcgEvent::Low);
+        }
+        let want = nr_to_reclaim.saturating_sub(done.reclaimed).max(1);
+        done += shrink_lruvec(k, ctx, memcg, want, sc);
+        if sc.cgroup_reclaim() {
+            // shrink_slab: zswap's shrinker writes cold entries back (if enabled); what it
+            // frees is zswap's compressed memory, not folios, so it does not add to `done`.
+            super::zswap::shrinker_scan(k, ctx, memcg, sc.priority);
+        }
+        // The THP deferred split shrinker (mm/shrinker.rs): freed pages, not reclaimed ones.
+        shrink_slab(k, ctx, memcg, sc.priority);
+        if done.reclaimed >= nr_to_reclaim {
+            break;
+        }
+    }
+    done
 }
 
 /// try_to_free_pages: global direct reclaim for an allocation of `order` that failed its
@@ -110,6 +163,9 @@ pub struct DirectReclaim {
     pub priority: Option<u32>,
     /// sc->nr_reclaimed so far.
     pub reclaimed: u64,
+    /// sc->memcg_low_reclaim / sc->memcg_low_skipped (the retry into memory.low).
+    pub memcg_low_reclaim: bool,
+    pub memcg_low_skipped: bool,
 }
 
 impl Default for DirectReclaim {
@@ -118,6 +174,8 @@ impl Default for DirectReclaim {
             started: false,
             priority: Some(DEF_PRIORITY),
             reclaimed: 0,
+            memcg_low_reclaim: false,
+            memcg_low_skipped: false,
         }
     }
 }
@@ -150,8 +208,24 @@ pub fn do_try_to_free_pages(
     }
     while let Some(priority) = dr.priority {
         let want = SWAP_CLUSTER_MAX - dr.reclaimed;
-        dr.reclaimed += shrink_node(k, ctx, want, priority, Reclaim::Global).reclaimed;
+        let (done, low_skipped) = shrink_node_protected(
+            k,
+            ctx,
+            want,
+            priority,
+            Reclaim::Global,
+            true,
+            dr.memcg_low_reclaim,
+        );
+        dr.reclaimed += done.reclaimed;
+        dr.memcg_low_skipped |= low_skipped;
         dr.priority = (dr.reclaimed < SWAP_CLUSTER_MAX && priority > 0).then(|| priority - 1);
+        if dr.priority.is_none() && dr.reclaimed == 0 && dr.memcg_low_skipped {
+            // Untapped memory.low reserves: don't OOM, retry breaking into them.
+            dr.priority = Some(DEF_PRIORITY);
+            dr.memcg_low_reclaim = true;
+            dr.memcg_low_skipped = false;
+        }
         let mut slept = false;
         if k.pagecache.lruvec_congested {
             // shrink_node: VMSCAN_THROTTLE_CONGESTED.
@@ -199,8 +273,8 @@ fn reclaim_throttle_noprogress(k: &Kernel, ctx: &mut Ctx) -> bool {
     ctx.now_ns > before_ns
 }
 
-/// shrink_node (global reclaim): each memcg's lruvec in turn, root first, until
-/// `nr_to_reclaim` pages are reclaimed.
+/// shrink_node (global reclaim): each memcg's lruvec in turn, in pre-order from the root,
+/// skipping protected ones (shrink_node_memcgs), until `nr_to_reclaim` pages are reclaimed.
 pub fn shrink_node(
     k: &mut Kernel,
     ctx: &mut Ctx,
@@ -223,17 +297,23 @@ pub fn shrink_node_may_swap(
     reclaim: Reclaim,
     may_swap: bool,
 ) -> ShrinkCount {
+    shrink_node_protected(k, ctx, nr_to_reclaim, priority, reclaim, may_swap, false).0
+}
+
+/// shrink_node for global reclaim with sc->memcg_low_reclaim = `low_reclaim`; also returns
+/// sc->memcg_low_skipped.
+pub fn shrink_node_protected(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    nr_to_reclaim: u64,
+    priority: u32,
+    reclaim: Reclaim,
+    may_swap: bool,
+    low_reclaim: bool,
+) -> (ShrinkCount, bool) {
     let mut sc = scan_count::prepare_scan_control(k, None, reclaim, priority, may_swap);
-    let mut done = ShrinkCount::default();
-    for memcg in ROOT_MEMCG..k.memcgs.len() as u16 {
-        let want = nr_to_reclaim.saturating_sub(done.reclaimed).max(1);
-        done += shrink_lruvec(k, ctx, memcg, want, &mut sc);
-        // shrink_node_memcgs: each memcg's shrinkers after its LRU.
-        shrink_slab(k, ctx, memcg, priority);
-        if done.reclaimed >= nr_to_reclaim {
-            break;
-        }
-    }
+    sc.memcg_low_reclaim = low_reclaim;
+    let done = shrink_node_memcgs(k, ctx, nr_to_reclaim, &mut sc);
     if reclaim == Reclaim::Kswapd {
         let nr = sc.nr;
         if nr.writeback > 0 && nr.writeback == nr.taken {
@@ -251,7 +331,7 @@ pub fn shrink_node_may_swap(
             reclaim_throttle(k, ctx);
         }
     }
-    done
+    (done, sc.memcg_low_skipped)
 }
 
 /// reclaim_throttle(VMSCAN_THROTTLE_WRITEBACK): reclaim made no progress while swap writes are
@@ -712,29 +792,51 @@ fn add_to_swap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: &mut VecDeque<u32>
         }
     }
     let order = k.folios.order[pfn as usize] as u32;
-    let mut entry = k.swap_alloc(ctx, order);
+    // mem_cgroup_try_charge_swap: memory.swap.max may refuse the folio its slots.
+    let memcg = k.folios.memcg[pfn as usize];
+    let charged = memcg_swap::try_charge_swap(k, memcg, 1 << order);
+    let mut entry = if charged {
+        k.swap_alloc(ctx, order)
+    } else {
+        None
+    };
     if entry.is_none() && order > 0 {
         let nr = 1 << order;
-        let scattered = k
-            .swapout_fallback
-            .scattered_slots(&mut k.swap, ctx, &k.cost, nr);
-        // Slots released while taking them (given back, or the slot cache drained) drop their
-        // data before the folio's pages are written to any of them.
-        k.free_released_slots(ctx);
-        if let Some(slots) = scattered {
-            k.vmstat.count_mthp(order, MthpStat::SwpoutNoncontig);
-            folio_add_to_swap_cache(k, ctx, pfn, slots[0], Some(slots));
-            return true;
+        if charged {
+            let scattered = k
+                .swapout_fallback
+                .scattered_slots(&mut k.swap, ctx, &k.cost, nr);
+            // Slots released while taking them (given back, or the slot cache drained) drop
+            // their data before the folio's pages are written to any of them.
+            k.free_released_slots(ctx);
+            if let Some(slots) = scattered {
+                k.vmstat.count_mthp(order, MthpStat::SwpoutNoncontig);
+                folio_add_to_swap_cache(k, ctx, pfn, slots[0], Some(slots));
+                memcg_swap::record(k, pfn);
+                return true;
+            }
+            memcg_swap::cancel_charge_swap(k, memcg, nr as u64);
         }
         split_folio(k, ctx, pfn, Some(list));
         if order >= PMD_ORDER {
             k.vmstat.count(VmEvent::ThpSwpoutFallback, 1);
         }
         k.vmstat.count_mthp(order, MthpStat::SwpoutFallback);
-        entry = k.swap_alloc(ctx, 0);
+        entry = if memcg_swap::try_charge_swap(k, memcg, 1) {
+            let e = k.swap_alloc(ctx, 0);
+            if e.is_none() {
+                memcg_swap::cancel_charge_swap(k, memcg, 1);
+            }
+            e
+        } else {
+            None
+        };
+    } else if entry.is_none() && charged {
+        memcg_swap::cancel_charge_swap(k, memcg, 1 << order);
     }
     let Some(entry) = entry else { return false };
     folio_add_to_swap_cache(k, ctx, pfn, entry, None);
+    memcg_swap::record(k, pfn);
     true
 }
 

@@ -306,7 +306,7 @@ fn store_page(
     t.key[s] = key as u32;
     k.zswap.lru[memcg as usize].push_back((slot.raw(), t.gen[s]));
     k.swap.devices[slot.dev()].map.data[s] = SlotData::Zswap;
-    zswap_charge(&mut k.memcgs[memcg as usize], len as u64);
+    zswap_charge(&mut k.memcgs, memcg, len as u64);
     k.zswap.stats.stored_pages += 1;
     true
 }
@@ -331,7 +331,7 @@ fn free_entry(k: &mut Kernel, ctx: &mut Ctx, slot: SwapEntry) {
             k.zswap.stats.stored_incompressible_pages -= 1;
         }
     }
-    zswap_uncharge(&mut k.memcgs[memcg as usize], len as u64);
+    zswap_uncharge(&mut k.memcgs, memcg, len as u64);
     k.zswap.stats.stored_pages -= 1;
     // The LRU keeps stale records until they reach its head; compact when they dominate.
     let lru = &mut k.zswap.lru[memcg as usize];

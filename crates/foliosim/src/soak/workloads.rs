@@ -33,6 +33,7 @@ pub fn memcgs(g: &mut Gen, cgroup: CgroupVersion) -> Vec<MemcgSpec> {
             },
             zswap_writeback: !v2 || g.chance(80),
             oom_group: v2 && g.chance(20),
+            ..MemcgSpec::with_max("", None)
         })
         .collect()
 }

@@ -160,7 +160,7 @@ fn do_cow_fault(
     let anon = alloc_order0_charged(k, ctx, memcg)?;
     ctx.spend(k.cost.filemap_fault_ns);
     if let Err(e) = filemap_fault(k, ctx, mm, vf.file, vf.pgoff + index) {
-        k.memcgs[memcg as usize].uncharge(1);
+        crate::mm::memcontrol::uncharge(&mut k.memcgs, memcg, 1);
         k.free_pages(ctx, anon, 0);
         return Err(e);
     }
@@ -192,7 +192,7 @@ fn wp_page_copy(
     } else {
         let vf = k.mms[mm as usize].vma_file(vma).expect("file VMA");
         if let Err(e) = filemap_fault(k, ctx, mm, vf.file, vf.pgoff + index) {
-            k.memcgs[memcg as usize].uncharge(1);
+            crate::mm::memcontrol::uncharge(&mut k.memcgs, memcg, 1);
             k.free_pages(ctx, anon, 0);
             return Err(e);
         }

@@ -63,7 +63,7 @@ pub(super) fn collapse_huge_page(
         return ScanResult::CgroupChargeFail;
     }
     let put_new = |k: &mut Kernel, ctx: &mut Ctx| {
-        k.memcgs[memcg as usize].uncharge(HPAGE_PMD_NR as u64);
+        crate::mm::memcontrol::uncharge(&mut k.memcgs, memcg, HPAGE_PMD_NR as u64);
         k.free_pages(ctx, pfn, PMD_ORDER);
     };
     // mmap_read_lock, hugepage_vma_revalidate, find_pmd_or_thp_or_none: the allocation may

@@ -9,7 +9,7 @@
 
 use super::{inactive_is_low_pages, Reclaim, SWAP_CLUSTER_MAX};
 use crate::mm::lruvec::Lruvec;
-use crate::mm::memcontrol::ROOT_MEMCG;
+use crate::mm::memcontrol::{page_counter, swap, ROOT_MEMCG};
 use crate::mm::page_alloc::Wmark;
 use crate::mm::Kernel;
 
@@ -53,6 +53,12 @@ pub struct ScanControl {
     anon_cost: u64,
     file_cost: u64,
     pub nr: ReclaimStat,
+    /// sc->target_mem_cgroup (the root memcg for global reclaim).
+    pub target: u16,
+    /// sc->memcg_low_reclaim: reclaim may take from memcgs within their memory.low.
+    pub memcg_low_reclaim: bool,
+    /// sc->memcg_low_skipped: a memcg was left alone for its memory.low.
+    pub memcg_low_skipped: bool,
 }
 
 impl ScanControl {
@@ -73,7 +79,7 @@ impl ScanControl {
     }
 }
 
-/// The target's list sizes: a memcg's own, or for global reclaim the node's (the root
+/// The target's list sizes: a memcg's subtree's, or for global reclaim the node's (the root
 /// memcg's hierarchical counts).
 fn target_sizes(k: &Kernel, target: Option<u16>) -> [u64; 4] {
     let one = |lv: &Lruvec| {
@@ -84,15 +90,15 @@ fn target_sizes(k: &Kernel, target: Option<u16>) -> [u64; 4] {
             lv.active_file.nr_pages,
         ]
     };
-    match target {
-        Some(memcg) => one(&k.memcgs[memcg as usize].lruvec),
-        None => k.memcgs.iter().fold([0; 4], |mut acc, cg| {
-            for (a, b) in acc.iter_mut().zip(one(&cg.lruvec)) {
-                *a += b;
-            }
-            acc
-        }),
-    }
+    // A memcg's lruvec stats are hierarchical: its subtree's lists.
+    let root = target.unwrap_or(ROOT_MEMCG);
+    k.memcg_tree.subtree(root).fold([0; 4], |mut acc, i| {
+        let cg = &k.memcgs[k.memcg_tree.preorder[i] as usize];
+        for (a, b) in acc.iter_mut().zip(one(&cg.lruvec)) {
+            *a += b;
+        }
+        acc
+    })
 }
 
 /// prepare_scan_control for one shrink_node pass at `priority` (`target` None: global).
@@ -131,6 +137,9 @@ pub fn prepare_scan_control(
         anon_cost: lv.anon_cost,
         file_cost: lv.file_cost,
         nr: ReclaimStat::default(),
+        target: target.unwrap_or(ROOT_MEMCG),
+        memcg_low_reclaim: false,
+        memcg_low_skipped: false,
     }
 }
 
@@ -144,9 +153,10 @@ pub fn get_scan_count(k: &Kernel, sc: &ScanControl, memcg: u16) -> [u64; 4] {
     }
     let swappiness = k.swappiness as u64;
     // No swap space (or may not swap), or a memcg that asked for none: file only.
-    // can_reclaim_anon_pages: swap space, or a lower tier to demote to.
-    let no_anon =
-        !sc.may_swap || (k.swap.nr_swap_pages() == 0 && !crate::mm::numa_balancing::can_demote(k));
+    // can_reclaim_anon_pages: swap space the memcg may use (memory.swap.max), or a lower tier
+    // to demote to.
+    let no_anon = !sc.may_swap
+        || (swap::get_nr_swap_pages(k, memcg) == 0 && !crate::mm::numa_balancing::can_demote(k));
     let balance = if no_anon || (sc.cgroup_reclaim() && swappiness == 0) {
         Balance::File
     } else if sc.priority == 0 && swappiness > 0 {
@@ -173,10 +183,12 @@ pub fn get_scan_count(k: &Kernel, sc: &ScanControl, memcg: u16) -> [u64; 4] {
         lv.inactive_file.nr_pages,
         lv.active_file.nr_pages,
     ];
+    let protection = page_counter::protection(&k.memcgs, sc.target, memcg, sc.memcg_low_reclaim);
+    let cgroup_size = k.memcgs[memcg as usize].usage_pages.max(protection);
     let mut nr = [0u64; 4];
     for (lru, &size) in sizes.iter().enumerate() {
         let file = lru >= INACTIVE_FILE;
-        let scan = size >> sc.priority;
+        let scan = apply_proportional_protection(size, protection, cgroup_size) >> sc.priority;
         nr[lru] = match balance {
             Balance::Equal => scan,
             Balance::Fract(ap, fp) => {
@@ -190,33 +202,48 @@ pub fn get_scan_count(k: &Kernel, sc: &ScanControl, memcg: u16) -> [u64; 4] {
     nr
 }
 
+/// apply_proportional_protection: a protected memcg's list is scanned in proportion to how
+/// far its usage is above its protection (mem_cgroup_protection), at least SWAP_CLUSTER_MAX,
+/// so that pressure rises smoothly as usage crosses it.
+fn apply_proportional_protection(size: u64, protection: u64, cgroup_size: u64) -> u64 {
+    if protection == 0 {
+        return size;
+    }
+    let scan = size - (size as u128 * protection as u128 / (cgroup_size as u128 + 1)) as u64;
+    scan.max(SWAP_CLUSTER_MAX)
+}
+
 /// lru_note_cost: reclaiming `file` pages of `memcg` cost `nr_io` pages of I/O and
-/// `nr_rotated` pages put back; recorded in the memcg's lruvec and its parent's (the root),
-/// halving both costs once they exceed a quarter of the lruvec's pages.
+/// `nr_rotated` pages put back; recorded in the memcg's lruvec and every ancestor's up to the
+/// root, halving both costs once they exceed a quarter of the lruvec's (hierarchical) pages.
 pub fn lru_note_cost(k: &mut Kernel, memcg: u16, file: bool, nr_io: u64, nr_rotated: u64) {
     let cost = nr_io * SWAP_CLUSTER_MAX + nr_rotated;
     if cost == 0 {
         return;
     }
-    let node_pages: u64 = k.memcgs.iter().map(|cg| cg.lruvec.nr_pages()).sum();
     let mut level = Some(memcg);
     while let Some(id) = level {
-        let lv = &mut k.memcgs[id as usize].lruvec;
+        // The lruvec's stats count its subtree (the root's: the whole node).
+        let lrusize: u64 = k
+            .memcg_tree
+            .subtree(id)
+            .map(|i| {
+                k.memcgs[k.memcg_tree.preorder[i] as usize]
+                    .lruvec
+                    .nr_pages()
+            })
+            .sum();
+        let cg = &mut k.memcgs[id as usize];
+        let lv = &mut cg.lruvec;
         if file {
             lv.file_cost += cost;
         } else {
             lv.anon_cost += cost;
         }
-        // The root's lruvec counts the whole node (hierarchical stats).
-        let lrusize = if id == ROOT_MEMCG {
-            node_pages
-        } else {
-            lv.nr_pages()
-        };
         if lv.file_cost + lv.anon_cost > lrusize / 4 {
             lv.file_cost /= 2;
             lv.anon_cost /= 2;
         }
-        level = (id != ROOT_MEMCG).then_some(ROOT_MEMCG);
+        level = (id != ROOT_MEMCG).then_some(cg.parent);
     }
 }

@@ -1,0 +1,208 @@
+//! Hierarchical page counters (mm/page_counter.c): a charge counts in the memcg and every
+//! ancestor below the root (the root memcg is never charged for its children; its count is
+//! its own folios), and fails at the lowest ancestor it would take over its max. Also the
+//! effective memory.min/low protection of a memcg within a reclaim's target.
+
+use super::{MemCgroup, ROOT_MEMCG};
+
+/// Which page_counter of a memcg: memory (memory.current/max) or swap (memory.swap.*).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Counter {
+    Memory,
+    Swap,
+}
+
+fn usage_max(cg: &mut MemCgroup, c: Counter) -> (&mut u64, u64) {
+    match c {
+        Counter::Memory => (&mut cg.usage_pages, cg.max_pages),
+        Counter::Swap => (&mut cg.swap_usage_pages, cg.swap_max_pages),
+    }
+}
+
+/// The memcg and its ancestors below the root, lowest first (the root alone for the root).
+pub fn charge_chain(memcgs: &[MemCgroup], memcg: u16) -> impl Iterator<Item = u16> + '_ {
+    std::iter::successors(Some(memcg), move |&c| {
+        let p = memcgs[c as usize].parent;
+        (c != ROOT_MEMCG && p != ROOT_MEMCG).then_some(p)
+    })
+}
+
+/// page_counter_try_charge: Err(the lowest counter in the chain that `nr_pages` would take
+/// over its max); nothing is charged then.
+pub fn try_charge(
+    memcgs: &mut [MemCgroup],
+    c: Counter,
+    memcg: u16,
+    nr_pages: u64,
+) -> Result<(), u16> {
+    let over = charge_chain(memcgs, memcg).find(|&id| {
+        let cg = &memcgs[id as usize];
+        let (usage, max) = match c {
+            Counter::Memory => (cg.usage_pages, cg.max_pages),
+            Counter::Swap => (cg.swap_usage_pages, cg.swap_max_pages),
+        };
+        usage.saturating_add(nr_pages) > max
+    });
+    match over {
+        Some(id) => Err(id),
+        None => {
+            charge(memcgs, c, memcg, nr_pages);
+            Ok(())
+        }
+    }
+}
+
+/// page_counter_charge: charge up the chain even above max.
+pub fn charge(memcgs: &mut [MemCgroup], c: Counter, memcg: u16, nr_pages: u64) {
+    let mut id = Some(memcg);
+    while let Some(cur) = id {
+        *usage_max(&mut memcgs[cur as usize], c).0 += nr_pages;
+        let p = memcgs[cur as usize].parent;
+        id = (cur != ROOT_MEMCG && p != ROOT_MEMCG).then_some(p);
+    }
+}
+
+/// page_counter_uncharge up the chain.
+pub fn uncharge(memcgs: &mut [MemCgroup], c: Counter, memcg: u16, nr_pages: u64) {
+    let mut id = Some(memcg);
+    while let Some(cur) = id {
+        let cg = &mut memcgs[cur as usize];
+        let name = cg.name.clone();
+        let usage = usage_max(cg, c).0;
+        assert!(
+            *usage >= nr_pages,
+            "memcg {name} {c:?} uncharge {nr_pages} below zero"
+        );
+        *usage -= nr_pages;
+        let p = memcgs[cur as usize].parent;
+        id = (cur != ROOT_MEMCG && p != ROOT_MEMCG).then_some(p);
+    }
+}
+
+/// effective_protection (mm/page_counter.c): what of `setting` (memory.min or memory.low) a
+/// memcg using `usage` pages keeps, given its parent's effective protection and what all the
+/// siblings claim and use (`siblings_protected`): their share in proportion to use when they
+/// claim more than the parent affords. With `recursive` (the memory_recursiveprot mount
+/// option) a share of the parent's unclaimed protection goes to the unprotected usage.
+pub fn effective_protection(
+    usage: u64,
+    parent_usage: u64,
+    setting: u64,
+    parent_effective: u64,
+    siblings_protected: u64,
+    recursive: bool,
+) -> u64 {
+    let protected = usage.min(setting);
+    if siblings_protected > parent_effective {
+        return (protected as u128 * parent_effective as u128 / siblings_protected as u128) as u64;
+    }
+    let mut ep = protected;
+    if recursive
+        && parent_effective > siblings_protected
+        && parent_usage > siblings_protected
+        && usage > protected
+    {
+        let unclaimed = (parent_effective - siblings_protected) as u128
+            * (usage - protected) as u128
+            / (parent_usage - siblings_protected) as u128;
+        ep += unclaimed as u64;
+    }
+    ep
+}
+
+/// page_counter_calculate_protection: memcg's emin/elow within a reclaim of `root` (the
+/// target memcg, or the root memcg for global reclaim). The target's own values are left
+/// stale (never used); so are an empty memcg's. Call parents first (pre-order).
+pub fn calculate_protection(memcgs: &mut [MemCgroup], root: u16, memcg: u16, recursive: bool) {
+    if memcg == root || memcg == ROOT_MEMCG {
+        return;
+    }
+    let cg = &memcgs[memcg as usize];
+    let usage = cg.usage_pages;
+    if usage == 0 {
+        return;
+    }
+    let parent = cg.parent;
+    if parent == root {
+        let (min, low) = (cg.min_pages, cg.low_pages);
+        let cg = &mut memcgs[memcg as usize];
+        cg.emin_pages = min;
+        cg.elow_pages = low;
+        return;
+    }
+    // propagate_protected_usage's children_min_usage / children_low_usage of the parent.
+    let (mut children_min, mut children_low) = (0u64, 0u64);
+    for c in memcgs.iter().filter(|c| c.parent == parent && !c.is_root()) {
+        children_min += c.usage_pages.min(c.min_pages);
+        children_low += c.usage_pages.min(c.low_pages);
+    }
+    let p = &memcgs[parent as usize];
+    let (parent_usage, parent_emin, parent_elow) = (p.usage_pages, p.emin_pages, p.elow_pages);
+    let cg = &memcgs[memcg as usize];
+    let emin = effective_protection(
+        usage,
+        parent_usage,
+        cg.min_pages,
+        parent_emin,
+        children_min,
+        recursive,
+    );
+    let elow = effective_protection(
+        usage,
+        parent_usage,
+        cg.low_pages,
+        parent_elow,
+        children_low,
+        recursive,
+    );
+    let cg = &mut memcgs[memcg as usize];
+    cg.emin_pages = emin;
+    cg.elow_pages = elow;
+}
+
+/// mem_cgroup_unprotected: the root and the reclaim's own target get no protection.
+fn unprotected(target: u16, memcg: u16) -> bool {
+    memcg == ROOT_MEMCG || memcg == target
+}
+
+/// mem_cgroup_below_min: within its effective memory.min (hard protection).
+pub fn below_min(memcgs: &[MemCgroup], target: u16, memcg: u16) -> bool {
+    let cg = &memcgs[memcg as usize];
+    !unprotected(target, memcg) && cg.emin_pages >= cg.usage_pages
+}
+
+/// mem_cgroup_below_low: within its effective memory.low.
+pub fn below_low(memcgs: &[MemCgroup], target: u16, memcg: u16) -> bool {
+    let cg = &memcgs[memcg as usize];
+    !unprotected(target, memcg) && cg.elow_pages >= cg.usage_pages
+}
+
+/// mem_cgroup_protection: the protection get_scan_count scales a memcg's scan by; only
+/// memory.min once reclaim has had to break into memory.low.
+pub fn protection(memcgs: &[MemCgroup], target: u16, memcg: u16, in_low_reclaim: bool) -> u64 {
+    if unprotected(target, memcg) {
+        return 0;
+    }
+    let cg = &memcgs[memcg as usize];
+    if in_low_reclaim {
+        cg.emin_pages
+    } else {
+        cg.emin_pages.max(cg.elow_pages)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn siblings_claiming_more_than_the_parent_affords_share_it_by_use() {
+        // Parent protected 100; children claim 100 and 50 of what they use: 2/3 and 1/3.
+        assert_eq!(effective_protection(200, 300, 100, 100, 150, false), 66);
+        assert_eq!(effective_protection(100, 300, 50, 100, 150, false), 33);
+        // Within what the parent affords: each keeps min(usage, setting).
+        assert_eq!(effective_protection(40, 300, 50, 100, 90, false), 40);
+        // Recursive protection hands the unclaimed 60 to the unprotected usage.
+        assert_eq!(effective_protection(100, 200, 0, 100, 40, true), 37);
+    }
+}
