@@ -241,9 +241,13 @@ fn the_shipped_scenario_runs_both_ways() {
         .map(|c| format!("{c}={}", r.counters.get(*c).copied().unwrap_or(0)))
         .collect();
         eprintln!(
-            "{label}: {} simulated_ms={}",
+            "{label}: {} simulated_ms={} sys_ms={} user_ms={} iowait_ms={} kthreads={:?}",
             line.join(" "),
-            r.simulated_ns / 1_000_000
+            r.simulated_ns / 1_000_000,
+            r.cpu_sys_ns / 1_000_000,
+            r.cpu_user_ns / 1_000_000,
+            r.cpu_iowait_ns / 1_000_000,
+            r.kernel_threads
         );
         runs.push(r);
     }

@@ -104,7 +104,11 @@ pub fn try_to_inc_min_seq(lg: &mut LruGen, can_swap: bool) -> bool {
         }
     }
     if can_swap {
-        min_seq[LRU_GEN_ANON] = min_seq[LRU_GEN_ANON].min(min_seq[LRU_GEN_FILE]);
+        // Anon may not get ahead of file; but never back past its own oldest generation
+        // (which inc_min_seq may have moved on while it could not swap).
+        min_seq[LRU_GEN_ANON] = min_seq[LRU_GEN_ANON]
+            .min(min_seq[LRU_GEN_FILE])
+            .max(lg.min_seq[LRU_GEN_ANON]);
         min_seq[LRU_GEN_FILE] = min_seq[LRU_GEN_ANON].max(lg.min_seq[LRU_GEN_FILE]);
     }
     let mut success = false;

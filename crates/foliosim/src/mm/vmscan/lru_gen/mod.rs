@@ -361,3 +361,62 @@ pub(crate) fn count_activate(k: &mut Kernel, memcg: usize, nr: u64) {
 pub fn enabled(lv: &Lruvec) -> bool {
     lv.lrugen.enabled
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn folio(f: &mut FolioTable, pfn: u32, flag: flags::Flags) {
+        f.init(pfn, 0, 0, (0, 0, 0));
+        f.set(pfn, flag);
+    }
+
+    #[test]
+    fn lru_gen_add_folio_places_by_the_kernels_four_cases() {
+        let mut f = FolioTable::new(8);
+        let mut lg = LruGen {
+            enabled: true,
+            ..Default::default()
+        };
+        // max_seq 3, min_seq 0: faulted (active) -> 3, anon -> 2, readahead file -> 1,
+        // rotated file -> 0.
+        folio(&mut f, 0, flags::ACTIVE | flags::FILE);
+        folio(&mut f, 1, 0);
+        folio(&mut f, 2, flags::FILE);
+        folio(&mut f, 3, flags::FILE);
+        lg.add_folio(&mut f, 0, false);
+        lg.add_folio(&mut f, 1, false);
+        lg.add_folio(&mut f, 2, false);
+        lg.add_folio(&mut f, 3, true);
+        assert_eq!(folio_lru_gen(&f, 0), Some(3));
+        assert!(!f.test(0, flags::ACTIVE));
+        assert_eq!(folio_lru_gen(&f, 1), Some(2));
+        assert_eq!(folio_lru_gen(&f, 2), Some(1));
+        assert_eq!(folio_lru_gen(&f, 3), Some(0));
+        // The two youngest count as active.
+        assert_eq!(lg.lru_pages(true, true), 1);
+        assert_eq!(lg.lru_pages(false, true), 1);
+        assert_eq!(lg.lru_pages(true, false), 2);
+        lg.check().unwrap();
+        // Deleting outside reclaim marks a folio of an active generation PG_active.
+        assert!(lg.del_folio(&mut f, 0, false));
+        assert!(f.test(0, flags::ACTIVE) && folio_lru_gen(&f, 0).is_none());
+        assert!(lg.del_folio(&mut f, 2, false));
+        assert!(!f.test(2, flags::ACTIVE));
+    }
+
+    #[test]
+    fn refs_climb_tiers_then_saturate_into_workingset() {
+        let mut f = FolioTable::new(1);
+        folio(&mut f, 0, flags::FILE);
+        let tiers: Vec<usize> = (0..6)
+            .map(|_| {
+                lru_gen_inc_refs(&mut f, 0);
+                lru_tier_from_refs(folio_lru_refs(&f, 0))
+            })
+            .collect();
+        // PG_referenced, then refs 1, 2, 3, then PG_workingset (refs 4 = BIT(LRU_REFS_WIDTH)).
+        assert_eq!(tiers, vec![0, 1, 2, 2, 3, 3]);
+        assert_eq!(folio_lru_refs(&f, 0), 1 << LRU_REFS_WIDTH);
+    }
+}
