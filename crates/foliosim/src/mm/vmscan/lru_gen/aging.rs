@@ -95,12 +95,12 @@ fn inc_min_seq(lg: &mut LruGen, f: &mut FolioTable, ty: usize, can_swap: bool) {
 /// anon may not lag behind file. True if a min_seq moved.
 pub fn try_to_inc_min_seq(lg: &mut LruGen, can_swap: bool) -> bool {
     let mut min_seq = lg.min_seq;
-    for ty in (!can_swap as usize)..2 {
-        while min_seq[ty] + super::MIN_NR_GENS <= lg.max_seq {
-            if lg.folios[lru_gen_from_seq(min_seq[ty])][ty].nr_folios > 0 {
+    for (ty, seq) in min_seq.iter_mut().enumerate().skip(!can_swap as usize) {
+        while *seq + super::MIN_NR_GENS <= lg.max_seq {
+            if lg.folios[lru_gen_from_seq(*seq)][ty].nr_folios > 0 {
                 break;
             }
-            min_seq[ty] += 1;
+            *seq += 1;
         }
     }
     if can_swap {
@@ -112,10 +112,10 @@ pub fn try_to_inc_min_seq(lg: &mut LruGen, can_swap: bool) -> bool {
         min_seq[LRU_GEN_FILE] = min_seq[LRU_GEN_ANON].max(lg.min_seq[LRU_GEN_FILE]);
     }
     let mut success = false;
-    for ty in (!can_swap as usize)..2 {
-        if min_seq[ty] != lg.min_seq[ty] {
+    for (ty, &seq) in min_seq.iter().enumerate().skip(!can_swap as usize) {
+        if seq != lg.min_seq[ty] {
             reset_ctrl_pos(lg, ty);
-            lg.min_seq[ty] = min_seq[ty];
+            lg.min_seq[ty] = seq;
             success = true;
         }
     }
