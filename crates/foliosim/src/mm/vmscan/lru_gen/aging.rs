@@ -234,6 +234,9 @@ pub fn lru_gen_look_around(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     let memcg = f.memcg[pfn as usize];
     let nid = k.nodes.nid(pfn);
     let nr = v.ptes.len() as u64;
+    if index >= nr {
+        return;
+    }
     let pmd_pages = 1u64 << crate::scenario::PMD_ORDER;
     let mut start = index & !(pmd_pages - 1);
     let mut end = (start + pmd_pages).min(nr);

@@ -419,6 +419,11 @@ fn evict_folios(
         },
         [VmEvent::PgstealAnon, VmEvent::PgstealFile][ty],
     );
+    let taken: u64 = tiers.iter().map(|t| t.2).sum();
+    sc.nr.taken += taken;
+    if ty == LRU_GEN_FILE {
+        sc.nr.file_taken += taken;
+    }
     let mut reclaimed = 0;
     let mut skip_retry = false;
     let mut kept = Vec::new();
@@ -435,9 +440,6 @@ fn evict_folios(
         sc.nr.congested += stat.congested;
         sc.nr.writeback += stat.writeback;
         sc.nr.immediate += stat.immediate;
-        if ty == LRU_GEN_FILE {
-            sc.nr.file_taken += tiers.iter().map(|t| t.2).sum::<u64>();
-        }
         for (pfn, active) in result.putback {
             let f = &mut k.folios;
             if active {
