@@ -188,6 +188,13 @@ pub fn preflight(scenario: &Scenario, opts: &LiveOptions) -> Result<()> {
         )
         .into());
     }
+    let lru_gen = &scenario.sysfs.lru_gen;
+    if host_lru_gen().is_none() && (lru_gen.enabled == Some(true) || lru_gen.min_ttl_ms.is_some()) {
+        return Err(Refusal::Unsupported(
+            "scenario field `sysfs.lru_gen`: MGLRU settings given, but this kernel has no /sys/kernel/mm/lru_gen (CONFIG_LRU_GEN)".into(),
+        )
+        .into());
+    }
     for (i, dev) in scenario.machine.swap_devices.iter().enumerate() {
         swapdev::check_supported(i, dev).map_err(|e| Refusal::Unsupported(e.to_string()))?;
     }
@@ -247,6 +254,46 @@ pub fn zswap_enabled_on_host() -> bool {
 }
 
 /// Every knob the scenario sets, as (sysfs path, value), in the order to write them.
+/// /sys/kernel/mm/lru_gen (CONFIG_LRU_GEN).
+pub const LRU_GEN_DIR: &str = "/sys/kernel/mm/lru_gen";
+
+/// Which reclaim the host runs: Some(true) for MGLRU (`enabled` has LRU_GEN_CORE, bit 0, set:
+/// the file reads `0x0007`-style hex), Some(false) for the classic LRU, None when the kernel
+/// has no MGLRU at all.
+pub fn host_lru_gen() -> Option<bool> {
+    lru_gen_core(&settings::read_knob(&format!("{LRU_GEN_DIR}/enabled")).ok()?)
+}
+
+/// LRU_GEN_CORE of an `enabled` value (`0x0007`, or a plain number).
+fn lru_gen_core(text: &str) -> Option<bool> {
+    let text = text.trim();
+    let caps = match text.strip_prefix("0x") {
+        Some(hex) => u32::from_str_radix(hex, 16).ok()?,
+        None => text.parse().ok()?,
+    };
+    Some(caps & 1 != 0)
+}
+
+/// What the notes say of the host's reclaim against the scenario's.
+fn lru_gen_note(scenario: &Scenario) -> String {
+    let host = match host_lru_gen() {
+        Some(true) => "MGLRU (lru_gen enabled)",
+        Some(false) => "the classic LRU (lru_gen present, disabled)",
+        None => "the classic LRU (no CONFIG_LRU_GEN)",
+    };
+    let lg = &scenario.sysfs.lru_gen;
+    match lg.enabled {
+        Some(on) => format!(
+            "host reclaim was {host}; set to {} for this run and restored after it",
+            if on { "MGLRU" } else { "the classic LRU" }
+        ),
+        None if host_lru_gen() == Some(true) => format!(
+            "host reclaim is {host} but the scenario leaves `sysfs.lru_gen.enabled` unset: the sim models the classic LRU; set it to compare like with like"
+        ),
+        None => format!("host reclaim is {host}, as the sim models"),
+    }
+}
+
 pub fn host_settings(scenario: &Scenario) -> Vec<(String, String)> {
     let thp = counters::THP_DIR;
     let s = &scenario.sysfs;
@@ -298,6 +345,21 @@ pub fn host_settings(scenario: &Scenario) -> Vec<(String, String)> {
     ] {
         if let Some(v) = v {
             out.push((kh(n), v.to_string()));
+        }
+    }
+    // MGLRU: only what the scenario gives (restored after the run like the THP knobs).
+    if host_lru_gen().is_some() {
+        let lg = &s.lru_gen;
+        if let Some(on) = lg.enabled {
+            if host_lru_gen() != Some(on) {
+                out.push((
+                    format!("{LRU_GEN_DIR}/enabled"),
+                    if on { "y" } else { "n" }.into(),
+                ));
+            }
+        }
+        if let Some(ms) = lg.min_ttl_ms {
+            out.push((format!("{LRU_GEN_DIR}/min_ttl_ms"), ms.to_string()));
         }
     }
     let zs = "/sys/module/zswap/parameters";
@@ -378,7 +440,7 @@ fn run_holding(
     opts: &LiveOptions,
     guard: &mut HostGuard,
 ) -> Result<LiveResult> {
-    let mut notes = vec![];
+    let mut notes = vec![lru_gen_note(scenario)];
     let other_swaps: Vec<_> = swapdev::active_swaps()?
         .into_iter()
         .filter(|p| !p.contains(swapdev::PREFIX) && !p.starts_with("/dev/zram"))
@@ -636,6 +698,15 @@ fn free_bytes(path: &Path) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lru_gen_enabled_is_read_from_its_hex_caps() {
+        assert_eq!(lru_gen_core("0x0007\n"), Some(true));
+        assert_eq!(lru_gen_core("0x0000"), Some(false));
+        assert_eq!(lru_gen_core("0x0006"), Some(false));
+        assert_eq!(lru_gen_core("1"), Some(true));
+        assert_eq!(lru_gen_core("y"), None);
+    }
 
     #[test]
     fn khugepaged_knobs_are_written_as_the_sim_applies_them() {

@@ -114,6 +114,7 @@ pub fn bytes_per_ram_page() -> f64 {
         + elem(|f: &FolioTable| &f.swap)
         + elem(|f: &FolioTable| &f.lru_prev)
         + elem(|f: &FolioTable| &f.lru_next)
+        + elem(|f: &FolioTable| &f.lru_gen)
         + elem(|f: &FolioTable| &f.writeback_done_ns);
     folios as f64 + FreeArea::bytes_per_pfn()
 }
@@ -476,7 +477,7 @@ mod tests {
         let vec = size_of::<Vec<u8>>();
         assert_eq!(
             size_of::<FolioTable>(),
-            11 * vec + 2 * size_of::<BTreeMap<u32, u32>>(),
+            12 * vec + 2 * size_of::<BTreeMap<u32, u32>>(),
             "FolioTable changed: update bytes_per_ram_page"
         );
     }

@@ -4,7 +4,9 @@
 //! place where the defaults are written down (see the `default_*` functions and `Default` impls).
 //! Errors name the field, the value found and what is allowed.
 
+mod lru_gen;
 mod numa;
+pub use lru_gen::LruGenKnobs;
 
 use crate::content::ContentClass;
 use crate::engine::cost::CostModel;
@@ -639,6 +641,9 @@ pub struct Sysfs {
     /// `/sys/kernel/mm/numa/*`.
     #[serde(default)]
     pub numa: NumaKnobs,
+    /// `/sys/kernel/mm/lru_gen/*`: MGLRU or the classic LRU.
+    #[serde(default)]
+    pub lru_gen: LruGenKnobs,
 }
 
 /// `transparent_hugepage/defrag` values.
@@ -1030,6 +1035,7 @@ impl Default for Sysfs {
             zswap: ZswapKnobs::default(),
             zram: ZramKnobs::default(),
             numa: NumaKnobs::default(),
+            lru_gen: LruGenKnobs::default(),
         }
     }
 }

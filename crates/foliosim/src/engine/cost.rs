@@ -93,6 +93,10 @@ cost_model! {
     folio_referenced_ns = 250;
     /// Moving one folio between LRU lists under the lru_lock (activate / deactivate). estimate.
     lru_move_ns = 80;
+    /// MGLRU's page-table walk (walk_pte_range) and lru_gen_look_around, per present PTE looked
+    /// at: read it, test and clear the accessed bit, move a young folio to the youngest
+    /// generation. estimate (as khugepaged_scan_pte_ns, a similar sequential PTE scan).
+    lru_gen_walk_pte_ns = 15;
     /// One alloc_swap_scan_cluster (lock the cluster, check it, set up the scan; the per-slot
     /// probes and the range taken are below), charged per call by every cluster-list policy:
     /// 6.18 makes one per allocation, a 6.12 slot-cache refill 64 under one si->lock hold.

@@ -89,6 +89,9 @@ pub struct FolioTable {
     pub swap: Vec<u32>,
     pub lru_prev: Vec<u32>,
     pub lru_next: Vec<u32>,
+    /// MGLRU's bits of folio->flags (mm/vmscan/lru_gen/): the generation + 1 in the low
+    /// bits (0: on no generation list), LRU_REFS above (accesses through file descriptors).
+    pub lru_gen: Vec<u8>,
     /// Time writeback completes, valid while WRITEBACK is set; for a page-cache folio being
     /// read (LOCKED), the time the read completes.
     pub writeback_done_ns: Vec<u64>,
@@ -130,6 +133,7 @@ impl FolioTable {
             swap: vec![NIL; n],
             lru_prev: vec![NIL; n],
             lru_next: vec![NIL; n],
+            lru_gen: vec![0; n],
             writeback_done_ns: vec![0; n],
             scattered: BTreeMap::new(),
             pins: BTreeMap::new(),
@@ -231,6 +235,7 @@ impl FolioTable {
         self.swap[i] = NIL;
         self.lru_prev[i] = NIL;
         self.lru_next[i] = NIL;
+        self.lru_gen[i] = 0;
     }
 
     pub fn release(&mut self, pfn: u32) {

@@ -180,6 +180,8 @@ pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut Ve
             let list = lruvec.list_of(&k.folios, pfn);
             list.add_after(&mut k.folios, pfn, pfn + sub);
             k.folios.set(pfn + sub, flags::LRU);
+            // The tails inherit the head's flags, MGLRU's generation among them.
+            k.folios.lru_gen[(pfn + sub) as usize] = k.folios.lru_gen[pfn as usize];
         }
     } else if let Some(list) = list {
         // Tails still mapped, or held by the swap cache, go on; the rest are freed below.

@@ -19,6 +19,7 @@
 use super::folio::{flags, NIL};
 use super::swap_devstore::RamStore;
 use super::swapfile::{swap_count, SlotData, SWAP_HAS_CACHE, SWAP_MAP_BAD};
+use super::vmscan::lru_gen;
 use super::Kernel;
 
 pub fn check(k: &Kernel) -> Result<(), String> {
@@ -143,19 +144,46 @@ pub fn check(k: &Kernel) -> Result<(), String> {
         let mut lru_pages = 0;
         let lists = cg.lruvecs().enumerate().flat_map(|(nid, lv)| {
             [
-                (&lv.inactive_anon, false, false, nid),
-                (&lv.active_anon, false, true, nid),
-                (&lv.inactive_file, true, false, nid),
-                (&lv.active_file, true, true, nid),
+                (&lv.inactive_anon, false, false, nid, None),
+                (&lv.active_anon, false, true, nid, None),
+                (&lv.inactive_file, true, false, nid, None),
+                (&lv.active_file, true, true, nid, None),
             ]
+            .into_iter()
+            // MGLRU: every folio on a generation list has that generation (so lies between
+            // its type's min_seq and max_seq, lru_gen::LruGen::check) and no PG_active.
+            .chain((0..lru_gen::MAX_NR_GENS as usize).flat_map(move |gen| {
+                [false, true].map(|file| {
+                    (
+                        &lv.lrugen.folios[gen][file as usize],
+                        file,
+                        false,
+                        nid,
+                        Some(gen),
+                    )
+                })
+            }))
         });
-        for (list, file, active, nid) in lists {
+        for cg_lv in cg.lruvecs() {
+            cg_lv
+                .lrugen
+                .check()
+                .map_err(|e| format!("memcg {}: {e}", cg.name))?;
+            if !cg_lv.lrugen.enabled && cg_lv.lrugen.nr_pages() > 0 {
+                return Err(format!(
+                    "memcg {}: folios on generations with MGLRU off",
+                    cg.name
+                ));
+            }
+        }
+        for (list, file, active, nid, gen) in lists {
             let mut pages = 0;
             for head in list.iter(f) {
                 if f.memcg[head as usize] as usize != id
                     || f.test(head, flags::ACTIVE) != active
                     || f.test(head, flags::FILE) != file
                     || k.nodes.nid(head) != nid
+                    || lru_gen::folio_lru_gen(f, head) != gen
                 {
                     return Err(format!(
                         "folio {head} is on the wrong LRU list of memcg {}",

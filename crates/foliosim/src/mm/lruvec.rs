@@ -1,8 +1,13 @@
 //! LRU lists of a memcg (struct lruvec; list handling of mm/swap.c), intrusive through the folio
 //! table. Folios enter at the head; reclaim takes from the tail (the oldest). Anonymous folios
 //! are on the anon lists, page-cache folios (flag FILE) on the file lists.
+//!
+//! With MGLRU enabled (`lrugen.enabled`), folios go onto its generations instead
+//! (mm/vmscan/lru_gen/): the list operations here follow a folio's generation bits, as
+//! lruvec_add_folio / lruvec_del_folio do through lru_gen_add_folio / lru_gen_del_folio.
 
 use super::folio::{flags, FolioTable, NIL};
+use super::vmscan::lru_gen::{folio_lru_gen, LruGen};
 use crate::engine::lock::SimLock;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -119,6 +124,8 @@ pub struct Lruvec {
     pub anon_cost: u64,
     pub file_cost: u64,
     pub lru_lock: SimLock,
+    /// MGLRU's generations (struct lru_gen_folio), used when `lrugen.enabled`.
+    pub lrugen: LruGen,
     /// Folios reclaim wrote to an asynchronous device, by the time their write completes.
     writeback: BinaryHeap<Reverse<(u64, u32)>>,
 }
@@ -133,6 +140,7 @@ impl Lruvec {
             anon_cost: 0,
             file_cost: 0,
             lru_lock: SimLock::new("lruvec->lru_lock"),
+            lrugen: LruGen::default(),
             writeback: BinaryHeap::new(),
         }
     }
@@ -162,8 +170,7 @@ impl Lruvec {
             if folios.test(pfn, flags::FILE) {
                 rotated += self.rotate_reclaimable(folios, pfn);
             } else if folios.test(pfn, flags::LRU) && !folios.test(pfn, flags::ACTIVE) {
-                self.inactive_anon.remove(folios, pfn);
-                self.inactive_anon.add_tail(folios, pfn);
+                self.lru_move_tail(folios, pfn);
                 rotated += folios.nr_pages(pfn) as u64;
             }
         }
@@ -181,10 +188,16 @@ impl Lruvec {
         if folios.test(pfn, flags::DIRTY) || !folios.test(pfn, flags::LRU) {
             return 0;
         }
-        self.list_of(folios, pfn).remove(folios, pfn);
-        folios.clear(pfn, flags::ACTIVE);
-        self.inactive_file.add_tail(folios, pfn);
+        self.lru_move_tail(folios, pfn);
         folios.nr_pages(pfn) as u64
+    }
+
+    /// lru_move_tail: off its list, deactivated, to the inactive tail (the oldest generation's
+    /// tail under MGLRU), to be reclaimed next.
+    fn lru_move_tail(&mut self, folios: &mut FolioTable, pfn: u32) {
+        self.lruvec_del_folio(folios, pfn);
+        folios.clear(pfn, flags::ACTIVE);
+        self.lruvec_add_folio_tail(folios, pfn);
     }
 
     /// Pages under writeback whose write completes after `now_ns` (NR_WRITEBACK).
@@ -200,8 +213,11 @@ impl Lruvec {
             .sum()
     }
 
-    /// The list of the folio's type (FILE) and state (ACTIVE).
+    /// The list of the folio's type (FILE) and state (ACTIVE), or its generation's.
     pub fn list_of(&mut self, folios: &FolioTable, pfn: u32) -> &mut LruList {
+        if let Some(gen) = folio_lru_gen(folios, pfn) {
+            return &mut self.lrugen.folios[gen][folios.test(pfn, flags::FILE) as usize];
+        }
         self.list(
             folios.test(pfn, flags::FILE),
             folios.test(pfn, flags::ACTIVE),
@@ -217,12 +233,63 @@ impl Lruvec {
         }
     }
 
-    /// Pages on the four lists.
+    /// Pages on the four lists (and the generations).
     pub fn nr_pages(&self) -> u64 {
         self.inactive_anon.nr_pages
             + self.active_anon.nr_pages
             + self.inactive_file.nr_pages
             + self.active_file.nr_pages
+            + self.lrugen.nr_pages()
+    }
+
+    /// NR_{IN,}ACTIVE_{ANON,FILE} of this lruvec: the classic list, plus under MGLRU the
+    /// generations counted active or not (lru_gen_is_active).
+    pub fn lru_pages(&self, file: bool, active: bool) -> u64 {
+        let classic = match (file, active) {
+            (false, false) => &self.inactive_anon,
+            (false, true) => &self.active_anon,
+            (true, false) => &self.inactive_file,
+            (true, true) => &self.active_file,
+        };
+        classic.nr_pages + self.lrugen.lru_pages(file, active)
+    }
+
+    /// lruvec_add_folio: onto the list its flags name (PG_active kept), or a generation.
+    pub fn lruvec_add_folio(&mut self, folios: &mut FolioTable, pfn: u32) {
+        folios.set(pfn, flags::LRU);
+        if self.lrugen.enabled {
+            self.lrugen.add_folio(folios, pfn, false);
+        } else {
+            self.list_of(folios, pfn).add_head(folios, pfn);
+        }
+    }
+
+    /// lruvec_add_folio_tail (folio_rotate_reclaimable).
+    pub fn lruvec_add_folio_tail(&mut self, folios: &mut FolioTable, pfn: u32) {
+        folios.set(pfn, flags::LRU);
+        if self.lrugen.enabled {
+            self.lrugen.add_folio(folios, pfn, true);
+        } else {
+            self.list_of(folios, pfn).add_tail(folios, pfn);
+        }
+    }
+
+    /// lruvec_del_folio (folio_isolate_lru): off its list, PG_active kept (set when it left
+    /// an active generation).
+    pub fn lruvec_del_folio(&mut self, folios: &mut FolioTable, pfn: u32) {
+        if !self.lrugen.del_folio(folios, pfn, false) {
+            self.list_of(folios, pfn).remove(folios, pfn);
+        }
+        folios.clear(pfn, flags::LRU);
+    }
+
+    /// folio_add_lru from a fault (`in_fault`: lru_gen_in_fault): MGLRU adds the folio to
+    /// the youngest generation (PG_active set, see lru_gen_add_folio's first case).
+    pub fn folio_add_lru(&mut self, folios: &mut FolioTable, pfn: u32, in_fault: bool) {
+        if self.lrugen.enabled && in_fault {
+            folios.set(pfn, flags::ACTIVE);
+        }
+        self.add_folio(folios, pfn);
     }
 
     /// folio_add_lru: new folios start on the inactive list of their type, unless marked
@@ -230,6 +297,10 @@ impl Lruvec {
     pub fn add_folio(&mut self, folios: &mut FolioTable, pfn: u32) {
         debug_assert!(!folios.test(pfn, flags::LRU));
         folios.set(pfn, flags::LRU);
+        if self.lrugen.enabled {
+            self.lrugen.add_folio(folios, pfn, false);
+            return;
+        }
         let active = folios.test(pfn, flags::FILE) && folios.test(pfn, flags::ACTIVE);
         if !active {
             folios.clear(pfn, flags::ACTIVE);
@@ -239,7 +310,9 @@ impl Lruvec {
 
     pub fn del_folio(&mut self, folios: &mut FolioTable, pfn: u32) {
         debug_assert!(folios.test(pfn, flags::LRU));
-        self.list_of(folios, pfn).remove(folios, pfn);
+        if !self.lrugen.del_folio(folios, pfn, true) {
+            self.list_of(folios, pfn).remove(folios, pfn);
+        }
         folios.clear(pfn, flags::LRU | flags::ACTIVE);
     }
 }

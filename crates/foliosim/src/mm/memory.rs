@@ -113,10 +113,27 @@ pub fn handle_mm_fault(
     handle_fault(k, ctx, mm, vma, index, write, false)
 }
 
+/// handle_fault between lru_gen_enter_fault and lru_gen_exit_fault: folios the fault adds to
+/// the LRU are marked for MGLRU's youngest generation.
+fn handle_fault(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    mm: u32,
+    vma: u32,
+    index: u32,
+    write: bool,
+    preemptible: bool,
+) -> Result<(u32, u32), MmError> {
+    let outer = std::mem::replace(&mut k.in_lru_fault, true);
+    let r = handle_fault_in(k, ctx, mm, vma, index, write, preemptible);
+    k.in_lru_fault = outer;
+    r
+}
+
 /// handle_mm_fault; a `preemptible` one (a user access) may stop inside the allocation of an
 /// anonymous or swapped-in folio to give up the CPU (`MmError::Resched`) and resumes when
 /// called again for the same page (mm/preempt.rs): counted and charged once.
-fn handle_fault(
+fn handle_fault_in(
     k: &mut Kernel,
     ctx: &mut Ctx,
     mm: u32,

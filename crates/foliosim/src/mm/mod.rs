@@ -244,6 +244,13 @@ pub struct Kernel {
     pub current: preempt::TaskResume,
     /// vm.page-cluster: swap readahead windows of up to 2^page_cluster pages.
     pub page_cluster: u32,
+    /// The reclaim-list policy: the classic active/inactive LRU or MGLRU (mm/vmscan/).
+    pub lru_policy: &'static dyn vmscan::lru_policy::LruPolicy,
+    /// /sys/kernel/mm/lru_gen/min_ttl_ms, in ns (0: off).
+    pub lru_gen_min_ttl_ns: u64,
+    /// current->in_lru_fault: a fault is running (folio_add_lru marks its folios for
+    /// MGLRU's youngest generation).
+    pub in_lru_fault: bool,
 }
 
 impl Kernel {
@@ -342,6 +349,10 @@ impl Kernel {
         }
         for cg in memcgs.iter_mut() {
             cg.set_nr_nodes(nodes.nr_nodes());
+            // lru_gen_init_lruvec: lrugen->enabled = lru_gen_enabled().
+            for lv in std::iter::once(&mut cg.lruvec).chain(cg.lower_lruvecs.iter_mut()) {
+                lv.lrugen.enabled = scenario.sysfs.lru_gen.enabled();
+            }
         }
         Kernel {
             cost,
@@ -427,6 +438,9 @@ impl Kernel {
                 .vm
                 .page_cluster
                 .unwrap_or(swap_readahead::DEFAULT_PAGE_CLUSTER),
+            lru_policy: vmscan::lru_policy::policy(scenario.sysfs.lru_gen.enabled()),
+            lru_gen_min_ttl_ns: scenario.sysfs.lru_gen.min_ttl_ms.unwrap_or(0) as u64 * 1_000_000,
+            in_lru_fault: false,
         }
     }
 
@@ -513,13 +527,14 @@ impl Kernel {
         (self.mms.len() - 1) as u32
     }
 
-    /// folio_add_lru: onto the memcg's inactive list; lru_lock taken once per batch.
+    /// folio_add_lru: onto the memcg's inactive list (MGLRU: a generation); lru_lock taken
+    /// once per batch.
     pub fn folio_add_lru(&mut self, ctx: &mut Ctx, pfn: u32) {
         let memcg = self.folios.memcg[pfn as usize] as usize;
         let nid = self.nodes.nid(pfn);
         self.memcgs[memcg]
             .lruvec_mut(nid)
-            .add_folio(&mut self.folios, pfn);
+            .folio_add_lru(&mut self.folios, pfn, self.in_lru_fault);
         let pending = &mut self.lru_add_pending[ctx.cpu];
         *pending += 1;
         if *pending == LRU_ADD_BATCH {

@@ -114,7 +114,7 @@ pub fn background_thresh(k: &Kernel) -> u64 {
     let file: u64 = k
         .memcgs
         .iter()
-        .map(|cg| cg.lruvec.inactive_file.nr_pages + cg.lruvec.active_file.nr_pages)
+        .map(|cg| cg.lruvec.lru_pages(true, false) + cg.lruvec.lru_pages(true, true))
         .sum();
     let dirtyable = (k.zone.nr_free_pages() + file).saturating_sub(k.zone.wmark_pages(Wmark::High));
     dirtyable * DIRTY_BACKGROUND_RATIO / 100

@@ -56,15 +56,10 @@ fn deactivate_file_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     cg.lruvec_mut(nid).del_folio(&mut k.folios, pfn);
     k.folios.clear(pfn, flags::REFERENCED);
     if k.folios.test(pfn, flags::DIRTY | flags::WRITEBACK) {
-        k.folios.set(pfn, flags::LRU | flags::RECLAIM);
-        cg.lruvec_mut(nid)
-            .inactive_file
-            .add_head(&mut k.folios, pfn);
+        k.folios.set(pfn, flags::RECLAIM);
+        cg.lruvec_mut(nid).lruvec_add_folio(&mut k.folios, pfn);
     } else {
-        k.folios.set(pfn, flags::LRU);
-        cg.lruvec_mut(nid)
-            .inactive_file
-            .add_tail(&mut k.folios, pfn);
+        cg.lruvec_mut(nid).lruvec_add_folio_tail(&mut k.folios, pfn);
         k.vmstat.count(VmEvent::Pgrotated, nr);
     }
     if active {

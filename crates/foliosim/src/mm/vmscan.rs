@@ -1,9 +1,13 @@
 //! Reclaim (mm/vmscan.c): global direct reclaim, memcg reclaim and kswapd (kswapd.rs) over the
 //! anon and file LRU lists (how much of each: scan_count.rs), shrink_folio_list's swap-out of
-//! each isolated anonymous folio, and of page-cache folios (file.rs).
+//! each isolated anonymous folio, and of page-cache folios (file.rs). Which folios reclaim
+//! takes is the reclaim-list policy's (lru_policy.rs): the classic lists here, or MGLRU.
 
 pub mod file;
 pub mod kswapd;
+pub mod lru_classic;
+pub mod lru_gen;
+pub mod lru_policy;
 pub mod scan_count;
 
 use super::folio::{flags, FolioTable};
@@ -132,7 +136,8 @@ fn shrink_node_memcgs(
             memcg_memory_event(k, memcg, MemcgEvent::Low);
         }
         let want = nr_to_reclaim.saturating_sub(done.reclaimed).max(1);
-        done += shrink_lruvec(k, ctx, memcg, want, sc);
+        let policy = k.lru_policy;
+        done += policy.shrink_lruvec(k, ctx, memcg, want, sc);
         if sc.cgroup_reclaim() {
             // shrink_slab: zswap's shrinker writes cold entries back (if enabled); what it
             // frees is zswap's compressed memory, not folios, so it does not add to `done`.
@@ -371,7 +376,7 @@ pub(crate) fn inactive_is_low_pages(inactive: u64, active: u64) -> bool {
 /// what keeps the two proportional to their targets (not in global direct reclaim at
 /// DEF_PRIORITY, which scans its whole target). Then the anon lists are rebalanced if there
 /// is swap to age them for.
-fn shrink_lruvec(
+pub(crate) fn shrink_lruvec_classic(
     k: &mut Kernel,
     ctx: &mut Ctx,
     memcg: u16,
@@ -601,21 +606,15 @@ pub fn putback_folios(k: &mut Kernel, ctx: &mut Ctx, putback: &[(u32, bool)]) {
         // MADV_PAGEOUT isolates folios of any node; reclaim's are node 0's.
         let nid = k.nodes.nid(pfn);
         let cg = &mut k.memcgs[memcg];
-        let file = k.folios.test(pfn, flags::FILE);
-        k.folios.set(pfn, flags::LRU);
         if active {
             let nr = k.folios.nr_pages(pfn) as u64;
             k.folios.set(pfn, flags::ACTIVE);
-            cg.lruvec_mut(nid)
-                .list(file, true)
-                .add_head(&mut k.folios, pfn);
+            cg.lruvec_mut(nid).lruvec_add_folio(&mut k.folios, pfn);
             cg.count(VmEvent::Pgactivate, nr);
             k.vmstat.count(VmEvent::Pgactivate, nr);
         } else {
             k.folios.clear(pfn, flags::ACTIVE);
-            cg.lruvec_mut(nid)
-                .list(file, false)
-                .add_head(&mut k.folios, pfn);
+            cg.lruvec_mut(nid).lruvec_add_folio(&mut k.folios, pfn);
         }
     }
     for (memcg, moved) in moved_per_memcg {
@@ -659,7 +658,8 @@ pub fn shrink_folio_list(
             if reclaim != Reclaim::Pageout {
                 ctx.spend(k.cost.folio_referenced_ns);
                 clear_flush_young(k, ctx, pfn);
-                let refs = folio_check_references(&mut k.folios, pfn);
+                let policy = k.lru_policy;
+                let refs = policy.folio_check_references(k, ctx, pfn);
                 super::access::young_cleared(k, pfn);
                 match refs {
                     FolioReferences::Activate => {
@@ -738,7 +738,7 @@ pub fn shrink_folio_list(
 
 /// What reclaim does with a folio after looking at its references.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum FolioReferences {
+pub enum FolioReferences {
     /// To the active list.
     Activate,
     /// Back to the inactive list for another trip.
@@ -765,7 +765,7 @@ fn clear_flush_young(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
 /// the folio gets another trip round the inactive list, or is activated if it was referenced
 /// already (used twice). Not young: reclaim it. So a folio faulted in (young) and never touched
 /// again is kept once and reclaimed on its second trip, without activation.
-fn folio_check_references(f: &mut FolioTable, pfn: u32) -> FolioReferences {
+pub(crate) fn folio_check_references(f: &mut FolioTable, pfn: u32) -> FolioReferences {
     let young = f.test(pfn, flags::YOUNG);
     let referenced = f.test(pfn, flags::REFERENCED);
     f.clear(pfn, flags::YOUNG | flags::REFERENCED);

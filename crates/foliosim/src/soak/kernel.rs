@@ -103,6 +103,8 @@ pub fn sysfs(g: &mut Gen, version: KernelVersion, iaa: bool) -> Sysfs {
         numa: NumaKnobs {
             demotion_enabled: g.maybe(50, |g| g.chance(70)),
         },
+        // Not drawn: a new draw would change every generated scenario after it.
+        lru_gen: Default::default(),
     }
 }
 

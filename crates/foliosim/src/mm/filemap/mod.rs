@@ -290,15 +290,11 @@ pub fn read_pages(k: &mut Kernel, ctx: &mut Ctx, pfns: &[u32]) {
     }
 }
 
-/// folio_mark_accessed: inactive,unreferenced -> inactive,referenced -> active,unreferenced.
+/// folio_mark_accessed: the reclaim-list policy's (classic: inactive,unreferenced ->
+/// inactive,referenced -> active,unreferenced; MGLRU: lru_gen_inc_refs).
 pub fn folio_mark_accessed(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
-    let f = &mut k.folios;
-    if !f.test(pfn, flags::REFERENCED) {
-        f.set(pfn, flags::REFERENCED);
-    } else if !f.test(pfn, flags::ACTIVE) {
-        folio_activate(k, ctx, pfn);
-        k.folios.clear(pfn, flags::REFERENCED);
-    }
+    let policy = k.lru_policy;
+    policy.folio_mark_accessed(k, ctx, pfn);
 }
 
 /// folio_activate (lru_activate): an inactive folio on the LRU moves to its active list.
@@ -392,10 +388,10 @@ pub fn gauges(k: &Kernel, now_ns: u64) -> [(&'static str, u64); 9] {
         .map(|lv| lv.writeback_in_flight(&k.folios, now_ns))
         .sum();
     [
-        ("nr_inactive_anon", sum(|l| l.inactive_anon.nr_pages)),
-        ("nr_active_anon", sum(|l| l.active_anon.nr_pages)),
-        ("nr_inactive_file", sum(|l| l.inactive_file.nr_pages)),
-        ("nr_active_file", sum(|l| l.active_file.nr_pages)),
+        ("nr_inactive_anon", sum(|l| l.lru_pages(false, false))),
+        ("nr_active_anon", sum(|l| l.lru_pages(false, true))),
+        ("nr_inactive_file", sum(|l| l.lru_pages(true, false))),
+        ("nr_active_file", sum(|l| l.lru_pages(true, true))),
         ("nr_file_pages", pc.nr_pages + pc.nr_swapcache),
         ("nr_mapped", pc.nr_mapped),
         ("nr_dirty", pc.nr_dirty),

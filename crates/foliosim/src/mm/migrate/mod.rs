@@ -103,11 +103,7 @@ pub fn folio_isolate_lru(k: &mut Kernel, pfn: u32) {
     debug_assert!(f.test(pfn, flags::LRU) && !f.test(pfn, flags::ISOLATED));
     let memcg = f.memcg[pfn as usize] as usize;
     let nid = k.nodes.nid(pfn);
-    k.memcgs[memcg]
-        .lruvec_mut(nid)
-        .list_of(f, pfn)
-        .remove(f, pfn);
-    f.clear(pfn, flags::LRU);
+    k.memcgs[memcg].lruvec_mut(nid).lruvec_del_folio(f, pfn);
     f.set(pfn, flags::ISOLATED);
 }
 
@@ -116,10 +112,9 @@ fn folio_putback_lru(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     let f = &mut k.folios;
     debug_assert!(f.test(pfn, flags::ISOLATED) && !f.test(pfn, flags::LRU));
     f.clear(pfn, flags::ISOLATED);
-    f.set(pfn, flags::LRU);
     let memcg = f.memcg[pfn as usize] as usize;
     let lruvec = k.memcgs[memcg].lruvec_mut(k.nodes.nid(pfn));
-    lruvec.list_of(f, pfn).add_head(f, pfn);
+    lruvec.lruvec_add_folio(f, pfn);
     lruvec.lru_lock.hold(ctx, k.cost.lru_move_ns);
 }
 
@@ -502,10 +497,9 @@ fn migrate_folio_move(
     }
     // folio_add_lru(dst): on the list it came from.
     let f = &mut k.folios;
-    f.set(dst, flags::LRU);
     let memcg = f.memcg[dst as usize] as usize;
     let lruvec = k.memcgs[memcg].lruvec_mut(k.nodes.nid(dst));
-    lruvec.list_of(f, dst).add_head(f, dst);
+    lruvec.lruvec_add_folio(f, dst);
     lruvec.lru_lock.hold(ctx, k.cost.lru_move_ns);
     // migrate_folio_done: the old folio's last reference goes; its charge went with the data.
     let f = &mut k.folios;

@@ -481,8 +481,8 @@ pub fn zone_reclaimable_pages(k: &Kernel) -> u64 {
         .iter()
         .map(|cg| {
             let lv = &cg.lruvec;
-            let anon = lv.inactive_anon.nr_pages + lv.active_anon.nr_pages;
-            lv.inactive_file.nr_pages + lv.active_file.nr_pages + if swap { anon } else { 0 }
+            let anon = lv.lru_pages(false, false) + lv.lru_pages(false, true);
+            lv.lru_pages(true, false) + lv.lru_pages(true, true) + if swap { anon } else { 0 }
         })
         .sum()
 }

@@ -20,7 +20,7 @@ use std::collections::VecDeque;
 
 /// What folio_check_references decides for a page-cache folio.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum FileRef {
+pub enum FileRef {
     Activate,
     Keep,
     /// Referenced through read(2) only (PG_referenced): free it if clean, keep it if dirty.
@@ -31,7 +31,7 @@ enum FileRef {
 /// folio_check_references for a page-cache folio: mapped and young -> PG_referenced set and
 /// another trip round the inactive list, or activation if it was already referenced (used
 /// twice); not young but PG_referenced (read(2) marked it) -> reclaim only if clean.
-fn folio_check_references(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) -> FileRef {
+pub(crate) fn folio_check_references(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) -> FileRef {
     let referenced_ptes = folio_referenced_file(k, ctx, pfn);
     let f = &mut k.folios;
     let referenced_folio = f.test(pfn, flags::REFERENCED);
@@ -107,7 +107,8 @@ pub fn shrink_file_folio_list(
             result.putback.push((pfn, true));
             continue;
         }
-        let references = folio_check_references(k, ctx, pfn);
+        let policy = k.lru_policy;
+        let references = policy.file_check_references(k, ctx, pfn);
         match references {
             FileRef::Activate => {
                 result.putback.push((pfn, true));

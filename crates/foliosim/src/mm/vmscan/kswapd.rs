@@ -161,7 +161,8 @@ fn balance(k: &mut Kernel, ctx: &mut Ctx, order: u32) -> (u64, u32) {
             // Boosted reclaim neither writes back nor swaps: only clean page cache is
             // reclaimed (nothing at all without page cache).
             let may_swap = nr_boost_reclaim == 0;
-            kswapd_age_node(k, ctx);
+            let policy = k.lru_policy;
+            policy.age_node(k, ctx);
             // kswapd_shrink_node
             let nr_to_reclaim = k.zone.wmark_pages(Wmark::High).max(SWAP_CLUSTER_MAX);
             let done = if may_swap {
@@ -208,15 +209,15 @@ fn balance(k: &mut Kernel, ctx: &mut Ctx, order: u32) -> (u64, u32) {
 
 /// kswapd_age_node: while the node's inactive anon list is low, deactivate a batch from every
 /// memcg's active list so pages get a chance to be referenced before reclaim.
-fn kswapd_age_node(k: &mut Kernel, ctx: &mut Ctx) {
+pub(crate) fn kswapd_age_node_classic(k: &mut Kernel, ctx: &mut Ctx) {
     // can_age_anon_pages: swap to reclaim them to, or a lower tier to demote them to.
     if k.swap.nr_swap_pages() == 0 && !crate::mm::numa_balancing::can_demote(k) {
         return;
     }
     let (inactive, active) = k.memcgs.iter().fold((0, 0), |(i, a), cg| {
         (
-            i + cg.lruvec.inactive_anon.nr_pages,
-            a + cg.lruvec.active_anon.nr_pages,
+            i + cg.lruvec.lru_pages(false, false),
+            a + cg.lruvec.lru_pages(false, true),
         )
     });
     if !inactive_is_low_pages(inactive, active) {

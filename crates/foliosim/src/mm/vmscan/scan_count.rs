@@ -84,10 +84,10 @@ impl ScanControl {
 fn target_sizes(k: &Kernel, target: Option<u16>) -> [u64; 4] {
     let one = |lv: &Lruvec| {
         [
-            lv.inactive_anon.nr_pages,
-            lv.active_anon.nr_pages,
-            lv.inactive_file.nr_pages,
-            lv.active_file.nr_pages,
+            lv.lru_pages(false, false),
+            lv.lru_pages(false, true),
+            lv.lru_pages(true, false),
+            lv.lru_pages(true, true),
         ]
     };
     // A memcg's lruvec stats are hierarchical: its subtree's lists.
