@@ -62,6 +62,8 @@ pub(super) struct Queues {
     /// Per CPU, `now_ns` while it runs a task, else u64::MAX: dense, so that picking the next
     /// CPU among busy ones is a scan of one array (128 CPUs: 1 KiB), not of every `Cpu`.
     running_at_ns: Vec<u64>,
+    /// Per CPU, `now_ns` while it is idle, else u64::MAX.
+    idle_now_ns: Vec<u64>,
     /// CPUs running nothing.
     idle: usize,
     /// Runnable tasks in order (round robin; woken preempting tasks go first).
@@ -83,6 +85,7 @@ impl Queues {
                 })
                 .collect(),
             running_at_ns: vec![u64::MAX; ncpus],
+            idle_now_ns: vec![0; ncpus],
             idle: ncpus,
             runq: runnable.collect(),
             sleepers: Vec::new(),
@@ -97,6 +100,19 @@ impl Queues {
         self.debug_check();
         if self.idle == 0 {
             // Every CPU busy: the earliest clock, the lowest CPU among equals.
+            let earliest = *self.running_at_ns.iter().min()?;
+            return self.running_at_ns.iter().position(|&t| t == earliest);
+        }
+        if let Some(w) = self.idle_until_ns(tasks) {
+            // Busy CPUs at their clock, idle ones at max(clock, w), over two dense arrays.
+            let at = |i: usize| self.running_at_ns[i].min(self.idle_now_ns[i].max(w));
+            let n = self.cpus.len();
+            let earliest = (0..n).map(at).min()?;
+            // u64::MAX is also the arrays' "not this kind" mark: leave that case to the walk.
+            if earliest < u64::MAX {
+                return (0..n).position(|i| at(i) == earliest);
+            }
+        } else if self.idle < self.cpus.len() {
             let earliest = *self.running_at_ns.iter().min()?;
             return self.running_at_ns.iter().position(|&t| t == earliest);
         }
@@ -135,6 +151,7 @@ impl Queues {
             u64::MAX
         };
         self.running_at_ns[cpu] = key;
+        self.idle_now_ns[cpu] = if key == u64::MAX { c.now_ns } else { u64::MAX };
         match (was_idle, key == u64::MAX) {
             (true, false) => self.idle -= 1,
             (false, true) => self.idle += 1,
@@ -153,6 +170,16 @@ impl Queues {
                 assert_eq!(
                     t,
                     if c.current.is_some() {
+                        c.now_ns
+                    } else {
+                        u64::MAX
+                    }
+                );
+            }
+            for (c, &t) in self.cpus.iter().zip(&self.idle_now_ns) {
+                assert_eq!(
+                    t,
+                    if c.current.is_none() {
                         c.now_ns
                     } else {
                         u64::MAX
