@@ -1,10 +1,12 @@
 //! `foliosim bench`: the engine's speed and memory on the seed scenarios and a 1 TiB machine
-//! (issue 13), one row per scenario: steps per second, simulated seconds per wall second,
-//! simulator bytes per simulated base page (RAM plus swap) and wall seconds.
+//! (issue 13), one row per scenario: steps per wall second and per CPU second, simulated
+//! seconds per wall second and per CPU second, simulator bytes per simulated base page (RAM
+//! plus swap), wall and CPU seconds. On a shared machine the CPU-second figures are the ones
+//! to compare (wall time also counts waiting for a CPU).
 //!
 //! Memory is the process's peak resident set (VmHWM), reset before each row through
 //! /proc/self/clear_refs so that a row does not inherit the previous row's peak; the
-//! simulator's own estimate ([`crate::footprint::estimate`]) is printed beside it. Wall time
+//! simulator's own estimate ([`crate::footprint::estimate`]) is printed beside it. Wall and CPU time
 //! and RSS are measured around runs and never reach their results.
 
 use crate::reproduce::{seed000, seed002, seed003};
@@ -26,6 +28,9 @@ pub struct BenchRow {
     pub name: String,
     pub steps: u64,
     pub wall_s: f64,
+    /// CPU time of the process during the row (user + system, getrusage), if known: on a
+    /// shared machine wall time also counts waiting for a CPU.
+    pub cpu_s: Option<f64>,
     pub simulated_s: f64,
     /// Simulated base pages of RAM plus swap slots.
     pub base_pages: u64,
@@ -36,11 +41,20 @@ pub struct BenchRow {
 }
 
 impl BenchRow {
+    /// Steps per wall second.
     pub fn steps_per_s(&self) -> f64 {
         self.steps as f64 / self.wall_s.max(1e-9)
     }
+    /// Steps per CPU second (per wall second where CPU time is unknown): per core.
+    pub fn steps_per_cpu_s(&self) -> f64 {
+        self.steps as f64 / self.cpu_s.unwrap_or(self.wall_s).max(1e-9)
+    }
     pub fn simulated_per_wall(&self) -> f64 {
         self.simulated_s / self.wall_s.max(1e-9)
+    }
+    /// Simulated seconds per CPU second (per wall second where CPU time is unknown).
+    pub fn simulated_per_cpu(&self) -> f64 {
+        self.simulated_s / self.cpu_s.unwrap_or(self.wall_s).max(1e-9)
     }
     /// Peak RSS per simulated base page (the estimate's when RSS is unknown).
     pub fn bytes_per_page(&self) -> f64 {
@@ -148,16 +162,35 @@ pub fn peak_rss_bytes() -> Option<u64> {
     Some(kib * 1024)
 }
 
+/// User plus system CPU time of this process, seconds.
+fn cpu_time_s() -> Option<f64> {
+    #[cfg(unix)]
+    {
+        // SAFETY: getrusage writes the struct it is given.
+        let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+        if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) } != 0 {
+            return None;
+        }
+        let s = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+        Some(s(u.ru_utime) + s(u.ru_stime))
+    }
+    #[cfg(not(unix))]
+    None
+}
+
 /// Run one case and measure it.
 pub fn run_case(case: &BenchCase) -> Result<BenchRow, crate::SimError> {
     let resettable = reset_peak_rss();
+    let cpu_before = cpu_time_s();
     let wall = Instant::now();
     let r = crate::run(&case.scenario)?;
     let wall_s = wall.elapsed().as_secs_f64();
+    let cpu_s = cpu_before.zip(cpu_time_s()).map(|(a, b)| b - a);
     Ok(BenchRow {
         name: case.name.clone(),
         steps: r.steps,
         wall_s,
+        cpu_s,
         simulated_s: r.simulated_ns as f64 / 1e9,
         base_pages: base_pages(&case.scenario),
         peak_rss_bytes: if resettable { peak_rss_bytes() } else { None },
@@ -167,15 +200,18 @@ pub fn run_case(case: &BenchCase) -> Result<BenchRow, crate::SimError> {
 
 pub fn header() -> String {
     format!(
-        "{:34} {:>10} {:>9} {:>10} {:>10} {:>9} {:>9} {:>8}",
+        "{:34} {:>10} {:>9} {:>9} {:>10} {:>9} {:>10} {:>9} {:>9} {:>8} {:>8}",
         "scenario",
         "steps",
         "M steps/s",
+        "M st/cpus",
         "sim s/wall",
+        "sim s/cpu",
         "base pages",
         "B/page",
         "est B/pg",
-        "wall s"
+        "wall s",
+        "cpu s"
     )
 }
 
@@ -185,14 +221,17 @@ pub fn format_row(r: &BenchRow) -> String {
         None => "-".to_string(),
     };
     format!(
-        "{:34} {:>10} {:>9.3} {:>10.3} {:>10} {:>9} {:>9.1} {:>8.2}",
+        "{:34} {:>10} {:>9.3} {:>9.3} {:>10.3} {:>9.3} {:>10} {:>9} {:>9.1} {:>8.2} {:>8}",
         r.name,
         r.steps,
         r.steps_per_s() / 1e6,
+        r.steps_per_cpu_s() / 1e6,
         r.simulated_per_wall(),
+        r.simulated_per_cpu(),
         r.base_pages,
         rss,
         r.estimate_bytes_per_page(),
-        r.wall_s
+        r.wall_s,
+        r.cpu_s.map_or("-".to_string(), |c| format!("{c:.2}"))
     )
 }
