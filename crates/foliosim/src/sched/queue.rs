@@ -96,6 +96,7 @@ impl Queues {
     /// The CPU with the earliest next event: its clock when it has a task, else (idle) when
     /// the first queued task is runnable or the first sleeper wakes, never before its clock.
     /// Ties: the lowest CPU. None when no CPU can act.
+    #[inline]
     pub fn next_cpu(&self, tasks: &[Task]) -> Option<usize> {
         self.debug_check();
         if self.idle == 0 {
@@ -103,7 +104,9 @@ impl Queues {
             let earliest = *self.running_at_ns.iter().min()?;
             return self.running_at_ns.iter().position(|&t| t == earliest);
         }
-        if let Some(w) = self.idle_until_ns(tasks) {
+        if self.cpus.len() <= 16 {
+            // A few CPUs: the walk below is as fast (seed 000's 8 CPUs were 6% slower).
+        } else if let Some(w) = self.idle_until_ns(tasks) {
             // Busy CPUs at their clock, idle ones at max(clock, w), over two dense arrays.
             let at = |i: usize| self.running_at_ns[i].min(self.idle_now_ns[i].max(w));
             let n = self.cpus.len();
@@ -191,6 +194,7 @@ impl Queues {
 
     /// When an idle CPU next has work: the earliest a queued task is runnable (a task queued
     /// by a CPU whose clock is ahead is runnable only from then) or the first sleeper wakes.
+    #[inline]
     pub fn idle_until_ns(&self, tasks: &[Task]) -> Option<u64> {
         let queued = self.runq.iter().map(|&t| tasks[t].runnable_at_ns).min();
         let wake = self.sleepers.first().map(|s| s.0);
