@@ -171,6 +171,18 @@ enum Command {
     Fit(fit::FitArgs),
     /// Random valid scenarios and traces, every policy, invariants checked (docs/fuzz-and-soak.md).
     Soak(soak::SoakArgs),
+    /// The engine's speed and memory on the seed scenarios and a 1 TiB machine (docs/speed.md):
+    /// steps/s, simulated s per wall s, simulator bytes per simulated base page, wall s.
+    Bench {
+        /// Scaled-down scenarios that run in seconds.
+        #[arg(long)]
+        quick: bool,
+        /// Only the rows whose name contains this (e.g. `1TiB`, `seed000`).
+        #[arg(long)]
+        only: Option<String>,
+        #[arg(long, value_enum, default_value = "table")]
+        format: Format,
+    },
 }
 
 fn load(path: &std::path::Path) -> Result<Scenario> {
@@ -196,6 +208,29 @@ fn parse_costs(pairs: &[String]) -> Result<std::collections::BTreeMap<String, f6
     probe.costs = costs.clone();
     probe.validate().context("--cost")?;
     Ok(costs)
+}
+
+/// `foliosim bench`: one row per case, printed as it finishes.
+fn bench(quick: bool, only: Option<&str>, format: Format) -> Result<()> {
+    use foliosim::bench;
+    let cases: Vec<_> = bench::cases(quick)
+        .into_iter()
+        .filter(|c| only.is_none_or(|o| c.name.contains(o)))
+        .collect();
+    if cases.is_empty() {
+        bail!("--only {}: no bench row matches", only.unwrap_or(""));
+    }
+    if format == Format::Table {
+        println!("{}", bench::header());
+    }
+    for case in &cases {
+        let row = bench::run_case(case).with_context(|| case.name.clone())?;
+        match format {
+            Format::Table => println!("{}", bench::format_row(&row)),
+            Format::Json => println!("{}", serde_json::to_string(&row)?),
+        }
+    }
+    Ok(())
 }
 
 fn main() -> Result<()> {
@@ -394,6 +429,11 @@ fn main() -> Result<()> {
         Command::Record(args) => return record::record(args),
         Command::Fit(args) => return fit::fit(args),
         Command::Soak(args) => return soak::soak(args),
+        Command::Bench {
+            quick,
+            only,
+            format,
+        } => return bench(quick, only.as_deref(), format),
         Command::Validate {
             scenarios,
             live,

@@ -4,6 +4,7 @@
 //! becomes tasks of operations; the engine runs them on simulated CPUs against the mm model
 //! ([`mm`], files named after the kernel's mm/*.c); the result is kernel-named counters.
 
+pub mod bench;
 pub mod content;
 pub mod engine;
 pub mod fit;

@@ -77,14 +77,22 @@ impl SimLock {
             self.holds.pop_front();
         }
         let mut start = ctx.now_ns;
-        // Where the hold goes: after every hold starting by its start.
-        let i = loop {
-            let i = self.holds_starting_by(start);
-            match i.checked_sub(1).map(|j| self.holds.get(j)) {
-                Some((_, end, _)) if end > start => start = end,
-                _ => break i,
+        // Where the hold goes: after every hold starting by its start. Waiting moves `start`
+        // to a hold's end, so the position only moves forward: from the second try on, the
+        // holds after it are walked (the queue ahead is short) instead of searched again.
+        let len = self.holds.len();
+        let mut i = self.holds_starting_by(start);
+        while let Some((_, end, _)) = i.checked_sub(1).map(|j| self.holds.get(j)) {
+            if end <= start {
+                break;
             }
-        };
+            start = end;
+            i = match self.holds.walk_starting_by(i, start, 8) {
+                Some(i) => i,
+                None => self.holds_starting_by(start),
+            };
+            debug_assert!(i <= len);
+        }
         // The lock word and the data it guards move from the previous holder's cache.
         let previous_cpu = i
             .checked_sub(1)
@@ -164,12 +172,77 @@ impl Calendar {
         if left_by && right_after {
             return self.left.len();
         }
+        // Otherwise the answer is usually near the gap: gallop away from it (the holds near
+        // the gap are in cache; a binary search over the whole calendar would miss).
         match self.right.front() {
             Some(&(s, _, _)) if s <= t_ns => {
-                self.left.len() + self.right.partition_point(|&(s, _, _)| s <= t_ns)
+                let n = self.right.len();
+                // right[lo] starts by t_ns; find hi with right[hi] after it (or the end).
+                let (mut lo, mut step) = (0, 1);
+                let hi = loop {
+                    let probe = lo + step;
+                    if probe >= n {
+                        break n;
+                    }
+                    if self.right[probe].0 > t_ns {
+                        break probe;
+                    }
+                    lo = probe;
+                    step *= 2;
+                };
+                self.left.len() + Self::partition_in(&self.right, lo + 1, hi, t_ns)
             }
-            _ => self.left.partition_point(|&(s, _, _)| s <= t_ns),
+            _ => {
+                let n = self.left.len();
+                // left[n - back] starts after t_ns; find the first index known by t_ns.
+                let (mut back, mut step) = (1, 1);
+                let lo = loop {
+                    let probe = back + step;
+                    if probe > n {
+                        break 0;
+                    }
+                    if self.left[n - probe].0 <= t_ns {
+                        break n - probe + 1;
+                    }
+                    back = probe;
+                    step *= 2;
+                };
+                Self::partition_in(&self.left, lo, n - back, t_ns)
+            }
         }
+    }
+
+    /// The first index in `lo..hi` of `holds` whose hold starts after `t_ns` (`hi` if none),
+    /// knowing every hold before `lo` starts by it and every one from `hi` on after it.
+    #[inline]
+    fn partition_in(holds: &VecDeque<Hold>, mut lo: usize, mut hi: usize, t_ns: u64) -> usize {
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if holds[mid].0 <= t_ns {
+                lo = mid + 1;
+            } else {
+                hi = mid;
+            }
+        }
+        lo
+    }
+
+    /// How many holds start at or before `t_ns`, knowing the first `from` do: walks at most
+    /// `max` holds past `from`, None if the answer lies further.
+    #[inline]
+    fn walk_starting_by(&self, from: usize, t_ns: u64, max: usize) -> Option<usize> {
+        let len = self.len();
+        let mut i = from;
+        while i < len {
+            if i == from + max {
+                return None;
+            }
+            if self.get(i).0 > t_ns {
+                break;
+            }
+            i += 1;
+        }
+        Some(i)
     }
 
     /// Insert at position `i` (every hold before it starts no later).
@@ -208,6 +281,10 @@ mod tests {
             let t = (x >> 33) % 5_000 + n as u64 * 3;
             let i = plain.partition_point(|&(s, _, _)| s <= t);
             assert_eq!(cal.starting_by(t), i);
+            let from = i.saturating_sub((x >> 40) as usize % 12);
+            if let Some(w) = cal.walk_starting_by(from, t, 8) {
+                assert_eq!(w, i);
+            }
             cal.insert(i, (t, t + 7, n));
             plain.insert(i, (t, t + 7, n));
             if x % 3 == 0 {

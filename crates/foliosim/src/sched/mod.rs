@@ -174,6 +174,7 @@ pub fn run_tasks_observed(
                 .idle_until_ns(tasks)
                 .expect("an idle CPU was picked with work");
             q.cpus[cpu].now_ns = q.cpus[cpu].now_ns.max(until_ns);
+            q.refresh(cpu);
         }
         let now_ns = q.cpus[cpu].now_ns;
         q.wake_sleepers(tasks, now_ns);
@@ -191,6 +192,7 @@ pub fn run_tasks_observed(
                 tasks[cur].runnable_at_ns = now_ns;
                 q.runq.push_back(cur);
             }
+            q.refresh(cpu);
         }
         let c = &mut q.cpus[cpu];
         let mut ctx = Ctx {
@@ -218,6 +220,7 @@ pub fn run_tasks_observed(
                 k.cpu_mm[cpu] = t.mm;
                 k.kthreads.set_current(cpu, t.kthread_kind());
                 t.state = State::Running;
+                q.refresh(cpu);
                 tid
             }
         };
@@ -316,6 +319,8 @@ pub fn run_tasks_observed(
         }
         let c = &mut q.cpus[cpu];
         c.now_ns = release_ns;
+        q.refresh(cpu);
+        let c = &mut q.cpus[cpu];
         end_ns = end_ns.max(ctx.now_ns);
         let next = match next {
             // Woken while running: the wake-up is not lost.
@@ -380,6 +385,7 @@ pub fn run_tasks_observed(
             let c = &mut q.cpus[cpu];
             c.current = None;
             c.preempt = false;
+            q.refresh(cpu);
             switch_out(k, cpu, t, release_ns);
         }
         for other in released {

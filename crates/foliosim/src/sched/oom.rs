@@ -51,6 +51,7 @@ pub(super) fn end_killed_tasks(
                 c.current = None;
                 c.preempt = false;
                 c.now_ns = c.now_ns.max(now_ns);
+                q.refresh(cpu);
                 switch_out(k, cpu, t, now_ns);
             }
             q.runq.retain(|&other| other != tid);

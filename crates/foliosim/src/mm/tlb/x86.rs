@@ -80,24 +80,27 @@ fn shootdown(k: &mut Kernel, ctx: &mut Ctx, mms: &[u32], pages: Option<u64>) {
         Some(nr) => k.vmstat.count(VmEvent::NrTlbLocalFlushOne, nr),
     }
     let mut remote = 0;
-    for cpu in 0..k.cpu_mm.len() {
-        let in_mask = mms.iter().any(|&mm| in_mm_cpumask(k, ctx, cpu, mm));
-        if !in_mask {
-            continue;
+    let ncpus = k.cpu_mm.len();
+    // By 64 CPUs: which are in the mask (reads only), then what the flush does to each (the
+    // mask does not depend on those effects, so the order of effects is kept).
+    for first in (0..ncpus).step_by(64) {
+        let last = (first + 64).min(ncpus);
+        let mut mask = 0u64;
+        for &mm in mms {
+            let active = &k.mms[mm as usize].cpu_last_ran_ns[first..last];
+            for (bit, (&cur, ran)) in k.cpu_mm[first..last].iter().zip(active).enumerate() {
+                // mm_cpumask: running it, or ran it within the window (cpu_recently_active).
+                let in_mask = cur == mm
+                    || ran.is_some_and(|t| {
+                        ctx.now_ns.saturating_sub(t) < k.cost.mm_cpumask_window_ns
+                    });
+                mask |= (in_mask as u64) << bit;
+            }
         }
-        if cpu != ctx.cpu {
-            remote += 1;
-            k.cpu_irq_ns[cpu] += k.cost.tlb_flush_local_ns;
-            k.tlb_cache.shootdown_received(cpu);
-        }
-        // What the flush does to this CPU's TLB (hw/tlb_cache.rs): flush_tlb_func flushes a
-        // CPU that has one of `mms` loaded (running it, or idle in lazy TLB mode after it); a
-        // CPU running another mm only drops it from the mask.
-        let loaded = k.cpu_mm[cpu] == NIL || mms.contains(&k.cpu_mm[cpu]);
-        match pages {
-            _ if !loaded => k.tlb_cache.forget_mms(cpu, mms),
-            None => k.tlb_cache.flush_all(cpu),
-            Some(nr) => k.tlb_cache.flush_pages(cpu, nr),
+        while mask != 0 {
+            let cpu = first + mask.trailing_zeros() as usize;
+            mask &= mask - 1;
+            shootdown_cpu(k, ctx, mms, pages, cpu, &mut remote);
         }
     }
     if remote > 0 {
@@ -106,5 +109,31 @@ fn shootdown(k: &mut Kernel, ctx: &mut Ctx, mms: &[u32], pages: Option<u64>) {
         charge(k, ctx, TlbCost::Ipi, ns);
         k.vmstat.count(VmEvent::NrTlbRemoteFlush, 1);
         k.vmstat.count(VmEvent::NrTlbRemoteFlushReceived, remote);
+    }
+}
+
+/// The flush's effect on `cpu`, which is in the mask.
+#[inline]
+fn shootdown_cpu(
+    k: &mut Kernel,
+    ctx: &Ctx,
+    mms: &[u32],
+    pages: Option<u64>,
+    cpu: usize,
+    remote: &mut u64,
+) {
+    if cpu != ctx.cpu {
+        *remote += 1;
+        k.cpu_irq_ns[cpu] += k.cost.tlb_flush_local_ns;
+        k.tlb_cache.shootdown_received(cpu);
+    }
+    // What the flush does to this CPU's TLB (hw/tlb_cache.rs): flush_tlb_func flushes a
+    // CPU that has one of `mms` loaded (running it, or idle in lazy TLB mode after it); a
+    // CPU running another mm only drops it from the mask.
+    let loaded = k.cpu_mm[cpu] == NIL || mms.contains(&k.cpu_mm[cpu]);
+    match pages {
+        _ if !loaded => k.tlb_cache.forget_mms(cpu, mms),
+        None => k.tlb_cache.flush_all(cpu),
+        Some(nr) => k.tlb_cache.flush_pages(cpu, nr),
     }
 }
