@@ -152,8 +152,12 @@ fn make_changes(kind: ChangeKind, guard: &mut HostGuard) -> anyhow::Result<()> {
                 zswap_max: v2.then_some(Bytes(16 << 20)),
                 zswap_writeback: !v2,
                 oom_group: false,
+                parent: None,
+                min: None,
+                low: None,
+                swap_max: None,
             };
-            let cg = cgroup::Memcg::create(guard, &spec)?;
+            let cg = cgroup::Memcg::create(guard, &spec, None)?;
             // A process left in it (in a session of its own, so killing our process group
             // spares it): restore must kill it before rmdir.
             let sleeper = Command::new("sleep").arg("60").process_group(0).spawn()?;

@@ -10,9 +10,6 @@ use super::Ctx;
 use serde::Serialize;
 use std::collections::VecDeque;
 
-/// Bound on remembered holds; the oldest are dropped past it.
-const MAX_HOLDS: usize = 1 << 14;
-
 #[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
 pub struct LockStats {
     pub acquisitions: u64,
@@ -68,11 +65,12 @@ impl SimLock {
     /// that one ends: the queue ahead of it); holds a step booked further in its future do not
     /// delay it, as a queued spinlock would have served the earlier arrival first.
     pub fn hold(&mut self, ctx: &mut Ctx, hold_ns: u64) {
+        // Every hold that can still delay someone is kept (no cap: a cap dropped holds a long
+        // step booked ahead, and undercounted contention at 96 CPUs).
         while self
             .holds
             .front()
             .is_some_and(|&(_, end, _)| end <= ctx.step_start_ns)
-            || self.holds.len() >= MAX_HOLDS
         {
             self.holds.pop_front();
         }
