@@ -42,5 +42,8 @@ fn fewer_flushes_mean_fewer_hot_set_misses() {
     // Every IPI that lands on a running XSBench thread costs a refill of its code pages, not
     // one refill per step however many IPIs the step took (the seed: 34 per itlb flush).
     let (misses, flushes) = (figure("iTLB-load-misses").0, figure("itlb.itlb_flush").0);
-    assert!(misses > flushes, "{misses} iTLB misses for {flushes} flushes");
+    assert!(
+        misses > flushes,
+        "{misses} iTLB misses for {flushes} flushes"
+    );
 }
