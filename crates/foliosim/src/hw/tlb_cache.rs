@@ -5,8 +5,11 @@
 //! - the running task's **hot set** (its code, stack and small hot data pages, declared by the
 //!   workload): always warm unless the TLB was flushed or another task ran. After a full flush
 //!   the task's next user-mode run refills it, one page walk per entry (iTLB for code, dTLB
-//!   loads and stores for data). This is what flushes move in XSBench's iTLB-load-misses and
-//!   dTLB-store-misses (seed 004).
+//!   loads and stores for data). A step runs atomically, so flushes from other CPUs land
+//!   inside it: each one after the first that hits a CPU still running the flushed mm's task
+//!   costs one more refill (the IPI interrupted user code, which refilled the set before the
+//!   next IPI), charged at the task's next run. This is what flushes move in XSBench's
+//!   iTLB-load-misses and dTLB-store-misses (seed 004).
 //! - **uniformly random accesses** over large ranges, mapped by a mix of 4 KiB and 2 MiB pages:
 //!   steady-state hit probabilities of each level (L1 dTLB per page size, the shared STLB, and
 //!   for the data and the walked page-table entries the L1D, L2 and LLC) from the level's
@@ -283,8 +286,9 @@ struct ProfileEntry {
     pages: f64,
     huge_frac: f64,
     weight: f64,
-    /// Flushed since this range was last accessed: its resident entries are gone.
-    flushed: bool,
+    /// Full flushes since this range was last accessed (counted as for the hot set): each
+    /// empties its resident entries once more.
+    flushes: u32,
 }
 
 /// Per-range hit probabilities of the CPU's current mix.
@@ -308,6 +312,10 @@ pub struct CpuTlb {
     warm_task: u32,
     warm_mm: u32,
     warm_hot: HotSet,
+    /// The hot set the last full flush emptied, and how many more flushes hit it while its
+    /// task kept running (each a refill beyond the one its next run makes).
+    lost_hot: HotSet,
+    refills_between: u32,
     profile: Vec<ProfileEntry>,
     solution: Option<Solution>,
     pub pmu: TlbPmu,
@@ -319,6 +327,8 @@ impl CpuTlb {
             warm_task: NO_TASK,
             warm_mm: NO_TASK,
             warm_hot: HotSet::default(),
+            lost_hot: HotSet::default(),
+            refills_between: 0,
             profile: Vec::new(),
             solution: None,
             pmu: TlbPmu::default(),
@@ -365,16 +375,25 @@ impl TlbCache {
     }
 
     /// A full flush of `cpu`'s TLB (CR3 write / INVPCID all-context, or the IPI handler's
-    /// flush_tlb_func doing a full flush): every translation is gone.
-    pub fn flush_all(&mut self, cpu: usize) {
+    /// flush_tlb_func doing a full flush): every translation is gone. `interrupts_user`: the
+    /// flush is an IPI or broadcast reaching a CPU that runs a task of the flushed mm, whose
+    /// user code refilled what an earlier flush in the same step emptied.
+    pub fn flush_all(&mut self, cpu: usize, interrupts_user: bool) {
         let c = &mut self.cpus[cpu];
         c.pmu.itlb_flush += 1;
         c.pmu.dtlb_thread_flush += 1;
         c.pmu.stlb_any_flush += 1;
+        if c.warm_task != NO_TASK {
+            c.lost_hot = c.warm_hot;
+        } else if interrupts_user && c.lost_hot != HotSet::default() {
+            c.refills_between = c.refills_between.saturating_add(1);
+        }
         c.warm_task = NO_TASK;
         c.warm_mm = NO_TASK;
         for e in &mut c.profile {
-            e.flushed = true;
+            if e.flushes == 0 || interrupts_user {
+                e.flushes = e.flushes.saturating_add(1);
+            }
         }
     }
 
@@ -387,7 +406,7 @@ impl TlbCache {
             c.warm_task = NO_TASK;
             c.warm_mm = NO_TASK;
             for e in &mut c.profile {
-                e.flushed = true;
+                e.flushes = e.flushes.max(1);
             }
         }
     }
@@ -439,11 +458,20 @@ impl TlbCache {
         } else {
             hot.code_pages
         };
+        // The refills made between flushes that interrupted the task, in its (lost) hot set.
+        let between = std::mem::take(&mut c.refills_between);
+        let lost = std::mem::take(&mut c.lost_hot);
+        let again = |pages: u32| between.saturating_mul(pages);
+        let (code_walks, load_walks, store_walks) = (
+            code_walks.saturating_add(again(lost.code_pages)),
+            hot.load_pages.saturating_add(again(lost.load_pages)),
+            hot.store_pages.saturating_add(again(lost.store_pages)),
+        );
         let r = Refill {
             code_walks,
-            load_walks: hot.load_pages,
-            store_walks: hot.store_pages,
-            ns: (code_walks + hot.load_pages + hot.store_pages) as u64
+            load_walks,
+            store_walks,
+            ns: (code_walks + load_walks + store_walks) as u64
                 * (cost.tlb_walk_ns + cost.cache_l2_hit_ns),
         };
         c.warm_task = task;
@@ -484,7 +512,7 @@ impl TlbCache {
                     pages: 0.0,
                     huge_frac: 0.0,
                     weight: 0.0,
-                    flushed: false,
+                    flushes: 0,
                 });
                 c.profile.len() - 1
             }
@@ -493,7 +521,7 @@ impl TlbCache {
         e.pages = a.pages as f64;
         e.huge_frac = a.huge_frac.clamp(0.0, 1.0);
         e.weight += a.count as f64;
-        let refill = std::mem::take(&mut e.flushed);
+        let refills = std::mem::take(&mut e.flushes);
         let hot = if c.warm_task != NO_TASK {
             c.warm_hot
         } else {
@@ -512,9 +540,10 @@ impl TlbCache {
         let mut walks = n * s.walk[i];
         let mut l1_misses = n * s.l1_miss[i];
         let mut tlb_ns = n * s.tlb_ns[i];
-        // After a flush the range's resident translations are walked for again once.
-        if refill {
-            let extra = s.resident[i].min(n * (1.0 - s.walk[i]));
+        // After each flush the range's resident translations are walked for again (at most
+        // every access that would have hit).
+        if refills > 0 {
+            let extra = (s.resident[i] * refills as f64).min(n * (1.0 - s.walk[i]));
             walks += extra;
             l1_misses = (l1_misses + extra).min(n);
             tlb_ns += extra * (cost.tlb_walk_ns + cost.cache_llc_hit_ns) as f64;
@@ -856,7 +885,7 @@ mod tests {
             (20, 10, 4)
         );
         assert_eq!(t.run_user(0, 1, 5, hot, &cost), Refill::default());
-        t.flush_all(0);
+        t.flush_all(0, false);
         let again = t.run_user(0, 1, 5, hot, &cost);
         assert_eq!((again.code_walks, again.store_walks), (20, 4));
         assert!(again.ns > 0);
@@ -865,7 +894,7 @@ mod tests {
         assert_eq!((other.code_walks, other.load_walks), (0, 10));
         // The other CPU was not flushed.
         t.run_user(1, 3, 5, hot, &cost);
-        t.flush_all(0);
+        t.flush_all(0, false);
         assert_eq!(t.run_user(1, 3, 5, hot, &cost), Refill::default());
         let p = &t.cpus[0].pmu;
         assert_eq!(
@@ -874,6 +903,30 @@ mod tests {
         );
         assert_eq!(p.itlb_walks, 40.0);
         assert_eq!(p.dtlb_store_walks, 12.0);
+        t.check().unwrap();
+    }
+
+    #[test]
+    fn flushes_interrupting_a_running_task_each_cost_a_refill() {
+        let (mut t, cost) = cache();
+        let hot = HotSet {
+            code_pages: 8,
+            load_pages: 6,
+            store_pages: 2,
+        };
+        t.run_user(0, 1, 5, hot, &cost);
+        // Three IPIs land inside the task's step: the first empties the set, the task's
+        // user code refills it before each of the other two.
+        for _ in 0..3 {
+            t.flush_all(0, true);
+        }
+        let r = t.run_user(0, 1, 5, hot, &cost);
+        assert_eq!((r.code_walks, r.load_walks, r.store_walks), (24, 18, 6));
+        // Flushes of an idle CPU (nothing refills in between) cost one refill.
+        t.flush_all(0, false);
+        t.flush_all(0, false);
+        let r = t.run_user(0, 1, 5, hot, &cost);
+        assert_eq!((r.code_walks, r.load_walks, r.store_walks), (8, 6, 2));
         t.check().unwrap();
     }
 
@@ -900,7 +953,7 @@ mod tests {
         let (mut t, cost) = cache();
         let a = access(1_400_000, 0.0, 100_000);
         let steady = t.random_access(0, a, &cost);
-        t.flush_all(0);
+        t.flush_all(0, false);
         let after = t.random_access(0, a, &cost);
         assert!(after.walks >= steady.walks);
         assert!(

@@ -46,7 +46,8 @@ impl Arm64Tlbi {
         k.tlb_cache.tlbi_broadcast(1);
         for cpu in 0..k.cpu_mm.len() {
             if k.cpu_mm[cpu] == mm {
-                k.tlb_cache.flush_all(cpu);
+                // The broadcast reaches a CPU running a task of the mm mid-run.
+                k.tlb_cache.flush_all(cpu, cpu != ctx.cpu);
             } else {
                 k.tlb_cache.forget_mms(cpu, &[mm]);
             }

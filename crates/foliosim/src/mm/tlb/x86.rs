@@ -133,7 +133,10 @@ fn shootdown_cpu(
     let loaded = k.cpu_mm[cpu] == NIL || mms.contains(&k.cpu_mm[cpu]);
     match pages {
         _ if !loaded => k.tlb_cache.forget_mms(cpu, mms),
-        None => k.tlb_cache.flush_all(cpu),
+        // An IPI to a CPU running a task of the mm interrupts it (its user code refills).
+        None => k
+            .tlb_cache
+            .flush_all(cpu, cpu != ctx.cpu && k.cpu_mm[cpu] != NIL),
         Some(nr) => k.tlb_cache.flush_pages(cpu, nr),
     }
 }
