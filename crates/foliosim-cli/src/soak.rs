@@ -29,33 +29,71 @@ pub struct SoakArgs {
     /// Print each case's seed and verdict.
     #[arg(long)]
     verbose: bool,
-    /// A case still running after this many seconds of wall time hangs inside one step (the
-    /// step limit cannot end it): it is written out and the soak stops.
+    /// A case that has used this many seconds of CPU hangs inside one step (the step limit
+    /// cannot end it): it is written out and the soak stops.
     #[arg(long, default_value_t = 120)]
     case_timeout: u64,
 }
 
-/// Run `case` on a thread of its own, watched: a case that hangs is written out, its seed
-/// printed, and the process exits (a thread cannot be stopped).
+/// Run `case` on a thread of its own, watched: a case whose thread has used `case_timeout`
+/// seconds of CPU is written out, its seed printed, and the process exits (a thread cannot be
+/// stopped). CPU time, not wall time: a soak at nice 19 on a busy machine waits for a CPU far
+/// longer than it runs, and that is no hang.
 fn run_watched(case: &soak::Case, args: &SoakArgs) -> Result<Verdict> {
     let (tx, rx) = std::sync::mpsc::channel();
+    let (clock_tx, clock_rx) = std::sync::mpsc::channel();
     let (mine, max_steps) = (case.clone(), args.max_steps);
     std::thread::spawn(move || {
+        let _ = clock_tx.send(thread_cpu_clock());
         let _ = tx.send(soak::run_case(&mine, max_steps));
     });
-    match rx.recv_timeout(Duration::from_secs(args.case_timeout)) {
-        Ok(verdict) => Ok(verdict),
-        Err(_) => {
-            let why = format!("hangs: still running after {} s", args.case_timeout);
-            let file = soak::write_case(case, &args.out, &why)?;
-            eprintln!(
-                "soak: FAILED seed {}: {why}\n      written to {}",
-                case.seed,
-                file.display()
-            );
-            std::process::exit(2);
+    let clock = clock_rx.recv().ok().flatten();
+    let limit = Duration::from_secs(args.case_timeout);
+    let started = std::time::Instant::now();
+    loop {
+        match rx.recv_timeout(Duration::from_secs(1)) {
+            Ok(verdict) => return Ok(verdict),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                // Without a CPU clock for the thread, wall time is the bound.
+                let used = clock.map_or_else(|| started.elapsed(), cpu_time_of);
+                if used < limit {
+                    continue;
+                }
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                bail!("soak case {} ended without a verdict", case.seed)
+            }
         }
+        let why = format!("hangs: still running after {} s of CPU", args.case_timeout);
+        let file = soak::write_case(case, &args.out, &why)?;
+        eprintln!(
+            "soak: FAILED seed {}: {why}\n      written to {}",
+            case.seed,
+            file.display()
+        );
+        std::process::exit(2);
     }
+}
+
+/// The calling thread's CPU-time clock (pthread_getcpuclockid), readable from other threads.
+fn thread_cpu_clock() -> Option<libc::clockid_t> {
+    let mut clock: libc::clockid_t = 0;
+    // SAFETY: pthread_self() is the calling thread, and `clock` is a valid out-pointer.
+    let rc = unsafe { libc::pthread_getcpuclockid(libc::pthread_self(), &mut clock) };
+    (rc == 0).then_some(clock)
+}
+
+/// CPU time used so far by the thread whose clock is `clock`.
+fn cpu_time_of(clock: libc::clockid_t) -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid out-pointer; a clock of a thread that ended gives an error.
+    if unsafe { libc::clock_gettime(clock, &mut ts) } != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
 }
 
 #[derive(Default)]
