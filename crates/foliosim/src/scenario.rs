@@ -21,6 +21,10 @@ use std::fmt;
 pub const PAGE_SIZE: u64 = 4096;
 /// Orders a per-size `hugepages-<size>kB/enabled` knob exists for (x86-64/arm64 with 4 KiB pages).
 pub const PMD_ORDER: u32 = 9;
+/// THP_ORDERS_ALL_ANON: the orders an anonymous THP may have, 2..=PMD_ORDER. Order 0 is not
+/// huge; an order-1 folio has no third struct page for its deferred split list entry, so the
+/// kernel never allocates one (deferred_split_folio could not queue it when partially unmapped).
+pub const THP_ORDERS_ALL_ANON: u32 = ((1 << (PMD_ORDER + 1)) - 1) & !0b11;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ScenarioError {
@@ -1065,8 +1069,9 @@ impl Sysfs {
         }
     }
 
-    /// Per order 1..=PMD_ORDER: is that size allowed at fault for a VMA (madvised or not)?
-    /// Keys are compared by the size they spell ("64K", "64k" and "65536" are one key).
+    /// Per order in THP_ORDERS_ALL_ANON (2..=PMD_ORDER): is that size allowed at fault for a
+    /// VMA (madvised or not)? Keys are compared by the size they spell ("64K", "64k" and
+    /// "65536" are one key).
     pub fn orders_enabled(&self, vma_hugepage: bool) -> u32 {
         let setting_of = |order: u32| {
             let by_key = self
@@ -1080,7 +1085,7 @@ impl Sysfs {
             })
         };
         let mut mask = 0u32;
-        for order in 1..=PMD_ORDER {
+        for order in (0..=PMD_ORDER).filter(|o| THP_ORDERS_ALL_ANON & 1 << o != 0) {
             let setting = setting_of(order);
             let effective = if setting == ThpEnabled::Inherit {
                 self.thp_enabled
@@ -1643,7 +1648,15 @@ impl Scenario {
                 return Err(invalid(
                     format!("sysfs.hugepages.\"{size}\""),
                     size,
-                    "4K, 8K, 16K, 32K, 64K, 128K, 256K, 512K, 1M, 2M",
+                    "4K, 16K, 32K, 64K, 128K, 256K, 512K, 1M, 2M",
+                ));
+            }
+            // No hugepages-8kB/enabled: anonymous THP has no order 1 (THP_ORDERS_ALL_ANON).
+            if bytes.0 == PAGE_SIZE << 1 {
+                return Err(invalid(
+                    format!("sysfs.hugepages.\"{size}\""),
+                    size,
+                    "4K, 16K, 32K, … 2M (no anonymous 8K THP in any kernel: an order-1 folio has no room for the deferred split list)",
                 ));
             }
             if !sizes_seen.insert(bytes.0) {

@@ -34,6 +34,8 @@ const ENABLED: [ThpEnabled; 4] = [
     ThpEnabled::Inherit,
     ThpEnabled::Never,
 ];
+/// The per-size `enabled` keys drawn. "8K" is still drawn, so that a seed's later draws stay
+/// what they were, but never written: anonymous THP has no order 1 (THP_ORDERS_ALL_ANON).
 const SIZES: [&str; 9] = [
     "8K", "16K", "32K", "64K", "128K", "256K", "512K", "1M", "2M",
 ];
@@ -62,7 +64,10 @@ pub fn sysfs(g: &mut Gen, version: KernelVersion, iaa: bool) -> Sysfs {
     let mut hugepages = BTreeMap::new();
     for size in SIZES {
         if (!old || size == "2M") && g.chance(35) {
-            hugepages.insert(size.to_string(), g.pick(&ENABLED));
+            let enabled = g.pick(&ENABLED);
+            if size != "8K" {
+                hugepages.insert(size.to_string(), enabled);
+            }
         }
     }
     let defrags: &[ThpDefrag] = if old {
