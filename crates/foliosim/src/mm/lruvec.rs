@@ -162,7 +162,7 @@ impl Lruvec {
             }
             self.writeback.pop();
             let ours = folios.test(pfn, flags::WRITEBACK)
-                && folios.writeback_done_ns[pfn as usize] == done_ns;
+                && folios.writeback_done_ns(pfn) == done_ns;
             if !ours {
                 continue;
             }
@@ -207,7 +207,7 @@ impl Lruvec {
             .filter(|Reverse((done_ns, pfn))| {
                 *done_ns > now_ns
                     && folios.test(*pfn, flags::WRITEBACK)
-                    && folios.writeback_done_ns[*pfn as usize] == *done_ns
+                    && folios.writeback_done_ns(*pfn) == *done_ns
             })
             .map(|Reverse((_, pfn))| folios.nr_pages(*pfn) as u64)
             .sum()

@@ -350,7 +350,7 @@ fn folio_isolatable(
     }
     // Unevictable folios (compact_unevictable_allowed) do not exist in the model yet.
     let under_writeback =
-        f.test(pfn, flags::WRITEBACK) && f.writeback_done_ns[pfn as usize] > now_ns;
+        f.test(pfn, flags::WRITEBACK) && f.writeback_done_ns(pfn) > now_ns;
     if async_migrate && under_writeback {
         return Err(Fail::Page);
     }
