@@ -161,8 +161,8 @@ impl Lruvec {
                 break;
             }
             self.writeback.pop();
-            let ours = folios.test(pfn, flags::WRITEBACK)
-                && folios.writeback_done_ns(pfn) == done_ns;
+            let ours =
+                folios.test(pfn, flags::WRITEBACK) && folios.writeback_done_ns(pfn) == done_ns;
             if !ours {
                 continue;
             }
