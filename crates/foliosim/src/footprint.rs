@@ -114,8 +114,8 @@ pub fn bytes_per_ram_page() -> f64 {
         + elem(|f: &FolioTable| &f.swap)
         + elem(|f: &FolioTable| &f.lru_prev)
         + elem(|f: &FolioTable| &f.lru_next)
-        + elem(|f: &FolioTable| &f.lru_gen)
-        + elem(|f: &FolioTable| &f.writeback_done_ns);
+        + elem(|f: &FolioTable| &f.lru_gen);
+    // Writeback completion times are kept per folio under I/O (a few thousand), not per pfn.
     folios as f64 + FreeArea::bytes_per_pfn()
 }
 

@@ -11,6 +11,9 @@ use std::collections::BTreeMap;
 
 pub const NIL: u32 = u32::MAX;
 
+/// The flags under which a folio has a completion time (`FolioTable::writeback_done_ns`).
+const IO_FLAGS: flags::Flags = flags::WRITEBACK | flags::LOCKED;
+
 pub mod flags {
     pub type Flags = u16;
     pub const LRU: Flags = 1 << 0;
@@ -42,7 +45,7 @@ pub mod flags {
     /// PG_readahead: the async readahead trigger of a readahead window (mm/readahead.rs).
     pub const READAHEAD: Flags = 1 << 14;
     /// PG_locked with !PG_uptodate: a read of the folio is in flight until
-    /// `writeback_done_ns` (u64::MAX while its bio is not submitted yet).
+    /// `writeback_done_ns()` (u64::MAX while its bio is not submitted yet).
     pub const LOCKED: Flags = 1 << 13;
     /// PG_reclaim: reclaim wants the folio once its writeback completes (rotated to the
     /// inactive tail then, folio_rotate_reclaimable).
@@ -92,9 +95,12 @@ pub struct FolioTable {
     /// MGLRU's bits of folio->flags (mm/vmscan/lru_gen/): the generation + 1 in the low
     /// bits (0: on no generation list), LRU_REFS above (accesses through file descriptors).
     pub lru_gen: Vec<u8>,
-    /// Time writeback completes, valid while WRITEBACK is set; for a page-cache folio being
-    /// read (LOCKED), the time the read completes.
-    pub writeback_done_ns: Vec<u64>,
+    /// Time writeback completes by head pfn, for the folios with WRITEBACK or LOCKED set (for
+    /// a folio being read, the time the read completes). Not a per-pfn array: only the folios
+    /// under I/O at one moment need it (a few thousand), and the flags keep the hot checks at
+    /// one array read. An entry lives exactly while either flag is set (clear, init and
+    /// release drop it; mm/invariants.rs checks it).
+    writeback_done: BTreeMap<u32, u64>,
     /// Folios in the swap cache on non-contiguous slots (the `non-contiguous` swap-out
     /// fallback), by head pfn: page i's slot. Any other folio's page i is at `swap[head] + i`.
     pub scattered: BTreeMap<u32, Box<[SwapEntry]>>,
@@ -134,7 +140,7 @@ impl FolioTable {
             lru_prev: vec![NIL; n],
             lru_next: vec![NIL; n],
             lru_gen: vec![0; n],
-            writeback_done_ns: vec![0; n],
+            writeback_done: BTreeMap::new(),
             scattered: BTreeMap::new(),
             pins: BTreeMap::new(),
         }
@@ -160,7 +166,32 @@ impl FolioTable {
     }
     #[inline]
     pub fn clear(&mut self, pfn: u32, flag: flags::Flags) {
-        self.flags[pfn as usize] &= !flag;
+        let fl = &mut self.flags[pfn as usize];
+        let io = *fl & IO_FLAGS;
+        *fl &= !flag;
+        // `flag` is a constant at nearly every call: this folds away unless it is an I/O flag.
+        if flag & IO_FLAGS != 0 && io != 0 && *fl & IO_FLAGS == 0 {
+            self.writeback_done.remove(&pfn);
+        }
+    }
+    /// When the folio's writeback (WRITEBACK) or read (LOCKED) completes; one of them is set.
+    #[inline]
+    pub fn writeback_done_ns(&self, pfn: u32) -> u64 {
+        debug_assert!(self.test(pfn, IO_FLAGS), "folio {pfn} is under no I/O");
+        *self
+            .writeback_done
+            .get(&pfn)
+            .expect("a folio under I/O has its completion time")
+    }
+    /// Record when the folio's I/O completes; the caller has set WRITEBACK or LOCKED.
+    #[inline]
+    pub fn set_writeback_done_ns(&mut self, pfn: u32, done_ns: u64) {
+        debug_assert!(self.test(pfn, IO_FLAGS), "folio {pfn} is under no I/O");
+        self.writeback_done.insert(pfn, done_ns);
+    }
+    /// Folios with a completion time (invariants).
+    pub fn writeback_done_pfns(&self) -> impl Iterator<Item = u32> + '_ {
+        self.writeback_done.keys().copied()
     }
     /// The slot of the folio's first page.
     pub fn swap_entry(&self, pfn: u32) -> SwapEntry {
@@ -225,6 +256,9 @@ impl FolioTable {
     /// Set up a freshly allocated folio.
     pub fn init(&mut self, pfn: u32, order: u32, memcg: u16, owner: (u32, u32, u32)) {
         let i = pfn as usize;
+        if self.flags[i] & IO_FLAGS != 0 {
+            self.writeback_done.remove(&pfn);
+        }
         self.order[i] = order as u8;
         self.flags[i] = flags::ALLOCATED;
         self.mapcount[i] = 0;
@@ -244,6 +278,10 @@ impl FolioTable {
             self.flags[i] & (flags::LRU | flags::SWAPCACHE) == 0,
             "freeing folio {pfn} still on LRU or in swap cache"
         );
+        // Writeback observed late: a folio may go with WRITEBACK still set.
+        if self.flags[i] & IO_FLAGS != 0 {
+            self.writeback_done.remove(&pfn);
+        }
         self.flags[i] = 0;
         self.owner_mm[i] = NIL;
         self.mapcount[i] = 0;

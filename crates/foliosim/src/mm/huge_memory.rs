@@ -99,8 +99,7 @@ pub fn split_huge_pmd(k: &mut Kernel, ctx: &mut Ctx, mm: u32, head: u32) {
 /// references fail the split) and not one under writeback (-EBUSY).
 pub fn can_split_folio(k: &Kernel, pfn: u32, now_ns: u64) -> bool {
     let f = &k.folios;
-    !f.is_pinned(pfn)
-        && !(f.test(pfn, flags::WRITEBACK) && f.writeback_done_ns[pfn as usize] > now_ns)
+    !f.is_pinned(pfn) && !(f.test(pfn, flags::WRITEBACK) && f.writeback_done_ns(pfn) > now_ns)
 }
 
 /// split_folio_to_list: split a large folio into order-0 folios. A folio in the swap cache
@@ -124,7 +123,7 @@ pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut Ve
     // Page i's slot, before the folio's slot list goes away.
     let slots: Vec<SwapEntry> = if in_swapcache {
         assert!(
-            !f.test(pfn, flags::WRITEBACK) || f.writeback_done_ns[i] <= ctx.now_ns,
+            !f.test(pfn, flags::WRITEBACK) || f.writeback_done_ns(pfn) <= ctx.now_ns,
             "split of folio {pfn} under writeback (can_split_folio)"
         );
         (0..nr).map(|sub| f.page_swap_entry(pfn, sub)).collect()

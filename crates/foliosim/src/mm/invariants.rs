@@ -80,6 +80,18 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             }
         }
     }
+    // A completion time exactly for the folios under writeback or read (mm/folio.rs).
+    let io = flags::WRITEBACK | flags::LOCKED;
+    if let Some(p) = f.writeback_done_pfns().find(|&p| !f.test(p, io)) {
+        return Err(format!("pfn {p} has a writeback time but is under no I/O"));
+    }
+    let under_io = f.flags.iter().filter(|&&fl| fl & io != 0).count();
+    if under_io != f.writeback_done_pfns().count() {
+        return Err(format!(
+            "{under_io} folios under writeback or read, {} writeback times",
+            f.writeback_done_pfns().count()
+        ));
+    }
     for (&head, slots) in &f.scattered {
         if !f.test(head, flags::SWAPCACHE) || slots.len() as u32 != f.nr_pages(head) {
             return Err(format!(

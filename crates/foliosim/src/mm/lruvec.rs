@@ -161,8 +161,8 @@ impl Lruvec {
                 break;
             }
             self.writeback.pop();
-            let ours = folios.test(pfn, flags::WRITEBACK)
-                && folios.writeback_done_ns[pfn as usize] == done_ns;
+            let ours =
+                folios.test(pfn, flags::WRITEBACK) && folios.writeback_done_ns(pfn) == done_ns;
             if !ours {
                 continue;
             }
@@ -207,7 +207,7 @@ impl Lruvec {
             .filter(|Reverse((done_ns, pfn))| {
                 *done_ns > now_ns
                     && folios.test(*pfn, flags::WRITEBACK)
-                    && folios.writeback_done_ns[*pfn as usize] == *done_ns
+                    && folios.writeback_done_ns(*pfn) == *done_ns
             })
             .map(|Reverse((_, pfn))| folios.nr_pages(*pfn) as u64)
             .sum()

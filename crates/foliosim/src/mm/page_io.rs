@@ -83,7 +83,7 @@ pub fn swap_writepage(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     k.folios.clear(pfn, flags::DIRTY);
     if let Some(done_ns) = done_ns {
         k.folios.set(pfn, flags::WRITEBACK);
-        k.folios.writeback_done_ns[pfn as usize] = done_ns;
+        k.folios.set_writeback_done_ns(pfn, done_ns);
         // MADV_PAGEOUT writes folios of any node; reclaim's are node 0's.
         let nid = k.nodes.nid(pfn);
         k.memcgs[memcg]
@@ -148,7 +148,7 @@ pub fn swap_read_folio(k: &mut Kernel, ctx: &mut Ctx, first: SwapEntry, order: u
 /// of `memcg`), under one plug: a zero-map slot is a fill, a zswap entry is loaded (and
 /// given up: the folio is dirty, its only copy), the rest is read from the device in one
 /// request per run of adjacent slots. The folios come locked (`flags::LOCKED`); each stays
-/// locked until its request completes (completion in `writeback_done_ns`); nobody waits here.
+/// locked until its request completes (completion in `FolioTable::writeback_done_ns`); nobody waits here.
 pub fn swap_read_batch(k: &mut Kernel, ctx: &mut Ctx, reads: &mut [(SwapEntry, u32)], memcg: u16) {
     reads.sort_unstable_by_key(|&(e, _)| (e.dev(), e.offset()));
     let mut i = 0;
@@ -185,7 +185,7 @@ pub fn swap_read_batch(k: &mut Kernel, ctx: &mut Ctx, reads: &mut [(SwapEntry, u
         let done = k.swap.devices[e.dev()].bdev.read(ctx, &mut k.membw, bytes);
         for &(_, pfn) in &reads[i..i + n] {
             match done {
-                Completion::At(done_ns) => k.folios.writeback_done_ns[pfn as usize] = done_ns,
+                Completion::At(done_ns) => k.folios.set_writeback_done_ns(pfn, done_ns),
                 Completion::Sync => k.folios.clear(pfn, flags::LOCKED),
             }
         }

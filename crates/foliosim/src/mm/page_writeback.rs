@@ -96,7 +96,7 @@ pub fn folio_writeback_pending(k: &mut Kernel, pfn: u32, now_ns: u64) -> bool {
     if !fl.test(pfn, flags::WRITEBACK) {
         return false;
     }
-    if fl.writeback_done_ns[pfn as usize] > now_ns {
+    if fl.writeback_done_ns(pfn) > now_ns {
         return true;
     }
     fl.clear(pfn, flags::WRITEBACK);
@@ -260,7 +260,7 @@ fn submit_write(k: &mut Kernel, ctx: &mut Ctx, id: u32, pfns: &[u32]) {
         match completion {
             Completion::At(done_ns) => {
                 k.folios.set(pfn, flags::WRITEBACK);
-                k.folios.writeback_done_ns[pfn as usize] = done_ns;
+                k.folios.set_writeback_done_ns(pfn, done_ns);
                 let nid = k.nodes.nid(pfn);
                 k.memcgs[memcg]
                     .lruvec_mut(nid)

@@ -158,7 +158,7 @@ pub fn swap_vma_readahead(
         k.folios.init(pfn, 0, memcg, (mm, vma, i));
         // Locked until its read completes: reclaim and migration leave it alone.
         k.folios.set(pfn, flags::LOCKED);
-        k.folios.writeback_done_ns[pfn as usize] = u64::MAX;
+        k.folios.set_writeback_done_ns(pfn, u64::MAX);
         folio_add_to_swap_cache_read(k, ctx, pfn, e);
         k.folio_add_lru(ctx, pfn);
         if i != index {
@@ -206,7 +206,7 @@ pub fn free_swap_after_fault(k: &mut Kernel, ctx: &mut Ctx, head: u32, write: bo
         return;
     }
     if f.test(head, flags::WRITEBACK) {
-        if f.writeback_done_ns[head as usize] > ctx.now_ns {
+        if f.writeback_done_ns(head) > ctx.now_ns {
             return;
         }
         // The write completed (folio_end_writeback, observed late).

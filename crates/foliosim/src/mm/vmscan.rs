@@ -649,7 +649,7 @@ pub fn shrink_folio_list(
             }
             let f = &mut k.folios;
             if f.test(pfn, flags::WRITEBACK) {
-                if f.writeback_done_ns[pfn as usize] > ctx.now_ns {
+                if f.writeback_done_ns(pfn) > ctx.now_ns {
                     result.putback.push((pfn, false));
                     continue;
                 }

@@ -349,8 +349,7 @@ fn folio_isolatable(
         return Err(Fail::Page);
     }
     // Unevictable folios (compact_unevictable_allowed) do not exist in the model yet.
-    let under_writeback =
-        f.test(pfn, flags::WRITEBACK) && f.writeback_done_ns[pfn as usize] > now_ns;
+    let under_writeback = f.test(pfn, flags::WRITEBACK) && f.writeback_done_ns(pfn) > now_ns;
     if async_migrate && under_writeback {
         return Err(Fail::Page);
     }

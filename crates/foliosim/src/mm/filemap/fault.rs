@@ -299,15 +299,19 @@ pub(super) fn pin(k: &mut Kernel, pfn: u32) -> Option<u64> {
     let was = k
         .folios
         .test(pfn, flags::LOCKED)
-        .then(|| k.folios.writeback_done_ns[pfn as usize]);
+        .then(|| k.folios.writeback_done_ns(pfn));
     k.folios.set(pfn, flags::LOCKED);
-    k.folios.writeback_done_ns[pfn as usize] = u64::MAX;
+    k.folios.set_writeback_done_ns(pfn, u64::MAX);
     was
 }
 
 pub(super) fn unpin(k: &mut Kernel, pfn: u32, held: Option<u64>) {
     match held {
-        Some(done_ns) => k.folios.writeback_done_ns[pfn as usize] = done_ns,
+        // Under no I/O any more, the time would never be read: nothing to keep.
+        Some(done_ns) if k.folios.test(pfn, flags::LOCKED | flags::WRITEBACK) => {
+            k.folios.set_writeback_done_ns(pfn, done_ns)
+        }
+        Some(_) => {}
         None => k.folios.clear(pfn, flags::LOCKED),
     }
 }

@@ -205,7 +205,7 @@ pub fn folio_read_pending(k: &mut Kernel, pfn: u32, now_ns: u64) -> bool {
     if !f.test(pfn, flags::LOCKED) {
         return false;
     }
-    if f.writeback_done_ns[pfn as usize] > now_ns {
+    if f.writeback_done_ns(pfn) > now_ns {
         return true;
     }
     f.clear(pfn, flags::LOCKED);
@@ -215,7 +215,7 @@ pub fn folio_read_pending(k: &mut Kernel, pfn: u32, now_ns: u64) -> bool {
 /// folio_lock on a folio being read: sleep (iowait) until the read completes.
 pub fn folio_wait_locked(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     if folio_read_pending(k, pfn, ctx.now_ns) {
-        let done_ns = k.folios.writeback_done_ns[pfn as usize];
+        let done_ns = k.folios.writeback_done_ns(pfn);
         debug_assert!(done_ns != u64::MAX, "wait on a read never submitted");
         ctx.wait_until(done_ns, WaitKind::Io);
         k.folios.clear(pfn, flags::LOCKED);
@@ -245,7 +245,7 @@ pub fn filemap_add_folio(
     k.pagecache.nr_pages += 1;
     k.folios.init(pfn, 0, memcg, (file, NIL, index));
     k.folios.set(pfn, flags::FILE | flags::LOCKED);
-    k.folios.writeback_done_ns[pfn as usize] = u64::MAX;
+    k.folios.set_writeback_done_ns(pfn, u64::MAX);
     ctx.spend(k.cost.filemap_add_folio_ns);
     k.folio_add_lru(ctx, pfn);
     true
@@ -283,7 +283,7 @@ pub fn read_pages(k: &mut Kernel, ctx: &mut Ctx, pfns: &[u32]) {
     };
     k.vmstat.count(VmEvent::Pgpgin, nr * KIB_PER_PAGE);
     for &pfn in pfns {
-        k.folios.writeback_done_ns[pfn as usize] = done_ns;
+        k.folios.set_writeback_done_ns(pfn, done_ns);
         if done_ns <= ctx.now_ns {
             k.folios.clear(pfn, flags::LOCKED);
         }

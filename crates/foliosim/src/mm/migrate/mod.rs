@@ -424,7 +424,7 @@ fn migrate_folio_unmap(
     }
     let dst = target.alloc(k, ctx, order).ok_or(UnmapError::NoMemory)?;
     if k.folios.test(src, flags::WRITEBACK) {
-        let done_ns = k.folios.writeback_done_ns[src as usize];
+        let done_ns = k.folios.writeback_done_ns(src);
         if done_ns > ctx.now_ns {
             // Only full sync migration waits for writeback (folio_wait_writeback).
             if mode != MigrateMode::Sync {

@@ -151,7 +151,7 @@ fn writeback_fails_async_and_is_waited_for_in_full_sync() {
     let (mut k, mut ctx, mm) = setup(ThpAdvice::NoHugepage, 16);
     let pfn = pfn_at(&k, mm, 3);
     k.folios.set(pfn, flags::WRITEBACK);
-    k.folios.writeback_done_ns[pfn as usize] = 5_000_000;
+    k.folios.set_writeback_done_ns(pfn, 5_000_000);
     for mode in [MigrateMode::Async, MigrateMode::SyncLight] {
         let mut list = isolate(&mut k, mm, &[3]);
         let (rc, _) = migrate_pages(

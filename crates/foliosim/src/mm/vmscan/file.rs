@@ -99,7 +99,7 @@ pub fn shrink_file_folio_list(
                 stat.writeback += 1;
             } else {
                 // Case 3: cgroup v1 memcg reclaim waits for the write, then retries.
-                let done_ns = k.folios.writeback_done_ns[pfn as usize];
+                let done_ns = k.folios.writeback_done_ns(pfn);
                 ctx.wait_until(done_ns, WaitKind::Io);
                 list.push_back(pfn);
                 continue;

@@ -239,7 +239,7 @@ fn sort_folio(
         return true;
     }
     let now = ctx.now_ns;
-    let pending = |flag| f.test(pfn, flag) && f.writeback_done_ns[pfn as usize] > now;
+    let pending = |flag| f.test(pfn, flag) && f.writeback_done_ns(pfn) > now;
     let (locked, writeback) = (pending(flags::LOCKED), pending(flags::WRITEBACK));
     let dirty = f.test(pfn, flags::DIRTY);
     if locked || writeback || (ty == LRU_GEN_FILE && dirty) {
