@@ -442,6 +442,11 @@ impl KernelVersion {
         self >= KernelVersion::V6_10
     }
 
+    /// MGLRU (lru_gen) arrived in 6.1.
+    pub fn lru_gen(self) -> bool {
+        self > KernelVersion::V4_1
+    }
+
     /// Reclaim (4.3, TTU_BATCH_FLUSH) and async migration (6.3, migrate_pages_batch) flush
     /// the TLB once for a batch of unmapped folios; before, once per folio.
     pub fn batched_unmap_flush(self) -> bool {
@@ -1674,6 +1679,13 @@ impl Scenario {
                     "2M only with kernel.version = \"4.1\" (no per-size mTHP before 6.8)",
                 ));
             }
+        }
+        if self.sysfs.lru_gen.enabled() && !self.kernel.version.lru_gen() {
+            return Err(invalid(
+                "sysfs.lru_gen.enabled",
+                "true",
+                "false with kernel.version = \"4.1\" (MGLRU arrived in 6.1)",
+            ));
         }
         if self.kernel.version == KernelVersion::V4_1 {
             if let Some(d @ (ThpDefrag::Defer | ThpDefrag::DeferMadvise)) = self.sysfs.defrag {

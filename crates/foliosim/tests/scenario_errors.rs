@@ -607,6 +607,22 @@ fn mthp_size_on_a_4_1_kernel() {
 }
 
 #[test]
+fn mglru_on_a_4_1_kernel() {
+    let t = replace("version = \"6.10\"", "version = \"4.1\"")
+        .replacen(
+            "[sysfs.hugepages]",
+            "[sysfs.lru_gen]\nenabled = true\n[sysfs.hugepages]",
+            1,
+        )
+        .replace("\"64K\" = \"always\"", "\"2M\" = \"always\"");
+    expect_err(
+        "MGLRU on 4.1",
+        &t,
+        &["sysfs.lru_gen.enabled", "true", "false", "4.1", "6.1"],
+    );
+}
+
+#[test]
 fn defer_defrag_on_a_4_1_kernel() {
     let t = replace("version = \"6.10\"", "version = \"4.1\"")
         .replacen(

@@ -40,7 +40,8 @@ fn a_case_is_a_function_of_its_seed() {
     );
 }
 
-/// Over a few hundred seeds the generator draws every release, policy and workload kind.
+/// Over a few hundred seeds the generator draws every release, policy (MGLRU or the classic
+/// LRU included) and workload kind.
 #[test]
 fn the_generator_covers_every_policy() {
     let mut seen = BTreeSet::new();
@@ -55,6 +56,7 @@ fn the_generator_covers_every_policy() {
         seen.insert(format!("cgroup {:?}", k.cgroup));
         seen.insert(format!("oom {:?}", k.oom));
         seen.insert(format!("tlb {:?}", s.machine.tlb));
+        seen.insert(format!("lru_gen {}", s.sysfs.lru_gen.enabled()));
         for d in &s.machine.swap_devices {
             seen.insert(format!("swap {:?}", d.kind));
         }
@@ -66,6 +68,7 @@ fn the_generator_covers_every_policy() {
     let expected = 5
         + 4
         + 3
+        + 2
         + 2
         + 2
         + 2

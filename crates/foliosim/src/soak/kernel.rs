@@ -3,10 +3,10 @@
 
 use super::gen::Gen;
 use crate::scenario::{
-    CgroupVersion, Kernel, KernelSysctl, KernelVersion, KhugepagedKnobs, MigrateTlbFlush,
-    NumaKnobs, OomPolicy, PromotedPte, SwapAllocatorKind, SwapoutFallbackKind, Sysctl, Sysfs,
-    ThpDefrag, ThpEnabled, ThpFaultAllocKind, VmSysctl, ZramKnobs, ZswapKnobs, ZswapLargeFolios,
-    COMPRESSORS,
+    CgroupVersion, Kernel, KernelSysctl, KernelVersion, KhugepagedKnobs, LruGenKnobs,
+    MigrateTlbFlush, NumaKnobs, OomPolicy, PromotedPte, SwapAllocatorKind, SwapoutFallbackKind,
+    Sysctl, Sysfs, ThpDefrag, ThpEnabled, ThpFaultAllocKind, VmSysctl, ZramKnobs, ZswapKnobs,
+    ZswapLargeFolios, COMPRESSORS,
 };
 use std::collections::BTreeMap;
 
@@ -108,8 +108,21 @@ pub fn sysfs(g: &mut Gen, version: KernelVersion, iaa: bool) -> Sysfs {
         numa: NumaKnobs {
             demotion_enabled: g.maybe(50, |g| g.chance(70)),
         },
-        // Not drawn: a new draw would change every generated scenario after it.
+        // Drawn by `lru_gen` from a stream of its own: a draw here would change every
+        // generated scenario after it.
         lru_gen: Default::default(),
+    }
+}
+
+/// `[sysfs.lru_gen]`: MGLRU in about a third of the cases whose kernel has it, sometimes with
+/// min_ttl_ms. `g` is a stream of its own, so the other draws of a seed stay as they were.
+pub fn lru_gen(g: &mut Gen, version: KernelVersion) -> LruGenKnobs {
+    if !version.lru_gen() || !g.chance(35) {
+        return LruGenKnobs::default();
+    }
+    LruGenKnobs {
+        enabled: Some(true),
+        min_ttl_ms: g.maybe(30, |g| g.pick(&[0, 1, 100, 1000])),
     }
 }
 

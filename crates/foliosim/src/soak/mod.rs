@@ -66,7 +66,8 @@ pub fn case(seed: u64) -> Case {
         SwapAllocatorKind::ClusterListsC12 | SwapAllocatorKind::ClusterListsC18
     );
     let machine = machine::machine(&mut g, cluster_lists, disk_bytes);
-    let sysfs = kernel::sysfs(&mut g, kernel.version, machine.iaa.is_some());
+    let mut sysfs = kernel::sysfs(&mut g, kernel.version, machine.iaa.is_some());
+    sysfs.lru_gen = kernel::lru_gen(&mut Gen::new(seed, "soak-lru_gen"), kernel.version);
     let sysctl = kernel::sysctl(&mut g, machine.memory.0);
     let mut costs = BTreeMap::new();
     if g.chance(20) {
