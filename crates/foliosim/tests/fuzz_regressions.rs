@@ -167,3 +167,21 @@ fn soak_400002_leaked_folio() {
         .expect("an anonymous 8K THP size is refused");
     assert!(e.to_string().contains("8K"), "{e}");
 }
+
+/// khugepaged swapped in the pages of a range to collapse; a swap-in's charge OOM-killed the
+/// process being collapsed and its exit unmapped the VMA, and the swap-in went on with it
+/// ("access to an unmapped vma", soak case 508787). Now do_swap_page checks pte_same after its
+/// allocations (the kernel's oom_reaper zaps the PTE: out_nomap) and the collapse fails
+/// revalidation (SCAN_ANY_PROCESS).
+#[test]
+fn soak_508787_khugepaged_swapin_that_oom_kills_the_collapsed_process() {
+    run_kept("soak-508787-khugepaged-swapin-oom-kill");
+}
+
+/// Swap readahead freed a page whose memcg charge failed to node 0's zone, though the
+/// allocation had fallen back to a lower node ("index out of bounds: the len is 16 but the
+/// index is 19", soak case 520103); it goes back to its own node now.
+#[test]
+fn soak_520103_readahead_frees_a_lower_node_page_to_its_node() {
+    run_kept("soak-520103-readahead-free-on-lower-node");
+}

@@ -369,7 +369,12 @@ fn do_swap_page(
             Err(MmError::Resched) => return Err(fault_stopped(k, mm, vma, index, 0)),
             pfn => pfn?,
         };
-        swap_vma_readahead(k, ctx, mm, vma, index, entry, pfn, memcg);
+        if !swap_pte_same(k, mm, vma, index, entry) {
+            return Err(swapin_killed(k, ctx, memcg, pfn, 0));
+        }
+        if !swap_vma_readahead(k, ctx, mm, vma, index, entry, pfn, memcg) {
+            return Err(MmError::OomKilled);
+        }
         map_swapcache_page(k, ctx, mm, vma, index, pfn, entry, write);
         return Ok((index, 0));
     }
@@ -380,6 +385,9 @@ fn do_swap_page(
             pfn => (pfn?, index, 0),
         },
     };
+    if !swap_pte_same(k, mm, vma, index, entry) {
+        return Err(swapin_killed(k, ctx, memcg, pfn, order));
+    }
     let nr = 1u32 << order;
     let first = SwapEntry::new(entry.dev(), entry.offset() - (index - start));
     swap_read_folio(k, ctx, first, order, memcg);
@@ -397,6 +405,26 @@ fn do_swap_page(
     m.rss_anon += nr as u64;
     m.swap_ents -= nr as u64;
     Ok((start, order))
+}
+
+/// do_swap_page's pte_same check after its allocations: still the swap PTE of `entry`? Not
+/// when the allocation OOM-killed the process the fault is for (khugepaged swapping in for
+/// it; a task's own fault is never torn down under it) and its exit unmapped the VMA; in the
+/// kernel the oom_reaper zaps the PTE and do_swap_page goes to out_nomap.
+fn swap_pte_same(k: &Kernel, mm: u32, vma: u32, index: u32, entry: SwapEntry) -> bool {
+    let m = &k.mms[mm as usize];
+    m.is_mapped(vma) && {
+        let pte = m.vma(vma).ptes[index as usize];
+        pte.is_swap() && pte.swap_entry() == entry
+    }
+}
+
+/// The fault's process was killed under its swap-in (!swap_pte_same): give back the folio
+/// allocated and charged for it.
+fn swapin_killed(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, pfn: u32, order: u32) -> MmError {
+    super::memcontrol::uncharge(&mut k.memcgs, memcg, 1 << order);
+    k.free_pages(ctx, pfn, order);
+    MmError::OomKilled
 }
 
 /// do_swap_page's end for a page of a swap-cache folio: map it, drop the PTE's slot

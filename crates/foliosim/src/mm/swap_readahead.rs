@@ -27,7 +27,7 @@
 //! 6.10 on (mm/memory.rs map_swapcache_folio), one page per fault before.
 
 use super::folio::{flags, SwapEntry, NIL};
-use super::memcontrol::try_charge;
+use super::memcontrol::{try_charge, uncharge};
 use super::page_alloc::alloc_pages;
 use super::page_io::swap_read_batch;
 use super::swap_state::{folio_add_to_swap_cache_read, folio_delete_from_swap_cache};
@@ -117,6 +117,11 @@ fn swap_vma_ra_win(k: &mut Kernel, mm: u32, vma: u32, index: u32) -> (u32, u32) 
 /// allocated and charged: every other swapped-out page of the window not in the swap cache
 /// gets a folio too (allocated, charged; skipped when that fails), all enter the swap cache
 /// and their reads are submitted; returns when the target's data is in.
+///
+/// False: an allocation or charge OOM-killed the process the fault is for (khugepaged swaps
+/// in for another process) and its exit unmapped the VMA; the folios this call had added to
+/// the swap cache went with the zap of their PTEs, the target too (freed here if not yet
+/// added). The kernel's oom_reaper zaps those PTEs and do_swap_page finds !pte_same.
 #[allow(clippy::too_many_arguments)]
 pub fn swap_vma_readahead(
     k: &mut Kernel,
@@ -127,12 +132,16 @@ pub fn swap_vma_readahead(
     entry: SwapEntry,
     target: u32,
     memcg: u16,
-) {
+) -> bool {
     let (start, end) = swap_vma_ra_win(k, mm, vma, index);
     // Readahead allocations reclaim like the fault's, but never stop it (mm/preempt.rs).
     let may_stop = std::mem::replace(&mut k.current.may_stop, false);
     let mut reads: Vec<(SwapEntry, u32)> = Vec::with_capacity((end - start) as usize);
+    let mut target_added = false;
     for i in start..end {
+        if !k.mms[mm as usize].is_mapped(vma) {
+            break;
+        }
         let (e, pfn) = if i == index {
             (entry, target)
         } else {
@@ -150,11 +159,18 @@ pub fn swap_vma_readahead(
                 continue;
             };
             if !try_charge(k, ctx, memcg, 1, Gfp::KERNEL) {
-                k.zone.free(ctx, pfn, 0);
+                // The page may be on a lower node: free it to its own node's zone.
+                k.free_pages(ctx, pfn, 0);
                 continue;
+            }
+            if !k.mms[mm as usize].is_mapped(vma) {
+                uncharge(&mut k.memcgs, memcg, 1);
+                k.free_pages(ctx, pfn, 0);
+                break;
             }
             (e, pfn)
         };
+        target_added |= i == index;
         k.folios.init(pfn, 0, memcg, (mm, vma, i));
         // Locked until its read completes: reclaim and migration leave it alone.
         k.folios.set(pfn, flags::LOCKED);
@@ -168,8 +184,20 @@ pub fn swap_vma_readahead(
         reads.push((e, pfn));
     }
     k.current.may_stop = may_stop;
+    let alive = k.mms[mm as usize].is_mapped(vma);
+    if !alive {
+        // The exit's zap freed the cache-only folios (free_swap_and_cache_nr).
+        reads.retain(|&(e, pfn)| k.swap.lookup(e) == Some(pfn));
+        if !target_added {
+            uncharge(&mut k.memcgs, memcg, 1);
+            k.free_pages(ctx, target, 0);
+        }
+    }
     swap_read_batch(k, ctx, &mut reads, memcg);
-    super::filemap::folio_wait_locked(k, ctx, target);
+    if alive {
+        super::filemap::folio_wait_locked(k, ctx, target);
+    }
+    alive
 }
 
 /// swap_cache_get_folio's readahead bookkeeping for a fault at `index` that found `head` in

@@ -27,7 +27,7 @@ use crate::mm::memory::{release_unmapped_folio, swapin_pte};
 use crate::mm::mmap::Pte;
 use crate::mm::tlb::{charge, TlbCost};
 use crate::mm::vmstat::VmEvent;
-use crate::mm::Kernel;
+use crate::mm::{Kernel, MmError};
 use crate::scenario::{PAGE_SIZE, PMD_ORDER};
 
 /// alloc_hugepage_khugepaged_gfpmask; `transhuge` is the release's GFP_TRANSHUGE.
@@ -78,8 +78,15 @@ pub(super) fn collapse_huge_page(
             if !k.mms[mm as usize].vma(vma).ptes[index as usize].is_swap() {
                 continue;
             }
-            if swapin_pte(k, ctx, mm, vma, index).is_err() {
+            if let Err(e) = swapin_pte(k, ctx, mm, vma, index) {
                 put_new(k, ctx);
+                if e == MmError::OomKilled {
+                    // The swap-in's allocation OOM-killed the process and its exit unmapped
+                    // the range: hugepage_vma_revalidate fails (SCAN_ANY_PROCESS).
+                    return revalidate(k, mm, vma, start)
+                        .err()
+                        .unwrap_or(ScanResult::Fail);
+                }
                 return ScanResult::Fail;
             }
         }
