@@ -184,4 +184,32 @@ fn soak_508787_khugepaged_swapin_that_oom_kills_the_collapsed_process() {
 #[test]
 fn soak_520103_readahead_frees_a_lower_node_page_to_its_node() {
     run_kept("soak-520103-readahead-free-on-lower-node");
+
+/// A swap-cache folio whose write the ramdisk (brd, out of memory) refused stays dirty in the
+/// cache, the only copy of its data; a zap of some of its swap PTEs (MADV_DONTNEED, munmap)
+/// then took it out of the swap cache and freed it while other PTEs still referred to its
+/// slots ("referenced by 1 PTEs, not in the swap cache, and its data is nowhere").
+/// release_unmapped_folio now keeps a folio_swapped folio in the cache, as folio_free_swap does.
+#[test]
+fn soak_513370_zap_keeps_a_swap_cache_folio_other_ptes_refer_to() {
+    run_kept("soak-513370-zap-frees-swapped-folio");
+}
+
+/// The same, on 6.18's percpu-order allocator with trace replay and usemem beside the tool.
+#[test]
+fn soak_514670_zap_keeps_a_swap_cache_folio_other_ptes_refer_to() {
+    run_kept("soak-514670-zap-frees-swapped-folio");
+}
+
+/// The same on 4.1 with the non-contiguous fallback: the folio's slots spread over a swap file
+/// and a ramdisk, the ramdisk refused its run, and munmap of part of the range freed the folio.
+#[test]
+fn soak_524616_zap_keeps_a_swap_cache_folio_other_ptes_refer_to() {
+    run_kept("soak-524616-zap-frees-swapped-folio");
+}
+
+/// The same on 6.18's cluster-lists-c12 allocator with a 512K folio.
+#[test]
+fn soak_525507_zap_keeps_a_swap_cache_folio_other_ptes_refer_to() {
+    run_kept("soak-525507-zap-frees-swapped-folio");
 }

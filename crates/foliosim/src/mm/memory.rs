@@ -18,7 +18,7 @@ use super::page_alloc::alloc_pages;
 use super::page_io::swap_read_folio;
 use super::preempt::FaultResume;
 use super::swap_readahead::{free_swap_after_fault, swap_update_readahead, swap_vma_readahead};
-use super::swap_state::folio_delete_from_swap_cache;
+use super::swap_state::{folio_delete_from_swap_cache, folio_swapped};
 use super::vmstat::{MthpStat, VmEvent};
 use super::{Kernel, MmError};
 use crate::engine::Ctx;
@@ -688,13 +688,20 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
 }
 
 /// A folio with no mapping left: free it now unless writeback still holds it (reclaim frees
-/// it once the write completes). In the swap cache, it leaves the cache first.
-pub(crate) fn release_unmapped_folio(k: &mut Kernel, ctx: &mut Ctx, head: u32) {
+/// it once the write completes). In the swap cache, it leaves the cache first, unless a swap
+/// PTE still refers to one of its slots: then the cache keeps it, for reclaim or a swap fault
+/// to find (free_swap_cache -> folio_free_swap refuses a folio_swapped one). Returns whether
+/// the folio was freed.
+pub(crate) fn release_unmapped_folio(k: &mut Kernel, ctx: &mut Ctx, head: u32) -> bool {
     if k.folios.test(head, flags::WRITEBACK) {
-        return;
+        return false;
     }
     if k.folios.test(head, flags::SWAPCACHE) {
+        if folio_swapped(k, head) {
+            return false;
+        }
         folio_delete_from_swap_cache(k, ctx, head);
     }
     k.folio_free(ctx, head);
+    true
 }

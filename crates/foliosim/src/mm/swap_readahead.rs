@@ -30,7 +30,9 @@ use super::folio::{flags, SwapEntry, NIL};
 use super::memcontrol::{try_charge, uncharge};
 use super::page_alloc::alloc_pages;
 use super::page_io::swap_read_batch;
-use super::swap_state::{folio_add_to_swap_cache_read, folio_delete_from_swap_cache};
+use super::swap_state::{
+    folio_add_to_swap_cache_read, folio_delete_from_swap_cache, folio_swapped,
+};
 use super::swapfile::swap_count;
 use super::vmstat::VmEvent;
 use super::Kernel;
@@ -244,14 +246,7 @@ pub fn free_swap_after_fault(k: &mut Kernel, ctx: &mut Ctx, head: u32, write: bo
     if !(write || crate::mm::memcontrol::swap::mem_cgroup_swap_full(k, memcg, vm_swap_full(k))) {
         return;
     }
-    // folio_swapped: no slot of the folio may still be referenced by a PTE.
-    let entry = SwapEntry::from_raw(k.folios.swap[head as usize]);
-    let map = &k.swap.devices[entry.dev()].map.swap_map;
-    let first = entry.offset() as usize;
-    if map[first..first + k.folios.nr_pages(head) as usize]
-        .iter()
-        .any(|&byte| swap_count(byte) > 0)
-    {
+    if folio_swapped(k, head) {
         return;
     }
     folio_delete_from_swap_cache(k, ctx, head);

@@ -2,6 +2,7 @@
 //! under the non-contiguous swap-out fallback, on slots scattered over the device.
 
 use super::folio::{flags, SwapEntry};
+use super::swapfile::swap_count;
 use super::Kernel;
 use crate::engine::Ctx;
 
@@ -34,6 +35,17 @@ pub fn folio_delete_from_swap_cache(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     k.folios.scattered.remove(&pfn);
     k.folios.clear(pfn, flags::SWAPCACHE);
     k.pagecache.nr_swapcache -= k.folios.nr_pages(pfn) as u64;
+}
+
+/// folio_swapped: does a PTE (of any mm) still refer to a slot of the swap-cache folio at
+/// `pfn`? Then the folio is the only copy of those slots' data, or their data's way back.
+pub fn folio_swapped(k: &Kernel, pfn: u32) -> bool {
+    k.folios.swap_runs(pfn).any(|(first, nr)| {
+        let map = &k.swap.devices[first.dev()].map.swap_map;
+        map[first.offset() as usize..(first.offset() + nr) as usize]
+            .iter()
+            .any(|&b| swap_count(b) > 0)
+    })
 }
 
 /// __read_swap_cache_async's swapcache_prepare + add_to_swap_cache: the new order-0 folio at

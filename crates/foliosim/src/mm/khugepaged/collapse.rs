@@ -243,9 +243,13 @@ fn copy_and_free_sources(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, start
         k.mms[mm as usize].rss_anon -= 1;
         k.folios.mapcount[head as usize] -= 1;
         ctx.spend(k.cost.zap_pte_ns);
-        if k.folios.mapcount[head as usize] == 0 {
-            // free_swap_cache + folio_put; isolated, so off the LRU already.
-            release_unmapped_folio(k, ctx, head);
+        // free_swap_cache + folio_putback_lru (__collapse_huge_page_copy_succeeded): isolated,
+        // so off the LRU; one the swap cache keeps (a PTE elsewhere still refers to a slot of
+        // it) goes back on the LRU.
+        if k.folios.mapcount[head as usize] == 0 && !release_unmapped_folio(k, ctx, head) {
+            let cg = k.folios.memcg[head as usize] as usize;
+            let nid = k.nodes.nid(head);
+            k.memcgs[cg].lruvec_mut(nid).add_folio(&mut k.folios, head);
         }
     }
 }
