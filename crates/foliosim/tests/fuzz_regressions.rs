@@ -184,6 +184,7 @@ fn soak_508787_khugepaged_swapin_that_oom_kills_the_collapsed_process() {
 #[test]
 fn soak_520103_readahead_frees_a_lower_node_page_to_its_node() {
     run_kept("soak-520103-readahead-free-on-lower-node");
+}
 
 /// A swap-cache folio whose write the ramdisk (brd, out of memory) refused stays dirty in the
 /// cache, the only copy of its data; a zap of some of its swap PTEs (MADV_DONTNEED, munmap)
