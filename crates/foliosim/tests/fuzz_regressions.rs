@@ -129,6 +129,16 @@ fn soak_3742_zswap_entry_over_a_stale_zram_copy() {
     run_kept("soak-3742-zswap-and-zram-data");
 }
 
+/// A swap-cache folio over a stale zram copy (written to zram, dirtied, stored by zswap) was
+/// swapped in from zswap: zswap_load frees the entry and the dirty folio is the data, but zram
+/// keeps its copy until the slot is freed (zram_slot_free_notify). The invariant allowed a
+/// stale zram copy only under a zswap entry or the zero map, not under no data (soak case
+/// 540206).
+#[test]
+fn soak_540206_zswap_load_over_a_stale_zram_copy() {
+    run_kept("soak-540206-zswap-load-over-stale-zram");
+}
+
 /// memory.high reclaim ran on every return to user space for the one page each fault charged,
 /// 17 fruitless rounds each with the swap device full: a step of a few hundred faults took
 /// minutes (soak cases 207382 and 300189 "hung"). The kernel checks memory.high only when a

@@ -421,8 +421,10 @@ fn check_slot_data(k: &Kernel, d: usize) -> Result<(), String> {
             let holds = z.has_data(slot as u32);
             // zram keeps a slot's last write until the slot is freed (zram_slot_free_notify):
             // a swap-cache folio written to zram, dirtied again and then stored by zswap or
-            // found zero-filled (swap_writeout) leaves that write behind, stale but allocated.
-            let stale = holds && matches!(data, SlotData::Zswap | SlotData::Zero);
+            // found zero-filled (swap_writeout) leaves that write behind, stale but allocated,
+            // and so does a later swap-in from zswap (zswap_load frees the entry, the dirty
+            // swap-cache folio is the data). A free slot (checked above: data None) holds none.
+            let stale = holds && b != 0 && data != SlotData::Device;
             if holds != (data == SlotData::Device) && !stale {
                 return Err(format!(
                     "swap {d} slot {slot}: data {data:?} but zram holds data: {}",
