@@ -102,19 +102,15 @@ pub fn human_bytes(bytes: u64) -> String {
     }
 }
 
-/// Simulator bytes per page frame of RAM.
+/// Simulator bytes per page frame of RAM, at most: the order and flags bytes of each pfn, a
+/// folio record per pfn as if every folio were a base page, and deferred split links as if
+/// every folio were of order 2, the smallest queued (records are per folio, in the table of
+/// its order: with 64K folios a sixteenth of that is touched, mm/per_order.rs).
 pub fn bytes_per_ram_page() -> f64 {
     let folios = elem(|f: &FolioTable| &f.order)
         + elem(|f: &FolioTable| &f.flags)
-        + elem(|f: &FolioTable| &f.mapcount)
-        + elem(|f: &FolioTable| &f.memcg)
-        + elem(|f: &FolioTable| &f.owner_mm)
-        + elem(|f: &FolioTable| &f.owner_vma)
-        + elem(|f: &FolioTable| &f.owner_index)
-        + elem(|f: &FolioTable| &f.swap)
-        + elem(|f: &FolioTable| &f.lru_prev)
-        + elem(|f: &FolioTable| &f.lru_next)
-        + elem(|f: &FolioTable| &f.lru_gen);
+        + size_of::<crate::mm::folio::FolioRec>()
+        + size_of::<[u32; 2]>() / 4;
     // Writeback completion times are kept per folio under I/O (a few thousand), not per pfn.
     folios as f64 + FreeArea::bytes_per_pfn()
 }
@@ -477,7 +473,7 @@ mod tests {
         let vec = size_of::<Vec<u8>>();
         assert_eq!(
             size_of::<FolioTable>(),
-            12 * vec + 2 * size_of::<BTreeMap<u32, u32>>(),
+            4 * vec + 3 * size_of::<BTreeMap<u32, u32>>(),
             "FolioTable changed: update bytes_per_ram_page"
         );
     }

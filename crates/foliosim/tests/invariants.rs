@@ -215,7 +215,7 @@ fn changed_mapcount() {
             .map(|(_, _, pfn)| f.head_of(pfn))
             .find(|&h| (f.order[h as usize] > 0) == large)
             .unwrap();
-        sim.k.folios.mapcount[head as usize] += 1;
+        *sim.k.folios.mapcount_mut(head as usize) += 1;
         expect_broken(
             &sim.k,
             "mapcount + 1",
@@ -369,8 +369,8 @@ fn leaked_folio() {
     let (vma, index, nr) = {
         let f = &sim.k.folios;
         (
-            f.owner_vma[head as usize] as usize,
-            f.owner_index[head as usize] as usize,
+            f.owner_vma(head as usize) as usize,
+            f.owner_index(head as usize) as usize,
             f.nr_pages(head) as usize,
         )
     };
@@ -378,7 +378,7 @@ fn leaked_folio() {
     assert_eq!(sim.k.folios.test(head, flags::SWAPCACHE), false);
     sim.k.mms[m].vmas[0].as_mut().unwrap().ptes[index..index + nr].fill(Pte::NONE);
     sim.k.mms[m].rss_anon -= nr as u64;
-    sim.k.folios.mapcount[head as usize] = 0;
+    sim.k.folios.set_mapcount(head as usize, 0);
     expect_broken(
         &sim.k,
         "unmapped folio not freed",

@@ -512,7 +512,7 @@ fn migrating_a_page_cache_folio_moves_the_slot_and_the_ptes() {
     let new = k.pagecache.files[0].as_ref().unwrap().pages[7];
     assert_ne!(new, old);
     assert_eq!(k.mms[0].vma(0).ptes[7].pfn(), new);
-    assert_eq!(k.folios.mapcount[new as usize], 1);
+    assert_eq!(k.folios.mapcount(new as usize), 1);
     invariants::check(k).unwrap();
 }
 

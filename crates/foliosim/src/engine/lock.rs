@@ -55,7 +55,7 @@ impl SimLock {
     #[inline]
     fn holds_starting_by(&self, t_ns: u64) -> usize {
         match self.holds.back() {
-            Some((s, _, _)) if s <= t_ns => self.holds.len(),
+            Some(h) if h.start <= t_ns => self.holds.len(),
             _ => self.holds.starting_by(t_ns),
         }
     }
@@ -70,7 +70,7 @@ impl SimLock {
         while self
             .holds
             .front()
-            .is_some_and(|&(_, end, _)| end <= ctx.step_start_ns)
+            .is_some_and(|h| h.end() <= ctx.step_start_ns)
         {
             self.holds.pop_front();
         }
@@ -80,7 +80,7 @@ impl SimLock {
         // holds after it are walked (the queue ahead is short) instead of searched again.
         let len = self.holds.len();
         let mut i = self.holds_starting_by(start);
-        while let Some((_, end, _)) = i.checked_sub(1).map(|j| self.holds.get(j)) {
+        while let Some(end) = i.checked_sub(1).map(|j| self.holds.get(j).end()) {
             if end <= start {
                 break;
             }
@@ -94,7 +94,7 @@ impl SimLock {
         // The lock word and the data it guards move from the previous holder's cache.
         let previous_cpu = i
             .checked_sub(1)
-            .map(|j| self.holds.get(j).2)
+            .map(|j| self.holds.get(j).cpu())
             .or(self.last_cpu);
         let mut hold_ns = hold_ns;
         if previous_cpu.is_some_and(|c| c != ctx.cpu as u32) {
@@ -102,7 +102,7 @@ impl SimLock {
         }
         if hold_ns > 0 {
             self.holds
-                .insert(i, (start, start + hold_ns, ctx.cpu as u32));
+                .insert(i, Hold::new(start, start + hold_ns, ctx.cpu as u32));
             if i + 1 == self.holds.len() {
                 self.last_cpu = Some(ctx.cpu as u32);
             }
@@ -121,7 +121,39 @@ impl SimLock {
     }
 }
 
-type Hold = (u64, u64, u32);
+/// A hold [start, end) and its CPU in 16 bytes (a busy lock's calendar at 128 CPUs holds tens
+/// of millions): the end shares a word with the CPU (fewer than 1024 CPUs, by validation).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Hold {
+    start: u64,
+    end_cpu: u64,
+}
+
+impl Hold {
+    const CPU_BITS: u32 = 10;
+
+    #[inline]
+    fn new(start: u64, end: u64, cpu: u32) -> Hold {
+        assert!(
+            end < 1 << (64 - Self::CPU_BITS) && cpu < 1 << Self::CPU_BITS,
+            "lock hold ending at {end} ns on CPU {cpu}: past 2^54 ns or 1024 CPUs"
+        );
+        Hold {
+            start,
+            end_cpu: end << Self::CPU_BITS | cpu as u64,
+        }
+    }
+
+    #[inline]
+    fn end(self) -> u64 {
+        self.end_cpu >> Self::CPU_BITS
+    }
+
+    #[inline]
+    fn cpu(self) -> u32 {
+        (self.end_cpu & ((1 << Self::CPU_BITS) - 1)) as u32
+    }
+}
 
 /// A sorted sequence of holds as two deques, `left` then `right`, split where the last
 /// insertion went (a gap buffer): after one step books many holds far ahead, the other CPUs
@@ -165,15 +197,15 @@ impl Calendar {
     /// How many holds start at or before `t_ns`.
     fn starting_by(&self, t_ns: u64) -> usize {
         // Most lookups land at the gap, where the last insertion went.
-        let left_by = self.left.back().is_none_or(|&(s, _, _)| s <= t_ns);
-        let right_after = self.right.front().is_none_or(|&(s, _, _)| s > t_ns);
+        let left_by = self.left.back().is_none_or(|h| h.start <= t_ns);
+        let right_after = self.right.front().is_none_or(|h| h.start > t_ns);
         if left_by && right_after {
             return self.left.len();
         }
         // Otherwise the answer is usually near the gap: gallop away from it (the holds near
         // the gap are in cache; a binary search over the whole calendar would miss).
         match self.right.front() {
-            Some(&(s, _, _)) if s <= t_ns => {
+            Some(h) if h.start <= t_ns => {
                 let n = self.right.len();
                 // right[lo] starts by t_ns; find hi with right[hi] after it (or the end).
                 let (mut lo, mut step) = (0, 1);
@@ -182,7 +214,7 @@ impl Calendar {
                     if probe >= n {
                         break n;
                     }
-                    if self.right[probe].0 > t_ns {
+                    if self.right[probe].start > t_ns {
                         break probe;
                     }
                     lo = probe;
@@ -199,7 +231,7 @@ impl Calendar {
                     if probe > n {
                         break 0;
                     }
-                    if self.left[n - probe].0 <= t_ns {
+                    if self.left[n - probe].start <= t_ns {
                         break n - probe + 1;
                     }
                     back = probe;
@@ -216,7 +248,7 @@ impl Calendar {
     fn partition_in(holds: &VecDeque<Hold>, mut lo: usize, mut hi: usize, t_ns: u64) -> usize {
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
-            if holds[mid].0 <= t_ns {
+            if holds[mid].start <= t_ns {
                 lo = mid + 1;
             } else {
                 hi = mid;
@@ -235,7 +267,7 @@ impl Calendar {
             if i == from + max {
                 return None;
             }
-            if self.get(i).0 > t_ns {
+            if self.get(i).start > t_ns {
                 break;
             }
             i += 1;
@@ -277,14 +309,14 @@ mod tests {
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             let t = (x >> 33) % 5_000 + n as u64 * 3;
-            let i = plain.partition_point(|&(s, _, _)| s <= t);
+            let i = plain.partition_point(|h| h.start <= t);
             assert_eq!(cal.starting_by(t), i);
             let from = i.saturating_sub((x >> 40) as usize % 12);
             if let Some(w) = cal.walk_starting_by(from, t, 8) {
                 assert_eq!(w, i);
             }
-            cal.insert(i, (t, t + 7, n));
-            plain.insert(i, (t, t + 7, n));
+            cal.insert(i, Hold::new(t, t + 7, n % 1024));
+            plain.insert(i, Hold::new(t, t + 7, n % 1024));
             if x % 3 == 0 {
                 assert_eq!(cal.pop_front(), plain.pop_front());
             }

@@ -17,3 +17,16 @@ pub fn prefetch<T>(slice: &[T], i: usize) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = (slice, i);
 }
+
+/// Hint that `*x` will be accessed soon.
+#[inline(always)]
+pub fn prefetch_ptr<T>(x: &T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: as above, a reference is a valid address.
+    unsafe {
+        use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+        _mm_prefetch::<_MM_HINT_T0>(x as *const T as *const i8)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = x;
+}

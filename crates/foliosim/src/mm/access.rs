@@ -171,9 +171,9 @@ pub fn young_cleared(k: &mut Kernel, pfn: u32) {
         return;
     }
     let (mm, vma, index) = (
-        f.owner_mm[pfn as usize],
-        f.owner_vma[pfn as usize],
-        f.owner_index[pfn as usize],
+        f.owner_mm(pfn as usize),
+        f.owner_vma(pfn as usize),
+        f.owner_index(pfn as usize),
     );
     let nr = f.nr_pages(pfn);
     let Some(Some(v)) = k

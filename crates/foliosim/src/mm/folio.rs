@@ -9,6 +9,8 @@
 
 use std::collections::BTreeMap;
 
+use super::per_order::PerOrder;
+
 pub const NIL: u32 = u32::MAX;
 
 /// The flags under which a folio has a completion time (`FolioTable::writeback_done_ns`).
@@ -78,23 +80,47 @@ impl SwapEntry {
     }
 }
 
-pub struct FolioTable {
-    pub order: Vec<u8>,
-    pub flags: Vec<flags::Flags>,
-    /// Number of PTEs (or the PMD, counted as 2^order) mapping pages of this folio.
-    pub mapcount: Vec<u16>,
-    pub memcg: Vec<u16>,
-    pub owner_mm: Vec<u32>,
-    pub owner_vma: Vec<u32>,
+/// The fields of a folio that only its head has, one record per folio in the table of its
+/// order (mm/per_order.rs): 32 bytes a folio, 2 a base page for a 64K folio. The fields whose
+/// empty value is NIL are stored XOR NIL, so that a record never written reads as empty.
+#[derive(Clone, Copy)]
+#[repr(C)]
+pub struct FolioRec {
+    owner_mm: u32,
+    owner_vma: u32,
     /// Page index of the head within the owner VMA.
-    pub owner_index: Vec<u32>,
+    pub owner_index: u32,
     /// First swap slot, valid while SWAPCACHE is set.
-    pub swap: Vec<u32>,
-    pub lru_prev: Vec<u32>,
-    pub lru_next: Vec<u32>,
+    swap: u32,
+    lru_prev: u32,
+    lru_next: u32,
+    /// Number of PTEs (or the PMD, counted as 2^order) mapping pages of this folio.
+    pub mapcount: u16,
+    pub memcg: u16,
     /// MGLRU's bits of folio->flags (mm/vmscan/lru_gen/): the generation + 1 in the low
     /// bits (0: on no generation list), LRU_REFS above (accesses through file descriptors).
-    pub lru_gen: Vec<u8>,
+    pub lru_gen: u8,
+}
+
+// SAFETY: integers only; all zero is the empty record (NIL owner, swap and links).
+unsafe impl bytemuck::Zeroable for FolioRec {}
+
+/// A NIL-default field's stored form, and back (the same XOR).
+#[inline]
+fn nil0(v: u32) -> u32 {
+    v ^ NIL
+}
+
+pub struct FolioTable {
+    /// Per pfn: the order of the folio this pfn heads, or last headed (the key to its record).
+    /// Written only by `init` and `set_order`.
+    pub order: Vec<u8>,
+    /// Per pfn: the page flags of the folio this pfn heads.
+    pub flags: Vec<flags::Flags>,
+    recs: PerOrder<FolioRec>,
+    /// The deferred split queue's [prev, next] of each large folio on it (_deferred_list),
+    /// in the table of its order: the tables of orders 0 and 1 are never touched.
+    deferred: PerOrder<[u32; 2]>,
     /// Time writeback completes by head pfn, for the folios with WRITEBACK or LOCKED set (for
     /// a folio being read, the time the read completes). Not a per-pfn array: only the folios
     /// under I/O at one moment need it (a few thousand), and the flags keep the hot checks at
@@ -131,19 +157,127 @@ impl FolioTable {
         FolioTable {
             order: vec![0; n],
             flags: vec![0; n],
-            mapcount: vec![0; n],
-            memcg: vec![0; n],
-            owner_mm: vec![NIL; n],
-            owner_vma: vec![NIL; n],
-            owner_index: vec![0; n],
-            swap: vec![NIL; n],
-            lru_prev: vec![NIL; n],
-            lru_next: vec![NIL; n],
-            lru_gen: vec![0; n],
+            recs: PerOrder::new(nr_pages, crate::mm::page_alloc::MAX_PAGE_ORDER),
+            deferred: PerOrder::new(nr_pages, crate::mm::page_alloc::MAX_PAGE_ORDER),
             writeback_done: BTreeMap::new(),
             scattered: BTreeMap::new(),
             pins: BTreeMap::new(),
         }
+    }
+
+    /// The record of the folio headed by `pfn` (by its order byte).
+    #[inline]
+    pub fn rec(&self, pfn: usize) -> &FolioRec {
+        self.recs.get(self.order[pfn] as u32, pfn)
+    }
+    #[inline]
+    pub fn rec_mut(&mut self, pfn: usize) -> &mut FolioRec {
+        self.recs.get_mut(self.order[pfn] as u32, pfn)
+    }
+    #[inline]
+    pub fn mapcount(&self, pfn: usize) -> u16 {
+        self.rec(pfn).mapcount
+    }
+    #[inline]
+    pub fn mapcount_mut(&mut self, pfn: usize) -> &mut u16 {
+        &mut self.rec_mut(pfn).mapcount
+    }
+    #[inline]
+    pub fn set_mapcount(&mut self, pfn: usize, v: u16) {
+        self.rec_mut(pfn).mapcount = v;
+    }
+    #[inline]
+    pub fn memcg(&self, pfn: usize) -> u16 {
+        self.rec(pfn).memcg
+    }
+    #[inline]
+    pub fn owner_mm(&self, pfn: usize) -> u32 {
+        nil0(self.rec(pfn).owner_mm)
+    }
+    #[inline]
+    pub fn owner_vma(&self, pfn: usize) -> u32 {
+        nil0(self.rec(pfn).owner_vma)
+    }
+    #[inline]
+    pub fn owner_index(&self, pfn: usize) -> u32 {
+        self.rec(pfn).owner_index
+    }
+    /// The first swap slot's raw entry (NIL unless in the swap cache).
+    #[inline]
+    pub fn swap(&self, pfn: usize) -> u32 {
+        nil0(self.rec(pfn).swap)
+    }
+    #[inline]
+    pub fn set_swap(&mut self, pfn: usize, raw: u32) {
+        self.rec_mut(pfn).swap = nil0(raw);
+    }
+    #[inline]
+    pub fn lru_prev(&self, pfn: usize) -> u32 {
+        nil0(self.rec(pfn).lru_prev)
+    }
+    #[inline]
+    pub fn lru_next(&self, pfn: usize) -> u32 {
+        nil0(self.rec(pfn).lru_next)
+    }
+    #[inline]
+    pub fn set_lru_prev(&mut self, pfn: usize, v: u32) {
+        self.rec_mut(pfn).lru_prev = nil0(v);
+    }
+    #[inline]
+    pub fn set_lru_next(&mut self, pfn: usize, v: u32) {
+        self.rec_mut(pfn).lru_next = nil0(v);
+    }
+    #[inline]
+    pub fn lru_gen(&self, pfn: usize) -> u8 {
+        self.rec(pfn).lru_gen
+    }
+    #[inline]
+    pub fn lru_gen_mut(&mut self, pfn: usize) -> &mut u8 {
+        &mut self.rec_mut(pfn).lru_gen
+    }
+    #[inline]
+    pub fn set_lru_gen(&mut self, pfn: usize, v: u8) {
+        self.rec_mut(pfn).lru_gen = v;
+    }
+
+    /// The deferred split queue's [prev, next] of the large folio at `head`
+    /// (mm/huge_memory/deferred_split.rs), stored XOR NIL.
+    #[inline]
+    pub fn deferred_link(&self, head: u32) -> (u32, u32) {
+        let [prev, next] = *self
+            .deferred
+            .get(self.order[head as usize] as u32, head as usize);
+        (nil0(prev), nil0(next))
+    }
+    #[inline]
+    pub fn set_deferred_prev(&mut self, head: u32, v: u32) {
+        let o = self.order[head as usize] as u32;
+        self.deferred.get_mut(o, head as usize)[0] = nil0(v);
+    }
+    #[inline]
+    pub fn set_deferred_next(&mut self, head: u32, v: u32) {
+        let o = self.order[head as usize] as u32;
+        self.deferred.get_mut(o, head as usize)[1] = nil0(v);
+    }
+
+    /// The run's anonymous folios are mostly of `order` or larger: the tables of smaller
+    /// orders will be touched sparsely (splits, fallbacks), on base pages.
+    pub fn advise_sparse_below(&self, order: u32) {
+        self.recs.advise_sparse_below(order);
+        self.deferred.advise_sparse_below(order);
+    }
+
+    /// A split changes a head's order (split_folio: the head becomes an order-0 folio): its
+    /// record moves to the table of the new order.
+    pub fn set_order(&mut self, pfn: u32, order: u32) {
+        let rec = *self.rec(pfn as usize);
+        self.order[pfn as usize] = order as u8;
+        *self.rec_mut(pfn as usize) = rec;
+    }
+
+    /// Address space of the per-folio records (footprint).
+    pub fn rec_reserved_bytes(&self) -> usize {
+        self.recs.reserved_bytes() + self.deferred.reserved_bytes()
     }
 
     /// folio_maybe_dma_pinned: is any page of the folio at `pfn` pinned?
@@ -196,7 +330,7 @@ impl FolioTable {
     /// The slot of the folio's first page.
     pub fn swap_entry(&self, pfn: u32) -> SwapEntry {
         debug_assert!(self.test(pfn, flags::SWAPCACHE));
-        SwapEntry::from_raw(self.swap[pfn as usize])
+        SwapEntry::from_raw(self.swap(pfn as usize))
     }
 
     /// The slot of page `i` of the folio at `pfn` (in the swap cache).
@@ -246,11 +380,9 @@ impl FolioTable {
         let i = pfn as usize;
         prefetch(&self.flags, i);
         prefetch(&self.order, i);
-        prefetch(&self.mapcount, i);
-        prefetch(&self.memcg, i);
-        prefetch(&self.owner_mm, i);
-        prefetch(&self.lru_prev, i);
-        prefetch(&self.lru_next, i);
+        let o = self.order[i] as u32;
+        // The record of the folio the order byte names (reading it is what prefetch waits on).
+        crate::engine::prefetch::prefetch_ptr(self.recs.get(o, i & !((1 << o) - 1)));
     }
 
     /// Set up a freshly allocated folio.
@@ -261,15 +393,17 @@ impl FolioTable {
         }
         self.order[i] = order as u8;
         self.flags[i] = flags::ALLOCATED;
-        self.mapcount[i] = 0;
-        self.memcg[i] = memcg;
-        self.owner_mm[i] = owner.0;
-        self.owner_vma[i] = owner.1;
-        self.owner_index[i] = owner.2;
-        self.swap[i] = NIL;
-        self.lru_prev[i] = NIL;
-        self.lru_next[i] = NIL;
-        self.lru_gen[i] = 0;
+        *self.recs.get_mut(order, i) = FolioRec {
+            owner_mm: nil0(owner.0),
+            owner_vma: nil0(owner.1),
+            owner_index: owner.2,
+            swap: nil0(NIL),
+            lru_prev: nil0(NIL),
+            lru_next: nil0(NIL),
+            mapcount: 0,
+            memcg,
+            lru_gen: 0,
+        };
     }
 
     pub fn release(&mut self, pfn: u32) {
@@ -283,8 +417,9 @@ impl FolioTable {
             self.writeback_done.remove(&pfn);
         }
         self.flags[i] = 0;
-        self.owner_mm[i] = NIL;
-        self.mapcount[i] = 0;
+        let rec = self.rec_mut(i);
+        rec.owner_mm = nil0(NIL);
+        rec.mapcount = 0;
         // The model's pin holder goes away with the mapping (mm/gup.rs).
         if !self.pins.is_empty() {
             self.pins.remove(&pfn);

@@ -130,9 +130,9 @@ pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut Ve
     } else {
         Vec::new()
     };
-    let (mm, vma, index, memcg) = (f.owner_mm[i], f.owner_vma[i], f.owner_index[i], f.memcg[i]);
+    let (mm, vma, index, memcg) = (f.owner_mm(i), f.owner_vma(i), f.owner_index(i), f.memcg(i));
     ctx.spend(k.cost.split_folio_ns + k.cost.split_page_ns * nr as u64);
-    let was_mapped = f.mapcount[i] > 0;
+    let was_mapped = f.mapcount(i) > 0;
     let pmd_mapped = f.test(pfn, flags::PMD_MAPPED);
     if f.test(pfn, flags::PMD_MAPPED) {
         f.clear(pfn, flags::PMD_MAPPED);
@@ -156,11 +156,11 @@ pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut Ve
             f.init(p, 0, memcg, (mm, vma, index + sub));
             f.flags[p as usize] |= inherited;
         } else {
-            f.order[i] = 0;
+            f.set_order(pfn, 0);
         }
-        f.mapcount[p as usize] = mapped as u16;
+        f.set_mapcount(p as usize, mapped as u16);
         if in_swapcache {
-            f.swap[p as usize] = slots[sub as usize].raw();
+            f.set_swap(p as usize, slots[sub as usize].raw());
             f.set(p, flags::SWAPCACHE);
         }
     }
@@ -180,14 +180,15 @@ pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut Ve
             list.add_after(&mut k.folios, pfn, pfn + sub);
             k.folios.set(pfn + sub, flags::LRU);
             // The tails inherit the head's flags, MGLRU's generation among them.
-            k.folios.lru_gen[(pfn + sub) as usize] = k.folios.lru_gen[pfn as usize];
+            k.folios
+                .set_lru_gen((pfn + sub) as usize, k.folios.lru_gen(pfn as usize));
         }
     } else if let Some(list) = list {
         // Tails still mapped, or held by the swap cache, go on; the rest are freed below.
         list.extend(
             (1..nr)
                 .map(|sub| pfn + sub)
-                .filter(|&p| k.folios.mapcount[p as usize] > 0 || in_swapcache),
+                .filter(|&p| k.folios.mapcount(p as usize) > 0 || in_swapcache),
         );
     } else {
         panic!("split of isolated folio {pfn} without a list for its tails");
@@ -201,7 +202,7 @@ pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut Ve
         k.vmstat.count(VmEvent::ThpSplitPage, 1);
     }
     for p in pfn..pfn + nr {
-        if k.folios.mapcount[p as usize] == 0 && (p != pfn || !keep_head) && !in_swapcache {
+        if k.folios.mapcount(p as usize) == 0 && (p != pfn || !keep_head) && !in_swapcache {
             k.folio_free(ctx, p);
         }
     }

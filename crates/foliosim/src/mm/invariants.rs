@@ -116,7 +116,7 @@ pub fn check(k: &Kernel) -> Result<(), String> {
                 }
                 owner[p] = pfn as u32;
             }
-            memcg_pages[f.memcg[pfn] as usize] += n as u64;
+            memcg_pages[f.memcg(pfn) as usize] += n as u64;
             let fl = f.flags[pfn];
             if fl & flags::ISOLATED != 0 {
                 return Err(format!(
@@ -127,7 +127,7 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             if fl & flags::LRU == 0 {
                 return Err(format!("folio {pfn} is not on an LRU list between steps"));
             }
-            if f.mapcount[pfn] == 0 && fl & (flags::SWAPCACHE | flags::FILE) == 0 {
+            if f.mapcount(pfn) == 0 && fl & (flags::SWAPCACHE | flags::FILE) == 0 {
                 return Err(format!(
                     "folio {pfn} (order {}) is neither mapped nor in the swap cache: leaked",
                     f.order[pfn]
@@ -191,7 +191,7 @@ pub fn check(k: &Kernel) -> Result<(), String> {
         for (list, file, active, nid, gen) in lists {
             let mut pages = 0;
             for head in list.iter(f) {
-                if f.memcg[head as usize] as usize != id
+                if f.memcg(head as usize) as usize != id
                     || f.test(head, flags::ACTIVE) != active
                     || f.test(head, flags::FILE) != file
                     || k.nodes.nid(head) != nid
@@ -242,17 +242,17 @@ pub fn check(k: &Kernel) -> Result<(), String> {
                     let h = head as usize;
                     if f.test(head, flags::FILE) {
                         let expect = vma_file.map(|v| (v.file, v.pgoff + index as u32));
-                        if expect != Some((f.owner_mm[h], f.owner_index[h])) {
-                            return Err(format!("mm {mm_id} vma {vma_id} page {index} maps page {} of file {}, the VMA maps {expect:?}", f.owner_index[h], f.owner_mm[h]));
+                        if expect != Some((f.owner_mm(h), f.owner_index(h))) {
+                            return Err(format!("mm {mm_id} vma {vma_id} page {index} maps page {} of file {}, the VMA maps {expect:?}", f.owner_index(h), f.owner_mm(h)));
                         }
                         mapped[h] += 1;
                         rss_file += 1;
                         continue;
                     }
                     let expect = (
-                        f.owner_mm[h] as usize,
-                        f.owner_vma[h] as usize,
-                        f.owner_index[h] as usize + (p - h),
+                        f.owner_mm(h) as usize,
+                        f.owner_vma(h) as usize,
+                        f.owner_index(h) as usize + (p - h),
                     );
                     if expect != (mm_id, vma_id, index) {
                         return Err(format!("pfn {p} mapped at mm {mm_id} vma {vma_id} page {index}, rmap says {expect:?}"));
@@ -283,10 +283,11 @@ pub fn check(k: &Kernel) -> Result<(), String> {
         }
     }
     for h in 0..nr {
-        if f.test(h as u32, flags::ALLOCATED) && f.mapcount[h] as u32 != mapped[h] {
+        if f.test(h as u32, flags::ALLOCATED) && f.mapcount(h) as u32 != mapped[h] {
             return Err(format!(
                 "folio {h}: mapcount {} but {} PTEs map it",
-                f.mapcount[h], mapped[h]
+                f.mapcount(h),
+                mapped[h]
             ));
         }
     }
@@ -448,15 +449,15 @@ fn check_thp(k: &Kernel) -> Result<(), String> {
         if !f.test(h, flags::ALLOCATED) {
             continue;
         }
-        let (order, mapcount) = (f.order[h as usize] as u32, f.mapcount[h as usize] as u32);
+        let (order, mapcount) = (f.order[h as usize] as u32, f.mapcount(h as usize) as u32);
         if f.test(h, flags::PMD_MAPPED)
             && (order != PMD_ORDER
                 || mapcount != 1 << PMD_ORDER
-                || !f.owner_index[h as usize].is_multiple_of(1 << PMD_ORDER))
+                || !f.owner_index(h as usize).is_multiple_of(1 << PMD_ORDER))
         {
             return Err(format!(
                 "folio {h} is PMD-mapped with order {order}, mapcount {mapcount}, index {}",
-                f.owner_index[h as usize]
+                f.owner_index(h as usize)
             ));
         }
         if f.test(h, flags::PARTIALLY_MAPPED) {
@@ -474,12 +475,12 @@ fn check_thp(k: &Kernel) -> Result<(), String> {
                     q.split_queue_len
                 ));
             }
-            let (order, mapcount) = (f.order[h as usize] as u32, f.mapcount[h as usize] as u32);
+            let (order, mapcount) = (f.order[h as usize] as u32, f.mapcount(h as usize) as u32);
             let ok = f.test(h, flags::ALLOCATED)
                 && f.test(h, flags::PARTIALLY_MAPPED)
                 && !f.test(h, flags::PMD_MAPPED | flags::SWAPCACHE)
                 && order >= 2
-                && f.memcg[h as usize] as usize == memcg
+                && f.memcg(h as usize) as usize == memcg
                 && mapcount > 0
                 && mapcount < 1 << order;
             if !ok {
@@ -520,8 +521,8 @@ fn check_page_cache(k: &Kernel) -> Result<(), String> {
             let ok = f.test(pfn, flags::ALLOCATED)
                 && f.test(pfn, flags::FILE)
                 && f.order[pfn as usize] == 0
-                && f.owner_mm[pfn as usize] as usize == id
-                && f.owner_index[pfn as usize] as usize == index;
+                && f.owner_mm(pfn as usize) as usize == id
+                && f.owner_index(pfn as usize) as usize == index;
             if !ok {
                 return Err(format!(
                     "file {id} page {index}: cached pfn {pfn} is no order-0 page-cache folio of it"
@@ -572,18 +573,18 @@ fn check_page_cache(k: &Kernel) -> Result<(), String> {
             continue;
         }
         folios += 1;
-        mapped += (f.mapcount[pfn as usize] > 0) as u64;
-        let file = f.owner_mm[pfn as usize];
+        mapped += (f.mapcount(pfn as usize) > 0) as u64;
+        let file = f.owner_mm(pfn as usize);
         let in_slot = pc
             .files
             .get(file as usize)
             .and_then(|fl| fl.as_ref())
-            .and_then(|fl| fl.lookup(f.owner_index[pfn as usize]))
+            .and_then(|fl| fl.lookup(f.owner_index(pfn as usize)))
             == Some(pfn);
         if !in_slot {
             return Err(format!(
                 "page-cache folio {pfn} is not in its slot (file {file} page {})",
-                f.owner_index[pfn as usize]
+                f.owner_index(pfn as usize)
             ));
         }
     }

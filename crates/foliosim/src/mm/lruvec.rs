@@ -38,10 +38,10 @@ impl LruList {
 
     pub fn add_head(&mut self, folios: &mut FolioTable, pfn: u32) {
         let i = pfn as usize;
-        folios.lru_prev[i] = NIL;
-        folios.lru_next[i] = self.head;
+        folios.set_lru_prev(i, NIL);
+        folios.set_lru_next(i, self.head);
         if self.head != NIL {
-            folios.lru_prev[self.head as usize] = pfn;
+            folios.set_lru_prev(self.head as usize, pfn);
         } else {
             self.tail = pfn;
         }
@@ -52,12 +52,12 @@ impl LruList {
 
     /// Insert `pfn` right after `after` (a split's tail pages follow their head).
     pub fn add_after(&mut self, folios: &mut FolioTable, after: u32, pfn: u32) {
-        let next = folios.lru_next[after as usize];
-        folios.lru_prev[pfn as usize] = after;
-        folios.lru_next[pfn as usize] = next;
-        folios.lru_next[after as usize] = pfn;
+        let next = folios.lru_next(after as usize);
+        folios.set_lru_prev(pfn as usize, after);
+        folios.set_lru_next(pfn as usize, next);
+        folios.set_lru_next(after as usize, pfn);
         if next != NIL {
-            folios.lru_prev[next as usize] = pfn;
+            folios.set_lru_prev(next as usize, pfn);
         } else {
             self.tail = pfn;
         }
@@ -67,10 +67,10 @@ impl LruList {
 
     pub fn add_tail(&mut self, folios: &mut FolioTable, pfn: u32) {
         let i = pfn as usize;
-        folios.lru_next[i] = NIL;
-        folios.lru_prev[i] = self.tail;
+        folios.set_lru_next(i, NIL);
+        folios.set_lru_prev(i, self.tail);
         if self.tail != NIL {
-            folios.lru_next[self.tail as usize] = pfn;
+            folios.set_lru_next(self.tail as usize, pfn);
         } else {
             self.head = pfn;
         }
@@ -81,21 +81,21 @@ impl LruList {
 
     pub fn remove(&mut self, folios: &mut FolioTable, pfn: u32) {
         let i = pfn as usize;
-        let (prev, next) = (folios.lru_prev[i], folios.lru_next[i]);
+        let (prev, next) = (folios.lru_prev(i), folios.lru_next(i));
         if prev != NIL {
-            folios.lru_next[prev as usize] = next;
+            folios.set_lru_next(prev as usize, next);
         } else {
             debug_assert_eq!(self.head, pfn);
             self.head = next;
         }
         if next != NIL {
-            folios.lru_prev[next as usize] = prev;
+            folios.set_lru_prev(next as usize, prev);
         } else {
             debug_assert_eq!(self.tail, pfn);
             self.tail = prev;
         }
-        folios.lru_prev[i] = NIL;
-        folios.lru_next[i] = NIL;
+        folios.set_lru_prev(i, NIL);
+        folios.set_lru_next(i, NIL);
         self.nr_folios -= 1;
         self.nr_pages -= folios.nr_pages(pfn) as u64;
     }
@@ -106,7 +106,7 @@ impl LruList {
         std::iter::from_fn(move || {
             (cur != NIL).then(|| {
                 let pfn = cur;
-                cur = folios.lru_next[pfn as usize];
+                cur = folios.lru_next(pfn as usize);
                 pfn
             })
         })

@@ -96,7 +96,7 @@ fn cold_or_pageout(
             let head = k.folios.head_of(pte.pfn());
             let order = k.folios.order[head as usize] as u32;
             let nr_folio = 1u32 << order;
-            let start = k.folios.owner_index[head as usize];
+            let start = k.folios.owner_index(head as usize);
             // Page-cache pages are left alone (the model pages out anonymous memory only).
             if !k.folios.test(head, flags::LRU) || k.folios.test(head, flags::FILE) {
                 index += 1;
@@ -105,7 +105,7 @@ fn cold_or_pageout(
             if order > 0 {
                 let whole = start >= first
                     && start + nr_folio <= end
-                    && k.folios.mapcount[head as usize] as u32 == nr_folio;
+                    && k.folios.mapcount(head as usize) as u32 == nr_folio;
                 if !whole || (pageout && !k.swap.swapout_whole(order)) {
                     if !can_split_folio(k, head, ctx.now_ns) {
                         // split_folio refuses a pinned folio or one under writeback.
@@ -116,7 +116,7 @@ fn cold_or_pageout(
                     continue;
                 }
             }
-            let memcg = k.folios.memcg[head as usize] as usize;
+            let memcg = k.folios.memcg(head as usize) as usize;
             if !pageout && k.folios.test(head, flags::YOUNG) {
                 // MADV_COLD makes young PTEs old and gathers them for tlb_finish_mmu's flush
                 // (6.18; MADV_PAGEOUT leaves the PTEs to reclaim's unmap).

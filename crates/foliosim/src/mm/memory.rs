@@ -301,7 +301,7 @@ pub(super) fn map_new_folio(
                 0
             },
     );
-    k.folios.mapcount[pfn as usize] = nr as u16;
+    k.folios.set_mapcount(pfn as usize, nr as u16);
     let m = &mut k.mms[mm as usize];
     for (i, pte) in m.vma_mut(vma).ptes[start as usize..(start + nr) as usize]
         .iter_mut()
@@ -393,7 +393,7 @@ fn do_swap_page(
     swap_read_folio(k, ctx, first, order, memcg);
     k.folios.init(pfn, order, memcg, (mm, vma, start));
     k.folios.set(pfn, flags::YOUNG | dirty);
-    k.folios.mapcount[pfn as usize] = nr as u16;
+    k.folios.set_mapcount(pfn as usize, nr as u16);
     let ptes = &mut k.mms[mm as usize].vma_mut(vma).ptes[start as usize..(start + nr) as usize];
     for (i, pte) in ptes.iter_mut().enumerate() {
         *pte = Pte::present(pfn + i as u32);
@@ -443,7 +443,7 @@ fn map_swapcache_page(
 ) {
     let head = k.folios.head_of(page);
     k.mms[mm as usize].vma_mut(vma).ptes[index as usize] = Pte::present(page);
-    k.folios.mapcount[head as usize] += 1;
+    *k.folios.mapcount_mut(head as usize) += 1;
     k.folios
         .set(head, flags::YOUNG | if write { flags::DIRTY } else { 0 });
     k.swap.put_refs(ctx, &k.cost, entry, 1);
@@ -500,7 +500,7 @@ fn map_swapcache_folio(
     for (i, pte) in ptes.iter_mut().enumerate() {
         *pte = Pte::present(head + i as u32);
     }
-    k.folios.mapcount[head as usize] += nr as u16;
+    *k.folios.mapcount_mut(head as usize) += nr as u16;
     k.folios
         .set(head, flags::YOUNG | if write { flags::DIRTY } else { 0 });
     k.swap.put_refs(ctx, &k.cost, k.folios.swap_entry(head), nr);
@@ -623,7 +623,7 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
             // A whole PMD mapping is zapped as one entry; a partial zap splits the PMD first.
             let count = if k.folios.test(head, flags::PMD_MAPPED) {
                 let whole_pmd =
-                    index == k.folios.owner_index[head as usize] && index + nr_folio <= end;
+                    index == k.folios.owner_index(head as usize) && index + nr_folio <= end;
                 if !whole_pmd {
                     split_huge_pmd(k, ctx, mm, head);
                     if !k.defer_partial_split {
@@ -642,14 +642,14 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
                 1
             };
             let f = &mut k.folios;
-            f.mapcount[head as usize] -= count as u16;
+            *f.mapcount_mut(head as usize) -= count as u16;
             let m = &mut k.mms[mm as usize];
             m.vma_mut(vma).ptes[index as usize..(index + count) as usize].fill(Pte::NONE);
             super::access::pte_cleared(m.vma_mut(vma), index, count);
             cleared = Some((cleared.map_or(index, |c| c.0), index + count - 1));
             m.rss_anon -= count as u64;
             ctx.spend(k.cost.zap_pte_ns);
-            let mapcount = k.folios.mapcount[head as usize] as u32;
+            let mapcount = k.folios.mapcount(head as usize) as u32;
             if mapcount == 0 {
                 release_unmapped_folio(k, ctx, head);
             } else if mapcount < nr_folio {
@@ -675,7 +675,7 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
             ctx.spend(k.cost.zap_pte_ns * run as u64);
             // free_swap_and_cache_nr: drop the references, then reclaim cache-only folios.
             for head in k.swap.put_refs(ctx, &k.cost, entry, run) {
-                if k.folios.mapcount[head as usize] == 0 {
+                if k.folios.mapcount(head as usize) == 0 {
                     release_unmapped_folio(k, ctx, head);
                 }
             }

@@ -25,6 +25,7 @@ pub mod oom_kill;
 pub mod page_alloc;
 pub mod page_io;
 pub mod page_writeback;
+pub mod per_order;
 pub mod preempt;
 pub mod readahead;
 pub mod rmap;
@@ -354,13 +355,20 @@ impl Kernel {
                 lv.lrugen.enabled = scenario.sysfs.lru_gen.enabled();
             }
         }
+        // The smallest anon folio size enabled "always" is what most folios (and free blocks)
+        // will be: the tables of smaller orders will be sparse (speed and memory only).
+        let dense_order =
+            (scenario.sysfs.orders_enabled(false).trailing_zeros()).min(page_alloc::MAX_PAGE_ORDER);
+        let folios = FolioTable::new(nodes.total_pages());
+        folios.advise_sparse_below(dense_order);
+        zone.advise_sparse_below(dense_order);
         Kernel {
             cost,
             vmstat: VmStat::default(),
             zone,
             kswapd: KswapdState::default(),
             compaction: compaction::Compaction::new(scenario, nr_pages),
-            folios: FolioTable::new(nodes.total_pages()),
+            folios,
             numa: numa_balancing::NumaBalancing::new(scenario, nodes.total_pages()),
             nodes,
             migrate_flush: migrate::flush::policy_of(scenario.kernel.migrate_tlb_flush),
@@ -481,9 +489,9 @@ impl Kernel {
     /// in its VMA as the key that picks it out of the class.
     pub fn page_content(&self, pfn: u32, i: u32) -> (ContentClass, u64) {
         let f = &self.folios;
-        let mm = f.owner_mm[pfn as usize];
+        let mm = f.owner_mm(pfn as usize);
         let key =
-            (f.owner_vma[pfn as usize] as u64) << 32 | (f.owner_index[pfn as usize] + i) as u64;
+            (f.owner_vma(pfn as usize) as u64) << 32 | (f.owner_index(pfn as usize) + i) as u64;
         (self.mms[mm as usize].content, key)
     }
 
@@ -530,7 +538,7 @@ impl Kernel {
     /// folio_add_lru: onto the memcg's inactive list (MGLRU: a generation); lru_lock taken
     /// once per batch.
     pub fn folio_add_lru(&mut self, ctx: &mut Ctx, pfn: u32) {
-        let memcg = self.folios.memcg[pfn as usize] as usize;
+        let memcg = self.folios.memcg(pfn as usize) as usize;
         let nid = self.nodes.nid(pfn);
         self.memcgs[memcg]
             .lruvec_mut(nid)
@@ -557,9 +565,9 @@ impl Kernel {
             !f.test(pfn, flags::SWAPCACHE),
             "free of folio {pfn} still in the swap cache"
         );
-        assert_eq!(f.mapcount[pfn as usize], 0, "free of mapped folio {pfn}");
+        assert_eq!(f.mapcount(pfn as usize), 0, "free of mapped folio {pfn}");
         folio_unqueue_deferred_split(&mut self.deferred_split, f, pfn);
-        let memcg = f.memcg[pfn as usize] as usize;
+        let memcg = f.memcg(pfn as usize) as usize;
         let order = f.order[pfn as usize] as u32;
         let nid = self.nodes.nid(pfn);
         if f.test(pfn, flags::LRU) {

@@ -209,7 +209,7 @@ pub fn do_numa_page(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, index: u32
 /// back as it was.
 fn restore_ptes(k: &mut Kernel, mm: u32, vma: u32, head: u32) {
     let f = &k.folios;
-    let (index, nr) = (f.owner_index[head as usize], f.nr_pages(head));
+    let (index, nr) = (f.owner_index(head as usize), f.nr_pages(head));
     let ptes = &mut k.mms[mm as usize].vma_mut(vma).ptes;
     for pte in &mut ptes[index as usize..(index + nr) as usize] {
         if pte.is_present() && pte.is_protnone() {

@@ -19,7 +19,7 @@ use crate::scenario::{PAGE_SIZE, PMD_ORDER};
 pub fn swap_writepage(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     let order = k.folios.order[pfn as usize] as u32;
     let nr = 1u32 << order;
-    let memcg = k.folios.memcg[pfn as usize] as usize;
+    let memcg = k.folios.memcg(pfn as usize) as usize;
     // The pages' contents: on the stack up to 64K folios (no allocation per page written).
     let mut small = [(ContentClass::default(), 0u64); 16];
     let large: Vec<(ContentClass, u64)>;

@@ -60,7 +60,7 @@ pub fn folio_mark_dirty(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
         return;
     }
     fl.set(pfn, flags::DIRTY);
-    let (file, index) = (fl.owner_mm[pfn as usize], fl.owner_index[pfn as usize]);
+    let (file, index) = (fl.owner_mm(pfn as usize), fl.owner_index(pfn as usize));
     let f = k.pagecache.file_mut(file);
     if f.dirty.is_empty() {
         f.dirtied_when_ns = ctx.now_ns;
@@ -82,7 +82,7 @@ fn folio_clear_dirty_for_io(k: &mut Kernel, pfn: u32) -> bool {
         return false;
     }
     fl.clear(pfn, flags::DIRTY);
-    let (file, index) = (fl.owner_mm[pfn as usize], fl.owner_index[pfn as usize]);
+    let (file, index) = (fl.owner_mm(pfn as usize), fl.owner_index(pfn as usize));
     k.pagecache.file_mut(file).dirty.remove(&index);
     k.pagecache.nr_dirty -= 1;
     true
@@ -100,7 +100,7 @@ pub fn folio_writeback_pending(k: &mut Kernel, pfn: u32, now_ns: u64) -> bool {
         return true;
     }
     fl.clear(pfn, flags::WRITEBACK);
-    let memcg = fl.memcg[pfn as usize] as usize;
+    let memcg = fl.memcg(pfn as usize) as usize;
     let rotated = k.memcgs[memcg]
         .lruvec_mut(k.nodes.nid(pfn))
         .rotate_reclaimable(&mut k.folios, pfn);
@@ -226,7 +226,7 @@ fn write_file_pages(k: &mut Kernel, ctx: &mut Ctx, id: u32, max_pages: u32) -> u
         }
         let adjacent = run
             .last()
-            .is_some_and(|&p| k.folios.owner_index[p as usize] + 1 == index);
+            .is_some_and(|&p| k.folios.owner_index(p as usize) + 1 == index);
         if !adjacent || run.len() as u32 == BIO_MAX_PAGES {
             submit_write(k, ctx, id, &run);
             run.clear();
@@ -250,13 +250,13 @@ fn submit_write(k: &mut Kernel, ctx: &mut Ctx, id: u32, pfns: &[u32]) {
     };
     let nr = pfns.len() as u64;
     ctx.spend(k.cost.bio_submit_ns + k.cost.writeback_page_ns * nr);
-    let block = k.pagecache.file_mut(id).disk_start + k.folios.owner_index[first as usize] as u64;
+    let block = k.pagecache.file_mut(id).disk_start + k.folios.owner_index(first as usize) as u64;
     let disk = k.pagecache.disk.as_mut().expect("files live on the disk");
     let completion = disk.bdev.write(ctx, &mut k.membw, block, nr * PAGE_SIZE);
     k.vmstat.count(VmEvent::Pgpgout, nr * KIB_PER_PAGE);
     k.vmstat.count(VmEvent::NrWritten, nr);
     for &pfn in pfns {
-        let memcg = k.folios.memcg[pfn as usize] as usize;
+        let memcg = k.folios.memcg(pfn as usize) as usize;
         match completion {
             Completion::At(done_ns) => {
                 k.folios.set(pfn, flags::WRITEBACK);

@@ -13,9 +13,9 @@ use crate::engine::Ctx;
 pub fn try_to_unmap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, tlb: &mut TlbUnmapBatch) {
     let f = &mut k.folios;
     let (mm, vma, index) = (
-        f.owner_mm[pfn as usize],
-        f.owner_vma[pfn as usize],
-        f.owner_index[pfn as usize],
+        f.owner_mm(pfn as usize),
+        f.owner_vma(pfn as usize),
+        f.owner_index(pfn as usize),
     );
     let nr = f.nr_pages(pfn);
     if f.test(pfn, flags::PMD_MAPPED) {
@@ -35,10 +35,11 @@ pub fn try_to_unmap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, tlb: &mut TlbUnmapB
         }
     }
     assert_eq!(
-        unmapped as u16, f.mapcount[pfn as usize],
+        unmapped as u16,
+        f.mapcount(pfn as usize),
         "folio {pfn}: mapcount disagrees with its PTEs"
     );
-    f.mapcount[pfn as usize] = 0;
+    f.set_mapcount(pfn as usize, 0);
     let mm_struct = &mut k.mms[mm as usize];
     super::access::pte_cleared(mm_struct.vma_mut(vma), index, nr);
     mm_struct.rss_anon -= unmapped as u64;

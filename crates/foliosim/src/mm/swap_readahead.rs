@@ -242,7 +242,7 @@ pub fn free_swap_after_fault(k: &mut Kernel, ctx: &mut Ctx, head: u32, write: bo
         // The write completed (folio_end_writeback, observed late).
         f.clear(head, flags::WRITEBACK);
     }
-    let memcg = k.folios.memcg[head as usize];
+    let memcg = k.folios.memcg(head as usize);
     if !(write || crate::mm::memcontrol::swap::mem_cgroup_swap_full(k, memcg, vm_swap_full(k))) {
         return;
     }

@@ -19,7 +19,7 @@ pub fn folio_add_to_swap_cache(
         debug_assert_eq!(slots.len() as u32, k.folios.nr_pages(pfn));
         k.folios.scattered.insert(pfn, slots);
     }
-    k.folios.swap[pfn as usize] = first.raw();
+    k.folios.set_swap(pfn as usize, first.raw());
     k.folios.set(pfn, flags::SWAPCACHE | flags::DIRTY);
     k.pagecache.nr_swapcache += k.folios.nr_pages(pfn) as u64;
     for (run, nr) in k.folios.swap_runs(pfn) {
@@ -52,7 +52,7 @@ pub fn folio_swapped(k: &Kernel, pfn: u32) -> bool {
 /// `pfn` is to be read from `entry` (a slot PTEs refer to), which gains SWAP_HAS_CACHE. The
 /// folio is clean: the slot holds its data.
 pub fn folio_add_to_swap_cache_read(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, entry: SwapEntry) {
-    k.folios.swap[pfn as usize] = entry.raw();
+    k.folios.set_swap(pfn as usize, entry.raw());
     k.folios.set(pfn, flags::SWAPCACHE);
     k.pagecache.nr_swapcache += 1;
     k.swap.swapcache_prepare(ctx, &k.cost, entry, pfn);

@@ -28,7 +28,7 @@ pub fn drop_pagecache(k: &mut Kernel, ctx: &mut Ctx) -> u64 {
             }
             let busy = folio_writeback_pending(k, pfn, ctx.now_ns)
                 || k.folios.test(pfn, flags::DIRTY)
-                || k.folios.mapcount[pfn as usize] > 0;
+                || k.folios.mapcount(pfn as usize) > 0;
             if busy {
                 deactivate_file_folio(k, ctx, pfn);
                 continue;
@@ -45,12 +45,12 @@ pub fn drop_pagecache(k: &mut Kernel, ctx: &mut Ctx) -> u64 {
 /// write first), else to the tail (PGROTATED). Mapped ones are left alone.
 fn deactivate_file_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     let f = &mut k.folios;
-    if f.mapcount[pfn as usize] > 0 || !f.test(pfn, flags::LRU) {
+    if f.mapcount(pfn as usize) > 0 || !f.test(pfn, flags::LRU) {
         return;
     }
     let active = f.test(pfn, flags::ACTIVE);
     let nr = f.nr_pages(pfn) as u64;
-    let memcg = f.memcg[pfn as usize] as usize;
+    let memcg = f.memcg(pfn as usize) as usize;
     let nid = k.nodes.nid(pfn);
     let cg = &mut k.memcgs[memcg];
     cg.lruvec_mut(nid).del_folio(&mut k.folios, pfn);

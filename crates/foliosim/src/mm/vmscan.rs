@@ -598,7 +598,7 @@ fn shrink_inactive_list(
 pub fn putback_folios(k: &mut Kernel, ctx: &mut Ctx, putback: &[(u32, bool)]) {
     let mut moved_per_memcg: Vec<(usize, u64)> = Vec::new();
     for &(pfn, active) in putback {
-        let memcg = k.folios.memcg[pfn as usize] as usize;
+        let memcg = k.folios.memcg(pfn as usize) as usize;
         match moved_per_memcg.iter_mut().find(|(m, _)| *m == memcg) {
             Some((_, n)) => *n += 1,
             None => moved_per_memcg.push((memcg, 1)),
@@ -683,7 +683,7 @@ pub fn shrink_folio_list(
                 // Split partially mapped folios right away: the unmapped pages are freed without
                 // IO (the split frees them; an unmapped head goes with the isolation reference).
                 split_folio(k, ctx, pfn, Some(&mut list));
-                if k.folios.mapcount[pfn as usize] == 0 {
+                if k.folios.mapcount(pfn as usize) == 0 {
                     k.folio_free(ctx, pfn);
                     continue;
                 }
@@ -698,7 +698,7 @@ pub fn shrink_folio_list(
                 continue;
             }
             ctx.spend(k.cost.shrink_folio_ns);
-            if k.folios.mapcount[pfn as usize] > 0 {
+            if k.folios.mapcount(pfn as usize) > 0 {
                 try_to_unmap(k, ctx, pfn, &mut tlb);
             }
             if k.folios.test(pfn, flags::DIRTY) {
@@ -751,7 +751,7 @@ pub enum FolioReferences {
 /// TLBIs on arm64 (mm/tlb/arm64.rs).
 fn clear_flush_young(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     let f = &k.folios;
-    if !f.test(pfn, flags::YOUNG) || f.mapcount[pfn as usize] == 0 {
+    if !f.test(pfn, flags::YOUNG) || f.mapcount(pfn as usize) == 0 {
         return;
     }
     let order = f.order[pfn as usize] as u32;
@@ -786,14 +786,14 @@ pub(crate) fn folio_check_references(f: &mut FolioTable, pfn: u32) -> FolioRefer
 fn add_to_swap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: &mut VecDeque<u32>) -> bool {
     let order = k.folios.order[pfn as usize] as u32;
     if order > 0 {
-        let partially_mapped = (k.folios.mapcount[pfn as usize] as u32) < (1 << order);
+        let partially_mapped = (k.folios.mapcount(pfn as usize) as u32) < (1 << order);
         if partially_mapped || !k.swap.swapout_whole(order) {
             split_folio(k, ctx, pfn, Some(list));
         }
     }
     let order = k.folios.order[pfn as usize] as u32;
     // mem_cgroup_try_charge_swap: memory.swap.max may refuse the folio its slots.
-    let memcg = k.folios.memcg[pfn as usize];
+    let memcg = k.folios.memcg(pfn as usize);
     let charged = memcg_swap::try_charge_swap(k, memcg, 1 << order);
     let mut entry = if charged {
         k.swap_alloc(ctx, order)

@@ -195,7 +195,7 @@ pub fn zswap_store(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) -> bool {
 fn store_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) -> bool {
     let order = k.folios.order[pfn as usize] as u32;
     let nr = 1u32 << order;
-    let memcg = k.folios.memcg[pfn as usize];
+    let memcg = k.folios.memcg(pfn as usize);
     // obj_cgroup_may_zswap: over memory.zswap.max, write one of this memcg's entries back.
     let cg = &k.memcgs[memcg as usize];
     if cg.zswap_bytes >= cg.zswap_max_bytes

@@ -251,7 +251,7 @@ fn isolate_migratepages_block(
         let fail = match folio_isolatable(k, cc, low_pfn, async_migrate, ctx.now_ns) {
             Err(fail) => fail,
             Ok(head) => {
-                let memcg = k.folios.memcg[head as usize];
+                let memcg = k.folios.memcg(head as usize);
                 if locked != Some(memcg) {
                     locked = Some(memcg);
                     // Under the lock, the first time: claim the block (test_and_set_skip); one

@@ -257,7 +257,7 @@ pub fn filemap_remove_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     let fl = &k.folios;
     debug_assert!(fl.test(pfn, flags::FILE));
     debug_assert!(!fl.test(pfn, flags::DIRTY | flags::WRITEBACK | flags::LOCKED));
-    let (file, index) = (fl.owner_mm[pfn as usize], fl.owner_index[pfn as usize]);
+    let (file, index) = (fl.owner_mm(pfn as usize), fl.owner_index(pfn as usize));
     let f = k.pagecache.file_mut(file);
     debug_assert_eq!(f.pages[index as usize], pfn);
     f.pages[index as usize] = NIL;
@@ -303,7 +303,7 @@ pub fn folio_activate(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     if f.test(pfn, flags::ACTIVE) || !f.test(pfn, flags::LRU) {
         return;
     }
-    let memcg = f.memcg[pfn as usize] as usize;
+    let memcg = f.memcg(pfn as usize) as usize;
     let nr = f.nr_pages(pfn) as u64;
     let nid = k.nodes.nid(pfn);
     let cg = &mut k.memcgs[memcg];
@@ -323,7 +323,7 @@ pub fn map_file_pte(k: &mut Kernel, mm: u32, vma: u32, vma_index: u32, pfn: u32,
     debug_assert!(pte.is_none());
     *pte = super::mmap::Pte::present(pfn);
     m.rss_file += 1;
-    let mc = &mut k.folios.mapcount[pfn as usize];
+    let mc = k.folios.mapcount_mut(pfn as usize);
     *mc += 1;
     if *mc == 1 {
         k.pagecache.nr_mapped += 1;

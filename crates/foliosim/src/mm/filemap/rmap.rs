@@ -34,7 +34,7 @@ pub fn for_each_pte(
 /// returns at once); a mapped one costs a walk that tests and clears the accessed bit.
 pub fn folio_referenced_file(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) -> u32 {
     let f = &mut k.folios;
-    if f.mapcount[pfn as usize] == 0 {
+    if f.mapcount(pfn as usize) == 0 {
         f.clear(pfn, flags::YOUNG);
         return 0;
     }
@@ -48,8 +48,8 @@ pub fn folio_referenced_file(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) -> u32 {
 /// cleared (the page stays in the cache) and its TLB flush queued.
 pub fn try_to_unmap_file(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, tlb: &mut TlbUnmapBatch) {
     let (file, index) = (
-        k.folios.owner_mm[pfn as usize],
-        k.folios.owner_index[pfn as usize],
+        k.folios.owner_mm(pfn as usize),
+        k.folios.owner_index(pfn as usize),
     );
     let dirty = k.folios.test(pfn, flags::DIRTY);
     let mut unmapped = 0u16;
@@ -65,7 +65,7 @@ pub fn try_to_unmap_file(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, tlb: &mut TlbU
             tlb.add(k, ctx, mm, 0, 1, dirty);
         }
     });
-    let mc = &mut k.folios.mapcount[pfn as usize];
+    let mc = k.folios.mapcount_mut(pfn as usize);
     assert_eq!(
         unmapped, *mc,
         "page-cache folio {pfn}: mapcount disagrees with its PTEs"
@@ -84,7 +84,7 @@ pub fn zap_file_pte(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, vma_index:
     crate::mm::access::pte_cleared(m.vma_mut(vma), vma_index, 1);
     m.rss_file -= 1;
     ctx.spend(k.cost.zap_pte_ns);
-    let mc = &mut k.folios.mapcount[pfn as usize];
+    let mc = k.folios.mapcount_mut(pfn as usize);
     *mc -= 1;
     let unmapped = *mc == 0;
     if unmapped {

@@ -6,10 +6,9 @@
 //! shrinker (mm/shrinker.rs) splits queued folios under memory pressure; the split frees their
 //! unmapped pages. A folio leaves the queue when it is split or freed.
 //!
-//! The list is intrusive and costs no memory of its own: as the kernel keeps _deferred_list in
-//! a tail page, the links are the `lru_prev`/`lru_next` slots of the folio's second page
-//! (head + 1), which tail pages do not use. Folios of order < 2 are never queued (no room for
-//! the list in the kernel either).
+//! The list is intrusive (the kernel keeps _deferred_list in a tail page): a folio's links are
+//! kept in a table of its order (`FolioTable::deferred_link`), touched only for queued folios.
+//! Folios of order < 2 are never queued (no room for the list in the kernel either).
 //!
 //! Not modelled: 6.18 also queues every newly mapped PMD THP, not partially mapped, for the
 //! underused-THP shrinker (thp_underused), which splits a THP with more than max_ptes_none
@@ -45,18 +44,12 @@ impl Default for DeferredSplitQueue {
     }
 }
 
-/// The queue links of the folio at `head` live in its second page's LRU slots.
-#[inline]
-fn link(head: u32) -> usize {
-    head as usize + 1
-}
-
 impl DeferredSplitQueue {
     fn add_tail(&mut self, f: &mut FolioTable, pfn: u32) {
-        f.lru_prev[link(pfn)] = self.tail;
-        f.lru_next[link(pfn)] = NIL;
+        f.set_deferred_prev(pfn, self.tail);
+        f.set_deferred_next(pfn, NIL);
         if self.tail != NIL {
-            f.lru_next[link(self.tail)] = pfn;
+            f.set_deferred_next(self.tail, pfn);
         } else {
             self.head = pfn;
         }
@@ -65,19 +58,19 @@ impl DeferredSplitQueue {
     }
 
     fn remove(&mut self, f: &mut FolioTable, pfn: u32) {
-        let (prev, next) = (f.lru_prev[link(pfn)], f.lru_next[link(pfn)]);
+        let (prev, next) = f.deferred_link(pfn);
         if prev != NIL {
-            f.lru_next[link(prev)] = next;
+            f.set_deferred_next(prev, next);
         } else {
             self.head = next;
         }
         if next != NIL {
-            f.lru_prev[link(next)] = prev;
+            f.set_deferred_prev(next, prev);
         } else {
             self.tail = prev;
         }
-        f.lru_prev[link(pfn)] = NIL;
-        f.lru_next[link(pfn)] = NIL;
+        f.set_deferred_prev(pfn, NIL);
+        f.set_deferred_next(pfn, NIL);
         self.split_queue_len -= 1;
     }
 
@@ -87,7 +80,7 @@ impl DeferredSplitQueue {
         std::iter::from_fn(move || {
             (at != NIL).then(|| {
                 let pfn = at;
-                at = f.lru_next[link(pfn)];
+                at = f.deferred_link(pfn).1;
                 pfn
             })
         })
@@ -108,7 +101,7 @@ pub fn deferred_split_folio(k: &mut Kernel, pfn: u32) {
         k.vmstat.count(VmEvent::ThpDeferredSplitPage, 1);
     }
     k.vmstat.count_mthp(order, MthpStat::SplitDeferred);
-    let memcg = f.memcg[pfn as usize] as usize;
+    let memcg = f.memcg(pfn as usize) as usize;
     k.deferred_split[memcg].add_tail(f, pfn);
 }
 
@@ -121,7 +114,7 @@ pub fn folio_unqueue_deferred_split(
     pfn: u32,
 ) {
     if f.test(pfn, flags::PARTIALLY_MAPPED) {
-        let memcg = f.memcg[pfn as usize] as usize;
+        let memcg = f.memcg(pfn as usize) as usize;
         queues[memcg].remove(f, pfn);
         f.clear(pfn, flags::PARTIALLY_MAPPED);
     }

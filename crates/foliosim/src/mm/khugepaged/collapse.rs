@@ -100,7 +100,7 @@ pub(super) fn collapse_huge_page(
     if let Err((result, isolated)) = isolate(k, ctx, mm, vma, start) {
         // release_pte_pages: back on the LRU.
         for head in isolated {
-            let cg = k.folios.memcg[head as usize] as usize;
+            let cg = k.folios.memcg(head as usize) as usize;
             let nid = k.nodes.nid(head);
             k.memcgs[cg].lruvec_mut(nid).add_folio(&mut k.folios, head);
         }
@@ -194,7 +194,7 @@ fn isolate(
                 break;
             }
             // folio_isolate_lru
-            let cg = k.folios.memcg[head as usize] as usize;
+            let cg = k.folios.memcg(head as usize) as usize;
             let lruvec = k.memcgs[cg].lruvec_mut(k.nodes.nid(head));
             lruvec.del_folio(&mut k.folios, head);
             lruvec.lru_lock.hold(ctx, k.cost.lru_move_ns);
@@ -241,13 +241,13 @@ fn copy_and_free_sources(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, start
         let head = k.folios.head_of(pte.pfn());
         k.mms[mm as usize].vma_mut(vma).ptes[index as usize] = Pte::NONE;
         k.mms[mm as usize].rss_anon -= 1;
-        k.folios.mapcount[head as usize] -= 1;
+        *k.folios.mapcount_mut(head as usize) -= 1;
         ctx.spend(k.cost.zap_pte_ns);
         // free_swap_cache + folio_putback_lru (__collapse_huge_page_copy_succeeded): isolated,
         // so off the LRU; one the swap cache keeps (a PTE elsewhere still refers to a slot of
         // it) goes back on the LRU.
-        if k.folios.mapcount[head as usize] == 0 && !release_unmapped_folio(k, ctx, head) {
-            let cg = k.folios.memcg[head as usize] as usize;
+        if k.folios.mapcount(head as usize) == 0 && !release_unmapped_folio(k, ctx, head) {
+            let cg = k.folios.memcg(head as usize) as usize;
             let nid = k.nodes.nid(head);
             k.memcgs[cg].lruvec_mut(nid).add_folio(&mut k.folios, head);
         }
@@ -260,7 +260,7 @@ fn map_pmd(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, start: u32, pfn: u3
     k.folios.init(pfn, PMD_ORDER, memcg, (mm, vma, start));
     k.folios
         .set(pfn, flags::DIRTY | flags::YOUNG | flags::PMD_MAPPED);
-    k.folios.mapcount[pfn as usize] = HPAGE_PMD_NR as u16;
+    k.folios.set_mapcount(pfn as usize, HPAGE_PMD_NR as u16);
     let m = &mut k.mms[mm as usize];
     for (i, pte) in m.vma_mut(vma).ptes[start as usize..(start + HPAGE_PMD_NR) as usize]
         .iter_mut()

@@ -71,7 +71,7 @@ pub fn cancel_charge_swap(k: &mut Kernel, memcg: u16, nr_pages: u64) {
 
 /// swap_cgroup_record: the folio at `pfn` (charged already) now owns its slots.
 pub fn record(k: &mut Kernel, pfn: u32) {
-    let memcg = k.folios.memcg[pfn as usize];
+    let memcg = k.folios.memcg(pfn as usize);
     for (run, nr) in k.folios.swap_runs(pfn) {
         let off = run.offset() as usize;
         k.swap_cgroup.ids[run.dev()][off..off + nr as usize].fill(memcg);

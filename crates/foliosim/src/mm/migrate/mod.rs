@@ -101,7 +101,7 @@ enum UnmapError {
 pub fn folio_isolate_lru(k: &mut Kernel, pfn: u32) {
     let f = &mut k.folios;
     debug_assert!(f.test(pfn, flags::LRU) && !f.test(pfn, flags::ISOLATED));
-    let memcg = f.memcg[pfn as usize] as usize;
+    let memcg = f.memcg(pfn as usize) as usize;
     let nid = k.nodes.nid(pfn);
     k.memcgs[memcg].lruvec_mut(nid).lruvec_del_folio(f, pfn);
     f.set(pfn, flags::ISOLATED);
@@ -112,7 +112,7 @@ fn folio_putback_lru(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     let f = &mut k.folios;
     debug_assert!(f.test(pfn, flags::ISOLATED) && !f.test(pfn, flags::LRU));
     f.clear(pfn, flags::ISOLATED);
-    let memcg = f.memcg[pfn as usize] as usize;
+    let memcg = f.memcg(pfn as usize) as usize;
     let lruvec = k.memcgs[memcg].lruvec_mut(k.nodes.nid(pfn));
     lruvec.lruvec_add_folio(f, pfn);
     lruvec.lru_lock.hold(ctx, k.cost.lru_move_ns);
@@ -340,7 +340,7 @@ fn migrate_pages_batch(
                     unmapped.push((src, dst, was_mapped));
                     let read_only = tlb.adds_read_only > adds.1;
                     if read_only {
-                        let mm = k.folios.owner_mm[src as usize];
+                        let mm = k.folios.owner_mm(src as usize);
                         if tlb.adds_writable == adds.0 && order == 0 {
                             eligible.push(src);
                             eligible_mms.push(mm);
@@ -441,7 +441,7 @@ fn migrate_folio_unmap(
         target.free(k, ctx, dst, order);
         return Err(UnmapError::Again);
     }
-    let was_mapped = k.folios.mapcount[src as usize] > 0;
+    let was_mapped = k.folios.mapcount(src as usize) > 0;
     if was_mapped {
         owner::unmap(k, ctx, src, tlb);
     }
@@ -475,8 +475,8 @@ fn migrate_folio_move(
     );
     ctx.spend(k.cost.migrate_folio_ns);
     // The new folio: same owner, memcg (mem_cgroup_migrate moves the charge), state.
-    let owner = (f.owner_mm[i], f.owner_vma[i], f.owner_index[i]);
-    let (memcg, mapcount) = (f.memcg[i], f.mapcount[i]);
+    let owner = (f.owner_mm(i), f.owner_vma(i), f.owner_index(i));
+    let (memcg, mapcount) = (f.memcg(i), f.mapcount(i));
     let kept = flags::DIRTY
         | flags::YOUNG
         | flags::REFERENCED
@@ -490,20 +490,20 @@ fn migrate_folio_move(
     let state = f.flags[i] & kept;
     f.init(dst, order, memcg, owner);
     f.flags[dst as usize] |= state;
-    f.mapcount[dst as usize] = mapcount;
+    f.set_mapcount(dst as usize, mapcount);
     owner::move_mapping(k, ctx, src, dst);
     if was_mapped {
         owner::remap(k, ctx, src, dst);
     }
     // folio_add_lru(dst): on the list it came from.
     let f = &mut k.folios;
-    let memcg = f.memcg[dst as usize] as usize;
+    let memcg = f.memcg(dst as usize) as usize;
     let lruvec = k.memcgs[memcg].lruvec_mut(k.nodes.nid(dst));
     lruvec.lruvec_add_folio(f, dst);
     lruvec.lru_lock.hold(ctx, k.cost.lru_move_ns);
     // migrate_folio_done: the old folio's last reference goes; its charge went with the data.
     let f = &mut k.folios;
-    f.mapcount[i] = 0;
+    f.set_mapcount(i, 0);
     f.clear(
         src,
         flags::ISOLATED | flags::SWAPCACHE | flags::PMD_MAPPED | flags::FILE | flags::DIRTY,
@@ -522,7 +522,7 @@ fn try_split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, split_folios: &mut V
     let mut tails = VecDeque::new();
     split_folio(k, ctx, pfn, Some(&mut tails));
     // An unmapped page in the swap cache is still the cache's: it migrates like the others.
-    if k.folios.mapcount[pfn as usize] == 0 && !k.folios.test(pfn, flags::SWAPCACHE) {
+    if k.folios.mapcount(pfn as usize) == 0 && !k.folios.test(pfn, flags::SWAPCACHE) {
         // The head is no longer mapped: only the isolation held it (migrate_folio_unmap
         // frees a folio whose last reference is the caller's).
         k.folios.clear(pfn, flags::ISOLATED);

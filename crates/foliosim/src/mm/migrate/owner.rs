@@ -45,7 +45,7 @@ pub fn move_mapping(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
         OwnerKind::Anon => anon_move_mapping(k, ctx, src, dst),
         OwnerKind::File => {
             let f = &k.folios;
-            let (file, index) = (f.owner_mm[src as usize], f.owner_index[src as usize]);
+            let (file, index) = (f.owner_mm(src as usize), f.owner_index(src as usize));
             k.pagecache.file_mut(file).pages[index as usize] = dst;
         }
     }
@@ -62,7 +62,7 @@ pub fn remap(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
 fn anon_unmap(k: &mut Kernel, ctx: &mut Ctx, src: u32, tlb: Option<&mut TlbUnmapBatch>) {
     let f = &k.folios;
     let i = src as usize;
-    let (mm, order, mapped) = (f.owner_mm[i], f.order[i] as u32, f.mapcount[i] as u32);
+    let (mm, order, mapped) = (f.owner_mm(i), f.order[i] as u32, f.mapcount(i) as u32);
     let (pmd, dirty) = (f.test(src, flags::PMD_MAPPED), f.test(src, flags::DIRTY));
     let entries = if pmd { 1 } else { mapped };
     ctx.spend(k.cost.pte_unmap_ns * entries as u64);
@@ -88,7 +88,7 @@ fn anon_unmap(k: &mut Kernel, ctx: &mut Ctx, src: u32, tlb: Option<&mut TlbUnmap
 fn anon_pte_access(k: &Kernel, src: u32) -> PteAccess {
     let f = &k.folios;
     let i = src as usize;
-    let (mm, vma, index) = (f.owner_mm[i], f.owner_vma[i], f.owner_index[i]);
+    let (mm, vma, index) = (f.owner_mm(i), f.owner_vma(i), f.owner_index(i));
     let nr = f.nr_pages(src);
     let ptes = &k.mms[mm as usize].vma(vma).ptes[index as usize..(index + nr) as usize];
     let mut access = PteAccess::Inaccessible;
@@ -110,7 +110,7 @@ fn anon_move_mapping(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
         return;
     }
     // The swap cache's slots (the swap address space's xarray) point at the new folio.
-    f.swap[dst as usize] = f.swap[src as usize];
+    f.set_swap(dst as usize, f.swap(src as usize));
     if let Some(slots) = f.scattered.remove(&src) {
         f.scattered.insert(dst, slots);
     }
@@ -122,7 +122,7 @@ fn anon_move_mapping(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
 fn anon_remap(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
     let f = &k.folios;
     let i = dst as usize;
-    let (mm, vma, index) = (f.owner_mm[i], f.owner_vma[i], f.owner_index[i]);
+    let (mm, vma, index) = (f.owner_mm(i), f.owner_vma(i), f.owner_index(i));
     let (nr, pmd) = (f.nr_pages(dst), f.test(dst, flags::PMD_MAPPED));
     let promoted_clean = k.numa_promoted_clean;
     let ptes = &mut k.mms[mm as usize].vma_mut(vma).ptes;
@@ -141,7 +141,8 @@ fn anon_remap(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
         }
     }
     debug_assert_eq!(
-        remapped, k.folios.mapcount[i] as u32,
+        remapped,
+        k.folios.mapcount(i) as u32,
         "folio {src}: mapcount disagrees with its PTEs"
     );
     ctx.spend(k.cost.pte_unmap_ns * if pmd { 1 } else { remapped as u64 });
@@ -150,7 +151,7 @@ fn anon_remap(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
 /// The mms whose PTEs map the page-cache folio at `pfn` (one entry per PTE).
 fn file_mappers(k: &mut Kernel, pfn: u32) -> Vec<u32> {
     let f = &k.folios;
-    let (file, index) = (f.owner_mm[pfn as usize], f.owner_index[pfn as usize]);
+    let (file, index) = (f.owner_mm(pfn as usize), f.owner_index(pfn as usize));
     let mut mms = Vec::new();
     for_each_pte(k, file, index, |k, mm, vma, vi| {
         let pte = k.mms[mm as usize].vma(vma).ptes[vi as usize];
@@ -185,7 +186,7 @@ fn file_unmap(k: &mut Kernel, ctx: &mut Ctx, src: u32, tlb: Option<&mut TlbUnmap
 /// remove_migration_ptes for a page-cache folio: the PTEs that mapped `src` map `dst`.
 fn file_remap(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
     let f = &k.folios;
-    let (file, index) = (f.owner_mm[dst as usize], f.owner_index[dst as usize]);
+    let (file, index) = (f.owner_mm(dst as usize), f.owner_index(dst as usize));
     let mut remapped = 0u64;
     for_each_pte(k, file, index, |k, mm, vma, vi| {
         let pte = &mut k.mms[mm as usize].vma_mut(vma).ptes[vi as usize];

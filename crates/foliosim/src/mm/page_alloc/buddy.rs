@@ -8,6 +8,7 @@
 use super::migratetype::{MigrateType, MIGRATE_TYPES, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
 use super::MAX_PAGE_ORDER;
 use crate::mm::folio::{flags, FolioTable};
+use crate::mm::per_order::PerOrder;
 
 pub const NR_PAGE_ORDERS: usize = MAX_PAGE_ORDER as usize + 1;
 /// The order byte of a pfn that heads no free buddy block (PageBuddy clear); a free block's
@@ -23,8 +24,9 @@ pub struct FreeArea {
     tail: [[u32; MIGRATE_TYPES]; NR_PAGE_ORDERS],
     /// Blocks on each list (free_area[order].nr_free is the sum over types).
     nr_blocks: [[u32; MIGRATE_TYPES]; NR_PAGE_ORDERS],
-    /// Per pfn heading a free block: [next, prev] on its list (meaningless otherwise).
-    links: Vec<[u32; 2]>,
+    /// Per free block: [next, prev] on its list, in the table of its order (mm/per_order.rs:
+    /// a pfn heads a free block of one order at a time; meaningless for blocks not free).
+    links: PerOrder<[u32; 2]>,
     /// Per pfn: order + 1 of the free block it heads (PageBuddy + buddy_order), or NOT_BUDDY.
     buddy_order: Vec<u8>,
     /// Per pageblock: its MigrateType.
@@ -65,7 +67,7 @@ impl FreeArea {
             tail: [[NIL; MIGRATE_TYPES]; NR_PAGE_ORDERS],
             nr_blocks: [[0; MIGRATE_TYPES]; NR_PAGE_ORDERS],
             // Both all zero (NOT_BUDDY): allocated zeroed, touched only where pages are freed.
-            links: vec![[0; 2]; nr_pages as usize],
+            links: PerOrder::new(nr_pages, MAX_PAGE_ORDER),
             buddy_order: vec![NOT_BUDDY; nr_pages as usize],
             pageblock_mt: vec![MigrateType::Movable as u8; nr_blocks],
             pageblock_skip: vec![0; nr_blocks.div_ceil(64)],
@@ -77,6 +79,12 @@ impl FreeArea {
             mgen: Vec::new(),
             taken_mgen: 0,
         }
+    }
+
+    /// Free blocks will mostly be of `order` or larger: base pages for the smaller orders'
+    /// link tables (mm/per_order.rs).
+    pub fn advise_sparse_below(&self, order: u32) {
+        self.links.advise_sparse_below(order);
     }
 
     /// Track MIGRC generations on free pages.
@@ -165,12 +173,14 @@ impl FreeArea {
         }
     }
 
-    /// Prefetch what freeing the block at `pfn` reads first: its buddy's order byte and list
-    /// links (the buddy of a small block shares their cache lines).
+    /// Prefetch what freeing the block at `pfn` reads first: its buddy's order byte and order-0
+    /// list links.
     #[inline]
     pub fn prefetch(&self, pfn: u32) {
         crate::engine::prefetch::prefetch(&self.buddy_order, pfn as usize);
-        crate::engine::prefetch::prefetch(&self.links, (pfn ^ 1) as usize);
+        if pfn ^ 1 < self.nr_pages {
+            crate::engine::prefetch::prefetch_ptr(self.links.get(0, (pfn ^ 1) as usize));
+        }
     }
 
     /// The order of the free block `pfn` heads, if it heads one.
@@ -207,7 +217,7 @@ impl FreeArea {
         std::iter::from_fn(move || {
             (cur != NIL).then(|| {
                 let p = cur;
-                cur = self.links[p as usize][NEXT];
+                cur = self.links.get(order, p as usize)[NEXT];
                 p
             })
         })
@@ -219,7 +229,7 @@ impl FreeArea {
         std::iter::from_fn(move || {
             (cur != NIL).then(|| {
                 let p = cur;
-                cur = self.links[p as usize][PREV];
+                cur = self.links.get(order, p as usize)[PREV];
                 p
             })
         })
@@ -233,18 +243,19 @@ impl FreeArea {
         if self.head[o][m] == pfn {
             return;
         }
-        let (old_head, old_tail, prev) = (self.head[o][m], self.tail[o][m], self.links[p][PREV]);
-        self.links[old_tail as usize][NEXT] = old_head;
-        self.links[old_head as usize][PREV] = old_tail;
-        self.links[p][PREV] = NIL;
-        self.links[prev as usize][NEXT] = NIL;
+        let (old_head, old_tail) = (self.head[o][m], self.tail[o][m]);
+        let prev = self.links.get(order, p)[PREV];
+        self.links.get_mut(order, old_tail as usize)[NEXT] = old_head;
+        self.links.get_mut(order, old_head as usize)[PREV] = old_tail;
+        self.links.get_mut(order, p)[PREV] = NIL;
+        self.links.get_mut(order, prev as usize)[NEXT] = NIL;
         self.head[o][m] = pfn;
         self.tail[o][m] = prev;
     }
 
     /// move_freelist_tail: rotate the list so that `pfn` is last.
     pub fn rotate_to_tail(&mut self, order: u32, mt: MigrateType, pfn: u32) {
-        let next = self.links[pfn as usize][NEXT];
+        let next = self.links.get(order, pfn as usize)[NEXT];
         if next != NIL {
             self.rotate_to_head(order, mt, next);
         }
@@ -273,19 +284,16 @@ impl FreeArea {
         if self.head[o][m] == NIL {
             self.head[o][m] = pfn;
             self.tail[o][m] = pfn;
-            self.links[p][NEXT] = NIL;
-            self.links[p][PREV] = NIL;
+            *self.links.get_mut(order, p) = [NIL, NIL];
         } else if tail {
             let t = self.tail[o][m];
-            self.links[t as usize][NEXT] = pfn;
-            self.links[p][PREV] = t;
-            self.links[p][NEXT] = NIL;
+            self.links.get_mut(order, t as usize)[NEXT] = pfn;
+            *self.links.get_mut(order, p) = [NIL, t];
             self.tail[o][m] = pfn;
         } else {
             let h = self.head[o][m];
-            self.links[h as usize][PREV] = pfn;
-            self.links[p][NEXT] = h;
-            self.links[p][PREV] = NIL;
+            self.links.get_mut(order, h as usize)[PREV] = pfn;
+            *self.links.get_mut(order, p) = [h, NIL];
             self.head[o][m] = pfn;
         }
         self.nr_blocks[o][m] += 1;
@@ -300,17 +308,17 @@ impl FreeArea {
             order as u8 + 1,
             "pfn {pfn} is no order-{order} buddy"
         );
-        let (prev, next) = (self.links[p][PREV], self.links[p][NEXT]);
+        let [next, prev] = *self.links.get(order, p);
         if prev == NIL {
             debug_assert_eq!(self.head[o][m], pfn, "pfn {pfn} is not on the {mt:?} list");
             self.head[o][m] = next;
         } else {
-            self.links[prev as usize][NEXT] = next;
+            self.links.get_mut(order, prev as usize)[NEXT] = next;
         }
         if next == NIL {
             self.tail[o][m] = prev;
         } else {
-            self.links[next as usize][PREV] = prev;
+            self.links.get_mut(order, next as usize)[PREV] = prev;
         }
         self.nr_blocks[o][m] -= 1;
         self.buddy_order[p] = NOT_BUDDY;
@@ -511,7 +519,7 @@ impl FreeArea {
                 let mut prev = NIL;
                 let mut cur = self.head[o][m];
                 while cur != NIL {
-                    if self.links[cur as usize][PREV] != prev {
+                    if self.links.get(order, cur as usize)[PREV] != prev {
                         return Err(format!(
                             "order-{order} {mt:?} list: pfn {cur} has a bad prev link"
                         ));
@@ -544,7 +552,7 @@ impl FreeArea {
                     }
                     count += 1;
                     prev = cur;
-                    cur = self.links[cur as usize][NEXT];
+                    cur = self.links.get(order, cur as usize)[NEXT];
                 }
                 if prev != self.tail[o][m] {
                     return Err(format!(
@@ -646,7 +654,8 @@ impl FreeArea {
             std::mem::size_of::<T>()
         }
         let a = FreeArea::new(0);
-        (elem_bytes(&a.links) + elem_bytes(&a.buddy_order)) as f64
+        // The links as if every free block were a base page (at most).
+        (size_of::<[u32; 2]>() + elem_bytes(&a.buddy_order)) as f64
             + elem_bytes(&a.movable_ops) as f64 / 64.0
             + (elem_bytes(&a.pageblock_mt) as f64 + elem_bytes(&a.pageblock_skip) as f64 / 64.0)
                 / PAGEBLOCK_NR_PAGES as f64

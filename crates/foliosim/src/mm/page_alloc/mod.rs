@@ -165,6 +165,11 @@ impl Zone {
         self.free(ctx, pfn, order);
     }
 
+    /// Free blocks will mostly be of `order` or larger (FreeArea::advise_sparse_below).
+    pub fn advise_sparse_below(&self, order: u32) {
+        self.area.advise_sparse_below(order);
+    }
+
     /// MIGRC tags on this zone's free pages.
     pub fn enable_mgen(&mut self) {
         self.area.enable_mgen();

@@ -121,7 +121,7 @@ pub fn shrink_file_folio_list(
             FileRef::Reclaim | FileRef::ReclaimClean => {}
         }
         ctx.spend(k.cost.shrink_file_folio_ns);
-        if k.folios.mapcount[pfn as usize] > 0 {
+        if k.folios.mapcount(pfn as usize) > 0 {
             try_to_unmap_file(k, ctx, pfn, &mut tlb);
         }
         if k.folios.test(pfn, flags::DIRTY) {

@@ -194,7 +194,7 @@ fn walk_mm(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, max_seq: u64, can_swap: bo
                     index += (f.nr_pages(head) - 1 - (pte.pfn() - head)) as usize;
                 }
                 if !f.test(head, flags::YOUNG)
-                    || f.memcg[head as usize] != memcg
+                    || f.memcg(head as usize) != memcg
                     || k.nodes.nid(head) != 0
                     || (!f.test(head, flags::FILE) && !can_swap)
                 {
@@ -224,14 +224,14 @@ pub fn lru_gen_look_around(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
         return;
     }
     let (mm, vma, index) = (
-        f.owner_mm[pfn as usize] as usize,
-        f.owner_vma[pfn as usize] as usize,
-        f.owner_index[pfn as usize] as u64,
+        f.owner_mm(pfn as usize) as usize,
+        f.owner_vma(pfn as usize) as usize,
+        f.owner_index(pfn as usize) as u64,
     );
     let Some(Some(v)) = k.mms.get(mm).and_then(|m| m.vmas.get(vma)) else {
         return;
     };
-    let memcg = f.memcg[pfn as usize];
+    let memcg = f.memcg(pfn as usize);
     let nid = k.nodes.nid(pfn);
     let nr = v.ptes.len() as u64;
     if index >= nr {
@@ -260,7 +260,7 @@ pub fn lru_gen_look_around(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
         let head = f.head_of(pte.pfn());
         if head == pfn
             || !f.test(head, flags::YOUNG)
-            || f.memcg[head as usize] != memcg
+            || f.memcg(head as usize) != memcg
             || k.nodes.nid(head) != nid
             || young.contains(&head)
         {

@@ -462,7 +462,7 @@ fn evict_folios(
                         | flags::WRITEBACK
                         | flags::LOCKED,
                 )
-                || f.mapcount[pfn as usize] > 0
+                || f.mapcount(pfn as usize) > 0
             {
                 // Rejected folios go to the youngest generation, not back to the oldest.
                 super::clear_refs(f, pfn);
@@ -482,7 +482,7 @@ fn evict_folios(
     // move_folios_to_lru
     for &pfn in &kept {
         let nid = k.nodes.nid(pfn);
-        let cg = &mut k.memcgs[k.folios.memcg[pfn as usize] as usize];
+        let cg = &mut k.memcgs[k.folios.memcg(pfn as usize) as usize];
         cg.lruvec_mut(nid).lruvec_add_folio(&mut k.folios, pfn);
     }
     let lv = &mut k.memcgs[memcg as usize].lruvec;

@@ -98,22 +98,22 @@ pub fn lru_gen_from_seq(seq: u64) -> usize {
 /// folio_lru_gen: the folio's generation, None when it is on none.
 #[inline]
 pub fn folio_lru_gen(f: &FolioTable, pfn: u32) -> Option<usize> {
-    let g = f.lru_gen[pfn as usize] & GEN_MASK;
+    let g = f.lru_gen(pfn as usize) & GEN_MASK;
     (g != 0).then(|| (g - 1) as usize)
 }
 
 fn set_folio_gen(f: &mut FolioTable, pfn: u32, gen: Option<usize>) {
-    let b = &mut f.lru_gen[pfn as usize];
+    let b = f.lru_gen_mut(pfn as usize);
     *b = (*b & !GEN_MASK) | gen.map_or(0, |g| g as u8 + 1);
 }
 
 /// The LRU_REFS bits alone.
 fn refs_bits(f: &FolioTable, pfn: u32) -> u32 {
-    ((f.lru_gen[pfn as usize] & REFS_MASK) >> REFS_SHIFT) as u32
+    ((f.lru_gen(pfn as usize) & REFS_MASK) >> REFS_SHIFT) as u32
 }
 
 fn set_refs_bits(f: &mut FolioTable, pfn: u32, refs: u32) {
-    let b = &mut f.lru_gen[pfn as usize];
+    let b = f.lru_gen_mut(pfn as usize);
     *b = (*b & !REFS_MASK) | ((refs as u8) << REFS_SHIFT & REFS_MASK);
 }
 

@@ -1,0 +1,72 @@
+//! A record per naturally aligned block of pages, in one table per order: the block of order
+//! `o` at pfn `p` (a multiple of 2^o) owns entry `p >> o` of table `o`.
+//!
+//! Per-folio metadata (mm/folio.rs) and the buddy's free-list links (page_alloc/buddy.rs) only
+//! mean something at a block's head. Indexed by pfn they cost their full size per base page,
+//! however large the folios are; here a 64K folio's record costs a sixteenth of that per page.
+//! The tables are allocated zero-filled and never written up front (the host maps their pages on
+//! first touch), so the tables of orders a run never uses cost nothing but address space, and
+//! an all-zero record must be a valid empty one.
+
+use bytemuck::Zeroable;
+
+pub struct PerOrder<T> {
+    tables: Vec<Vec<T>>,
+}
+
+impl<T: Zeroable + Copy> PerOrder<T> {
+    /// Tables for orders 0..=max_order over `nr_pages` pfns, all zero.
+    pub fn new(nr_pages: u32, max_order: u32) -> PerOrder<T> {
+        let tables = (0..=max_order)
+            .map(|order| bytemuck::zeroed_vec((nr_pages as usize).div_ceil(1 << order)))
+            .collect();
+        PerOrder { tables }
+    }
+
+    #[inline]
+    pub fn get(&self, order: u32, pfn: usize) -> &T {
+        debug_assert!(
+            pfn.is_multiple_of(1 << order),
+            "pfn {pfn} is not order-{order} aligned"
+        );
+        &self.tables[order as usize][pfn >> order]
+    }
+
+    #[inline]
+    pub fn get_mut(&mut self, order: u32, pfn: usize) -> &mut T {
+        debug_assert!(
+            pfn.is_multiple_of(1 << order),
+            "pfn {pfn} is not order-{order} aligned"
+        );
+        &mut self.tables[order as usize][pfn >> order]
+    }
+
+    /// Tables of orders below `order` will be touched sparsely (the run's folios are mostly
+    /// of `order` or larger): base pages for them (engine/huge_alloc.rs).
+    pub fn advise_sparse_below(&self, order: u32) {
+        for t in self.tables.iter().take(order as usize) {
+            crate::engine::huge_alloc::advise_sparse(t);
+        }
+    }
+
+    /// Address space of the tables (what is resident is what was touched).
+    pub fn reserved_bytes(&self) -> usize {
+        self.tables.iter().map(|t| t.len() * size_of::<T>()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_of_each_order_have_their_own_record() {
+        let mut t: PerOrder<u32> = PerOrder::new(64, 4);
+        *t.get_mut(4, 16) = 7;
+        *t.get_mut(0, 16) = 3;
+        *t.get_mut(1, 18) = 5;
+        assert_eq!((*t.get(4, 16), *t.get(0, 16), *t.get(1, 18)), (7, 3, 5));
+        assert_eq!(*t.get(4, 32), 0);
+        assert_eq!(t.reserved_bytes(), (64 + 32 + 16 + 8 + 4) * 4);
+    }
+}
