@@ -224,3 +224,13 @@ fn soak_524616_zap_keeps_a_swap_cache_folio_other_ptes_refer_to() {
 fn soak_525507_zap_keeps_a_swap_cache_folio_other_ptes_refer_to() {
     run_kept("soak-525507-zap-frees-swapped-folio");
 }
+
+/// MIGRC: a block freed with a generation tag and captured by a direct compactor while it
+/// merged (compaction_capture) left the buddy without its tags being taken, so the page was
+/// in use with a flush still owed on it ("pfn 1952 is in use with MIGRC generation 1 still on
+/// it"). The capture now takes the tags as a free-list removal does, and the captured page is
+/// checked (check_flush_task_mgen) as prep_new_page checks any other.
+#[test]
+fn soak_3004354_migrc_tags_of_a_captured_block() {
+    run_kept("soak-3004354-migrc-capture");
+}

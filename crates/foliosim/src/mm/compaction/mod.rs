@@ -274,6 +274,8 @@ fn compact_zone_order(
     let page = if capture { k.zone.take_capture() } else { None };
     if page.is_some() {
         ret = CompactResult::Success;
+        // prep_new_page of the captured block: its MIGRC tags are flushed for first.
+        crate::mm::migrate::flush::migrc::check_flush_task_mgen(k, ctx);
     }
     (ret, page, cc.contended)
 }

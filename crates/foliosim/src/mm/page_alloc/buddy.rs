@@ -383,7 +383,9 @@ impl FreeArea {
                 .as_mut()
                 .is_some_and(|c| c.take(pfn, order, mt))
             {
-                // compaction_capture: the whole merged block goes to the compactor.
+                // compaction_capture: the whole merged block goes to the compactor, taken as
+                // from a free list (its MIGRC tags and its buddies' go to the taker).
+                self.take_block_mgen(pfn, order);
                 self.account(-(1i64 << order), mt);
                 return;
             }
