@@ -67,13 +67,11 @@ pub fn uncharge(memcgs: &mut [MemCgroup], c: Counter, memcg: u16, nr_pages: u64)
     let mut id = Some(memcg);
     while let Some(cur) = id {
         let cg = &mut memcgs[cur as usize];
-        let name = cg.name.clone();
         let usage = usage_max(cg, c).0;
-        assert!(
-            *usage >= nr_pages,
-            "memcg {name} {c:?} uncharge {nr_pages} below zero"
-        );
-        *usage -= nr_pages;
+        match usage.checked_sub(nr_pages) {
+            Some(left) => *usage = left,
+            None => panic!("memcg {} {c:?} uncharge {nr_pages} below zero", cg.name),
+        }
         let p = memcgs[cur as usize].parent;
         id = (cur != ROOT_MEMCG && p != ROOT_MEMCG).then_some(p);
     }
