@@ -275,11 +275,6 @@ impl FolioTable {
         *self.rec_mut(pfn as usize) = rec;
     }
 
-    /// Address space of the per-folio records (footprint).
-    pub fn rec_reserved_bytes(&self) -> usize {
-        self.recs.reserved_bytes() + self.deferred.reserved_bytes()
-    }
-
     /// folio_maybe_dma_pinned: is any page of the folio at `pfn` pinned?
     #[inline]
     pub fn is_pinned(&self, pfn: u32) -> bool {
@@ -380,9 +375,8 @@ impl FolioTable {
         let i = pfn as usize;
         prefetch(&self.flags, i);
         prefetch(&self.order, i);
-        let o = self.order[i] as u32;
-        // The record of the folio the order byte names (reading it is what prefetch waits on).
-        crate::engine::prefetch::prefetch_ptr(self.recs.get(o, i & !((1 << o) - 1)));
+        // The record's address needs the order byte: one load here, the record's line ahead.
+        crate::engine::prefetch::prefetch_ptr(self.rec(i));
     }
 
     /// Set up a freshly allocated folio.

@@ -357,8 +357,11 @@ impl Kernel {
         }
         // The smallest anon folio size enabled "always" is what most folios (and free blocks)
         // will be: the tables of smaller orders will be sparse (speed and memory only).
-        let dense_order =
-            (scenario.sysfs.orders_enabled(false).trailing_zeros()).min(page_alloc::MAX_PAGE_ORDER);
+        let dense_order = scenario
+            .sysfs
+            .orders_enabled(false)
+            .trailing_zeros()
+            .min(page_alloc::MAX_PAGE_ORDER);
         let folios = FolioTable::new(nodes.total_pages());
         folios.advise_sparse_below(dense_order);
         zone.advise_sparse_below(dense_order);
