@@ -21,6 +21,9 @@ use crate::engine::Ctx;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Pte(u64);
 
+// SAFETY: a u64; all zero is Pte::NONE.
+unsafe impl bytemuck::Zeroable for Pte {}
+
 const PRESENT: u64 = 1 << 63;
 const SWAP: u64 = 1 << 62;
 const PROTNONE: u64 = 1 << 60;
@@ -218,7 +221,8 @@ impl MmStruct {
             nr_pages,
             thp,
             anon_vma: false,
-            ptes: vec![Pte::NONE; nr_pages as usize],
+            // Zero-filled without a write (Pte::NONE is 0): the host zeroes what is touched.
+            ptes: bytemuck::zeroed_vec(nr_pages as usize),
             prot: Default::default(),
             special: Vec::new(),
             swap_ra: Default::default(),
