@@ -104,7 +104,7 @@ pub fn run_tasks_observed(
     let ncpus = k.cpu_mm.len();
     let mut rng = SimRng::stream(seed, "sched");
     let mut live_users = tasks.len();
-    let mut q = Queues::new(ncpus, slice_ns, 0..tasks.len());
+    let mut q = Queues::new(ncpus, slice_ns, tasks.len());
     for m in k.mms.iter_mut() {
         m.mm_users = 0;
     }
@@ -113,10 +113,8 @@ pub fn run_tasks_observed(
             k.mms[t.mm as usize].mm_users += 1;
         }
     }
-    for (i, t) in tasks.iter_mut().enumerate() {
-        if i > 0 {
-            t.runnable_at_ns = rng.below(slice_ns / START_JITTER_SLICES);
-        }
+    for tid in 1..tasks.len() {
+        q.set_runnable_at(tid, rng.below(slice_ns / START_JITTER_SLICES));
     }
     let first_kthread = tasks.len();
     let kthread_tid: Vec<usize> = k
@@ -127,6 +125,7 @@ pub fn run_tasks_observed(
         .enumerate()
         .map(|(i, kind)| {
             tasks.push(Task::kthread(kind));
+            q.add_task();
             k.kthreads.set_asleep(i, true);
             let tid = tasks.len() - 1;
             // A thread whose loop starts with a timed sleep (kcompactd's 500 ms).
@@ -154,7 +153,7 @@ pub fn run_tasks_observed(
     // Barriers a killed task will never reach (oom.rs).
     let mut dead_barriers = std::collections::BTreeSet::new();
     while live_users > 0 {
-        let Some(cpu) = q.next_cpu(tasks) else {
+        let Some(cpu) = q.next_cpu() else {
             return Err(SimError::Deadlock {
                 at_ns: end_ns,
                 waiting: barriers
@@ -170,9 +169,7 @@ pub fn run_tasks_observed(
         };
         if q.cpus[cpu].current.is_none() {
             // Idle until a queued task is runnable or the first sleeper wakes.
-            let until_ns = q
-                .idle_until_ns(tasks)
-                .expect("an idle CPU was picked with work");
+            let until_ns = q.idle_until_ns().expect("an idle CPU was picked with work");
             q.cpus[cpu].now_ns = q.cpus[cpu].now_ns.max(until_ns);
             q.refresh(cpu);
         }
@@ -189,7 +186,7 @@ pub fn run_tasks_observed(
                 // A woken task preempts this one before its next step.
                 switch_out(k, cpu, &tasks[cur], now_ns);
                 tasks[cur].state = State::Runnable;
-                tasks[cur].runnable_at_ns = now_ns;
+                q.set_runnable_at(cur, now_ns);
                 q.runq.push_back(cur);
             }
             q.refresh(cpu);
@@ -208,7 +205,7 @@ pub fn run_tasks_observed(
             Some(tid) => tid,
             None => {
                 let tid = q
-                    .take_runnable(tasks, now_ns)
+                    .take_runnable(now_ns)
                     .expect("an idle CPU woke with a runnable task");
                 let c = &mut q.cpus[cpu];
                 let t = &mut tasks[tid];
@@ -381,7 +378,7 @@ pub fn run_tasks_observed(
             Next::Run => State::Running,
         };
         if t.state != State::Running {
-            t.runnable_at_ns = ctx.now_ns;
+            q.set_runnable_at(tid, ctx.now_ns);
             let c = &mut q.cpus[cpu];
             c.current = None;
             c.preempt = false;

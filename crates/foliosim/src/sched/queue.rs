@@ -68,13 +68,17 @@ pub(super) struct Queues {
     idle: usize,
     /// Runnable tasks in order (round robin; woken preempting tasks go first).
     pub runq: VecDeque<usize>,
+    /// Per task: the earliest it may run once queued (a task queued by a CPU whose clock is
+    /// ahead runs only from then). Dense, for the idle CPUs' scans of the run queue.
+    runnable_at_ns: Vec<u64>,
     /// Tasks asleep until a known time, by wake time (FIFO among equals).
     pub sleepers: Vec<(u64, usize)>,
     slice_ns: u64,
 }
 
 impl Queues {
-    pub fn new(ncpus: usize, slice_ns: u64, runnable: impl Iterator<Item = usize>) -> Queues {
+    /// Queues for `ntasks` tasks, all runnable from time 0, in tid order.
+    pub fn new(ncpus: usize, slice_ns: u64, ntasks: usize) -> Queues {
         Queues {
             cpus: (0..ncpus)
                 .map(|_| Cpu {
@@ -87,7 +91,8 @@ impl Queues {
             running_at_ns: vec![u64::MAX; ncpus],
             idle_now_ns: vec![0; ncpus],
             idle: ncpus,
-            runq: runnable.collect(),
+            runq: (0..ntasks).collect(),
+            runnable_at_ns: vec![0; ntasks],
             sleepers: Vec::new(),
             slice_ns,
         }
@@ -97,7 +102,7 @@ impl Queues {
     /// the first queued task is runnable or the first sleeper wakes, never before its clock.
     /// Ties: the lowest CPU. None when no CPU can act.
     #[inline]
-    pub fn next_cpu(&self, tasks: &[Task]) -> Option<usize> {
+    pub fn next_cpu(&self) -> Option<usize> {
         self.debug_check();
         if self.idle == 0 {
             // Every CPU busy: the earliest clock, the lowest CPU among equals.
@@ -106,7 +111,7 @@ impl Queues {
         }
         if self.cpus.len() <= 16 {
             // A few CPUs: the walk below is as fast (seed 000's 8 CPUs were 6% slower).
-        } else if let Some(w) = self.idle_until_ns(tasks) {
+        } else if let Some(w) = self.idle_until_ns() {
             // Busy CPUs at their clock, idle ones at max(clock, w), over two dense arrays.
             let at = |i: usize| self.running_at_ns[i].min(self.idle_now_ns[i].max(w));
             let n = self.cpus.len();
@@ -124,7 +129,7 @@ impl Queues {
         for (i, c) in self.cpus.iter().enumerate() {
             let at_ns = if c.current.is_some() {
                 c.now_ns
-            } else if let Some(w) = *idle_until.get_or_insert_with(|| self.idle_until_ns(tasks)) {
+            } else if let Some(w) = *idle_until.get_or_insert_with(|| self.idle_until_ns()) {
                 c.now_ns.max(w)
             } else {
                 continue;
@@ -192,11 +197,22 @@ impl Queues {
         }
     }
 
+    /// A task added after the queues were made (a kernel thread), not queued.
+    pub fn add_task(&mut self) {
+        self.runnable_at_ns.push(0);
+    }
+
+    /// `tid` (being queued) may run from `at_ns`.
+    #[inline]
+    pub fn set_runnable_at(&mut self, tid: usize, at_ns: u64) {
+        self.runnable_at_ns[tid] = at_ns;
+    }
+
     /// When an idle CPU next has work: the earliest a queued task is runnable (a task queued
     /// by a CPU whose clock is ahead is runnable only from then) or the first sleeper wakes.
     #[inline]
-    pub fn idle_until_ns(&self, tasks: &[Task]) -> Option<u64> {
-        let queued = self.runq.iter().map(|&t| tasks[t].runnable_at_ns).min();
+    pub fn idle_until_ns(&self) -> Option<u64> {
+        let queued = self.runq.iter().map(|&t| self.runnable_at_ns[t]).min();
         let wake = self.sleepers.first().map(|s| s.0);
         match (queued, wake) {
             (Some(a), Some(b)) => Some(a.min(b)),
@@ -206,11 +222,11 @@ impl Queues {
 
     /// The first queued task runnable by `now_ns` (round-robin order among those), taken off
     /// the queue.
-    pub fn take_runnable(&mut self, tasks: &[Task], now_ns: u64) -> Option<usize> {
+    pub fn take_runnable(&mut self, now_ns: u64) -> Option<usize> {
         let i = self
             .runq
             .iter()
-            .position(|&t| tasks[t].runnable_at_ns <= now_ns)?;
+            .position(|&t| self.runnable_at_ns[t] <= now_ns)?;
         self.runq.remove(i)
     }
 
@@ -272,7 +288,7 @@ impl Queues {
         if let Some(least) = least_running {
             t.vruntime_ns = t.vruntime_ns.max(least.saturating_sub(self.slice_ns));
         }
-        t.runnable_at_ns = t.runnable_at_ns.max(at_ns);
+        self.runnable_at_ns[tid] = self.runnable_at_ns[tid].max(at_ns);
         t.state = State::Runnable;
         t.wakeups += 1;
         match victim {

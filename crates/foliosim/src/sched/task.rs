@@ -82,8 +82,6 @@ pub struct Task {
     pub(super) vruntime_ns: u64,
     /// Load weight from the nice value (queue.rs): 1024 at nice 0.
     pub(super) weight: u64,
-    /// Not runnable before this time (when it was woken or last ran).
-    pub(super) runnable_at_ns: u64,
     pub(super) state: State,
     /// A kernel thread woken while not waiting for it: it runs again instead of sleeping.
     pub(super) woken: bool,
@@ -137,7 +135,6 @@ impl Task {
             wakeups: 0,
             vruntime_ns: 0,
             weight: NICE_0_LOAD,
-            runnable_at_ns: 0,
             state,
             woken: false,
             resume: TaskResume::default(),
