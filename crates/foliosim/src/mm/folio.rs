@@ -440,3 +440,52 @@ impl FolioTable {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_record_never_written_reads_empty() {
+        let f = FolioTable::new(1024);
+        for pfn in [0, 17, 1023] {
+            assert_eq!(
+                (f.owner_mm(pfn), f.owner_vma(pfn), f.swap(pfn)),
+                (NIL, NIL, NIL)
+            );
+            assert_eq!((f.lru_prev(pfn), f.lru_next(pfn)), (NIL, NIL));
+            assert_eq!(
+                (f.mapcount(pfn), f.memcg(pfn), f.owner_index(pfn)),
+                (0, 0, 0)
+            );
+        }
+        assert_eq!(f.deferred_link(64), (NIL, NIL));
+    }
+
+    #[test]
+    fn a_split_moves_the_heads_record_and_leaves_the_tails_their_own() {
+        let mut f = FolioTable::new(64);
+        f.init(16, 4, 3, (7, 8, 100));
+        f.set_mapcount(16, 16);
+        f.set_lru_next(16, 32);
+        // pfn 1's order-0 record has the same index (1) as this one, in another table.
+        f.init(1, 0, 1, (9, 9, 9));
+        assert_eq!(f.owner_mm(16), 7);
+        f.set_order(16, 0);
+        assert_eq!(
+            (
+                f.owner_mm(16),
+                f.owner_index(16),
+                f.memcg(16),
+                f.mapcount(16),
+                f.lru_next(16)
+            ),
+            (7, 100, 3, 16, 32)
+        );
+        f.init(17, 0, 3, (7, 8, 101));
+        assert_eq!((f.owner_index(17), f.lru_prev(17)), (101, NIL));
+        // Released, the record keeps no owner until the pfn heads a folio again.
+        f.release(17);
+        assert_eq!((f.owner_mm(17), f.mapcount(17)), (NIL, 0));
+    }
+}
