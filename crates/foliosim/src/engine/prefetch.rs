@@ -5,24 +5,16 @@
 /// has no prefetch instruction; never changes a result.
 #[inline(always)]
 pub fn prefetch<T>(slice: &[T], i: usize) {
-    #[cfg(target_arch = "x86_64")]
     if let Some(x) = slice.get(i) {
-        // SAFETY: a prefetch of a valid address has no architectural effect.
-        #[allow(unused_unsafe)]
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(x as *const T as *const i8)
-        }
+        prefetch_ptr(x);
     }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = (slice, i);
 }
 
 /// Hint that `*x` will be accessed soon.
 #[inline(always)]
 pub fn prefetch_ptr<T>(x: &T) {
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: as above, a reference is a valid address.
+    // SAFETY: a prefetch of a valid address (a reference) has no architectural effect.
     unsafe {
         use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
         _mm_prefetch::<_MM_HINT_T0>(x as *const T as *const i8)
