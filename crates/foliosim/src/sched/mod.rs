@@ -104,7 +104,6 @@ pub fn run_tasks_observed(
     let ncpus = k.cpu_mm.len();
     let mut rng = SimRng::stream(seed, "sched");
     let mut live_users = tasks.len();
-    let mut q = Queues::new(ncpus, slice_ns, tasks.len());
     for m in k.mms.iter_mut() {
         m.mm_users = 0;
     }
@@ -113,9 +112,13 @@ pub fn run_tasks_observed(
             k.mms[t.mm as usize].mm_users += 1;
         }
     }
-    for tid in 1..tasks.len() {
-        q.set_runnable_at(tid, rng.below(slice_ns / START_JITTER_SLICES));
-    }
+    let start_ns = (0..tasks.len())
+        .map(|tid| match tid {
+            0 => 0,
+            _ => rng.below(slice_ns / START_JITTER_SLICES),
+        })
+        .collect();
+    let mut q = Queues::new(ncpus, slice_ns, start_ns);
     let first_kthread = tasks.len();
     let kthread_tid: Vec<usize> = k
         .kthreads
@@ -186,8 +189,7 @@ pub fn run_tasks_observed(
                 // A woken task preempts this one before its next step.
                 switch_out(k, cpu, &tasks[cur], now_ns);
                 tasks[cur].state = State::Runnable;
-                q.set_runnable_at(cur, now_ns);
-                q.runq.push_back(cur);
+                q.push_back(cur, now_ns);
             }
             q.refresh(cpu);
         }
@@ -227,7 +229,7 @@ pub fn run_tasks_observed(
         // The tick sets need_resched at the slice's end when another task is runnable and no
         // idle CPU will take it (try_to_wake_up places a woken task on an idle CPU); one woken
         // during this step is not seen until its end: steps are atomic.
-        if q.runq.len() > q.idle_cpus() {
+        if q.queued() > q.idle_cpus() {
             ctx.resched_at_ns = q.cpus[cpu].slice_end_ns;
         }
         let busy_from_ns = ctx.now_ns;
@@ -371,14 +373,16 @@ pub fn run_tasks_observed(
                 q.sleep_until(ctx.now_ns, tid);
                 State::Sleeping
             }
-            Next::Run if slice_over && q.runq.len() > q.idle_cpus() => {
-                q.runq.push_back(tid);
+            Next::Run if slice_over && q.queued() > q.idle_cpus() => {
+                q.push_back(tid, ctx.now_ns);
                 State::Runnable
             }
             Next::Run => State::Running,
         };
         if t.state != State::Running {
-            q.set_runnable_at(tid, ctx.now_ns);
+            if t.state != State::Runnable {
+                q.set_runnable_at(tid, ctx.now_ns);
+            }
             let c = &mut q.cpus[cpu];
             c.current = None;
             c.preempt = false;

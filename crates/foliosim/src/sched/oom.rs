@@ -54,7 +54,7 @@ pub(super) fn end_killed_tasks(
                 q.refresh(cpu);
                 switch_out(k, cpu, t, now_ns);
             }
-            q.runq.retain(|&other| other != tid);
+            q.dequeue(tid);
             q.sleepers.retain(|&(_, other)| other != tid);
             for waiting in barriers.values_mut() {
                 waiting.retain(|&other| other != tid);

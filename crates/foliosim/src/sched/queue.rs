@@ -67,18 +67,22 @@ pub(super) struct Queues {
     /// CPUs running nothing.
     idle: usize,
     /// Runnable tasks in order (round robin; woken preempting tasks go first).
-    pub runq: VecDeque<usize>,
+    runq: VecDeque<usize>,
     /// Per task: the earliest it may run once queued (a task queued by a CPU whose clock is
-    /// ahead runs only from then). Dense, for the idle CPUs' scans of the run queue.
+    /// ahead runs only from then).
     runnable_at_ns: Vec<u64>,
+    /// The least `runnable_at_ns` of the queued tasks (u64::MAX when none): kept as tasks are
+    /// queued and recomputed when one leaves, so an idle CPU's look at the queue is O(1)
+    /// (seed 000: an idle CPU on a third of the steps, 60 tasks queued).
+    queued_min_ns: u64,
     /// Tasks asleep until a known time, by wake time (FIFO among equals).
     pub sleepers: Vec<(u64, usize)>,
     slice_ns: u64,
 }
 
 impl Queues {
-    /// Queues for `ntasks` tasks, all runnable from time 0, in tid order.
-    pub fn new(ncpus: usize, slice_ns: u64, ntasks: usize) -> Queues {
+    /// Queues for tasks queued in tid order, each runnable from its `start_ns`.
+    pub fn new(ncpus: usize, slice_ns: u64, start_ns: Vec<u64>) -> Queues {
         Queues {
             cpus: (0..ncpus)
                 .map(|_| Cpu {
@@ -91,8 +95,9 @@ impl Queues {
             running_at_ns: vec![u64::MAX; ncpus],
             idle_now_ns: vec![0; ncpus],
             idle: ncpus,
-            runq: (0..ntasks).collect(),
-            runnable_at_ns: vec![0; ntasks],
+            runq: (0..start_ns.len()).collect(),
+            queued_min_ns: start_ns.iter().copied().min().unwrap_or(u64::MAX),
+            runnable_at_ns: start_ns,
             sleepers: Vec::new(),
             slice_ns,
         }
@@ -184,6 +189,14 @@ impl Queues {
                     }
                 );
             }
+            assert_eq!(
+                self.queued_min_ns,
+                self.runq
+                    .iter()
+                    .map(|&t| self.runnable_at_ns[t])
+                    .min()
+                    .unwrap_or(u64::MAX)
+            );
             for (c, &t) in self.cpus.iter().zip(&self.idle_now_ns) {
                 assert_eq!(
                     t,
@@ -202,22 +215,42 @@ impl Queues {
         self.runnable_at_ns.push(0);
     }
 
-    /// `tid` (being queued) may run from `at_ns`.
+    /// `tid`, not queued, will be runnable from `at_ns` when it is.
     #[inline]
     pub fn set_runnable_at(&mut self, tid: usize, at_ns: u64) {
+        debug_assert!(!self.runq.contains(&tid));
         self.runnable_at_ns[tid] = at_ns;
+    }
+
+    /// Queue `tid`, runnable from `at_ns`, at the back.
+    pub fn push_back(&mut self, tid: usize, at_ns: u64) {
+        self.set_runnable_at(tid, at_ns);
+        self.runq.push_back(tid);
+        self.queued_min_ns = self.queued_min_ns.min(at_ns);
+    }
+
+    /// Tasks in the run queue.
+    pub fn queued(&self) -> usize {
+        self.runq.len()
+    }
+
+    /// Take `tid` off the run queue, wherever it is (a killed task).
+    pub fn dequeue(&mut self, tid: usize) {
+        self.runq.retain(|&other| other != tid);
+        self.recompute_queued_min();
+    }
+
+    fn recompute_queued_min(&mut self) {
+        let at = &self.runnable_at_ns;
+        self.queued_min_ns = self.runq.iter().map(|&t| at[t]).min().unwrap_or(u64::MAX);
     }
 
     /// When an idle CPU next has work: the earliest a queued task is runnable (a task queued
     /// by a CPU whose clock is ahead is runnable only from then) or the first sleeper wakes.
     #[inline]
     pub fn idle_until_ns(&self) -> Option<u64> {
-        let queued = self.runq.iter().map(|&t| self.runnable_at_ns[t]).min();
-        let wake = self.sleepers.first().map(|s| s.0);
-        match (queued, wake) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        let wake = self.sleepers.first().map_or(u64::MAX, |s| s.0);
+        Some(self.queued_min_ns.min(wake)).filter(|&at| at < u64::MAX)
     }
 
     /// The first queued task runnable by `now_ns` (round-robin order among those), taken off
@@ -227,7 +260,11 @@ impl Queues {
             .runq
             .iter()
             .position(|&t| self.runnable_at_ns[t] <= now_ns)?;
-        self.runq.remove(i)
+        let tid = self.runq.remove(i);
+        if tid.is_some_and(|t| self.runnable_at_ns[t] == self.queued_min_ns) {
+            self.recompute_queued_min();
+        }
+        tid
     }
 
     pub fn sleep_until(&mut self, wake_ns: u64, tid: usize) {
@@ -288,15 +325,17 @@ impl Queues {
         if let Some(least) = least_running {
             t.vruntime_ns = t.vruntime_ns.max(least.saturating_sub(self.slice_ns));
         }
-        self.runnable_at_ns[tid] = self.runnable_at_ns[tid].max(at_ns);
+        let at_ns = self.runnable_at_ns[tid].max(at_ns);
         t.state = State::Runnable;
         t.wakeups += 1;
         match victim {
             Some((v, cpu)) if !idle_cpu && v > t.vruntime_ns + self.slice_ns / 3 => {
                 self.cpus[cpu].preempt = true;
+                self.set_runnable_at(tid, at_ns);
                 self.runq.push_front(tid);
+                self.queued_min_ns = self.queued_min_ns.min(at_ns);
             }
-            _ => self.runq.push_back(tid),
+            _ => self.push_back(tid, at_ns),
         }
     }
 }
