@@ -242,7 +242,8 @@ pub struct Kernel {
     /// The OOM killer's policy and the kills of the run (mm/oom_kill.rs).
     pub oom: oom_kill::OomKiller,
     /// The running task's fault and allocation stopped to give up the CPU (mm/preempt.rs).
-    pub current: preempt::TaskResume,
+    /// Boxed: the scheduler swaps it with the task's at every step.
+    pub current: Box<preempt::TaskResume>,
     /// vm.page-cluster: swap readahead windows of up to 2^page_cluster pages.
     pub page_cluster: u32,
     /// The reclaim-list policy: the classic active/inactive LRU or MGLRU (mm/vmscan/).

@@ -461,7 +461,7 @@ fn user_step(
     p: &mut UserProgram,
     user_ns: &mut u64,
     wake_ns: u64,
-    resume: &mut TaskResume,
+    resume: &mut Box<TaskResume>,
 ) -> Result<UserNext, MmError> {
     std::mem::swap(&mut k.current, resume);
     let r = user::step(k, ctx, task, mm, p, user_ns, wake_ns);

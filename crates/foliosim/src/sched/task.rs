@@ -87,7 +87,7 @@ pub struct Task {
     pub(super) woken: bool,
     /// A fault and allocation stopped to give up the CPU, resumed by the next step
     /// (mm/preempt.rs); `Kernel::current` while the task runs.
-    pub(super) resume: TaskResume,
+    pub(super) resume: Box<TaskResume>,
     pub exited_at_ns: Option<u64>,
 }
 
@@ -137,7 +137,7 @@ impl Task {
             weight: NICE_0_LOAD,
             state,
             woken: false,
-            resume: TaskResume::default(),
+            resume: Box::default(),
             exited_at_ns: None,
         }
     }
