@@ -508,7 +508,7 @@ fn run_holding(
     let file_dir = create_files(guard, scenario, &mut applied)?;
     let mut tasks: Vec<LiveTask> = vec![];
     for (w, spec) in scenario.workloads.iter().enumerate() {
-        let mut specs = workload::tasks_for(spec, scenario.seed, &scenario.files);
+        let mut specs = workload::tasks_for(spec, scenario);
         workload::namespace_barriers(w, &mut specs);
         // Index in `tasks` of the process of each task of this workload.
         let mut process_of: Vec<usize> = vec![];

@@ -253,7 +253,7 @@ fn counts(s: &Scenario, w: &WorkloadSpec) -> WorkloadCounts {
         WorkloadSpec::Trace { path, .. } => {
             // The replay's own tasks (the trace is parsed once and cached): what they map,
             // summed (an upper bound: VMAs unmapped on the way are counted too).
-            let tasks = crate::workload::tasks_for(w, s.seed, &s.files);
+            let tasks = crate::workload::tasks_for(w, s);
             let ops = tasks.iter().flat_map(|t| &t.ops);
             WorkloadCounts {
                 field: "path",
@@ -313,7 +313,7 @@ fn counts(s: &Scenario, w: &WorkloadSpec) -> WorkloadCounts {
         WorkloadSpec::Xsbench {
             lookups, threads, ..
         } => {
-            let tasks = crate::workload::xsbench::tasks(w);
+            let tasks = crate::workload::tasks_for(w, s);
             let t = *threads as u64;
             let mapped: u64 = tasks[0]
                 .ops

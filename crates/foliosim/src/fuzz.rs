@@ -179,7 +179,7 @@ pub fn fits(s: &Scenario, limits: &Limits) -> Result<(), String> {
     }
     let (mut tasks, mut ops) = (0, 0);
     for w in &s.workloads {
-        for t in crate::workload::tasks_for(w, s.seed, &s.files) {
+        for t in crate::workload::tasks_for(w, s) {
             tasks += 1;
             ops += t.ops.len();
         }

@@ -73,7 +73,7 @@ pub fn run_with(
     let mut k = Kernel::new(scenario);
     let mut tasks = Vec::new();
     for (w, spec) in scenario.workloads.iter().enumerate() {
-        let mut specs = workload::tasks_for(spec, scenario.seed, &scenario.files);
+        let mut specs = workload::tasks_for(spec, scenario);
         workload::namespace_barriers(w, &mut specs);
         let first_mm = k.mms.len();
         spawn_tasks(&mut k, &mut tasks, w, spec.content(), specs);

@@ -225,3 +225,46 @@ fn more_free_costs_than_rows_allow_is_an_error_before_any_run() {
     assert!(e.to_string().contains("`7.0-4K` is not a row"), "{e}");
     assert!(Split::parse("sideways").is_err());
 }
+
+/// tables/seed004.toml's base scenario is seed 004's experiment (reproduce/seed004.rs) at the
+/// scale its lookups say: the file and the builtin must not drift apart.
+#[test]
+fn seed004_base_scenario_is_the_reproduce_scenario() {
+    use foliosim::reproduce::seed004::{scenario, Config};
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let text = std::fs::read_to_string(repo.join("tables/seed004-xsbench.toml")).unwrap();
+    let file = foliosim::Scenario::from_toml_str(&text).unwrap();
+    let builtin = scenario(Config::Eager, 0.002, 1);
+    assert_eq!(
+        file.to_toml_string(),
+        builtin.to_toml_string(),
+        "tables/seed004-xsbench.toml differs from reproduce::seed004::scenario(Eager, 0.002, 1)"
+    );
+}
+
+/// Rows that differ only by metric share their scenario's runs: seed 004's table reads eight
+/// figures off one run per kernel. A metric no run has is a clear error naming the row.
+#[test]
+fn rows_of_one_scenario_share_its_runs() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let table = |metric2: &str| {
+        format!(
+            "name = \"shared\"\n[experiment]\nbase = \"scenarios/seed000-usemem-small.toml\"\n\
+             seeds = 2\nmetric = \"simulated_ns\"\n\
+             [[row]]\nid = \"a\"\ngroup = \"g\"\nvalue = 1.0\n\
+             [[row]]\nid = \"b\"\ngroup = \"g\"\nmetric = \"{metric2}\"\nvalue = 1.0\n\
+             [[row]]\nid = \"c\"\ngroup = \"h\"\nvalue = 1.0\n\
+             set = {{ \"kernel.version\" = \"6.9\" }}\n"
+        )
+    };
+    let t = Table::from_toml_str(&table("pswpout"), Some(&repo)).unwrap();
+    let ev = Evaluator::new(&t, 2);
+    let figs = ev.figures(&[BTreeMap::new()], &[0, 1, 2]).unwrap();
+    // Two scenarios (a and b share one) x 2 seeds.
+    assert_eq!(ev.runs.load(std::sync::atomic::Ordering::Relaxed), 4);
+    let (a, b) = (figs[0][0].unwrap(), figs[0][1].unwrap());
+    assert!(a.mean > 0.0 && b.mean > 0.0 && a.mean != b.mean);
+    let t = Table::from_toml_str(&table("no_such_metric"), Some(&repo)).unwrap();
+    let e = Evaluator::new(&t, 1).figures(&[BTreeMap::new()], &[1]).unwrap_err();
+    assert!(e.to_string().contains("row `b`.metric"), "{e}");
+}

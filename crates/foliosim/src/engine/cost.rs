@@ -145,6 +145,11 @@ cost_model! {
     /// Each further remote CPU of the same shootdown: the IPIs go out together, each costing
     /// one more ICR write exit. estimate (a 2-vCPU machine has only one remote CPU).
     tlb_ipi_extra_cpu_ns = 1500;
+    /// A shootdown's receiver besides its flush (`tlb_flush_local_ns`): the interrupt's entry
+    /// and exit, booked to the receiving CPU. 0: estimate (on bare metal a few hundred cycles,
+    /// inside the measured flush); in a KVM guest each delivery exits to the host, a cost no
+    /// public measurement gives (seed 004's fit frees it: tables/seed004.toml).
+    tlb_ipi_receive_ns = 0;
     /// arm64: issuing one broadcast TLBI (TLBI VALE1IS) without waiting for it. estimate: the
     /// cost of a flush is in its DSB; deferring the DSB removed ptep_clear_flush from reclaim
     /// profiles (Barry Song, "arm64: support batched/deferred tlb shootdown during page
@@ -347,10 +352,30 @@ cost_model! {
     /// The flusher per page written: clear dirty for I/O (page_mkclean), start writeback, add
     /// to the bio. estimate.
     writeback_page_ns = 400;
+    /// XSBench: one lookup's arithmetic besides its memory accesses (the material pick, the
+    /// binary search's steps inside its last page), and per nuclide the interpolation of five
+    /// cross sections (workload/xsbench.rs). estimate: about 45 instructions per nuclide at a
+    /// few per ns; CPU speed, hence a cost of the machine (seed 004's fit frees the per-nuclide
+    /// part).
+    xsbench_lookup_base_ns = 100;
+    xsbench_lookup_per_nuclide_ns = 15;
 }
 
 impl CostModel {
     pub const PROFILES: &'static [&'static str] = &["vm-6.18-2cpu", "arm64-vm-8cpu", "x86-server"];
+
+    /// The costs a scenario runs with: its profile, with its `[costs]` overrides (validated).
+    pub fn of_scenario(scenario: &crate::Scenario) -> CostModel {
+        let mut cost =
+            CostModel::profile(&scenario.machine.cost_profile).expect("validated cost profile");
+        for (name, value) in &scenario.costs {
+            assert!(
+                cost.set(name, value.round() as u64),
+                "validated cost name {name}"
+            );
+        }
+        cost
+    }
 
     pub fn profile(name: &str) -> Option<CostModel> {
         match name {

@@ -1,6 +1,7 @@
-//! Running a table's rows at given cost values: every (point, row, seed) run on a pool of
+//! Running a table's rows at given cost values: every (point, scenario, seed) run on a pool of
 //! threads, results kept in a cache keyed by the costs as the model uses them (whole ns), and
-//! collected in row order, so which thread ran what changes nothing.
+//! collected in row order, so which thread ran what changes nothing. Rows of one scenario
+//! (several metrics of one run: seed 004's table) share its runs.
 
 use super::table::{Row, Table};
 use super::FitError;
@@ -20,12 +21,15 @@ pub struct Figure {
     pub std: f64,
 }
 
-type Key = (Vec<(String, u64)>, usize, u64);
+/// Costs, the row's scenario (`Row::scenario_key`), seed.
+type Key = (Vec<(String, u64)>, String, u64);
+/// Every metric and counter of a run, by name.
+type Metrics = BTreeMap<String, f64>;
 
 pub struct Evaluator<'t> {
     pub table: &'t Table,
     pub jobs: usize,
-    cache: Mutex<BTreeMap<Key, f64>>,
+    cache: Mutex<BTreeMap<Key, Metrics>>,
     /// Simulator runs made so far (cache misses).
     pub runs: AtomicUsize,
 }
@@ -34,10 +38,14 @@ pub struct Evaluator<'t> {
 /// `simulated_ns`, `lock.<name>.wait_ns_total`, ...) or a counter (`pswpout`,
 /// `hugepages-64kB/stats/swpout`, ...).
 pub fn metric_value(r: &RunResult, metric: &str) -> Option<f64> {
-    if let Some(v) = metrics_of(r).get(metric) {
-        return Some(v.as_f64());
-    }
-    r.counters.get(metric).map(|&v| v as f64)
+    all_metrics(r).get(metric).copied()
+}
+
+/// Every metric of a run (sweep::record::metrics_of) and every counter, by name.
+fn all_metrics(r: &RunResult) -> Metrics {
+    let mut m: Metrics = r.counters.iter().map(|(k, &v)| (k.clone(), v as f64)).collect();
+    m.extend(metrics_of(r).into_iter().map(|(k, v)| (k, v.as_f64())));
+    m
 }
 
 fn key_costs(costs: &Costs) -> Vec<(String, u64)> {
@@ -58,17 +66,22 @@ impl<'t> Evaluator<'t> {
         }
     }
 
-    fn run_one(&self, row: &Row, seed: u64, costs: &Costs) -> Result<f64, FitError> {
+    fn run_one(&self, row: &Row, seed: u64, costs: &Costs) -> Result<Metrics, FitError> {
         let s = self.table.scenario(row, seed, costs)?;
         let r = crate::run(&s).map_err(|e| FitError::Run {
             row: row.id.clone(),
             message: e.to_string(),
         })?;
-        metric_value(&r, &row.metric).ok_or_else(|| FitError::Table {
+        Ok(all_metrics(&r))
+    }
+
+    fn value_of(row: &Row, m: &Metrics) -> Result<f64, FitError> {
+        m.get(&row.metric).copied().ok_or_else(|| FitError::Table {
             field: format!("row `{}`.metric", row.id),
             message: format!(
                 "`{}` is neither a run metric nor a counter of this run (e.g. \
-                 usemem.throughput_bytes_per_s, simulated_ns, pswpout)",
+                 usemem.throughput_bytes_per_s, simulated_ns, pswpout, \
+                 xsbench.lookups_per_s)",
                 row.metric
             ),
         })
@@ -80,17 +93,19 @@ impl<'t> Evaluator<'t> {
         let rows = self.table.with_references(rows);
         let seeds = self.table.seeds as u64;
         let keys: Vec<Vec<(String, u64)>> = points.iter().map(key_costs).collect();
+        let key = |p: usize, r: usize, seed: u64| {
+            let scenario = self.table.rows[r].scenario_key();
+            (keys[p].clone(), scenario, seed)
+        };
         let mut todo: Vec<(usize, usize, u64)> = vec![];
         {
             let cache = self.cache.lock().unwrap();
-            for (p, k) in keys.iter().enumerate() {
+            for p in 0..points.len() {
                 for &r in &rows {
                     for seed in 1..=seeds {
-                        let key = (k.clone(), r, seed);
-                        let queued = todo
-                            .iter()
-                            .any(|&(q, qr, qs)| qr == r && qs == seed && keys[q] == *k);
-                        if !cache.contains_key(&key) && !queued {
+                        let k = key(p, r, seed);
+                        let queued = todo.iter().any(|&(q, qr, qs)| key(q, qr, qs) == k);
+                        if !cache.contains_key(&k) && !queued {
                             todo.push((p, r, seed));
                         }
                     }
@@ -98,7 +113,7 @@ impl<'t> Evaluator<'t> {
             }
         }
         let next = AtomicUsize::new(0);
-        let results: Vec<Mutex<Option<Result<f64, FitError>>>> =
+        let results: Vec<Mutex<Option<Result<Metrics, FitError>>>> =
             todo.iter().map(|_| Mutex::new(None)).collect();
         std::thread::scope(|scope| {
             for _ in 0..self.jobs.min(todo.len()) {
@@ -123,24 +138,23 @@ impl<'t> Evaluator<'t> {
         for (i, &(p, r, seed)) in todo.iter().enumerate() {
             match results[i].lock().unwrap().take() {
                 Some(Ok(v)) => {
-                    cache.insert((keys[p].clone(), r, seed), v);
+                    cache.insert(key(p, r, seed), v);
                 }
                 Some(Err(e)) => return Err(e),
                 None => {}
             }
         }
         let mut out = vec![vec![vec![]; self.table.rows.len()]; points.len()];
-        for (p, k) in keys.iter().enumerate() {
+        for (p, per_row) in out.iter_mut().enumerate() {
             for &r in &rows {
-                out[p][r] = (1..=seeds)
-                    .map(|seed| {
-                        cache
-                            .get(&(k.clone(), r, seed))
-                            .copied()
-                            .ok_or_else(|| FitError::Run {
-                                row: self.table.rows[r].id.clone(),
-                                message: "not run (an earlier run failed)".into(),
-                            })
+                let row = &self.table.rows[r];
+                per_row[r] = (1..=seeds)
+                    .map(|seed| match cache.get(&key(p, r, seed)) {
+                        Some(m) => Self::value_of(row, m),
+                        None => Err(FitError::Run {
+                            row: row.id.clone(),
+                            message: "not run (an earlier run failed)".into(),
+                        }),
                     })
                     .collect::<Result<_, _>>()?;
             }

@@ -51,6 +51,15 @@ pub(crate) struct RowBuilder {
     pub set: Vec<(Vec<String>, toml::Value)>,
 }
 
+impl Row {
+    /// What decides the row's scenario: rows with equal keys run the same scenario (one run
+    /// gives each its metric).
+    pub fn scenario_key(&self) -> String {
+        let b = &self.builder;
+        format!("{:?} {:?} {:?}", b.kernel, b.size, b.set)
+    }
+}
+
 /// A cost left free by the fit.
 #[derive(Debug, Clone, Serialize)]
 pub struct Free {

@@ -257,14 +257,7 @@ pub struct Kernel {
 
 impl Kernel {
     pub fn new(scenario: &Scenario) -> Kernel {
-        let mut cost =
-            CostModel::profile(&scenario.machine.cost_profile).expect("validated cost profile");
-        for (name, value) in &scenario.costs {
-            assert!(
-                cost.set(name, value.round() as u64),
-                "validated cost name {name}"
-            );
-        }
+        let cost = CostModel::of_scenario(scenario);
         let ncpus = scenario.machine.cpus as usize;
         let nr_pages = scenario.machine.memory.pages() as u32;
         let mut memcgs = vec![MemCgroup::new("/".into(), None)];

@@ -11,7 +11,8 @@ pub mod xsbench;
 
 use crate::mm::madvise::Advice;
 use crate::mm::mmap::ThpAdvice;
-use crate::scenario::{FileSpec, Scenario, WorkloadSpec};
+use crate::engine::cost::CostModel;
+use crate::scenario::{FileSpec, Machine, Scenario, WorkloadSpec};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -248,11 +249,22 @@ pub struct TaskOutput<'a> {
 /// The tasks of a workload; `seed` drives any random choices it makes (its own stream).
 /// A workload reading a `[[file]]` has none here (it needs the scenario's files: `tasks_for`).
 pub fn tasks(spec: &WorkloadSpec, seed: u64) -> Vec<TaskSpec> {
-    tasks_for(spec, seed, &[])
+    let cost = CostModel::profile(Machine::default().cost_profile.as_str()).expect("a profile");
+    tasks_with(spec, seed, &[], &cost)
 }
 
-/// The tasks of a workload of a scenario whose `[[file]]`s are `files`.
-pub fn tasks_for(spec: &WorkloadSpec, seed: u64, files: &[FileSpec]) -> Vec<TaskSpec> {
+/// The tasks of workload `spec` of `scenario` (its seed, `[[file]]`s and costs).
+pub fn tasks_for(spec: &WorkloadSpec, scenario: &Scenario) -> Vec<TaskSpec> {
+    let cost = CostModel::of_scenario(scenario);
+    tasks_with(spec, scenario.seed, &scenario.files, &cost)
+}
+
+fn tasks_with(
+    spec: &WorkloadSpec,
+    seed: u64,
+    files: &[FileSpec],
+    cost: &CostModel,
+) -> Vec<TaskSpec> {
     match spec {
         WorkloadSpec::FileRead { .. } => file_read::tasks(spec, files),
         WorkloadSpec::Usemem { .. } => usemem::tasks(spec),
@@ -260,7 +272,7 @@ pub fn tasks_for(spec: &WorkloadSpec, seed: u64, files: &[FileSpec]) -> Vec<Task
         WorkloadSpec::Kbuild { .. } => kbuild::tasks(spec, seed),
         WorkloadSpec::Thpscale { .. } => thpscale::tasks(spec, files),
         WorkloadSpec::Trace { .. } => trace::tasks(spec),
-        WorkloadSpec::Xsbench { .. } => xsbench::tasks(spec),
+        WorkloadSpec::Xsbench { .. } => xsbench::tasks(spec, cost),
         WorkloadSpec::TlbShootdown { .. } => tlb_shootdown::tasks(spec),
     }
 }
@@ -283,7 +295,7 @@ pub fn all_ops(scenario: &Scenario) -> impl Iterator<Item = Op> + '_ {
     scenario
         .workloads
         .iter()
-        .flat_map(|w| tasks_for(w, scenario.seed, &scenario.files))
+        .flat_map(|w| tasks_for(w, scenario))
         .flat_map(|t| t.ops)
 }
 

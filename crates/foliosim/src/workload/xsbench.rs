@@ -23,6 +23,7 @@
 //!   A Compute op per chunk for the arithmetic (`lookup_compute_ns`).
 
 use super::{Op, TaskMarks, TaskSpec, WorkloadResult};
+use crate::engine::cost::CostModel;
 use crate::mm::mmap::ThpAdvice;
 use crate::scenario::{WorkloadSpec, PAGE_SIZE};
 use serde::{Deserialize, Serialize};
@@ -45,11 +46,6 @@ const NUCLIDE_MLP: u32 = 4;
 const CODE_PAGES: u32 = 8;
 /// The stack and per-thread reduction variables. estimate.
 const STORE_PAGES: u32 = 2;
-/// Lookup arithmetic besides the memory accesses: the material pick, the in-page binary search
-/// steps and per nuclide the interpolation of five cross sections. estimate (about 45
-/// instructions per nuclide at a few per ns).
-const LOOKUP_BASE_NS: f64 = 100.0;
-const LOOKUP_PER_NUCLIDE_NS: f64 = 15.0;
 /// Sorting during init (qsort of each nuclide grid and of the unionized array), per
 /// comparison. estimate.
 const SORT_COMPARE_NS: f64 = 5.0;
@@ -206,11 +202,15 @@ fn spec_fields(spec: &WorkloadSpec) -> (Grids, u64, u32, ThpAdviceSpec, Option<u
     )
 }
 
-pub fn tasks(spec: &WorkloadSpec) -> Vec<TaskSpec> {
+/// The workload's tasks; a lookup's arithmetic costs `lookup_compute_ns` or, by default, the
+/// machine's `xsbench_lookup_*` costs.
+pub fn tasks(spec: &WorkloadSpec, cost: &CostModel) -> Vec<TaskSpec> {
     let (g, lookups, threads, thp, compute_ns, chunk) = spec_fields(spec);
     let memcg = spec.memcg().map(str::to_string);
-    let compute_ns = compute_ns
-        .unwrap_or((LOOKUP_BASE_NS + LOOKUP_PER_NUCLIDE_NS * g.nuclides_per_lookup) as u64);
+    let compute_ns = compute_ns.unwrap_or(
+        (cost.xsbench_lookup_base_ns as f64
+            + cost.xsbench_lookup_per_nuclide_ns as f64 * g.nuclides_per_lookup) as u64,
+    );
     let vmas = [
         (VMA_NUCLIDE, Grids::pages(g.nuclide_grid_bytes)),
         (VMA_UNIONIZED, Grids::pages(g.unionized_bytes)),

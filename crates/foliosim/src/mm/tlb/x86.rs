@@ -124,7 +124,7 @@ fn shootdown_cpu(
 ) {
     if cpu != ctx.cpu {
         *remote += 1;
-        k.cpu_irq_ns[cpu] += k.cost.tlb_flush_local_ns;
+        k.cpu_irq_ns[cpu] += k.cost.tlb_flush_local_ns + k.cost.tlb_ipi_receive_ns;
         k.tlb_cache.shootdown_received(cpu);
     }
     // What the flush does to this CPU's TLB (hw/tlb_cache.rs): flush_tlb_func flushes a
