@@ -6,6 +6,15 @@ fn opt(v: Option<f64>, prec: usize) -> String {
     v.map_or("-".into(), |x| format!("{x:.prec$}"))
 }
 
+/// Decimals for a row's figures: one, or four significant digits of a published value under
+/// 0.1 (per-lookup counts: seed 004's 0.0126 shootdowns per lookup).
+fn decimals(published: Option<f64>) -> usize {
+    match published.map(f64::abs) {
+        Some(v) if v > 0.0 && v < 0.1 => (3 - v.log10().floor() as i64).clamp(1, 12) as usize,
+        _ => 1,
+    }
+}
+
 impl Fit {
     pub fn to_table(&self) -> String {
         let mut out = format!(
@@ -62,20 +71,21 @@ impl Fit {
             "z"
         ));
         for r in &self.rows {
+            let d = decimals(r.published);
             out.push_str(&format!(
-                "{:<12} {:<8} {:<6} {:>17} {:>11.1} {:>8.1} {:>9} {:>9} {:>7}  {}\n",
+                "{:<12} {:<8} {:<6} {:>17} {:>11.d$} {:>8.d$} {:>9} {:>9} {:>7}  {}\n",
                 r.id,
                 r.group,
                 if r.fitted { "fit" } else { "pred" },
                 match (r.published, r.published_std) {
-                    (Some(v), Some(s)) => format!("{v:.1} ({s:.1})"),
-                    (Some(v), None) => format!("{v:.1}"),
+                    (Some(v), Some(s)) => format!("{v:.d$} ({s:.d$})"),
+                    (Some(v), None) => format!("{v:.d$}"),
                     _ => "-".into(),
                 },
                 r.predicted,
                 r.sim_std,
-                opt(r.fit_spread, 1),
-                r.error.map_or("-".into(), |e| format!("{e:+.1}")),
+                opt(r.fit_spread, d),
+                r.error.map_or("-".into(), |e| format!("{e:+.d$}")),
                 opt(r.z, 1),
                 match r.inside_spread {
                     Some(true) => "yes",
