@@ -4,12 +4,14 @@
 //! promotion (migrate_misplaced_folio, mm/migrate.c). Demotion, the other half of tiering, is
 //! reclaim's (mm/vmscan.rs, `demote_folio_list` below).
 //!
-//! The scan period: in tiering mode no fault statistics are kept for lower-tier pages
-//! (task_numa_fault returns early) and top-tier pages are never made PROT_NONE, so
-//! update_task_scan_period never runs and the period stays task_scan_start's: the minimum
-//! period divided by the number of scan windows the mm's RSS needs, no less than the floor
-//! that keeps scanning under MAX_SCAN_WINDOW (2560 MB/s). Not modelled: NUMA_BALANCING_NORMAL
-//! (task and page placement between CPU nodes; every CPU is on node 0).
+//! The scan period is the mm's task_scan_start: the minimum period divided by the number of
+//! scan windows the mm's RSS needs, no less than the floor that keeps scanning under
+//! MAX_SCAN_WINDOW (2560 MB/s). A shortcut (docs/model.md, "NUMA tiering"): in v6.9 a
+//! successful promotion reaches task_numa_fault with the top-tier node, so
+//! update_task_scan_period doubles each thread's period per scan pass up to task_scan_max, and
+//! CLONE_VM threads start at scan_delay; the model scans 7-25x too often (docs/seed004.md).
+//! Not modelled either: NUMA_BALANCING_NORMAL (task and page placement between CPU nodes; every
+//! CPU is on node 0).
 
 use super::folio::flags;
 use super::gfp::Gfp;
