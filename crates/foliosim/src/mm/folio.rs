@@ -219,6 +219,30 @@ impl FolioTable {
     pub fn lru_next(&self, pfn: usize) -> u32 {
         nil0(self.rec(pfn).lru_next)
     }
+    /// The folio's LRU links (prev, next), through one record read.
+    #[inline]
+    pub fn lru_links(&self, pfn: usize) -> (u32, u32) {
+        let rec = self.rec(pfn);
+        (nil0(rec.lru_prev), nil0(rec.lru_next))
+    }
+    /// Set both LRU links of the folio through one record access (each setter alone looks
+    /// the record up again: the order byte, then the table of that order).
+    #[inline]
+    pub fn set_lru_links(&mut self, pfn: usize, prev: u32, next: u32) {
+        let rec = self.rec_mut(pfn);
+        rec.lru_prev = nil0(prev);
+        rec.lru_next = nil0(next);
+    }
+    /// list_del on the folio's side: its links (prev, next), reset to NIL, in one record
+    /// access.
+    #[inline]
+    pub fn take_lru_links(&mut self, pfn: usize) -> (u32, u32) {
+        let rec = self.rec_mut(pfn);
+        let links = (nil0(rec.lru_prev), nil0(rec.lru_next));
+        rec.lru_prev = nil0(NIL);
+        rec.lru_next = nil0(NIL);
+        links
+    }
     #[inline]
     pub fn set_lru_prev(&mut self, pfn: usize, v: u32) {
         self.rec_mut(pfn).lru_prev = nil0(v);
