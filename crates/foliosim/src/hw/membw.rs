@@ -103,6 +103,28 @@ impl SharedBandwidth {
         if alone_ns == 0 {
             return 0;
         }
+        // The common case, inline: a limited machine with headroom for this transfer (so it
+        // is not slowed), in the CPU's current window. What transfer_full does then, minus
+        // the window roll.
+        if self.capacity_per_ns > 0.0 && units < self.headroom_per_ns * alone_ns as f64 {
+            let window = ctx.now_ns / WINDOW_NS;
+            if let Some(d) = self.cpus.get_mut(ctx.cpu).filter(|d| d.window == window) {
+                d.busy_ns += alone_ns;
+                d.units += units;
+                d.alone_ns += alone_ns;
+                self.busy_ns[what as usize] += alone_ns;
+                self.alone_ns[what as usize] += alone_ns;
+                ctx.spend(alone_ns);
+                return alone_ns;
+            }
+        }
+        self.transfer_full(ctx, what, units, alone_ns)
+    }
+
+    /// transfer's general case: the window rolls, the transfer may be slowed, or the machine
+    /// has no limit.
+    #[inline(never)]
+    fn transfer_full(&mut self, ctx: &mut Ctx, what: Stream, units: f64, alone_ns: u64) -> u64 {
         let ns = if self.capacity_per_ns > 0.0 {
             let window = ctx.now_ns / WINDOW_NS;
             // units / alone_ns < headroom: the sum below stays under the capacity (its

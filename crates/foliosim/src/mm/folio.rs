@@ -202,6 +202,13 @@ impl FolioTable {
     pub fn owner_index(&self, pfn: usize) -> u32 {
         self.rec(pfn).owner_index
     }
+    /// (owner_mm, owner_vma, owner_index) through one record read (rmap's walk needs all
+    /// three; each accessor alone looks the record up again).
+    #[inline]
+    pub fn owner(&self, pfn: usize) -> (u32, u32, u32) {
+        let rec = self.rec(pfn);
+        (nil0(rec.owner_mm), nil0(rec.owner_vma), rec.owner_index)
+    }
     /// The first swap slot's raw entry (NIL unless in the swap cache).
     #[inline]
     pub fn swap(&self, pfn: usize) -> u32 {
@@ -353,8 +360,9 @@ impl FolioTable {
     }
 
     /// The slot of page `i` of the folio at `pfn` (in the swap cache).
+    #[inline]
     pub fn page_swap_entry(&self, pfn: u32, i: u32) -> SwapEntry {
-        match self.scattered.get(&pfn) {
+        match self.scattered_slots(pfn) {
             Some(slots) => slots[i as usize],
             None => {
                 let first = self.swap_entry(pfn);
@@ -363,9 +371,19 @@ impl FolioTable {
         }
     }
 
+    /// The slots of the folio at `pfn` if it is on non-contiguous ones. Nearly always none:
+    /// the map is then empty and not searched.
+    #[inline]
+    fn scattered_slots(&self, pfn: u32) -> Option<&[SwapEntry]> {
+        if self.scattered.is_empty() {
+            return None;
+        }
+        self.scattered.get(&pfn).map(|slots| &slots[..])
+    }
+
     /// Which page of the folio at `pfn` (in the swap cache) sits in slot `entry`.
     pub fn swap_page_index(&self, pfn: u32, entry: SwapEntry) -> u32 {
-        match self.scattered.get(&pfn) {
+        match self.scattered_slots(pfn) {
             Some(slots) => slots
                 .iter()
                 .position(|&e| e == entry)
@@ -376,10 +394,17 @@ impl FolioTable {
     }
 
     /// The folio's slots as contiguous runs (one for a folio on contiguous slots).
+    #[inline]
     pub fn swap_runs(&self, pfn: u32) -> SwapRuns {
-        let Some(slots) = self.scattered.get(&pfn) else {
-            return SwapRuns::One(Some((self.swap_entry(pfn), self.nr_pages(pfn))));
-        };
+        match self.scattered_slots(pfn) {
+            None => SwapRuns::One(Some((self.swap_entry(pfn), self.nr_pages(pfn)))),
+            Some(slots) => Self::scattered_runs(slots),
+        }
+    }
+
+    /// swap_runs of a folio on non-contiguous slots (rare: kept out of line).
+    #[inline(never)]
+    fn scattered_runs(slots: &[SwapEntry]) -> SwapRuns {
         let mut runs: Vec<(SwapEntry, u32)> = Vec::new();
         for &e in slots.iter() {
             match runs.last_mut() {

@@ -492,10 +492,8 @@ impl Kernel {
     /// What page `i` of the folio at `pfn` holds: its mm's content class, and the page's index
     /// in its VMA as the key that picks it out of the class.
     pub fn page_content(&self, pfn: u32, i: u32) -> (ContentClass, u64) {
-        let f = &self.folios;
-        let mm = f.owner_mm(pfn as usize);
-        let key =
-            (f.owner_vma(pfn as usize) as u64) << 32 | (f.owner_index(pfn as usize) + i) as u64;
+        let (mm, vma, index) = self.folios.owner(pfn as usize);
+        let key = (vma as u64) << 32 | (index + i) as u64;
         (self.mms[mm as usize].content, key)
     }
 

@@ -12,11 +12,7 @@ use crate::engine::Ctx;
 /// folio with its swap entry and queue the TLB flush.
 pub fn try_to_unmap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, tlb: &mut TlbUnmapBatch) {
     let f = &mut k.folios;
-    let (mm, vma, index) = (
-        f.owner_mm(pfn as usize),
-        f.owner_vma(pfn as usize),
-        f.owner_index(pfn as usize),
-    );
+    let (mm, vma, index) = f.owner(pfn as usize);
     let nr = f.nr_pages(pfn);
     if f.test(pfn, flags::PMD_MAPPED) {
         // TTU_SPLIT_HUGE_PMD: the PMD mapping is split to PTEs first.
