@@ -567,9 +567,11 @@ impl Kernel {
             !f.test(pfn, flags::SWAPCACHE),
             "free of folio {pfn} still in the swap cache"
         );
-        assert_eq!(f.mapcount(pfn as usize), 0, "free of mapped folio {pfn}");
+        // Both fields through one record read.
+        let rec = f.rec(pfn as usize);
+        let (mapcount, memcg) = (rec.mapcount, rec.memcg as usize);
+        assert_eq!(mapcount, 0, "free of mapped folio {pfn}");
         folio_unqueue_deferred_split(&mut self.deferred_split, f, pfn);
-        let memcg = f.memcg(pfn as usize) as usize;
         let order = f.order[pfn as usize] as u32;
         let nid = self.nodes.nid(pfn);
         if f.test(pfn, flags::LRU) {
