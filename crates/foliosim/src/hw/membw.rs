@@ -103,19 +103,32 @@ impl SharedBandwidth {
         if alone_ns == 0 {
             return 0;
         }
-        // The common case, inline: a limited machine with headroom for this transfer (so it
-        // is not slowed), in the CPU's current window. What transfer_full does then, minus
-        // the window roll.
-        if self.capacity_per_ns > 0.0 && units < self.headroom_per_ns * alone_ns as f64 {
+        // The common cases, inline: on a limited machine, in the CPU's current window (no
+        // roll), a transfer with headroom (not slowed) or one whose stretch is memoized. What
+        // transfer_full does then.
+        if self.capacity_per_ns > 0.0 {
             let window = ctx.now_ns / WINDOW_NS;
+            let unslowed = units < self.headroom_per_ns * alone_ns as f64;
+            let generation = self.generation;
             if let Some(d) = self.cpus.get_mut(ctx.cpu).filter(|d| d.window == window) {
-                d.busy_ns += alone_ns;
-                d.units += units;
-                d.alone_ns += alone_ns;
-                self.busy_ns[what as usize] += alone_ns;
-                self.alone_ns[what as usize] += alone_ns;
-                ctx.spend(alone_ns);
-                return alone_ns;
+                let ns = match d.memo {
+                    _ if unslowed => Some(alone_ns),
+                    Some((w, g, u, a, ns))
+                        if (w, g, u, a) == (window, generation, units.to_bits(), alone_ns) =>
+                    {
+                        Some(ns)
+                    }
+                    _ => None,
+                };
+                if let Some(ns) = ns {
+                    d.busy_ns += ns;
+                    d.units += units;
+                    d.alone_ns += alone_ns;
+                    self.busy_ns[what as usize] += ns;
+                    self.alone_ns[what as usize] += alone_ns;
+                    ctx.spend(ns);
+                    return ns;
+                }
             }
         }
         self.transfer_full(ctx, what, units, alone_ns)

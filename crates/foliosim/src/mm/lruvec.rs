@@ -257,6 +257,14 @@ impl Lruvec {
         classic.nr_pages + self.lrugen.lru_pages(file, active)
     }
 
+    /// lru_gen_del_folio as lruvec_del_folio calls it: false if the folio was on no
+    /// generation. Without MGLRU no folio is on one (its generations stay empty, which
+    /// mm/invariants.rs checks), so the folio's generation bits need no look.
+    #[inline]
+    fn del_from_generation(&mut self, folios: &mut FolioTable, pfn: u32, reclaiming: bool) -> bool {
+        self.lrugen.enabled && self.lrugen.del_folio(folios, pfn, reclaiming)
+    }
+
     /// lruvec_add_folio: onto the list its flags name (PG_active kept), or a generation.
     pub fn lruvec_add_folio(&mut self, folios: &mut FolioTable, pfn: u32) {
         folios.set(pfn, flags::LRU);
@@ -280,7 +288,7 @@ impl Lruvec {
     /// lruvec_del_folio (folio_isolate_lru): off its list, PG_active kept (set when it left
     /// an active generation).
     pub fn lruvec_del_folio(&mut self, folios: &mut FolioTable, pfn: u32) {
-        if !self.lrugen.del_folio(folios, pfn, false) {
+        if !self.del_from_generation(folios, pfn, false) {
             self.classic_list_of(folios, pfn).remove(folios, pfn);
         }
         folios.clear(pfn, flags::LRU);
@@ -313,7 +321,7 @@ impl Lruvec {
 
     pub fn del_folio(&mut self, folios: &mut FolioTable, pfn: u32) {
         debug_assert!(folios.test(pfn, flags::LRU));
-        if !self.lrugen.del_folio(folios, pfn, true) {
+        if !self.del_from_generation(folios, pfn, true) {
             self.classic_list_of(folios, pfn).remove(folios, pfn);
         }
         folios.clear(pfn, flags::LRU | flags::ACTIVE);
