@@ -373,7 +373,7 @@ impl FolioTable {
 
     /// The slots of the folio at `pfn` if it is on non-contiguous ones. Nearly always none:
     /// the map is then empty and not searched.
-    #[inline]
+    #[inline(always)]
     fn scattered_slots(&self, pfn: u32) -> Option<&[SwapEntry]> {
         if self.scattered.is_empty() {
             return None;
@@ -393,8 +393,9 @@ impl FolioTable {
         }
     }
 
-    /// The folio's slots as contiguous runs (one for a folio on contiguous slots).
-    #[inline]
+    /// The folio's slots as contiguous runs (one for a folio on contiguous slots). Always
+    /// inline: the callers' loops then see the one run of the common case.
+    #[inline(always)]
     pub fn swap_runs(&self, pfn: u32) -> SwapRuns {
         match self.scattered_slots(pfn) {
             None => SwapRuns::One(Some((self.swap_entry(pfn), self.nr_pages(pfn)))),
@@ -449,6 +450,7 @@ impl FolioTable {
         };
     }
 
+    #[inline]
     pub fn release(&mut self, pfn: u32) {
         let i = pfn as usize;
         debug_assert!(

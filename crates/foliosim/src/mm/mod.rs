@@ -509,7 +509,16 @@ impl Kernel {
 
     /// Free the data of slots released since the last call (zswap_invalidate and zram's
     /// slot-free notify in swap_range_free): entries, objects and the pool pages they empty.
+    #[inline]
     pub fn free_released_slots(&mut self, ctx: &mut Ctx) {
+        // Called after every step and around every slot allocation: mostly none released.
+        if !self.swap.released.is_empty() {
+            self.free_released_slots_now(ctx);
+        }
+    }
+
+    #[inline(never)]
+    fn free_released_slots_now(&mut self, ctx: &mut Ctx) {
         while let Some((first, nr)) = self.swap.released.pop() {
             memcontrol::swap::uncharge_swap(self, first, nr);
             zswap::invalidate_range(self, ctx, first, nr);
