@@ -312,8 +312,9 @@ pub(super) fn map_new_folio(
     m.rss_anon += nr as u64;
     k.folio_add_lru(ctx, pfn);
     // The measured fault includes clear_page of every page: that part is memory traffic.
-    let clear_ns = (k.cost.clear_page_ns * nr as u64).min(k.cost.fault_folio_ns(order));
-    ctx.spend(k.cost.fault_folio_ns(order) - clear_ns);
+    let fault_ns = k.cost.fault_folio_ns(order);
+    let clear_ns = (k.cost.clear_page_ns * nr as u64).min(fault_ns);
+    ctx.spend(fault_ns - clear_ns);
     k.membw.transfer(
         ctx,
         Stream::ClearPage,
