@@ -10,29 +10,16 @@
 
 use bytemuck::Zeroable;
 
-use super::page_alloc::MAX_PAGE_ORDER;
-
-/// Orders a table may exist for.
-const NR_ORDERS: usize = MAX_PAGE_ORDER as usize + 1;
-
 pub struct PerOrder<T> {
-    /// In place, not a Vec of Vecs: a lookup loads the table's pointer and length straight
-    /// from here (one dependent load less), and checks the order against a constant.
-    tables: [Vec<T>; NR_ORDERS],
+    tables: Vec<Vec<T>>,
 }
 
 impl<T: Zeroable + Copy> PerOrder<T> {
-    /// Tables for orders 0..=max_order (at most MAX_PAGE_ORDER) over `nr_pages` pfns, all
-    /// zero; those of higher orders are empty.
+    /// Tables for orders 0..=max_order over `nr_pages` pfns, all zero.
     pub fn new(nr_pages: u32, max_order: u32) -> PerOrder<T> {
-        assert!(max_order as usize <= MAX_PAGE_ORDER as usize);
-        let tables = std::array::from_fn(|order| {
-            if order as u32 <= max_order {
-                bytemuck::zeroed_vec((nr_pages as usize).div_ceil(1 << order))
-            } else {
-                Vec::new()
-            }
-        });
+        let tables = (0..=max_order)
+            .map(|order| bytemuck::zeroed_vec((nr_pages as usize).div_ceil(1 << order)))
+            .collect();
         PerOrder { tables }
     }
 
@@ -76,6 +63,6 @@ mod tests {
         assert_eq!((*t.get(4, 16), *t.get(0, 16), *t.get(1, 18)), (7, 3, 5));
         assert_eq!(*t.get(4, 32), 0);
         let lens: Vec<usize> = t.tables.iter().map(Vec::len).collect();
-        assert_eq!(lens, [64, 32, 16, 8, 4, 0, 0, 0, 0, 0, 0]);
+        assert_eq!(lens, [64, 32, 16, 8, 4]);
     }
 }
