@@ -475,7 +475,12 @@ impl FolioTable {
 impl FolioTable {
     /// page_folio(): the head of the folio containing `pfn`. Tail pfns carry no flags, so the
     /// first aligned-down pfn that heads a live folio covering `pfn` is its head.
+    #[inline]
     pub fn head_of(&self, pfn: u32) -> u32 {
+        // folio_of's first candidate (order 0: `pfn` itself), inline: a head, or a base page.
+        if self.test(pfn, flags::ALLOCATED) {
+            return pfn;
+        }
         self.folio_of(pfn)
             .unwrap_or_else(|| panic!("pfn {pfn} belongs to no folio"))
     }

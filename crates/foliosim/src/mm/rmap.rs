@@ -30,12 +30,12 @@ pub fn try_to_unmap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, tlb: &mut TlbUnmapB
             unmapped += 1;
         }
     }
+    let mapcount = f.mapcount_mut(pfn as usize);
     assert_eq!(
-        unmapped as u16,
-        f.mapcount(pfn as usize),
+        unmapped as u16, *mapcount,
         "folio {pfn}: mapcount disagrees with its PTEs"
     );
-    f.set_mapcount(pfn as usize, 0);
+    *mapcount = 0;
     let mm_struct = &mut k.mms[mm as usize];
     super::access::pte_cleared(mm_struct.vma_mut(vma), index, nr);
     mm_struct.rss_anon -= unmapped as u64;
