@@ -103,6 +103,41 @@ impl SharedBandwidth {
         if alone_ns == 0 {
             return 0;
         }
+        // The common cases, inline: on a limited machine, in the CPU's current window (no
+        // roll), a transfer with headroom (not slowed) or one whose stretch is memoized. What
+        // transfer_full does then.
+        if self.capacity_per_ns > 0.0 {
+            let window = ctx.now_ns / WINDOW_NS;
+            let unslowed = units < self.headroom_per_ns * alone_ns as f64;
+            let generation = self.generation;
+            if let Some(d) = self.cpus.get_mut(ctx.cpu).filter(|d| d.window == window) {
+                let ns = match d.memo {
+                    _ if unslowed => Some(alone_ns),
+                    Some((w, g, u, a, ns))
+                        if (w, g, u, a) == (window, generation, units.to_bits(), alone_ns) =>
+                    {
+                        Some(ns)
+                    }
+                    _ => None,
+                };
+                if let Some(ns) = ns {
+                    d.busy_ns += ns;
+                    d.units += units;
+                    d.alone_ns += alone_ns;
+                    self.busy_ns[what as usize] += ns;
+                    self.alone_ns[what as usize] += alone_ns;
+                    ctx.spend(ns);
+                    return ns;
+                }
+            }
+        }
+        self.transfer_full(ctx, what, units, alone_ns)
+    }
+
+    /// transfer's general case: the window rolls, the transfer may be slowed, or the machine
+    /// has no limit.
+    #[inline(never)]
+    fn transfer_full(&mut self, ctx: &mut Ctx, what: Stream, units: f64, alone_ns: u64) -> u64 {
         let ns = if self.capacity_per_ns > 0.0 {
             let window = ctx.now_ns / WINDOW_NS;
             // units / alone_ns < headroom: the sum below stays under the capacity (its

@@ -170,11 +170,7 @@ pub fn young_cleared(k: &mut Kernel, pfn: u32) {
     if f.test(pfn, super::folio::flags::FILE) {
         return;
     }
-    let (mm, vma, index) = (
-        f.owner_mm(pfn as usize),
-        f.owner_vma(pfn as usize),
-        f.owner_index(pfn as usize),
-    );
+    let (mm, vma, index) = f.owner(pfn as usize);
     let nr = f.nr_pages(pfn);
     let Some(Some(v)) = k
         .mms

@@ -202,6 +202,13 @@ impl FolioTable {
     pub fn owner_index(&self, pfn: usize) -> u32 {
         self.rec(pfn).owner_index
     }
+    /// (owner_mm, owner_vma, owner_index) through one record read (rmap's walk needs all
+    /// three; each accessor alone looks the record up again).
+    #[inline]
+    pub fn owner(&self, pfn: usize) -> (u32, u32, u32) {
+        let rec = self.rec(pfn);
+        (nil0(rec.owner_mm), nil0(rec.owner_vma), rec.owner_index)
+    }
     /// The first swap slot's raw entry (NIL unless in the swap cache).
     #[inline]
     pub fn swap(&self, pfn: usize) -> u32 {
@@ -218,6 +225,30 @@ impl FolioTable {
     #[inline]
     pub fn lru_next(&self, pfn: usize) -> u32 {
         nil0(self.rec(pfn).lru_next)
+    }
+    /// The folio's LRU links (prev, next), through one record read.
+    #[inline]
+    pub fn lru_links(&self, pfn: usize) -> (u32, u32) {
+        let rec = self.rec(pfn);
+        (nil0(rec.lru_prev), nil0(rec.lru_next))
+    }
+    /// Set both LRU links of the folio through one record access (each setter alone looks
+    /// the record up again: the order byte, then the table of that order).
+    #[inline]
+    pub fn set_lru_links(&mut self, pfn: usize, prev: u32, next: u32) {
+        let rec = self.rec_mut(pfn);
+        rec.lru_prev = nil0(prev);
+        rec.lru_next = nil0(next);
+    }
+    /// list_del on the folio's side: its links (prev, next), reset to NIL, in one record
+    /// access.
+    #[inline]
+    pub fn take_lru_links(&mut self, pfn: usize) -> (u32, u32) {
+        let rec = self.rec_mut(pfn);
+        let links = (nil0(rec.lru_prev), nil0(rec.lru_next));
+        rec.lru_prev = nil0(NIL);
+        rec.lru_next = nil0(NIL);
+        links
     }
     #[inline]
     pub fn set_lru_prev(&mut self, pfn: usize, v: u32) {
@@ -329,8 +360,9 @@ impl FolioTable {
     }
 
     /// The slot of page `i` of the folio at `pfn` (in the swap cache).
+    #[inline]
     pub fn page_swap_entry(&self, pfn: u32, i: u32) -> SwapEntry {
-        match self.scattered.get(&pfn) {
+        match self.scattered_slots(pfn) {
             Some(slots) => slots[i as usize],
             None => {
                 let first = self.swap_entry(pfn);
@@ -339,9 +371,19 @@ impl FolioTable {
         }
     }
 
+    /// The slots of the folio at `pfn` if it is on non-contiguous ones. Nearly always none:
+    /// the map is then empty and not searched.
+    #[inline(always)]
+    fn scattered_slots(&self, pfn: u32) -> Option<&[SwapEntry]> {
+        if self.scattered.is_empty() {
+            return None;
+        }
+        self.scattered.get(&pfn).map(|slots| &slots[..])
+    }
+
     /// Which page of the folio at `pfn` (in the swap cache) sits in slot `entry`.
     pub fn swap_page_index(&self, pfn: u32, entry: SwapEntry) -> u32 {
-        match self.scattered.get(&pfn) {
+        match self.scattered_slots(pfn) {
             Some(slots) => slots
                 .iter()
                 .position(|&e| e == entry)
@@ -351,11 +393,19 @@ impl FolioTable {
         }
     }
 
-    /// The folio's slots as contiguous runs (one for a folio on contiguous slots).
+    /// The folio's slots as contiguous runs (one for a folio on contiguous slots). Always
+    /// inline: the callers' loops then see the one run of the common case.
+    #[inline(always)]
     pub fn swap_runs(&self, pfn: u32) -> SwapRuns {
-        let Some(slots) = self.scattered.get(&pfn) else {
-            return SwapRuns::One(Some((self.swap_entry(pfn), self.nr_pages(pfn))));
-        };
+        match self.scattered_slots(pfn) {
+            None => SwapRuns::One(Some((self.swap_entry(pfn), self.nr_pages(pfn)))),
+            Some(slots) => Self::scattered_runs(slots),
+        }
+    }
+
+    /// swap_runs of a folio on non-contiguous slots (rare: kept out of line).
+    #[inline(never)]
+    fn scattered_runs(slots: &[SwapEntry]) -> SwapRuns {
         let mut runs: Vec<(SwapEntry, u32)> = Vec::new();
         for &e in slots.iter() {
             match runs.last_mut() {
@@ -400,6 +450,7 @@ impl FolioTable {
         };
     }
 
+    #[inline]
     pub fn release(&mut self, pfn: u32) {
         let i = pfn as usize;
         debug_assert!(
@@ -424,7 +475,12 @@ impl FolioTable {
 impl FolioTable {
     /// page_folio(): the head of the folio containing `pfn`. Tail pfns carry no flags, so the
     /// first aligned-down pfn that heads a live folio covering `pfn` is its head.
+    #[inline]
     pub fn head_of(&self, pfn: u32) -> u32 {
+        // folio_of's first candidate (order 0: `pfn` itself), inline: a head, or a base page.
+        if self.test(pfn, flags::ALLOCATED) {
+            return pfn;
+        }
         self.folio_of(pfn)
             .unwrap_or_else(|| panic!("pfn {pfn} belongs to no folio"))
     }

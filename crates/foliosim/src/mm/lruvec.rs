@@ -37,9 +37,9 @@ impl LruList {
     }
 
     pub fn add_head(&mut self, folios: &mut FolioTable, pfn: u32) {
-        let i = pfn as usize;
-        folios.set_lru_prev(i, NIL);
-        folios.set_lru_next(i, self.head);
+        // The page count first: its order byte is the key the record access reads too.
+        let nr = folios.nr_pages(pfn) as u64;
+        folios.set_lru_links(pfn as usize, NIL, self.head);
         if self.head != NIL {
             folios.set_lru_prev(self.head as usize, pfn);
         } else {
@@ -47,14 +47,13 @@ impl LruList {
         }
         self.head = pfn;
         self.nr_folios += 1;
-        self.nr_pages += folios.nr_pages(pfn) as u64;
+        self.nr_pages += nr;
     }
 
     /// Insert `pfn` right after `after` (a split's tail pages follow their head).
     pub fn add_after(&mut self, folios: &mut FolioTable, after: u32, pfn: u32) {
         let next = folios.lru_next(after as usize);
-        folios.set_lru_prev(pfn as usize, after);
-        folios.set_lru_next(pfn as usize, next);
+        folios.set_lru_links(pfn as usize, after, next);
         folios.set_lru_next(after as usize, pfn);
         if next != NIL {
             folios.set_lru_prev(next as usize, pfn);
@@ -66,9 +65,8 @@ impl LruList {
     }
 
     pub fn add_tail(&mut self, folios: &mut FolioTable, pfn: u32) {
-        let i = pfn as usize;
-        folios.set_lru_next(i, NIL);
-        folios.set_lru_prev(i, self.tail);
+        let nr = folios.nr_pages(pfn) as u64;
+        folios.set_lru_links(pfn as usize, self.tail, NIL);
         if self.tail != NIL {
             folios.set_lru_next(self.tail as usize, pfn);
         } else {
@@ -76,12 +74,12 @@ impl LruList {
         }
         self.tail = pfn;
         self.nr_folios += 1;
-        self.nr_pages += folios.nr_pages(pfn) as u64;
+        self.nr_pages += nr;
     }
 
     pub fn remove(&mut self, folios: &mut FolioTable, pfn: u32) {
-        let i = pfn as usize;
-        let (prev, next) = (folios.lru_prev(i), folios.lru_next(i));
+        let nr = folios.nr_pages(pfn) as u64;
+        let (prev, next) = folios.take_lru_links(pfn as usize);
         if prev != NIL {
             folios.set_lru_next(prev as usize, next);
         } else {
@@ -94,10 +92,8 @@ impl LruList {
             debug_assert_eq!(self.tail, pfn);
             self.tail = prev;
         }
-        folios.set_lru_prev(i, NIL);
-        folios.set_lru_next(i, NIL);
         self.nr_folios -= 1;
-        self.nr_pages -= folios.nr_pages(pfn) as u64;
+        self.nr_pages -= nr;
     }
 
     /// Folios from head to tail, for the invariant checker.
@@ -218,6 +214,13 @@ impl Lruvec {
         if let Some(gen) = folio_lru_gen(folios, pfn) {
             return &mut self.lrugen.folios[gen][folios.test(pfn, flags::FILE) as usize];
         }
+        self.classic_list_of(folios, pfn)
+    }
+
+    /// list_of for a folio known to be on no generation (MGLRU disabled, or its
+    /// lru_gen_del_folio found none): its generation bits need no second look.
+    fn classic_list_of(&mut self, folios: &FolioTable, pfn: u32) -> &mut LruList {
+        debug_assert!(folio_lru_gen(folios, pfn).is_none());
         self.list(
             folios.test(pfn, flags::FILE),
             folios.test(pfn, flags::ACTIVE),
@@ -254,13 +257,21 @@ impl Lruvec {
         classic.nr_pages + self.lrugen.lru_pages(file, active)
     }
 
+    /// lru_gen_del_folio as lruvec_del_folio calls it: false if the folio was on no
+    /// generation. Without MGLRU no folio is on one (its generations stay empty, which
+    /// mm/invariants.rs checks), so the folio's generation bits need no look.
+    #[inline]
+    fn del_from_generation(&mut self, folios: &mut FolioTable, pfn: u32, reclaiming: bool) -> bool {
+        self.lrugen.enabled && self.lrugen.del_folio(folios, pfn, reclaiming)
+    }
+
     /// lruvec_add_folio: onto the list its flags name (PG_active kept), or a generation.
     pub fn lruvec_add_folio(&mut self, folios: &mut FolioTable, pfn: u32) {
         folios.set(pfn, flags::LRU);
         if self.lrugen.enabled {
             self.lrugen.add_folio(folios, pfn, false);
         } else {
-            self.list_of(folios, pfn).add_head(folios, pfn);
+            self.classic_list_of(folios, pfn).add_head(folios, pfn);
         }
     }
 
@@ -270,15 +281,15 @@ impl Lruvec {
         if self.lrugen.enabled {
             self.lrugen.add_folio(folios, pfn, true);
         } else {
-            self.list_of(folios, pfn).add_tail(folios, pfn);
+            self.classic_list_of(folios, pfn).add_tail(folios, pfn);
         }
     }
 
     /// lruvec_del_folio (folio_isolate_lru): off its list, PG_active kept (set when it left
     /// an active generation).
     pub fn lruvec_del_folio(&mut self, folios: &mut FolioTable, pfn: u32) {
-        if !self.lrugen.del_folio(folios, pfn, false) {
-            self.list_of(folios, pfn).remove(folios, pfn);
+        if !self.del_from_generation(folios, pfn, false) {
+            self.classic_list_of(folios, pfn).remove(folios, pfn);
         }
         folios.clear(pfn, flags::LRU);
     }
@@ -305,13 +316,13 @@ impl Lruvec {
         if !active {
             folios.clear(pfn, flags::ACTIVE);
         }
-        self.list_of(folios, pfn).add_head(folios, pfn);
+        self.classic_list_of(folios, pfn).add_head(folios, pfn);
     }
 
     pub fn del_folio(&mut self, folios: &mut FolioTable, pfn: u32) {
         debug_assert!(folios.test(pfn, flags::LRU));
-        if !self.lrugen.del_folio(folios, pfn, true) {
-            self.list_of(folios, pfn).remove(folios, pfn);
+        if !self.del_from_generation(folios, pfn, true) {
+            self.classic_list_of(folios, pfn).remove(folios, pfn);
         }
         folios.clear(pfn, flags::LRU | flags::ACTIVE);
     }

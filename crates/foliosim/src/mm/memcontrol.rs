@@ -466,6 +466,7 @@ fn reclaim_high(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_pages: u64) -> u64
 /// as reclaim progresses (or 16 times), then sleeps the penalty: quadratic in the largest
 /// overage, scaled by its share of the charges, at most two seconds. The sleep is off-CPU
 /// (`WaitKind::Sleep`).
+#[inline]
 pub fn mem_cgroup_handle_over_high(k: &mut Kernel, ctx: &mut Ctx) {
     let mm = k.cpu_mm[ctx.cpu];
     if mm == NIL {
@@ -475,6 +476,13 @@ pub fn mem_cgroup_handle_over_high(k: &mut Kernel, ctx: &mut Ctx) {
     if nr_pages == 0 {
         return;
     }
+    reclaim_over_high(k, ctx, mm, nr_pages);
+}
+
+/// mem_cgroup_handle_over_high once the task owes `nr_pages`: out of line, as the check
+/// above runs on every return to user space and finds nothing owed nearly every time.
+#[inline(never)]
+fn reclaim_over_high(k: &mut Kernel, ctx: &mut Ctx, mm: u32, nr_pages: u64) {
     let memcg = k.mms[mm as usize].memcg;
     let mut retries = MAX_RECLAIM_RETRIES;
     let mut in_retry = false;

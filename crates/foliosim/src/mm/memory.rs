@@ -312,8 +312,9 @@ pub(super) fn map_new_folio(
     m.rss_anon += nr as u64;
     k.folio_add_lru(ctx, pfn);
     // The measured fault includes clear_page of every page: that part is memory traffic.
-    let clear_ns = (k.cost.clear_page_ns * nr as u64).min(k.cost.fault_folio_ns(order));
-    ctx.spend(k.cost.fault_folio_ns(order) - clear_ns);
+    let fault_ns = k.cost.fault_folio_ns(order);
+    let clear_ns = (k.cost.clear_page_ns * nr as u64).min(fault_ns);
+    ctx.spend(fault_ns - clear_ns);
     k.membw.transfer(
         ctx,
         Stream::ClearPage,
@@ -641,15 +642,18 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
             } else {
                 1
             };
-            let f = &mut k.folios;
-            *f.mapcount_mut(head as usize) -= count as u16;
+            let mapcount = {
+                let mapcount = k.folios.mapcount_mut(head as usize);
+                *mapcount -= count as u16;
+                *mapcount as u32
+            };
             let m = &mut k.mms[mm as usize];
-            m.vma_mut(vma).ptes[index as usize..(index + count) as usize].fill(Pte::NONE);
-            super::access::pte_cleared(m.vma_mut(vma), index, count);
+            let v = m.vma_mut(vma);
+            clear_ptes(&mut v.ptes[index as usize..(index + count) as usize]);
+            super::access::pte_cleared(v, index, count);
             cleared = Some((cleared.map_or(index, |c| c.0), index + count - 1));
             m.rss_anon -= count as u64;
             ctx.spend(k.cost.zap_pte_ns);
-            let mapcount = k.folios.mapcount(head as usize) as u32;
             if mapcount == 0 {
                 release_unmapped_folio(k, ctx, head);
             } else if mapcount < nr_folio {
@@ -668,9 +672,7 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
                 run += 1;
             }
             let ptes = &mut k.mms[mm as usize].vma_mut(vma).ptes;
-            for p in &mut ptes[index as usize..(index + run) as usize] {
-                *p = Pte::NONE;
-            }
+            clear_ptes(&mut ptes[index as usize..(index + run) as usize]);
             k.mms[mm as usize].swap_ents -= run as u64;
             ctx.spend(k.cost.zap_pte_ns * run as u64);
             // free_swap_and_cache_nr: drop the references, then reclaim cache-only folios.
@@ -685,6 +687,17 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
         }
     }
     cleared.map_or(0, |(a, b)| (b - a + 1) as u64)
+}
+
+/// pte_clear over a range. Most zaps clear one PTE: one store, where a fill of the slice is
+/// a call to memset.
+#[inline]
+fn clear_ptes(ptes: &mut [Pte]) {
+    if let [pte] = ptes {
+        *pte = Pte::NONE;
+    } else {
+        ptes.fill(Pte::NONE);
+    }
 }
 
 /// A folio with no mapping left: free it now unless writeback still holds it (reclaim frees

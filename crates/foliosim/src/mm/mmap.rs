@@ -250,12 +250,14 @@ impl MmStruct {
         matches!(self.vmas.get(vma_id as usize), Some(Some(_)))
     }
 
+    #[inline]
     pub fn vma(&self, vma_id: u32) -> &Vma {
         self.vmas[vma_id as usize]
             .as_ref()
             .expect("access to an unmapped vma")
     }
 
+    #[inline]
     pub fn vma_mut(&mut self, vma_id: u32) -> &mut Vma {
         self.vmas[vma_id as usize]
             .as_mut()

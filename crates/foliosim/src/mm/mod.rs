@@ -485,10 +485,8 @@ impl Kernel {
     /// What page `i` of the folio at `pfn` holds: its mm's content class, and the page's index
     /// in its VMA as the key that picks it out of the class.
     pub fn page_content(&self, pfn: u32, i: u32) -> (ContentClass, u64) {
-        let f = &self.folios;
-        let mm = f.owner_mm(pfn as usize);
-        let key =
-            (f.owner_vma(pfn as usize) as u64) << 32 | (f.owner_index(pfn as usize) + i) as u64;
+        let (mm, vma, index) = self.folios.owner(pfn as usize);
+        let key = (vma as u64) << 32 | (index + i) as u64;
         (self.mms[mm as usize].content, key)
     }
 
@@ -504,7 +502,16 @@ impl Kernel {
 
     /// Free the data of slots released since the last call (zswap_invalidate and zram's
     /// slot-free notify in swap_range_free): entries, objects and the pool pages they empty.
+    #[inline]
     pub fn free_released_slots(&mut self, ctx: &mut Ctx) {
+        // Called after every step and around every slot allocation: mostly none released.
+        if !self.swap.released.is_empty() {
+            self.free_released_slots_now(ctx);
+        }
+    }
+
+    #[inline(never)]
+    fn free_released_slots_now(&mut self, ctx: &mut Ctx) {
         while let Some((first, nr)) = self.swap.released.pop() {
             memcontrol::swap::uncharge_swap(self, first, nr);
             zswap::invalidate_range(self, ctx, first, nr);
@@ -562,9 +569,11 @@ impl Kernel {
             !f.test(pfn, flags::SWAPCACHE),
             "free of folio {pfn} still in the swap cache"
         );
-        assert_eq!(f.mapcount(pfn as usize), 0, "free of mapped folio {pfn}");
+        // Both fields through one record read.
+        let rec = f.rec(pfn as usize);
+        let (mapcount, memcg) = (rec.mapcount, rec.memcg as usize);
+        assert_eq!(mapcount, 0, "free of mapped folio {pfn}");
         folio_unqueue_deferred_split(&mut self.deferred_split, f, pfn);
-        let memcg = f.memcg(pfn as usize) as usize;
         let order = f.order[pfn as usize] as u32;
         let nid = self.nodes.nid(pfn);
         if f.test(pfn, flags::LRU) {

@@ -10,17 +10,52 @@
 
 use bytemuck::Zeroable;
 
-pub struct PerOrder<T> {
-    tables: Vec<Vec<T>>,
+use super::page_alloc::MAX_PAGE_ORDER;
+
+/// Orders a table may exist for.
+pub const NR_ORDERS: usize = MAX_PAGE_ORDER as usize + 1;
+
+/// Where the tables of a [`PerOrder`] live: in a Vec (the owner stays one Vec wide: the
+/// FolioTable, whose size footprint.rs's test pins), or in place, an array of NR_ORDERS (a
+/// lookup then needs no load of the Vec's header, which a store to any table could have
+/// changed as far as the compiler knows, and checks the order against a constant).
+pub trait Tables<T>: AsRef<[Vec<T>]> + AsMut<[Vec<T>]> {
+    /// From the tables of orders 0..=max_order.
+    fn from_tables(tables: Vec<Vec<T>>) -> Self;
 }
 
-impl<T: Zeroable + Copy> PerOrder<T> {
+impl<T> Tables<T> for Vec<Vec<T>> {
+    fn from_tables(tables: Vec<Vec<T>>) -> Self {
+        tables
+    }
+}
+
+impl<T> Tables<T> for [Vec<T>; NR_ORDERS] {
+    /// The orders above max_order get empty tables.
+    fn from_tables(mut tables: Vec<Vec<T>>) -> Self {
+        assert!(tables.len() <= NR_ORDERS, "orders above MAX_PAGE_ORDER");
+        tables.resize_with(NR_ORDERS, Vec::new);
+        tables
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("resized to NR_ORDERS"))
+    }
+}
+
+pub struct PerOrder<T, S = Vec<Vec<T>>> {
+    tables: S,
+    _entries: std::marker::PhantomData<T>,
+}
+
+impl<T: Zeroable + Copy, S: Tables<T>> PerOrder<T, S> {
     /// Tables for orders 0..=max_order over `nr_pages` pfns, all zero.
-    pub fn new(nr_pages: u32, max_order: u32) -> PerOrder<T> {
+    pub fn new(nr_pages: u32, max_order: u32) -> PerOrder<T, S> {
         let tables = (0..=max_order)
             .map(|order| bytemuck::zeroed_vec((nr_pages as usize).div_ceil(1 << order)))
             .collect();
-        PerOrder { tables }
+        PerOrder {
+            tables: S::from_tables(tables),
+            _entries: std::marker::PhantomData,
+        }
     }
 
     #[inline]
@@ -29,7 +64,7 @@ impl<T: Zeroable + Copy> PerOrder<T> {
             pfn.is_multiple_of(1 << order),
             "pfn {pfn} is not order-{order} aligned"
         );
-        &self.tables[order as usize][pfn >> order]
+        &self.tables.as_ref()[order as usize][pfn >> order]
     }
 
     #[inline]
@@ -38,13 +73,13 @@ impl<T: Zeroable + Copy> PerOrder<T> {
             pfn.is_multiple_of(1 << order),
             "pfn {pfn} is not order-{order} aligned"
         );
-        &mut self.tables[order as usize][pfn >> order]
+        &mut self.tables.as_mut()[order as usize][pfn >> order]
     }
 
     /// Tables of orders below `order` will be touched sparsely (the run's folios are mostly
     /// of `order` or larger): base pages for them (engine/huge_alloc.rs).
     pub fn advise_sparse_below(&self, order: u32) {
-        for t in self.tables.iter().take(order as usize) {
+        for t in self.tables.as_ref().iter().take(order as usize) {
             crate::engine::huge_alloc::advise_sparse(t);
         }
     }
@@ -64,5 +99,15 @@ mod tests {
         assert_eq!(*t.get(4, 32), 0);
         let lens: Vec<usize> = t.tables.iter().map(Vec::len).collect();
         assert_eq!(lens, [64, 32, 16, 8, 4]);
+    }
+
+    #[test]
+    fn tables_in_place_read_as_in_a_vec() {
+        let mut t: PerOrder<u32, [Vec<u32>; NR_ORDERS]> = PerOrder::new(64, 4);
+        *t.get_mut(4, 16) = 7;
+        *t.get_mut(1, 18) = 5;
+        assert_eq!((*t.get(4, 16), *t.get(0, 16), *t.get(1, 18)), (7, 0, 5));
+        let lens: Vec<usize> = t.tables.iter().map(Vec::len).collect();
+        assert_eq!(lens, [64, 32, 16, 8, 4, 0, 0, 0, 0, 0, 0]);
     }
 }

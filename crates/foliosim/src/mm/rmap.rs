@@ -12,11 +12,7 @@ use crate::engine::Ctx;
 /// folio with its swap entry and queue the TLB flush.
 pub fn try_to_unmap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, tlb: &mut TlbUnmapBatch) {
     let f = &mut k.folios;
-    let (mm, vma, index) = (
-        f.owner_mm(pfn as usize),
-        f.owner_vma(pfn as usize),
-        f.owner_index(pfn as usize),
-    );
+    let (mm, vma, index) = f.owner(pfn as usize);
     let nr = f.nr_pages(pfn);
     if f.test(pfn, flags::PMD_MAPPED) {
         // TTU_SPLIT_HUGE_PMD: the PMD mapping is split to PTEs first.
@@ -34,12 +30,12 @@ pub fn try_to_unmap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, tlb: &mut TlbUnmapB
             unmapped += 1;
         }
     }
+    let mapcount = f.mapcount_mut(pfn as usize);
     assert_eq!(
-        unmapped as u16,
-        f.mapcount(pfn as usize),
+        unmapped as u16, *mapcount,
         "folio {pfn}: mapcount disagrees with its PTEs"
     );
-    f.set_mapcount(pfn as usize, 0);
+    *mapcount = 0;
     let mm_struct = &mut k.mms[mm as usize];
     super::access::pte_cleared(mm_struct.vma_mut(vma), index, nr);
     mm_struct.rss_anon -= unmapped as u64;

@@ -32,7 +32,10 @@ pub fn folio_delete_from_swap_cache(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     for (run, nr) in k.folios.swap_runs(pfn) {
         k.swap.delete_from_swap_cache(ctx, &k.cost, run, nr);
     }
-    k.folios.scattered.remove(&pfn);
+    // Nearly always empty: no search then.
+    if !k.folios.scattered.is_empty() {
+        k.folios.scattered.remove(&pfn);
+    }
     k.folios.clear(pfn, flags::SWAPCACHE);
     k.pagecache.nr_swapcache -= k.folios.nr_pages(pfn) as u64;
 }

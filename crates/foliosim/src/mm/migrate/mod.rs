@@ -475,7 +475,7 @@ fn migrate_folio_move(
     );
     ctx.spend(k.cost.migrate_folio_ns);
     // The new folio: same owner, memcg (mem_cgroup_migrate moves the charge), state.
-    let owner = (f.owner_mm(i), f.owner_vma(i), f.owner_index(i));
+    let owner = f.owner(i);
     let (memcg, mapcount) = (f.memcg(i), f.mapcount(i));
     let kept = flags::DIRTY
         | flags::YOUNG

@@ -88,7 +88,7 @@ fn anon_unmap(k: &mut Kernel, ctx: &mut Ctx, src: u32, tlb: Option<&mut TlbUnmap
 fn anon_pte_access(k: &Kernel, src: u32) -> PteAccess {
     let f = &k.folios;
     let i = src as usize;
-    let (mm, vma, index) = (f.owner_mm(i), f.owner_vma(i), f.owner_index(i));
+    let (mm, vma, index) = f.owner(i);
     let nr = f.nr_pages(src);
     let ptes = &k.mms[mm as usize].vma(vma).ptes[index as usize..(index + nr) as usize];
     let mut access = PteAccess::Inaccessible;
@@ -122,7 +122,7 @@ fn anon_move_mapping(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
 fn anon_remap(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
     let f = &k.folios;
     let i = dst as usize;
-    let (mm, vma, index) = (f.owner_mm(i), f.owner_vma(i), f.owner_index(i));
+    let (mm, vma, index) = f.owner(i);
     let (nr, pmd) = (f.nr_pages(dst), f.test(dst, flags::PMD_MAPPED));
     let promoted_clean = k.numa_promoted_clean;
     let ptes = &mut k.mms[mm as usize].vma_mut(vma).ptes;

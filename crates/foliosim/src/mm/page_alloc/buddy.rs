@@ -8,7 +8,7 @@
 use super::migratetype::{MigrateType, MIGRATE_TYPES, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
 use super::MAX_PAGE_ORDER;
 use crate::mm::folio::{flags, FolioTable};
-use crate::mm::per_order::PerOrder;
+use crate::mm::per_order::{PerOrder, NR_ORDERS};
 
 pub const NR_PAGE_ORDERS: usize = MAX_PAGE_ORDER as usize + 1;
 /// The order byte of a pfn that heads no free buddy block (PageBuddy clear); a free block's
@@ -25,8 +25,9 @@ pub struct FreeArea {
     /// Blocks on each list (free_area[order].nr_free is the sum over types).
     nr_blocks: [[u32; MIGRATE_TYPES]; NR_PAGE_ORDERS],
     /// Per free block: [next, prev] on its list, in the table of its order (mm/per_order.rs:
-    /// a pfn heads a free block of one order at a time; meaningless for blocks not free).
-    links: PerOrder<[u32; 2]>,
+    /// a pfn heads a free block of one order at a time; meaningless for blocks not free). The
+    /// tables in place: the list operations look links up between stores.
+    links: PerOrder<[u32; 2], [Vec<[u32; 2]>; NR_ORDERS]>,
     /// Per pfn: order + 1 of the free block it heads (PageBuddy + buddy_order), or NOT_BUDDY.
     buddy_order: Vec<u8>,
     /// Per pageblock: its MigrateType.

@@ -27,21 +27,46 @@ impl Zone {
         mut alloc_flags: AllocFlags,
     ) -> Option<u32> {
         let mt = gfp.migratetype();
-        loop {
-            let no_fallback = alloc_flags.has(AllocFlags::NOFRAGMENT);
-            let mark = self.wmark_pages(alloc_flags.wmark());
-            let usable = alloc_flags.has(AllocFlags::NO_WATERMARKS)
-                || self.zone_watermark_fast(order, mark, alloc_flags);
-            if usable {
-                if let Some(pfn) = self.rmqueue(kswapd, folios, ctx, order, alloc_flags, mt) {
-                    return Some(pfn);
-                }
-            }
-            if !no_fallback {
-                return None;
-            }
-            alloc_flags = alloc_flags.without(AllocFlags::NOFRAGMENT);
+        let page = self.try_zone(kswapd, folios, ctx, order, alloc_flags, mt);
+        if page.is_some() || !alloc_flags.has(AllocFlags::NOFRAGMENT) {
+            return page;
         }
+        alloc_flags = alloc_flags.without(AllocFlags::NOFRAGMENT);
+        self.try_zone_again(kswapd, folios, ctx, order, alloc_flags, mt)
+    }
+
+    /// One pass of get_page_from_freelist over the zone: its watermark, then rmqueue.
+    #[inline]
+    fn try_zone(
+        &mut self,
+        kswapd: &mut KswapdState,
+        folios: &FolioTable,
+        ctx: &mut Ctx,
+        order: u32,
+        alloc_flags: AllocFlags,
+        mt: MigrateType,
+    ) -> Option<u32> {
+        let mark = self.wmark_pages(alloc_flags.wmark());
+        let usable = alloc_flags.has(AllocFlags::NO_WATERMARKS)
+            || self.zone_watermark_fast(order, mark, alloc_flags);
+        if !usable {
+            return None;
+        }
+        self.rmqueue(kswapd, folios, ctx, order, alloc_flags, mt)
+    }
+
+    /// The pass without ALLOC_NOFRAGMENT, out of line: the first pass nearly always serves.
+    #[inline(never)]
+    fn try_zone_again(
+        &mut self,
+        kswapd: &mut KswapdState,
+        folios: &FolioTable,
+        ctx: &mut Ctx,
+        order: u32,
+        alloc_flags: AllocFlags,
+        mt: MigrateType,
+    ) -> Option<u32> {
+        self.try_zone(kswapd, folios, ctx, order, alloc_flags, mt)
     }
 
     /// zone_watermark_fast: the order-0 shortcut, then __zone_watermark_ok; a __GFP_HIGH

@@ -81,6 +81,7 @@ pub fn wakeup_kswapd(zone: &Zone, kswapd: &mut KswapdState, gfp: Gfp, order: u32
 /// wake_up_interruptible(&pgdat->kswapd_wait): the allocator marks kswapd woken where it has
 /// no access to the threads; the step that did posts the wake-up at its end (at most one
 /// step late).
+#[inline]
 pub fn post_kswapd_wakeup(k: &mut Kernel, now_ns: u64) {
     if k.kswapd.woken && !k.kswapd.posted {
         k.kswapd.posted = true;
