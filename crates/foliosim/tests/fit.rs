@@ -268,3 +268,18 @@ fn rows_of_one_scenario_share_its_runs() {
     let e = Evaluator::new(&t, 1).figures(&[BTreeMap::new()], &[1]).unwrap_err();
     assert!(e.to_string().contains("row `b`.metric"), "{e}");
 }
+
+/// Every row of tables/seed004.toml reads a metric its run has (at the profile's costs, one
+/// seed), and MIGRC cuts the shootdowns per lookup against eager, as the table's rows expect.
+#[test]
+fn seed004_table_rows_read_their_metrics() {
+    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let mut t = Table::load(&repo.join("tables/seed004.toml")).unwrap();
+    t.seeds = 1;
+    let rows: Vec<usize> = (0..t.rows.len()).collect();
+    let figs = Evaluator::new(&t, 2).figures(&[BTreeMap::new()], &rows).unwrap();
+    let fig = |id: &str| figs[0][t.row(id).unwrap()].unwrap().mean;
+    assert!(fig("eager-lookups/s") > 1e5, "{}", fig("eager-lookups/s"));
+    assert!(fig("eager-shootdowns") > 0.0);
+    assert!(fig("migrc-shootdowns") < -10.0, "{}", fig("migrc-shootdowns"));
+}
