@@ -177,6 +177,8 @@ pub struct MmStruct {
     pub numa_next_scan_ns: u64,
     /// mm->numa_scan_offset: (vma, page index) where the next NUMA scan starts.
     pub numa_scan_offset: (u32, u32),
+    /// mm->numa_scan_seq: NUMA scan passes over the address space completed.
+    pub numa_scan_seq: u64,
     /// mm->tlb_flush_batched pending != flushed: reclaim or migration batched an unmap of this
     /// mm since a page-table walker last flushed for it (tlb::flush_tlb_batched_pending).
     pub tlb_flush_batched: bool,
@@ -201,6 +203,7 @@ impl MmStruct {
             oom_victim: false,
             numa_next_scan_ns: 0,
             numa_scan_offset: (0, 0),
+            numa_scan_seq: 0,
             tlb_flush_batched: false,
         }
     }

@@ -4,12 +4,16 @@
 //! promotion (migrate_misplaced_folio, mm/migrate.c). Demotion, the other half of tiering, is
 //! reclaim's (mm/vmscan.rs, `demote_folio_list` below).
 //!
-//! The scan period is the mm's task_scan_start: the minimum period divided by the number of
-//! scan windows the mm's RSS needs, no less than the floor that keeps scanning under
-//! MAX_SCAN_WINDOW (2560 MB/s). A shortcut (docs/model.md, "NUMA tiering"): in v6.9 a
-//! successful promotion reaches task_numa_fault with the top-tier node, so
-//! update_task_scan_period doubles each thread's period per scan pass up to task_scan_max, and
-//! CLONE_VM threads start at scan_delay; the model scans 7-25x too often (docs/seed004.md).
+//! The scan period is per task, as in v6.9 (kernel/sched/fair.c): every task starts at
+//! scan_delay (init_numa_balancing; a CLONE_VM thread's first period is staggered by
+//! node_stamp); task_tick_numa, run as the task's CPU time passes node_stamp +
+//! numa_scan_period, starts a new period (the process's first task switches to
+//! task_scan_start then) and runs task_numa_work if the mm's numa_next_scan has passed, which
+//! scans and sets numa_next_scan to now + the task's numa_scan_period. A successful promotion
+//! reaches task_numa_fault with the top-tier node (private, remote): once per numa_scan_seq
+//! (scan pass) task_numa_placement's update_task_scan_period doubles the task's period up to
+//! task_scan_max. Simplified: no numa_migrate_retry gating of task_numa_placement, the tick is
+//! checked at the end of each step (docs/model.md, "NUMA tiering").
 //! Not modelled either: NUMA_BALANCING_NORMAL (task and page placement between CPU nodes; every
 //! CPU is on node 0).
 
@@ -34,6 +38,21 @@ const MAX_SCAN_WINDOW_MB: u64 = 2560;
 const SCAN_PERIOD_MAX_MS: u64 = 60_000;
 /// NUMA_MIGRATION_ADJUST_STEPS.
 const ADJUST_STEPS: u64 = 16;
+/// TICK_NSEC at HZ=250.
+const TICK_NS: u64 = 4_000_000;
+
+/// A task's NUMA balancing state (task_struct's numa_* fields), kept in its TaskResume.
+#[derive(Debug, Clone, Default)]
+pub struct TaskNuma {
+    /// p->numa_scan_period, ms.
+    pub numa_scan_period_ms: u64,
+    /// p->numa_scan_period_max, ms (set by task_numa_placement).
+    pub numa_scan_period_max_ms: u64,
+    /// p->node_stamp: the task's CPU time (ns) where its current scan period started.
+    pub node_stamp_ns: u64,
+    /// p->numa_scan_seq: the mm's numa_scan_seq its last task_numa_placement saw.
+    pub numa_scan_seq: u64,
+}
 
 /// The sysctls and node 0's promotion state (pgdat->nbp_*).
 pub struct NumaBalancing {
@@ -82,14 +101,94 @@ impl NumaBalancing {
         }
     }
 
-    /// task_scan_min: the period for an mm of `rss_pages`.
-    fn scan_period_ns(&self, rss_pages: u64) -> u64 {
+    /// task_nr_scan_windows: scan_size windows in an mm of `rss_pages`.
+    fn nr_scan_windows(&self, rss_pages: u64) -> u64 {
+        rss_pages.div_ceil(self.scan_size_pages).max(1)
+    }
+
+    /// task_scan_min (= task_scan_start without a numa_group), ms.
+    fn task_scan_min_ms(&self, rss_pages: u64) -> u64 {
         let scan_size_mb = self.scan_size_pages * PAGE_SIZE >> 20;
         let windows = (MAX_SCAN_WINDOW_MB / scan_size_mb.max(1)).max(1);
         let floor_ms = 1000 / windows;
-        let nr_scan_windows = rss_pages.div_ceil(self.scan_size_pages).max(1);
-        (self.scan_period_min_ms / nr_scan_windows).max(floor_ms) * 1_000_000
+        (self.scan_period_min_ms / self.nr_scan_windows(rss_pages)).max(floor_ms)
     }
+
+    /// task_scan_max, ms.
+    fn task_scan_max_ms(&self, rss_pages: u64) -> u64 {
+        let smax = SCAN_PERIOD_MAX_MS / self.nr_scan_windows(rss_pages);
+        self.task_scan_min_ms(rss_pages).max(smax)
+    }
+}
+
+/// init_numa_balancing for a task of `mm` created when `mm_users` tasks already use it (0: the
+/// process's first task). A CLONE_VM thread's node_stamp is the kernel's stagger, units as
+/// written: min_t(unsigned int, task_scan_max (ms), period x mm_users (ns)) + 2 ticks. All
+/// tasks are created at the start, when the parent's numa_scan_period is scan_delay.
+pub fn init_numa_balancing(k: &Kernel, mm: u32, mm_users: u32) -> TaskNuma {
+    let m = &k.mms[mm as usize];
+    let period_ms = k.numa.scan_delay_ns / 1_000_000;
+    let mut p = TaskNuma {
+        numa_scan_period_ms: period_ms,
+        numa_scan_seq: m.numa_scan_seq,
+        ..TaskNuma::default()
+    };
+    if mm_users > 0 {
+        let smax = k.numa.task_scan_max_ms(m.rss_anon) as u32;
+        let scaled = (period_ms * mm_users as u64 * 1_000_000) as u32;
+        p.node_stamp_ns = smax.min(scaled) as u64 + 2 * TICK_NS;
+    }
+    p
+}
+
+/// task_tick_numa, checked when the task returns to user space with `runtime_ns` of CPU time
+/// (se.sum_exec_runtime): each numa_scan_period passed since node_stamp starts a new period
+/// (the first switches the process's first task to task_scan_start). True when one did and
+/// the mm's numa_next_scan has passed: task_numa_work runs.
+pub fn task_tick_numa(k: &Kernel, p: &mut TaskNuma, mm: u32, runtime_ns: u64, now_ns: u64) -> bool {
+    let mut due = false;
+    loop {
+        let period_ns = p.numa_scan_period_ms * 1_000_000;
+        if runtime_ns <= p.node_stamp_ns + period_ns {
+            return due;
+        }
+        if p.node_stamp_ns == 0 {
+            p.numa_scan_period_ms = k.numa.task_scan_min_ms(k.mms[mm as usize].rss_anon);
+        }
+        p.node_stamp_ns += period_ns;
+        due |= now_ns >= k.mms[mm as usize].numa_next_scan_ns;
+        if period_ns == 0 {
+            return due;
+        }
+    }
+}
+
+/// task_numa_fault for a hint fault whose folio is now on the top tier (a promotion: private,
+/// remote); faults left on a lower tier take its early return in tiering mode.
+fn task_numa_fault(k: &mut Kernel, ctx: &Ctx, mm: u32) {
+    task_numa_placement(k, ctx, mm);
+}
+
+/// task_numa_placement, once per scan pass (numa_scan_seq) of the mm: the running task's
+/// numa_scan_period_max, then update_task_scan_period.
+fn task_numa_placement(k: &mut Kernel, ctx: &Ctx, mm: u32) {
+    let m = &k.mms[mm as usize];
+    let (seq, smax) = (m.numa_scan_seq, k.numa.task_scan_max_ms(m.rss_anon));
+    let p = &mut k.current.numa;
+    if p.numa_scan_seq == seq {
+        return;
+    }
+    p.numa_scan_seq = seq;
+    p.numa_scan_period_max_ms = smax;
+    update_task_scan_period(k, ctx, mm);
+}
+
+/// update_task_scan_period with no local and no shared faults (every recorded fault is a
+/// private, remote promotion): scan slower, the period doubled up to numa_scan_period_max.
+fn update_task_scan_period(k: &mut Kernel, ctx: &Ctx, mm: u32) {
+    let p = &mut k.current.numa;
+    p.numa_scan_period_ms = p.numa_scan_period_max_ms.min(p.numa_scan_period_ms * 2);
+    k.mms[mm as usize].numa_next_scan_ns = ctx.now_ns + p.numa_scan_period_ms * 1_000_000;
 }
 
 /// can_demote: reclaim on node 0 may move folios a tier down.
@@ -97,11 +196,11 @@ pub fn can_demote(k: &Kernel) -> bool {
     k.nodes.demotion_enabled && k.nodes.next_demotion_node(0).is_some()
 }
 
-/// task_numa_work, run when a task of `mm` returns to user space at or after the mm's next
-/// scan time: up to scan_size of the mm's lower-tier pages made PROT_NONE, from where the
-/// last scan stopped, in 2 MiB ranges; one TLB flush of the mm per VMA range changed
-/// (change_protection's tlb_finish_mmu).
-pub fn task_numa_work(k: &mut Kernel, ctx: &mut Ctx, mm: u32) {
+/// task_numa_work, run when task `p` of `mm` returns to user space after task_tick_numa found
+/// the mm's next scan time passed: up to scan_size of the mm's lower-tier pages made
+/// PROT_NONE, from where the last scan stopped, in 2 MiB ranges; one TLB flush of the mm per
+/// VMA range changed (change_protection's tlb_finish_mmu). The pass ends at the last VMA.
+pub fn task_numa_work(k: &mut Kernel, ctx: &mut Ctx, mm: u32, p: &mut TaskNuma) {
     let m = &mut k.mms[mm as usize];
     if m.numa_next_scan_ns == 0 {
         m.numa_next_scan_ns = ctx.now_ns + k.numa.scan_delay_ns;
@@ -110,30 +209,41 @@ pub fn task_numa_work(k: &mut Kernel, ctx: &mut Ctx, mm: u32) {
     if ctx.now_ns < m.numa_next_scan_ns {
         return;
     }
-    let rss = m.rss_anon;
-    m.numa_next_scan_ns = ctx.now_ns + k.numa.scan_period_ns(rss);
+    if p.numa_scan_period_ms == 0 {
+        p.numa_scan_period_max_ms = k.numa.task_scan_max_ms(m.rss_anon);
+        p.numa_scan_period_ms = k.numa.task_scan_min_ms(m.rss_anon);
+    }
+    m.numa_next_scan_ns = ctx.now_ns + p.numa_scan_period_ms * 1_000_000;
     let now_ms = (ctx.now_ns / 1_000_000) as u32;
     let mut pages = k.numa.scan_size_pages as i64;
     let mut virtpages = pages * 8;
     let nr_vmas = k.mms[mm as usize].vmas.len() as u32;
     let (mut vma, mut index) = k.mms[mm as usize].numa_scan_offset;
     let mut updated_total = 0u64;
-    let mut wrapped = false;
+    // vma_next from the offset: none left, the pass starts over (reset_ptenuma_scan).
+    let vma_len = |k: &Kernel, vma: u32| {
+        k.mms[mm as usize].vmas[vma as usize]
+            .as_ref()
+            .map_or(0, |v| v.nr_pages)
+    };
+    while vma < nr_vmas && index >= vma_len(k, vma) {
+        (vma, index) = (vma + 1, 0);
+    }
+    if vma >= nr_vmas {
+        k.mms[mm as usize].numa_scan_seq += 1;
+        (vma, index) = (0, 0);
+    }
     while pages > 0 && virtpages > 0 {
         if vma >= nr_vmas {
-            if wrapped {
-                break;
-            }
-            // numa_scan_seq: start over from the first VMA.
-            (vma, index, wrapped) = (0, 0, true);
-            continue;
+            // reset_ptenuma_scan: the pass is over, the next starts from the first VMA.
+            k.mms[mm as usize].numa_scan_seq += 1;
+            (vma, index) = (0, 0);
+            break;
         }
         let migratable = k.mms[mm as usize].vmas[vma as usize]
             .as_ref()
             .is_some_and(|v| v.anon_vma);
-        let len = k.mms[mm as usize].vmas[vma as usize]
-            .as_ref()
-            .map_or(0, |v| v.nr_pages);
+        let len = vma_len(k, vma);
         if !migratable || index >= len {
             (vma, index) = (vma + 1, 0);
             continue;
@@ -202,7 +312,9 @@ pub fn do_numa_page(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, index: u32
     let promoted = !Nodes::is_toptier(src_nid)
         && should_numa_migrate_memory(k, ctx, head, nr)
         && migrate_misplaced_folio(k, ctx, head, nr);
-    if !promoted {
+    if promoted {
+        task_numa_fault(k, ctx, mm);
+    } else {
         restore_ptes(k, mm, vma, head);
     }
 }
@@ -396,4 +508,83 @@ pub fn do_wp_page(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, index: u32) 
     k.vmstat.count(VmEvent::Pgfault, 1);
     let pte = &mut k.mms[mm as usize].vma_mut(vma).ptes[index as usize];
     *pte = Pte::present(pte.pfn());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::content::ContentClass;
+
+    fn kernel() -> Kernel {
+        let s = Scenario::from_toml_str(
+            r#"
+[machine]
+cpus = 2
+memory = "256M"
+[[machine.node]]
+memory = "256M"
+[sysctl.kernel]
+numa_balancing = 2
+[[workload]]
+kind = "usemem"
+nproc = 1
+size = "1M"
+"#,
+        )
+        .unwrap();
+        Kernel::new(&s)
+    }
+
+    #[test]
+    fn a_promoting_task_doubles_its_period_per_pass_up_to_task_scan_max() {
+        let mut k = kernel();
+        let mm = k.new_mm(0, ContentClass::Usemem);
+        // 24 scan windows: task_scan_start 1000/24 ms, floored at 100; task_scan_max 2500.
+        k.mms[mm as usize].rss_anon = 24 * k.numa.scan_size_pages;
+        let mut main = init_numa_balancing(&k, mm, 0);
+        let mut worker = init_numa_balancing(&k, mm, 1);
+        assert_eq!((main.numa_scan_period_ms, main.node_stamp_ns), (1000, 0));
+        // The stagger as written: min(2500 (ms, taken as ns), 1000 ms x 1 in ns) + 2 ticks.
+        assert_eq!(worker.node_stamp_ns, 2500 + 8_000_000);
+        // The first task's first period ends after scan_delay of CPU time: task_scan_start.
+        assert!(!task_tick_numa(&k, &mut main, mm, 1_000_000_000, 0));
+        assert!(task_tick_numa(&k, &mut main, mm, 1_000_000_001, 0));
+        assert_eq!(
+            (main.numa_scan_period_ms, main.node_stamp_ns),
+            (100, 1_000_000_000)
+        );
+        // Promotions: one doubling per scan pass (numa_scan_seq), none within a pass.
+        let ctx = Ctx::new(0, 5_000_000_000);
+        k.current.numa = main;
+        let mut periods = Vec::new();
+        for seq in 1..=7 {
+            k.mms[mm as usize].numa_scan_seq = seq;
+            task_numa_fault(&mut k, &ctx, mm);
+            task_numa_fault(&mut k, &ctx, mm);
+            periods.push(k.current.numa.numa_scan_period_ms);
+        }
+        assert_eq!(periods, [200, 400, 800, 1600, 2500, 2500, 2500]);
+        assert_eq!(
+            k.mms[mm as usize].numa_next_scan_ns,
+            5_000_000_000 + 2_500_000_000
+        );
+        // A thread that never promotes keeps scan_delay, one period per second of CPU time.
+        k.mms[mm as usize].numa_next_scan_ns = 9_000_000_000;
+        assert!(!task_tick_numa(
+            &k,
+            &mut worker,
+            mm,
+            5_500_000_000,
+            8_000_000_000
+        ));
+        assert!(task_tick_numa(
+            &k,
+            &mut worker,
+            mm,
+            6_100_000_000,
+            9_000_000_000
+        ));
+        assert_eq!(worker.numa_scan_period_ms, 1000);
+        assert_eq!(worker.node_stamp_ns, 6_000_000_000 + 2500 + 8_000_000);
+    }
 }

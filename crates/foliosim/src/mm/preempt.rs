@@ -44,6 +44,8 @@ pub struct TaskResume {
     pub resched_stops: u64,
     pub throttle_stops: u64,
     pub wake_stops: u64,
+    /// The task's NUMA balancing state (mm/numa_balancing.rs).
+    pub numa: super::numa_balancing::TaskNuma,
 }
 
 /// A fault whose allocation stopped.

@@ -42,7 +42,7 @@ use crate::engine::Ctx;
 use crate::mm::folio::NIL;
 use crate::mm::kthread::{self, KthreadNext};
 use crate::mm::memcontrol::mem_cgroup_handle_over_high;
-use crate::mm::numa_balancing::task_numa_work;
+use crate::mm::numa_balancing::{init_numa_balancing, task_numa_work, task_tick_numa};
 use crate::mm::oom_kill;
 use crate::mm::preempt::TaskResume;
 use crate::mm::vmscan::kswapd::post_kswapd_wakeup;
@@ -107,8 +107,13 @@ pub fn run_tasks_observed(
     for m in k.mms.iter_mut() {
         m.mm_users = 0;
     }
-    for t in tasks.iter() {
+    for t in tasks.iter_mut() {
         if t.mm != NIL {
+            if k.numa.tiering {
+                // init_numa_balancing: a process's later tasks are its CLONE_VM threads.
+                let users = k.mms[t.mm as usize].mm_users;
+                t.resume.numa = init_numa_balancing(k, t.mm, users);
+            }
             k.mms[t.mm as usize].mm_users += 1;
         }
     }
@@ -251,10 +256,17 @@ pub fn run_tasks_observed(
                     Ok(UserNext::Exit) => Next::Exit,
                     Ok(UserNext::Run) => {
                         // Back to user space: memory.high reclaim owed by this task's charges,
-                        // and the NUMA scan when its mm's turn has come (task_numa_work).
+                        // and the NUMA scan when the task's tick found its mm's turn come
+                        // (task_tick_numa by its CPU time so far, then task_numa_work).
                         mem_cgroup_handle_over_high(k, &mut ctx);
                         if k.numa.tiering {
-                            task_numa_work(k, &mut ctx, t.mm);
+                            let runtime_ns = user_before_ns
+                                + t.sys_ns
+                                + (ctx.now_ns - busy_from_ns - ctx.off_cpu_ns());
+                            let numa = &mut t.resume.numa;
+                            if task_tick_numa(k, numa, t.mm, runtime_ns, ctx.now_ns) {
+                                task_numa_work(k, &mut ctx, t.mm, numa);
+                            }
                         }
                         Next::Run
                     }
