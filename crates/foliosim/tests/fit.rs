@@ -265,7 +265,9 @@ fn rows_of_one_scenario_share_its_runs() {
     let (a, b) = (figs[0][0].unwrap(), figs[0][1].unwrap());
     assert!(a.mean > 0.0 && b.mean > 0.0 && a.mean != b.mean);
     let t = Table::from_toml_str(&table("no_such_metric"), Some(&repo)).unwrap();
-    let e = Evaluator::new(&t, 1).figures(&[BTreeMap::new()], &[1]).unwrap_err();
+    let e = Evaluator::new(&t, 1)
+        .figures(&[BTreeMap::new()], &[1])
+        .unwrap_err();
     assert!(e.to_string().contains("row `b`.metric"), "{e}");
 }
 
@@ -277,9 +279,15 @@ fn seed004_table_rows_read_their_metrics() {
     let mut t = Table::load(&repo.join("tables/seed004.toml")).unwrap();
     t.seeds = 1;
     let rows: Vec<usize> = (0..t.rows.len()).collect();
-    let figs = Evaluator::new(&t, 2).figures(&[BTreeMap::new()], &rows).unwrap();
+    let figs = Evaluator::new(&t, 2)
+        .figures(&[BTreeMap::new()], &rows)
+        .unwrap();
     let fig = |id: &str| figs[0][t.row(id).unwrap()].unwrap().mean;
     assert!(fig("eager-lookups/s") > 1e5, "{}", fig("eager-lookups/s"));
     assert!(fig("eager-shootdowns") > 0.0);
-    assert!(fig("migrc-shootdowns") < -10.0, "{}", fig("migrc-shootdowns"));
+    assert!(
+        fig("migrc-shootdowns") < -10.0,
+        "{}",
+        fig("migrc-shootdowns")
+    );
 }

@@ -43,7 +43,11 @@ pub fn metric_value(r: &RunResult, metric: &str) -> Option<f64> {
 
 /// Every metric of a run (sweep::record::metrics_of) and every counter, by name.
 fn all_metrics(r: &RunResult) -> Metrics {
-    let mut m: Metrics = r.counters.iter().map(|(k, &v)| (k.clone(), v as f64)).collect();
+    let mut m: Metrics = r
+        .counters
+        .iter()
+        .map(|(k, &v)| (k.clone(), v as f64))
+        .collect();
     m.extend(metrics_of(r).into_iter().map(|(k, v)| (k, v.as_f64())));
     m
 }

@@ -70,10 +70,16 @@ pub fn metrics_of(r: &RunResult) -> BTreeMap<String, Num> {
         // XSBench's figures, and its lookup phase's counters per lookup: independent of how
         // many lookups ran, so a table of any run length compares (seed 004's fit).
         if let Some(x) = &w.xsbench {
-            m.insert(format!("{prefix}.lookups_per_s"), Num::Float(x.lookups_per_s));
+            m.insert(
+                format!("{prefix}.lookups_per_s"),
+                Num::Float(x.lookups_per_s),
+            );
             for (name, &v) in &x.phase_counters {
                 let per_lookup = v as f64 / x.lookups.max(1) as f64;
-                m.insert(format!("{prefix}.per_lookup.{name}"), Num::Float(per_lookup));
+                m.insert(
+                    format!("{prefix}.per_lookup.{name}"),
+                    Num::Float(per_lookup),
+                );
             }
         }
     }

@@ -9,9 +9,9 @@ pub mod trace;
 pub mod usemem;
 pub mod xsbench;
 
+use crate::engine::cost::CostModel;
 use crate::mm::madvise::Advice;
 use crate::mm::mmap::ThpAdvice;
-use crate::engine::cost::CostModel;
 use crate::scenario::{FileSpec, Machine, Scenario, WorkloadSpec};
 use serde::Serialize;
 use std::collections::BTreeMap;
