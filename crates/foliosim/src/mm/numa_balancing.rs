@@ -141,6 +141,20 @@ pub fn init_numa_balancing(k: &Kernel, mm: u32, mm_users: u32) -> TaskNuma {
     p
 }
 
+/// A task of `mm` with `runtime_ns` of CPU time returns to user space: its tick, and the scan
+/// when the tick found the mm's turn come (task_tick_numa queues task_numa_work for then).
+pub fn numa_return_to_user(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    mm: u32,
+    p: &mut TaskNuma,
+    runtime_ns: u64,
+) {
+    if task_tick_numa(k, p, mm, runtime_ns, ctx.now_ns) {
+        task_numa_work(k, ctx, mm, p);
+    }
+}
+
 /// task_tick_numa, checked when the task returns to user space with `runtime_ns` of CPU time
 /// (se.sum_exec_runtime): each numa_scan_period passed since node_stamp starts a new period
 /// (the first switches the process's first task to task_scan_start). True when one did and

@@ -42,7 +42,7 @@ use crate::engine::Ctx;
 use crate::mm::folio::NIL;
 use crate::mm::kthread::{self, KthreadNext};
 use crate::mm::memcontrol::mem_cgroup_handle_over_high;
-use crate::mm::numa_balancing::{init_numa_balancing, task_numa_work, task_tick_numa};
+use crate::mm::numa_balancing::{init_numa_balancing, numa_return_to_user};
 use crate::mm::oom_kill;
 use crate::mm::preempt::TaskResume;
 use crate::mm::vmscan::kswapd::post_kswapd_wakeup;
@@ -263,10 +263,7 @@ pub fn run_tasks_observed(
                             let runtime_ns = user_before_ns
                                 + t.sys_ns
                                 + (ctx.now_ns - busy_from_ns - ctx.off_cpu_ns());
-                            let numa = &mut t.resume.numa;
-                            if task_tick_numa(k, numa, t.mm, runtime_ns, ctx.now_ns) {
-                                task_numa_work(k, &mut ctx, t.mm, numa);
-                            }
+                            numa_return_to_user(k, &mut ctx, t.mm, &mut t.resume.numa, runtime_ns);
                         }
                         Next::Run
                     }
