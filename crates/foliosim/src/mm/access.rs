@@ -165,7 +165,14 @@ pub fn pte_cleared(vma: &mut Vma, first: u32, nr: u32) {
 /// its pages become OLD in the accessed ranges that hold them, so accesses set it again at
 /// a cost proportional to reclaim's work, not to the accesses. Nothing for a folio of a VMA
 /// without Access ranges.
+#[inline]
 pub fn young_cleared(k: &mut Kernel, pfn: u32) {
+    if k.access_sets {
+        mark_old(k, pfn);
+    }
+}
+
+fn mark_old(k: &mut Kernel, pfn: u32) {
     let f = &k.folios;
     if f.test(pfn, super::folio::flags::FILE) {
         return;
@@ -323,6 +330,7 @@ pub fn access_step(
     }
     let remaining = a.count - done;
     let stamp = ctx.now_ns;
+    k.access_sets = true;
     let set = ensure_set(
         k.mms[a.mm as usize].vma_mut(a.vma),
         &k.folios,
@@ -359,6 +367,7 @@ pub fn access_step(
         return Ok(done);
     }
     // The access that lands on a listed page.
+    k.access_sets = true;
     let set = ensure_set(
         k.mms[a.mm as usize].vma_mut(a.vma),
         &k.folios,

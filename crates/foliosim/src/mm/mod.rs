@@ -253,6 +253,9 @@ pub struct Kernel {
     /// current->in_lru_fault: a fault is running (folio_add_lru marks its folios for
     /// MGLRU's youngest generation).
     pub in_lru_fault: bool,
+    /// Some VMA has had an Access range's set of special pages (mm/access.rs): until then
+    /// reclaim's accessed-bit hook has nothing to update.
+    pub access_sets: bool,
 }
 
 impl Kernel {
@@ -446,6 +449,7 @@ impl Kernel {
             lru_policy: vmscan::lru_policy::policy(scenario.sysfs.lru_gen.enabled()),
             lru_gen_min_ttl_ns: scenario.sysfs.lru_gen.min_ttl_ms.unwrap_or(0) as u64 * 1_000_000,
             in_lru_fault: false,
+            access_sets: false,
         }
     }
 

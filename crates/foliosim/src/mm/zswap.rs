@@ -231,6 +231,9 @@ fn store_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) -> bool {
 
 /// zswap_invalidate over every slot of the folio at `pfn` (in the swap cache).
 fn invalidate_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
+    if k.zswap.trees.is_empty() {
+        return;
+    }
     for (first, nr) in k.folios.swap_runs(pfn) {
         invalidate_range(k, ctx, first, nr);
     }
