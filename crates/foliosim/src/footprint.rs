@@ -107,7 +107,7 @@ pub fn human_bytes(bytes: u64) -> String {
 /// every folio were of order 2, the smallest queued (records are per folio, in the table of
 /// its order: with 64K folios a sixteenth of that is touched, mm/per_order.rs).
 pub fn bytes_per_ram_page() -> f64 {
-    let folios = elem(|f: &FolioTable| &f.order)
+    let folios = elem(|f: &FolioTable| f.order.as_vec())
         + elem(|f: &FolioTable| &f.flags)
         + size_of::<crate::mm::folio::FolioRec>()
         + size_of::<[u32; 2]>() / 4;

@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 
+use super::page_alloc::MAX_PAGE_ORDER;
 use super::per_order::PerOrder;
 
 pub const NIL: u32 = u32::MAX;
@@ -111,10 +112,28 @@ fn nil0(v: u32) -> u32 {
     v ^ NIL
 }
 
+/// The per-pfn order bytes, readable by index anywhere and written only by the FolioTable:
+/// the record lookups rely on every stored order being at most MAX_PAGE_ORDER.
+pub struct OrderBytes(Vec<u8>);
+
+impl std::ops::Index<usize> for OrderBytes {
+    type Output = u8;
+    #[inline]
+    fn index(&self, pfn: usize) -> &u8 {
+        &self.0[pfn]
+    }
+}
+
+impl OrderBytes {
+    pub fn as_vec(&self) -> &Vec<u8> {
+        &self.0
+    }
+}
+
 pub struct FolioTable {
     /// Per pfn: the order of the folio this pfn heads, or last headed (the key to its record).
     /// Written only by `init` and `set_order`.
-    pub order: Vec<u8>,
+    pub order: OrderBytes,
     /// Per pfn: the page flags of the folio this pfn heads.
     pub flags: Vec<flags::Flags>,
     recs: PerOrder<FolioRec>,
@@ -155,7 +174,7 @@ impl FolioTable {
     pub fn new(nr_pages: u32) -> FolioTable {
         let n = nr_pages as usize;
         FolioTable {
-            order: vec![0; n],
+            order: OrderBytes(vec![0; n]),
             flags: vec![0; n],
             recs: PerOrder::new(nr_pages, crate::mm::page_alloc::MAX_PAGE_ORDER),
             deferred: PerOrder::new(nr_pages, crate::mm::page_alloc::MAX_PAGE_ORDER),
@@ -168,11 +187,16 @@ impl FolioTable {
     /// The record of the folio headed by `pfn` (by its order byte).
     #[inline]
     pub fn rec(&self, pfn: usize) -> &FolioRec {
-        self.recs.get(self.order[pfn] as u32, pfn)
+        let order = self.order[pfn] as u32;
+        // SAFETY: `order` has an entry for `pfn`, so `pfn` is below the tables' nr_pages, and
+        // only `init` and `set_order` store an order, each checked against MAX_PAGE_ORDER.
+        unsafe { self.recs.get_unchecked(order, pfn) }
     }
     #[inline]
     pub fn rec_mut(&mut self, pfn: usize) -> &mut FolioRec {
-        self.recs.get_mut(self.order[pfn] as u32, pfn)
+        let order = self.order[pfn] as u32;
+        // SAFETY: as in `rec`.
+        unsafe { self.recs.get_unchecked_mut(order, pfn) }
     }
     #[inline]
     pub fn mapcount(&self, pfn: usize) -> u16 {
@@ -301,8 +325,9 @@ impl FolioTable {
     /// A split changes a head's order (split_folio: the head becomes an order-0 folio): its
     /// record moves to the table of the new order.
     pub fn set_order(&mut self, pfn: u32, order: u32) {
+        assert!(order <= MAX_PAGE_ORDER, "order {order} of pfn {pfn}");
         let rec = *self.rec(pfn as usize);
-        self.order[pfn as usize] = order as u8;
+        self.order.0[pfn as usize] = order as u8;
         *self.rec_mut(pfn as usize) = rec;
     }
 
@@ -424,7 +449,7 @@ impl FolioTable {
         use crate::engine::prefetch::prefetch;
         let i = pfn as usize;
         prefetch(&self.flags, i);
-        prefetch(&self.order, i);
+        prefetch(self.order.as_vec(), i);
         // The record's address needs the order byte: one load here, the record's line ahead.
         crate::engine::prefetch::prefetch_ptr(self.rec(i));
     }
@@ -435,7 +460,8 @@ impl FolioTable {
         if self.flags[i] & IO_FLAGS != 0 {
             self.writeback_done.remove(&pfn);
         }
-        self.order[i] = order as u8;
+        assert!(order <= MAX_PAGE_ORDER, "order {order} of pfn {pfn}");
+        self.order.0[i] = order as u8;
         self.flags[i] = flags::ALLOCATED;
         *self.recs.get_mut(order, i) = FolioRec {
             owner_mm: nil0(owner.0),

@@ -76,6 +76,31 @@ impl<T: Zeroable + Copy, S: Tables<T>> PerOrder<T, S> {
         &mut self.tables.as_mut()[order as usize][pfn >> order]
     }
 
+    /// `get` without its bounds checks, for the hottest lookups (the folio record's).
+    ///
+    /// # Safety
+    /// `order` is at most the `max_order` the tables were made for and `pfn` is below their
+    /// `nr_pages`.
+    #[inline]
+    pub unsafe fn get_unchecked(&self, order: u32, pfn: usize) -> &T {
+        debug_assert!((order as usize) < self.tables.as_ref().len());
+        let table = self.tables.as_ref().get_unchecked(order as usize);
+        debug_assert!(pfn >> order < table.len());
+        table.get_unchecked(pfn >> order)
+    }
+
+    /// `get_mut` without its bounds checks.
+    ///
+    /// # Safety
+    /// As for [`PerOrder::get_unchecked`].
+    #[inline]
+    pub unsafe fn get_unchecked_mut(&mut self, order: u32, pfn: usize) -> &mut T {
+        debug_assert!((order as usize) < self.tables.as_ref().len());
+        let table = self.tables.as_mut().get_unchecked_mut(order as usize);
+        debug_assert!(pfn >> order < table.len());
+        table.get_unchecked_mut(pfn >> order)
+    }
+
     /// Tables of orders below `order` will be touched sparsely (the run's folios are mostly
     /// of `order` or larger): base pages for them (engine/huge_alloc.rs).
     pub fn advise_sparse_below(&self, order: u32) {
