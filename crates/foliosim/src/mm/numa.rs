@@ -17,6 +17,8 @@ use crate::scenario::{Scenario, LOCAL_DRAM_LATENCY_NS};
 pub struct Nodes {
     /// node_start_pfn of every node, and the end of the last one.
     pub start_pfn: Vec<u32>,
+    /// start_pfn[1], where node 0 ends: page_to_nid's common answer without a load of the Vec.
+    node0_end_pfn: u32,
     /// Load-to-use latency of each node's memory from the CPUs (node 0's first).
     pub latency_ns: Vec<u64>,
     /// The zones of nodes 1.. (`lower[n - 1]`).
@@ -38,6 +40,7 @@ impl Nodes {
             latency_ns.push(n.latency_ns.unwrap_or(crate::scenario::CXL_LATENCY_NS));
         }
         Nodes {
+            node0_end_pfn: start_pfn[1],
             start_pfn,
             latency_ns,
             lower,
@@ -57,7 +60,7 @@ impl Nodes {
     /// page_to_nid.
     #[inline]
     pub fn nid(&self, pfn: u32) -> usize {
-        if pfn < self.start_pfn[1] {
+        if pfn < self.node0_end_pfn {
             return 0;
         }
         self.start_pfn.partition_point(|&s| s <= pfn) - 1
