@@ -353,7 +353,10 @@ impl Kernel {
             }
         }
         // The smallest anon folio size enabled "always" is what most folios (and free blocks)
-        // will be: the tables of smaller orders will be sparse (speed and memory only).
+        // will be: the tables of smaller orders will be sparse (speed and memory only). With
+        // none enabled every table below MAX_PAGE_ORDER gets base pages, the dense order-0
+        // ones too: measured faster on this VM (seed 000 4K: 0.6-1.0 s of system time, against
+        // 1.4-1.5 s with them on huge pages; the host's defrag is madvise).
         let dense_order = scenario
             .sysfs
             .orders_enabled(false)
