@@ -303,7 +303,10 @@ fn measure(
         // One untimed round first: it warms the allocator's per-CPU lists and page tables.
         for rep in 0..=reps {
             let area = Area::new(region, true)?;
-            let ns = timed(|| Ok(area.poke(size)))? / (region / size) as f64;
+            let ns = timed(|| {
+                area.poke(size);
+                Ok(())
+            })? / (region / size) as f64;
             if rep > 0 {
                 per.push(ns);
             }
@@ -321,8 +324,18 @@ fn measure(
     for _ in 0..reps {
         let area = Area::new(region, false)?;
         area.poke(PAGE);
-        write.push(timed(|| Ok(area.fill()))? / (region / PAGE) as f64);
-        unmap_4k.push(timed(|| Ok(drop(area)))? / (region / PAGE) as f64);
+        write.push(
+            timed(|| {
+                area.fill();
+                Ok(())
+            })? / (region / PAGE) as f64,
+        );
+        unmap_4k.push(
+            timed(|| {
+                drop(area);
+                Ok(())
+            })? / (region / PAGE) as f64,
+        );
     }
     let write = median(write);
     costs.insert("user_write_page_ns".into(), write.round());
@@ -332,7 +345,12 @@ fn measure(
     for _ in 0..reps {
         let area = Area::new(region, true)?;
         area.poke(2 << 20);
-        unmap_2m.push(timed(|| Ok(drop(area)))? / (region >> 21) as f64);
+        unmap_2m.push(
+            timed(|| {
+                drop(area);
+                Ok(())
+            })? / (region >> 21) as f64,
+        );
     }
     let (u4, u2) = (median(unmap_4k), median(unmap_2m));
     m.insert("munmap_4k_ns_per_folio".into(), u4);
@@ -371,7 +389,12 @@ fn measure(
                 area.fill();
                 let folios = (region / size) as f64;
                 out.push(timed(|| area.madvise(0, region, MADV_PAGEOUT))? / folios);
-                inn.push(timed(|| Ok(area.poke(PAGE)))? / (region / PAGE) as f64);
+                inn.push(
+                    timed(|| {
+                        area.poke(PAGE);
+                        Ok(())
+                    })? / (region / PAGE) as f64,
+                );
             }
             m.insert(
                 format!("pageout_{label}_{}k_ns_per_folio", size / 1024),
@@ -393,7 +416,12 @@ fn measure(
             let area = Area::new(region, true)?;
             area.fill();
             area.madvise(0, region, MADV_PAGEOUT)?;
-            release.push(timed(|| Ok(drop(area)))? / (region / PAGE) as f64);
+            release.push(
+                timed(|| {
+                    drop(area);
+                    Ok(())
+                })? / (region / PAGE) as f64,
+            );
         }
         m.insert(
             format!("munmap_swapped_{label}_4k_ns_per_page"),

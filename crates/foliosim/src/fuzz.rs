@@ -17,8 +17,11 @@ use crate::scenario::Scenario;
 use crate::workload::trace::{self, Trace};
 use crate::{RunOptions, SimError};
 
+/// A fuzz target's body: one input in, what became of it out.
+pub type Target = fn(&[u8]) -> Outcome;
+
 /// Every target: its name (fuzz/fuzz_targets/NAME.rs, fuzz/corpus/NAME/) and its body.
-pub const TARGETS: &[(&str, fn(&[u8]) -> Outcome)] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("scenario", scenario_toml),
     ("costs", costs_file),
     ("trace", trace_file),
@@ -130,7 +133,7 @@ pub fn trace_file(data: &[u8]) -> Outcome {
     );
     let path = trace::register("fuzz-trace", t);
     let scale = [1.0, 0.5, 2.0, 0.01][data.len() % 4];
-    let madv = data.len() % 3 == 0;
+    let madv = data.len().is_multiple_of(3);
     let text = BASE_SCENARIO.replace(
         "kind = \"usemem\"\nnproc = 2\nsize = \"16M\"",
         &format!("kind = \"trace\"\npath = \"{path}\"\nscale = {scale}\nmadv_hugepage = {madv}"),

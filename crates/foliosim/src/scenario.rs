@@ -91,7 +91,7 @@ impl Bytes {
             .trim()
             .parse()
             .map_err(|_| format!("`{text}` is not a size like 64K, 1.5G or 4096"))?;
-        if !(value >= 0.0) || !value.is_finite() {
+        if !value.is_finite() || value < 0.0 {
             return Err(format!("`{text}` must be a non-negative size"));
         }
         Ok(Bytes((value * (1u64 << shift) as f64).round() as u64))
@@ -110,7 +110,7 @@ impl From<Bytes> for String {
 /// 4096 -> "4K", 2097152 -> "2M"; falls back to plain bytes.
 pub fn format_size(bytes: u64) -> String {
     for (shift, suffix) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
-        if bytes >= 1 << shift && bytes % (1 << shift) == 0 {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
             return format!("{}{}", bytes >> shift, suffix);
         }
     }
@@ -1633,7 +1633,7 @@ impl Scenario {
             }
         }
         for (name, value) in &self.costs {
-            if !(*value >= 0.0) || *value > MAX_TIME_NS as f64 {
+            if value.is_nan() || *value < 0.0 || *value > MAX_TIME_NS as f64 {
                 return Err(invalid(
                     format!("costs.{name}"),
                     value,

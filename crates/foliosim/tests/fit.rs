@@ -44,7 +44,7 @@ fn recovers_known_costs_from_its_own_noisy_table() {
     let blank = Table::from_toml_str(&table_text(&BTreeMap::new(), FREE), None).unwrap();
     let eval = Evaluator::new(&blank, 2);
     let all: Vec<usize> = (0..blank.rows.len()).collect();
-    let figs = eval.figures(&[truth.clone()], &all).unwrap();
+    let figs = eval.figures(std::slice::from_ref(&truth), &all).unwrap();
     // Deterministic noise: ±1 % of the throughput ratio, alternating in sign.
     let noise = [0.0, 0.01, -0.01, 0.01];
     let mut values = BTreeMap::new();

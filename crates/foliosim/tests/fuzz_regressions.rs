@@ -172,9 +172,7 @@ fn soak_400002_leaked_folio() {
         "[sysfs.hugepages]\n8K = \"inherit\"\n",
     );
     assert_ne!(with_8k, text);
-    let e = Scenario::from_toml_str(&with_8k)
-        .err()
-        .expect("an anonymous 8K THP size is refused");
+    let e = Scenario::from_toml_str(&with_8k).expect_err("an anonymous 8K THP size is refused");
     assert!(e.to_string().contains("8K"), "{e}");
 }
 

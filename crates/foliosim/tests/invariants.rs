@@ -375,7 +375,7 @@ fn leaked_folio() {
         )
     };
     assert_eq!(vma, 0);
-    assert_eq!(sim.k.folios.test(head, flags::SWAPCACHE), false);
+    assert!(!sim.k.folios.test(head, flags::SWAPCACHE));
     sim.k.mms[m].vmas[0].as_mut().unwrap().ptes[index..index + nr].fill(Pte::NONE);
     sim.k.mms[m].rss_anon -= nr as u64;
     sim.k.folios.set_mapcount(head as usize, 0);

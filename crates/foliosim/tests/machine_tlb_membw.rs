@@ -32,8 +32,7 @@ fn with_machine(extra: &str) -> String {
 #[test]
 fn unknown_tlb_mechanism_is_an_error_naming_the_allowed_ones() {
     let err = Scenario::from_toml_str(&with_machine(r#"tlb = "riscv-sbi""#))
-        .err()
-        .expect("an error")
+        .expect_err("an error")
         .to_string();
     for needle in ["tlb", "riscv-sbi", "x86-ipi", "arm64-tlbi"] {
         assert!(err.contains(needle), "{needle} not in: {err}");
@@ -43,8 +42,7 @@ fn unknown_tlb_mechanism_is_an_error_naming_the_allowed_ones() {
 #[test]
 fn memory_bandwidth_out_of_range_is_an_error() {
     let err = Scenario::from_toml_str(&with_machine("memory_bandwidth_bytes_per_s = 5"))
-        .err()
-        .expect("an error")
+        .expect_err("an error")
         .to_string();
     for needle in ["machine.memory_bandwidth_bytes_per_s", "5", "0 (unlimited)"] {
         assert!(err.contains(needle), "{needle} not in: {err}");

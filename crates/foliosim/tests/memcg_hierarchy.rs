@@ -131,7 +131,7 @@ fn a_small_swap_max_stops_swap_out_at_that_size() {
     let out = stat(&r, "s", "pswpout");
     // It swaps up to its 1024 pages of swap (slots freed by swap-ins go round again), then
     // the memcg has no swap left and OOMs.
-    assert!(out >= 1024 && out < 2048, "{out}");
+    assert!((1024..2048).contains(&out), "{out}");
     assert!(stat(&r, "s", "memory.events.oom") > 0);
     // Without the limit the same run swaps out the 8 MiB it needs and finishes.
     let free = swap_limited("1G");

@@ -140,6 +140,26 @@ unsafe impl GlobalAlloc for HugePageAlloc {
     }
 }
 
+/// Back a large block not yet touched with base pages (MADV_NOHUGEPAGE): for a table touched
+/// sparsely, where a huge page would make 2 MiB resident for each record written. Speed and
+/// memory only; a no-op for small blocks (from the system allocator) and off Linux.
+pub fn advise_sparse<T>(block: &[T]) {
+    let bytes = std::mem::size_of_val(block);
+    #[cfg(target_os = "linux")]
+    if bytes >= HUGE_BYTES && std::mem::align_of::<T>() <= PAGE_BYTES {
+        // SAFETY: advice on a mapping this allocator made (page-aligned, map_len long).
+        unsafe {
+            libc::madvise(
+                block.as_ptr() as *mut libc::c_void,
+                map_len(bytes),
+                libc::MADV_NOHUGEPAGE,
+            );
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = bytes;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -169,24 +189,4 @@ mod tests {
         let v = vec![u32::MAX; 1 << 20];
         assert!(v.iter().all(|&x| x == u32::MAX));
     }
-}
-
-/// Back a large block not yet touched with base pages (MADV_NOHUGEPAGE): for a table touched
-/// sparsely, where a huge page would make 2 MiB resident for each record written. Speed and
-/// memory only; a no-op for small blocks (from the system allocator) and off Linux.
-pub fn advise_sparse<T>(block: &[T]) {
-    let bytes = std::mem::size_of_val(block);
-    #[cfg(target_os = "linux")]
-    if bytes >= HUGE_BYTES && std::mem::align_of::<T>() <= PAGE_BYTES {
-        // SAFETY: advice on a mapping this allocator made (page-aligned, map_len long).
-        unsafe {
-            libc::madvise(
-                block.as_ptr() as *mut libc::c_void,
-                map_len(bytes),
-                libc::MADV_NOHUGEPAGE,
-            );
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = bytes;
 }

@@ -317,7 +317,7 @@ mod tests {
             }
             cal.insert(i, Hold::new(t, t + 7, n % 1024));
             plain.insert(i, Hold::new(t, t + 7, n % 1024));
-            if x % 3 == 0 {
+            if x.is_multiple_of(3) {
                 assert_eq!(cal.pop_front(), plain.pop_front());
             }
             assert_eq!(cal.len(), plain.len());

@@ -382,7 +382,7 @@ impl Table {
                 }
             }
             if let (Some(v), Some(s)) = (r.value, r.std) {
-                if !v.is_finite() || !(s >= 0.0 && s.is_finite()) {
+                if !(v.is_finite() && s >= 0.0 && s.is_finite()) {
                     return Err(bad(
                         field.clone(),
                         format!("value {v}, std {s}; allowed: finite, std >= 0"),

@@ -99,7 +99,8 @@ pub fn split_huge_pmd(k: &mut Kernel, ctx: &mut Ctx, mm: u32, head: u32) {
 /// references fail the split) and not one under writeback (-EBUSY).
 pub fn can_split_folio(k: &Kernel, pfn: u32, now_ns: u64) -> bool {
     let f = &k.folios;
-    !f.is_pinned(pfn) && !(f.test(pfn, flags::WRITEBACK) && f.writeback_done_ns(pfn) > now_ns)
+    let under_writeback = f.test(pfn, flags::WRITEBACK) && f.writeback_done_ns(pfn) > now_ns;
+    !f.is_pinned(pfn) && !under_writeback
 }
 
 /// split_folio_to_list: split a large folio into order-0 folios. A folio in the swap cache

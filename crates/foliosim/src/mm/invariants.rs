@@ -282,12 +282,11 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             ));
         }
     }
-    for h in 0..nr {
-        if f.test(h as u32, flags::ALLOCATED) && f.mapcount(h) as u32 != mapped[h] {
+    for (h, &ptes) in mapped.iter().enumerate() {
+        if f.test(h as u32, flags::ALLOCATED) && f.mapcount(h) as u32 != ptes {
             return Err(format!(
-                "folio {h}: mapcount {} but {} PTEs map it",
-                f.mapcount(h),
-                mapped[h]
+                "folio {h}: mapcount {} but {ptes} PTEs map it",
+                f.mapcount(h)
             ));
         }
     }

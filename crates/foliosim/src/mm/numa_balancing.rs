@@ -108,7 +108,7 @@ impl NumaBalancing {
 
     /// task_scan_min (= task_scan_start without a numa_group), ms.
     fn task_scan_min_ms(&self, rss_pages: u64) -> u64 {
-        let scan_size_mb = self.scan_size_pages * PAGE_SIZE >> 20;
+        let scan_size_mb = (self.scan_size_pages * PAGE_SIZE) >> 20;
         let windows = (MAX_SCAN_WINDOW_MB / scan_size_mb.max(1)).max(1);
         let floor_ms = 1000 / windows;
         (self.scan_period_min_ms / self.nr_scan_windows(rss_pages)).max(floor_ms)

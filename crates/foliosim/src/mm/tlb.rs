@@ -134,6 +134,7 @@ impl TlbUnmapBatch {
     /// set_tlb_ubc_flush_pending for PTEs classified by their access (migration's unmap):
     /// inaccessible ones need no flush from 6.4 on (4d4b6d66db), read-only clean ones go to the
     /// read-only batch.
+    #[allow(clippy::too_many_arguments)]
     pub fn add_classified(
         &mut self,
         k: &mut Kernel,

@@ -83,7 +83,7 @@ fn bad(text: &str) -> String {
 /// 100_000_000 -> "100ms"; the largest unit that divides it.
 pub fn format_duration(ns: u64) -> String {
     for (div, unit) in [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")] {
-        if ns >= div && ns % div == 0 {
+        if ns >= div && ns.is_multiple_of(div) {
             return format!("{}{unit}", ns / div);
         }
     }

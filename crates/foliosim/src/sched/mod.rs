@@ -427,7 +427,7 @@ pub fn run_tasks_observed(
                 ctx.now_ns,
             );
         }
-        if check_invariants && steps % CHECK_EVERY_STEPS == 0 {
+        if check_invariants && steps.is_multiple_of(CHECK_EVERY_STEPS) {
             invariants::check(k).map_err(|e| SimError::Invariant {
                 at_ns: ctx.now_ns,
                 steps,
@@ -462,6 +462,7 @@ pub fn run_tasks_observed(
 }
 
 /// One step of a user task, whose kernel-side state (mm/preempt.rs) is `current` meanwhile.
+#[allow(clippy::too_many_arguments)]
 fn user_step(
     k: &mut Kernel,
     ctx: &mut Ctx,
