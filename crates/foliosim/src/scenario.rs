@@ -442,6 +442,13 @@ impl KernelVersion {
         self >= KernelVersion::V6_10
     }
 
+    /// 6.9 (10ebac4f95e7, "mm/memory: optimize unmap/zap with PTE-mapped THP"): zap removes the
+    /// rmap of a run of PTEs mapping consecutive pages of one large folio at once
+    /// (folio_pte_batch), so unmapping the whole folio never leaves it partially mapped.
+    pub fn zap_batches_ptes(self) -> bool {
+        self >= KernelVersion::V6_9
+    }
+
     /// MGLRU (lru_gen) arrived in 6.1.
     pub fn lru_gen(self) -> bool {
         self > KernelVersion::V4_1

@@ -590,6 +590,24 @@ fn alloc_swap_folio(
 /// a few PTEs hide the misses.
 const ZAP_PREFETCH_PTES: u32 = 4;
 
+/// PTEs one page table maps (PTRS_PER_PTE): a zap batch stays within one table.
+const PTRS_PER_PTE: u32 = 1 << PMD_ORDER;
+
+/// folio_pte_batch (zap's flags): how many PTEs from `index` (present, `pte`) map consecutive
+/// pages of the folio at `head`, up to the folio's end, `end` and the page table's end. The
+/// dirty and write bits may differ (FPB_IGNORE_DIRTY; the batch ignores writability and
+/// the accessed bit too); anything else, such as a NUMA hinting PTE, ends the run.
+fn folio_pte_batch(ptes: &[Pte], index: u32, pte: Pte, head: u32, nr_folio: u32, end: u32) -> u32 {
+    let in_folio = nr_folio - (pte.pfn() - head);
+    let table_end = (index | (PTRS_PER_PTE - 1)) + 1;
+    let max_nr = in_folio.min(end - index).min(table_end - index);
+    let mut nr = 1;
+    while nr < max_nr && ptes[(index + nr) as usize].same_batch(pte, nr) {
+        nr += 1;
+    }
+    nr
+}
+
 /// zap_pte_range over [first, first + nr) of `vma`: unmap present pages (freeing folios left
 /// unmapped) and drop swap entries, in runs of contiguous slots as large as the policy batches.
 /// A PMD-mapped THP only partly in the range has its PMD split first (zap_pmd_range ->
@@ -622,6 +640,8 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
             }
             let nr_folio = k.folios.nr_pages(head);
             // A whole PMD mapping is zapped as one entry; a partial zap splits the PMD first.
+            // Page-table entries cleared: the PMD, or each PTE of the run.
+            let mut entries = 1;
             let count = if k.folios.test(head, flags::PMD_MAPPED) {
                 let whole_pmd =
                     index == k.folios.owner_index(head as usize) && index + nr_folio <= end;
@@ -639,6 +659,9 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
                 } else {
                     1
                 }
+            } else if k.zap_batches_ptes && nr_folio > 1 {
+                entries = folio_pte_batch(ptes, index, pte, head, nr_folio, end);
+                entries
             } else {
                 1
             };
@@ -653,7 +676,7 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
             super::access::pte_cleared(v, index, count);
             cleared = Some((cleared.map_or(index, |c| c.0), index + count - 1));
             m.rss_anon -= count as u64;
-            ctx.spend(k.cost.zap_pte_ns);
+            ctx.spend(k.cost.zap_pte_ns * entries as u64);
             if mapcount == 0 {
                 release_unmapped_folio(k, ctx, head);
             } else if mapcount < nr_folio {

@@ -93,6 +93,13 @@ impl Pte {
     pub fn with_pfn(self, pfn: u32) -> Pte {
         Pte(self.0 & !(u32::MAX as u64) | pfn as u64)
     }
+    /// Does this PTE continue a folio_pte_batch run that starts at `first`, `nr` pages on?
+    /// The bits the batch ignores (dirty, write) may differ.
+    #[inline]
+    pub fn same_batch(self, first: Pte, nr: u32) -> bool {
+        const IGNORED: u64 = WRPROTECT | CLEAN;
+        self.is_present() && self.0 & !IGNORED == (first.0 & !IGNORED) + nr as u64
+    }
     /// A store through the PTE needs no fault: present, accessible and writable.
     #[inline]
     pub fn is_plain_for(self, write: bool) -> bool {
@@ -312,5 +319,20 @@ pub fn exit_mmap(k: &mut Kernel, ctx: &mut Ctx, mm: u32) {
     if mapped {
         let arch = k.tlb;
         arch.flush_range(k, ctx, mm, u64::MAX);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Pte;
+
+    #[test]
+    fn a_pte_batch_ignores_dirty_and_write_but_not_pfn_or_numa_hinting() {
+        let first = Pte::present(100);
+        assert!(Pte::present(101).same_batch(first, 1));
+        assert!(Pte::present_rdonly(102, true).same_batch(first, 2));
+        assert!(!Pte::present(103).same_batch(first, 2), "not the next page");
+        assert!(!Pte::present(101).with_protnone().same_batch(first, 1));
+        assert!(!Pte::NONE.same_batch(first, 1));
     }
 }

@@ -191,6 +191,8 @@ pub struct Kernel {
     pub thp_avail: thp_fault_alloc::ThpAvailState,
     /// Partly unmapped THPs wait on the deferred split queue (4.5+), else split at once.
     pub defer_partial_split: bool,
+    /// Zap takes a PTE-mapped large folio's run of PTEs at once (6.9+), else PTE by PTE.
+    pub zap_batches_ptes: bool,
     /// Reclaim (4.3+) and async migration (6.3+) flush the TLB once for a batch of unmapped
     /// folios; before, once per folio.
     pub tlb_batched_unmap: bool,
@@ -404,6 +406,7 @@ impl Kernel {
             thp_fault_alloc: thp_fault_alloc::policy(scenario.kernel.thp_fault_alloc),
             thp_avail: Default::default(),
             defer_partial_split: scenario.kernel.version.deferred_split(),
+            zap_batches_ptes: scenario.kernel.version.zap_batches_ptes(),
             tlb_batched_unmap: scenario.kernel.version.batched_unmap_flush(),
             cpu_mm: vec![NIL; ncpus],
             cpu_irq_ns: vec![0; ncpus],
