@@ -372,6 +372,44 @@ impl FreeArea {
         None
     }
 
+    /// __rmqueue_smallest repeated up to `max` times, the blocks appended to `list` in the
+    /// order taken. Returns how many were taken (fewer once `mt` has no block of `order` or
+    /// more). Splitting a block leaves one half on each list from its order down to `order`,
+    /// all empty before (else a smaller block would have been taken), so the next takes walk
+    /// the block upwards from its head; taking a run of it at once and putting back what is
+    /// left leaves the lists as the one-by-one takes would.
+    pub fn rmqueue_smallest_bulk(
+        &mut self,
+        order: u32,
+        mt: MigrateType,
+        max: u32,
+        list: &mut std::collections::VecDeque<u32>,
+    ) -> u32 {
+        let mut taken = 0;
+        while taken < max {
+            let Some(current) = (order..=MAX_PAGE_ORDER).find(|&o| !self.free_area_empty(o, mt))
+            else {
+                break;
+            };
+            let pfn = self.head[current as usize][mt as usize];
+            let n = (max - taken).min(1 << (current - order));
+            self.take_block_mgen(pfn, current);
+            self.del(pfn, current, mt);
+            list.extend((0..n).map(|i| pfn + (i << order)));
+            // What is left of the block, in aligned blocks upwards: a run ending at the
+            // block's end, so each block is of the order of its offset's lowest set bit.
+            let (mut off, end) = (n << order, 1u32 << current);
+            while off < end {
+                let o = off.trailing_zeros();
+                self.add(pfn + off, o, mt, false);
+                off += 1 << o;
+            }
+            self.account(-((n as i64) << order), mt);
+            taken += n;
+        }
+        taken
+    }
+
     /// __free_one_page: merge with free buddies as far as possible and put the result on its
     /// type's list, at the tail when `to_tail` (FPI_TO_TAIL) or when a further merge looks
     /// likely (buddy_merge_likely), else at the head.

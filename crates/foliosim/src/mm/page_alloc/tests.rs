@@ -365,3 +365,41 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// rmqueue_smallest_bulk takes the blocks, and leaves the lists, as repeated
+    /// __rmqueue_smallest would, whatever the free blocks and the run's length.
+    #[test]
+    fn bulk_takes_match_one_by_one_takes(
+        free in prop::collection::vec(any::<bool>(), 256),
+        order in 0u32..=3,
+        max in 1u32..200,
+    ) {
+        let mut one = FreeArea::new(4096);
+        for (i, _) in free.iter().enumerate().filter(|(_, &f)| f) {
+            // Blocks of mixed orders, some merging into larger ones.
+            one.free_pages_ok(i as u32 * 16, (i % 5) as u32, i % 3 == 0);
+        }
+        let mut bulk = FreeArea::new(4096);
+        for (i, _) in free.iter().enumerate().filter(|(_, &f)| f) {
+            bulk.free_pages_ok(i as u32 * 16, (i % 5) as u32, i % 3 == 0);
+        }
+        let mut expect = std::collections::VecDeque::new();
+        while expect.len() < max as usize {
+            let Some(pfn) = one.rmqueue_smallest(order, MigrateType::Movable) else { break };
+            expect.push_back(pfn);
+        }
+        let mut got = std::collections::VecDeque::new();
+        let taken = bulk.rmqueue_smallest_bulk(order, MigrateType::Movable, max, &mut got);
+        prop_assert_eq!(taken as usize, got.len());
+        prop_assert_eq!(&got, &expect);
+        prop_assert_eq!(bulk.nr_free_pages, one.nr_free_pages);
+        for o in 0..=MAX_PAGE_ORDER {
+            prop_assert_eq!(
+                bulk.list(o, MigrateType::Movable).collect::<Vec<_>>(),
+                one.list(o, MigrateType::Movable).collect::<Vec<_>>()
+            );
+        }
+        bulk.check().map_err(TestCaseError::fail)?;
+    }
+}
