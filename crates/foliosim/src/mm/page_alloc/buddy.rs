@@ -278,6 +278,8 @@ impl FreeArea {
     }
 
     /// __add_to_free_list + set_buddy_order (no accounting).
+    // Inlined: a few loads and stores, done per merge and per free.
+    #[inline(always)]
     fn add(&mut self, pfn: u32, order: u32, mt: MigrateType, tail: bool) {
         debug_assert_eq!(self.buddy_order[pfn as usize], NOT_BUDDY);
         let (o, m) = (order as usize, mt as usize);
@@ -302,6 +304,8 @@ impl FreeArea {
     }
 
     /// __del_page_from_free_list (no accounting).
+    // Inlined: a few loads and stores, done per merge and per free.
+    #[inline(always)]
     fn del(&mut self, pfn: u32, order: u32, mt: MigrateType) {
         let (o, m, p) = (order as usize, mt as usize, pfn as usize);
         debug_assert_eq!(
