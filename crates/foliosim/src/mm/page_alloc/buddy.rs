@@ -420,11 +420,14 @@ impl FreeArea {
     pub fn free_one_page(&mut self, mut pfn: u32, mut order: u32, mt: MigrateType, to_tail: bool) {
         debug_assert_eq!(pfn % (1 << order), 0);
         self.account(1 << order, mt);
+        // Nothing below installs or removes a capture_control: tested once per free.
+        let capturing = self.capture.is_some();
         while order < MAX_PAGE_ORDER {
-            if self
-                .capture
-                .as_mut()
-                .is_some_and(|c| c.take(pfn, order, mt))
+            if capturing
+                && self
+                    .capture
+                    .as_mut()
+                    .is_some_and(|c| c.take(pfn, order, mt))
             {
                 // compaction_capture: the whole merged block goes to the compactor, taken as
                 // from a free list (its MIGRC tags and its buddies' go to the taker).
@@ -433,7 +436,8 @@ impl FreeArea {
                 return;
             }
             let buddy = pfn ^ (1 << order);
-            if buddy >= self.nr_pages || self.buddy_order[buddy as usize] != order as u8 + 1 {
+            // Past the zone's end (buddy_order spans it) there is no buddy.
+            if self.buddy_order.get(buddy as usize) != Some(&(order as u8 + 1)) {
                 break;
             }
             let mut buddy_mt = mt;
@@ -466,7 +470,7 @@ impl FreeArea {
         }
         let higher = pfn & !(1 << order);
         let higher_buddy = higher ^ (1 << (order + 1));
-        higher_buddy < self.nr_pages && self.buddy_order[higher_buddy as usize] == order as u8 + 2
+        self.buddy_order.get(higher_buddy as usize) == Some(&(order as u8 + 2))
     }
 
     /// split_large_buddy + __free_one_page: a block larger than a pageblock is freed one
