@@ -251,14 +251,27 @@ impl Zone {
                 Some(j) => back[j],
                 None => front[i],
             };
-            for i in (len - nr..len).rev() {
+            // A block followed by its buddy (frees in pfn order, as a zap makes) would go on
+            // a free list only to be taken off by the buddy's merge: with no compactor to
+            // capture the first, the pair is freed as the block one order up (the lists end
+            // as they would). Below pageblock order, so both are of one pageblock type.
+            let pairs = order < PAGEBLOCK_ORDER && self.area.capture.is_none();
+            let mut i = len;
+            while i > len - nr {
+                i -= 1;
                 // The buddies of the next few start loading.
                 if let Some(ahead) = i.checked_sub(PCP_FREE_PREFETCH) {
                     self.area.prefetch(at(ahead));
                 }
                 let pfn = at(i);
                 let mt = self.area.pageblock_mt(pfn);
-                self.area.free_one_page(pfn, order, mt, false);
+                if pairs && i > len - nr && at(i - 1) == pfn ^ (1 << order) {
+                    i -= 1;
+                    self.area
+                        .free_one_page(pfn & !(1 << order), order + 1, mt, false);
+                } else {
+                    self.area.free_one_page(pfn, order, mt, false);
+                }
             }
             list.truncate(len - nr);
             count -= (nr as i64) << order;

@@ -403,3 +403,45 @@ proptest! {
         bulk.check().map_err(TestCaseError::fail)?;
     }
 }
+
+proptest! {
+    /// free_pcppages_bulk's shortcut: freeing a block and then its buddy leaves the lists as
+    /// freeing the pair as one block of the order above.
+    #[test]
+    fn a_block_then_its_buddy_free_as_the_pair(
+        free in prop::collection::vec(any::<bool>(), 256),
+        order in 0u32..=3,
+        pick in any::<u16>(),
+    ) {
+        let build = || {
+            let mut a = FreeArea::new(4096);
+            for (i, _) in free.iter().enumerate().filter(|(_, &f)| f) {
+                a.free_pages_ok(i as u32 * 16, (i % 5) as u32, i % 3 == 0);
+            }
+            a
+        };
+        let (mut one, mut pair) = (build(), build());
+        let is_free = one.check().map_err(TestCaseError::fail)?;
+        // An allocated pair of buddies of `order`, the first found from `pick` on.
+        let step = 2u32 << order;
+        let Some(first) = (0..4096 / step)
+            .map(|k| (pick as u32 / step + k) % (4096 / step) * step)
+            .find(|&p| (p..p + step).all(|q| !is_free[q as usize]))
+        else {
+            return Ok(());
+        };
+        let (p, q) = if pick % 2 == 0 { (first, first + (1 << order)) } else { (first + (1 << order), first) };
+        let mt = one.pageblock_mt(p);
+        one.free_one_page(p, order, mt, false);
+        one.free_one_page(q, order, mt, false);
+        pair.free_one_page(first, order + 1, mt, false);
+        prop_assert_eq!(pair.nr_free_pages, one.nr_free_pages);
+        for o in 0..=MAX_PAGE_ORDER {
+            prop_assert_eq!(
+                pair.list(o, mt).collect::<Vec<_>>(),
+                one.list(o, mt).collect::<Vec<_>>()
+            );
+        }
+        pair.check().map_err(TestCaseError::fail)?;
+    }
+}
