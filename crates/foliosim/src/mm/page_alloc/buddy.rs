@@ -278,6 +278,8 @@ impl FreeArea {
     }
 
     /// __add_to_free_list + set_buddy_order (no accounting).
+    // Inlined: a few loads and stores, done per merge and per free.
+    #[inline(always)]
     fn add(&mut self, pfn: u32, order: u32, mt: MigrateType, tail: bool) {
         debug_assert_eq!(self.buddy_order[pfn as usize], NOT_BUDDY);
         let (o, m) = (order as usize, mt as usize);
@@ -302,6 +304,8 @@ impl FreeArea {
     }
 
     /// __del_page_from_free_list (no accounting).
+    // Inlined: a few loads and stores, done per merge and per free.
+    #[inline(always)]
     fn del(&mut self, pfn: u32, order: u32, mt: MigrateType) {
         let (o, m, p) = (order as usize, mt as usize, pfn as usize);
         debug_assert_eq!(
@@ -372,17 +376,58 @@ impl FreeArea {
         None
     }
 
+    /// __rmqueue_smallest repeated up to `max` times, the blocks appended to `list` in the
+    /// order taken. Returns how many were taken (fewer once `mt` has no block of `order` or
+    /// more). Splitting a block leaves one half on each list from its order down to `order`,
+    /// all empty before (else a smaller block would have been taken), so the next takes walk
+    /// the block upwards from its head; taking a run of it at once and putting back what is
+    /// left leaves the lists as the one-by-one takes would.
+    pub fn rmqueue_smallest_bulk(
+        &mut self,
+        order: u32,
+        mt: MigrateType,
+        max: u32,
+        list: &mut std::collections::VecDeque<u32>,
+    ) -> u32 {
+        let mut taken = 0;
+        while taken < max {
+            let Some(current) = (order..=MAX_PAGE_ORDER).find(|&o| !self.free_area_empty(o, mt))
+            else {
+                break;
+            };
+            let pfn = self.head[current as usize][mt as usize];
+            let n = (max - taken).min(1 << (current - order));
+            self.take_block_mgen(pfn, current);
+            self.del(pfn, current, mt);
+            list.extend((0..n).map(|i| pfn + (i << order)));
+            // What is left of the block, in aligned blocks upwards: a run ending at the
+            // block's end, so each block is of the order of its offset's lowest set bit.
+            let (mut off, end) = (n << order, 1u32 << current);
+            while off < end {
+                let o = off.trailing_zeros();
+                self.add(pfn + off, o, mt, false);
+                off += 1 << o;
+            }
+            self.account(-((n as i64) << order), mt);
+            taken += n;
+        }
+        taken
+    }
+
     /// __free_one_page: merge with free buddies as far as possible and put the result on its
     /// type's list, at the tail when `to_tail` (FPI_TO_TAIL) or when a further merge looks
     /// likely (buddy_merge_likely), else at the head.
     pub fn free_one_page(&mut self, mut pfn: u32, mut order: u32, mt: MigrateType, to_tail: bool) {
         debug_assert_eq!(pfn % (1 << order), 0);
         self.account(1 << order, mt);
+        // Nothing below installs or removes a capture_control: tested once per free.
+        let capturing = self.capture.is_some();
         while order < MAX_PAGE_ORDER {
-            if self
-                .capture
-                .as_mut()
-                .is_some_and(|c| c.take(pfn, order, mt))
+            if capturing
+                && self
+                    .capture
+                    .as_mut()
+                    .is_some_and(|c| c.take(pfn, order, mt))
             {
                 // compaction_capture: the whole merged block goes to the compactor, taken as
                 // from a free list (its MIGRC tags and its buddies' go to the taker).
@@ -391,7 +436,8 @@ impl FreeArea {
                 return;
             }
             let buddy = pfn ^ (1 << order);
-            if buddy >= self.nr_pages || self.buddy_order[buddy as usize] != order as u8 + 1 {
+            // Past the zone's end (buddy_order spans it) there is no buddy.
+            if self.buddy_order.get(buddy as usize) != Some(&(order as u8 + 1)) {
                 break;
             }
             let mut buddy_mt = mt;
@@ -424,7 +470,7 @@ impl FreeArea {
         }
         let higher = pfn & !(1 << order);
         let higher_buddy = higher ^ (1 << (order + 1));
-        higher_buddy < self.nr_pages && self.buddy_order[higher_buddy as usize] == order as u8 + 2
+        self.buddy_order.get(higher_buddy as usize) == Some(&(order as u8 + 2))
     }
 
     /// split_large_buddy + __free_one_page: a block larger than a pageblock is freed one

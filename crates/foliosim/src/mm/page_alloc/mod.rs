@@ -240,22 +240,43 @@ impl Zone {
         while count > 0 {
             pindex = self.pcp[cpu].next_nonempty(pindex);
             let order = pindex_to_order(pindex);
-            loop {
-                let list = &mut self.pcp[cpu].lists[pindex];
-                let pfn = list.pop_back().unwrap();
-                // Blocks are freed oldest first: the buddies of the next few start loading.
-                if let Some(&ahead) = list.len().checked_sub(PCP_FREE_PREFETCH).map(|i| &list[i]) {
-                    self.area.prefetch(ahead);
+            // The blocks this list gives: oldest first, until `count` pages or the list run out.
+            let pcp = &mut self.pcp[cpu];
+            let list = &mut pcp.lists[pindex];
+            let len = list.len();
+            let nr = len.min((count as usize).div_ceil(1 << order));
+            // The deque's two runs indexed directly: its iterators cost more per block.
+            let (front, back) = list.as_slices();
+            let at = |i: usize| match i.checked_sub(front.len()) {
+                Some(j) => back[j],
+                None => front[i],
+            };
+            // A block followed by its buddy (frees in pfn order, as a zap makes) would go on
+            // a free list only to be taken off by the buddy's merge: with no compactor to
+            // capture the first, the pair is freed as the block one order up (the lists end
+            // as they would). Below pageblock order, so both are of one pageblock type.
+            let pairs = order < PAGEBLOCK_ORDER && self.area.capture.is_none();
+            let mut i = len;
+            while i > len - nr {
+                i -= 1;
+                // The buddies of the next few start loading.
+                if let Some(ahead) = i.checked_sub(PCP_FREE_PREFETCH) {
+                    self.area.prefetch(at(ahead));
                 }
-                count -= 1 << order;
-                self.pcp[cpu].count -= 1 << order;
+                let pfn = at(i);
                 let mt = self.area.pageblock_mt(pfn);
-                self.area.free_one_page(pfn, order, mt, false);
-                blocks += 1;
-                if count <= 0 || self.pcp[cpu].lists[pindex].is_empty() {
-                    break;
+                if pairs && i > len - nr && at(i - 1) == pfn ^ (1 << order) {
+                    i -= 1;
+                    self.area
+                        .free_one_page(pfn & !(1 << order), order + 1, mt, false);
+                } else {
+                    self.area.free_one_page(pfn, order, mt, false);
                 }
             }
+            list.truncate(len - nr);
+            count -= (nr as i64) << order;
+            pcp.count -= (nr as u32) << order;
+            blocks += nr as u64;
             pindex = (pindex + 1) % pcp::NR_PCP_LISTS;
         }
         self.lock.hold(ctx, ZONE_LOCK_HOLD_NS_PER_BLOCK * blocks);

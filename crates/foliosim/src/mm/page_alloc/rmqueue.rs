@@ -168,6 +168,16 @@ impl Zone {
         let mut mode = RmqueueMode::Normal;
         let mut taken = 0;
         while taken < count {
+            if mode == RmqueueMode::Normal {
+                // __rmqueue's first try, for as many blocks as the request's lists hold.
+                let list = &mut self.pcp[ctx.cpu].lists[pindex];
+                taken += self
+                    .area
+                    .rmqueue_smallest_bulk(order, mt, count - taken, list);
+                if taken == count {
+                    break;
+                }
+            }
             let Some(pfn) = self.rmqueue_block(folios, order, mt, alloc_flags, &mut mode) else {
                 break;
             };

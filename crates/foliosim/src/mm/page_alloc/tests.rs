@@ -365,3 +365,83 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// rmqueue_smallest_bulk takes the blocks, and leaves the lists, as repeated
+    /// __rmqueue_smallest would, whatever the free blocks and the run's length.
+    #[test]
+    fn bulk_takes_match_one_by_one_takes(
+        free in prop::collection::vec(any::<bool>(), 256),
+        order in 0u32..=3,
+        max in 1u32..200,
+    ) {
+        let mut one = FreeArea::new(4096);
+        for (i, _) in free.iter().enumerate().filter(|(_, &f)| f) {
+            // Blocks of mixed orders, some merging into larger ones.
+            one.free_pages_ok(i as u32 * 16, (i % 5) as u32, i % 3 == 0);
+        }
+        let mut bulk = FreeArea::new(4096);
+        for (i, _) in free.iter().enumerate().filter(|(_, &f)| f) {
+            bulk.free_pages_ok(i as u32 * 16, (i % 5) as u32, i % 3 == 0);
+        }
+        let mut expect = std::collections::VecDeque::new();
+        while expect.len() < max as usize {
+            let Some(pfn) = one.rmqueue_smallest(order, MigrateType::Movable) else { break };
+            expect.push_back(pfn);
+        }
+        let mut got = std::collections::VecDeque::new();
+        let taken = bulk.rmqueue_smallest_bulk(order, MigrateType::Movable, max, &mut got);
+        prop_assert_eq!(taken as usize, got.len());
+        prop_assert_eq!(&got, &expect);
+        prop_assert_eq!(bulk.nr_free_pages, one.nr_free_pages);
+        for o in 0..=MAX_PAGE_ORDER {
+            prop_assert_eq!(
+                bulk.list(o, MigrateType::Movable).collect::<Vec<_>>(),
+                one.list(o, MigrateType::Movable).collect::<Vec<_>>()
+            );
+        }
+        bulk.check().map_err(TestCaseError::fail)?;
+    }
+}
+
+proptest! {
+    /// free_pcppages_bulk's shortcut: freeing a block and then its buddy leaves the lists as
+    /// freeing the pair as one block of the order above.
+    #[test]
+    fn a_block_then_its_buddy_free_as_the_pair(
+        free in prop::collection::vec(any::<bool>(), 256),
+        order in 0u32..=3,
+        pick in any::<u16>(),
+    ) {
+        let build = || {
+            let mut a = FreeArea::new(4096);
+            for (i, _) in free.iter().enumerate().filter(|(_, &f)| f) {
+                a.free_pages_ok(i as u32 * 16, (i % 5) as u32, i % 3 == 0);
+            }
+            a
+        };
+        let (mut one, mut pair) = (build(), build());
+        let is_free = one.check().map_err(TestCaseError::fail)?;
+        // An allocated pair of buddies of `order`, the first found from `pick` on.
+        let step = 2u32 << order;
+        let Some(first) = (0..4096 / step)
+            .map(|k| (pick as u32 / step + k) % (4096 / step) * step)
+            .find(|&p| (p..p + step).all(|q| !is_free[q as usize]))
+        else {
+            return Ok(());
+        };
+        let (p, q) = if pick % 2 == 0 { (first, first + (1 << order)) } else { (first + (1 << order), first) };
+        let mt = one.pageblock_mt(p);
+        one.free_one_page(p, order, mt, false);
+        one.free_one_page(q, order, mt, false);
+        pair.free_one_page(first, order + 1, mt, false);
+        prop_assert_eq!(pair.nr_free_pages, one.nr_free_pages);
+        for o in 0..=MAX_PAGE_ORDER {
+            prop_assert_eq!(
+                pair.list(o, mt).collect::<Vec<_>>(),
+                one.list(o, mt).collect::<Vec<_>>()
+            );
+        }
+        pair.check().map_err(TestCaseError::fail)?;
+    }
+}
