@@ -74,6 +74,11 @@ fn split_deferred(k: &Kernel) -> u64 {
     k.vm_events().get_mthp(4, MthpStat::SplitDeferred)
 }
 
+/// Folios on the deferred split queues.
+fn queued(k: &Kernel) -> u64 {
+    k.deferred_split.iter().map(|q| q.split_queue_len).sum()
+}
+
 #[test]
 fn unmapping_whole_64k_folios_queues_none_for_deferred_split() {
     let k = unmap_part_of_each(NR);
@@ -82,13 +87,7 @@ fn unmapping_whole_64k_folios_queues_none_for_deferred_split() {
         FOLIOS as u64
     );
     assert_eq!(split_deferred(&k), 0);
-    assert_eq!(
-        k.deferred_split
-            .iter()
-            .map(|q| q.split_queue_len)
-            .sum::<u64>(),
-        0
-    );
+    assert_eq!(queued(&k), 0);
     assert_eq!(k.mms[0].rss_anon, 0);
 }
 
@@ -96,13 +95,7 @@ fn unmapping_whole_64k_folios_queues_none_for_deferred_split() {
 fn unmapping_part_of_each_64k_folio_queues_each_once() {
     let k = unmap_part_of_each(NR / 2);
     assert_eq!(split_deferred(&k), FOLIOS as u64);
-    assert_eq!(
-        k.deferred_split
-            .iter()
-            .map(|q| q.split_queue_len)
-            .sum::<u64>(),
-        FOLIOS as u64
-    );
+    assert_eq!(queued(&k), FOLIOS as u64);
     assert_eq!(k.mms[0].rss_anon, (FOLIOS * NR / 2) as u64);
 }
 
@@ -115,12 +108,6 @@ fn pte_by_pte_a_whole_unmap_queues_each_folio_on_the_way() {
     k.zap_batches_ptes = false;
     let k = unmap_part_of_each_on(k, NR);
     assert_eq!(split_deferred(&k), FOLIOS as u64);
-    assert_eq!(
-        k.deferred_split
-            .iter()
-            .map(|q| q.split_queue_len)
-            .sum::<u64>(),
-        0
-    );
+    assert_eq!(queued(&k), 0);
     assert_eq!(k.mms[0].rss_anon, 0);
 }
