@@ -273,11 +273,18 @@ impl Queues {
     }
 
     /// Wake every sleeper due by `now_ns`, in wake order.
+    #[inline]
     pub fn wake_sleepers(&mut self, tasks: &mut [Task], now_ns: u64) {
-        let due = self.sleepers.partition_point(|&(w, _)| w <= now_ns);
-        if due == 0 {
+        // Called every step; almost always nobody is due: the first sleeper answers that.
+        if self.sleepers.first().is_none_or(|&(w, _)| w > now_ns) {
             return;
         }
+        self.wake_due(tasks, now_ns);
+    }
+
+    /// wake_sleepers' work when some sleeper is due.
+    fn wake_due(&mut self, tasks: &mut [Task], now_ns: u64) {
+        let due = self.sleepers.partition_point(|&(w, _)| w <= now_ns);
         for i in 0..due {
             let (wake_ns, tid) = self.sleepers[i];
             self.wake(tasks, tid, wake_ns);
