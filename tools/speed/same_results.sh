@@ -5,7 +5,11 @@
 set -uo pipefail
 old=$1
 new=$2
+old=$(realpath "$old")
+new=$(realpath "$new")
 root=$(cd "$(dirname "$0")/../.." && pwd)
+# Scenarios name their traces relative to the repository.
+cd "$root"
 out=$(mktemp -d)
 same=0
 total=0
@@ -13,10 +17,17 @@ for s in "$root"/tools/speed/seed000-4K-small.toml "$root"/scenarios/*.toml \
     "$root"/scenarios/validate/*.toml "$root"/tools/speed/seed000-64K.toml \
     "$root"/tools/speed/thpscale*.toml "$root"/crates/foliosim/tests/regressions/*.toml; do
     b=$(basename "$s" .toml)
-    timeout 600 "$old" run "$s" --format json >"$out/old-$b.json" 2>/dev/null
-    timeout 600 "$new" run "$s" --format json >"$out/new-$b.json" 2>/dev/null
+    # The JSON, or for a run that ends in an error (a few regression scenarios), the error.
+    for build in old new; do
+        bin=$old
+        [ "$build" = new ] && bin=$new
+        timeout 600 "$bin" run "$s" --format json >"$out/$build-$b.json" 2>"$out/$build-$b.err"
+        grep -m1 '^Error' "$out/$build-$b.err" >>"$out/$build-$b.json"
+    done
     total=$((total + 1))
-    if cmp -s "$out/old-$b.json" "$out/new-$b.json"; then
+    if [ ! -s "$out/old-$b.json" ]; then
+        echo "no output from the old build: $s"
+    elif cmp -s "$out/old-$b.json" "$out/new-$b.json"; then
         same=$((same + 1))
     else
         echo "differs: $s"
