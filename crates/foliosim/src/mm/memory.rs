@@ -639,10 +639,9 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
                 continue;
             }
             let nr_folio = k.folios.nr_pages(head);
-            // A whole PMD mapping is zapped as one entry; a partial zap splits the PMD first.
-            // Page-table entries cleared: the PMD, or each PTE of the run.
-            let mut entries = 1;
-            let count = if k.folios.test(head, flags::PMD_MAPPED) {
+            // Pages unmapped, and page-table entries cleared: a whole PMD mapping is one
+            // entry (a partial zap splits the PMD first), a run of PTEs one entry a page.
+            let (count, entries) = if k.folios.test(head, flags::PMD_MAPPED) {
                 let whole_pmd =
                     index == k.folios.owner_index(head as usize) && index + nr_folio <= end;
                 if !whole_pmd {
@@ -654,16 +653,12 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
                     }
                 }
                 k.folios.clear(head, flags::PMD_MAPPED);
-                if whole_pmd {
-                    nr_folio
-                } else {
-                    1
-                }
+                (if whole_pmd { nr_folio } else { 1 }, 1)
             } else if k.zap_batches_ptes && nr_folio > 1 {
-                entries = folio_pte_batch(ptes, index, pte, head, nr_folio, end);
-                entries
+                let run = folio_pte_batch(ptes, index, pte, head, nr_folio, end);
+                (run, run)
             } else {
-                1
+                (1, 1)
             };
             let mapcount = {
                 let mapcount = k.folios.mapcount_mut(head as usize);
