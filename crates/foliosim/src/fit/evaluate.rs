@@ -97,19 +97,17 @@ impl<'t> Evaluator<'t> {
         let rows = self.table.with_references(rows);
         let seeds = self.table.seeds as u64;
         let keys: Vec<Vec<(String, u64)>> = points.iter().map(key_costs).collect();
-        let key = |p: usize, r: usize, seed: u64| {
-            let scenario = self.table.rows[r].scenario_key();
-            (keys[p].clone(), scenario, seed)
-        };
+        let scenarios: Vec<String> = self.table.rows.iter().map(Row::scenario_key).collect();
+        let key = |p: usize, r: usize, seed: u64| (keys[p].clone(), scenarios[r].clone(), seed);
         let mut todo: Vec<(usize, usize, u64)> = vec![];
         {
             let cache = self.cache.lock().unwrap();
+            let mut queued = std::collections::BTreeSet::new();
             for p in 0..points.len() {
                 for &r in &rows {
                     for seed in 1..=seeds {
                         let k = key(p, r, seed);
-                        let queued = todo.iter().any(|&(q, qr, qs)| key(q, qr, qs) == k);
-                        if !cache.contains_key(&k) && !queued {
+                        if !cache.contains_key(&k) && queued.insert(k) {
                             todo.push((p, r, seed));
                         }
                     }
