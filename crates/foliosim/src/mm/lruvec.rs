@@ -304,17 +304,13 @@ impl Lruvec {
     }
 
     /// folio_add_lru: new folios start on the inactive list of their type, unless marked
-    /// active before being added (a page-cache refault of the workingset).
+    /// active before being added (a refault of the workingset, mm/workingset.rs).
     pub fn add_folio(&mut self, folios: &mut FolioTable, pfn: u32) {
         debug_assert!(!folios.test(pfn, flags::LRU));
         folios.set(pfn, flags::LRU);
         if self.lrugen.enabled {
             self.lrugen.add_folio(folios, pfn, false);
             return;
-        }
-        let active = folios.test(pfn, flags::FILE) && folios.test(pfn, flags::ACTIVE);
-        if !active {
-            folios.clear(pfn, flags::ACTIVE);
         }
         self.classic_list_of(folios, pfn).add_head(folios, pfn);
     }
