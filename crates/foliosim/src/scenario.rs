@@ -1540,6 +1540,16 @@ impl Scenario {
             ));
         }
         numa::validate(&m.nodes, &self.sysctl.kernel)?;
+        // Page frame numbers are 31 bits: a cache slot tells a pfn from a shadow entry by bit 31
+        // (mm/workingset.rs).
+        let total_memory: u64 = m.memory.0 + m.nodes.iter().map(|n| n.memory.0).sum::<u64>();
+        if total_memory > 1 << 43 {
+            return Err(invalid(
+                "machine.node",
+                format_size(total_memory),
+                "machine.memory plus every node's memory at most 8T",
+            ));
+        }
         crate::hw::tlb_cache::TlbGeometry::from_spec(m.tlb_geometry.as_ref(), m.tlb)
             .map_err(|(field, value, allowed)| invalid(field, value, allowed))?;
         if let Some(iaa) = &m.iaa {

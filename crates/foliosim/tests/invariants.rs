@@ -386,6 +386,24 @@ fn leaked_folio() {
     );
 }
 
+/// A shadow entry (mm/workingset.rs) left on a slot that was freed: the free should have
+/// cleared it (swap_range_free).
+#[test]
+fn shadow_on_a_free_slot() {
+    let mut sim = build(false);
+    let map = &mut sim.k.swap.devices[0].map;
+    let free = (1..map.max)
+        .find(|&s| map.swap_map[s as usize] == 0)
+        .unwrap();
+    // Bit 31 marks a shadow, bit 0 is clear.
+    map.swap_cache[free as usize] = 1 << 31 | 2;
+    expect_broken(
+        &sim.k,
+        "shadow on a free slot",
+        &[&format!("slot {free}"), "shadow"],
+    );
+}
+
 /// A swap PTE moved to a slot in another cluster, swap_map and inuse_pages kept consistent with
 /// it: only the allocator's cluster counts can tell, and the checker asks the allocator.
 #[test]
@@ -405,6 +423,8 @@ fn allocator_bookkeeping_behind_swap_map() {
     let map = &mut sim.k.swap.devices[0].map;
     map.swap_map[e.offset() as usize] = 0;
     map.swap_map[to as usize] = 1;
+    // The slot's shadow entry moves with it.
+    map.swap_cache.swap(e.offset() as usize, to as usize);
     sim.k.mms[m].vmas[0].as_mut().unwrap().ptes[i] = Pte::swap(SwapEntry::new(0, to));
     expect_broken(
         &sim.k,

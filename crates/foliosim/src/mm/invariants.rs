@@ -20,6 +20,7 @@ use super::folio::{flags, NIL};
 use super::swap_devstore::RamStore;
 use super::swapfile::{swap_count, SlotData, SWAP_HAS_CACHE, SWAP_MAP_BAD};
 use super::vmscan::lru_gen;
+use super::workingset::{slot_folio, slot_shadow};
 use super::Kernel;
 
 pub fn check(k: &Kernel) -> Result<(), String> {
@@ -318,7 +319,10 @@ pub fn check(k: &Kernel) -> Result<(), String> {
                     swap_refs[d][slot]
                 ));
             }
-            let cached = map.swap_cache[slot];
+            if slot_shadow(map.swap_cache[slot]).is_some() && b == 0 {
+                return Err(format!("swap {d} slot {slot}: free but holds a shadow entry"));
+            }
+            let cached = map.cached_folio(slot as u32).unwrap_or(NIL);
             if cached != NIL {
                 let h = cached as usize;
                 let here = super::folio::SwapEntry::new(d, slot as u32);
@@ -397,7 +401,7 @@ fn check_slot_data(k: &Kernel, d: usize) -> Result<(), String> {
         if b == SWAP_MAP_BAD || pending(slot as u32) {
             continue;
         }
-        let cached = map.swap_cache[slot];
+        let cached = map.cached_folio(slot as u32).unwrap_or(NIL);
         let data = map.data[slot];
         if b == 0 && data != SlotData::None {
             return Err(format!(
@@ -513,10 +517,10 @@ fn check_page_cache(k: &Kernel) -> Result<(), String> {
     for (id, file) in pc.files.iter().enumerate() {
         let Some(file) = file else { continue };
         let mut nr_cached = 0;
-        for (index, &pfn) in file.pages.iter().enumerate() {
-            if pfn == NIL {
+        for (index, &raw) in file.pages.iter().enumerate() {
+            let Some(pfn) = slot_folio(raw) else {
                 continue;
-            }
+            };
             let ok = f.test(pfn, flags::ALLOCATED)
                 && f.test(pfn, flags::FILE)
                 && f.order[pfn as usize] == 0
@@ -634,9 +638,20 @@ fn check_memcg_counters(k: &Kernel, memcg_pages: &[u64]) -> Result<(), String> {
     let slots = k.swap_cgroup.counts(n);
     let mut children_usage = vec![0u64; n];
     let mut children_swap = vec![0u64; n];
+    let mut children_age = vec![0u64; n];
     for cg in k.memcgs.iter().filter(|cg| !cg.is_root()) {
         children_usage[cg.parent as usize] += cg.usage_pages;
         children_swap[cg.parent as usize] += cg.swap_usage_pages;
+        children_age[cg.parent as usize] += cg.lruvec.nonresident_age;
+    }
+    // workingset_age_nonresident ages a lruvec and every ancestor.
+    for (id, cg) in k.memcgs.iter().enumerate() {
+        if cg.lruvec.nonresident_age < children_age[id] {
+            return Err(format!(
+                "memcg {}: nonresident_age {} below its children's sum {}",
+                cg.name, cg.lruvec.nonresident_age, children_age[id]
+            ));
+        }
     }
     for (id, cg) in k.memcgs.iter().enumerate() {
         let own = memcg_pages[id] + cg.zswap_charged_pages() + k.memcg_stock.held_pages(id as u16);

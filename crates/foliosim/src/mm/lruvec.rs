@@ -119,6 +119,12 @@ pub struct Lruvec {
     /// weighted by SWAP_CLUSTER_MAX), decayed; get_scan_count balances on it.
     pub anon_cost: u64,
     pub file_cost: u64,
+    /// lruvec->nonresident_age: pages evicted and activated here and in descendant memcgs,
+    /// the clock of refault distances (mm/workingset.rs).
+    pub nonresident_age: u64,
+    /// lruvec->refaults: WORKINGSET_ACTIVATE_ANON / _FILE when reclaim of this target last
+    /// ended (snapshot_refaults).
+    pub refaults: [u64; 2],
     pub lru_lock: SimLock,
     /// MGLRU's generations (struct lru_gen_folio), used when `lrugen.enabled`.
     pub lrugen: LruGen,
@@ -135,6 +141,8 @@ impl Lruvec {
             active_file: LruList::default(),
             anon_cost: 0,
             file_cost: 0,
+            nonresident_age: 0,
+            refaults: [0; 2],
             lru_lock: SimLock::new("lruvec->lru_lock"),
             lrugen: LruGen::default(),
             writeback: BinaryHeap::new(),

@@ -6,6 +6,7 @@
 use super::folio::flags;
 use super::huge_memory::{can_split_folio, split_folio};
 use super::khugepaged::khugepaged_enter_vma;
+use super::memcontrol::ROOT_MEMCG;
 use super::memory::zap_range;
 use super::mmap::ThpAdvice;
 use super::vmscan::{putback_folios, shrink_folio_list, Reclaim};
@@ -122,9 +123,13 @@ fn cold_or_pageout(
                 // (6.18; MADV_PAGEOUT leaves the PTEs to reclaim's unmap).
                 young = Some((young.map_or(start, |y| y.0), start + nr_folio - 1));
             }
-            // Both paths forget the folio's accesses (folio_clear_referenced, young cleared).
+            // Both paths forget the folio's accesses (folio_clear_referenced, young cleared);
+            // an active folio is marked workingset, so its refault is a restore.
             k.folios.clear(head, flags::YOUNG | flags::REFERENCED);
             super::access::young_cleared(k, head);
+            if k.folios.test(head, flags::ACTIVE) {
+                k.folios.set(head, flags::WORKINGSET);
+            }
             let nid = k.nodes.nid(head);
             let cg = &mut k.memcgs[memcg];
             if pageout {
@@ -142,8 +147,10 @@ fn cold_or_pageout(
         }
         if !isolated.is_empty() {
             // reclaim_pages
-            let result = shrink_folio_list(k, ctx, std::mem::take(&mut isolated), Reclaim::Pageout);
-            putback_folios(k, ctx, &result.putback);
+            // reclaim_pages: no target memcg, so evictions stamp the root's age.
+            let isolated = std::mem::take(&mut isolated);
+            let result = shrink_folio_list(k, ctx, isolated, Reclaim::Pageout, ROOT_MEMCG);
+            putback_folios(k, ctx, &result.putback, false);
         }
     }
     if let Some((a, b)) = young {

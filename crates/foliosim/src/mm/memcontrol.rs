@@ -40,7 +40,7 @@ const MEMCG_DELAY_SCALING_SHIFT: u32 = 14;
 
 /// The events the kernel also counts per memcg (memcg_vm_event_stat; cgroup v2 memory.stat),
 /// for the memcg whose LRU was scanned, whichever reclaim scanned it.
-pub const MEMCG_EVENTS: [VmEvent; 16] = [
+pub const MEMCG_EVENTS: [VmEvent; 22] = [
     VmEvent::Pgrefill,
     VmEvent::PgscanKswapd,
     VmEvent::PgscanDirect,
@@ -57,6 +57,12 @@ pub const MEMCG_EVENTS: [VmEvent; 16] = [
     VmEvent::Zswpwb,
     VmEvent::SwpoutZero,
     VmEvent::SwpinZero,
+    VmEvent::WorkingsetRefaultAnon,
+    VmEvent::WorkingsetRefaultFile,
+    VmEvent::WorkingsetActivateAnon,
+    VmEvent::WorkingsetActivateFile,
+    VmEvent::WorkingsetRestoreAnon,
+    VmEvent::WorkingsetRestoreFile,
 ];
 
 /// memory.events (and memory.swap.events) entries, counted in the memcg and every ancestor
@@ -225,6 +231,11 @@ impl MemCgroup {
     pub fn count(&mut self, event: VmEvent, delta: u64) {
         debug_assert!(MEMCG_EVENTS.contains(&event), "{event:?} is not per memcg");
         self.events.count(event, delta);
+    }
+
+    /// This memcg's own count of one of [`MEMCG_EVENTS`].
+    pub fn vm_event(&self, event: VmEvent) -> u64 {
+        self.events.get(event)
     }
 
     /// memory.stat's event lines and zswap gauges of this memcg, memory.current and

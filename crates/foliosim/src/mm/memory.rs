@@ -4,7 +4,7 @@
 //! swap_readahead.rs), and zap of a range (zap_pte_range) freeing folios and swap entries in
 //! batches.
 
-use super::folio::{flags, SwapEntry, NIL};
+use super::folio::{flags, SwapEntry};
 use super::gfp::Gfp;
 use super::huge_memory::deferred_split::deferred_split_folio;
 use super::huge_memory::{
@@ -391,9 +391,15 @@ fn do_swap_page(
     }
     let nr = 1u32 << order;
     let first = SwapEntry::new(entry.dev(), entry.offset() - (index - start));
+    // get_shadow_from_swap_cache, before the slots are freed below.
+    let shadow = k.swap.shadow(entry);
     swap_read_folio(k, ctx, first, order, memcg);
     k.folios.init(pfn, order, memcg, (mm, vma, start));
     k.folios.set(pfn, flags::YOUNG | dirty);
+    if let Some(shadow) = shadow {
+        let policy = k.lru_policy;
+        policy.workingset_refault(k, pfn, shadow);
+    }
     k.folios.set_mapcount(pfn as usize, nr as u16);
     let ptes = &mut k.mms[mm as usize].vma_mut(vma).ptes[start as usize..(start + nr) as usize];
     for (i, pte) in ptes.iter_mut().enumerate() {
@@ -562,7 +568,7 @@ fn alloc_swap_folio(
                         p.is_swap()
                             && p.swap_entry()
                                 == SwapEntry::new(entry.dev(), first_offset + i as u32)
-                            && dev.map.swap_cache[(first_offset + i as u32) as usize] == NIL
+                            && dev.map.cached_folio(first_offset + i as u32).is_none()
                     })
         })
         .collect();
@@ -731,7 +737,7 @@ pub(crate) fn release_unmapped_folio(k: &mut Kernel, ctx: &mut Ctx, head: u32) -
         if folio_swapped(k, head) {
             return false;
         }
-        folio_delete_from_swap_cache(k, ctx, head);
+        folio_delete_from_swap_cache(k, ctx, head, None);
     }
     k.folio_free(ctx, head);
     true

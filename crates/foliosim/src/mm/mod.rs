@@ -41,6 +41,7 @@ pub mod tlb;
 pub mod truncate;
 pub mod vmscan;
 pub mod vmstat;
+pub mod workingset;
 pub mod zram;
 pub mod zsmalloc;
 pub mod zswap;
@@ -255,6 +256,8 @@ pub struct Kernel {
     /// current->in_lru_fault: a fault is running (folio_add_lru marks its folios for
     /// MGLRU's youngest generation).
     pub in_lru_fault: bool,
+    /// How shadow entries pack (mm/workingset.rs).
+    pub workingset: workingset::ShadowPacking,
     /// Some VMA has had an Access range's set of special pages (mm/access.rs): until then
     /// reclaim's accessed-bit hook has nothing to update.
     pub access_sets: bool,
@@ -366,6 +369,11 @@ impl Kernel {
             .min(page_alloc::MAX_PAGE_ORDER);
         let folios = FolioTable::new(nodes.total_pages());
         folios.advise_sparse_below(dense_order);
+        assert!(
+            nodes.total_pages() <= 1 << 31,
+            "pfns must fit 31 bits (validation allows 8T)"
+        );
+        let workingset = workingset::ShadowPacking::new(memcgs.len(), nodes.total_pages() as u64);
         zone.advise_sparse_below(dense_order);
         Kernel {
             cost,
@@ -384,6 +392,7 @@ impl Kernel {
             mms: Vec::new(),
             memcgs,
             memcg_tree,
+            workingset,
             memcg_stock: memcontrol::stock::Stock::new(ncpus),
             swap_cgroup: memcontrol::swap::SwapCgroup::new(&device_slots),
             swap: Swap {

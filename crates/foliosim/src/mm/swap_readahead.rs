@@ -177,7 +177,10 @@ pub fn swap_vma_readahead(
         // Locked until its read completes: reclaim and migration leave it alone.
         k.folios.set(pfn, flags::LOCKED);
         k.folios.set_writeback_done_ns(pfn, u64::MAX);
-        folio_add_to_swap_cache_read(k, ctx, pfn, e);
+        if let Some(shadow) = folio_add_to_swap_cache_read(k, ctx, pfn, e) {
+            let policy = k.lru_policy;
+            policy.workingset_refault(k, pfn, shadow);
+        }
         k.folio_add_lru(ctx, pfn);
         if i != index {
             k.folios.set(pfn, flags::READAHEAD);
@@ -249,7 +252,7 @@ pub fn free_swap_after_fault(k: &mut Kernel, ctx: &mut Ctx, head: u32, write: bo
     if folio_swapped(k, head) {
         return;
     }
-    folio_delete_from_swap_cache(k, ctx, head);
+    folio_delete_from_swap_cache(k, ctx, head, None);
     k.folios.set(head, flags::DIRTY);
 }
 

@@ -3,6 +3,7 @@
 
 use super::folio::{flags, SwapEntry};
 use super::swapfile::swap_count;
+use super::workingset::Shadow;
 use super::Kernel;
 use crate::engine::Ctx;
 
@@ -27,10 +28,16 @@ pub fn folio_add_to_swap_cache(
     }
 }
 
-/// delete_from_swap_cache + put_swap_folio: the folio leaves the cache, run by run.
-pub fn folio_delete_from_swap_cache(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
+/// delete_from_swap_cache + put_swap_folio: the folio leaves the cache, run by run, leaving
+/// `shadow` in its slots when reclaim evicted it (__remove_mapping).
+pub fn folio_delete_from_swap_cache(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    pfn: u32,
+    shadow: Option<Shadow>,
+) {
     for (run, nr) in k.folios.swap_runs(pfn) {
-        k.swap.delete_from_swap_cache(ctx, &k.cost, run, nr);
+        k.swap.delete_from_swap_cache(ctx, &k.cost, run, nr, shadow);
     }
     // Nearly always empty: no search then.
     if !k.folios.scattered.is_empty() {
@@ -53,10 +60,15 @@ pub fn folio_swapped(k: &Kernel, pfn: u32) -> bool {
 
 /// __read_swap_cache_async's swapcache_prepare + add_to_swap_cache: the new order-0 folio at
 /// `pfn` is to be read from `entry` (a slot PTEs refer to), which gains SWAP_HAS_CACHE. The
-/// folio is clean: the slot holds its data.
-pub fn folio_add_to_swap_cache_read(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, entry: SwapEntry) {
+/// folio is clean: the slot holds its data. Returns the shadow the slot held.
+pub fn folio_add_to_swap_cache_read(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    pfn: u32,
+    entry: SwapEntry,
+) -> Option<Shadow> {
     k.folios.set_swap(pfn as usize, entry.raw());
     k.folios.set(pfn, flags::SWAPCACHE);
     k.pagecache.nr_swapcache += 1;
-    k.swap.swapcache_prepare(ctx, &k.cost, entry, pfn);
+    k.swap.swapcache_prepare(ctx, &k.cost, entry, pfn)
 }

@@ -3,6 +3,7 @@
 //! request gets is the allocator policy's business (mm/swap_alloc/).
 
 use super::folio::{SwapEntry, NIL};
+use super::workingset::{slot_folio, slot_shadow, Shadow};
 use super::swap_alloc::SwapAllocator;
 use super::swap_devstore::RamStore;
 use crate::engine::cost::CostModel;
@@ -66,7 +67,8 @@ pub struct SwapMap {
     pub pages: u32,
     pub inuse_pages: u32,
     pub swap_map: Vec<u8>,
-    /// Swap cache: slot -> head pfn of the folio, NIL when none (the xarray of swap_state.c).
+    /// Swap cache: slot -> head pfn of the folio, NIL when none, or the shadow entry of a
+    /// folio reclaim evicted from it (the xarray of swap_state.c; mm/workingset.rs).
     pub swap_cache: Vec<u32>,
     /// Where each slot's data is.
     pub data: Vec<SlotData>,
@@ -87,6 +89,12 @@ pub struct SwapMap {
 }
 
 impl SwapMap {
+    /// The folio the swap cache holds at slot `offset` (not a shadow).
+    #[inline]
+    pub fn cached_folio(&self, offset: u32) -> Option<u32> {
+        slot_folio(self.swap_cache[offset as usize])
+    }
+
     pub fn new(
         id: usize,
         size_pages: u64,
@@ -335,6 +343,8 @@ impl Swap {
                     "slot {slot} released from the slot cache"
                 );
                 *b = 0;
+                // swap_range_free: clear_shadow_from_swap_cache.
+                dev.map.swap_cache[slot as usize] = NIL;
             }
             dev.map.inuse_pages -= offsets.len() as u32;
             self.released.extend(group.iter().map(|&e| (e, 1)));
@@ -356,20 +366,21 @@ impl Swap {
         let map = &mut self.devices[entry.dev()].map;
         for slot in entry.offset()..entry.offset() + nr {
             debug_assert_eq!(map.swap_map[slot as usize], SWAP_HAS_CACHE);
+            debug_assert_eq!(map.swap_cache[slot as usize], NIL, "a fresh slot holds nothing");
             map.swap_cache[slot as usize] = pfn;
         }
         ctx.spend(cost.swap_map_update_ns * nr as u64);
     }
 
     /// swapcache_prepare + the swap cache insert of a swap-in: slot `entry`, which PTEs refer
-    /// to, gains SWAP_HAS_CACHE and the folio at `pfn`.
+    /// to, gains SWAP_HAS_CACHE and the folio at `pfn`, in place of the shadow it returns.
     pub fn swapcache_prepare(
         &mut self,
         ctx: &mut Ctx,
         cost: &CostModel,
         entry: SwapEntry,
         pfn: u32,
-    ) {
+    ) -> Option<Shadow> {
         let map = &mut self.devices[entry.dev()].map;
         let b = &mut map.swap_map[entry.offset() as usize];
         debug_assert!(
@@ -377,8 +388,9 @@ impl Swap {
             "swapcache_prepare on slot {entry:?} with map {b:#x}"
         );
         *b |= SWAP_HAS_CACHE;
-        map.swap_cache[entry.offset() as usize] = pfn;
+        let old = std::mem::replace(&mut map.swap_cache[entry.offset() as usize], pfn);
         ctx.spend(cost.swap_map_update_ns);
+        slot_shadow(old)
     }
 
     /// __folio_migrate_mapping for a folio in the swap cache: its slots [entry, entry + nr),
@@ -395,7 +407,7 @@ impl Swap {
         let map = &mut self.devices[entry.dev()].map;
         for slot in entry.offset()..entry.offset() + nr {
             debug_assert!(map.swap_map[slot as usize] & SWAP_HAS_CACHE != 0);
-            debug_assert_ne!(map.swap_cache[slot as usize], NIL);
+            debug_assert!(slot_folio(map.swap_cache[slot as usize]).is_some());
             map.swap_cache[slot as usize] = pfn;
         }
         ctx.spend(cost.swap_map_update_ns * nr as u64);
@@ -404,14 +416,18 @@ impl Swap {
     /// The swap cache's slot `entry` now holds the page at `pfn` (a split folio's page).
     pub fn set_swap_cache_page(&mut self, entry: SwapEntry, pfn: u32) {
         let map = &mut self.devices[entry.dev()].map;
-        debug_assert_ne!(map.swap_cache[entry.offset() as usize], NIL);
+        debug_assert!(slot_folio(map.swap_cache[entry.offset() as usize]).is_some());
         map.swap_cache[entry.offset() as usize] = pfn;
     }
 
     /// Swap cache lookup (filemap_get_folio on the swap address space).
     pub fn lookup(&self, entry: SwapEntry) -> Option<u32> {
-        let pfn = self.devices[entry.dev()].map.swap_cache[entry.offset() as usize];
-        (pfn != NIL).then_some(pfn)
+        self.devices[entry.dev()].map.cached_folio(entry.offset())
+    }
+
+    /// The shadow entry slot `entry` holds (get_shadow_from_swap_cache).
+    pub fn shadow(&self, entry: SwapEntry) -> Option<Shadow> {
+        slot_shadow(self.devices[entry.dev()].map.swap_cache[entry.offset() as usize])
     }
 
     /// swap_duplicate: a PTE now refers to this slot.
@@ -425,19 +441,20 @@ impl Swap {
         *b += 1;
     }
 
-    /// delete_from_swap_cache + put_swap_folio: the folio leaves the cache; slots with no PTE
-    /// reference left are freed (all together when the whole range is cache-only).
+    /// delete_from_swap_cache + put_swap_folio: the folio leaves the cache, leaving `shadow`
+    /// (reclaim's eviction) or nothing in its slots; slots with no PTE reference left are
+    /// freed (all together when the whole range is cache-only), and lose the shadow.
     pub fn delete_from_swap_cache(
         &mut self,
         ctx: &mut Ctx,
         cost: &CostModel,
         entry: SwapEntry,
         nr: u32,
+        shadow: Option<Shadow>,
     ) {
         let map = &mut self.devices[entry.dev()].map;
-        for slot in entry.offset()..entry.offset() + nr {
-            map.swap_cache[slot as usize] = NIL;
-        }
+        let left = shadow.map_or(NIL, Shadow::raw);
+        map.swap_cache[entry.offset() as usize..(entry.offset() + nr) as usize].fill(left);
         ctx.spend(cost.swap_map_update_ns * nr as u64);
         self.clear_cache_flag(ctx, cost, entry, nr);
     }
@@ -521,7 +538,7 @@ impl Swap {
         for slot in entry.offset()..=end {
             let dev = &mut self.devices[entry.dev()];
             let freed = slot < end && {
-                let cached = dev.map.swap_cache[slot as usize];
+                let cached = dev.map.cached_folio(slot).unwrap_or(NIL);
                 let b = &mut dev.map.swap_map[slot as usize];
                 drop_ref(slot, b, cached);
                 *b == 0
@@ -547,6 +564,8 @@ impl Swap {
 
 /// swap_range_free: slots [offset, offset + nr) are free again.
 fn release_range(dev: &mut SwapInfo, ctx: &mut Ctx, cost: &CostModel, offset: u32, nr: u32) {
+    // swap_range_free: clear_shadow_from_swap_cache (no folio is cached on a free slot).
+    dev.map.swap_cache[offset as usize..(offset + nr) as usize].fill(NIL);
     dev.map.inuse_pages -= nr;
     dev.allocator.on_free(&mut dev.map, ctx, cost, offset, nr);
     dev.flush_discards();

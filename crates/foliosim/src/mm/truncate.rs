@@ -33,7 +33,7 @@ pub fn drop_pagecache(k: &mut Kernel, ctx: &mut Ctx) -> u64 {
                 deactivate_file_folio(k, ctx, pfn);
                 continue;
             }
-            filemap_remove_folio(k, ctx, pfn);
+            filemap_remove_folio(k, ctx, pfn, None);
             dropped += 1;
         }
     }

@@ -23,7 +23,7 @@ use super::shrinker::shrink_slab;
 use super::swap_state::{folio_add_to_swap_cache, folio_delete_from_swap_cache};
 use super::tlb::TlbUnmapBatch;
 use super::vmstat::{MthpStat, VmEvent};
-use super::{filemap, preempt, Kernel};
+use super::{filemap, preempt, workingset, Kernel};
 use crate::engine::{trace, Ctx, WaitKind};
 use crate::scenario::PMD_ORDER;
 use std::collections::VecDeque;
@@ -102,6 +102,7 @@ pub fn try_to_free_mem_cgroup_pages(
         }
         low_reclaim = true;
     }
+    workingset::snapshot_refaults(k, Some(memcg));
     trace::span("memcg reclaim", "", start_ns, ctx.now_ns);
     reclaimed
 }
@@ -251,6 +252,7 @@ pub fn do_try_to_free_pages(
         // shrink_node: progress makes a hopeless node worth kswapd's time again.
         k.kswapd.kswapd_failures = 0;
     }
+    workingset::snapshot_refaults(k, None);
     trace::span("direct reclaim", "", start_ns, ctx.now_ns);
     Some(dr.reclaimed)
 }
@@ -464,11 +466,10 @@ fn shrink_active_list(
         cg.lruvec.list(file, true).remove(&mut k.folios, pfn);
         if file {
             filemap::rmap::folio_referenced_file(k, ctx, pfn);
-            k.folios.set(pfn, flags::WORKINGSET);
-        }
-        if !file {
+        } else {
             clear_flush_young(k, ctx, pfn);
         }
+        k.folios.set(pfn, flags::WORKINGSET);
         k.folios.clear(pfn, flags::ACTIVE | flags::YOUNG);
         super::access::young_cleared(k, pfn);
         let cg = &mut k.memcgs[memcg as usize];
@@ -555,14 +556,14 @@ fn shrink_inactive_list(
     let result = if file {
         file::shrink_file_folio_list(k, ctx, list, sc, memcg, &mut stat)
     } else {
-        shrink_folio_list(k, ctx, list, reclaim)
+        shrink_folio_list(k, ctx, list, reclaim, sc.target)
     };
     k.memcgs[memcg as usize].count(pgsteal, result.nr_reclaimed);
     k.vmstat.count(pgsteal_type, result.nr_reclaimed);
     if global {
         k.vmstat.count(pgsteal, result.nr_reclaimed);
     }
-    putback_folios(k, ctx, &result.putback);
+    putback_folios(k, ctx, &result.putback, true);
     scan_count::lru_note_cost(
         k,
         memcg,
@@ -595,7 +596,9 @@ fn shrink_inactive_list(
 /// move_folios_to_lru: return kept folios to their memcg's lists, the lru_lock taken once per
 /// memcg for the whole list (the caller holds it across the loop; it relocks only when the next
 /// folio belongs to another lruvec).
-pub fn putback_folios(k: &mut Kernel, ctx: &mut Ctx, putback: &[(u32, bool)]) {
+/// `move_to_lru`: reclaim's move_folios_to_lru, where an active folio ages its lruvec
+/// (workingset_age_nonresident); MADV_PAGEOUT's folio_putback_lru does not.
+pub fn putback_folios(k: &mut Kernel, ctx: &mut Ctx, putback: &[(u32, bool)], move_to_lru: bool) {
     let mut moved_per_memcg: Vec<(usize, u64)> = Vec::new();
     for &(pfn, active) in putback {
         let memcg = k.folios.memcg(pfn as usize) as usize;
@@ -612,6 +615,9 @@ pub fn putback_folios(k: &mut Kernel, ctx: &mut Ctx, putback: &[(u32, bool)]) {
             cg.lruvec_mut(nid).lruvec_add_folio(&mut k.folios, pfn);
             cg.count(VmEvent::Pgactivate, nr);
             k.vmstat.count(VmEvent::Pgactivate, nr);
+            if move_to_lru {
+                workingset::age_nonresident(k, memcg as u16, nid, nr);
+            }
         } else {
             k.folios.clear(pfn, flags::ACTIVE);
             cg.lruvec_mut(nid).lruvec_add_folio(&mut k.folios, pfn);
@@ -626,12 +632,14 @@ pub fn putback_folios(k: &mut Kernel, ctx: &mut Ctx, putback: &[(u32, bool)]) {
 }
 
 /// shrink_folio_list for isolated anonymous folios (spec-swap.md §8). `Reclaim::Pageout`
-/// (MADV_PAGEOUT's reclaim_pages) ignores references.
+/// (MADV_PAGEOUT's reclaim_pages) ignores references. `target`: the memcg reclaim works for
+/// (ROOT_MEMCG when global), whose age the shadows of evicted folios carry.
 pub fn shrink_folio_list(
     k: &mut Kernel,
     ctx: &mut Ctx,
     folios: Vec<u32>,
     reclaim: Reclaim,
+    target: u16,
 ) -> ShrinkResult {
     let mut list: VecDeque<u32> = folios.into();
     let mut tlb = TlbUnmapBatch::new(k.tlb_batched_unmap);
@@ -715,9 +723,12 @@ pub fn shrink_folio_list(
                     continue;
                 }
             }
-            // __remove_mapping: clean, unmapped, in the swap cache: drop it and free the folio.
+            // __remove_mapping: clean, unmapped, in the swap cache: drop it, leaving its
+            // shadow, and free the folio.
             let nr = k.folios.nr_pages(pfn);
-            folio_delete_from_swap_cache(k, ctx, pfn);
+            let policy = k.lru_policy;
+            let shadow = policy.workingset_eviction(k, pfn, target);
+            folio_delete_from_swap_cache(k, ctx, pfn, shadow);
             k.folio_free(ctx, pfn);
             result.nr_reclaimed += nr as u64;
         }

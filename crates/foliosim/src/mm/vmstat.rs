@@ -32,6 +32,13 @@ counter_enum! {
         PgstealAnon => "pgsteal_anon",
         Pgactivate => "pgactivate",
         Pgdeactivate => "pgdeactivate",
+        // Refault detection (mm/workingset.rs).
+        WorkingsetRefaultAnon => "workingset_refault_anon",
+        WorkingsetRefaultFile => "workingset_refault_file",
+        WorkingsetActivateAnon => "workingset_activate_anon",
+        WorkingsetActivateFile => "workingset_activate_file",
+        WorkingsetRestoreAnon => "workingset_restore_anon",
+        WorkingsetRestoreFile => "workingset_restore_file",
         AllocstallNormal => "allocstall_normal",
         AllocstallMovable => "allocstall_movable",
         PgscanKswapd => "pgscan_kswapd",

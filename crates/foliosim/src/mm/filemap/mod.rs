@@ -21,6 +21,7 @@ use super::gfp::Gfp;
 use super::memcontrol::try_charge;
 use super::readahead::RaState;
 use super::vmstat::VmEvent;
+use super::workingset::{slot_folio, slot_shadow, Shadow};
 use super::{Kernel, MmError};
 use crate::engine::{Ctx, WaitKind};
 use crate::hw::blockdev::{BlockDevice, Completion};
@@ -61,7 +62,8 @@ impl FileMapping {
 /// An inode with its address_space and the open file's readahead state.
 pub struct File {
     pub nr_pages: u32,
-    /// Page index -> pfn of the cached page, NIL when not cached.
+    /// Page index -> pfn of the cached page, NIL when not cached, or the shadow entry reclaim
+    /// left of an evicted page (mm/workingset.rs).
     pub pages: Vec<u32>,
     /// First disk page of the file's extent.
     pub disk_start: u64,
@@ -93,8 +95,7 @@ impl File {
     /// filemap_get_folio: the cached page at `index`.
     #[inline]
     pub fn lookup(&self, index: u32) -> Option<u32> {
-        let pfn = *self.pages.get(index as usize)?;
-        (pfn != NIL).then_some(pfn)
+        slot_folio(*self.pages.get(index as usize)?)
     }
 }
 
@@ -224,7 +225,9 @@ pub fn folio_wait_locked(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
 
 /// filemap_add_folio: charge the newly allocated order-0 `pfn` to `memcg` (with `gfp`, as
 /// mem_cgroup_charge), then put it in file `file`'s slot `index`, locked for the read the
-/// caller submits, and on the inactive file LRU. A failed charge frees the page: false.
+/// caller submits, and on the inactive file LRU, or the active one when the slot's shadow says
+/// it refaults recently (workingset_refault; not for a page about to be overwritten,
+/// __GFP_WRITE). A failed charge frees the page: false.
 pub fn filemap_add_folio(
     k: &mut Kernel,
     ctx: &mut Ctx,
@@ -239,28 +242,33 @@ pub fn filemap_add_folio(
         return false;
     }
     let f = k.pagecache.file_mut(file);
-    debug_assert_eq!(f.pages[index as usize], NIL, "slot {index} taken");
-    f.pages[index as usize] = pfn;
+    let old = std::mem::replace(&mut f.pages[index as usize], pfn);
+    debug_assert!(slot_folio(old).is_none(), "slot {index} taken");
     f.nr_cached += 1;
     k.pagecache.nr_pages += 1;
     k.folios.init(pfn, 0, memcg, (file, NIL, index));
     k.folios.set(pfn, flags::FILE | flags::LOCKED);
     k.folios.set_writeback_done_ns(pfn, u64::MAX);
     ctx.spend(k.cost.filemap_add_folio_ns);
+    if let Some(shadow) = slot_shadow(old).filter(|_| !gfp.contains(Gfp::WRITE)) {
+        let policy = k.lru_policy;
+        policy.workingset_refault(k, pfn, shadow);
+    }
     k.folio_add_lru(ctx, pfn);
     true
 }
 
 /// __filemap_remove_folio + free: a clean, unmapped, unlocked page-cache folio leaves the
-/// cache and goes back to the allocator (off its LRU, uncharged).
-pub fn filemap_remove_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
+/// cache, leaving `shadow` in its slot when reclaim evicted it, and goes back to the allocator
+/// (off its LRU, uncharged).
+pub fn filemap_remove_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, shadow: Option<Shadow>) {
     let fl = &k.folios;
     debug_assert!(fl.test(pfn, flags::FILE));
     debug_assert!(!fl.test(pfn, flags::DIRTY | flags::WRITEBACK | flags::LOCKED));
     let (file, index) = (fl.owner_mm(pfn as usize), fl.owner_index(pfn as usize));
     let f = k.pagecache.file_mut(file);
     debug_assert_eq!(f.pages[index as usize], pfn);
-    f.pages[index as usize] = NIL;
+    f.pages[index as usize] = shadow.map_or(NIL, Shadow::raw);
     f.nr_cached -= 1;
     k.pagecache.nr_pages -= 1;
     ctx.spend(k.cost.filemap_remove_folio_ns);

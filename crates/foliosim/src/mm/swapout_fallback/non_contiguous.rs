@@ -30,7 +30,7 @@ impl SwapoutFallback for NonContiguous {
                 None => {
                     // Not enough free slots at all: give back what was taken and split.
                     for &e in &slots {
-                        swap.delete_from_swap_cache(ctx, cost, e, 1);
+                        swap.delete_from_swap_cache(ctx, cost, e, 1, None);
                     }
                     return None;
                 }

@@ -195,6 +195,7 @@ fn balance(k: &mut Kernel, ctx: &mut Ctx, order: u32) -> (u64, u32) {
     if matches!(ended, Ended::Gave) && nr_reclaimed == 0 {
         k.kswapd.kswapd_failures += 1;
     }
+    crate::mm::workingset::snapshot_refaults(k, None);
     if nr_reclaimed > 0 {
         k.kswapd.kswapd_failures = 0;
     }

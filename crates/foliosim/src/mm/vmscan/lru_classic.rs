@@ -8,6 +8,7 @@ use super::scan_count::ScanControl;
 use super::{FolioReferences, ShrinkCount};
 use crate::engine::Ctx;
 use crate::mm::folio::flags;
+use crate::mm::workingset::{self, Shadow};
 use crate::mm::Kernel;
 
 pub struct ClassicLru;
@@ -48,6 +49,15 @@ impl LruPolicy for ClassicLru {
         } else if !f.test(pfn, flags::ACTIVE) {
             crate::mm::filemap::folio_activate(k, ctx, pfn);
             k.folios.clear(pfn, flags::REFERENCED);
+            workingset::workingset_activation(k, pfn);
         }
+    }
+
+    fn workingset_eviction(&self, k: &mut Kernel, pfn: u32, target: u16) -> Option<Shadow> {
+        Some(workingset::workingset_eviction(k, pfn, target))
+    }
+
+    fn workingset_refault(&self, k: &mut Kernel, pfn: u32, shadow: Shadow) {
+        workingset::workingset_refault(k, pfn, shadow);
     }
 }

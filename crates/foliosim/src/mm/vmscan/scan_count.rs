@@ -81,7 +81,7 @@ impl ScanControl {
 
 /// The target's list sizes: a memcg's subtree's, or for global reclaim the node's (the root
 /// memcg's hierarchical counts).
-fn target_sizes(k: &Kernel, target: Option<u16>) -> [u64; 4] {
+pub(crate) fn target_sizes(k: &Kernel, target: Option<u16>) -> [u64; 4] {
     let one = |lv: &Lruvec| {
         [
             lv.lru_pages(false, false),
@@ -111,11 +111,18 @@ pub fn prepare_scan_control(
 ) -> ScanControl {
     let lv = &k.memcgs[target.unwrap_or(ROOT_MEMCG) as usize].lruvec;
     let size = target_sizes(k, target);
+    // Refaults into activation since the target's last reclaim mean a new workingset is
+    // forming: deactivate that type's stale active pages even if its inactive list is not low.
+    let refaults = crate::mm::workingset::activations(k, target.unwrap_or(ROOT_MEMCG));
     let mut may_deactivate = 0;
-    if inactive_is_low_pages(size[INACTIVE_ANON], size[ACTIVE_ANON]) {
+    if refaults[0] != lv.refaults[0]
+        || inactive_is_low_pages(size[INACTIVE_ANON], size[ACTIVE_ANON])
+    {
         may_deactivate |= DEACTIVATE_ANON;
     }
-    if inactive_is_low_pages(size[INACTIVE_FILE], size[ACTIVE_FILE]) {
+    if refaults[1] != lv.refaults[1]
+        || inactive_is_low_pages(size[INACTIVE_FILE], size[ACTIVE_FILE])
+    {
         may_deactivate |= DEACTIVATE_FILE;
     }
     let cache_trim_mode =

@@ -432,7 +432,7 @@ fn evict_folios(
         let result = if ty == LRU_GEN_FILE {
             file::shrink_file_folio_list(k, ctx, std::mem::take(&mut list), sc, memcg, &mut stat)
         } else {
-            shrink_folio_list(k, ctx, std::mem::take(&mut list), sc.reclaim)
+            shrink_folio_list(k, ctx, std::mem::take(&mut list), sc.reclaim, sc.target)
         };
         reclaimed += result.nr_reclaimed;
         sc.nr.dirty += stat.dirty;

@@ -23,6 +23,7 @@ use crate::engine::Ctx;
 use crate::mm::folio::{flags, FolioTable};
 use crate::mm::lruvec::{LruList, Lruvec};
 use crate::mm::vmstat::VmEvent;
+use crate::mm::workingset::Shadow;
 use crate::mm::Kernel;
 
 /// MIN_NR_GENS: eviction stops at two generations per type (the two youngest are "active").
@@ -321,6 +322,14 @@ impl LruPolicy for LruGenPolicy {
     fn folio_mark_accessed(&self, k: &mut Kernel, _ctx: &mut Ctx, pfn: u32) {
         lru_gen_inc_refs(&mut k.folios, pfn);
     }
+
+    /// lru_gen_eviction is not modelled: MGLRU leaves no shadows (mm/workingset.rs).
+    fn workingset_eviction(&self, _k: &mut Kernel, _pfn: u32, _target: u16) -> Option<Shadow> {
+        None
+    }
+
+    /// Unreachable: no shadow is left under MGLRU.
+    fn workingset_refault(&self, _k: &mut Kernel, _pfn: u32, _shadow: Shadow) {}
 }
 
 /// lru_gen_set_refs (folio_check_references under MGLRU, young PTEs found): the first time
