@@ -124,11 +124,10 @@ pub fn workingset_activation(k: &mut Kernel, pfn: u32) {
 /// `target` (ROOT_MEMCG for global reclaim and MADV_PAGEOUT) evicts it, stamped with the
 /// target lruvec's age, which the eviction advances.
 pub fn workingset_eviction(k: &mut Kernel, pfn: u32, target: u16) -> Shadow {
-    let nid = k.nodes.nid(pfn);
-    debug_assert_eq!(nid, 0, "reclaim evicts from node 0 only");
+    debug_assert_eq!(k.nodes.nid(pfn), 0, "reclaim evicts from node 0 only");
     let age = k.memcgs[target as usize].lruvec.nonresident_age;
     let nr = k.folios.nr_pages(pfn) as u64;
-    age_nonresident(k, target, nid, nr);
+    age_nonresident(k, target, 0, nr);
     k.workingset
         .pack(target, age, k.folios.test(pfn, flags::WORKINGSET))
 }
