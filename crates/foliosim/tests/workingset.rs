@@ -70,18 +70,22 @@ fn pageout_and_read_back() -> [Op; 2] {
     ]
 }
 
-/// Read `FILE_PAGES` of the file, write N anon pages, then `rounds` of page-out and read-back;
-/// one task in the root memcg, invariants checked. Returns /proc/vmstat's workingset lines
-/// (refault, activate, restore of anon), the file refaults and the file pages cached.
-fn run(lru_gen: bool, rounds: usize) -> ([u64; 3], u64, u64) {
+/// Read `file_pages` of the file (none: 0), write N anon pages, then `rounds` of page-out and
+/// read-back; one task in the root memcg, invariants checked. Returns /proc/vmstat's
+/// workingset lines (refault, activate, restore of anon), the file refaults and the file pages
+/// cached.
+fn run(lru_gen: bool, file_pages: u32, rounds: usize) -> ([u64; 3], u64, u64) {
     let s = scenario(lru_gen);
     let mut k = Kernel::new(&s);
-    let mut ops = vec![
-        Op::ReadFile {
+    let mut ops = Vec::new();
+    if file_pages > 0 {
+        ops.push(Op::ReadFile {
             file: 0,
             first: 0,
-            nr: FILE_PAGES,
-        },
+            nr: file_pages,
+        });
+    }
+    ops.extend([
         Op::Mmap {
             vma: 0,
             nr_pages: N,
@@ -93,7 +97,7 @@ fn run(lru_gen: bool, rounds: usize) -> ([u64; 3], u64, u64) {
             nr: N,
             write: true,
         },
-    ];
+    ]);
     for _ in 0..rounds {
         ops.extend(pageout_and_read_back());
     }
@@ -116,7 +120,7 @@ fn run(lru_gen: bool, rounds: usize) -> ([u64; 3], u64, u64) {
 
 #[test]
 fn refaults_within_the_workingset_come_back_active() {
-    let ([refault, activate, restore], file, cached) = run(false, 1);
+    let ([refault, activate, restore], file, cached) = run(false, FILE_PAGES, 1);
     assert_eq!(refault, N as u64, "every page read back had left a shadow");
     assert!((FILE_PAGES as u64..N as u64).contains(&cached), "{cached} file pages");
     // Pages 0..N-cached were evicted longer ago than the workingset is large; from page
@@ -128,7 +132,7 @@ fn refaults_within_the_workingset_come_back_active() {
 
 #[test]
 fn an_active_page_paged_out_refaults_as_a_restore() {
-    let ([refault, activate, restore], _, cached) = run(false, 2);
+    let ([refault, activate, restore], _, cached) = run(false, FILE_PAGES, 2);
     assert_eq!(refault, 2 * N as u64);
     assert_eq!(activate, 2 * cached);
     // The second page-out marked the pages the first read-back activated (PG_workingset), and
@@ -140,35 +144,15 @@ fn an_active_page_paged_out_refaults_as_a_restore() {
 fn without_a_competing_workingset_nothing_is_activated() {
     // Evicted anon pages compete with file pages and active anon only: with no file read
     // and no active anon, every distance is too long.
-    let s = scenario(false);
-    let mut k = Kernel::new(&s);
-    let mut ops = vec![
-        Op::Mmap {
-            vma: 0,
-            nr_pages: N,
-            thp: Default::default(),
-        },
-        Op::Touch {
-            vma: 0,
-            first: 0,
-            nr: N,
-            write: true,
-        },
-    ];
-    ops.extend(pageout_and_read_back());
-    let mm = k.new_mm(0, foliosim::content::ContentClass::Usemem);
-    let mut tasks = vec![Task::new("t".into(), mm, 0, ops)];
-    let stats = run_tasks(&mut k, &mut tasks, 1, s.machine.sched_slice_ns, true, &mut |_, _| {})
-        .unwrap();
-    let v = k.vmstat_map(stats.simulated_ns);
-    assert_eq!(v["workingset_refault_anon"], N as u64);
-    assert_eq!(v["workingset_activate_anon"], 0);
+    let ([refault, activate, _], _, _) = run(false, 0, 1);
+    assert_eq!(refault, N as u64);
+    assert_eq!(activate, 0);
 }
 
 #[test]
 fn mglru_leaves_no_shadows() {
     // lru_gen_eviction is not modelled: under MGLRU no refault is detected.
-    let (anon, file, _) = run(true, 2);
+    let (anon, file, _) = run(true, FILE_PAGES, 2);
     assert_eq!((anon, file), ([0, 0, 0], 0));
 }
 
