@@ -187,7 +187,7 @@ fn info_note(name: &str) -> &'static str {
         }
         s if s.starts_with("nr_tlb") => "TLB flush batching and lazy mm_cpumask differ",
         s if s.starts_with("workingset_activate") || s.starts_with("workingset_restore") => {
-            "the host's own page cache counts in the root's workingset size"
+            "evicted with the root as target, the host's own page cache counts in the workingset"
         }
         "split" | "split_failed" | "thp_split_page" | "thp_split_pmd" | "thp_split_page_failed" => {
             "split counts: checked through swpout_fallback"
