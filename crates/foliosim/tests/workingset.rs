@@ -104,8 +104,15 @@ fn run(lru_gen: bool, file_pages: u32, rounds: usize) -> ([u64; 3], u64, u64) {
     ops.push(Op::Exit);
     let mm = k.new_mm(0, foliosim::content::ContentClass::Usemem);
     let mut tasks = vec![Task::new("t".into(), mm, 0, ops)];
-    let stats = run_tasks(&mut k, &mut tasks, 1, s.machine.sched_slice_ns, true, &mut |_, _| {})
-        .unwrap();
+    let stats = run_tasks(
+        &mut k,
+        &mut tasks,
+        1,
+        s.machine.sched_slice_ns,
+        true,
+        &mut |_, _| {},
+    )
+    .unwrap();
     let v = k.vmstat_map(stats.simulated_ns);
     (
         [
@@ -122,7 +129,10 @@ fn run(lru_gen: bool, file_pages: u32, rounds: usize) -> ([u64; 3], u64, u64) {
 fn refaults_within_the_workingset_come_back_active() {
     let ([refault, activate, restore], file, cached) = run(false, FILE_PAGES, 1);
     assert_eq!(refault, N as u64, "every page read back had left a shadow");
-    assert!((FILE_PAGES as u64..N as u64).contains(&cached), "{cached} file pages");
+    assert!(
+        (FILE_PAGES as u64..N as u64).contains(&cached),
+        "{cached} file pages"
+    );
     // Pages 0..N-cached were evicted longer ago than the workingset is large; from page
     // N - cached on, each activation both ages the lruvec and grows the active anon list.
     assert_eq!(activate, cached);

@@ -320,7 +320,9 @@ pub fn check(k: &Kernel) -> Result<(), String> {
                 ));
             }
             if slot_shadow(map.swap_cache[slot]).is_some() && b == 0 {
-                return Err(format!("swap {d} slot {slot}: free but holds a shadow entry"));
+                return Err(format!(
+                    "swap {d} slot {slot}: free but holds a shadow entry"
+                ));
             }
             let cached = map.cached_folio(slot as u32).unwrap_or(NIL);
             if cached != NIL {

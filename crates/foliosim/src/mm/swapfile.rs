@@ -3,9 +3,9 @@
 //! request gets is the allocator policy's business (mm/swap_alloc/).
 
 use super::folio::{SwapEntry, NIL};
-use super::workingset::{slot_folio, slot_shadow, Shadow};
 use super::swap_alloc::SwapAllocator;
 use super::swap_devstore::RamStore;
+use super::workingset::{slot_folio, slot_shadow, Shadow};
 use crate::engine::cost::CostModel;
 use crate::engine::lock::SimLock;
 use crate::engine::Ctx;
@@ -366,7 +366,10 @@ impl Swap {
         let map = &mut self.devices[entry.dev()].map;
         for slot in entry.offset()..entry.offset() + nr {
             debug_assert_eq!(map.swap_map[slot as usize], SWAP_HAS_CACHE);
-            debug_assert_eq!(map.swap_cache[slot as usize], NIL, "a fresh slot holds nothing");
+            debug_assert_eq!(
+                map.swap_cache[slot as usize], NIL,
+                "a fresh slot holds nothing"
+            );
             map.swap_cache[slot as usize] = pfn;
         }
         ctx.spend(cost.swap_map_update_ns * nr as u64);
