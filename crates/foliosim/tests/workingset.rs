@@ -3,7 +3,8 @@
 //! the workingset it competes with. The setups below make the distance exact: a MADV_PAGEOUT
 //! of N anon pages ages the root lruvec by one per page, and reading them back in order gives
 //! page i a distance of N - i plus the activations before it, against the file pages cached
-//! (all inactive, read once) plus the anon pages activated so far.
+//! (all inactive, read once) plus the anon pages activated so far. MGLRU instead asks whether
+//! the generation a page left is still the oldest.
 
 use foliosim::mm::madvise::Advice;
 use foliosim::mm::Kernel;
@@ -160,10 +161,16 @@ fn without_a_competing_workingset_nothing_is_activated() {
 }
 
 #[test]
-fn mglru_leaves_no_shadows() {
-    // lru_gen_eviction is not modelled: under MGLRU no refault is detected.
-    let (anon, file, _) = run(true, FILE_PAGES, 2);
-    assert_eq!((anon, file), ([0, 0, 0], 0));
+fn mglru_refaults_are_recent_while_the_oldest_generation_stays() {
+    // lru_gen_test_recent: nothing aged between the page-out and the read-back, so the
+    // type's min_seq is the one stamped in every shadow; each refault happens in a fault, so
+    // each is also a restore (LRU_REFS and PG_workingset set). The distance rule of the
+    // classic LRU plays no part: without the file, the same counts.
+    for file_pages in [FILE_PAGES, 0] {
+        let (anon, file, _) = run(true, file_pages, 2);
+        let n = 2 * N as u64;
+        assert_eq!((anon, file), ([n, n, n], 0), "{file_pages} file pages");
+    }
 }
 
 #[test]

@@ -1,15 +1,16 @@
-//! Refault detection (mm/workingset.c) for the classic LRU. Reclaim leaves a shadow entry in
-//! the cache slot of a folio it evicts (the swap cache for anon, the page cache for file),
-//! stamped with the age of the reclaim target's lruvec (`nonresident_age`: evictions and
-//! activations so far). When the page is read back into that slot, the refault distance (how
-//! far the lruvec aged meanwhile) is compared with the workingset it competes with: a page that
-//! would have stayed resident had all that memory been its own comes back active
-//! (workingset_activate_*), and one that was active before its eviction also gets PG_workingset
-//! back (workingset_restore_*). Activations during reclaim and by folio_mark_accessed age the
-//! lruvec too, as do refault activations.
+//! Refault detection (mm/workingset.c). Reclaim leaves a shadow entry in the cache slot of a
+//! folio it evicts (the swap cache for anon, the page cache for file). For the classic LRU
+//! (here) it is stamped with the age of the reclaim target's lruvec (`nonresident_age`:
+//! evictions and activations so far). When the page is read back into that slot, the refault
+//! distance (how far the lruvec aged meanwhile) is compared with the workingset it competes
+//! with: a page that would have stayed resident had all that memory been its own comes back
+//! active (workingset_activate_*), and one that was active before its eviction also gets
+//! PG_workingset back (workingset_restore_*). Activations during reclaim and by
+//! folio_mark_accessed age the lruvec too, as do refault activations. MGLRU's shadows carry
+//! a generation token instead (vmscan/lru_gen/refault.rs); the slots and the packing are
+//! shared.
 //!
-//! Not modelled: MGLRU's refault tiers (lru_gen_eviction / lru_gen_refault: under MGLRU no
-//! shadow is left), the shadow-node shrinker (workingset_nodereclaim: shadows live until their
+//! Not modelled: the shadow-node shrinker (workingset_nodereclaim: shadows live until their
 //! slot is reused or freed), and zswap writeback's swap-cache read (it does not go through the
 //! swap cache here).
 
@@ -78,17 +79,33 @@ impl ShadowPacking {
     }
 
     fn pack(&self, memcg: u16, age: u64, workingset: bool) -> Shadow {
-        let eviction = (age >> self.bucket_order) & ((1 << self.eviction_bits) - 1);
-        let payload = (eviction as u32) << self.memcg_bits | memcg as u32;
-        Shadow(SHADOW_BIT | payload << 2 | (workingset as u32) << 1)
+        self.pack_token(memcg, age >> self.bucket_order, workingset)
     }
 
     /// (memcg, the age at eviction with its dropped bits 0, workingset).
     fn unpack(&self, s: Shadow) -> (u16, u64, bool) {
+        let (memcg, eviction, workingset) = self.unpack_token(s);
+        (memcg, eviction << self.bucket_order, workingset)
+    }
+
+    /// pack_shadow of a value stored as is, masked to the bits there are (EVICTION_MASK):
+    /// the classic LRU's bucketed age, or MGLRU's token.
+    pub(crate) fn pack_token(&self, memcg: u16, token: u64, workingset: bool) -> Shadow {
+        let payload = ((token & self.token_mask()) as u32) << self.memcg_bits | memcg as u32;
+        Shadow(SHADOW_BIT | payload << 2 | (workingset as u32) << 1)
+    }
+
+    /// (memcg, the stored value, workingset).
+    pub(crate) fn unpack_token(&self, s: Shadow) -> (u16, u64, bool) {
         let payload = (s.0 & !SHADOW_BIT) >> 2;
         let memcg = payload & ((1 << self.memcg_bits) - 1);
-        let eviction = (payload >> self.memcg_bits) as u64;
-        (memcg as u16, eviction << self.bucket_order, s.0 & 2 != 0)
+        let token = (payload >> self.memcg_bits) as u64;
+        (memcg as u16, token, s.0 & 2 != 0)
+    }
+
+    /// EVICTION_MASK: the bits a stored value keeps.
+    pub(crate) fn token_mask(&self) -> u64 {
+        (1 << self.eviction_bits) - 1
     }
 
     /// The refault distance from an age at eviction to `now`, modulo the span the shadow can
@@ -163,19 +180,7 @@ pub fn workingset_refault(k: &mut Kernel, pfn: u32, shadow: Shadow) {
     let memcg = k.folios.memcg(pfn as usize);
     let nid = k.nodes.nid(pfn);
     let nr = k.folios.nr_pages(pfn) as u64;
-    let [refault, activate, restore] = if file {
-        [
-            VmEvent::WorkingsetRefaultFile,
-            VmEvent::WorkingsetActivateFile,
-            VmEvent::WorkingsetRestoreFile,
-        ]
-    } else {
-        [
-            VmEvent::WorkingsetRefaultAnon,
-            VmEvent::WorkingsetActivateAnon,
-            VmEvent::WorkingsetRestoreAnon,
-        ]
-    };
+    let [refault, activate, restore] = events(file);
     count(k, memcg, refault, nr);
     let Some(workingset) = workingset_test_recent(k, shadow, file) else {
         return;
@@ -190,8 +195,25 @@ pub fn workingset_refault(k: &mut Kernel, pfn: u32, shadow: Shadow) {
     }
 }
 
+/// WORKINGSET_REFAULT, _ACTIVATE and _RESTORE of a type.
+pub(crate) fn events(file: bool) -> [VmEvent; 3] {
+    if file {
+        [
+            VmEvent::WorkingsetRefaultFile,
+            VmEvent::WorkingsetActivateFile,
+            VmEvent::WorkingsetRestoreFile,
+        ]
+    } else {
+        [
+            VmEvent::WorkingsetRefaultAnon,
+            VmEvent::WorkingsetActivateAnon,
+            VmEvent::WorkingsetRestoreAnon,
+        ]
+    }
+}
+
 /// mod_lruvec_state of a workingset event: the memcg's memory.stat and the node's vmstat.
-fn count(k: &mut Kernel, memcg: u16, event: VmEvent, nr: u64) {
+pub(crate) fn count(k: &mut Kernel, memcg: u16, event: VmEvent, nr: u64) {
     k.memcgs[memcg as usize].count(event, nr);
     k.vmstat.count(event, nr);
 }

@@ -1,6 +1,7 @@
 //! The multi-generational LRU (MGLRU, CONFIG_LRU_GEN; mm/vmscan.c's lru_gen code and the
-//! lru_gen_* helpers of include/linux/mm_inline.h, 6.18), selected by `[sysfs.lru_gen]
-//! enabled = true` (/sys/kernel/mm/lru_gen/enabled).
+//! lru_gen_* helpers of include/linux/mm_inline.h as before 6.14's workingset-protection and
+//! type-selection rework, for every kernel profile: docs/mglru.md lists what 6.14+ changes),
+//! selected by `[sysfs.lru_gen] enabled = true` (/sys/kernel/mm/lru_gen/enabled).
 //!
 //! Each lruvec keeps up to MAX_NR_GENS generations per type (anon, file), numbered by
 //! sequence: anon and file each have their oldest `min_seq`, both share the youngest
@@ -15,6 +16,7 @@
 
 pub mod aging;
 pub mod evict;
+pub mod refault;
 
 use super::lru_policy::LruPolicy;
 use super::scan_count::ScanControl;
@@ -323,13 +325,14 @@ impl LruPolicy for LruGenPolicy {
         lru_gen_inc_refs(&mut k.folios, pfn);
     }
 
-    /// lru_gen_eviction is not modelled: MGLRU leaves no shadows (mm/workingset.rs).
-    fn workingset_eviction(&self, _k: &mut Kernel, _pfn: u32, _target: u16) -> Option<Shadow> {
-        None
+    /// lru_gen_eviction: the folio's own lruvec, whatever the reclaim target.
+    fn workingset_eviction(&self, k: &mut Kernel, pfn: u32, _target: u16) -> Option<Shadow> {
+        Some(refault::lru_gen_eviction(k, pfn))
     }
 
-    /// Unreachable: no shadow is left under MGLRU.
-    fn workingset_refault(&self, _k: &mut Kernel, _pfn: u32, _shadow: Shadow) {}
+    fn workingset_refault(&self, k: &mut Kernel, pfn: u32, shadow: Shadow) {
+        refault::lru_gen_refault(k, pfn, shadow);
+    }
 }
 
 /// lru_gen_set_refs (folio_check_references under MGLRU, young PTEs found): the first time
