@@ -141,7 +141,7 @@ pub fn workingset_activation(k: &mut Kernel, pfn: u32) {
 /// `target` (ROOT_MEMCG for global reclaim and MADV_PAGEOUT) evicts it, stamped with the
 /// target lruvec's age, which the eviction advances.
 pub fn workingset_eviction(k: &mut Kernel, pfn: u32, target: u16) -> Shadow {
-    debug_assert_eq!(k.nodes.nid(pfn), 0, "reclaim evicts from node 0 only");
+    debug_assert_eq!(k.nodes.nid(pfn), 0, "shadows keep no node id");
     let age = k.memcgs[target as usize].lruvec.nonresident_age;
     let nr = k.folios.nr_pages(pfn) as u64;
     age_nonresident(k, target, 0, nr);

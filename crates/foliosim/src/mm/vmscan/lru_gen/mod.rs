@@ -325,9 +325,10 @@ impl LruPolicy for LruGenPolicy {
         lru_gen_inc_refs(&mut k.folios, pfn);
     }
 
-    /// lru_gen_eviction: the folio's own lruvec, whatever the reclaim target.
+    /// lru_gen_eviction: the folio's own lruvec, whatever the reclaim target; node 0 only, as
+    /// for the classic LRU.
     fn workingset_eviction(&self, k: &mut Kernel, pfn: u32, _target: u16) -> Option<Shadow> {
-        Some(refault::lru_gen_eviction(k, pfn))
+        (k.nodes.nid(pfn) == 0).then(|| refault::lru_gen_eviction(k, pfn))
     }
 
     fn workingset_refault(&self, k: &mut Kernel, pfn: u32, shadow: Shadow) {

@@ -15,7 +15,7 @@ use crate::mm::Kernel;
 /// lru_gen_eviction: the shadow of the folio at `pfn` (evicted from node 0, its own memcg's
 /// lruvec).
 pub fn lru_gen_eviction(k: &mut Kernel, pfn: u32) -> Shadow {
-    debug_assert_eq!(k.nodes.nid(pfn), 0, "reclaim evicts from node 0 only");
+    debug_assert_eq!(k.nodes.nid(pfn), 0, "shadows keep no node id");
     let f = &k.folios;
     let ty = f.test(pfn, flags::FILE) as usize;
     let memcg = f.memcg(pfn as usize);
