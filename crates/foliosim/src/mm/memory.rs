@@ -397,8 +397,7 @@ fn do_swap_page(
     k.folios.init(pfn, order, memcg, (mm, vma, start));
     k.folios.set(pfn, flags::YOUNG | dirty);
     if let Some(shadow) = shadow {
-        let policy = k.lru_policy;
-        policy.workingset_refault(k, pfn, shadow);
+        super::workingset::workingset_refault(k, pfn, shadow);
     }
     k.folios.set_mapcount(pfn as usize, nr as u16);
     let ptes = &mut k.mms[mm as usize].vma_mut(vma).ptes[start as usize..(start + nr) as usize];

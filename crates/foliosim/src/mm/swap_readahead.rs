@@ -178,8 +178,7 @@ pub fn swap_vma_readahead(
         k.folios.set(pfn, flags::LOCKED);
         k.folios.set_writeback_done_ns(pfn, u64::MAX);
         if let Some(shadow) = folio_add_to_swap_cache_read(k, ctx, pfn, e) {
-            let policy = k.lru_policy;
-            policy.workingset_refault(k, pfn, shadow);
+            super::workingset::workingset_refault(k, pfn, shadow);
         }
         k.folio_add_lru(ctx, pfn);
         if i != index {

@@ -726,8 +726,7 @@ pub fn shrink_folio_list(
             // __remove_mapping: clean, unmapped, in the swap cache: drop it, leaving its
             // shadow, and free the folio.
             let nr = k.folios.nr_pages(pfn);
-            let policy = k.lru_policy;
-            let shadow = policy.workingset_eviction(k, pfn, target);
+            let shadow = workingset::workingset_eviction(k, pfn, target);
             folio_delete_from_swap_cache(k, ctx, pfn, shadow);
             k.folio_free(ctx, pfn);
             result.nr_reclaimed += nr as u64;

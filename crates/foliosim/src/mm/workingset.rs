@@ -137,10 +137,29 @@ pub fn workingset_activation(k: &mut Kernel, pfn: u32) {
     age_nonresident(k, memcg, nid, nr);
 }
 
-/// workingset_eviction: the shadow the folio at `pfn` leaves behind when reclaim on behalf of
-/// `target` (ROOT_MEMCG for global reclaim and MADV_PAGEOUT) evicts it, stamped with the
-/// target lruvec's age, which the eviction advances.
-pub fn workingset_eviction(k: &mut Kernel, pfn: u32, target: u16) -> Shadow {
+/// workingset_eviction, as __remove_mapping calls it: the shadow the folio at `pfn` leaves in
+/// its cache slots when reclaim on behalf of `target` (ROOT_MEMCG for global reclaim and
+/// MADV_PAGEOUT) evicts it, made by the LRU policy (classic_eviction, or MGLRU's token).
+/// None for a lower node's folio (MADV_PAGEOUT takes any): shadows keep no node id.
+pub fn workingset_eviction(k: &mut Kernel, pfn: u32, target: u16) -> Option<Shadow> {
+    if k.nodes.nid(pfn) != 0 {
+        return None;
+    }
+    let policy = k.lru_policy;
+    policy.workingset_eviction(k, pfn, target)
+}
+
+/// workingset_refault, as a cache insert calls it: the new folio at `pfn` (charged, not yet
+/// on an LRU) took a slot that held `shadow`; the LRU policy judges it (classic_refault, or
+/// MGLRU's).
+pub fn workingset_refault(k: &mut Kernel, pfn: u32, shadow: Shadow) {
+    let policy = k.lru_policy;
+    policy.workingset_refault(k, pfn, shadow);
+}
+
+/// The classic LRU's eviction: the shadow is stamped with the target lruvec's age, which the
+/// eviction advances.
+pub(crate) fn classic_eviction(k: &mut Kernel, pfn: u32, target: u16) -> Shadow {
     debug_assert_eq!(k.nodes.nid(pfn), 0, "shadows keep no node id");
     let age = k.memcgs[target as usize].lruvec.nonresident_age;
     let nr = k.folios.nr_pages(pfn) as u64;
@@ -171,11 +190,11 @@ pub fn workingset_test_recent(k: &Kernel, shadow: Shadow, file: bool) -> Option<
     (distance <= workingset_size).then_some(workingset)
 }
 
-/// workingset_refault: the new folio at `pfn` (charged, not yet on an LRU) takes the slot
-/// that held `shadow`. Counted as a refault of its memcg; if recent, it goes on the LRU active
-/// (and ages it), and if it was in the workingset before eviction, PG_workingset is restored
-/// and the refault counts as reclaim cost of its type (lru_note_cost_refault).
-pub fn workingset_refault(k: &mut Kernel, pfn: u32, shadow: Shadow) {
+/// The classic LRU's refault: counted as a refault of the folio's memcg; if recent, it goes on
+/// the LRU active (and ages it), and if it was in the workingset before eviction,
+/// PG_workingset is restored and the refault counts as reclaim cost of its type
+/// (lru_note_cost_refault).
+pub(crate) fn classic_refault(k: &mut Kernel, pfn: u32, shadow: Shadow) {
     let file = k.folios.test(pfn, flags::FILE);
     let memcg = k.folios.memcg(pfn as usize);
     let nid = k.nodes.nid(pfn);

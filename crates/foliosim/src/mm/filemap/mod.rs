@@ -251,8 +251,7 @@ pub fn filemap_add_folio(
     k.folios.set_writeback_done_ns(pfn, u64::MAX);
     ctx.spend(k.cost.filemap_add_folio_ns);
     if let Some(shadow) = slot_shadow(old).filter(|_| !gfp.contains(Gfp::WRITE)) {
-        let policy = k.lru_policy;
-        policy.workingset_refault(k, pfn, shadow);
+        super::workingset::workingset_refault(k, pfn, shadow);
     }
     k.folio_add_lru(ctx, pfn);
     true

@@ -140,8 +140,7 @@ pub fn shrink_file_folio_list(
             continue;
         }
         // __remove_mapping: the slot keeps the folio's shadow.
-        let policy = k.lru_policy;
-        let shadow = policy.workingset_eviction(k, pfn, sc.target);
+        let shadow = crate::mm::workingset::workingset_eviction(k, pfn, sc.target);
         filemap_remove_folio(k, ctx, pfn, shadow);
         result.nr_reclaimed += 1;
     }

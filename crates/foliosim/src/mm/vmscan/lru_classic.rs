@@ -53,13 +53,11 @@ impl LruPolicy for ClassicLru {
         }
     }
 
-    /// Node 0 only: a lower node's folio (MADV_PAGEOUT takes any) leaves no shadow, as the
-    /// shadows keep no node id.
     fn workingset_eviction(&self, k: &mut Kernel, pfn: u32, target: u16) -> Option<Shadow> {
-        (k.nodes.nid(pfn) == 0).then(|| workingset::workingset_eviction(k, pfn, target))
+        Some(workingset::classic_eviction(k, pfn, target))
     }
 
     fn workingset_refault(&self, k: &mut Kernel, pfn: u32, shadow: Shadow) {
-        workingset::workingset_refault(k, pfn, shadow);
+        workingset::classic_refault(k, pfn, shadow);
     }
 }

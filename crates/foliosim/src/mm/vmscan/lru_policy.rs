@@ -41,8 +41,9 @@ pub trait LruPolicy: Sync {
     /// folio_mark_accessed: an access through a file descriptor (read/write).
     fn folio_mark_accessed(&self, k: &mut Kernel, ctx: &mut Ctx, pfn: u32);
 
-    /// workingset_eviction: the shadow reclaim on behalf of `target` leaves in the cache slots
-    /// of the folio at `pfn` it evicts (None: nothing to remember).
+    /// workingset_eviction (called through mm/workingset.rs): the shadow reclaim on behalf of
+    /// `target` leaves in the cache slots of the node-0 folio at `pfn` it evicts (None:
+    /// nothing to remember).
     fn workingset_eviction(&self, k: &mut Kernel, pfn: u32, target: u16) -> Option<Shadow>;
 
     /// workingset_refault: the new folio at `pfn`, not yet on an LRU, took a slot that held

@@ -325,10 +325,9 @@ impl LruPolicy for LruGenPolicy {
         lru_gen_inc_refs(&mut k.folios, pfn);
     }
 
-    /// lru_gen_eviction: the folio's own lruvec, whatever the reclaim target; node 0 only, as
-    /// for the classic LRU.
+    /// lru_gen_eviction: the folio's own lruvec, whatever the reclaim target.
     fn workingset_eviction(&self, k: &mut Kernel, pfn: u32, _target: u16) -> Option<Shadow> {
-        (k.nodes.nid(pfn) == 0).then(|| refault::lru_gen_eviction(k, pfn))
+        Some(refault::lru_gen_eviction(k, pfn))
     }
 
     fn workingset_refault(&self, k: &mut Kernel, pfn: u32, shadow: Shadow) {
