@@ -223,6 +223,13 @@ fn timed(f: impl FnOnce() -> Result<()>) -> Result<f64> {
     Ok(t.elapsed().as_nanos() as f64)
 }
 
+/// `timed` for work that cannot fail.
+fn elapsed_ns(f: impl FnOnce()) -> f64 {
+    let t = Instant::now();
+    f();
+    t.elapsed().as_nanos() as f64
+}
+
 /// Enable exactly one folio size (4K: none) for MADV_HUGEPAGE areas.
 fn only_size(guard: &mut HostGuard, size: usize) -> Result<()> {
     for (s, _) in FAULT_SIZES.iter().skip(1) {
@@ -303,10 +310,7 @@ fn measure(
         // One untimed round first: it warms the allocator's per-CPU lists and page tables.
         for rep in 0..=reps {
             let area = Area::new(region, true)?;
-            let ns = timed(|| {
-                area.poke(size);
-                Ok(())
-            })? / (region / size) as f64;
+            let ns = elapsed_ns(|| area.poke(size)) / (region / size) as f64;
             if rep > 0 {
                 per.push(ns);
             }
@@ -324,18 +328,8 @@ fn measure(
     for _ in 0..reps {
         let area = Area::new(region, false)?;
         area.poke(PAGE);
-        write.push(
-            timed(|| {
-                area.fill();
-                Ok(())
-            })? / (region / PAGE) as f64,
-        );
-        unmap_4k.push(
-            timed(|| {
-                drop(area);
-                Ok(())
-            })? / (region / PAGE) as f64,
-        );
+        write.push(elapsed_ns(|| area.fill()) / (region / PAGE) as f64);
+        unmap_4k.push(elapsed_ns(|| drop(area)) / (region / PAGE) as f64);
     }
     let write = median(write);
     costs.insert("user_write_page_ns".into(), write.round());
@@ -345,12 +339,7 @@ fn measure(
     for _ in 0..reps {
         let area = Area::new(region, true)?;
         area.poke(2 << 20);
-        unmap_2m.push(
-            timed(|| {
-                drop(area);
-                Ok(())
-            })? / (region >> 21) as f64,
-        );
+        unmap_2m.push(elapsed_ns(|| drop(area)) / (region >> 21) as f64);
     }
     let (u4, u2) = (median(unmap_4k), median(unmap_2m));
     m.insert("munmap_4k_ns_per_folio".into(), u4);
@@ -389,12 +378,7 @@ fn measure(
                 area.fill();
                 let folios = (region / size) as f64;
                 out.push(timed(|| area.madvise(0, region, MADV_PAGEOUT))? / folios);
-                inn.push(
-                    timed(|| {
-                        area.poke(PAGE);
-                        Ok(())
-                    })? / (region / PAGE) as f64,
-                );
+                inn.push(elapsed_ns(|| area.poke(PAGE)) / (region / PAGE) as f64);
             }
             m.insert(
                 format!("pageout_{label}_{}k_ns_per_folio", size / 1024),
@@ -416,12 +400,7 @@ fn measure(
             let area = Area::new(region, true)?;
             area.fill();
             area.madvise(0, region, MADV_PAGEOUT)?;
-            release.push(
-                timed(|| {
-                    drop(area);
-                    Ok(())
-                })? / (region / PAGE) as f64,
-            );
+            release.push(elapsed_ns(|| drop(area)) / (region / PAGE) as f64);
         }
         m.insert(
             format!("munmap_swapped_{label}_4k_ns_per_page"),
