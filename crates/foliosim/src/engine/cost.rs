@@ -1,7 +1,7 @@
 //! The cost model: one named cost per kernel operation, in ns of CPU time.
 //!
 //! Profile `vm-6.18-2cpu` is measured on the development VM (Linux 6.18, x86-64 Firecracker guest,
-//! 2 vCPUs; ../shared/design/calibration-vm.md and docs/calibration-split-tlb.md). Each field says
+//! 2 vCPUs; docs/calibration-vm.md and docs/calibration-split-tlb.md). Each field says
 //! where its number comes from: "measured" is a direct measurement, "fit" is derived from a
 //! measured series, "split of fit" divides a measured total among its parts (the sum is measured,
 //! the division is our estimate), "estimate" is not measured yet (`foliosim calibrate` will).
