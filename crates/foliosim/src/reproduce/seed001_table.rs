@@ -1,5 +1,6 @@
 //! Seed 001's published tables (Vlastimil Babka, "[RFC 0/4] Outsourcing page fault THP
-//! allocations to khugepaged", 2015), transcribed by a script from the text: per defrag mode, 4.1-rc2 baseline and with the series.
+//! allocations to khugepaged", 2015), transcribed by a script from the text: per defrag mode,
+//! 4.1-rc2 baseline and with the series.
 //! Generated data; edit the seed, not this file.
 
 /// Thread counts of the seed's runs (mmtests' thpscale on 4 CPUs).
