@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# All tests: Rust unit, property and integration tests (invariant checking on), then Python.
+# All tests: Rust unit, property and integration tests (invariant checking on; the fuzz corpus
+# replayed by tests/fuzz_corpus.rs), then Python. Fuzzing itself is a long run, like the soak:
+# tools/fuzz.sh (docs/fuzz-and-soak.md).
 set -euo pipefail
 cd "$(dirname "$0")"
 cargo test --release --workspace --exclude foliosim-py
-# Coverage-guided fuzzing, 30 s per input format (scenario, costs, trace) after replaying the
-# corpus, debug assertions on; a crash fails (docs/fuzz-and-soak.md).
-tools/fuzz.sh 30
 python3 -m pytest -q tests/python

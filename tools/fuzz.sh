@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Fuzz every target (fuzz/, docs/fuzz-and-soak.md) for SECONDS each, one after the other, on one
-# core at nice 19. Needs cargo-fuzz (setup.sh installs it); stable Rust: `-s none` (no sanitizer:
+# core at nice 19. Installs cargo-fuzz (crates.io) on first use; stable Rust: `-s none` (no sanitizer:
 # the code is safe Rust) and `-a` (debug assertions, so arithmetic overflow panics).
 #   tools/fuzz.sh SECONDS [TARGET...]        new inputs go to a scratch copy; a crash fails
 #   FUZZ_KEEP=1 tools/fuzz.sh SECONDS ...    new inputs go to fuzz/corpus/TARGET (then minimise:
@@ -9,6 +9,7 @@
 #   FUZZ_FORK=1 ...                          keep going past crashes (fuzz/artifacts/TARGET/)
 set -euo pipefail
 cd "$(dirname "$0")/../fuzz"
+command -v cargo-fuzz >/dev/null 2>&1 || cargo install --locked cargo-fuzz
 secs=${1:-30}
 shift || true
 targets=("$@")
