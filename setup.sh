@@ -13,8 +13,6 @@ if ! command -v chromium >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
 fi
 cargo build --release --workspace --exclude foliosim-py
-# cargo-fuzz (crates.io): test.sh fuzzes each input format briefly (docs/fuzz-and-soak.md).
-command -v cargo-fuzz >/dev/null 2>&1 || cargo install --locked cargo-fuzz
 # The Python package: pip builds the extension through maturin (pyproject.toml) and installs
 # it (no virtualenv needed, unlike `maturin develop`).
 python3 -m pip install --quiet --force-reinstall --no-deps .
