@@ -4,5 +4,8 @@
 # tools/fuzz.sh (docs/fuzz-and-soak.md).
 set -euo pipefail
 cd "$(dirname "$0")"
+# Habits: formatted, and no clippy warning (release profile, so it shares the tests' build).
+cargo fmt --all --check
+cargo clippy --release --workspace --exclude foliosim-py --all-targets -- -D warnings
 cargo test --release --workspace --exclude foliosim-py
 python3 -m pytest -q tests/python

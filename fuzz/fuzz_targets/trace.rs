@@ -1,5 +1,5 @@
 #![no_main]
-// Body and limits: crates/foliosim/src/fuzz.rs.
+// Body and limits: crates/foliosim-lab/src/fuzz.rs.
 libfuzzer_sys::fuzz_target!(|data: &[u8]| {
-    let _ = foliosim::fuzz::trace_file(data);
+    let _ = foliosim_lab::fuzz::trace_file(data);
 });

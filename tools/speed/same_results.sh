@@ -15,7 +15,7 @@ same=0
 total=0
 for s in "$root"/tools/speed/seed000-4K-small.toml "$root"/scenarios/*.toml \
     "$root"/scenarios/validate/*.toml "$root"/tools/speed/seed000-64K.toml \
-    "$root"/tools/speed/thpscale*.toml "$root"/crates/foliosim/tests/regressions/*.toml; do
+    "$root"/tools/speed/thpscale*.toml "$root"/crates/foliosim-lab/tests/regressions/*.toml; do
     b=$(basename "$s" .toml)
     # The JSON, or for a run that ends in an error (a few regression scenarios), the error.
     for build in old new; do

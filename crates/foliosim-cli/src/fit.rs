@@ -1,7 +1,7 @@
 //! `foliosim fit`: fit named costs to a published table and predict the rows left out.
 
 use anyhow::{bail, Context, Result};
-use foliosim::fit::{self, table::Experiment, FitOptions, Free, Split, Table};
+use foliosim_lab::fit::{self, table::Experiment, FitOptions, Free, Split, Table};
 
 #[derive(clap::Args)]
 pub struct FitArgs {
@@ -105,7 +105,7 @@ pub fn fit(args: FitArgs) -> Result<()> {
         split,
         jobs: args
             .jobs
-            .unwrap_or_else(foliosim::sweep::local::default_jobs),
+            .unwrap_or_else(foliosim_lab::sweep::local::default_jobs),
         max_iters: args.max_iters,
         loo: args.loo,
         ..FitOptions::default()

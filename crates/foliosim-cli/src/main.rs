@@ -2,8 +2,8 @@
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use foliosim::reproduce::seed000;
 use foliosim::Scenario;
+use foliosim_lab::reproduce::seed000;
 use indicatif::{ProgressBar, ProgressStyle};
 use std::time::Instant;
 
@@ -212,7 +212,7 @@ fn parse_costs(pairs: &[String]) -> Result<std::collections::BTreeMap<String, f6
 
 /// `foliosim bench`: one row per case, printed as it finishes.
 fn bench(quick: bool, only: Option<&str>, format: Format) -> Result<()> {
-    use foliosim::bench;
+    use foliosim_lab::bench;
     let cases: Vec<_> = bench::cases(quick)
         .into_iter()
         .filter(|c| only.is_none_or(|o| c.name.contains(o)))
@@ -364,7 +364,7 @@ fn main() -> Result<()> {
             let wall = Instant::now();
             let mut costs = parse_costs(&costs)?;
             if let Some(path) = &costs_file {
-                for (name, value) in foliosim::fit::costs_file::load(path)? {
+                for (name, value) in foliosim_lab::fit::costs_file::load(path)? {
                     costs.entry(name).or_insert(value);
                 }
                 let mut probe =
@@ -379,9 +379,10 @@ fn main() -> Result<()> {
             // The seed-1 run of each configuration is kept for time series and the report.
             macro_rules! rendered {
                 ($reproduce:path) => {{
-                    let (report, runs) = foliosim::reproduce::capture::capturing(interval, || {
-                        $reproduce(scale, seeds, check_invariants, &costs, &mut progress)
-                    });
+                    let (report, runs) =
+                        foliosim_lab::reproduce::capture::capturing(interval, || {
+                            $reproduce(scale, seeds, check_invariants, &costs, &mut progress)
+                        });
                     let report = report?;
                     let json = if sample_interval.is_some() {
                         serde_json::to_string_pretty(&report_out::WithTimeseries {
@@ -401,10 +402,10 @@ fn main() -> Result<()> {
             }
             let (json, value, table, runs) = match which {
                 0 => rendered!(seed000::reproduce_with_costs),
-                1 => rendered!(foliosim::reproduce::seed001::reproduce),
-                2 => rendered!(foliosim::reproduce::seed002::reproduce),
-                3 => rendered!(foliosim::reproduce::seed003::reproduce),
-                _ => rendered!(foliosim::reproduce::seed004::reproduce),
+                1 => rendered!(foliosim_lab::reproduce::seed001::reproduce),
+                2 => rendered!(foliosim_lab::reproduce::seed002::reproduce),
+                3 => rendered!(foliosim_lab::reproduce::seed003::reproduce),
+                _ => rendered!(foliosim_lab::reproduce::seed004::reproduce),
             };
             bar.finish_and_clear();
             if let Some(path) = &html {

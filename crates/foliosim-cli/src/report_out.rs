@@ -50,5 +50,5 @@ pub fn write_timeline(path: &Path, tl: &foliosim::report::timeline::Timeline) ->
 pub struct WithTimeseries<'a, T: serde::Serialize> {
     #[serde(flatten)]
     pub report: &'a T,
-    pub timeseries: &'a [foliosim::reproduce::capture::CapturedRun],
+    pub timeseries: &'a [foliosim_lab::reproduce::capture::CapturedRun],
 }

@@ -1,9 +1,9 @@
-//! `foliosim soak`: random valid scenarios and traces (foliosim::soak) run with the invariant
+//! `foliosim soak`: random valid scenarios and traces (foliosim_lab::soak) run with the invariant
 //! checker on, case after case; a failing case's seed is printed and the case written out.
 
 use anyhow::{bail, Result};
 use clap::Args;
-use foliosim::soak::{self, Verdict};
+use foliosim_lab::soak::{self, Verdict};
 use std::time::{Duration, Instant};
 
 #[derive(Args)]

@@ -1,10 +1,10 @@
 //! `foliosim sweep` and `foliosim compare`: argument handling, progress and output. The
-//! sweep itself (axes, plan, runs, results table, compare) is foliosim::sweep.
+//! sweep itself (axes, plan, runs, results table, compare) is foliosim_lab::sweep.
 
 use crate::Format;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
-use foliosim::sweep::{self, axes, compare, Plan};
+use foliosim_lab::sweep::{self, axes, compare, Plan};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -123,7 +123,7 @@ pub fn sweep(args: SweepArgs) -> Result<()> {
             println!("{}", serde_json::to_string_pretty(&plan)?);
         } else {
             for r in &plan.runs {
-                println!("{}  {}", r.id, foliosim::sweep::record::describe(r));
+                println!("{}  {}", r.id, foliosim_lab::sweep::record::describe(r));
             }
         }
         return Ok(());
@@ -216,7 +216,7 @@ fn run_ray(args: &SweepArgs, plan: &Plan, bar: &ProgressBar) -> Result<()> {
         let done = plan
             .runs
             .iter()
-            .filter(|r| foliosim::sweep::record::is_stored(&args.out, r))
+            .filter(|r| foliosim_lab::sweep::record::is_stored(&args.out, r))
             .count();
         bar.set_position(done as u64);
         std::thread::sleep(Duration::from_millis(500));

@@ -124,7 +124,7 @@ fn reproduce_000_json(py: Python<'_>, scale: f64, seeds: u32) -> PyResult<String
         return Err(PyValueError::new_err("seeds: found 0; allowed: >= 1"));
     }
     let report = without_gil(py, move || {
-        foliosim::reproduce::seed000::reproduce(scale, seeds, false, &mut |_, _| {})
+        foliosim_lab::reproduce::seed000::reproduce(scale, seeds, false, &mut |_, _| {})
             .map_err(|e| PyRuntimeError::new_err(e.to_string()))
     })?;
     serde_json::to_string(&report).map_err(|e| PyRuntimeError::new_err(e.to_string()))
@@ -151,7 +151,7 @@ fn fit_json(
     jobs: Option<usize>,
     max_iters: u64,
 ) -> PyResult<(String, String)> {
-    use foliosim::fit::{self, table::Experiment, FitError, FitOptions, Free, Split, Table};
+    use foliosim_lab::fit::{self, table::Experiment, FitError, FitOptions, Free, Split, Table};
     let value_err = |e: FitError| PyValueError::new_err(e.to_string());
     let mut table =
         catch(|| Table::from_toml_str(table_toml, table_dir.as_deref().map(std::path::Path::new)))?
@@ -197,7 +197,7 @@ fn fit_json(
     };
     let opts = FitOptions {
         split,
-        jobs: jobs.unwrap_or_else(foliosim::sweep::local::default_jobs),
+        jobs: jobs.unwrap_or_else(foliosim_lab::sweep::local::default_jobs),
         max_iters,
         loo,
         ..FitOptions::default()

@@ -1,9 +1,9 @@
-//! Bindings of foliosim::sweep (python/foliosim/sweep.py wraps them): plan a sweep into an
+//! Bindings of foliosim_lab::sweep (python/foliosim/sweep.py wraps them): plan a sweep into an
 //! output directory, run its pending runs (local threads, or one at a time for a Ray worker),
 //! store records, merge the results table, compare. JSON text in and out.
 
 use crate::{catch, without_gil};
-use foliosim::sweep::{self, axes, compare, Plan, RunSpec, SweepError};
+use foliosim_lab::sweep::{self, axes, compare, Plan, RunSpec, SweepError};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::path::Path;

@@ -1,0 +1,473 @@
+//! The cost model: one named cost per kernel operation, in ns of CPU time.
+//!
+//! Profile `vm-6.18-2cpu` is measured on the development VM (Linux 6.18, x86-64 Firecracker guest,
+//! 2 vCPUs; docs/calibration-vm.md and docs/calibration-split-tlb.md). Each field says
+//! where its number comes from: "measured" is a direct measurement, "fit" is derived from a
+//! measured series, "split of fit" divides a measured total among its parts (the sum is measured,
+//! the division is our estimate), "estimate" is not measured yet (`foliosim calibrate` will).
+//! A scenario overrides any field by name under `[costs]`.
+
+use serde::Serialize;
+
+macro_rules! cost_model {
+    ($( $(#[doc = $doc:literal])* $name:ident = $default:expr ;)*) => {
+        #[derive(Debug, Clone, Serialize, PartialEq)]
+        pub struct CostModel {
+            $( $(#[doc = $doc])* pub $name: u64, )*
+        }
+
+        impl CostModel {
+            /// Every overridable cost name.
+            pub const NAMES: &'static [&'static str] = &[ $( stringify!($name) ),* ];
+
+            fn vm_6_18_2cpu() -> CostModel {
+                CostModel { $( $name: $default ),* }
+            }
+
+            /// A cost's value by name.
+            pub fn get(&self, name: &str) -> Option<u64> {
+                match name {
+                    $( stringify!($name) => Some(self.$name), )*
+                    _ => None,
+                }
+            }
+
+            /// A cost's documentation (what it is and where its default comes from: measured,
+            /// fit, cited or estimate), as written above; for costs files' provenance.
+            pub fn doc(name: &str) -> Option<&'static str> {
+                match name {
+                    $( stringify!($name) => Some(concat!($($doc, "\n"),*)), )*
+                    _ => None,
+                }
+            }
+
+            /// Override one cost by name; false if there is no such cost.
+            pub fn set(&mut self, name: &str, value_ns: u64) -> bool {
+                match name {
+                    $( stringify!($name) => { self.$name = value_ns; true } )*
+                    _ => false,
+                }
+            }
+        }
+    };
+}
+
+cost_model! {
+    /// Anonymous fault that allocates, zeroes, charges and maps a 4 KiB folio. measured (1.78 µs).
+    fault_4k_ns = 1783;
+    /// 8 KiB folio fault. estimate: midway between the measured 4K and 16K per-page costs.
+    fault_8k_ns = 2540;
+    /// 16 KiB folio fault. measured (3.30 µs).
+    fault_16k_ns = 3300;
+    /// 32 KiB. measured (4.71 µs).
+    fault_32k_ns = 4710;
+    /// 64 KiB. measured (7.25 µs).
+    fault_64k_ns = 7250;
+    /// 128 KiB. measured (12.6 µs).
+    fault_128k_ns = 12600;
+    /// 256 KiB. measured (21.9 µs).
+    fault_256k_ns = 21900;
+    /// 512 KiB. measured (37.2 µs).
+    fault_512k_ns = 37200;
+    /// 1 MiB. measured (63.0 µs).
+    fault_1m_ns = 63000;
+    /// 2 MiB, PMD-mapped. measured (112.9 µs).
+    fault_2m_ns = 112900;
+    /// clear_page of 4 KiB, one CPU streaming alone; part of every fault cost above, charged as
+    /// memory traffic (hw/membw.rs). fit: the 2M fault's 0.21 µs per 4 KiB; the store stream
+    /// measured 184-222 ns per 4 KiB on one vCPU (docs/membw.md).
+    clear_page_ns = 210;
+    /// The workload storing to every word of a present 4 KiB page (usemem's loop), one CPU
+    /// alone; charged as memory traffic. fit: the same store stream as clear_page.
+    user_write_page_ns = 210;
+    /// Zap of one PTE (or one PMD) at munmap/exit/MADV_DONTNEED. fit of munmap of 1 GiB at 4K/64K.
+    zap_pte_ns = 36;
+    /// Freeing one folio back to the buddy allocator (uncharge, LRU removal). fit, same series.
+    folio_free_ns = 319;
+    /// Freeing, per 4 KiB page of the folio. fit: munmap of 1 GiB at 2M (3.7 ms).
+    page_free_ns = 14;
+    /// shrink_folio_list work per folio not itemised below: isolate, add_to_swap_cache,
+    /// __remove_mapping, putback. split of fit (4.3 µs per folio MADV_PAGEOUT to zram).
+    shrink_folio_ns = 2300;
+    /// folio_referenced(): the rmap walk of one folio, test-and-clear young. estimate.
+    folio_referenced_ns = 250;
+    /// Moving one folio between LRU lists under the lru_lock (activate / deactivate). estimate.
+    lru_move_ns = 80;
+    /// MGLRU's page-table walk (walk_pte_range) and lru_gen_look_around, per present PTE looked
+    /// at: read it, test and clear the accessed bit, move a young folio to the youngest
+    /// generation. estimate (as khugepaged_scan_pte_ns, a similar sequential PTE scan).
+    lru_gen_walk_pte_ns = 15;
+    /// One alloc_swap_scan_cluster (lock the cluster, check it, set up the scan; the per-slot
+    /// probes and the range taken are below), charged per call by every cluster-list policy:
+    /// 6.18 makes one per allocation, a 6.12 slot-cache refill 64 under one si->lock hold.
+    /// split of fit. Removing the slot cache (v6.15, so each allocation makes its own call)
+    /// left make -j96 sys time unchanged (6446 -> 6409 s, "mm, swap: remove swap slot cache"):
+    /// the per-slot work is the same with and without the cache.
+    swap_alloc_ns = 300;
+    /// A lock hold by a CPU other than the previous holder: the lock word and the data it
+    /// guards (a few cache lines) migrate between cores, ~50-100 ns each on one socket.
+    /// estimate (typical x86 core-to-core line transfer).
+    lock_handoff_ns = 200;
+    /// Taking one allocated range: writing HAS_CACHE over its swap_map bytes, cluster count,
+    /// inuse_pages and nr_swap_pages accounting (cluster_alloc_range). estimate.
+    swap_alloc_range_ns = 100;
+    /// Releasing one slot whose count reached 0 (swap_range_free: clear the byte, memcg swap
+    /// uncharge, zswap invalidate, nr_swap_pages; a zram device's notify is apart, below).
+    /// Held under si->lock up to 6.12 (swapcache_free_entries / swap_entry_range_free), under
+    /// ci->lock after the lock split. estimate.
+    swap_entry_free_ns = 150;
+    /// zram's swap_slot_free_notify for one released slot (zram_slot_free_notify ->
+    /// zram_free_page: zs_free of the compressed object, zram stats), run from swap_range_free
+    /// under whatever lock the release holds. split of fit: munmap of MADV_PAGEOUT'd 4K pages
+    /// on zram measured 460 ns per page (median of 7 `foliosim calibrate` runs on the VM,
+    /// 415-687; `munmap_swapped_zram_4k_ns_per_page`), less zap_pte_ns, swap_map_update_ns and
+    /// swap_entry_free_ns. One CPU alone: no other CPU contends for zsmalloc's pool and class
+    /// locks or zram's stats.
+    zram_slot_free_notify_ns = 260;
+    /// Moving a swap cluster between the allocator's lists, si->lock held (list_move_tail plus
+    /// flag update, cache-missing on the cluster). estimate.
+    swap_cluster_list_move_ns = 60;
+    /// Device time to discard (TRIM) one freed 2 MiB swap cluster before its reuse. estimate
+    /// (a few hundred µs per 2 MiB on common SATA/NVMe SSDs).
+    swap_discard_cluster_ns = 300000;
+    /// Probing one swap_map byte during a scan. estimate (one cache-hot byte test).
+    swap_slot_scan_ns = 2;
+    /// Setting or clearing one swap-cache entry / swap_map byte (ci->lock held). estimate.
+    swap_map_update_ns = 15;
+    /// try_to_unmap of one PTE into a swap PTE. fit (the munmap PTE cost).
+    pte_unmap_ns = 36;
+    /// Local TLB flush (this CPU), PTE update included. measured: 0.15-0.35 µs
+    /// (docs/calibration-split-tlb.md).
+    tlb_flush_local_ns = 250;
+    /// TLB shootdown of one remote CPU: IPI, remote flush, ack; the sender waits. measured:
+    /// ~12 µs in this guest (docs/calibration-split-tlb.md), ~10x bare metal.
+    tlb_flush_ipi_ns = 12000;
+    /// Each further remote CPU of the same shootdown: the IPIs go out together, each costing
+    /// one more ICR write exit. estimate (a 2-vCPU machine has only one remote CPU).
+    tlb_ipi_extra_cpu_ns = 1500;
+    /// A shootdown's receiver besides its flush (`tlb_flush_local_ns`): the interrupt's entry
+    /// and exit, booked to the receiving CPU. 0: estimate (on bare metal a few hundred cycles,
+    /// inside the measured flush); in a KVM guest each delivery exits to the host, a cost no
+    /// public measurement gives (seed 004's fit frees it: tables/seed004.toml).
+    tlb_ipi_receive_ns = 0;
+    /// arm64: issuing one broadcast TLBI (TLBI VALE1IS) without waiting for it. estimate: the
+    /// cost of a flush is in its DSB; deferring the DSB removed ptep_clear_flush from reclaim
+    /// profiles (Barry Song, "arm64: support batched/deferred tlb shootdown during page
+    /// reclamation/migration", v6.5).
+    tlbi_issue_ns = 20;
+    /// arm64: the DSB ISH that waits for broadcast TLBIs, uncontended. measured elsewhere: eliding
+    /// the one-page flush of mprotect NONE->RW cut the call from 3.2 to 2.85 µs on an arm64
+    /// server (Dev Jain, "arm64/mm: Elide TLB flush in certain pte protection transitions"):
+    /// 0.35 µs for TLBI + DSB, less `tlbi_issue_ns`. Grows with concurrent broadcasters
+    /// (mm/tlb/arm64.rs).
+    tlb_dsb_ns = 330;
+    /// How long a CPU stays in an mm's mm_cpumask after it last ran the mm (x86 trims the mask
+    /// lazily, about once a second, since ~6.14). estimate of this kernel's behaviour; 0 means
+    /// only CPUs running the mm now are interrupted.
+    mm_cpumask_window_ns = 1000000000;
+    // The TLB and cache model of user accesses (hw/tlb_cache.rs, Op::Access). Not measured
+    // on this VM (a guest's page walks are two-dimensional and would not transfer): typical
+    // server-core latencies, every one an estimate, at 3 GHz.
+    /// An L1 dTLB miss that hits the STLB: ~7 cycles more. estimate.
+    tlb_stlb_hit_ns = 3;
+    /// A page walk besides its leaf entry's memory access (the paging-structure caches hold
+    /// the upper levels): ~25 cycles. estimate.
+    tlb_walk_ns = 8;
+    /// A load hitting the L1D: ~5 cycles. estimate.
+    cache_l1_hit_ns = 2;
+    /// A load hitting the L2: ~15 cycles. estimate.
+    cache_l2_hit_ns = 5;
+    /// A load hitting the last-level cache: ~100 cycles on a mesh server part. estimate.
+    cache_llc_hit_ns = 33;
+    /// A load from local DRAM, idle latency. estimate (~100-120 ns on DDR5 servers).
+    dram_latency_ns = 110;
+    /// Submitting one bio for a folio (swap_writepage, block layer). split of fit.
+    bio_submit_ns = 700;
+    /// Splitting a PTE-mapped large folio (split_huge_page_to_list_to_order), per folio, local
+    /// flushes included. fit 16K-1M, no remote CPU (docs/calibration-split-tlb.md): 4.9 µs.
+    split_folio_ns = 4900;
+    /// Splitting, per 4 KiB page: migration-entry unmap and remap of its PTE, struct page
+    /// updates. same fit: 0.58 µs.
+    split_page_ns = 580;
+    /// Splitting a PMD mapping into 512 PTEs before unmapping a PMD-mapped THP. estimate.
+    pmd_split_ns = 3000;
+    /// Copying one 4 KiB page (khugepaged's collapse, migration's folio_copy), one CPU alone;
+    /// charged as memory traffic (8 KiB read + written). measured: 338-411 ns per 4 KiB copied
+    /// on the development VM (docs/membw.md, tools/microbench/membw.c), the midpoint.
+    copy_page_ns = 375;
+    /// khugepaged's hpage_collapse_scan_pmd per PTE examined: read the PTE, find the folio,
+    /// test its LRU/young/referenced flags (a struct page cache miss every few PTEs). estimate.
+    khugepaged_scan_pte_ns = 15;
+    /// khugepaged per 2 MiB range looked at, besides its PTEs: the page-table walk to the PMD
+    /// (find_pmd_or_thp_or_none) and taking the PTE lock. estimate.
+    khugepaged_scan_pmd_ns = 150;
+    /// collapse_huge_page's fixed work besides allocation, TLB flush, copy and frees: VMA
+    /// revalidation, anon_vma write lock, mmu notifiers, page-table deposit, PMD install.
+    /// estimate.
+    khugepaged_collapse_ns = 3000;
+    // Compaction and migration (mm/compaction/, mm/migrate/). Nothing of compaction is
+    // measured on this VM yet; the spec's starting points (spec-thp-migrate.md §9A) bound the
+    // estimates.
+    /// A compaction scanner looking at one struct page (buddy / LRU / compound tests) in its
+    /// sequential walk; a free block or a folio is one look however large. estimate (the spec's
+    /// 10-30 ns per pfn, at its low end for a prefetch-friendly walk).
+    compact_scan_pfn_ns = 15;
+    /// Isolating one folio from its LRU for migration besides the lru_lock hold (lru_move_ns):
+    /// folio_get, the pin/refcount test, test-and-clear PG_lru, NR_ISOLATED. estimate.
+    compact_isolate_folio_ns = 200;
+    /// __isolate_free_page of one free block, zone->lock held: the min-watermark check and
+    /// the list removal. estimate.
+    compact_isolate_free_ns = 100;
+    /// Migrating one folio besides its copy (copy_page_ns per page) and its PTEs (pte_unmap_ns
+    /// each way, TLB flushes apart): folio locks, anon_vma reference, refcount freeze, mapping
+    /// and flags moved, memcg transferred, the source freed. estimate (the spec's 2-5 us per
+    /// base page for unmap + copy + remap, less those).
+    migrate_folio_ns = 1500;
+    /// change_prot_numa, per PTE made PROT_NONE by the NUMA scanner (a PTE rewrite under the
+    /// PTL, plus recording the folio's access time). estimate (as pte_unmap_ns).
+    numa_pte_update_ns = 36;
+    /// do_numa_page without the migration: the trap, the PTL, mpol_misplaced and the
+    /// tiering decision, and restoring the PTE. estimate (spec-thp-migrate.md §9A: 2-5 µs with
+    /// a migration; the trap alone is the minor fault's ~1 µs).
+    numa_hint_fault_ns = 1200;
+    /// do_wp_page reusing an exclusive anonymous page (a write to a read-only PTE). estimate
+    /// (a minor fault without allocation or zeroing).
+    wp_fault_reuse_ns = 800;
+    /// pin_user_pages_fast per page: lockless walk, folio reference and _pincount. estimate.
+    gup_pin_page_ns = 50;
+    /// kcompactd's 500 ms check of the node's fragmentation score (fill_contig_page_info over
+    /// the free areas). estimate.
+    fragmentation_score_ns = 200;
+    /// A context switch between tasks on one CPU. estimate (typical 1-3 µs in a guest).
+    context_switch_ns = 2000;
+    /// Entry and exit of a memory syscall (mmap, munmap, madvise) besides its work. estimate.
+    syscall_ns = 500;
+    /// Swap-in fault work besides the read (lookup, charge, map, swap_free). estimate.
+    swapin_fault_ns = 2500;
+    /// zswap_store_page besides compression: entry allocation, zs_malloc, the copy into the
+    /// zspage, xarray store, list_lru add, obj_cgroup charge. estimate (no zswap is measured on
+    /// this host: enabling it cannot be undone until reboot, see docs/live-host-effects.md).
+    zswap_store_page_ns = 900;
+    /// zswap_load besides decompression: xarray erase, zs_map/unmap, entry free. estimate.
+    zswap_load_page_ns = 600;
+    /// zswap_invalidate of one entry at slot release: xarray erase, zs_free, uncharge.
+    /// estimate.
+    zswap_invalidate_ns = 300;
+    /// Reading every word of a 4 KiB page once (the same-filled / zero checks of zram, zswap
+    /// and the swap zero map; they stop at the first differing word, so this is the worst
+    /// case). fit: a load stream at the membw.md store rate.
+    page_scan_ns = 200;
+    /// zram's per-page share of a swap write besides what `lzo_rle_compress_ns` measures
+    /// (which already holds zsmalloc's allocation and copy): the bio's pages walked, slot
+    /// locks, stats. split of fit: MADV_PAGEOUT to zram (lzo-rle, usemem's pages) cost 6.1 µs
+    /// per extra 4 KiB page on the development VM (`foliosim calibrate`, pageout_zram_*), less
+    /// the 3.43 µs measured for lzo-rle through zram (docs/compression.md).
+    zram_write_page_ns = 2670;
+    /// zram_read_page besides decompression: measured 104 ns per 4 KiB read of a same-filled
+    /// page through zram (tools/measure/zram_codecs.sh, docs/compression.md).
+    zram_read_page_ns = 104;
+    // Intel IAA compression offload (hw/iaa.rs, docs/iaa.md). Public per-job figures are few:
+    // the one direct measurement is an 8-page batch of 4 KiB compresses on Sapphire Rapids
+    // (2.5 GHz, async polling, no verification): p50 5,589 ns, p05 5,279, p99 8,875
+    // (Kanchana P Sridhar, "[PATCH v6 00/16] zswap IAA compress batching", linux-crypto,
+    // 2025-02-06). The compress costs below are split so that batch comes out at 5.55 µs.
+    /// CPU time to fill one IAA descriptor and submit it to a work queue (ENQCMD/MOVDIR64B
+    /// doorbell, DMA mapping of src/dst). estimate (a posted write plus a few hundred cycles of
+    /// driver work); split of fit, see above.
+    iaa_submit_ns = 200;
+    /// CPU time to read and check one completion record once it is written (the poll that
+    /// finds it done, dma unmap, status and length). estimate; split of fit.
+    iaa_poll_ns = 50;
+    /// Device time of one compress job besides its bytes (descriptor fetch, setup, completion
+    /// write). estimate; split of fit: 1.85 µs + 4 KiB at 512 ns/KiB = 3.9 µs per page, so 8
+    /// pages on 8 engines, the last submitted 1.6 µs after the first, are all polled 5.55 µs
+    /// after the first submit.
+    iaa_compress_fixed_ns = 1850;
+    /// Device time per KiB compressed by one engine (512 ns/KiB = 2 GB/s per engine, 16 GB/s
+    /// for a device's 8 engines). split of fit, as above.
+    iaa_compress_ns_per_kib = 512;
+    /// Device time of one decompress job besides its bytes. estimate: no public per-job figure;
+    /// IAA's inflate is faster than its deflate (Intel QPL documents higher decompress than
+    /// compress throughput), taken as 2/3 of the compress setup.
+    iaa_decompress_fixed_ns = 1000;
+    /// Device time per KiB of output decompressed by one engine (4 GB/s per engine). estimate:
+    /// twice the compress rate, see above.
+    iaa_decompress_ns_per_kib = 256;
+    // Codec CPU time per 4 KiB page of usemem content (hw/compressor.rs scales it per content
+    // class; docs/compression.md). "measured (zram)": tools/measure/zram_codecs.sh on this VM
+    // (6.18, AMD EPYC, 2 vCPUs): 256 MiB of usemem pages written to, then read from, a
+    // hot-added zram device with O_DIRECT 256 KiB requests, minimum of 7 runs, less the
+    // same-filled page time (block layer + zram per page, no codec: 202 ns write, 104 ns
+    // read); so it includes zs_malloc and the copy of the compressed bytes (compress) and the
+    // zsmalloc map (decompress). "scaled": the codec's crate on this VM (benches/codec_ns.rs,
+    // min of 7 rounds) times kernel lz4 / C liblz4 fast on the same pages: 3594/3102 = 1.16 to
+    // compress, 2798/2674 = 1.05 to decompress.
+    /// lzo-rle compress. measured (zram): 3629 - 202 ns.
+    lzo_rle_compress_ns = 3427;
+    /// lzo-rle decompress. measured (zram): 2100 - 104 ns.
+    lzo_rle_decompress_ns = 1996;
+    /// lzo compress. measured (zram): 3704 - 202 ns.
+    lzo_compress_ns = 3501;
+    /// lzo decompress. measured (zram): 2075 - 104 ns.
+    lzo_decompress_ns = 1971;
+    /// lz4 compress (acceleration 1). measured (zram): 3796 - 202 ns.
+    lz4_compress_ns = 3594;
+    /// lz4 decompress. measured (zram): 2902 - 104 ns.
+    lz4_decompress_ns = 2798;
+    /// lz4hc compress, level 9. scaled: liblz4 HC 124329 ns x 1.16 (usemem's short repeats
+    /// make HC walk long hash chains).
+    lz4hc_compress_ns = 144032;
+    /// lz4hc decompress (the lz4 decoder). scaled: liblz4 2759 ns x 1.05.
+    lz4hc_decompress_ns = 2887;
+    /// zstd compress, level 3, one reused context. scaled: libzstd 8905 ns x 1.16.
+    zstd_compress_ns = 10316;
+    /// zstd decompress. scaled: libzstd 3680 ns x 1.05.
+    zstd_decompress_ns = 3851;
+    /// deflate compress, level 6. scaled: miniz_oxide 165615 ns x 1.16 (not the kernel's
+    /// zlib; the same lazy-matching design, so the same order).
+    deflate_compress_ns = 191861;
+    /// deflate decompress. scaled: miniz_oxide 5956 ns x 1.05.
+    deflate_decompress_ns = 6232;
+    // The page cache (mm/filemap/, mm/readahead.rs, mm/page_writeback.rs). Not measured on
+    // the VM yet (`foliosim calibrate` has no file probe): every one is an estimate.
+    /// A fault on a file VMA besides I/O and allocation: exception entry and exit, VMA and
+    /// page-cache lookup, folio lock, PTE and rmap update. estimate (an anonymous 4K fault is
+    /// 1.78 µs measured with its allocation, charge and 0.21 µs of clearing).
+    filemap_fault_ns = 800;
+    /// Each extra page fault-around maps (filemap_map_pages: xarray walk, folio reference,
+    /// set_pte, mapcount). estimate.
+    fault_around_page_ns = 60;
+    /// Adding a new folio to the page cache (filemap_add_folio: xarray store, stats, LRU
+    /// batch), its allocation and memcg charge apart. estimate.
+    filemap_add_folio_ns = 400;
+    /// Removing a clean folio from the page cache (__remove_mapping / mapping_evict_folio:
+    /// refcount freeze, xarray delete, stats), its free apart. estimate.
+    filemap_remove_folio_ns = 300;
+    /// shrink_folio_list's own work per page-cache folio (lock, dirty and writeback checks,
+    /// isolation and putback); folio_referenced, unmapping and the removal are apart. estimate.
+    shrink_file_folio_ns = 500;
+    /// read(2) per cached 4 KiB page: lookup, copy_page_to_user of 4 KiB, mark accessed.
+    /// estimate (a 4 KiB copy streams at about twice the clear_page time).
+    file_read_page_ns = 600;
+    /// The flusher per page written: clear dirty for I/O (page_mkclean), start writeback, add
+    /// to the bio. estimate.
+    writeback_page_ns = 400;
+    /// XSBench: one lookup's arithmetic besides its memory accesses (the material pick, the
+    /// binary search's steps inside its last page), and per nuclide the interpolation of five
+    /// cross sections (workload/xsbench.rs). estimate: about 45 instructions per nuclide at a
+    /// few per ns; CPU speed, hence a cost of the machine (seed 004's fit frees the per-nuclide
+    /// part).
+    xsbench_lookup_base_ns = 100;
+    xsbench_lookup_per_nuclide_ns = 15;
+}
+
+/// What the costs of a run come from (the scenario, a floor above): a profile name and
+/// `[costs]` overrides, NAME = ns.
+pub trait CostSource {
+    fn cost_profile(&self) -> &str;
+    fn cost_overrides(&self) -> &std::collections::BTreeMap<String, f64>;
+}
+
+impl CostModel {
+    pub const PROFILES: &'static [&'static str] = &["vm-6.18-2cpu", "arm64-vm-8cpu", "x86-server"];
+
+    /// The costs a scenario runs with: its profile, with its `[costs]` overrides (validated).
+    pub fn of_scenario(scenario: &impl CostSource) -> CostModel {
+        let mut cost = CostModel::profile(scenario.cost_profile()).expect("validated cost profile");
+        for (name, value) in scenario.cost_overrides() {
+            assert!(
+                cost.set(name, value.round() as u64),
+                "validated cost name {name}"
+            );
+        }
+        cost
+    }
+
+    pub fn profile(name: &str) -> Option<CostModel> {
+        match name {
+            "vm-6.18-2cpu" => Some(CostModel::vm_6_18_2cpu()),
+            "arm64-vm-8cpu" => Some(CostModel::arm64_vm_8cpu()),
+            "x86-server" => Some(CostModel::x86_server()),
+            _ => None,
+        }
+    }
+
+    /// Seed 000's machine: an Ampere Altra (Neoverse N1) VM with 8 vCPUs, used with
+    /// `machine.tlb = "arm64-tlbi"`. No per-operation measurement of that machine is public, so
+    /// every kernel-path cost is this x86 VM's measured one, unchanged: fault, reclaim, swap
+    /// slot, split and memory-stream costs are taken as architecture-neutral work of the same
+    /// order on a 3 GHz server core. What differs is mechanism, not number: TLB invalidation is
+    /// broadcast TLBI + DSB (`tlbi_issue_ns`, `tlb_dsb_ns`, cited above) instead of IPIs, and
+    /// contpte blocks must be unfolded (mm/tlb/arm64.rs). The x86-only costs (IPI, mm_cpumask
+    /// window) are unused there.
+    fn arm64_vm_8cpu() -> CostModel {
+        CostModel::vm_6_18_2cpu()
+    }
+
+    /// A bare-metal x86 server (seed 003's make -j96 box: 96 hardware threads, no hypervisor).
+    /// Every cost is this VM's except the shootdown IPI, which is a VM exit on each side here:
+    /// docs/calibration-split-tlb.md measured 12 µs in this guest, about 10x a bare-metal
+    /// shootdown, so 1.2 µs (estimate), and each further target CPU costs one x2APIC ICR write
+    /// (~0.1 µs, estimate) instead of an exit.
+    fn x86_server() -> CostModel {
+        CostModel {
+            tlb_flush_ipi_ns: 1200,
+            tlb_ipi_extra_cpu_ns: 100,
+            ..CostModel::vm_6_18_2cpu()
+        }
+    }
+
+    /// The `[costs]` table of a costs file (`foliosim calibrate` writes one),
+    /// NAME = ns. Other tables ([provenance], [measured]) are kept for people, not read. Errors
+    /// name the key and what is allowed; the values' range is checked where they are applied
+    /// (scenario validation).
+    pub fn parse_costs_file(text: &str) -> Result<std::collections::BTreeMap<String, f64>, String> {
+        #[derive(serde::Deserialize)]
+        struct File {
+            costs: std::collections::BTreeMap<String, f64>,
+        }
+        let f: File = toml::from_str(text)
+            .map_err(|e| format!("expected a [costs] table of NAME = ns: {e}"))?;
+        if let Some(name) = f.costs.keys().find(|n| !Self::NAMES.contains(&n.as_str())) {
+            return Err(format!(
+                "costs.{name}: no such cost; allowed: {}",
+                Self::NAMES.join(", ")
+            ));
+        }
+        Ok(f.costs)
+    }
+
+    /// Fault cost for a folio of `order` (the measured per-size table).
+    pub fn fault_folio_ns(&self, order: u32) -> u64 {
+        match order {
+            0 => self.fault_4k_ns,
+            1 => self.fault_8k_ns,
+            2 => self.fault_16k_ns,
+            3 => self.fault_32k_ns,
+            4 => self.fault_64k_ns,
+            5 => self.fault_128k_ns,
+            6 => self.fault_256k_ns,
+            7 => self.fault_512k_ns,
+            8 => self.fault_1m_ns,
+            _ => self.fault_2m_ns,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_name_is_settable() {
+        let mut c = CostModel::profile("vm-6.18-2cpu").unwrap();
+        for name in CostModel::NAMES {
+            assert!(c.set(name, 7), "{name}");
+        }
+        assert_eq!(c.fault_folio_ns(4), 7);
+        assert!(!c.set("no_such_cost", 1));
+        assert_eq!(c.get("fault_4k_ns"), Some(7));
+        assert!(CostModel::doc("tlb_dsb_ns").unwrap().contains("Dev Jain"));
+        assert!(CostModel::doc("no_such_cost").is_none());
+    }
+}

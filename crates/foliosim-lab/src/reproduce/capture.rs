@@ -1,0 +1,170 @@
+//! Keeping the seed-1 run of each configuration of a reproduction, with its time series, for
+//! `reproduce --sample-interval` and `--html`: the runs are the reproduction's own (not
+//! re-run), so the tables are the same with or without it.
+//!
+//! The seeds' `reproduce` functions build and run their scenarios themselves (through
+//! `run_grid`, or seed 003's own loop); a capture set up around the call (`capturing`) is seen
+//! by those runs through this thread's state, as a reproduction runs on one thread.
+
+use crate::report::spec::SampleInterval;
+use crate::{RunResult, Scenario};
+pub use foliosim_report::captured_run::CapturedRun;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+
+struct Capture {
+    sample_interval: Option<SampleInterval>,
+    runs: Vec<CapturedRun>,
+}
+
+thread_local! {
+    static CAPTURE: RefCell<Option<Capture>> = const { RefCell::new(None) };
+}
+
+/// Run `f` (a seed's reproduce) keeping the seed-1 run of each configuration, sampled every
+/// `sample_interval` if given.
+pub fn capturing<R>(
+    sample_interval: Option<SampleInterval>,
+    f: impl FnOnce() -> R,
+) -> (R, Vec<CapturedRun>) {
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            CAPTURE.with(|c| c.borrow_mut().take());
+        }
+    }
+    CAPTURE.with(|c| {
+        *c.borrow_mut() = Some(Capture {
+            sample_interval,
+            runs: Vec::new(),
+        })
+    });
+    let reset = Reset;
+    let out = f();
+    let mut runs = CAPTURE
+        .with(|c| c.borrow_mut().take())
+        .map_or_else(Vec::new, |c| c.runs);
+    drop(reset);
+    label_runs(&mut runs);
+    (out, runs)
+}
+
+/// Before a run of a reproduction: sample it if a capture asks for that.
+pub(crate) fn prepare(s: &mut Scenario) {
+    CAPTURE.with(|c| {
+        if let Some(c) = c.borrow().as_ref() {
+            if s.seed == 1 && c.sample_interval.is_some() {
+                s.report.sample_interval = c.sample_interval;
+            }
+        }
+    })
+}
+
+/// After a run of a reproduction: keep it if a capture is on and it is a seed-1 run.
+pub(crate) fn keep(s: &Scenario, r: &RunResult) {
+    CAPTURE.with(|c| {
+        if let Some(c) = c.borrow_mut().as_mut() {
+            if s.seed == 1 {
+                let kinds: Vec<String> = s
+                    .workloads
+                    .iter()
+                    .map(|w| {
+                        toml::Value::try_from(w)
+                            .ok()
+                            .and_then(|v| v.get("kind")?.as_str().map(String::from))
+                            .unwrap_or_else(|| "workload".into())
+                    })
+                    .collect();
+                c.runs.push(CapturedRun {
+                    group: kinds.join("+"),
+                    label: String::new(),
+                    seed: s.seed,
+                    kernel: r.kernel.clone(),
+                    swap_allocator: r.swap_allocator.clone(),
+                    simulated_ns: r.simulated_ns,
+                    scenario_toml: s.to_toml_string(),
+                    timeseries: r.timeseries.clone(),
+                });
+            }
+        }
+    })
+}
+
+/// Flatten a TOML value to `path=value` pairs.
+fn flatten(prefix: &str, v: &toml::Value, out: &mut BTreeMap<String, String>) {
+    match v {
+        toml::Value::Table(t) => {
+            for (k, v) in t {
+                let p = if prefix.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{prefix}.{k}")
+                };
+                flatten(&p, v, out);
+            }
+        }
+        toml::Value::Array(a) if a.iter().any(|x| x.is_table()) => {
+            for (i, v) in a.iter().enumerate() {
+                flatten(&format!("{prefix}[{i}]"), v, out);
+            }
+        }
+        toml::Value::String(s) => {
+            out.insert(prefix.to_string(), s.clone());
+        }
+        other => {
+            out.insert(prefix.to_string(), other.to_string());
+        }
+    }
+}
+
+/// Label each run by the fields in which the runs of its group differ (a field unset in one
+/// run shows as `-`).
+fn label_runs(runs: &mut [CapturedRun]) {
+    let mut groups: Vec<String> = Vec::new();
+    for r in runs.iter() {
+        if !groups.contains(&r.group) {
+            groups.push(r.group.clone());
+        }
+    }
+    for g in groups {
+        let mut members: Vec<CapturedRun> = runs.iter().filter(|r| r.group == g).cloned().collect();
+        label_group(&mut members);
+        let mut labelled = members.into_iter();
+        for r in runs.iter_mut().filter(|r| r.group == g) {
+            *r = labelled.next().expect("the same members");
+        }
+    }
+}
+
+fn label_group(runs: &mut [CapturedRun]) {
+    let flat: Vec<BTreeMap<String, String>> = runs
+        .iter()
+        .map(|r| {
+            let mut m = BTreeMap::new();
+            if let Ok(v) = r.scenario_toml.parse::<toml::Value>() {
+                flatten("", &v, &mut m);
+            }
+            m.remove("seed");
+            m.remove("report.sample_interval");
+            m
+        })
+        .collect();
+    let keys: BTreeSet<&String> = flat.iter().flat_map(|m| m.keys()).collect();
+    let differing: Vec<&String> = keys
+        .into_iter()
+        .filter(|k| {
+            let first = flat.first().and_then(|m| m.get(*k));
+            flat.iter().any(|m| m.get(*k) != first)
+        })
+        .collect();
+    for (r, m) in runs.iter_mut().zip(&flat) {
+        r.label = differing
+            .iter()
+            .map(|k| format!("{k}={}", m.get(*k).map_or("-", String::as_str)))
+            .collect::<Vec<_>>()
+            .join(" ");
+        if r.label.is_empty() {
+            r.label = format!("kernel {}", r.kernel);
+        }
+    }
+}

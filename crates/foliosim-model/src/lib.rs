@@ -1,0 +1,311 @@
+//! foliosim: a deterministic simulator of Linux memory management for large folios (mTHP).
+//!
+//! Pipeline: a [`scenario::Scenario`] names the machine, kernel and workloads; each workload
+//! becomes tasks of operations; the engine runs them on simulated CPUs against the mm model
+//! ([`mm`], files named after the kernel's mm/*.c); the result is kernel-named counters.
+
+pub mod content;
+pub mod footprint;
+pub mod hw;
+pub mod mm;
+pub mod report;
+pub mod scenario;
+pub mod sched;
+pub mod stats;
+pub mod workload;
+
+/// The floor below, under the path the model's files name it by (`crate::engine::...`):
+/// docs/architecture.md, "Root re-exports".
+pub use foliosim_engine as engine;
+
+pub use report::observers::RunOptions;
+pub use report::RunResult;
+pub use scenario::Scenario;
+pub use sched::SimError;
+
+use engine::lock;
+
+/// The engine's cost model reads a scenario's profile and `[costs]` through this.
+impl engine::cost::CostSource for Scenario {
+    fn cost_profile(&self) -> &str {
+        &self.machine.cost_profile
+    }
+    fn cost_overrides(&self) -> &std::collections::BTreeMap<String, f64> {
+        &self.costs
+    }
+}
+
+use mm::Kernel;
+use report::{LockReport, ThreadTimes};
+use sched::{run_tasks_observed, Task};
+
+/// Run a scenario to completion.
+pub fn run(scenario: &Scenario) -> Result<RunResult, SimError> {
+    run_with_progress(scenario, &mut |_, _| {})
+}
+
+/// Run, calling `progress(steps, simulated_ns)` now and then (for progress bars).
+pub fn run_with_progress(
+    scenario: &Scenario,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<RunResult, SimError> {
+    run_with(scenario, &RunOptions::default(), progress).map(|r| r.result)
+}
+
+/// A run's result, and its timeline when one was asked for.
+pub struct Run {
+    pub result: RunResult,
+    pub timeline: Option<report::timeline::Timeline>,
+}
+
+/// Run with `opts` (a timeline), calling `progress(steps, simulated_ns)` now and then.
+pub fn run_with(
+    scenario: &Scenario,
+    opts: &RunOptions,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Run, SimError> {
+    let mut observers = report::observers::Observers {
+        sampler: scenario
+            .report
+            .sample_interval
+            .map(report::timeseries::Sampler::new),
+        timeline: opts.timeline.map(report::timeline::TimelineRecorder::new),
+        max_steps: opts.max_steps,
+    };
+    // Before anything big is allocated: a scenario too big for this host is an error.
+    footprint::check_host(scenario, None)?;
+    let mut k = Kernel::new(scenario);
+    let mut tasks = Vec::new();
+    for (w, spec) in scenario.workloads.iter().enumerate() {
+        let mut specs = workload::tasks_for(spec, scenario);
+        workload::namespace_barriers(w, &mut specs);
+        let first_mm = k.mms.len();
+        spawn_tasks(&mut k, &mut tasks, w, spec.content(), specs);
+        for m in &mut k.mms[first_mm..] {
+            m.oom_score_adj = spec.oom_score_adj() as i16;
+        }
+    }
+    let any = observers.any();
+    let stats = run_tasks_observed(
+        &mut k,
+        &mut tasks,
+        scenario.seed,
+        scenario.machine.sched_slice_ns,
+        scenario.check_invariants,
+        progress,
+        any.then_some(&mut observers as &mut dyn sched::RunObserver),
+    )?;
+    let timeseries = observers
+        .sampler
+        .take()
+        .map(|s| s.finish(&k, &tasks, stats.simulated_ns));
+    let workloads = workload::report_all(
+        &scenario.workloads,
+        &scenario.files,
+        tasks
+            .iter()
+            .filter_map(|t| t.program())
+            .map(|p| workload::TaskOutput {
+                workload: p.workload,
+                marks: &p.marks,
+                latencies: &p.latencies,
+            }),
+    );
+    let users = || tasks.iter().filter(|t| t.program().is_some());
+    let result = RunResult {
+        foliosim_version: env!("CARGO_PKG_VERSION").into(),
+        kernel: scenario.kernel.version.name().into(),
+        swap_allocator: k
+            .swap
+            .devices
+            .first()
+            .map_or("none", |d| d.allocator.name())
+            .into(),
+        seed: scenario.seed,
+        simulated_ns: stats.simulated_ns,
+        steps: stats.steps,
+        cpu_user_ns: users().map(|t| t.user_ns).sum(),
+        cpu_sys_ns: users().map(|t| t.sys_ns).sum(),
+        cpu_iowait_ns: users().map(|t| t.iowait_ns).sum(),
+        kernel_threads: tasks
+            .iter()
+            .filter(|t| t.kthread_kind().is_some())
+            .map(|t| ThreadTimes {
+                name: t.name.clone(),
+                sys_ns: t.sys_ns,
+                iowait_ns: t.iowait_ns,
+                wakeups: t.wakeups,
+            })
+            .collect(),
+        counters: k.vmstat_map(stats.simulated_ns),
+        memcg_stats: k
+            .memcgs
+            .iter()
+            .map(|cg| (cg.name.clone(), cg.stat_map()))
+            .collect(),
+        workloads,
+        locks: lock_reports(&k),
+        swap_devices: k
+            .swap
+            .devices
+            .iter()
+            .map(|d| d.bdev.stats.clone())
+            .collect(),
+        zram_mm_stat: k
+            .swap
+            .devices
+            .iter()
+            .filter_map(|d| match &d.store {
+                mm::swap_devstore::RamStore::Zram(z) => Some(z.mm_stat()),
+                _ => None,
+            })
+            .collect(),
+        zswap: k.zswap.enabled.then(|| k.zswap.debugfs()),
+        iaa: k.iaa.as_ref().map(|i| i.total_stats()),
+        cpu_time_ns: cpu_time_by_cost(&k, tasks.iter().map(|t| t.user_ns + t.sys_ns).sum()),
+        page_alloc: report::PageAllocReport::of(&k.zone),
+        timeseries,
+        oom_kills: oom_kill_reports(&k, &tasks),
+        tlb: k.tlb_cache.report(),
+    };
+    let timeline = observers.timeline.take().map(|t| {
+        let mut tl = t.finish();
+        tl.title = format!(
+            "kernel {}, seed {}, {} CPUs",
+            result.kernel, result.seed, scenario.machine.cpus
+        );
+        tl
+    });
+    Ok(Run { result, timeline })
+}
+
+/// The OOM killer's kills, with the names of the victims' tasks.
+fn oom_kill_reports(k: &Kernel, tasks: &[Task]) -> Vec<report::OomKillReport> {
+    use mm::oom_kill::OomConstraint;
+    let memcg_name = |cg: u16| k.memcgs[cg as usize].name.clone();
+    k.oom
+        .kills
+        .iter()
+        .map(|kill| {
+            let victims = || tasks.iter().filter(|t| t.mm == kill.mm);
+            report::OomKillReport {
+                at_ns: kill.at_ns,
+                tasks: victims().map(|t| t.name.clone()).collect(),
+                workload: victims()
+                    .find_map(|t| t.program().map(|p| p.workload))
+                    .unwrap_or(0),
+                memcg: memcg_name(kill.memcg),
+                constraint: match kill.constraint {
+                    OomConstraint::None => "global".into(),
+                    OomConstraint::Memcg(cg) => format!("memcg {}", memcg_name(cg)),
+                },
+                points: kill.points,
+                rss_pages: kill.rss_pages,
+                swap_ents: kill.swap_ents,
+                pgtables_pages: kill.pgtables_pages,
+                oom_score_adj: kill.oom_score_adj,
+                group: kill.group,
+            }
+        })
+        .collect()
+}
+
+/// The scheduler's tasks for workload `w`'s task specs, appended to `tasks`: a process gets a
+/// new mm in its memcg; a thread (`shares_mm_with`) the mm of its process.
+pub fn spawn_tasks(
+    k: &mut Kernel,
+    tasks: &mut Vec<Task>,
+    w: usize,
+    content: content::ContentClass,
+    specs: Vec<workload::TaskSpec>,
+) {
+    let first = tasks.len();
+    for t in specs {
+        let mm = match t.shares_mm_with {
+            Some(i) => {
+                assert!(
+                    first + i < tasks.len(),
+                    "task {}: shares_mm_with {i} names no earlier task of its workload",
+                    t.name
+                );
+                tasks[first + i].mm
+            }
+            None => {
+                let memcg = k.memcg_id(t.memcg.as_deref());
+                k.new_mm(memcg, content)
+            }
+        };
+        tasks.push(Task::new(t.name, mm, w, t.ops));
+    }
+}
+
+/// CPU time of the costs charged through hw/membw.rs and mm/tlb/, by cost name; "other" is
+/// the rest of the tasks' CPU time, kernel threads included (faults, reclaim, swap, ...).
+fn cpu_time_by_cost(k: &Kernel, total_ns: u64) -> std::collections::BTreeMap<String, u64> {
+    use crate::hw::membw::Stream;
+    let mut m = std::collections::BTreeMap::new();
+    for bus in [&k.membw, &k.tlb_bus] {
+        for s in Stream::ALL {
+            let (busy, alone) = (bus.busy_ns[s as usize], bus.alone_ns[s as usize]);
+            if busy > 0 {
+                *m.entry(s.cost_name().to_string()).or_default() += alone;
+                *m.entry(format!("{} contention", s.cost_name()))
+                    .or_default() += busy - alone;
+            }
+        }
+    }
+    for (name, ns) in crate::mm::tlb::TlbCost::NAMES.iter().zip(k.tlb_ns) {
+        if ns > 0 {
+            m.insert(name.to_string(), ns);
+        }
+    }
+    if let Some(walk_ns) = k.tlb_cache.report().map(|r| r.walk_ns).filter(|&ns| ns > 0) {
+        m.insert("page walks and STLB lookups (user)".into(), walk_ns);
+    }
+    let charged: u64 = m.values().sum();
+    m.insert("other".into(), total_ns.saturating_sub(charged));
+    m
+}
+
+pub fn lock_reports(k: &Kernel) -> Vec<LockReport> {
+    let mut locks = vec![LockReport {
+        name: k.zone.lock.name.into(),
+        instance: "Normal".into(),
+        stats: k.zone.lock.stats.clone(),
+    }];
+    for (i, d) in k.swap.devices.iter().enumerate() {
+        locks.push(LockReport {
+            name: d.map.lock.name.into(),
+            instance: format!("swap{i}"),
+            stats: d.map.lock.stats.clone(),
+        });
+        for (name, stats) in d.allocator.extra_locks() {
+            locks.push(LockReport {
+                name: name.into(),
+                instance: format!("swap{i}, all instances"),
+                stats,
+            });
+        }
+    }
+    for cg in &k.memcgs {
+        let l = &cg.lruvec.lru_lock;
+        locks.push(LockReport {
+            name: l.name.into(),
+            instance: format!("memcg {}", cg.name),
+            stats: l.stats.clone(),
+        });
+    }
+    // mmap_lock: shown when some fault waited for a writer (khugepaged's collapse, munmap).
+    let mut mmap = lock::LockStats::default();
+    for m in &k.mms {
+        mmap.add(&m.mmap_lock.stats);
+    }
+    if mmap.contended > 0 {
+        locks.push(LockReport {
+            name: "mmap_lock".into(),
+            instance: "all mms (write holds; waits)".into(),
+            stats: mmap,
+        });
+    }
+    locks
+}

@@ -1,0 +1,2040 @@
+//! The scenario: what machine, which kernel, which knobs, which workloads.
+//!
+//! Every field has a default; `Scenario::from_toml_str` parses and validates. This file is the one
+//! place where the defaults are written down (see the `default_*` functions and `Default` impls).
+//! Errors name the field, the value found and what is allowed.
+
+mod lru_gen;
+mod numa;
+pub use lru_gen::LruGenKnobs;
+
+use crate::content::ContentClass;
+use crate::engine::cost::CostModel;
+pub use numa::{
+    KernelSysctl, MigrateTlbFlush, NodeSpec, NumaKnobs, PromotedPte, CXL_LATENCY_NS,
+    LOCAL_DRAM_LATENCY_NS,
+};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+pub use crate::engine::arch::{PAGE_SIZE, PMD_ORDER};
+/// THP_ORDERS_ALL_ANON: the orders an anonymous THP may have, 2..=PMD_ORDER. Order 0 is not
+/// huge; an order-1 folio has no third struct page for its deferred split list entry, so the
+/// kernel never allocates one (deferred_split_folio could not queue it when partially unmapped).
+pub const THP_ORDERS_ALL_ANON: u32 = ((1 << (PMD_ORDER + 1)) - 1) & !0b11;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ScenarioError {
+    #[error("scenario: {0}")]
+    Toml(#[from] toml::de::Error),
+    #[error("scenario field `{field}`: found {value}; allowed: {allowed}")]
+    Invalid {
+        field: String,
+        value: String,
+        allowed: String,
+    },
+}
+
+/// The largest time a scenario may give one operation (1000 s): simulated time is u64 ns, and
+/// a run must not overflow it however many operations add up.
+pub const MAX_TIME_NS: u64 = 1_000_000_000_000;
+
+/// A time field of the scenario, bounded by MAX_TIME_NS.
+fn check_time_ns(field: &str, value: Option<u64>) -> Result<(), ScenarioError> {
+    match value {
+        Some(ns) if ns > MAX_TIME_NS => Err(invalid(
+            field,
+            ns,
+            "0 ..= 1000000000000 ns (1000 s: more would overflow simulated time)",
+        )),
+        _ => Ok(()),
+    }
+}
+
+fn invalid(
+    field: impl Into<String>,
+    value: impl fmt::Display,
+    allowed: impl Into<String>,
+) -> ScenarioError {
+    ScenarioError::Invalid {
+        field: field.into(),
+        value: value.to_string(),
+        allowed: allowed.into(),
+    }
+}
+
+/// A byte count written as an integer or as a string with a K/M/G/T suffix (binary units).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(into = "String")]
+pub struct Bytes(pub u64);
+
+impl Bytes {
+    pub fn parse(text: &str) -> Result<Bytes, String> {
+        let text = text.trim();
+        let (digits, shift) = match text.char_indices().last() {
+            Some((i, c)) if c.is_ascii_alphabetic() => {
+                let shift = match c.to_ascii_uppercase() {
+                    'K' => 10,
+                    'M' => 20,
+                    'G' => 30,
+                    'T' => 40,
+                    _ => return Err(format!("`{text}`: unknown suffix `{c}` (use K, M, G or T)")),
+                };
+                (&text[..i], shift)
+            }
+            _ => (text, 0),
+        };
+        let value: f64 = digits
+            .trim()
+            .parse()
+            .map_err(|_| format!("`{text}` is not a size like 64K, 1.5G or 4096"))?;
+        if !value.is_finite() || value < 0.0 {
+            return Err(format!("`{text}` must be a non-negative size"));
+        }
+        Ok(Bytes((value * (1u64 << shift) as f64).round() as u64))
+    }
+    pub fn pages(self) -> u64 {
+        self.0 / PAGE_SIZE
+    }
+}
+
+impl From<Bytes> for String {
+    fn from(b: Bytes) -> String {
+        format_size(b.0)
+    }
+}
+
+/// 4096 -> "4K", 2097152 -> "2M"; falls back to plain bytes.
+pub fn format_size(bytes: u64) -> String {
+    for (shift, suffix) in [(40, "T"), (30, "G"), (20, "M"), (10, "K")] {
+        if bytes >= 1 << shift && bytes.is_multiple_of(1 << shift) {
+            return format!("{}{}", bytes >> shift, suffix);
+        }
+    }
+    bytes.to_string()
+}
+
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Int(u64),
+            Float(f64),
+            Text(String),
+        }
+        match Raw::deserialize(d)? {
+            Raw::Int(v) => Ok(Bytes(v)),
+            Raw::Float(v) if v >= 0.0 => Ok(Bytes(v as u64)),
+            Raw::Float(v) => Err(serde::de::Error::custom(format!(
+                "size {v} must be non-negative"
+            ))),
+            Raw::Text(s) => Bytes::parse(&s).map_err(serde::de::Error::custom),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Seed of every random stream in the run.
+    #[serde(default = "default_seed")]
+    pub seed: u64,
+    #[serde(default)]
+    pub machine: Machine,
+    #[serde(default)]
+    pub kernel: Kernel,
+    #[serde(default)]
+    pub sysfs: Sysfs,
+    /// `/proc/sys` knobs (`[sysctl.vm]`).
+    #[serde(default, skip_serializing_if = "Sysctl::is_default")]
+    pub sysctl: Sysctl,
+    /// Memory cgroups (cgroup v2 names); workloads name the one they run in.
+    #[serde(default, rename = "memcg")]
+    pub memcgs: Vec<MemcgSpec>,
+    #[serde(default, rename = "workload")]
+    pub workloads: Vec<WorkloadSpec>,
+    /// Files on `machine.disk` at the start, written and not cached (`[[file]]`); their ids
+    /// are their order here.
+    #[serde(default, rename = "file", skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileSpec>,
+    /// Overrides of individual costs of the machine's cost profile, by name (ns).
+    #[serde(default)]
+    pub costs: BTreeMap<String, f64>,
+    /// Check the model's invariants while running (slow; on in tests).
+    #[serde(default)]
+    pub check_invariants: bool,
+    /// What the run records besides its final counters (`[report]`: time series).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::report::spec::ReportSpec::is_default"
+    )]
+    pub report: crate::report::spec::ReportSpec,
+}
+
+fn default_seed() -> u64 {
+    1
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Machine {
+    #[serde(default = "default_cpus")]
+    pub cpus: u32,
+    #[serde(default = "default_memory")]
+    pub memory: Bytes,
+    /// Named set of per-operation costs (see engine/cost.rs).
+    #[serde(default = "default_cost_profile")]
+    pub cost_profile: String,
+    #[serde(default, rename = "swap")]
+    pub swap_devices: Vec<SwapDeviceSpec>,
+    /// Scheduler time slice. EEVDF's base slice is 0.75 ms x (1 + log2 CPUs), 3 ms for 8 CPUs.
+    #[serde(default = "default_sched_slice_ns")]
+    pub sched_slice_ns: u64,
+    /// How the CPUs invalidate each other's TLBs (mm/tlb/): "x86-ipi" | "arm64-tlbi".
+    #[serde(default)]
+    pub tlb: TlbKind,
+    /// Per-CPU TLB and cache sizes for the TLB model of user accesses (hw/tlb_cache.rs):
+    /// `preset` ("golden-cove" | "neoverse-n1"; default: the one of `tlb`) and overrides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tlb_geometry: Option<crate::hw::tlb_cache::TlbGeometrySpec>,
+    /// Memory bandwidth shared by all CPUs (hw/membw.rs), bytes/s; 0 means unlimited.
+    #[serde(default = "default_memory_bandwidth")]
+    pub memory_bandwidth_bytes_per_s: u64,
+    /// Intel IAA compression accelerators (hw/iaa.rs), for zswap's `deflate-iaa`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iaa: Option<IaaSpec>,
+    /// The filesystem's disk, holding the `[[file]]`s (mm/filemap/).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disk: Option<DiskSpec>,
+    /// Memory-only nodes 1, 2, ... beside node 0 (`memory`, every CPU): `[[machine.node]]`.
+    #[serde(default, rename = "node", skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<NodeSpec>,
+}
+
+/// The block device under the filesystem that holds the files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiskSpec {
+    /// "ssd", "hdd" or "ramdisk"; timed as the swap device of that kind (hw/blockdev.rs).
+    pub kind: SwapDeviceKind,
+    pub size: Bytes,
+    /// Per-request latency; default depends on `kind`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<u64>,
+    /// Sustained bandwidth; default depends on `kind`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bandwidth_bytes_per_s: Option<u64>,
+    /// `/sys/block/<dev>/queue/read_ahead_kb`: the largest readahead window (default 128).
+    #[serde(default = "default_read_ahead_kb")]
+    pub read_ahead_kb: u32,
+}
+
+fn default_read_ahead_kb() -> u32 {
+    128
+}
+
+/// A file on the disk at the start of the run (`[[file]]`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileSpec {
+    /// What workloads call it.
+    pub name: String,
+    pub size: Bytes,
+}
+
+/// IAA devices of the machine and how iaa_crypto drives them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IaaSpec {
+    #[serde(default = "default_iaa_sockets")]
+    pub sockets: u32,
+    #[serde(default = "default_iaa_devices_per_socket")]
+    pub devices_per_socket: u32,
+    /// iaa_crypto `verify_compress`: decompress every compressed page on the device and
+    /// compare (seed 002 runs with it on).
+    #[serde(default = "default_true")]
+    pub verify_compress: bool,
+    /// The IAA batching series: a folio's pages go to the device together, up to 8 in flight,
+    /// instead of one synchronous job per page (the RFC).
+    #[serde(default)]
+    pub batch: bool,
+}
+
+fn default_iaa_sockets() -> u32 {
+    2
+}
+fn default_iaa_devices_per_socket() -> u32 {
+    4
+}
+
+/// The TLB invalidation mechanism of the machine's architecture.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum TlbKind {
+    /// x86: flush_tlb_multi sends an IPI to every other CPU in mm_cpumask and waits.
+    #[default]
+    #[serde(rename = "x86-ipi")]
+    X86Ipi,
+    /// arm64: broadcast TLBI instructions, completed by a DSB; contpte blocks.
+    #[serde(rename = "arm64-tlbi")]
+    Arm64Tlbi,
+}
+
+/// The development VM's (x86-64, 2 vCPUs) copy bandwidth with both vCPUs streaming: measured
+/// 25-31 GB/s read+written (docs/membw.md, tools/microbench/membw.c).
+pub const DEFAULT_MEMORY_BANDWIDTH_BYTES_PER_S: u64 = 28_000_000_000;
+
+fn default_memory_bandwidth() -> u64 {
+    DEFAULT_MEMORY_BANDWIDTH_BYTES_PER_S
+}
+
+fn default_sched_slice_ns() -> u64 {
+    3_000_000
+}
+
+fn default_cpus() -> u32 {
+    8
+}
+fn default_memory() -> Bytes {
+    Bytes(16 << 30)
+}
+fn default_cost_profile() -> String {
+    "vm-6.18-2cpu".into()
+}
+
+impl Default for Machine {
+    fn default() -> Self {
+        Machine {
+            cpus: default_cpus(),
+            memory: default_memory(),
+            cost_profile: default_cost_profile(),
+            swap_devices: vec![],
+            sched_slice_ns: default_sched_slice_ns(),
+            tlb: TlbKind::default(),
+            tlb_geometry: None,
+            memory_bandwidth_bytes_per_s: default_memory_bandwidth(),
+            iaa: None,
+            disk: None,
+            nodes: vec![],
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SwapDeviceKind {
+    /// brd-like RAM block device: synchronous, non-rotational.
+    Ramdisk,
+    /// Non-rotational block device with queueing latency and bandwidth.
+    Ssd,
+    /// Rotational block device: no swap clusters before 6.12.
+    Hdd,
+    /// zram: compressed RAM block device, synchronous like a RAM disk (SWP_SYNCHRONOUS_IO).
+    /// The sim charges the submitting CPU the measured lzo-rle rate (hw/blockdev.rs); live
+    /// configures a zram device with `sysfs.zram.comp_algorithm`.
+    Zram,
+    /// A swap file on the host's filesystem: timed as `ssd`; not a block device, so it never
+    /// stores a large folio whole (every one is split, counted as swpout_fallback).
+    File,
+    /// A loop block device over a file. The sim models it as `ssd`.
+    Loop,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwapDeviceSpec {
+    pub kind: SwapDeviceKind,
+    pub size: Bytes,
+    /// swapon priority; higher is used first.
+    #[serde(default = "default_swap_priority")]
+    pub priority: i32,
+    /// Per-request latency; default depends on `kind` (see hw/blockdev.rs).
+    #[serde(default)]
+    pub latency_ns: Option<u64>,
+    /// Sustained write/read bandwidth; default depends on `kind`.
+    #[serde(default)]
+    pub bandwidth_bytes_per_s: Option<u64>,
+    /// `swapon --discard`: freed clusters are discarded before reuse (SWP_PAGE_DISCARD).
+    /// Only for `ssd`.
+    #[serde(default)]
+    pub discard: bool,
+    /// Model the SSD's flash translation layer with erase blocks of this size and report the
+    /// write amplification factor of the allocator's write pattern. Only for `ssd`.
+    #[serde(default)]
+    pub erase_block: Option<Bytes>,
+    /// Share of the device's clusters reserved for large folios (order > 0): order-0
+    /// allocation may neither take nor steal from them (seed 003's proposal; not upstream).
+    /// Only with the cluster-lists allocators.
+    #[serde(default)]
+    pub mthp_reserve_percent: u32,
+}
+
+fn default_swap_priority() -> i32 {
+    -2
+}
+
+impl SwapDeviceSpec {
+    /// A device of `kind` and `size` with every other field at its default.
+    pub fn new(kind: SwapDeviceKind, size: Bytes) -> SwapDeviceSpec {
+        SwapDeviceSpec {
+            kind,
+            size,
+            priority: default_swap_priority(),
+            latency_ns: None,
+            bandwidth_bytes_per_s: None,
+            discard: false,
+            erase_block: None,
+            mthp_reserve_percent: 0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub enum KernelVersion {
+    /// 4.1 (2015): seed 001's base. PMD THP only, the THP-refcounting and allocator of the
+    /// time where they differ in what the model runs (the `KernelVersion` methods below).
+    #[serde(rename = "4.1")]
+    V4_1,
+    #[serde(rename = "6.9")]
+    V6_9,
+    #[serde(rename = "6.10")]
+    V6_10,
+    #[serde(rename = "6.12")]
+    V6_12,
+    #[serde(rename = "6.18")]
+    V6_18,
+}
+
+impl KernelVersion {
+    pub fn name(self) -> &'static str {
+        match self {
+            KernelVersion::V4_1 => "4.1",
+            KernelVersion::V6_9 => "6.9",
+            KernelVersion::V6_10 => "6.10",
+            KernelVersion::V6_12 => "6.12",
+            KernelVersion::V6_18 => "6.18",
+        }
+    }
+
+    /// Partly unmapping a THP leaves it on the deferred split queue (4.5's THP refcounting
+    /// rework); before, split_huge_page_pmd split the page at once.
+    pub fn deferred_split(self) -> bool {
+        self > KernelVersion::V4_1
+    }
+
+    /// kcompactd, the per-node compaction thread, arrived in 4.6 (before, kswapd compacted).
+    pub fn kcompactd(self) -> bool {
+        self > KernelVersion::V4_1
+    }
+
+    /// 6.4 (4d4b6d66db): an inaccessible (PROT_NONE) PTE cleared by unmap or migration adds
+    /// nothing to the batched flush.
+    pub fn skips_inaccessible_flush(self) -> bool {
+        self > KernelVersion::V4_1
+    }
+
+    /// 6.10: a fault that finds a large folio in the swap cache maps all of it (Chuanhua Han,
+    /// Barry Song, "mm: swap: entirely map large folios found in swapcache").
+    pub fn maps_swapcache_folio_whole(self) -> bool {
+        self >= KernelVersion::V6_10
+    }
+
+    /// 6.9 (10ebac4f95e7, "mm/memory: optimize unmap/zap with PTE-mapped THP"): zap removes the
+    /// rmap of a run of PTEs mapping consecutive pages of one large folio at once
+    /// (folio_pte_batch), so unmapping the whole folio never leaves it partially mapped.
+    pub fn zap_batches_ptes(self) -> bool {
+        self >= KernelVersion::V6_9
+    }
+
+    /// MGLRU (lru_gen) arrived in 6.1.
+    pub fn lru_gen(self) -> bool {
+        self > KernelVersion::V4_1
+    }
+
+    /// Reclaim (4.3, TTU_BATCH_FLUSH) and async migration (6.3, migrate_pages_batch) flush
+    /// the TLB once for a batch of unmapped folios; before, once per folio.
+    pub fn batched_unmap_flush(self) -> bool {
+        self > KernelVersion::V4_1
+    }
+}
+
+/// Which swap slot allocator the kernel runs (mm/swapfile.c); one file each under mm/swap_alloc/.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SwapAllocatorKind {
+    /// <= 6.9: per-CPU order-0 clusters, PMD-only huge clusters; mTHP split before swap-out.
+    Legacy,
+    /// 6.10 (Ryan Roberts v4): per-CPU, per-order next offset; any order swapped whole.
+    PercpuOrder,
+    /// 6.12 (Chris Li / Kairui Song): free / nonfull[order] / frag[order] / full / discard
+    /// cluster lists, every allocation under si->lock.
+    ClusterListsC12,
+    /// 6.14-6.18: the same lists with a per-CPU cluster fast path; si->lock only for list
+    /// moves, ci->lock for work inside a cluster; one fragment cluster scanned.
+    ClusterListsC18,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Kernel {
+    #[serde(default = "default_kernel_version")]
+    pub version: KernelVersion,
+    /// Override of the release's swap allocator.
+    #[serde(default)]
+    pub swap_allocator: Option<SwapAllocatorKind>,
+    /// Swap a large folio back in whole on a fault (alloc_swap_folio, 6.13+, synchronous
+    /// devices only). Default: on from 6.18 (the 6.13+ profiles), off before.
+    #[serde(default)]
+    pub swapin_mthp: Option<bool>,
+    /// Override of how zswap treats a large folio (mm/zswap_store/): `reject` (<= 6.12: the
+    /// whole folio goes to the swap device), `per-page-rfc` (seed 002's RFC on 6.10: stored
+    /// page by page, same-filled pages kept as a value), `per-page` (6.13+ as merged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zswap_large_folios: Option<ZswapLargeFolios>,
+    /// What add_to_swap does when no free range of slots fits a large folio: `split` it and
+    /// swap its pages out one by one (every kernel), or keep it whole on `non-contiguous`
+    /// order-0 slots (seed 003's idea; not upstream).
+    #[serde(default)]
+    pub swapout_fallback: SwapoutFallbackKind,
+    /// The memory controller's hierarchy. On v1, zswap charges its compressed bytes to no
+    /// memcg (obj_cgroup_charge_zswap returns early unless on the default hierarchy), and
+    /// memory.high and memory.zswap.* do not exist.
+    #[serde(default)]
+    pub cgroup: CgroupVersion,
+    /// Who allocates a fault's PMD THP (mm/thp_fault_alloc/): `direct` (mainline: the fault
+    /// itself) or `thp-avail-nodes` (seed 001's RFC: the fault tries only where khugepaged
+    /// found THPs available, and wakes khugepaged when it cannot).
+    #[serde(default)]
+    pub thp_fault_alloc: ThpFaultAllocKind,
+    /// What an out-of-memory situation does (mm/oom_kill.rs): `kill` a task as the kernel's
+    /// OOM killer does and go on (the default), or `fail`: end the run with an error.
+    #[serde(default, skip_serializing_if = "OomPolicy::is_default")]
+    pub oom: OomPolicy,
+    /// How migration flushes the TLB (mm/migrate/flush/): `eager` (mainline) or `migrc`
+    /// (seed 004's deferral).
+    #[serde(default)]
+    pub migrate_tlb_flush: MigrateTlbFlush,
+    /// The PTE a NUMA-hint promotion leaves (a model parameter, scenario/numa.rs).
+    #[serde(default)]
+    pub numa_promoted_pte: PromotedPte,
+}
+
+/// `kernel.oom`: the OOM killer, or an error where the kernel would kill.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OomPolicy {
+    #[default]
+    Kill,
+    Fail,
+}
+
+impl OomPolicy {
+    fn is_default(&self) -> bool {
+        *self == OomPolicy::Kill
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ThpFaultAllocKind {
+    #[default]
+    Direct,
+    ThpAvailNodes,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SwapoutFallbackKind {
+    #[default]
+    Split,
+    NonContiguous,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CgroupVersion {
+    V1,
+    #[default]
+    V2,
+}
+
+/// How zswap_store treats a large folio; one file each under mm/zswap_store/.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ZswapLargeFolios {
+    Reject,
+    PerPageRfc,
+    PerPage,
+}
+
+fn default_kernel_version() -> KernelVersion {
+    KernelVersion::V6_10
+}
+
+impl Default for Kernel {
+    fn default() -> Self {
+        Kernel {
+            version: default_kernel_version(),
+            swap_allocator: None,
+            swapin_mthp: None,
+            zswap_large_folios: None,
+            swapout_fallback: SwapoutFallbackKind::Split,
+            cgroup: CgroupVersion::V2,
+            thp_fault_alloc: ThpFaultAllocKind::Direct,
+            oom: OomPolicy::Kill,
+            migrate_tlb_flush: MigrateTlbFlush::Eager,
+            numa_promoted_pte: PromotedPte::Clean,
+        }
+    }
+}
+
+impl Kernel {
+    pub fn swap_allocator(&self) -> SwapAllocatorKind {
+        self.swap_allocator.unwrap_or(match self.version {
+            KernelVersion::V4_1 | KernelVersion::V6_9 => SwapAllocatorKind::Legacy,
+            KernelVersion::V6_10 => SwapAllocatorKind::PercpuOrder,
+            KernelVersion::V6_12 => SwapAllocatorKind::ClusterListsC12,
+            KernelVersion::V6_18 => SwapAllocatorKind::ClusterListsC18,
+        })
+    }
+
+    pub fn zswap_large_folios(&self) -> ZswapLargeFolios {
+        self.zswap_large_folios.unwrap_or(match self.version {
+            KernelVersion::V6_18 => ZswapLargeFolios::PerPage,
+            _ => ZswapLargeFolios::Reject,
+        })
+    }
+
+    pub fn swapin_mthp(&self) -> bool {
+        self.swapin_mthp
+            .unwrap_or(self.version == KernelVersion::V6_18)
+    }
+}
+
+/// `/sys/kernel/mm/transparent_hugepage/hugepages-<size>kB/enabled` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThpEnabled {
+    Always,
+    Madvise,
+    Inherit,
+    Never,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sysfs {
+    /// Top-level `transparent_hugepage/enabled` (what `inherit` resolves to).
+    #[serde(default = "default_thp_top")]
+    pub thp_enabled: ThpEnabled,
+    /// Per-size `enabled`, keyed by size ("16K" … "2M"). Unlisted sizes: "never", except 2M which
+    /// defaults to "inherit" as in the kernel. "4K" is accepted and means nothing to set.
+    #[serde(default)]
+    pub hugepages: BTreeMap<String, ThpEnabled>,
+    /// `transparent_hugepage/defrag`; absent leaves the host's value (live) and is the kernel's
+    /// default in the sim (`madvise`; `always` for 4.1, which has no `defer` modes). It sets the gfp of large folio faults
+    /// (vma_thp_gfp_mask), which decides whether their allocation and memcg charge may reclaim:
+    /// `always` (one round unless MADV_HUGEPAGE), `madvise` and `defer+madvise` (MADV_HUGEPAGE
+    /// VMAs only), and whether a failing allocation wakes kswapd (`defer`, `defer+madvise`);
+    /// otherwise it fails and the fault falls back to a smaller order. Direct reclaim comes
+    /// with direct compaction (mm/compaction/).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub defrag: Option<ThpDefrag>,
+    /// `transparent_hugepage/khugepaged/*`; absent fields leave the host's value live and are
+    /// the kernel's defaults in the sim (mm/khugepaged.rs).
+    #[serde(default)]
+    pub khugepaged: KhugepagedKnobs,
+    /// `/sys/module/zswap/parameters/*`. The sim has no zswap yet (seed 002): it treats zswap as
+    /// off, so a scenario with zswap on validates only its policy-independent rows.
+    #[serde(default)]
+    pub zswap: ZswapKnobs,
+    /// Settings of every `zram` swap device.
+    #[serde(default)]
+    pub zram: ZramKnobs,
+    /// `/sys/kernel/mm/numa/*`.
+    #[serde(default)]
+    pub numa: NumaKnobs,
+    /// `/sys/kernel/mm/lru_gen/*`: MGLRU or the classic LRU.
+    #[serde(default)]
+    pub lru_gen: LruGenKnobs,
+}
+
+/// `transparent_hugepage/defrag` values.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ThpDefrag {
+    Always,
+    Defer,
+    #[serde(rename = "defer+madvise")]
+    DeferMadvise,
+    Madvise,
+    Never,
+}
+
+impl ThpDefrag {
+    pub const ALL: [ThpDefrag; 5] = [
+        ThpDefrag::Always,
+        ThpDefrag::Defer,
+        ThpDefrag::DeferMadvise,
+        ThpDefrag::Madvise,
+        ThpDefrag::Never,
+    ];
+
+    /// The value as sysfs spells it (`defer+madvise`), None for anything else.
+    pub fn from_name(name: &str) -> Option<ThpDefrag> {
+        Self::ALL.into_iter().find(|d| d.name() == name)
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ThpDefrag::Always => "always",
+            ThpDefrag::Defer => "defer",
+            ThpDefrag::DeferMadvise => "defer+madvise",
+            ThpDefrag::Madvise => "madvise",
+            ThpDefrag::Never => "never",
+        }
+    }
+}
+
+/// `transparent_hugepage/khugepaged/<name>`; `None` leaves the host's value (live) and is the
+/// kernel's default in the sim.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KhugepagedKnobs {
+    /// `defrag` (default true): the collapse allocation may reclaim and compact.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub defrag: Option<bool>,
+    /// `pages_to_scan` (>= 1, default 4096): PTEs scanned per pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pages_to_scan: Option<u32>,
+    /// `scan_sleep_millisecs` (default 10000): sleep between passes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scan_sleep_millisecs: Option<u32>,
+    /// `alloc_sleep_millisecs` (default 60000): sleep after a failed huge page allocation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub alloc_sleep_millisecs: Option<u32>,
+    /// `max_ptes_none` (0 ..= 511, default 511): empty PTEs a collapsed range may have.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ptes_none: Option<u32>,
+    /// `max_ptes_swap` (0 ..= 511, default 64): swap PTEs a collapse swaps in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ptes_swap: Option<u32>,
+    /// `max_ptes_shared` (0 ..= 511, default 256): pages mapped by other processes too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_ptes_shared: Option<u32>,
+}
+
+/// `/proc/sys` knobs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sysctl {
+    #[serde(default)]
+    pub vm: VmSysctl,
+    /// `/proc/sys/kernel/*` (NUMA balancing).
+    #[serde(default)]
+    pub kernel: KernelSysctl,
+}
+
+impl Sysctl {
+    fn is_default(&self) -> bool {
+        *self == Sysctl::default()
+    }
+}
+
+/// `/proc/sys/vm/*`: the page allocator's watermarks. `None` leaves the host's value (live) and
+/// is the kernel's own value in the sim.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VmSysctl {
+    /// `watermark_scale_factor` (1 ..= 3000, default 10): the min-to-low and low-to-high
+    /// watermark distances, in 1/10000 of memory (at least a quarter of min).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watermark_scale_factor: Option<u32>,
+    /// `watermark_boost_factor` (default 15000, 0 disables): how far a fragmenting fallback may
+    /// raise the watermarks, in 1/10000 of the high watermark.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watermark_boost_factor: Option<u32>,
+    /// `min_free_kbytes`: the min watermark. Absent: the kernel's boot value, sqrt(16 x memory
+    /// in KiB) within 128 KiB ..= 256 MiB, raised by khugepaged when PMD THP is enabled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_free_kbytes: Option<u64>,
+    // Compaction (mm/compaction/).
+    /// `extfrag_threshold` (0 ..= 1000, default 500): costly-order compaction runs only when
+    /// the fragmentation index is above it (below, a failure is for lack of memory).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extfrag_threshold: Option<u32>,
+    /// `compaction_proactiveness` (0 ..= 100, default 20): kcompactd compacts in the
+    /// background while the node's fragmentation score is above 100 minus this; 0 disables.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compaction_proactiveness: Option<u32>,
+    /// `compact_unevictable_allowed` (0 or 1, default 1): may compaction migrate unevictable
+    /// (mlocked) folios. The model has none yet, so this changes nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compact_unevictable_allowed: Option<u32>,
+    /// `swappiness` (0 ..= 200, default 60): reclaim's anon/file balance (get_scan_count).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swappiness: Option<u32>,
+    /// `page-cluster` (0 ..= 31, default 3): swap readahead reads up to 2^page_cluster pages
+    /// around a swap fault on a device without SWP_SYNCHRONOUS_IO (VMA readahead caps it at
+    /// 2^5); 0 turns swap readahead off.
+    #[serde(
+        default,
+        alias = "page-cluster",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub page_cluster: Option<u32>,
+}
+
+/// Compressors the kernel's crypto API commonly offers (zram `comp_algorithm`, zswap `compressor`).
+/// `deflate-iaa` is Intel IAA's hardware deflate (iaa_crypto); it needs `machine.iaa`.
+pub const COMPRESSORS: &[&str] = &[
+    "lzo",
+    "lzo-rle",
+    "lz4",
+    "lz4hc",
+    "zstd",
+    "deflate",
+    "deflate-iaa",
+];
+
+/// zswap module parameters. Live, `enabled = false` (the default) turns zswap off for the run;
+/// `true` is refused on a host where zswap is off (enabling it disables mTHP swap-in until reboot).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ZswapKnobs {
+    #[serde(default)]
+    pub enabled: bool,
+    /// `compressor`; absent leaves the host's value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compressor: Option<String>,
+    /// `max_pool_percent` (1..=100); absent leaves the host's value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_pool_percent: Option<u32>,
+    /// `accept_threshold_percent` (0..=100): once full, zswap refuses stores until the pool
+    /// shrinks below this share of its limit; absent leaves the host's value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accept_threshold_percent: Option<u32>,
+    /// `shrinker_enabled`: the memory shrinker writes cold entries back under reclaim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shrinker_enabled: Option<bool>,
+}
+
+impl ZswapKnobs {
+    /// The sim's values where the scenario leaves a knob to the host: the kernel's defaults
+    /// (CONFIG_ZSWAP_COMPRESSOR_DEFAULT lzo, 20%, 90%, CONFIG_ZSWAP_SHRINKER_DEFAULT_ON=n).
+    pub fn compressor_or_default(&self) -> &str {
+        self.compressor.as_deref().unwrap_or("lzo")
+    }
+    pub fn max_pool_percent_or_default(&self) -> u32 {
+        self.max_pool_percent.unwrap_or(20)
+    }
+    pub fn accept_threshold_percent_or_default(&self) -> u32 {
+        self.accept_threshold_percent.unwrap_or(90)
+    }
+}
+
+/// Settings of zram swap devices (`/sys/block/zramN/*`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ZramKnobs {
+    /// `comp_algorithm`; the kernel's default is lzo-rle.
+    #[serde(default = "default_zram_comp")]
+    pub comp_algorithm: String,
+}
+
+fn default_zram_comp() -> String {
+    "lzo-rle".into()
+}
+
+impl Default for ZramKnobs {
+    fn default() -> Self {
+        ZramKnobs {
+            comp_algorithm: default_zram_comp(),
+        }
+    }
+}
+
+impl Scenario {
+    /// `[machine.disk]` and the `[[file]]`s on it.
+    fn validate_files(&self) -> Result<(), ScenarioError> {
+        if let Some(disk) = &self.machine.disk {
+            if !matches!(
+                disk.kind,
+                SwapDeviceKind::Ssd | SwapDeviceKind::Hdd | SwapDeviceKind::Ramdisk
+            ) {
+                return Err(invalid(
+                    "machine.disk.kind",
+                    format!("{:?}", disk.kind).to_lowercase(),
+                    "ssd, hdd, ramdisk",
+                ));
+            }
+            if disk.size.0 < 1 << 20 || disk.size.0 > 1 << 42 {
+                return Err(invalid(
+                    "machine.disk.size",
+                    format_size(disk.size.0),
+                    "1M ..= 4T",
+                ));
+            }
+            if disk.bandwidth_bytes_per_s == Some(0) {
+                return Err(invalid("machine.disk.bandwidth_bytes_per_s", 0, "> 0"));
+            }
+            check_time_ns("machine.disk.latency_ns", disk.latency_ns)?;
+            if disk.read_ahead_kb > 1 << 20 || disk.read_ahead_kb % 4 != 0 {
+                return Err(invalid(
+                    "machine.disk.read_ahead_kb",
+                    disk.read_ahead_kb,
+                    "0 ..= 1048576, a multiple of 4 (whole pages)",
+                ));
+            }
+        }
+        let mut used = 0u64;
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, f) in self.files.iter().enumerate() {
+            let Some(disk) = &self.machine.disk else {
+                return Err(invalid(
+                    format!("file[{i}]"),
+                    format!("`{}` without a disk", f.name),
+                    "files only with a [machine.disk] table",
+                ));
+            };
+            if f.name.is_empty() || !seen.insert(f.name.as_str()) {
+                return Err(invalid(
+                    format!("file[{i}].name"),
+                    format!("`{}`", f.name),
+                    "a unique non-empty name",
+                ));
+            }
+            if f.size.0 < PAGE_SIZE || f.size.0 % PAGE_SIZE != 0 {
+                return Err(invalid(
+                    format!("file[{i}].size"),
+                    format_size(f.size.0),
+                    "a whole number of 4K pages, at least 4K",
+                ));
+            }
+            let before = used;
+            used = used.saturating_add(f.size.0);
+            if used > disk.size.0 {
+                return Err(invalid(
+                    format!("file[{i}].size"),
+                    format_size(f.size.0),
+                    format!(
+                        "at most {} (what machine.disk.size = {} leaves after the files before it)",
+                        format_size(disk.size.0 - before),
+                        format_size(disk.size.0)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The knobs the live backend writes to the host: zram/zswap compressors, zswap pool,
+    /// khugepaged. Ranges are the kernel's own.
+    fn validate_host_knobs(&self) -> Result<(), ScenarioError> {
+        let sysfs = &self.sysfs;
+        let compressors = COMPRESSORS.join(", ");
+        if !COMPRESSORS.contains(&sysfs.zram.comp_algorithm.as_str()) {
+            return Err(invalid(
+                "sysfs.zram.comp_algorithm",
+                format!("`{}`", sysfs.zram.comp_algorithm),
+                compressors,
+            ));
+        }
+        if let Some(c) = &sysfs.zswap.compressor {
+            if !COMPRESSORS.contains(&c.as_str()) {
+                return Err(invalid(
+                    "sysfs.zswap.compressor",
+                    format!("`{c}`"),
+                    compressors,
+                ));
+            }
+        }
+        if let Some(p) = sysfs.zswap.max_pool_percent {
+            if p == 0 || p > 100 {
+                return Err(invalid("sysfs.zswap.max_pool_percent", p, "1 ..= 100"));
+            }
+        }
+        if let Some(p) = sysfs.zswap.accept_threshold_percent {
+            if p > 100 {
+                return Err(invalid(
+                    "sysfs.zswap.accept_threshold_percent",
+                    p,
+                    "0 ..= 100",
+                ));
+            }
+        }
+        let k = &sysfs.khugepaged;
+        for (name, value) in [
+            ("max_ptes_none", k.max_ptes_none),
+            ("max_ptes_swap", k.max_ptes_swap),
+            ("max_ptes_shared", k.max_ptes_shared),
+        ] {
+            if let Some(v) = value.filter(|v| *v >= 1 << PMD_ORDER) {
+                return Err(invalid(format!("sysfs.khugepaged.{name}"), v, "0 ..= 511"));
+            }
+        }
+        if k.pages_to_scan == Some(0) {
+            return Err(invalid("sysfs.khugepaged.pages_to_scan", 0, ">= 1"));
+        }
+        // The kernel's proc_dointvec_minmax ranges (an int, >= 0 unless said).
+        let vm = &self.sysctl.vm;
+        if let Some(v) = vm
+            .watermark_scale_factor
+            .filter(|v| !(1..=3000).contains(v))
+        {
+            return Err(invalid("sysctl.vm.watermark_scale_factor", v, "1 ..= 3000"));
+        }
+        if let Some(v) = vm.page_cluster.filter(|&v| v > 31) {
+            return Err(invalid("sysctl.vm.page_cluster", v, "0 ..= 31"));
+        }
+        if let Some(v) = vm.swappiness.filter(|&v| v > 200) {
+            return Err(invalid("sysctl.vm.swappiness", v, "0 ..= 200"));
+        }
+        if let Some(v) = vm.watermark_boost_factor.filter(|&v| v > i32::MAX as u32) {
+            return Err(invalid(
+                "sysctl.vm.watermark_boost_factor",
+                v,
+                "0 ..= 2147483647 (0 disables boosting)",
+            ));
+        }
+        for (name, value, max) in [
+            ("extfrag_threshold", vm.extfrag_threshold, 1000),
+            ("compaction_proactiveness", vm.compaction_proactiveness, 100),
+            (
+                "compact_unevictable_allowed",
+                vm.compact_unevictable_allowed,
+                1,
+            ),
+        ] {
+            if let Some(v) = value.filter(|&v| v > max) {
+                return Err(invalid(
+                    format!("sysctl.vm.{name}"),
+                    v,
+                    format!("0 ..= {max}"),
+                ));
+            }
+        }
+        if let Some(v) = vm.min_free_kbytes {
+            // The kernel takes any int; a min watermark of half the machine or more leaves
+            // nothing to run in.
+            let limit_kbytes = self.machine.memory.0 / 1024 / 2;
+            if v >= limit_kbytes.min(i32::MAX as u64 + 1) {
+                return Err(invalid(
+                    "sysctl.vm.min_free_kbytes",
+                    v,
+                    format!(
+                        "0 ..= {} (less than half of machine.memory, {})",
+                        limit_kbytes.min(i32::MAX as u64 + 1) - 1,
+                        format_size(self.machine.memory.0)
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn default_thp_top() -> ThpEnabled {
+    ThpEnabled::Never
+}
+
+impl Default for Sysfs {
+    fn default() -> Self {
+        Sysfs {
+            thp_enabled: default_thp_top(),
+            hugepages: BTreeMap::new(),
+            defrag: None,
+            khugepaged: KhugepagedKnobs::default(),
+            zswap: ZswapKnobs::default(),
+            zram: ZramKnobs::default(),
+            numa: NumaKnobs::default(),
+            lru_gen: LruGenKnobs::default(),
+        }
+    }
+}
+
+impl Sysfs {
+    /// `defrag` as the sim applies it: the scenario's value, else the release's default
+    /// (`madvise` since 4.6, `always` before).
+    pub fn thp_defrag(&self, version: KernelVersion) -> ThpDefrag {
+        self.defrag.unwrap_or(if version > KernelVersion::V4_1 {
+            ThpDefrag::Madvise
+        } else {
+            ThpDefrag::Always
+        })
+    }
+
+    /// Only the given large size enabled ("always"); "4K" leaves all large sizes off.
+    pub fn only_size(size: &str) -> Sysfs {
+        let mut hugepages = BTreeMap::new();
+        hugepages.insert("2M".to_string(), ThpEnabled::Never);
+        if size != "4K" {
+            hugepages.insert(size.to_string(), ThpEnabled::Always);
+        }
+        Sysfs {
+            thp_enabled: ThpEnabled::Never,
+            hugepages,
+            ..Sysfs::default()
+        }
+    }
+
+    /// Per order in THP_ORDERS_ALL_ANON (2..=PMD_ORDER): is that size allowed at fault for a
+    /// VMA (madvised or not)? Keys are compared by the size they spell ("64K", "64k" and
+    /// "65536" are one key).
+    pub fn orders_enabled(&self, vma_hugepage: bool) -> u32 {
+        let setting_of = |order: u32| {
+            let by_key = self
+                .hugepages
+                .iter()
+                .find(|(key, _)| Bytes::parse(key).is_ok_and(|b| b.0 == PAGE_SIZE << order));
+            by_key.map(|(_, v)| *v).unwrap_or(if order == PMD_ORDER {
+                ThpEnabled::Inherit
+            } else {
+                ThpEnabled::Never
+            })
+        };
+        let mut mask = 0u32;
+        for order in (0..=PMD_ORDER).filter(|o| THP_ORDERS_ALL_ANON & 1 << o != 0) {
+            let setting = setting_of(order);
+            let effective = if setting == ThpEnabled::Inherit {
+                self.thp_enabled
+            } else {
+                setting
+            };
+            let on = match effective {
+                ThpEnabled::Always => true,
+                ThpEnabled::Madvise => vma_hugepage,
+                ThpEnabled::Never | ThpEnabled::Inherit => false,
+            };
+            if on {
+                mask |= 1 << order;
+            }
+        }
+        mask
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemcgSpec {
+    pub name: String,
+    /// The parent memcg's name (cgroup v2's nesting, v1 with use_hierarchy); absent = the root.
+    /// A parent is declared before its children.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<String>,
+    /// memory.max; absent means no limit.
+    #[serde(default)]
+    pub max: Option<Bytes>,
+    /// memory.high: above it, a task reclaims on its way back to user space and is throttled
+    /// while reclaim cannot bring the memcg back under (mem_cgroup_handle_over_high).
+    #[serde(default)]
+    pub high: Option<Bytes>,
+    /// memory.zswap.max: compressed bytes this memcg may keep in zswap; absent = no limit.
+    #[serde(default)]
+    pub zswap_max: Option<Bytes>,
+    /// memory.zswap.writeback: may zswap write this memcg's entries back to the swap device
+    /// (and store incompressible pages uncompressed)?
+    #[serde(default = "default_true")]
+    pub zswap_writeback: bool,
+    /// memory.oom.group (cgroup v2): an OOM kill of one task of this memcg kills all of them
+    /// (except those with oom_score_adj = -1000).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub oom_group: bool,
+    /// memory.min (cgroup v2): memory reclaim never takes while the memcg is within its
+    /// effective protection; absent = 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<Bytes>,
+    /// memory.low (cgroup v2): best-effort protection, given up only when reclaim can make no
+    /// progress otherwise; absent = 0.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub low: Option<Bytes>,
+    /// memory.swap.max (cgroup v2): swap slots the memcg and its descendants may hold;
+    /// absent = no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swap_max: Option<Bytes>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_zero_i32(v: &i32) -> bool {
+    *v == 0
+}
+
+fn default_true() -> bool {
+    true
+}
+
+impl MemcgSpec {
+    /// A memcg with only memory.max set.
+    pub fn with_max(name: &str, max: Option<Bytes>) -> MemcgSpec {
+        MemcgSpec {
+            name: name.into(),
+            max,
+            high: None,
+            zswap_max: None,
+            zswap_writeback: true,
+            oom_group: false,
+            parent: None,
+            min: None,
+            low: None,
+            swap_max: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum WorkloadSpec {
+    /// vm-scalability `usemem --init-time -w -O -n N SIZE`.
+    Usemem {
+        /// Number of processes (`-n`).
+        nproc: u32,
+        /// Anonymous memory each process maps and writes.
+        size: Bytes,
+        /// memcg the processes run in; absent = root.
+        #[serde(default)]
+        memcg: Option<String>,
+        /// MADV_HUGEPAGE the mapping (for `madvise` sysfs settings).
+        #[serde(default)]
+        madv_hugepage: bool,
+        /// MADV_PAGEOUT the whole mapping once written (an extra step some tests use).
+        #[serde(default)]
+        pageout_after_write: bool,
+        /// What the tasks write into their pages (decides compressibility); absent = the
+        /// workload's own pattern (WorkloadSpec::content).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<ContentClass>,
+        /// /proc/PID/oom_score_adj of its processes: -1000 (never OOM-killed) ..= 1000.
+        #[serde(default, skip_serializing_if = "is_zero_i32")]
+        oom_score_adj: i32,
+    },
+    /// tools/mm/thp_swap_allocator_test.c (spec-swap.md §14): 60 MiB of 64 KiB mTHP paged out,
+    /// then per iteration random swap-ins, random 64 KiB MADV_DONTNEED + refault, page-out
+    /// again; reports the 64 KiB swpout fallback % per iteration. Run it with a 64 MiB
+    /// synchronous swap device (the tool's zram) and 64K `enabled`.
+    ThpSwapAllocatorTest {
+        /// `-a`: swap in 64 KiB-aligned 64 KiB chunks instead of single 4 KiB pages.
+        #[serde(default)]
+        aligned_swapin: bool,
+        /// `-s`: also page out a 4 MiB area of small (order-0, MADV_NOHUGEPAGE) folios.
+        #[serde(default)]
+        small_folios: bool,
+        /// What the tasks write into their pages (decides compressibility); absent = the
+        /// workload's own pattern (WorkloadSpec::content).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<ContentClass>,
+        #[serde(default = "default_allocator_test_iterations")]
+        iterations: u32,
+        #[serde(default)]
+        memcg: Option<String>,
+        /// /proc/PID/oom_score_adj of its processes: -1000 (never OOM-killed) ..= 1000.
+        #[serde(default, skip_serializing_if = "is_zero_i32")]
+        oom_score_adj: i32,
+    },
+    /// Read a `[[file]]`: `nproc` tasks each read their share of it `passes` times, page by
+    /// page `stride_pages` apart, through a mapping (`mmap`: a load, or a store with `write`,
+    /// from each page; `shared` or private) or with read(2) of `read_pages` pages at a time.
+    /// Throughput is the file bytes each task covers over its time.
+    FileRead {
+        /// A `[[file]]` name.
+        file: String,
+        #[serde(default = "default_one")]
+        nproc: u32,
+        #[serde(default = "default_true")]
+        mmap: bool,
+        #[serde(default = "default_true")]
+        shared: bool,
+        #[serde(default)]
+        write: bool,
+        #[serde(default = "default_one")]
+        stride_pages: u32,
+        #[serde(default = "default_one")]
+        passes: u32,
+        /// read(2) request size in pages (without `mmap`).
+        #[serde(default = "default_file_read_pages")]
+        read_pages: u32,
+        /// `echo 1 > /proc/sys/vm/drop_caches` once the tasks are done (the first task).
+        #[serde(default)]
+        drop_caches_after: bool,
+        #[serde(default)]
+        memcg: Option<String>,
+        /// /proc/PID/oom_score_adj of its processes: -1000 (never OOM-killed) ..= 1000.
+        #[serde(default, skip_serializing_if = "is_zero_i32")]
+        oom_score_adj: i32,
+    },
+    /// mmtests' thpscale (workload/thpscale.rs): `threads` threads of one process fragment
+    /// memory with anonymous and file pages, then time 2 MiB faults (fault-base / fault-huge
+    /// latency, % huge). The `[[file]]` named `file` must hold `total_size` + 16 MiB.
+    Thpscale {
+        #[serde(default = "default_one")]
+        threads: u32,
+        /// THPSCALE_MAPSIZE: the anonymous memory of all threads (mmtests: 80% of RAM).
+        total_size: Bytes,
+        /// The work file, a `[[file]]` name.
+        file: String,
+        /// MADV_HUGEPAGE the faulted region (thpscale's last argument).
+        #[serde(default)]
+        madv_hugepage: bool,
+        #[serde(default)]
+        memcg: Option<String>,
+        /// /proc/PID/oom_score_adj of its processes: -1000 (never OOM-killed) ..= 1000.
+        #[serde(default, skip_serializing_if = "is_zero_i32")]
+        oom_score_adj: i32,
+    },
+    /// A kernel-build-like mix (`make -jN`): `jobs` compiler processes run `jobs_concurrent` at
+    /// a time; each maps an anonymous heap of a size drawn log-uniformly from
+    /// [rss_min, rss_max], writes it, then computes in `phases` phases, re-touching a random
+    /// tenth of its heap in each (the working set that swaps back in), and exits.
+    Kbuild {
+        /// Compiler processes in the whole build.
+        jobs: u32,
+        /// `make -j`: how many run at once.
+        jobs_concurrent: u32,
+        #[serde(default = "default_kbuild_rss_min")]
+        rss_min: Bytes,
+        #[serde(default = "default_kbuild_rss_max")]
+        rss_max: Bytes,
+        /// User CPU time per 4 KiB page of heap (cc1: about a second per 100 MiB, ~40 µs).
+        #[serde(default = "default_kbuild_user_ns_per_page")]
+        user_ns_per_page: u64,
+        #[serde(default = "default_kbuild_phases")]
+        phases: u32,
+        /// What the tasks write into their pages (decides compressibility); absent = the
+        /// workload's own pattern (WorkloadSpec::content).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<ContentClass>,
+        #[serde(default)]
+        memcg: Option<String>,
+        /// /proc/PID/oom_score_adj of its processes: -1000 (never OOM-killed) ..= 1000.
+        #[serde(default, skip_serializing_if = "is_zero_i32")]
+        oom_score_adj: i32,
+    },
+    /// XSBench (workload/xsbench.rs, docs/xsbench.md): `threads` threads of one process build
+    /// the cross-section grids of `size` (thread 0 writes them), then do `lookups` lookups
+    /// in all (the seed: -p 50000000 x 34 = 1.7e9), uniformly random reads of the grids.
+    Xsbench {
+        /// `-s`: "small" (68 isotopes), "large" (355 x 11303, 5.9 GB) or "XL" (238847 points).
+        #[serde(default)]
+        size: crate::workload::xsbench::XsbenchSize,
+        /// Override the size's isotopes (68, or 355 and more: the material tables need them).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        isotopes: Option<u32>,
+        /// `-g`: gridpoints per nuclide.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        gridpoints: Option<u32>,
+        /// Lookups of all threads (XSBench's default -p 500000 -l 34: 17 million).
+        #[serde(default = "default_xsbench_lookups")]
+        lookups: u64,
+        #[serde(default = "default_one")]
+        threads: u32,
+        /// MADV_HUGEPAGE ("hugepage") or MADV_NOHUGEPAGE ("nohugepage") the grids.
+        #[serde(default)]
+        thp: crate::workload::xsbench::ThpAdviceSpec,
+        /// User CPU time of a lookup besides its memory accesses; default: an estimate from
+        /// the material's nuclides (docs/xsbench.md).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        lookup_compute_ns: Option<u64>,
+        /// Lookups per chunk of ops (granularity of the access ops); default: at least 1000,
+        /// at most 20000 chunks per thread.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        chunk_lookups: Option<u32>,
+        #[serde(default)]
+        memcg: Option<String>,
+        /// /proc/PID/oom_score_adj of its processes: -1000 (never OOM-killed) ..= 1000.
+        #[serde(default, skip_serializing_if = "is_zero_i32")]
+        oom_score_adj: i32,
+    },
+    /// A TLB shootdown microbenchmark (workload/tlb_shootdown.rs): thread 0 of `threads` does
+    /// `op` on memory the others share, `iterations` x `ops_per_iteration` times, while they
+    /// run in user space on the other CPUs.
+    TlbShootdown {
+        /// "munmap", "mprotect", "madv_dontneed" or "madv_pageout" (needs swap).
+        op: crate::workload::tlb_shootdown::ShootdownOp,
+        #[serde(default = "default_two")]
+        threads: u32,
+        #[serde(default = "default_shootdown_iterations")]
+        iterations: u32,
+        #[serde(default = "default_shootdown_ops")]
+        ops_per_iteration: u32,
+        /// Pages of the region (at most 33: flush_tlb_mm_range flushes them one by one).
+        #[serde(default = "default_shootdown_pages")]
+        pages: u32,
+        /// How long the other threads run in user space each iteration.
+        #[serde(default = "default_shootdown_spin_ns")]
+        spin_ns: u64,
+        /// How long thread 0 waits (in user space) before its operations each iteration.
+        #[serde(default = "default_shootdown_lead_ns")]
+        lead_ns: u64,
+        #[serde(default)]
+        memcg: Option<String>,
+        #[serde(default, skip_serializing_if = "is_zero_i32")]
+        oom_score_adj: i32,
+    },
+    /// Replay a trace recorded by `foliosim record` (workload/trace.rs, docs/trace-format.md):
+    /// each recorded process becomes tasks, its VMAs and page faults operations.
+    Trace {
+        /// The trace file (gzipped or not); a relative path is tried from the current
+        /// directory and then from each of its ancestors.
+        path: String,
+        /// Multiply every size (VMAs, touched and unmapped ranges); CPU time is not scaled.
+        #[serde(default = "default_scale")]
+        scale: f64,
+        /// Replay the whole trace this many times, one after the other.
+        #[serde(default = "default_one")]
+        repeat: u32,
+        /// MADV_HUGEPAGE every VMA (for `madvise` sysfs settings).
+        #[serde(default)]
+        madv_hugepage: bool,
+        /// Replay the recorded CPU time between events as user-space computing.
+        #[serde(default = "default_true")]
+        compute: bool,
+        /// What the tasks write into their pages; absent = real process memory
+        /// (process-sample).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<ContentClass>,
+        #[serde(default)]
+        memcg: Option<String>,
+        /// /proc/PID/oom_score_adj of its processes: -1000 (never OOM-killed) ..= 1000.
+        #[serde(default, skip_serializing_if = "is_zero_i32")]
+        oom_score_adj: i32,
+    },
+}
+
+fn default_scale() -> f64 {
+    1.0
+}
+fn default_xsbench_lookups() -> u64 {
+    17_000_000
+}
+fn default_two() -> u32 {
+    2
+}
+fn default_shootdown_iterations() -> u32 {
+    200
+}
+fn default_shootdown_ops() -> u32 {
+    10
+}
+fn default_shootdown_pages() -> u32 {
+    16
+}
+fn default_shootdown_spin_ns() -> u64 {
+    2_000_000
+}
+fn default_shootdown_lead_ns() -> u64 {
+    100_000
+}
+fn default_allocator_test_iterations() -> u32 {
+    100
+}
+fn default_one() -> u32 {
+    1
+}
+fn default_file_read_pages() -> u32 {
+    32
+}
+fn default_kbuild_rss_min() -> Bytes {
+    Bytes(8 << 20)
+}
+fn default_kbuild_rss_max() -> Bytes {
+    Bytes(256 << 20)
+}
+fn default_kbuild_user_ns_per_page() -> u64 {
+    40_000
+}
+fn default_kbuild_phases() -> u32 {
+    4
+}
+
+impl WorkloadSpec {
+    /// The page content the workload writes: usemem stores each word's index (p[i] = i),
+    /// thp_swap_allocator_test memsets 0x11, a compiler's heap is real process memory.
+    pub fn content(&self) -> ContentClass {
+        match self {
+            WorkloadSpec::Usemem { content, .. } => content.unwrap_or(ContentClass::Usemem),
+            WorkloadSpec::ThpSwapAllocatorTest { content, .. } => {
+                content.unwrap_or(ContentClass::SameFilled)
+            }
+            WorkloadSpec::Kbuild { content, .. } | WorkloadSpec::Trace { content, .. } => {
+                content.unwrap_or(ContentClass::ProcessSample)
+            }
+            WorkloadSpec::FileRead { .. }
+            | WorkloadSpec::Thpscale { .. }
+            | WorkloadSpec::Xsbench { .. }
+            | WorkloadSpec::TlbShootdown { .. } => ContentClass::Usemem,
+        }
+    }
+
+    pub fn memcg(&self) -> Option<&str> {
+        match self {
+            WorkloadSpec::Usemem { memcg, .. }
+            | WorkloadSpec::ThpSwapAllocatorTest { memcg, .. }
+            | WorkloadSpec::Kbuild { memcg, .. }
+            | WorkloadSpec::FileRead { memcg, .. }
+            | WorkloadSpec::Thpscale { memcg, .. }
+            | WorkloadSpec::Xsbench { memcg, .. }
+            | WorkloadSpec::TlbShootdown { memcg, .. }
+            | WorkloadSpec::Trace { memcg, .. } => memcg.as_deref(),
+        }
+    }
+
+    /// oom_score_adj of the workload's processes (-1000 ..= 1000; -1000: never OOM-killed).
+    pub fn oom_score_adj(&self) -> i32 {
+        match self {
+            WorkloadSpec::Usemem { oom_score_adj, .. }
+            | WorkloadSpec::ThpSwapAllocatorTest { oom_score_adj, .. }
+            | WorkloadSpec::Kbuild { oom_score_adj, .. }
+            | WorkloadSpec::FileRead { oom_score_adj, .. }
+            | WorkloadSpec::Thpscale { oom_score_adj, .. }
+            | WorkloadSpec::Xsbench { oom_score_adj, .. }
+            | WorkloadSpec::TlbShootdown { oom_score_adj, .. }
+            | WorkloadSpec::Trace { oom_score_adj, .. } => *oom_score_adj,
+        }
+    }
+}
+
+impl Scenario {
+    pub fn from_toml_str(text: &str) -> Result<Scenario, ScenarioError> {
+        let scenario: Scenario = toml::from_str(text)?;
+        scenario.validate()?;
+        Ok(scenario)
+    }
+
+    pub fn to_toml_string(&self) -> String {
+        toml::to_string(self).expect("a scenario always serializes")
+    }
+
+    /// Checks what serde's types cannot: ranges, cross references, known names.
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        self.report.validate()?;
+        let m = &self.machine;
+        if m.sched_slice_ns < 10_000 || m.sched_slice_ns > 1_000_000_000 {
+            return Err(invalid(
+                "machine.sched_slice_ns",
+                m.sched_slice_ns,
+                "10000 ..= 1000000000 (10 µs to 1 s)",
+            ));
+        }
+        if m.cpus == 0 || m.cpus > 1024 {
+            return Err(invalid("machine.cpus", m.cpus, "1 ..= 1024"));
+        }
+        let bw = m.memory_bandwidth_bytes_per_s;
+        if bw != 0 && !(100_000_000..=100_000_000_000_000).contains(&bw) {
+            return Err(invalid(
+                "machine.memory_bandwidth_bytes_per_s",
+                bw,
+                "0 (unlimited) or 100000000 ..= 100000000000000 (0.1 GB/s to 100 TB/s)",
+            ));
+        }
+        let min_memory = 16 << 20;
+        if m.memory.0 < min_memory || m.memory.0 > 1 << 42 {
+            return Err(invalid(
+                "machine.memory",
+                format_size(m.memory.0),
+                "16M ..= 4T",
+            ));
+        }
+        numa::validate(&m.nodes, &self.sysctl.kernel)?;
+        // Page frame numbers are 31 bits: a cache slot tells a pfn from a shadow entry by bit 31
+        // (mm/workingset.rs).
+        let total_memory: u64 = m.memory.0 + m.nodes.iter().map(|n| n.memory.0).sum::<u64>();
+        if total_memory > 1 << 43 {
+            return Err(invalid(
+                "machine.node",
+                format_size(total_memory),
+                "machine.memory plus every node's memory at most 8T",
+            ));
+        }
+        crate::hw::tlb_cache::TlbGeometry::from_spec(m.tlb_geometry.as_ref(), m.tlb)
+            .map_err(|(field, value, allowed)| invalid(field, value, allowed))?;
+        if let Some(iaa) = &m.iaa {
+            if iaa.sockets == 0 || iaa.sockets > m.cpus || iaa.devices_per_socket == 0 {
+                return Err(invalid(
+                    "machine.iaa",
+                    format!(
+                        "{} sockets x {} devices",
+                        iaa.sockets, iaa.devices_per_socket
+                    ),
+                    "1 ..= machine.cpus sockets, at least 1 device per socket",
+                ));
+            }
+        }
+        if self.sysfs.zswap.compressor.as_deref() == Some("deflate-iaa") && m.iaa.is_none() {
+            return Err(invalid(
+                "sysfs.zswap.compressor",
+                "`deflate-iaa`",
+                "a software compressor, or deflate-iaa with a [machine.iaa] table",
+            ));
+        }
+        if self.sysfs.zram.comp_algorithm == "deflate-iaa" {
+            return Err(invalid(
+                "sysfs.zram.comp_algorithm",
+                "`deflate-iaa`",
+                "a software compressor (zram does not drive IAA here)",
+            ));
+        }
+        CostModel::profile(&m.cost_profile).ok_or_else(|| {
+            invalid(
+                "machine.cost_profile",
+                &m.cost_profile,
+                CostModel::PROFILES.join(", "),
+            )
+        })?;
+        if m.swap_devices.len() > crate::mm::swapfile::MAX_SWAPFILES {
+            return Err(invalid(
+                "machine.swap",
+                m.swap_devices.len(),
+                "at most 16 devices",
+            ));
+        }
+        for (i, dev) in m.swap_devices.iter().enumerate() {
+            let clusters = dev.size.0 / (PAGE_SIZE * crate::mm::swapfile::SWAPFILE_CLUSTER as u64);
+            if clusters < 2 || dev.size.0 > 1 << 40 {
+                return Err(invalid(
+                    format!("machine.swap[{i}].size"),
+                    format_size(dev.size.0),
+                    "4M ..= 1T (at least two 2 MiB swap clusters)",
+                ));
+            }
+            if dev.bandwidth_bytes_per_s == Some(0) {
+                return Err(invalid(
+                    format!("machine.swap[{i}].bandwidth_bytes_per_s"),
+                    0,
+                    "> 0",
+                ));
+            }
+            check_time_ns(&format!("machine.swap[{i}].latency_ns"), dev.latency_ns)?;
+            if dev.discard && dev.kind != SwapDeviceKind::Ssd {
+                return Err(invalid(
+                    format!("machine.swap[{i}].discard"),
+                    format!("true on a {:?} device", dev.kind).to_lowercase(),
+                    "true only for kind = \"ssd\"",
+                ));
+            }
+            if let Some(eb) = dev.erase_block {
+                let ok = eb.0.is_power_of_two() && eb.0 >= 64 << 10 && eb.0 <= 64 << 20;
+                if dev.kind != SwapDeviceKind::Ssd || !ok {
+                    return Err(invalid(
+                        format!("machine.swap[{i}].erase_block"),
+                        format_size(eb.0),
+                        "a power of two 64K ..= 64M, on kind = \"ssd\" only",
+                    ));
+                }
+            }
+            if dev.mthp_reserve_percent > 0 {
+                let cluster_lists = matches!(
+                    self.kernel.swap_allocator(),
+                    SwapAllocatorKind::ClusterListsC12 | SwapAllocatorKind::ClusterListsC18
+                );
+                if dev.mthp_reserve_percent > 90 || !cluster_lists {
+                    return Err(invalid(
+                        format!("machine.swap[{i}].mthp_reserve_percent"),
+                        dev.mthp_reserve_percent,
+                        "0 ..= 90, with a cluster-lists allocator (kernel 6.12 / 6.18)",
+                    ));
+                }
+            }
+        }
+        for name in self.costs.keys() {
+            if !CostModel::NAMES.contains(&name.as_str()) {
+                return Err(invalid(
+                    format!("costs.{name}"),
+                    name,
+                    CostModel::NAMES.join(", "),
+                ));
+            }
+        }
+        for (name, value) in &self.costs {
+            if value.is_nan() || *value < 0.0 || *value > MAX_TIME_NS as f64 {
+                return Err(invalid(
+                    format!("costs.{name}"),
+                    value,
+                    "a number of ns in 0 ..= 1e12 (1000 s: more would overflow simulated time)",
+                ));
+            }
+        }
+        self.validate_host_knobs()?;
+        let mut sizes_seen = std::collections::BTreeSet::new();
+        for size in self.sysfs.hugepages.keys() {
+            let bytes = Bytes::parse(size)
+                .map_err(|e| invalid(format!("sysfs.hugepages.{size}"), e, "16K, 32K, … 2M"))?;
+            let valid = bytes.0.is_power_of_two()
+                && bytes.0 >= PAGE_SIZE
+                && bytes.0 <= PAGE_SIZE << PMD_ORDER;
+            if !valid {
+                return Err(invalid(
+                    format!("sysfs.hugepages.\"{size}\""),
+                    size,
+                    "4K, 16K, 32K, 64K, 128K, 256K, 512K, 1M, 2M",
+                ));
+            }
+            // No hugepages-8kB/enabled: anonymous THP has no order 1 (THP_ORDERS_ALL_ANON).
+            if bytes.0 == PAGE_SIZE << 1 {
+                return Err(invalid(
+                    format!("sysfs.hugepages.\"{size}\""),
+                    size,
+                    "4K, 16K, 32K, … 2M (no anonymous 8K THP in any kernel: an order-1 folio has no room for the deferred split list)",
+                ));
+            }
+            if !sizes_seen.insert(bytes.0) {
+                return Err(invalid(
+                    format!("sysfs.hugepages.\"{size}\""),
+                    size,
+                    "each size once (it is listed under another spelling too)",
+                ));
+            }
+            // Per-size mTHP arrived in 6.8; 4.1 has the PMD size alone.
+            if self.kernel.version == KernelVersion::V4_1 && bytes.0 != PAGE_SIZE << PMD_ORDER {
+                return Err(invalid(
+                    format!("sysfs.hugepages.\"{size}\""),
+                    size,
+                    "2M only with kernel.version = \"4.1\" (no per-size mTHP before 6.8)",
+                ));
+            }
+        }
+        if self.sysfs.lru_gen.enabled() && !self.kernel.version.lru_gen() {
+            return Err(invalid(
+                "sysfs.lru_gen.enabled",
+                "true",
+                "false with kernel.version = \"4.1\" (MGLRU arrived in 6.1)",
+            ));
+        }
+        if self.kernel.version == KernelVersion::V4_1 {
+            if let Some(d @ (ThpDefrag::Defer | ThpDefrag::DeferMadvise)) = self.sysfs.defrag {
+                return Err(invalid(
+                    "sysfs.defrag",
+                    d.name(),
+                    "always, madvise, never with kernel.version = \"4.1\" (defer arrived in 4.6)",
+                ));
+            }
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, cg) in self.memcgs.iter().enumerate() {
+            if cg.name.is_empty() || cg.name.contains('/') || !seen.insert(cg.name.as_str()) {
+                return Err(invalid(
+                    format!("memcg[{i}].name"),
+                    format!("`{}`", cg.name),
+                    "a unique non-empty name without `/`",
+                ));
+            }
+            if self.kernel.cgroup == CgroupVersion::V1 {
+                let v2_only = [
+                    ("high", cg.high.is_some()),
+                    ("zswap_max", cg.zswap_max.is_some()),
+                    ("zswap_writeback", !cg.zswap_writeback),
+                    ("oom_group", cg.oom_group),
+                    ("min", cg.min.is_some()),
+                    ("low", cg.low.is_some()),
+                    ("swap_max", cg.swap_max.is_some()),
+                ];
+                if let Some((name, _)) = v2_only.iter().find(|(_, set)| *set) {
+                    return Err(invalid(
+                        format!("memcg[{i}].{name}"),
+                        "set",
+                        "unset with kernel.cgroup = \"v1\" (a cgroup v2 file)",
+                    ));
+                }
+            }
+            if let Some(parent) = &cg.parent {
+                // Children come after their parent, so the tree has no cycles.
+                let earlier: Vec<&str> = self.memcgs[..i].iter().map(|c| c.name.as_str()).collect();
+                if !earlier.contains(&parent.as_str()) {
+                    let why = if parent == &cg.name {
+                        "a memcg cannot be its own parent (a cycle); name a memcg declared before it"
+                    } else if self.memcgs.iter().any(|c| &c.name == parent) {
+                        "a memcg declared before this one (a parent comes before its children)"
+                    } else {
+                        "the name of a [[memcg]] declared before this one, or absent for the root"
+                    };
+                    return Err(invalid(
+                        format!("memcg[{i}].parent"),
+                        format!("`{parent}`"),
+                        format!(
+                            "{why}; declared before: {}",
+                            if earlier.is_empty() {
+                                "none".to_string()
+                            } else {
+                                earlier.join(", ")
+                            }
+                        ),
+                    ));
+                }
+            }
+            for (name, limit) in [("max", cg.max), ("high", cg.high)] {
+                if let Some(limit) = limit.filter(|l| l.0 < 1 << 20) {
+                    return Err(invalid(
+                        format!("memcg[{i}].{name}"),
+                        format_size(limit.0),
+                        ">= 1M",
+                    ));
+                }
+            }
+        }
+        self.validate_files()?;
+        if self.workloads.is_empty() {
+            return Err(invalid(
+                "workload",
+                "none",
+                "at least one [[workload]] table",
+            ));
+        }
+        for (i, w) in self.workloads.iter().enumerate() {
+            self.validate_workload(i, w)?;
+        }
+        // The simulator's own memory, on any host (run() also checks this host's).
+        let footprint = crate::footprint::estimate(self);
+        let total = footprint.total_bytes();
+        if total > crate::footprint::STATIC_MAX_BYTES {
+            let part = footprint
+                .largest()
+                .expect("machine.memory is always counted");
+            return Err(invalid(
+                part.field.clone(),
+                &part.value,
+                format!(
+                    "a scenario the simulator holds in at most 1 TiB of its own memory; this one needs about {} ({})",
+                    crate::footprint::human_bytes(total),
+                    footprint.summary()
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The `[[file]]` named `name`, or an error naming `field` and the files there are.
+    fn file_spec(&self, name: &str, field: String) -> Result<&FileSpec, ScenarioError> {
+        self.files.iter().find(|f| f.name == name).ok_or_else(|| {
+            let names: Vec<_> = self.files.iter().map(|f| f.name.as_str()).collect();
+            invalid(
+                field,
+                format!("`{name}`"),
+                format!(
+                    "a [[file]] name: {}",
+                    if names.is_empty() {
+                        "(none defined)".into()
+                    } else {
+                        names.join(", ")
+                    }
+                ),
+            )
+        })
+    }
+
+    fn validate_workload(&self, i: usize, w: &WorkloadSpec) -> Result<(), ScenarioError> {
+        let field = |name: &str| format!("workload[{i}].{name}");
+        match w {
+            WorkloadSpec::Usemem { nproc, size, .. } => {
+                if *nproc == 0 || *nproc > 100_000 {
+                    return Err(invalid(field("nproc"), nproc, "1 ..= 100000"));
+                }
+                if size.0 < PAGE_SIZE || size.0 > 1 << 42 {
+                    return Err(invalid(field("size"), format_size(size.0), "4K ..= 4T"));
+                }
+            }
+            WorkloadSpec::ThpSwapAllocatorTest { iterations, .. } => {
+                if *iterations == 0 || *iterations > 100_000 {
+                    return Err(invalid(field("iterations"), iterations, "1 ..= 100000"));
+                }
+            }
+            WorkloadSpec::Kbuild {
+                jobs,
+                jobs_concurrent,
+                rss_min,
+                rss_max,
+                phases,
+                user_ns_per_page,
+                ..
+            } => {
+                check_time_ns(&field("user_ns_per_page"), Some(*user_ns_per_page))?;
+                if *jobs == 0 || *jobs > 1_000_000 {
+                    return Err(invalid(field("jobs"), jobs, "1 ..= 1000000"));
+                }
+                if *jobs_concurrent == 0 || *jobs_concurrent > 4096 {
+                    return Err(invalid(
+                        field("jobs_concurrent"),
+                        jobs_concurrent,
+                        "1 ..= 4096",
+                    ));
+                }
+                if rss_min.0 < PAGE_SIZE || rss_min.0 > 1 << 36 {
+                    return Err(invalid(
+                        field("rss_min"),
+                        format_size(rss_min.0),
+                        "4K ..= 64G",
+                    ));
+                }
+                if rss_max < rss_min || rss_max.0 > 1 << 36 {
+                    return Err(invalid(
+                        field("rss_max"),
+                        format_size(rss_max.0),
+                        format!("rss_min ({}) ..= 64G", format_size(rss_min.0)),
+                    ));
+                }
+                if *phases == 0 || *phases > 1000 {
+                    return Err(invalid(field("phases"), phases, "1 ..= 1000"));
+                }
+            }
+            WorkloadSpec::Thpscale {
+                threads,
+                total_size,
+                file,
+                ..
+            } => {
+                let spec = self.file_spec(file, field("file"))?;
+                if *threads == 0 || *threads > 4096 {
+                    return Err(invalid(field("threads"), threads, "1 ..= 4096"));
+                }
+                // thpscale exits when a thread's share rounds down to no 2 MiB.
+                let min = *threads as u64 * (2 << 20);
+                if total_size.0 < min || total_size.0 > 1 << 42 {
+                    return Err(invalid(
+                        field("total_size"),
+                        format_size(total_size.0),
+                        format!("{} (2M per thread) ..= 4T", format_size(min)),
+                    ));
+                }
+                let needed = total_size.0 + (16 << 20);
+                if spec.size.0 < needed {
+                    return Err(invalid(
+                        format!("file `{file}` size"),
+                        format_size(spec.size.0),
+                        format!(
+                            "at least total_size + 16M = {} (thpscale maps a quarter of each thread's share at its offset)",
+                            format_size(needed)
+                        ),
+                    ));
+                }
+            }
+            WorkloadSpec::Xsbench {
+                isotopes,
+                gridpoints,
+                lookups,
+                threads,
+                chunk_lookups,
+                lookup_compute_ns,
+                ..
+            } => {
+                if let Some(n) = isotopes.filter(|&n| n != 68 && !(355..=100_000).contains(&n)) {
+                    return Err(invalid(
+                        field("isotopes"),
+                        n,
+                        "68 (H-M small's fuel) or 355 ..= 100000 (H-M large's material table names isotopes up to 354)",
+                    ));
+                }
+                if let Some(g) = gridpoints.filter(|&g| g == 0 || g > 10_000_000) {
+                    return Err(invalid(field("gridpoints"), g, "1 ..= 10000000"));
+                }
+                if *lookups == 0 || *lookups > 1 << 40 {
+                    return Err(invalid(field("lookups"), lookups, "1 ..= 2^40"));
+                }
+                if *threads == 0 || *threads > 4096 {
+                    return Err(invalid(field("threads"), threads, "1 ..= 4096"));
+                }
+                if chunk_lookups == &Some(0) {
+                    return Err(invalid(field("chunk_lookups"), 0, ">= 1"));
+                }
+                check_time_ns(&field("lookup_compute_ns"), *lookup_compute_ns)?;
+                let g = crate::workload::xsbench::Grids::new(
+                    match w {
+                        WorkloadSpec::Xsbench { size, .. } => *size,
+                        _ => unreachable!(),
+                    },
+                    *isotopes,
+                    *gridpoints,
+                );
+                if g.index_grid_bytes / PAGE_SIZE >= u32::MAX as u64 {
+                    return Err(invalid(
+                        field("gridpoints"),
+                        g.gridpoints,
+                        "a size whose index grid stays below 16 TiB",
+                    ));
+                }
+            }
+            WorkloadSpec::TlbShootdown {
+                threads,
+                iterations,
+                ops_per_iteration,
+                pages,
+                spin_ns,
+                lead_ns,
+                ..
+            } => {
+                if *threads < 2 || *threads > 1024 {
+                    return Err(invalid(field("threads"), threads, "2 ..= 1024"));
+                }
+                for (name, v, max) in [
+                    ("iterations", *iterations, 1_000_000),
+                    ("ops_per_iteration", *ops_per_iteration, 10_000),
+                    ("pages", *pages, 33),
+                ] {
+                    if v == 0 || v > max {
+                        return Err(invalid(field(name), v, format!("1 ..= {max}")));
+                    }
+                }
+                check_time_ns(&field("spin_ns"), Some(*spin_ns))?;
+                check_time_ns(&field("lead_ns"), Some(*lead_ns))?;
+            }
+            WorkloadSpec::Trace { .. } => {
+                crate::workload::trace::validate(w)
+                    .map_err(|(name, value, allowed)| invalid(field(name), value, allowed))?;
+            }
+            WorkloadSpec::FileRead {
+                file,
+                nproc,
+                stride_pages,
+                passes,
+                read_pages,
+                ..
+            } => {
+                let pages = self.file_spec(file, field("file"))?.size.pages();
+                // Each task maps or reads its own share of the file: at least a page.
+                if *nproc as u64 > pages {
+                    return Err(invalid(
+                        field("nproc"),
+                        nproc,
+                        format!("1 ..= {pages} (each task reads a share of the {pages} pages of file `{file}`)"),
+                    ));
+                }
+                for (name, v, max) in [
+                    ("nproc", *nproc, 4096),
+                    ("stride_pages", *stride_pages, 1 << 20),
+                    ("passes", *passes, 1000),
+                    ("read_pages", *read_pages, 1 << 20),
+                ] {
+                    if v == 0 || v > max {
+                        return Err(invalid(field(name), v, format!("1 ..= {max}")));
+                    }
+                }
+            }
+        }
+        let adj = w.oom_score_adj();
+        if !(-1000..=1000).contains(&adj) {
+            return Err(invalid(
+                field("oom_score_adj"),
+                adj,
+                "-1000 ..= 1000 (-1000: never OOM-killed)",
+            ));
+        }
+        if let Some(name) = w.memcg() {
+            if !self.memcgs.iter().any(|cg| cg.name == name) {
+                let names: Vec<_> = self.memcgs.iter().map(|c| c.name.as_str()).collect();
+                return Err(invalid(
+                    field("memcg"),
+                    format!("`{name}`"),
+                    format!(
+                        "a [[memcg]] name: {}",
+                        if names.is_empty() {
+                            "(none defined)".into()
+                        } else {
+                            names.join(", ")
+                        }
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+}

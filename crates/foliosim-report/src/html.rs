@@ -1,0 +1,636 @@
+//! One self-contained HTML report (`--html`): tables, inline SVG plots (svg.rs), the scenarios
+//! and the versions, with no script and nothing fetched, so it opens anywhere, offline, and
+//! its bytes depend only on what ran (no date in it).
+//!
+//! For `reproduce`, the tables are the seed module's own report (its JSON, rendered
+//! generically: each array of rows becomes a table, a `seed_X` column placed beside our `X`)
+//! and its text table as the CLI prints it; nothing is recomputed here.
+
+use super::svg::{self, escape, Series};
+use super::timeseries::TimeSeries;
+use crate::captured_run::CapturedRun;
+use crate::RunResult;
+use serde_json::Value;
+use std::fmt::Write as _;
+
+/// What produced the report.
+#[derive(Debug, Clone)]
+pub struct Versions {
+    pub foliosim: String,
+    /// The commit the binary was built from, when known.
+    pub git_rev: Option<String>,
+    /// The command line, as typed.
+    pub command: String,
+}
+
+const STYLE: &str = "body{font-family:sans-serif;margin:24px;max-width:1200px;color:#222}\
+h1{font-size:22px;margin-bottom:4px}h2{font-size:18px;margin-top:28px;border-bottom:1px solid #ccc}\
+h3{font-size:15px}table{border-collapse:collapse;margin:8px 0;font-size:13px}\
+th,td{border:1px solid #ccc;padding:3px 7px;text-align:right;vertical-align:top}\
+th{background:#f2f2f2}td.l,th.l{text-align:left}th.seed,td.seed{background:#fff3df}\
+pre{background:#f7f7f7;padding:8px;font-size:12px;overflow-x:auto}\
+.note{color:#555;font-size:13px}.plots svg{display:block;margin:12px 0}\
+.cols{columns:3;font-size:13px}.cols div{break-inside:avoid}.scroll{overflow-x:auto}";
+
+fn page(title: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width\">\
+         <title>{}</title><link rel=\"icon\" href=\"data:,\"><style>{STYLE}</style></head>\n\
+         <body>\n{body}\n</body></html>\n",
+        escape(title)
+    )
+}
+
+fn versions_table(v: &Versions, profiles: &[String]) -> String {
+    let mut s = String::from("<table class=\"meta\">");
+    let mut row = |k: &str, val: &str| {
+        let _ = write!(
+            s,
+            "<tr><th class=\"l\">{k}</th><td class=\"l\">{}</td></tr>",
+            escape(val)
+        );
+    };
+    row("foliosim", &v.foliosim);
+    row(
+        "built from commit",
+        v.git_rev.as_deref().unwrap_or("unknown"),
+    );
+    row("command", &v.command);
+    for p in profiles {
+        row("kernel profile", p);
+    }
+    s.push_str("</table>");
+    s
+}
+
+/// A table cell for a JSON scalar.
+fn cell(v: &Value) -> String {
+    match v {
+        Value::Null => "–".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => match (n.as_u64(), n.as_i64(), n.as_f64()) {
+            (Some(u), _, _) => u.to_string(),
+            (_, Some(i), _) => i.to_string(),
+            (_, _, Some(f)) => fmt_float(f),
+            _ => n.to_string(),
+        },
+        Value::String(s) => escape(s),
+        other => escape(&other.to_string()),
+    }
+}
+
+fn fmt_float(f: f64) -> String {
+    let a = f.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if a >= 100.0 {
+        format!("{f:.0}")
+    } else if a >= 10.0 {
+        format!("{f:.1}")
+    } else if a >= 0.01 {
+        format!("{f:.2}")
+    } else {
+        format!("{f:.3}")
+    }
+}
+
+/// A column name that may break after its underscores.
+fn header(name: &str) -> String {
+    escape(name).replace('_', "_<wbr>")
+}
+
+fn is_scalar(v: &Value) -> bool {
+    !matches!(v, Value::Array(_) | Value::Object(_))
+}
+
+fn numbers(v: &Value) -> Option<Vec<f64>> {
+    match v {
+        Value::Array(a) if a.len() >= 2 && a.iter().all(Value::is_number) => {
+            Some(a.iter().filter_map(Value::as_f64).collect())
+        }
+        _ => None,
+    }
+}
+
+/// A row's name: its text and yes/no fields.
+fn row_label(row: &serde_json::Map<String, Value>) -> String {
+    let mut parts = Vec::new();
+    for (k, v) in row {
+        match v {
+            // Names, not the seed's figures written as text or long notes.
+            Value::String(s) if !k.starts_with("seed_") && k != "expected" && s.len() <= 24 => {
+                parts.push(s.clone())
+            }
+            Value::Bool(b) => parts.push(format!("{k}={b}")),
+            _ => {}
+        }
+    }
+    parts.join(" ")
+}
+
+/// Columns of the scalar fields, each `seed_X` right before our `X`.
+fn ordered_columns(rows: &[&serde_json::Map<String, Value>]) -> Vec<String> {
+    let mut keys: Vec<String> = Vec::new();
+    for r in rows {
+        for (k, v) in r.iter() {
+            if is_scalar(v) && !keys.contains(k) {
+                keys.push(k.clone());
+            }
+        }
+    }
+    // Names (text, yes/no) first, then the figures.
+    let is_name = |k: &String| {
+        rows.iter()
+            .any(|r| matches!(r.get(k), Some(Value::String(_) | Value::Bool(_))))
+    };
+    let (names, figures): (Vec<String>, Vec<String>) = keys.into_iter().partition(is_name);
+    let keys: Vec<String> = names.into_iter().chain(figures).collect();
+    let mut out: Vec<String> = Vec::new();
+    for k in &keys {
+        if k.starts_with("seed_") && keys.contains(&k["seed_".len()..].to_string()) {
+            continue; // placed with ours
+        }
+        let seed = format!("seed_{k}");
+        if keys.contains(&seed) {
+            out.push(seed);
+        }
+        out.push(k.clone());
+    }
+    out
+}
+
+/// The report's arrays of rows, each as a table, with its plots: a bar chart per `seed_X` /
+/// `X` pair, a line chart per per-iteration array.
+fn report_tables(report: &Value, tables: &mut String, plots: &mut String) {
+    let Value::Object(top) = report else { return };
+    for (name, value) in top {
+        let Value::Array(items) = value else { continue };
+        let rows: Vec<&serde_json::Map<String, Value>> =
+            items.iter().filter_map(Value::as_object).collect();
+        if rows.is_empty() || rows.len() != items.len() {
+            continue;
+        }
+        let cols = ordered_columns(&rows);
+        if cols.is_empty() {
+            continue;
+        }
+        let _ = write!(
+            tables,
+            "<h3>{}</h3><div class=\"scroll\"><table><tr>",
+            escape(name)
+        );
+        for c in &cols {
+            let class = if c.starts_with("seed_") { "seed" } else { "" };
+            let _ = write!(tables, "<th class=\"{class}\">{}</th>", header(c));
+        }
+        tables.push_str("</tr>");
+        for r in &rows {
+            tables.push_str("<tr>");
+            for c in &cols {
+                let v = r.get(c).unwrap_or(&Value::Null);
+                let mut class = String::new();
+                if c.starts_with("seed_") {
+                    class.push_str("seed ");
+                }
+                if v.is_string() {
+                    class.push('l');
+                }
+                let _ = write!(tables, "<td class=\"{}\">{}</td>", class.trim(), cell(v));
+            }
+            tables.push_str("</tr>");
+        }
+        tables.push_str("</table></div>");
+        let labels: Vec<String> = rows.iter().map(|r| row_label(r)).collect();
+        for c in cols.iter().filter(|c| c.starts_with("seed_")) {
+            let ours = &c["seed_".len()..];
+            let get =
+                |r: &&serde_json::Map<String, Value>, k: &str| r.get(k).and_then(Value::as_f64);
+            let seed_vals: Vec<Option<f64>> = rows.iter().map(|r| get(r, c)).collect();
+            let our_vals: Vec<Option<f64>> = rows.iter().map(|r| get(r, ours)).collect();
+            if seed_vals.iter().all(Option::is_none) {
+                continue;
+            }
+            plots.push_str(&svg::bar_chart(
+                &format!("{name}: {ours}, the seed's and ours"),
+                ours,
+                &labels,
+                &[("seed".into(), seed_vals), ("foliosim".into(), our_vals)],
+            ));
+        }
+        let mut array_fields: Vec<&String> = Vec::new();
+        for r in &rows {
+            for (k, v) in r.iter() {
+                if numbers(v).is_some() && !array_fields.contains(&k) {
+                    array_fields.push(k);
+                }
+            }
+        }
+        for field in array_fields {
+            let series: Vec<Series> = rows
+                .iter()
+                .zip(&labels)
+                .filter_map(|(r, label)| {
+                    let ys = numbers(r.get(field.as_str())?)?;
+                    Some(Series {
+                        label: label.clone(),
+                        points: ys
+                            .iter()
+                            .enumerate()
+                            .map(|(i, y)| ((i + 1) as f64, *y))
+                            .collect(),
+                    })
+                })
+                .collect();
+            plots.push_str(&svg::line_chart(
+                &format!("{name}: {field}"),
+                "position in the series (1 = first)",
+                field,
+                &series,
+            ));
+        }
+    }
+}
+
+/// Per-interval rates of a time series (x: end of the interval, simulated s).
+pub struct Derived {
+    pub title: &'static str,
+    pub y_label: &'static str,
+    pub points: Vec<(f64, f64)>,
+}
+
+fn sum_cols(ts: &TimeSeries, pred: impl Fn(&str) -> bool) -> Vec<u64> {
+    let mut out = vec![0u64; ts.t_ns.len()];
+    for (name, col) in &ts.columns {
+        if pred(name) {
+            for (o, v) in out.iter_mut().zip(col) {
+                *o += v;
+            }
+        }
+    }
+    out
+}
+
+/// The plots kernel people draw from `vmstat 1`: swap-out fallback %, swap-out rate, mTHP
+/// splits, fault fallback %, free memory and lock wait over time (the Python helpers draw the
+/// same).
+pub fn derived_series(ts: &TimeSeries) -> Vec<Derived> {
+    let n = ts.t_ns.len();
+    let t_s: Vec<f64> = ts.t_ns.iter().map(|t| *t as f64 / 1e9).collect();
+    let per_interval =
+        |f: &dyn Fn(usize) -> f64| -> Vec<(f64, f64)> { (1..n).map(|i| (t_s[i], f(i))).collect() };
+    let d = |c: &[u64], i: usize| c[i].saturating_sub(c[i - 1]) as f64;
+    let dt = |i: usize| (ts.t_ns[i] - ts.t_ns[i - 1]).max(1) as f64 / 1e9;
+    let swpout = sum_cols(ts, |n| {
+        n.starts_with("hugepages-") && n.ends_with("/stats/swpout")
+    });
+    let swpout_fb = sum_cols(ts, |n| {
+        n.starts_with("hugepages-") && n.ends_with("/stats/swpout_fallback")
+    });
+    let fault = sum_cols(ts, |n| {
+        n.starts_with("hugepages-") && n.ends_with("/stats/anon_fault_alloc")
+    });
+    let fault_fb = sum_cols(ts, |n| {
+        n.starts_with("hugepages-") && n.ends_with("/stats/anon_fault_fallback")
+    });
+    let split = sum_cols(ts, |n| {
+        n.starts_with("hugepages-") && n.ends_with("/stats/split")
+    });
+    let zero = vec![0u64; n];
+    let col = |name: &str| ts.column(name).unwrap_or(&zero);
+    let pct = |num: &[u64], den_extra: &[u64], i: usize| {
+        let (a, b) = (d(num, i), d(den_extra, i));
+        if a + b > 0.0 {
+            100.0 * a / (a + b)
+        } else {
+            f64::NAN
+        }
+    };
+    let mut out = vec![
+        Derived {
+            title: "mTHP swap-out fallback % per interval",
+            y_label: "% of mTHP swap-outs split (swpout_fallback)",
+            points: per_interval(&|i| pct(&swpout_fb, &swpout, i)),
+        },
+        Derived {
+            title: "Swap-out rate",
+            y_label: "pswpout, MiB/s",
+            points: per_interval(&|i| d(col("pswpout"), i) * 4096.0 / (1 << 20) as f64 / dt(i)),
+        },
+        Derived {
+            title: "mTHP splits",
+            y_label: "large folios split per s (hugepages-*/stats/split)",
+            points: per_interval(&|i| d(&split, i) / dt(i)),
+        },
+        Derived {
+            title: "mTHP fault fallback % per interval",
+            y_label: "% of mTHP faults falling back",
+            points: per_interval(&|i| pct(&fault_fb, &fault, i)),
+        },
+        Derived {
+            title: "Free memory",
+            y_label: "nr_free_pages, MiB",
+            points: (0..n)
+                .map(|i| {
+                    (
+                        t_s[i],
+                        col("nr_free_pages")[i] as f64 * 4096.0 / (1 << 20) as f64,
+                    )
+                })
+                .collect(),
+        },
+        Derived {
+            title: "Lock wait",
+            y_label: "CPUs waiting for a lock (average)",
+            points: per_interval(&|i| d(col("lock_wait_ns"), i) / 1e9 / dt(i)),
+        },
+    ];
+    // Plots with nothing to show (no swap, no mTHP) are left out.
+    out.retain(|p| p.points.iter().any(|(_, y)| y.is_finite() && *y != 0.0));
+    out
+}
+
+/// The time-series plots of each group of runs (an experiment: runs of one workload), one
+/// line per run.
+fn timeseries_plots(runs: &[(String, String, &TimeSeries)], plots: &mut String) {
+    let mut groups: Vec<&String> = Vec::new();
+    for (group, _, _) in runs {
+        if !groups.contains(&group) {
+            groups.push(group);
+        }
+    }
+    for group in &groups {
+        let members: Vec<(String, &TimeSeries)> = runs
+            .iter()
+            .filter(|(g, _, _)| g == *group)
+            .map(|(_, label, ts)| (label.clone(), *ts))
+            .collect();
+        let prefix = if groups.len() > 1 {
+            format!("{group}: ")
+        } else {
+            String::new()
+        };
+        group_plots(&prefix, &members, plots);
+    }
+}
+
+fn group_plots(prefix: &str, runs: &[(String, &TimeSeries)], plots: &mut String) {
+    if runs.is_empty() {
+        return;
+    }
+    let derived: Vec<Vec<Derived>> = runs.iter().map(|(_, ts)| derived_series(ts)).collect();
+    let mut titles: Vec<(&'static str, &'static str)> = Vec::new();
+    for d in derived.iter().flatten() {
+        if !titles.iter().any(|(t, _)| *t == d.title) {
+            titles.push((d.title, d.y_label));
+        }
+    }
+    for (title, y_label) in titles {
+        let series: Vec<Series> = runs
+            .iter()
+            .zip(&derived)
+            .filter_map(|((label, _), ds)| {
+                let d = ds.iter().find(|d| d.title == title)?;
+                Some(Series {
+                    label: label.clone(),
+                    points: d.points.clone(),
+                })
+            })
+            .collect();
+        plots.push_str(&svg::line_chart(
+            &format!("{prefix}{title}"),
+            "simulated time, s",
+            y_label,
+            &series,
+        ));
+    }
+}
+
+/// The HTML report of `foliosim reproduce NNN`.
+pub fn reproduce_report(
+    seed_doc: &str,
+    report: &Value,
+    table_text: &str,
+    runs: &[CapturedRun],
+    v: &Versions,
+) -> String {
+    let mut profiles: Vec<String> = Vec::new();
+    for r in runs {
+        let cost_profile = r
+            .scenario_toml
+            .parse::<toml::Value>()
+            .ok()
+            .and_then(|t| {
+                t.get("machine")?
+                    .get("cost_profile")?
+                    .as_str()
+                    .map(String::from)
+            })
+            .unwrap_or_default();
+        let p = format!(
+            "kernel {}, swap allocator {}, cost profile {cost_profile}",
+            r.kernel, r.swap_allocator
+        );
+        if !profiles.contains(&p) {
+            profiles.push(p);
+        }
+    }
+    let mut body = format!(
+        "<h1>foliosim reproduce {}</h1><p class=\"note\">The seed document's table beside ours, \
+         from one deterministic run of the simulator per configuration and seed.</p>",
+        escape(seed_doc)
+    );
+    body.push_str(&versions_table(v, &profiles));
+    let (mut tables, mut plots) = (String::new(), String::new());
+    report_tables(report, &mut tables, &mut plots);
+    body.push_str("<h2>The seed's table beside ours</h2>");
+    if !tables.is_empty() {
+        body.push_str(
+            "<p class=\"note\">Shaded columns are the seed's published figures; each is \
+             followed by ours.</p>",
+        );
+        body.push_str(&tables);
+    }
+    let _ = write!(
+        body,
+        "<h3>As the command prints it</h3><pre>{}</pre>",
+        escape(table_text)
+    );
+    let sampled: Vec<(String, String, &TimeSeries)> = runs
+        .iter()
+        .filter_map(|r| Some((r.group.clone(), r.label.clone(), r.timeseries.as_ref()?)))
+        .collect();
+    timeseries_plots(&sampled, &mut plots);
+    if !plots.is_empty() {
+        body.push_str("<h2>Plots</h2>");
+        if !sampled.is_empty() {
+            let ts = sampled[0].2;
+            let _ = write!(
+                body,
+                "<p class=\"note\">Time series: the seed-1 run of each configuration, sampled every \
+                 {} of simulated time (asked: {}).</p>",
+                escape(&super::spec::format_duration(ts.interval_ns)),
+                escape(&ts.requested_interval)
+            );
+        }
+        let _ = write!(body, "<div class=\"plots\">{plots}</div>");
+    }
+    if !runs.is_empty() {
+        body.push_str("<h2>Scenarios</h2><p class=\"note\">The seed-1 scenario of each configuration, every default written out (<code>foliosim run</code> takes it as is).</p>");
+        for r in runs {
+            let _ = write!(
+                body,
+                "<details><summary>{}: {}</summary><pre>{}</pre></details>",
+                escape(&r.group),
+                escape(&r.label),
+                escape(&r.scenario_toml)
+            );
+        }
+    }
+    page(&format!("foliosim reproduce {seed_doc}"), &body)
+}
+
+/// A JSON array of objects as a table (workloads, locks, kernel threads).
+fn json_table(title: &str, v: &Value) -> String {
+    let Value::Array(items) = v else {
+        return String::new();
+    };
+    let rows: Vec<&serde_json::Map<String, Value>> =
+        items.iter().filter_map(Value::as_object).collect();
+    if rows.is_empty() {
+        return String::new();
+    }
+    let cols = ordered_columns(&rows);
+    let mut s = format!(
+        "<h3>{}</h3><div class=\"scroll\"><table><tr>",
+        escape(title)
+    );
+    for c in &cols {
+        let _ = write!(s, "<th>{}</th>", header(c));
+    }
+    s.push_str("</tr>");
+    for r in rows {
+        s.push_str("<tr>");
+        for c in &cols {
+            let v = r.get(c).unwrap_or(&Value::Null);
+            let class = if v.is_string() { "l" } else { "" };
+            let _ = write!(s, "<td class=\"{class}\">{}</td>", cell(v));
+        }
+        s.push_str("</tr>");
+    }
+    s.push_str("</table></div>");
+    s
+}
+
+/// The HTML report of `foliosim run SCENARIO`: `scenario_text` as given, `full_toml` with
+/// every default.
+pub fn run_report(
+    name: &str,
+    scenario_text: &str,
+    full_toml: &str,
+    cost_profile: &str,
+    r: &RunResult,
+    v: &Versions,
+) -> String {
+    let profile = format!(
+        "kernel {}, swap allocator {}, cost profile {cost_profile}",
+        r.kernel, r.swap_allocator
+    );
+    let mut body = format!(
+        "<h1>foliosim run {}</h1><p class=\"note\">kernel {} · seed {} · {:.3} simulated s · {} steps · \
+         cpu user {:.3} s, sys {:.3} s, iowait {:.3} s</p>",
+        escape(name),
+        escape(&r.kernel),
+        r.seed,
+        r.simulated_ns as f64 / 1e9,
+        r.steps,
+        r.cpu_user_ns as f64 / 1e9,
+        r.cpu_sys_ns as f64 / 1e9,
+        r.cpu_iowait_ns as f64 / 1e9
+    );
+    body.push_str(&versions_table(v, &[profile]));
+    let json: Value = serde_json::to_value(r).expect("results serialize");
+    body.push_str("<h2>Tables</h2>");
+    body.push_str(&json_table("workloads", &json["workloads"]));
+    if !r.oom_kills.is_empty() {
+        body.push_str(&json_table("OOM kills", &json["oom_kills"]));
+    }
+    body.push_str(&json_table("kernel threads", &json["kernel_threads"]));
+    let mut locks = json["locks"].clone();
+    if let Value::Array(a) = &mut locks {
+        a.retain(|l| l["acquisitions"].as_u64().unwrap_or(0) > 0);
+    }
+    body.push_str(&json_table("locks (perf lock contention)", &locks));
+    body.push_str(
+        "<h3>counters (non-zero; /proc/vmstat and per-size mTHP stats)</h3><div class=\"cols\">",
+    );
+    for (name, value) in r.counters.iter().filter(|(_, v)| **v > 0) {
+        let _ = write!(body, "<div><code>{}</code> {value}</div>", escape(name));
+    }
+    body.push_str("</div>");
+    let mut plots = String::new();
+    let per_size: Vec<(&String, &u64)> = r
+        .counters
+        .iter()
+        .filter(|(n, v)| n.starts_with("hugepages-") && **v > 0)
+        .collect();
+    if !per_size.is_empty() {
+        plots.push_str(&svg::bar_chart(
+            "Per-size mTHP counters (non-zero)",
+            "count",
+            &per_size
+                .iter()
+                .map(|(n, _)| n.to_string())
+                .collect::<Vec<_>>(),
+            &[(
+                "count".into(),
+                per_size.iter().map(|(_, v)| Some(**v as f64)).collect(),
+            )],
+        ));
+    }
+    if let Some(ts) = &r.timeseries {
+        let label = format!("kernel {} seed {}", r.kernel, r.seed);
+        timeseries_plots(&[(String::new(), label, ts)], &mut plots);
+    }
+    if !plots.is_empty() {
+        body.push_str("<h2>Plots</h2>");
+        if let Some(ts) = &r.timeseries {
+            let _ = write!(
+                body,
+                "<p class=\"note\">Time series sampled every {} of simulated time (asked: {}).</p>",
+                svg::escape(&super::spec::format_duration(ts.interval_ns)),
+                escape(&ts.requested_interval)
+            );
+        }
+        let _ = write!(body, "<div class=\"plots\">{plots}</div>");
+    }
+    let _ = write!(
+        body,
+        "<h2>Scenario</h2><pre>{}</pre><details><summary>with every default</summary><pre>{}</pre></details>",
+        escape(scenario_text),
+        escape(full_toml)
+    );
+    page(&format!("foliosim run {name}"), &body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_columns_sit_before_ours() {
+        let report = serde_json::json!({
+            "scale": 0.1,
+            "rows": [
+                {"kernel": "6.9", "size": "4K", "mean_rel_pct": 0.0, "seed_mean_rel_pct": 0.0},
+                {"kernel": "6.10", "size": "64K", "mean_rel_pct": 300.0, "seed_mean_rel_pct": 44.7},
+            ]
+        });
+        let (mut t, mut p) = (String::new(), String::new());
+        report_tables(&report, &mut t, &mut p);
+        let seed = t.find(">seed_<wbr>mean_<wbr>rel_<wbr>pct<").unwrap();
+        let ours = t.find(">mean_<wbr>rel_<wbr>pct<").unwrap();
+        assert!(seed < ours, "{t}");
+        assert!(p.contains("<svg") && p.contains("6.10 64K"), "{p}");
+    }
+}
