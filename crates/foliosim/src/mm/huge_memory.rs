@@ -64,8 +64,8 @@ impl std::ops::Deref for OrderList {
 /// range around `index` lies inside the VMA, highest first.
 pub fn suitable_orders(k: &Kernel, vma: &Vma, index: u32) -> impl Iterator<Item = u32> {
     let mask = match vma.thp {
-        ThpAdvice::Default => k.thp_orders,
-        ThpAdvice::Hugepage => k.thp_orders_madvised,
+        ThpAdvice::Default => k.cfg.thp_orders,
+        ThpAdvice::Hugepage => k.cfg.thp_orders_madvised,
         ThpAdvice::NoHugepage => 0,
     };
     let nr_pages = vma.nr_pages;
@@ -91,7 +91,7 @@ pub fn split_huge_pmd(k: &mut Kernel, ctx: &mut Ctx, mm: u32, head: u32) {
     k.folios.clear(head, flags::PMD_MAPPED);
     k.vmstat.count(VmEvent::ThpSplitPmd, 1);
     ctx.spend(k.cost.pmd_split_ns);
-    let arch = k.tlb;
+    let arch = k.cfg.tlb;
     arch.split_pmd(k, ctx, mm);
 }
 
@@ -195,7 +195,7 @@ pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut Ve
         panic!("split of isolated folio {pfn} without a list for its tails");
     }
     if was_mapped {
-        let arch = k.tlb;
+        let arch = k.cfg.tlb;
         arch.split_folio(k, ctx, mm, order, pmd_mapped);
     }
     k.vmstat.count_mthp(order, MthpStat::Split);

@@ -148,8 +148,8 @@ impl Khugepaged {
 /// by the VMA's advice and the per-size settings, a whole 2 MiB block inside it, an anon_vma.
 pub fn vma_allowable_pmd(k: &Kernel, vma: &Vma) -> bool {
     let mask = match vma.thp {
-        ThpAdvice::Default => k.thp_orders,
-        ThpAdvice::Hugepage => k.thp_orders_madvised,
+        ThpAdvice::Default => k.cfg.thp_orders,
+        ThpAdvice::Hugepage => k.cfg.thp_orders_madvised,
         ThpAdvice::NoHugepage => 0,
     };
     mask & (1 << PMD_ORDER) != 0 && vma.nr_pages >= HPAGE_PMD_NR && vma.anon_vma
@@ -188,7 +188,7 @@ pub fn khugepaged_exit(k: &mut Kernel, mm: u32) {
 pub fn khugepaged_step(k: &mut Kernel, ctx: &mut Ctx) -> KthreadNext {
     // A new pass: the fault policy may first want a THP available (khugepaged_check_nodes);
     // with none, no scan, and the alloc sleep.
-    if k.khugepaged.pass.is_none() && !k.thp_fault_alloc.khugepaged_check_nodes(k, ctx) {
+    if k.khugepaged.pass.is_none() && !k.cfg.thp_fault_alloc.khugepaged_check_nodes(k, ctx) {
         return KthreadNext::SleepNs(k.khugepaged.alloc_sleep_ns);
     }
     let kh = &mut k.khugepaged;
@@ -247,7 +247,7 @@ pub fn khugepaged_step(k: &mut Kernel, ctx: &mut Ctx) -> KthreadNext {
 fn wait_work(k: &Kernel) -> KthreadNext {
     let kh = &k.khugepaged;
     // A fault asked for a THP while this pass ran: no sleep.
-    if k.thp_fault_alloc.khugepaged_requested(k) {
+    if k.cfg.thp_fault_alloc.khugepaged_requested(k) {
         return KthreadNext::Run;
     }
     if !kh.has_work() {
@@ -316,7 +316,7 @@ fn scan_slot_piece(k: &mut Kernel, ctx: &mut Ctx, s: &mut DoScan) -> Option<bool
         break;
     }
     let mut mmap_locked = true;
-    let result = if k.thp_fault_alloc.collapse_target_available(k) {
+    let result = if k.cfg.thp_fault_alloc.collapse_target_available(k) {
         hpage_collapse_scan_pmd(k, ctx, mm, vma, index, &mut mmap_locked)
     } else {
         // The RFC's scan gives up on a range once half its pages (node_load 256) are on a

@@ -200,7 +200,7 @@ fn do_anonymous_page(
     k.mms[mm as usize].vma_mut(vma).anon_vma = true;
     let vma_ref = k.mms[mm as usize].vma(vma);
     // alloc_anon_folio / vma_alloc_anon_folio_pmd: allocation and charge use the THP gfp.
-    let gfp = vma_thp_gfp_mask(k.thp_defrag, vma_ref, k.gfp_transhuge);
+    let gfp = vma_thp_gfp_mask(k.cfg.thp_defrag, vma_ref, k.cfg.gfp_transhuge);
     let candidates: OrderList = suitable_orders(k, vma_ref, index)
         .filter(|&order| order <= resumed.unwrap_or(u32::MAX))
         .filter(|&order| {
@@ -217,7 +217,7 @@ fn do_anonymous_page(
     for &order in candidates.iter() {
         let start = index & !((1 << order) - 1);
         // The PMD allocation may be left to khugepaged (mm/thp_fault_alloc/).
-        let policy = k.thp_fault_alloc;
+        let policy = k.cfg.thp_fault_alloc;
         let tried = order != PMD_ORDER || resumed == Some(order) || policy.fault_may_try(k);
         let Some(pfn) = tried.then(|| alloc_pages(k, ctx, gfp, order)).flatten() else {
             if k.current.alloc_stopped() {
@@ -352,7 +352,7 @@ fn do_swap_page(
         super::filemap::folio_wait_locked(k, ctx, head);
         swap_update_readahead(k, mm, vma, index, head);
         let idx = k.folios.swap_page_index(head, entry);
-        if k.map_swapcache_folio_whole {
+        if k.cfg.map_swapcache_folio_whole {
             if let Some(start) = swapcache_folio_range(k, mm, vma, index, head, idx) {
                 map_swapcache_folio(k, ctx, mm, vma, start, head, write);
                 return Ok((start, k.folios.order[head as usize] as u32));
@@ -545,12 +545,12 @@ fn alloc_swap_folio(
     resumed: Option<u32>,
 ) -> Result<Option<(u32, u32, u32)>, MmError> {
     let dev = &k.swap.devices[entry.dev()];
-    if !k.swapin_mthp || !dev.map.synchronous_io {
+    if !k.cfg.swapin_mthp || !dev.map.synchronous_io {
         return Ok(None);
     }
     let memcg = k.mms[mm as usize].memcg;
     let vma_ref = k.mms[mm as usize].vma(vma);
-    let gfp = vma_thp_gfp_mask(k.thp_defrag, vma_ref, k.gfp_transhuge);
+    let gfp = vma_thp_gfp_mask(k.cfg.thp_defrag, vma_ref, k.cfg.gfp_transhuge);
     let candidates: OrderList = suitable_orders(k, vma_ref, index)
         .filter(|&order| order < PMD_ORDER && order <= resumed.unwrap_or(u32::MAX))
         .filter(|&order| {
@@ -651,7 +651,7 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
                     index == k.folios.owner_index(head as usize) && index + nr_folio <= end;
                 if !whole_pmd {
                     split_huge_pmd(k, ctx, mm, head);
-                    if !k.defer_partial_split {
+                    if !k.cfg.defer_partial_split {
                         // Before 4.5 the page split with its PMD: order-0 pages from here.
                         split_folio(k, ctx, head, None);
                         continue;
@@ -659,7 +659,7 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
                 }
                 k.folios.clear(head, flags::PMD_MAPPED);
                 (if whole_pmd { nr_folio } else { 1 }, 1)
-            } else if k.zap_batches_ptes && nr_folio > 1 {
+            } else if k.cfg.zap_batches_ptes && nr_folio > 1 {
                 let run = folio_pte_batch(ptes, index, pte, head, nr_folio, end);
                 (run, run)
             } else {

@@ -140,7 +140,7 @@ fn oom_totalpages(k: &Kernel, constraint: OomConstraint) -> u64 {
         OomConstraint::None => k.zone.nr_pages as u64 + total_swap_pages(k),
         OomConstraint::Memcg(memcg) => {
             let cg = &k.memcgs[memcg as usize];
-            let swap = if k.swappiness > 0 {
+            let swap = if k.cfg.swappiness > 0 {
                 total_swap_pages(k).min(cg.swap_max_pages)
             } else {
                 0

@@ -86,7 +86,7 @@ pub fn swapin_nr_pages(prev: u32, offset: u32, hits: u32, max_pages: u32, prev_w
 /// swap_vma_ra_win: the pages [start, end) of `vma` to read for a fault at `index`, and the
 /// window is remembered (hits reset).
 fn swap_vma_ra_win(k: &mut Kernel, mm: u32, vma: u32, index: u32) -> (u32, u32) {
-    let max_win = 1 << k.page_cluster.min(SWAP_RA_ORDER_CEILING);
+    let max_win = 1 << k.cfg.page_cluster.min(SWAP_RA_ORDER_CEILING);
     if max_win == 1 {
         return (index, index + 1);
     }

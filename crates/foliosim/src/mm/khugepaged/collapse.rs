@@ -49,9 +49,9 @@ pub(super) fn collapse_huge_page(
     unmapped: u32,
 ) -> ScanResult {
     let memcg = k.mms[mm as usize].memcg;
-    let gfp = khugepaged_gfp(k.khugepaged.defrag, k.gfp_transhuge);
+    let gfp = khugepaged_gfp(k.khugepaged.defrag, k.cfg.gfp_transhuge);
     // alloc_charge_folio (the fault policy may hold a page already, counted when allocated).
-    let Some((pfn, fresh)) = k.thp_fault_alloc.collapse_alloc(k, ctx, gfp) else {
+    let Some((pfn, fresh)) = k.cfg.thp_fault_alloc.collapse_alloc(k, ctx, gfp) else {
         k.vmstat.count(VmEvent::ThpCollapseAllocFailed, 1);
         return ScanResult::AllocHugePageFail;
     };
@@ -93,7 +93,7 @@ pub(super) fn collapse_huge_page(
     }
     k.mms[mm as usize].mmap_lock.write_lock(ctx);
     ctx.spend(k.cost.khugepaged_collapse_ns);
-    let arch = k.tlb;
+    let arch = k.cfg.tlb;
     arch.collapse_flush(k, ctx, mm);
     tlb_remove_table_sync_one(k, ctx);
     // The isolated sources are freed as their last PTE goes, below.
