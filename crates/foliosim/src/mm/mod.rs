@@ -27,6 +27,7 @@ pub mod page_alloc;
 pub mod page_io;
 pub mod page_writeback;
 pub mod per_order;
+pub mod percpu;
 pub mod preempt;
 pub mod readahead;
 pub mod rmap;
@@ -177,12 +178,8 @@ pub struct Kernel {
     pub swap_cgroup: memcontrol::swap::SwapCgroup,
     pub swap: Swap,
     pub thp_avail: thp_fault_alloc::ThpAvailState,
-    /// The mm each CPU is running (NIL when idle or running a kernel thread: kernel threads
-    /// have no mm, and lazy TLB is not modelled, as x86 sends lazy CPUs no shootdown IPI
-    /// unless page tables are freed): who a TLB shootdown must interrupt.
-    pub cpu_mm: Vec<u32>,
-    /// Interrupt work each CPU owes (TLB shootdowns it received), paid at its next step.
-    pub cpu_irq_ns: Vec<u64>,
+    /// Each CPU's state, by CPU (mm/percpu.rs).
+    pub percpu: Vec<percpu::PerCpu>,
     /// CPU time of TLB work by `tlb::TlbCost`, for reports.
     pub tlb_ns: [u64; 4],
     /// Every CPU's TLB contents and PMU counts (hw/tlb_cache.rs): every flush above reaches
@@ -197,7 +194,6 @@ pub struct Kernel {
     pub kthreads: Kthreads,
     /// The IAA accelerators zswap's deflate-iaa offloads to.
     pub iaa: Option<Iaa>,
-    lru_add_pending: Vec<u32>,
     // --- khugepaged and the deferred split queue (mm/khugepaged.rs, mm/huge_memory/) ---
     /// Each memcg's deferred split queue (memcg->deferred_split_queue), by memcg id.
     pub deferred_split: Vec<DeferredSplitQueue>,
@@ -363,8 +359,7 @@ impl Kernel {
                 released: Vec::new(),
             },
             thp_avail: Default::default(),
-            cpu_mm: vec![NIL; ncpus],
-            cpu_irq_ns: vec![0; ncpus],
+            percpu: percpu::PerCpu::boot(ncpus),
             tlb_ns: [0; 4],
             tlb_cache: crate::hw::tlb_cache::TlbCache::new(
                 crate::hw::tlb_cache::TlbGeometry::from_spec(
@@ -382,7 +377,6 @@ impl Kernel {
             iaa,
             kthreads,
             zswap,
-            lru_add_pending: vec![0; ncpus],
             pagecache,
             deferred_split: vec![DeferredSplitQueue::default(); 1 + scenario.memcgs.len()],
             khugepaged: Khugepaged::new(scenario),
@@ -466,6 +460,12 @@ impl Kernel {
         }
     }
 
+    /// The number of CPUs (nr_cpu_ids).
+    #[inline]
+    pub fn nr_cpus(&self) -> usize {
+        self.percpu.len()
+    }
+
     pub fn memcg_id(&self, name: Option<&str>) -> u16 {
         match name {
             None => memcontrol::ROOT_MEMCG,
@@ -478,8 +478,7 @@ impl Kernel {
     }
 
     pub fn new_mm(&mut self, memcg: u16, content: ContentClass) -> u32 {
-        self.mms
-            .push(MmStruct::new(memcg, content, self.cpu_mm.len()));
+        self.mms.push(MmStruct::new(memcg, content, self.nr_cpus()));
         (self.mms.len() - 1) as u32
     }
 
@@ -491,7 +490,7 @@ impl Kernel {
         self.memcgs[memcg]
             .lruvec_mut(nid)
             .folio_add_lru(&mut self.folios, pfn, self.in_lru_fault);
-        let pending = &mut self.lru_add_pending[ctx.cpu];
+        let pending = &mut self.percpu[ctx.cpu].lru_add_pending;
         *pending += 1;
         if *pending == LRU_ADD_BATCH {
             *pending = 0;

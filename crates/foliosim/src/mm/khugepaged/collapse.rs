@@ -143,7 +143,7 @@ fn revalidate(k: &Kernel, mm: u32, vma: u32, start: u32) -> Result<(), ScanResul
 /// other CPU, waited for, so that no GUP-fast walker still sees the old page table. Costed as
 /// a shootdown's IPI round (`tlb_flush_ipi_ns`, `tlb_ipi_extra_cpu_ns`) without the flushes.
 fn tlb_remove_table_sync_one(k: &mut Kernel, ctx: &mut Ctx) {
-    let others = k.cpu_mm.len() as u64 - 1;
+    let others = k.nr_cpus() as u64 - 1;
     if others > 0 {
         let ns = k.cost.tlb_flush_ipi_ns + k.cost.tlb_ipi_extra_cpu_ns * (others - 1);
         charge(k, ctx, TlbCost::Ipi, ns);
