@@ -3,6 +3,7 @@
 //! Run-time state stays on `Kernel`; a function that only reads configuration borrows this.
 
 use super::compaction::era::CompactionEra;
+use super::mmap::ThpAdvice;
 use super::{
     gfp, migrate, page_alloc, swap_readahead, swapout_fallback, thp_fault_alloc, tlb, vmscan,
 };
@@ -79,6 +80,17 @@ pub struct KernelConfig {
 }
 
 impl KernelConfig {
+    /// The anon THP orders enabled for a VMA of this advice (the per-size `enabled` masks;
+    /// MADV_NOHUGEPAGE: none).
+    #[inline]
+    pub fn thp_orders_for(&self, advice: ThpAdvice) -> u32 {
+        match advice {
+            ThpAdvice::Default => self.thp_orders,
+            ThpAdvice::Hugepage => self.thp_orders_madvised,
+            ThpAdvice::NoHugepage => 0,
+        }
+    }
+
     /// The configuration the scenario boots: the one place that decides by release.
     pub fn new(scenario: &Scenario) -> KernelConfig {
         let kernel = &scenario.kernel;

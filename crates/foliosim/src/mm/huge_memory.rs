@@ -7,7 +7,7 @@ use super::folio::{flags, SwapEntry};
 use super::gfp::Gfp;
 use super::mmap::{ThpAdvice, Vma};
 use super::vmstat::{MthpStat, VmEvent};
-use super::Kernel;
+use super::{Kernel, KernelConfig};
 use crate::engine::Ctx;
 use crate::scenario::{ThpDefrag, PMD_ORDER};
 use std::collections::VecDeque;
@@ -62,12 +62,8 @@ impl std::ops::Deref for OrderList {
 
 /// thp_vma_allowable_orders + thp_vma_suitable_order: enabled orders whose naturally aligned
 /// range around `index` lies inside the VMA, highest first.
-pub fn suitable_orders(k: &Kernel, vma: &Vma, index: u32) -> impl Iterator<Item = u32> {
-    let mask = match vma.thp {
-        ThpAdvice::Default => k.cfg.thp_orders,
-        ThpAdvice::Hugepage => k.cfg.thp_orders_madvised,
-        ThpAdvice::NoHugepage => 0,
-    };
+pub fn suitable_orders(cfg: &KernelConfig, vma: &Vma, index: u32) -> impl Iterator<Item = u32> {
+    let mask = cfg.thp_orders_for(vma.thp);
     let nr_pages = vma.nr_pages;
     // The enabled orders' bits, highest first (most runs enable one size or none).
     let mut bits = mask & ((2 << PMD_ORDER) - 2);

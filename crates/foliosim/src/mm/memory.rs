@@ -220,7 +220,7 @@ fn do_anonymous_page(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault) -> Result<(u3
     let vma_ref = k.mms[mm as usize].vma(vma);
     // alloc_anon_folio / vma_alloc_anon_folio_pmd: allocation and charge use the THP gfp.
     let gfp = vma_thp_gfp_mask(k.cfg.thp_defrag, vma_ref, k.cfg.gfp_transhuge);
-    let candidates: OrderList = suitable_orders(k, vma_ref, index)
+    let candidates: OrderList = suitable_orders(&k.cfg, vma_ref, index)
         .filter(|&order| order <= resumed.unwrap_or(u32::MAX))
         .filter(|&order| {
             let start = index & !((1 << order) - 1);
@@ -572,7 +572,7 @@ fn alloc_swap_folio(
     let memcg = k.mms[mm as usize].memcg;
     let vma_ref = k.mms[mm as usize].vma(vma);
     let gfp = vma_thp_gfp_mask(k.cfg.thp_defrag, vma_ref, k.cfg.gfp_transhuge);
-    let candidates: OrderList = suitable_orders(k, vma_ref, index)
+    let candidates: OrderList = suitable_orders(&k.cfg, vma_ref, index)
         .filter(|&order| order < PMD_ORDER && order <= resumed.unwrap_or(u32::MAX))
         .filter(|&order| {
             // can_swapin_thp: the virtual and swap offsets agree modulo the size, and every

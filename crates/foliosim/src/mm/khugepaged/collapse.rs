@@ -123,7 +123,7 @@ fn revalidate(k: &Kernel, mm: u32, vma: u32, start: u32) -> Result<(), ScanResul
     let Some(v) = m.vmas.get(vma as usize).and_then(|v| v.as_ref()) else {
         return Err(ScanResult::VmaCheck);
     };
-    if !vma_allowable_pmd(k, v) {
+    if !vma_allowable_pmd(&k.cfg, v) {
         return Err(ScanResult::VmaCheck);
     }
     let ptes = &v.ptes[start as usize..(start + HPAGE_PMD_NR) as usize];
