@@ -117,7 +117,7 @@ fn show(label: &str, k: &Kernel) {
     eprintln!(
         "{label}: {} policy={} aging={aging} walked_ptes={walked} look_around_ptes={looked}",
         counts.join(" "),
-        k.lru_policy.name()
+        k.cfg.lru_policy.name()
     );
 }
 
@@ -148,7 +148,7 @@ fn mglru_keeps_valid_generations_and_ages_by_walking_page_tables() {
     // [min_seq, max_seq] of its type, gen sizes add up, 2..=4 generations.
     let k = run_hot_and_stream(&s, 24, 192, 24);
     show("mglru", &k);
-    assert_eq!(k.lru_policy.name(), "mglru");
+    assert_eq!(k.cfg.lru_policy.name(), "mglru");
     let (aging, walked, _) = lru_gen::debug_totals(&k);
     assert!(aging > 0, "the aging never ran");
     assert!(walked > 0, "the aging walked no page tables");
@@ -191,7 +191,7 @@ fn mglru_reclaims_a_one_pass_stream_with_fewer_scans_than_the_classic_lru() {
     let mglru = run_hot_and_stream(&scenario("enabled = true"), 24, 192, 24);
     show("classic", &classic);
     show("mglru", &mglru);
-    assert_eq!(classic.lru_policy.name(), "classic");
+    assert_eq!(classic.cfg.lru_policy.name(), "classic");
     let scan = |k: &Kernel| counter(k, "pgscan_kswapd") + counter(k, "pgscan_direct");
     let steal = |k: &Kernel| counter(k, "pgsteal_kswapd") + counter(k, "pgsteal_direct");
     // Efficiency pgsteal / pgscan, compared without division.

@@ -305,7 +305,7 @@ fn process_with(k: &mut Kernel, c: &mut Ctx, pages: u32) -> u32 {
 }
 
 fn write(k: &mut Kernel, c: &mut Ctx, mm: u32, pages: u32) -> Result<(), MmError> {
-    k.cpu_mm[c.cpu] = mm;
+    k.percpu[c.cpu].mm = mm;
     let mut i = k.mms[mm as usize].rss_anon as u32;
     while i < pages {
         i += touch(k, c, mm, 0, i, pages, true)?;

@@ -104,8 +104,8 @@ fn pte_by_pte_a_whole_unmap_queues_each_folio_on_the_way() {
     // Before 6.9 zap went PTE by PTE: after the first PTE the folio is partially mapped and
     // queued (counted once), and leaves the queue when its last PTE goes and it is freed.
     let mut k = Kernel::new(&Scenario::from_toml_str(MTHP_64K).unwrap());
-    assert!(k.zap_batches_ptes, "6.10 batches");
-    k.zap_batches_ptes = false;
+    assert!(k.cfg.zap_batches_ptes, "6.10 batches");
+    k.cfg.zap_batches_ptes = false;
     let k = unmap_part_of_each_on(k, NR);
     assert_eq!(split_deferred(&k), FOLIOS as u64);
     assert_eq!(queued(&k), 0);

@@ -7,7 +7,7 @@ use super::folio::{flags, SwapEntry};
 use super::gfp::Gfp;
 use super::mmap::{ThpAdvice, Vma};
 use super::vmstat::{MthpStat, VmEvent};
-use super::Kernel;
+use super::{Kernel, KernelConfig};
 use crate::engine::Ctx;
 use crate::scenario::{ThpDefrag, PMD_ORDER};
 use std::collections::VecDeque;
@@ -62,12 +62,8 @@ impl std::ops::Deref for OrderList {
 
 /// thp_vma_allowable_orders + thp_vma_suitable_order: enabled orders whose naturally aligned
 /// range around `index` lies inside the VMA, highest first.
-pub fn suitable_orders(k: &Kernel, vma: &Vma, index: u32) -> impl Iterator<Item = u32> {
-    let mask = match vma.thp {
-        ThpAdvice::Default => k.thp_orders,
-        ThpAdvice::Hugepage => k.thp_orders_madvised,
-        ThpAdvice::NoHugepage => 0,
-    };
+pub fn suitable_orders(cfg: &KernelConfig, vma: &Vma, index: u32) -> impl Iterator<Item = u32> {
+    let mask = cfg.thp_orders_for(vma.thp);
     let nr_pages = vma.nr_pages;
     // The enabled orders' bits, highest first (most runs enable one size or none).
     let mut bits = mask & ((2 << PMD_ORDER) - 2);
@@ -91,7 +87,7 @@ pub fn split_huge_pmd(k: &mut Kernel, ctx: &mut Ctx, mm: u32, head: u32) {
     k.folios.clear(head, flags::PMD_MAPPED);
     k.vmstat.count(VmEvent::ThpSplitPmd, 1);
     ctx.spend(k.cost.pmd_split_ns);
-    let arch = k.tlb;
+    let arch = k.cfg.tlb;
     arch.split_pmd(k, ctx, mm);
 }
 
@@ -195,7 +191,7 @@ pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut Ve
         panic!("split of isolated folio {pfn} without a list for its tails");
     }
     if was_mapped {
-        let arch = k.tlb;
+        let arch = k.cfg.tlb;
         arch.split_folio(k, ctx, mm, order, pmd_mapped);
     }
     k.vmstat.count_mthp(order, MthpStat::Split);

@@ -32,9 +32,9 @@ pub use collapse::khugepaged_gfp;
 
 use super::folio::flags;
 use super::kthread::{KthreadKind, KthreadNext};
-use super::mmap::{ThpAdvice, Vma};
+use super::mmap::Vma;
 use super::vmstat::VmEvent;
-use super::Kernel;
+use super::{Kernel, KernelConfig};
 use crate::engine::Ctx;
 use crate::scenario::{Scenario, PMD_ORDER};
 
@@ -146,12 +146,8 @@ impl Khugepaged {
 
 /// thp_vma_allowable_order(vma, TVA_KHUGEPAGED, PMD_ORDER) for an anonymous VMA: PMD THP allowed
 /// by the VMA's advice and the per-size settings, a whole 2 MiB block inside it, an anon_vma.
-pub fn vma_allowable_pmd(k: &Kernel, vma: &Vma) -> bool {
-    let mask = match vma.thp {
-        ThpAdvice::Default => k.thp_orders,
-        ThpAdvice::Hugepage => k.thp_orders_madvised,
-        ThpAdvice::NoHugepage => 0,
-    };
+pub fn vma_allowable_pmd(cfg: &KernelConfig, vma: &Vma) -> bool {
+    let mask = cfg.thp_orders_for(vma.thp);
     mask & (1 << PMD_ORDER) != 0 && vma.nr_pages >= HPAGE_PMD_NR && vma.anon_vma
 }
 
@@ -161,7 +157,7 @@ pub fn khugepaged_enter_vma(k: &mut Kernel, now_ns: u64, mm: u32, vma: u32) {
     if m.khugepaged_registered || !k.khugepaged.pmd_enabled || m.mm_users == 0 {
         return;
     }
-    if !vma_allowable_pmd(k, m.vma(vma)) {
+    if !vma_allowable_pmd(&k.cfg, m.vma(vma)) {
         return;
     }
     // __khugepaged_enter: behind the cursor, to let the area settle down a little.
@@ -188,7 +184,7 @@ pub fn khugepaged_exit(k: &mut Kernel, mm: u32) {
 pub fn khugepaged_step(k: &mut Kernel, ctx: &mut Ctx) -> KthreadNext {
     // A new pass: the fault policy may first want a THP available (khugepaged_check_nodes);
     // with none, no scan, and the alloc sleep.
-    if k.khugepaged.pass.is_none() && !k.thp_fault_alloc.khugepaged_check_nodes(k, ctx) {
+    if k.khugepaged.pass.is_none() && !k.cfg.thp_fault_alloc.khugepaged_check_nodes(k, ctx) {
         return KthreadNext::SleepNs(k.khugepaged.alloc_sleep_ns);
     }
     let kh = &mut k.khugepaged;
@@ -247,7 +243,7 @@ pub fn khugepaged_step(k: &mut Kernel, ctx: &mut Ctx) -> KthreadNext {
 fn wait_work(k: &Kernel) -> KthreadNext {
     let kh = &k.khugepaged;
     // A fault asked for a THP while this pass ran: no sleep.
-    if k.thp_fault_alloc.khugepaged_requested(k) {
+    if k.cfg.thp_fault_alloc.khugepaged_requested(k) {
         return KthreadNext::Run;
     }
     if !kh.has_work() {
@@ -304,7 +300,7 @@ fn scan_slot_piece(k: &mut Kernel, ctx: &mut Ctx, s: &mut DoScan) -> Option<bool
             continue;
         };
         let hend = v.nr_pages & !(HPAGE_PMD_NR - 1);
-        if !vma_allowable_pmd(k, v) || index > hend {
+        if !vma_allowable_pmd(&k.cfg, v) || index > hend {
             s.progress += 1;
             (vma, index) = (vma + 1, 0);
             continue;
@@ -316,7 +312,7 @@ fn scan_slot_piece(k: &mut Kernel, ctx: &mut Ctx, s: &mut DoScan) -> Option<bool
         break;
     }
     let mut mmap_locked = true;
-    let result = if k.thp_fault_alloc.collapse_target_available(k) {
+    let result = if k.cfg.thp_fault_alloc.collapse_target_available(k) {
         hpage_collapse_scan_pmd(k, ctx, mm, vma, index, &mut mmap_locked)
     } else {
         // The RFC's scan gives up on a range once half its pages (node_load 256) are on a
@@ -450,7 +446,7 @@ mod tests {
     use crate::content::ContentClass;
     use crate::mm::folio::SwapEntry;
     use crate::mm::memory::touch;
-    use crate::mm::mmap::Pte;
+    use crate::mm::mmap::{Pte, ThpAdvice};
 
     /// PMD THP for MADV_HUGEPAGE only; mm 0 with VMA 0 of two ranges (`thp`), range 0 faulted
     /// with 4K pages.

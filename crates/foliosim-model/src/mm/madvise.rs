@@ -44,7 +44,7 @@ pub fn madvise(
             // zap_page_range_single: the mmu_gather flushes what was mapped at its end.
             let span = zap_range(k, ctx, mm, vma, first, nr);
             if span > 0 {
-                let arch = k.tlb;
+                let arch = k.cfg.tlb;
                 arch.flush_range(k, ctx, mm, span);
             }
         }
@@ -154,7 +154,7 @@ fn cold_or_pageout(
         }
     }
     if let Some((a, b)) = young {
-        let arch = k.tlb;
+        let arch = k.cfg.tlb;
         arch.flush_range(k, ctx, mm, (b - a + 1) as u64);
     }
 }

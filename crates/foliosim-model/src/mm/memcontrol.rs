@@ -444,7 +444,7 @@ fn note_over_high(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, batch: u64, gfp: Gf
     if !over_high {
         return;
     }
-    let mm = k.cpu_mm[ctx.cpu];
+    let mm = k.percpu[ctx.cpu].mm;
     if mm == NIL {
         return;
     }
@@ -479,7 +479,7 @@ fn reclaim_high(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_pages: u64) -> u64
 /// (`WaitKind::Sleep`).
 #[inline]
 pub fn mem_cgroup_handle_over_high(k: &mut Kernel, ctx: &mut Ctx) {
-    let mm = k.cpu_mm[ctx.cpu];
+    let mm = k.percpu[ctx.cpu].mm;
     if mm == NIL {
         return;
     }

@@ -25,6 +25,36 @@ use crate::engine::Ctx;
 use crate::hw::membw::Stream;
 use crate::scenario::{PAGE_SIZE, PMD_ORDER};
 
+/// struct vm_fault: what a fault is about, built once by handle_mm_fault and handed down
+/// its path by reference.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct VmFault {
+    pub mm: u32,
+    pub vma: u32,
+    /// The faulting page, as an index into the VMA (vmf->address).
+    pub index: u32,
+    /// FAULT_FLAG_WRITE.
+    pub write: bool,
+    /// A user access: its allocation may stop to give up the CPU (mm/preempt.rs).
+    pub preemptible: bool,
+    /// The order a fault that stopped resumes at (mm/preempt.rs); None: a new fault.
+    pub resumed: Option<u32>,
+}
+
+impl VmFault {
+    /// A new fault on page `index` of `vma`; a store if `write`.
+    pub fn new(mm: u32, vma: u32, index: u32, write: bool) -> VmFault {
+        VmFault {
+            mm,
+            vma,
+            index,
+            write,
+            preemptible: false,
+            resumed: None,
+        }
+    }
+}
+
 /// The task touches page `index` of `vma` (a store if `write`). Returns how many pages from
 /// `index` on (up to `end`) this step covered: a fault maps a whole folio, and the task's
 /// stores to the rest of it cost only the store itself.
@@ -46,7 +76,11 @@ pub fn touch(
         return super::filemap::fault::touch_file(k, ctx, mm, vma, index, end, write);
     }
     let covered = if !pte.is_present() {
-        let (start, order) = handle_fault(k, ctx, mm, vma, index, write, true)?;
+        let vmf = VmFault {
+            preemptible: true,
+            ..VmFault::new(mm, vma, index, write)
+        };
+        let (start, order) = handle_fault(k, ctx, vmf)?;
         (start + (1 << order)).min(end) - index
     } else if !pte.is_plain_for(write) {
         // A NUMA hinting PTE, or a store to a write-protected one.
@@ -110,22 +144,14 @@ pub fn handle_mm_fault(
     index: u32,
     write: bool,
 ) -> Result<(u32, u32), MmError> {
-    handle_fault(k, ctx, mm, vma, index, write, false)
+    handle_fault(k, ctx, VmFault::new(mm, vma, index, write))
 }
 
 /// handle_fault between lru_gen_enter_fault and lru_gen_exit_fault: folios the fault adds to
 /// the LRU are marked for MGLRU's youngest generation.
-fn handle_fault(
-    k: &mut Kernel,
-    ctx: &mut Ctx,
-    mm: u32,
-    vma: u32,
-    index: u32,
-    write: bool,
-    preemptible: bool,
-) -> Result<(u32, u32), MmError> {
+fn handle_fault(k: &mut Kernel, ctx: &mut Ctx, vmf: VmFault) -> Result<(u32, u32), MmError> {
     let outer = std::mem::replace(&mut k.in_lru_fault, true);
-    let r = handle_fault_in(k, ctx, mm, vma, index, write, preemptible);
+    let r = handle_fault_in(k, ctx, vmf);
     k.in_lru_fault = outer;
     r
 }
@@ -133,36 +159,29 @@ fn handle_fault(
 /// handle_mm_fault; a `preemptible` one (a user access) may stop inside the allocation of an
 /// anonymous or swapped-in folio to give up the CPU (`MmError::Resched`) and resumes when
 /// called again for the same page (mm/preempt.rs): counted and charged once.
-fn handle_fault_in(
-    k: &mut Kernel,
-    ctx: &mut Ctx,
-    mm: u32,
-    vma: u32,
-    index: u32,
-    write: bool,
-    preemptible: bool,
-) -> Result<(u32, u32), MmError> {
+fn handle_fault_in(k: &mut Kernel, ctx: &mut Ctx, mut vmf: VmFault) -> Result<(u32, u32), MmError> {
+    let VmFault { mm, vma, index, .. } = vmf;
     let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
     debug_assert!(!pte.is_present());
     if pte.is_hole() {
         return Err(MmError::Segv { vma, index });
     }
-    let resumed = k.current.resume_fault(mm, vma, index);
-    if resumed.is_none() {
+    vmf.resumed = k.current.resume_fault(mm, vma, index);
+    if vmf.resumed.is_none() {
         k.vmstat.count(VmEvent::Pgfault, 1);
         k.mms[mm as usize].mmap_lock.read_lock(ctx);
     }
     if pte.is_none() {
         if let Some(vf) = k.mms[mm as usize].vma_file(vma) {
-            super::filemap::fault::do_fault(k, ctx, mm, vma, vf, index, write)?;
+            super::filemap::fault::do_fault(k, ctx, &vmf, vf)?;
             return Ok((index, 0));
         }
     }
-    k.current.may_stop = preemptible;
+    k.current.may_stop = vmf.preemptible;
     let done = if pte.is_swap() {
-        do_swap_page(k, ctx, mm, vma, index, pte.swap_entry(), write, resumed)
+        do_swap_page(k, ctx, &vmf, pte.swap_entry())
     } else {
-        do_anonymous_page(k, ctx, mm, vma, index, resumed)
+        do_anonymous_page(k, ctx, &vmf)
     };
     k.current.may_stop = false;
     if done != Err(MmError::Resched) {
@@ -173,11 +192,11 @@ fn handle_fault_in(
 
 /// The fault's allocation of an `order` folio stopped to give up the CPU: the fault unwinds,
 /// to resume at that order.
-fn fault_stopped(k: &mut Kernel, mm: u32, vma: u32, index: u32, order: u32) -> MmError {
+fn fault_stopped(k: &mut Kernel, vmf: &VmFault, order: u32) -> MmError {
     k.current.fault = Some(FaultResume {
-        mm,
-        vma,
-        index,
+        mm: vmf.mm,
+        vma: vmf.vma,
+        index: vmf.index,
         order,
     });
     MmError::Resched
@@ -187,21 +206,21 @@ fn fault_stopped(k: &mut Kernel, mm: u32, vma: u32, index: u32, order: u32) -> M
 /// not wholly unmapped, whose allocation fails, or whose charge fails falls back to the next.
 /// Returns the folio's first page index and order. A fault `resumed` at an order goes on with
 /// that order's allocation (the larger ones were given up before it stopped).
-fn do_anonymous_page(
-    k: &mut Kernel,
-    ctx: &mut Ctx,
-    mm: u32,
-    vma: u32,
-    index: u32,
-    resumed: Option<u32>,
-) -> Result<(u32, u32), MmError> {
+fn do_anonymous_page(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault) -> Result<(u32, u32), MmError> {
+    let VmFault {
+        mm,
+        vma,
+        index,
+        resumed,
+        ..
+    } = *vmf;
     let memcg = k.mms[mm as usize].memcg;
     // vmf_anon_prepare: the VMA has an anon_vma from its first fault on.
     k.mms[mm as usize].vma_mut(vma).anon_vma = true;
     let vma_ref = k.mms[mm as usize].vma(vma);
     // alloc_anon_folio / vma_alloc_anon_folio_pmd: allocation and charge use the THP gfp.
-    let gfp = vma_thp_gfp_mask(k.thp_defrag, vma_ref, k.gfp_transhuge);
-    let candidates: OrderList = suitable_orders(k, vma_ref, index)
+    let gfp = vma_thp_gfp_mask(k.cfg.thp_defrag, vma_ref, k.cfg.gfp_transhuge);
+    let candidates: OrderList = suitable_orders(&k.cfg, vma_ref, index)
         .filter(|&order| order <= resumed.unwrap_or(u32::MAX))
         .filter(|&order| {
             let start = index & !((1 << order) - 1);
@@ -217,11 +236,11 @@ fn do_anonymous_page(
     for &order in candidates.iter() {
         let start = index & !((1 << order) - 1);
         // The PMD allocation may be left to khugepaged (mm/thp_fault_alloc/).
-        let policy = k.thp_fault_alloc;
+        let policy = k.cfg.thp_fault_alloc;
         let tried = order != PMD_ORDER || resumed == Some(order) || policy.fault_may_try(k);
         let Some(pfn) = tried.then(|| alloc_pages(k, ctx, gfp, order)).flatten() else {
             if k.current.alloc_stopped() {
-                return Err(fault_stopped(k, mm, vma, index, order));
+                return Err(fault_stopped(k, vmf, order));
             }
             k.vmstat.count_mthp(order, MthpStat::AnonFaultFallback);
             if order == PMD_ORDER {
@@ -241,7 +260,7 @@ fn do_anonymous_page(
             }
             continue;
         }
-        map_new_folio(k, ctx, mm, vma, start, pfn, order, memcg);
+        map_new_folio(k, ctx, vmf, start, pfn, order, memcg);
         k.vmstat.count_mthp(order, MthpStat::AnonFaultAlloc);
         if order == PMD_ORDER {
             k.vmstat.count(VmEvent::ThpFaultAlloc, 1);
@@ -249,10 +268,10 @@ fn do_anonymous_page(
         return Ok((start, order));
     }
     let pfn = match alloc_order0_charged(k, ctx, memcg) {
-        Err(MmError::Resched) => return Err(fault_stopped(k, mm, vma, index, 0)),
+        Err(MmError::Resched) => return Err(fault_stopped(k, vmf, 0)),
         pfn => pfn?,
     };
-    map_new_folio(k, ctx, mm, vma, index, pfn, 0, memcg);
+    map_new_folio(k, ctx, vmf, index, pfn, 0, memcg);
     Ok((index, 0))
 }
 
@@ -277,18 +296,18 @@ pub(super) fn alloc_order0_charged(
     Ok(pfn)
 }
 
-/// Set up, map (PTEs, or one PMD for PMD order) and add to the LRU a newly allocated folio.
-#[allow(clippy::too_many_arguments)]
+/// Set up, map (PTEs, or one PMD for PMD order) from page `start` of the fault's VMA and
+/// add to the LRU a newly allocated folio.
 pub(super) fn map_new_folio(
     k: &mut Kernel,
     ctx: &mut Ctx,
-    mm: u32,
-    vma: u32,
+    vmf: &VmFault,
     start: u32,
     pfn: u32,
     order: u32,
     memcg: u16,
 ) {
+    let (mm, vma) = (vmf.mm, vmf.vma);
     let nr = 1u32 << order;
     k.folios.init(pfn, order, memcg, (mm, vma, start));
     k.folios.set(
@@ -330,17 +349,20 @@ pub(super) fn map_new_folio(
 /// (mm/swap_readahead.rs), keeping the slot after a read fault. Returns the first page index
 /// mapped and the order.
 /// A fault `resumed` at an order goes on with that order's allocation.
-#[allow(clippy::too_many_arguments)]
 fn do_swap_page(
     k: &mut Kernel,
     ctx: &mut Ctx,
-    mm: u32,
-    vma: u32,
-    index: u32,
+    vmf: &VmFault,
     entry: SwapEntry,
-    write: bool,
-    resumed: Option<u32>,
 ) -> Result<(u32, u32), MmError> {
+    let VmFault {
+        mm,
+        vma,
+        index,
+        write,
+        resumed,
+        ..
+    } = *vmf;
     if resumed.is_none() {
         ctx.spend(k.cost.swapin_fault_ns);
     }
@@ -352,13 +374,13 @@ fn do_swap_page(
         super::filemap::folio_wait_locked(k, ctx, head);
         swap_update_readahead(k, mm, vma, index, head);
         let idx = k.folios.swap_page_index(head, entry);
-        if k.map_swapcache_folio_whole {
+        if k.cfg.map_swapcache_folio_whole {
             if let Some(start) = swapcache_folio_range(k, mm, vma, index, head, idx) {
-                map_swapcache_folio(k, ctx, mm, vma, start, head, write);
+                map_swapcache_folio(k, ctx, vmf, start, head);
                 return Ok((start, k.folios.order[head as usize] as u32));
             }
         }
-        map_swapcache_page(k, ctx, mm, vma, index, head + idx, entry, write);
+        map_swapcache_page(k, ctx, vmf, head + idx, entry);
         return Ok((index, 0));
     }
     if resumed.is_none() {
@@ -367,22 +389,22 @@ fn do_swap_page(
     if !k.swap.devices[entry.dev()].map.synchronous_io {
         // swapin_readahead: through the swap cache (mm/swap_readahead.rs).
         let pfn = match alloc_order0_charged(k, ctx, memcg) {
-            Err(MmError::Resched) => return Err(fault_stopped(k, mm, vma, index, 0)),
+            Err(MmError::Resched) => return Err(fault_stopped(k, vmf, 0)),
             pfn => pfn?,
         };
         if !swap_pte_same(k, mm, vma, index, entry) {
             return Err(swapin_killed(k, ctx, memcg, pfn, 0));
         }
-        if !swap_vma_readahead(k, ctx, mm, vma, index, entry, pfn, memcg) {
+        if !swap_vma_readahead(k, ctx, vmf, entry, pfn, memcg) {
             return Err(MmError::OomKilled);
         }
-        map_swapcache_page(k, ctx, mm, vma, index, pfn, entry, write);
+        map_swapcache_page(k, ctx, vmf, pfn, entry);
         return Ok((index, 0));
     }
-    let (pfn, start, order) = match alloc_swap_folio(k, ctx, mm, vma, index, entry, resumed)? {
+    let (pfn, start, order) = match alloc_swap_folio(k, ctx, vmf, entry)? {
         Some(found) => found,
         None => match alloc_order0_charged(k, ctx, memcg) {
-            Err(MmError::Resched) => return Err(fault_stopped(k, mm, vma, index, 0)),
+            Err(MmError::Resched) => return Err(fault_stopped(k, vmf, 0)),
             pfn => (pfn?, index, 0),
         },
     };
@@ -436,17 +458,14 @@ fn swapin_killed(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, pfn: u32, order: u32
 /// do_swap_page's end for a page of a swap-cache folio: map it, drop the PTE's slot
 /// reference (swap_free_nr), and free the slot if the fault was a write or swap is nearly
 /// full (should_try_to_free_swap); otherwise the folio stays cached, clean, on its slot.
-#[allow(clippy::too_many_arguments)]
-fn map_swapcache_page(
-    k: &mut Kernel,
-    ctx: &mut Ctx,
-    mm: u32,
-    vma: u32,
-    index: u32,
-    page: u32,
-    entry: SwapEntry,
-    write: bool,
-) {
+fn map_swapcache_page(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault, page: u32, entry: SwapEntry) {
+    let VmFault {
+        mm,
+        vma,
+        index,
+        write,
+        ..
+    } = *vmf;
     let head = k.folios.head_of(page);
     k.mms[mm as usize].vma_mut(vma).ptes[index as usize] = Pte::present(page);
     *k.folios.mapcount_mut(head as usize) += 1;
@@ -492,15 +511,8 @@ fn swapcache_folio_range(
 /// found in swapcache"): its PTEs from `start` map it, its slots lose the PTEs' references
 /// (swap_free_nr), and it leaves the swap cache if no other reference remains and the fault
 /// was a write or swap is nearly full (should_try_to_free_swap -> folio_free_swap).
-fn map_swapcache_folio(
-    k: &mut Kernel,
-    ctx: &mut Ctx,
-    mm: u32,
-    vma: u32,
-    start: u32,
-    head: u32,
-    write: bool,
-) {
+fn map_swapcache_folio(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault, start: u32, head: u32) {
+    let VmFault { mm, vma, write, .. } = *vmf;
     let nr = k.folios.nr_pages(head);
     let ptes = &mut k.mms[mm as usize].vma_mut(vma).ptes[start as usize..(start + nr) as usize];
     for (i, pte) in ptes.iter_mut().enumerate() {
@@ -528,7 +540,12 @@ pub(crate) fn swapin_pte(
 ) -> Result<(u32, u32), MmError> {
     let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
     debug_assert!(pte.is_swap());
-    do_swap_page(k, ctx, mm, vma, index, pte.swap_entry(), false, None)
+    do_swap_page(
+        k,
+        ctx,
+        &VmFault::new(mm, vma, index, false),
+        pte.swap_entry(),
+    )
 }
 
 /// alloc_swap_folio (6.13+): the highest enabled order whose aligned range of PTEs holds
@@ -538,20 +555,24 @@ pub(crate) fn swapin_pte(
 fn alloc_swap_folio(
     k: &mut Kernel,
     ctx: &mut Ctx,
-    mm: u32,
-    vma: u32,
-    index: u32,
+    vmf: &VmFault,
     entry: SwapEntry,
-    resumed: Option<u32>,
 ) -> Result<Option<(u32, u32, u32)>, MmError> {
+    let VmFault {
+        mm,
+        vma,
+        index,
+        resumed,
+        ..
+    } = *vmf;
     let dev = &k.swap.devices[entry.dev()];
-    if !k.swapin_mthp || !dev.map.synchronous_io {
+    if !k.cfg.swapin_mthp || !dev.map.synchronous_io {
         return Ok(None);
     }
     let memcg = k.mms[mm as usize].memcg;
     let vma_ref = k.mms[mm as usize].vma(vma);
-    let gfp = vma_thp_gfp_mask(k.thp_defrag, vma_ref, k.gfp_transhuge);
-    let candidates: OrderList = suitable_orders(k, vma_ref, index)
+    let gfp = vma_thp_gfp_mask(k.cfg.thp_defrag, vma_ref, k.cfg.gfp_transhuge);
+    let candidates: OrderList = suitable_orders(&k.cfg, vma_ref, index)
         .filter(|&order| order < PMD_ORDER && order <= resumed.unwrap_or(u32::MAX))
         .filter(|&order| {
             // can_swapin_thp: the virtual and swap offsets agree modulo the size, and every
@@ -575,7 +596,7 @@ fn alloc_swap_folio(
         let start = index & !((1 << order) - 1);
         let Some(pfn) = alloc_pages(k, ctx, gfp, order) else {
             if k.current.alloc_stopped() {
-                return Err(fault_stopped(k, mm, vma, index, order));
+                return Err(fault_stopped(k, vmf, order));
             }
             k.vmstat.count_mthp(order, MthpStat::SwpinFallback);
             continue;
@@ -651,7 +672,7 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
                     index == k.folios.owner_index(head as usize) && index + nr_folio <= end;
                 if !whole_pmd {
                     split_huge_pmd(k, ctx, mm, head);
-                    if !k.defer_partial_split {
+                    if !k.cfg.defer_partial_split {
                         // Before 4.5 the page split with its PMD: order-0 pages from here.
                         split_folio(k, ctx, head, None);
                         continue;
@@ -659,7 +680,7 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
                 }
                 k.folios.clear(head, flags::PMD_MAPPED);
                 (if whole_pmd { nr_folio } else { 1 }, 1)
-            } else if k.zap_batches_ptes && nr_folio > 1 {
+            } else if k.cfg.zap_batches_ptes && nr_folio > 1 {
                 let run = folio_pte_batch(ptes, index, pte, head, nr_folio, end);
                 (run, run)
             } else {

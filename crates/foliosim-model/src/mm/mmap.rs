@@ -281,7 +281,7 @@ impl MmStruct {
 pub fn vm_munmap(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32) {
     let span = unmap_vma(k, ctx, mm, vma);
     if span > 0 {
-        let arch = k.tlb;
+        let arch = k.cfg.tlb;
         arch.flush_range(k, ctx, mm, span);
     }
 }
@@ -317,7 +317,7 @@ pub fn exit_mmap(k: &mut Kernel, ctx: &mut Ctx, mm: u32) {
         mapped |= unmap_vma(k, ctx, mm, vma) > 0;
     }
     if mapped {
-        let arch = k.tlb;
+        let arch = k.cfg.tlb;
         arch.flush_range(k, ctx, mm, u64::MAX);
     }
 }

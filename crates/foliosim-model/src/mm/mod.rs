@@ -3,6 +3,7 @@
 
 pub mod access;
 pub mod compaction;
+pub mod config;
 pub mod filemap;
 pub mod folio;
 pub mod gfp;
@@ -26,6 +27,7 @@ pub mod page_alloc;
 pub mod page_io;
 pub mod page_writeback;
 pub mod per_order;
+pub mod percpu;
 pub mod preempt;
 pub mod readahead;
 pub mod rmap;
@@ -52,9 +54,10 @@ use crate::engine::cost::CostModel;
 use crate::engine::Ctx;
 use crate::hw::blockdev::BlockDevice;
 use crate::hw::compressor::Codec;
-use crate::hw::iaa::{Iaa, IaaConfig, IaaCosts, IaaMode, IAA_CRYPTO_MAX_BATCH_SIZE};
+use crate::hw::iaa::{Iaa, IaaConfig, IaaCosts};
 use crate::hw::membw::SharedBandwidth;
-use crate::scenario::{KernelVersion, Scenario, SwapDeviceKind, ThpDefrag};
+use crate::scenario::{Scenario, SwapDeviceKind};
+pub use config::KernelConfig;
 use folio::{flags, FolioTable, NIL};
 use huge_memory::deferred_split::{folio_unqueue_deferred_split, DeferredSplitQueue};
 use khugepaged::Khugepaged;
@@ -64,7 +67,6 @@ use mmap::MmStruct;
 use page_alloc::Zone;
 use swap_devstore::RamStore;
 use swapfile::{Swap, SwapInfo, SwapMap};
-use tlb::TlbArch;
 use vmscan::kswapd::KswapdState;
 use vmstat::VmStat;
 use zram::Zram;
@@ -150,19 +152,16 @@ const LRU_ADD_BATCH: u32 = 15;
 
 /// The whole simulated kernel state.
 pub struct Kernel {
+    /// The boot configuration: release switches, policies, knobs (mm/config.rs).
+    pub cfg: KernelConfig,
     pub cost: CostModel,
     pub vmstat: VmStat,
     /// Node 0's zone (the CPUs' node); lower nodes' zones are in `nodes`.
     pub zone: Zone,
     pub nodes: numa::Nodes,
     pub numa: numa_balancing::NumaBalancing,
-    /// How migration flushes (mm/migrate/flush/), and MIGRC's owed-flush request.
-    pub migrate_flush: &'static dyn migrate::flush::MigrateFlushPolicy,
+    /// MIGRC's owed-flush request (mm/migrate/flush/migrc.rs).
     pub migrc: migrate::flush::migrc::MigrcState,
-    /// 6.4+ (4d4b6d66db): a cleared inaccessible PTE needs no flush.
-    pub tlb_skip_inaccessible: bool,
-    /// A NUMA-hint promotion leaves a clean PTE (scenario kernel.numa_promoted_pte).
-    pub numa_promoted_clean: bool,
     /// kswapd's state of node 0: woken by the allocator, run by its kernel thread.
     pub kswapd: KswapdState,
     /// Compaction: its sysctls, the zone's scanner and deferral state, kcompactd's state.
@@ -178,39 +177,9 @@ pub struct Kernel {
     /// The memcg each swap slot is charged to (mm/swap_cgroup.c).
     pub swap_cgroup: memcontrol::swap::SwapCgroup,
     pub swap: Swap,
-    /// What add_to_swap does when no range of slots fits a large folio (mm/swapout_fallback/).
-    pub swapout_fallback: &'static dyn swapout_fallback::SwapoutFallback,
-    /// Per-size `enabled` resolved to order masks: for any VMA, and for MADV_HUGEPAGE VMAs.
-    pub thp_orders: u32,
-    pub thp_orders_madvised: u32,
-    /// Swap large folios back in whole (alloc_swap_folio).
-    pub swapin_mthp: bool,
-    /// 6.10+: a fault maps a large folio found in the swap cache whole (do_swap_page).
-    pub map_swapcache_folio_whole: bool,
-    /// Who allocates a fault's PMD THP (mm/thp_fault_alloc/), and khugepaged's share of it.
-    pub thp_fault_alloc: &'static dyn thp_fault_alloc::ThpFaultAlloc,
     pub thp_avail: thp_fault_alloc::ThpAvailState,
-    /// Partly unmapped THPs wait on the deferred split queue (4.5+), else split at once.
-    pub defer_partial_split: bool,
-    /// Zap takes a PTE-mapped large folio's run of PTEs at once (6.9+), else PTE by PTE.
-    pub zap_batches_ptes: bool,
-    /// Reclaim (4.3+) and async migration (6.3+) flush the TLB once for a batch of unmapped
-    /// folios; before, once per folio.
-    pub tlb_batched_unmap: bool,
-    /// `transparent_hugepage/defrag`: how hard large folio allocations and charges try.
-    pub thp_defrag: ThpDefrag,
-    /// The release's GFP_TRANSHUGE (Gfp::transhuge_of).
-    pub gfp_transhuge: gfp::Gfp,
-    /// The release's __alloc_pages_slowpath (mm/page_alloc/slowpath*.rs).
-    pub slowpath: &'static dyn page_alloc::Slowpath,
-    /// The mm each CPU is running (NIL when idle or running a kernel thread: kernel threads
-    /// have no mm, and lazy TLB is not modelled, as x86 sends lazy CPUs no shootdown IPI
-    /// unless page tables are freed): who a TLB shootdown must interrupt.
-    pub cpu_mm: Vec<u32>,
-    /// Interrupt work each CPU owes (TLB shootdowns it received), paid at its next step.
-    pub cpu_irq_ns: Vec<u64>,
-    /// The machine's TLB invalidation mechanism (mm/tlb/).
-    pub tlb: &'static dyn TlbArch,
+    /// Each CPU's state, by CPU (mm/percpu.rs).
+    pub percpu: Vec<percpu::PerCpu>,
     /// CPU time of TLB work by `tlb::TlbCost`, for reports.
     pub tlb_ns: [u64; 4],
     /// Every CPU's TLB contents and PMU counts (hw/tlb_cache.rs): every flush above reaches
@@ -225,11 +194,6 @@ pub struct Kernel {
     pub kthreads: Kthreads,
     /// The IAA accelerators zswap's deflate-iaa offloads to.
     pub iaa: Option<Iaa>,
-    /// How zswap drives them: one synchronous job per page, or a folio's pages batched.
-    pub iaa_mode: IaaMode,
-    /// The swap zero map (6.12+): all-zero folios are marked, not written.
-    pub zeromap: bool,
-    lru_add_pending: Vec<u32>,
     // --- khugepaged and the deferred split queue (mm/khugepaged.rs, mm/huge_memory/) ---
     /// Each memcg's deferred split queue (memcg->deferred_split_queue), by memcg id.
     pub deferred_split: Vec<DeferredSplitQueue>,
@@ -237,22 +201,11 @@ pub struct Kernel {
     pub khugepaged: Khugepaged,
     /// Files, their cached pages and the disk (mm/filemap/).
     pub pagecache: filemap::PageCache,
-    /// vm.swappiness: get_scan_count's anon/file balance (mm/vmscan/scan_count.rs).
-    pub swappiness: u32,
-    /// cgroup2's memory_recursiveprot mount option (effective_protection hands unclaimed
-    /// parent protection down); off, the kernel's default without the option.
-    pub memory_recursiveprot: bool,
     /// The OOM killer's policy and the kills of the run (mm/oom_kill.rs).
     pub oom: oom_kill::OomKiller,
     /// The running task's fault and allocation stopped to give up the CPU (mm/preempt.rs).
     /// Boxed: the scheduler swaps it with the task's at every step.
     pub current: Box<preempt::TaskResume>,
-    /// vm.page-cluster: swap readahead windows of up to 2^page_cluster pages.
-    pub page_cluster: u32,
-    /// The reclaim-list policy: the classic active/inactive LRU or MGLRU (mm/vmscan/).
-    pub lru_policy: &'static dyn vmscan::lru_policy::LruPolicy,
-    /// /sys/kernel/mm/lru_gen/min_ttl_ms, in ns (0: off).
-    pub lru_gen_min_ttl_ns: u64,
     /// current->in_lru_fault: a fault is running (folio_add_lru marks its folios for
     /// MGLRU's youngest generation).
     pub in_lru_fault: bool,
@@ -265,6 +218,7 @@ pub struct Kernel {
 
 impl Kernel {
     pub fn new(scenario: &Scenario) -> Kernel {
+        let cfg = KernelConfig::new(scenario);
         let cost = CostModel::of_scenario(scenario);
         let ncpus = scenario.machine.cpus as usize;
         let nr_pages = scenario.machine.memory.pages() as u32;
@@ -274,7 +228,7 @@ impl Kernel {
         }
         memcontrol::link_parents(&mut memcgs, &scenario.memcgs);
         let memcg_tree = memcontrol::MemcgTree::new(&memcgs);
-        let allocator = scenario.kernel.swap_allocator();
+        let allocator = cfg.swap_allocator;
         let mut specs: Vec<_> = scenario.machine.swap_devices.iter().collect();
         // swap_avail order: highest priority first; ties keep swapon order.
         specs.sort_by_key(|s| std::cmp::Reverse(s.priority));
@@ -314,7 +268,12 @@ impl Kernel {
             .collect();
         let tlb_bus_per_s = 1e9 / cost.tlb_dsb_ns.max(1) as f64;
         let device_slots: Vec<u32> = devices.iter().map(|d| d.map.nr_slots()).collect();
-        let zswap = Zswap::new(scenario, &device_slots, memcgs.len());
+        let zswap = Zswap::new(
+            scenario,
+            cfg.zswap_large_folios,
+            &device_slots,
+            memcgs.len(),
+        );
         let iaa = scenario.machine.iaa.as_ref().map(|spec| {
             Iaa::new(
                 IaaConfig {
@@ -334,17 +293,16 @@ impl Kernel {
         let mut kthreads = Kthreads::new(
             zswap.enabled,
             khugepaged::hugepage_pmd_enabled(scenario),
-            scenario.kernel.version.kcompactd(),
+            cfg.kcompactd,
             ncpus,
         );
         if pagecache.disk.is_some() {
             kthreads.kinds.push(kthread::KthreadKind::Flusher);
         }
         let mut nodes = numa::Nodes::new(scenario, nr_pages, ncpus);
-        let migrc = scenario.kernel.migrate_tlb_flush == crate::scenario::MigrateTlbFlush::Migrc;
         let mut zone = Zone::new(nr_pages, ncpus, watermark_sysctl(scenario, nr_pages));
         zone.balance_to_promo = scenario.sysctl.kernel.numa_balancing.unwrap_or(0) & 2 != 0;
-        if migrc {
+        if cfg.migrc {
             zone.enable_mgen();
             for z in &mut nodes.lower {
                 z.enable_mgen();
@@ -376,6 +334,7 @@ impl Kernel {
         let workingset = workingset::ShadowPacking::new(memcgs.len(), nodes.total_pages() as u64);
         zone.advise_sparse_below(dense_order);
         Kernel {
+            cfg,
             cost,
             vmstat: VmStat::default(),
             zone,
@@ -384,11 +343,7 @@ impl Kernel {
             folios,
             numa: numa_balancing::NumaBalancing::new(scenario, nodes.total_pages()),
             nodes,
-            migrate_flush: migrate::flush::policy_of(scenario.kernel.migrate_tlb_flush),
             migrc: migrate::flush::migrc::MigrcState::new(),
-            tlb_skip_inaccessible: scenario.kernel.version.skips_inaccessible_flush(),
-            numa_promoted_clean: scenario.kernel.numa_promoted_pte
-                == crate::scenario::PromotedPte::Clean,
             mms: Vec::new(),
             memcgs,
             memcg_tree,
@@ -403,23 +358,8 @@ impl Kernel {
                 ncpus,
                 released: Vec::new(),
             },
-            swapout_fallback: swapout_fallback::policy(scenario.kernel.swapout_fallback),
-            thp_orders: scenario.sysfs.orders_enabled(false),
-            thp_orders_madvised: scenario.sysfs.orders_enabled(true),
-            // alloc_swap_folio falls back to order 0 once zswap has been enabled.
-            swapin_mthp: scenario.kernel.swapin_mthp() && !scenario.sysfs.zswap.enabled,
-            map_swapcache_folio_whole: scenario.kernel.version.maps_swapcache_folio_whole(),
-            thp_defrag: scenario.sysfs.thp_defrag(scenario.kernel.version),
-            gfp_transhuge: gfp::Gfp::transhuge_of(scenario.kernel.version),
-            slowpath: page_alloc::slowpath_of(scenario.kernel.version),
-            thp_fault_alloc: thp_fault_alloc::policy(scenario.kernel.thp_fault_alloc),
             thp_avail: Default::default(),
-            defer_partial_split: scenario.kernel.version.deferred_split(),
-            zap_batches_ptes: scenario.kernel.version.zap_batches_ptes(),
-            tlb_batched_unmap: scenario.kernel.version.batched_unmap_flush(),
-            cpu_mm: vec![NIL; ncpus],
-            cpu_irq_ns: vec![0; ncpus],
-            tlb: tlb::arch(scenario.machine.tlb),
+            percpu: percpu::PerCpu::boot(ncpus),
             tlb_ns: [0; 4],
             tlb_cache: crate::hw::tlb_cache::TlbCache::new(
                 crate::hw::tlb_cache::TlbGeometry::from_spec(
@@ -435,34 +375,13 @@ impl Kernel {
                 ncpus,
             ),
             iaa,
-            iaa_mode: match &scenario.machine.iaa {
-                Some(spec) if spec.batch => IaaMode::Batch {
-                    batch_size: IAA_CRYPTO_MAX_BATCH_SIZE,
-                },
-                _ => IaaMode::Sync,
-            },
             kthreads,
             zswap,
-            zeromap: scenario.kernel.version >= KernelVersion::V6_12,
-            lru_add_pending: vec![0; ncpus],
             pagecache,
             deferred_split: vec![DeferredSplitQueue::default(); 1 + scenario.memcgs.len()],
             khugepaged: Khugepaged::new(scenario),
-            memory_recursiveprot: false,
-            swappiness: scenario
-                .sysctl
-                .vm
-                .swappiness
-                .unwrap_or(vmscan::scan_count::DEFAULT_SWAPPINESS),
             oom: oom_kill::OomKiller::new(scenario.kernel.oom),
             current: Default::default(),
-            page_cluster: scenario
-                .sysctl
-                .vm
-                .page_cluster
-                .unwrap_or(swap_readahead::DEFAULT_PAGE_CLUSTER),
-            lru_policy: vmscan::lru_policy::policy(scenario.sysfs.lru_gen.enabled()),
-            lru_gen_min_ttl_ns: scenario.sysfs.lru_gen.min_ttl_ms.unwrap_or(0) as u64 * 1_000_000,
             in_lru_fault: false,
             access_sets: false,
         }
@@ -541,6 +460,12 @@ impl Kernel {
         }
     }
 
+    /// The number of CPUs (nr_cpu_ids).
+    #[inline]
+    pub fn nr_cpus(&self) -> usize {
+        self.percpu.len()
+    }
+
     pub fn memcg_id(&self, name: Option<&str>) -> u16 {
         match name {
             None => memcontrol::ROOT_MEMCG,
@@ -553,8 +478,7 @@ impl Kernel {
     }
 
     pub fn new_mm(&mut self, memcg: u16, content: ContentClass) -> u32 {
-        self.mms
-            .push(MmStruct::new(memcg, content, self.cpu_mm.len()));
+        self.mms.push(MmStruct::new(memcg, content, self.nr_cpus()));
         (self.mms.len() - 1) as u32
     }
 
@@ -566,7 +490,7 @@ impl Kernel {
         self.memcgs[memcg]
             .lruvec_mut(nid)
             .folio_add_lru(&mut self.folios, pfn, self.in_lru_fault);
-        let pending = &mut self.lru_add_pending[ctx.cpu];
+        let pending = &mut self.percpu[ctx.cpu].lru_add_pending;
         *pending += 1;
         if *pending == LRU_ADD_BATCH {
             *pending = 0;

@@ -33,7 +33,7 @@ pub fn mprotect(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, prot: Prot) {
     ctx.spend(k.cost.syscall_ns);
     k.mms[mm as usize].mmap_lock.write_lock(ctx);
     super::tlb::flush_tlb_batched_pending(k, ctx, mm);
-    let arch = k.tlb;
+    let arch = k.cfg.tlb;
     let v = k.mms[mm as usize].vma_mut(vma);
     let write_changed = (prot == Prot::ReadWrite) != (v.prot == Prot::ReadWrite);
     let needs_flush = prot < v.prot || (write_changed && arch.flush_on_write_grant());

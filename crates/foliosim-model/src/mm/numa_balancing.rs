@@ -268,7 +268,7 @@ pub fn task_numa_work(k: &mut Kernel, ctx: &mut Ctx, mm: u32, p: &mut TaskNuma) 
         let updated = change_prot_numa(k, mm, vma, index, end, now_ms);
         if updated > 0 {
             pages -= (end - index) as i64;
-            let arch = k.tlb;
+            let arch = k.cfg.tlb;
             arch.flush_batch(k, ctx, &[mm], updated as u32);
         }
         virtpages -= (end - index) as i64;

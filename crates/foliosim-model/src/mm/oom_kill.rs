@@ -101,7 +101,7 @@ impl OomKiller {
 
 /// task_is_dying() for the task on `ctx.cpu`: its process was chosen by the OOM killer.
 pub fn current_is_dying(k: &Kernel, ctx: &Ctx) -> bool {
-    let mm = k.cpu_mm[ctx.cpu];
+    let mm = k.percpu[ctx.cpu].mm;
     mm != NIL && k.mms[mm as usize].oom_victim
 }
 
@@ -140,7 +140,7 @@ fn oom_totalpages(k: &Kernel, constraint: OomConstraint) -> u64 {
         OomConstraint::None => k.zone.nr_pages as u64 + total_swap_pages(k),
         OomConstraint::Memcg(memcg) => {
             let cg = &k.memcgs[memcg as usize];
-            let swap = if k.swappiness > 0 {
+            let swap = if k.cfg.swappiness > 0 {
                 total_swap_pages(k).min(cg.swap_max_pages)
             } else {
                 0
@@ -289,7 +289,7 @@ fn kill_process(
     };
     // memcg_memory_event_mm(mm, MEMCG_OOM_KILL)
     memcg_memory_event(k, memcg, MemcgEvent::OomKill);
-    if mm != k.cpu_mm[ctx.cpu] {
+    if mm != k.percpu[ctx.cpu].mm {
         // The victim's exit (or the oom_reaper), at once, on a clock of its own.
         let mut exit = Ctx {
             step_start_ns: ctx.now_ns,

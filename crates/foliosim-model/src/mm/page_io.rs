@@ -32,7 +32,7 @@ pub fn swap_writepage(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
         large = (0..nr).map(|i| k.page_content(pfn, i)).collect();
         &large
     };
-    if k.zeromap {
+    if k.cfg.zeromap {
         // is_folio_zero_filled stops at the first non-zero word: only zero pages cost a scan.
         let zero_pages = contents.iter().filter(|&&(c, key)| c.is_zero(key)).count() as u64;
         ctx.spend(k.cost.page_scan_ns * zero_pages);

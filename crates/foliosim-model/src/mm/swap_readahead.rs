@@ -28,6 +28,7 @@
 
 use super::folio::{flags, SwapEntry, NIL};
 use super::memcontrol::{try_charge, uncharge};
+use super::memory::VmFault;
 use super::page_alloc::alloc_pages;
 use super::page_io::swap_read_batch;
 use super::swap_state::{
@@ -86,7 +87,7 @@ pub fn swapin_nr_pages(prev: u32, offset: u32, hits: u32, max_pages: u32, prev_w
 /// swap_vma_ra_win: the pages [start, end) of `vma` to read for a fault at `index`, and the
 /// window is remembered (hits reset).
 fn swap_vma_ra_win(k: &mut Kernel, mm: u32, vma: u32, index: u32) -> (u32, u32) {
-    let max_win = 1 << k.page_cluster.min(SWAP_RA_ORDER_CEILING);
+    let max_win = 1 << k.cfg.page_cluster.min(SWAP_RA_ORDER_CEILING);
     if max_win == 1 {
         return (index, index + 1);
     }
@@ -124,17 +125,15 @@ fn swap_vma_ra_win(k: &mut Kernel, mm: u32, vma: u32, index: u32) -> (u32, u32) 
 /// in for another process) and its exit unmapped the VMA; the folios this call had added to
 /// the swap cache went with the zap of their PTEs, the target too (freed here if not yet
 /// added). The kernel's oom_reaper zaps those PTEs and do_swap_page finds !pte_same.
-#[allow(clippy::too_many_arguments)]
 pub fn swap_vma_readahead(
     k: &mut Kernel,
     ctx: &mut Ctx,
-    mm: u32,
-    vma: u32,
-    index: u32,
+    vmf: &VmFault,
     entry: SwapEntry,
     target: u32,
     memcg: u16,
 ) -> bool {
+    let (mm, vma, index) = (vmf.mm, vmf.vma, vmf.index);
     let (start, end) = swap_vma_ra_win(k, mm, vma, index);
     // Readahead allocations reclaim like the fault's, but never stop it (mm/preempt.rs).
     let may_stop = std::mem::replace(&mut k.current.may_stop, false);

@@ -146,9 +146,9 @@ impl TlbUnmapBatch {
         dirty: bool,
     ) {
         match access {
-            PteAccess::Inaccessible if k.tlb_skip_inaccessible => {}
+            PteAccess::Inaccessible if k.cfg.tlb_skip_inaccessible => {}
             PteAccess::ReadOnlyClean if !self.immediate => {
-                let arch = k.tlb;
+                let arch = k.cfg.tlb;
                 arch.unmap_folio_ptes(k, ctx, order, nr);
                 set_flush_batched(k, ctx, mm);
                 if !self.ro_mms.contains(&mm) {
@@ -174,7 +174,7 @@ impl TlbUnmapBatch {
         nr: u32,
         writable: bool,
     ) {
-        let arch = k.tlb;
+        let arch = k.cfg.tlb;
         arch.unmap_folio_ptes(k, ctx, order, nr);
         if !self.immediate {
             set_flush_batched(k, ctx, mm);
@@ -205,7 +205,7 @@ impl TlbUnmapBatch {
             }
         }
         if !self.mms.is_empty() {
-            let arch = k.tlb;
+            let arch = k.cfg.tlb;
             let start_ns = ctx.now_ns;
             arch.flush_batch(k, ctx, &self.mms, self.nr_ptes);
             crate::engine::trace::span("TLB flush", "try_to_unmap_flush", start_ns, ctx.now_ns);
@@ -220,7 +220,7 @@ impl TlbUnmapBatch {
 /// set_tlb_ubc_flush_pending's note in the mm (mm->tlb_flush_batched): a flush of `mm` was
 /// batched, so a later page-table walker of it must flush before it relies on the PTEs.
 fn set_flush_batched(k: &mut Kernel, ctx: &Ctx, mm: u32) {
-    if k.tlb.should_defer_flush(k, ctx, mm) {
+    if k.cfg.tlb.should_defer_flush(k, ctx, mm) {
         k.mms[mm as usize].tlb_flush_batched = true;
     }
 }
@@ -231,7 +231,7 @@ fn set_flush_batched(k: &mut Kernel, ctx: &Ctx, mm: u32) {
 /// know whether that batch was flushed since, so the flush happens even then.
 pub fn flush_tlb_batched_pending(k: &mut Kernel, ctx: &mut Ctx, mm: u32) {
     if std::mem::take(&mut k.mms[mm as usize].tlb_flush_batched) {
-        let arch = k.tlb;
+        let arch = k.cfg.tlb;
         arch.flush_batched_pending(k, ctx, mm);
     }
 }

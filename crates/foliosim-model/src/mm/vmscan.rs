@@ -125,7 +125,7 @@ fn shrink_node_memcgs(
     let mut done = ShrinkCount::default();
     for i in k.memcg_tree.subtree(target) {
         let memcg = k.memcg_tree.preorder[i];
-        calculate_protection(&mut k.memcgs, target, memcg, k.memory_recursiveprot);
+        calculate_protection(&mut k.memcgs, target, memcg, k.cfg.memory_recursiveprot);
         if below_min(&k.memcgs, target, memcg) {
             continue;
         }
@@ -137,7 +137,7 @@ fn shrink_node_memcgs(
             memcg_memory_event(k, memcg, MemcgEvent::Low);
         }
         let want = nr_to_reclaim.saturating_sub(done.reclaimed).max(1);
-        let policy = k.lru_policy;
+        let policy = k.cfg.lru_policy;
         done += policy.shrink_lruvec(k, ctx, memcg, want, sc);
         if sc.cgroup_reclaim() {
             // shrink_slab: zswap's shrinker writes cold entries back (if enabled); what it
@@ -642,7 +642,7 @@ pub fn shrink_folio_list(
     target: u16,
 ) -> ShrinkResult {
     let mut list: VecDeque<u32> = folios.into();
-    let mut tlb = TlbUnmapBatch::new(k.tlb_batched_unmap);
+    let mut tlb = TlbUnmapBatch::new(k.cfg.tlb_batched_unmap);
     let mut result = ShrinkResult::default();
     // Before reclaiming a folio, try to move it a tier down (do_demote_pass); the folios that
     // fail to demote go round again to be reclaimed.
@@ -666,7 +666,7 @@ pub fn shrink_folio_list(
             if reclaim != Reclaim::Pageout {
                 ctx.spend(k.cost.folio_referenced_ns);
                 clear_flush_young(k, ctx, pfn);
-                let policy = k.lru_policy;
+                let policy = k.cfg.lru_policy;
                 let refs = policy.folio_check_references(k, ctx, pfn);
                 super::access::young_cleared(k, pfn);
                 match refs {
@@ -766,7 +766,7 @@ fn clear_flush_young(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     }
     let order = f.order[pfn as usize] as u32;
     let pmd_mapped = f.test(pfn, flags::PMD_MAPPED);
-    let arch = k.tlb;
+    let arch = k.cfg.tlb;
     arch.clear_flush_young(k, ctx, order, pmd_mapped);
 }
 
@@ -814,6 +814,7 @@ fn add_to_swap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: &mut VecDeque<u32>
         let nr = 1 << order;
         if charged {
             let scattered = k
+                .cfg
                 .swapout_fallback
                 .scattered_slots(&mut k.swap, ctx, &k.cost, nr);
             // Slots released while taking them (given back, or the slot cache drained) drop

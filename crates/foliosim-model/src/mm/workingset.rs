@@ -145,7 +145,7 @@ pub fn workingset_eviction(k: &mut Kernel, pfn: u32, target: u16) -> Option<Shad
     if k.nodes.nid(pfn) != 0 {
         return None;
     }
-    let policy = k.lru_policy;
+    let policy = k.cfg.lru_policy;
     policy.workingset_eviction(k, pfn, target)
 }
 
@@ -153,7 +153,7 @@ pub fn workingset_eviction(k: &mut Kernel, pfn: u32, target: u16) -> Option<Shad
 /// on an LRU) took a slot that held `shadow`; the LRU policy judges it (classic_refault, or
 /// MGLRU's).
 pub fn workingset_refault(k: &mut Kernel, pfn: u32, shadow: Shadow) {
-    let policy = k.lru_policy;
+    let policy = k.cfg.lru_policy;
     policy.workingset_refault(k, pfn, shadow);
 }
 

@@ -20,7 +20,7 @@ use crate::engine::Ctx;
 use crate::hw::compressor::CodecCost;
 use crate::hw::compressor::{size_sample, Codec};
 use crate::hw::iaa::IaaMode;
-use crate::scenario::{Scenario, PAGE_SIZE};
+use crate::scenario::{Scenario, ZswapLargeFolios, PAGE_SIZE};
 use serde::Serialize;
 use std::collections::VecDeque;
 
@@ -100,14 +100,19 @@ pub struct Zswap {
 }
 
 impl Zswap {
-    pub fn new(scenario: &Scenario, device_slots: &[u32], nr_memcgs: usize) -> Zswap {
+    pub fn new(
+        scenario: &Scenario,
+        large_folios: ZswapLargeFolios,
+        device_slots: &[u32],
+        nr_memcgs: usize,
+    ) -> Zswap {
         let knobs = &scenario.sysfs.zswap;
         let ram_pages = scenario.machine.memory.pages();
         let max_pool_pages = ram_pages * knobs.max_pool_percent_or_default() as u64 / 100;
         let enabled = knobs.enabled;
         Zswap {
             enabled,
-            policy: policy(scenario.kernel.zswap_large_folios()),
+            policy: policy(large_folios),
             codec: Codec::from_name(knobs.compressor_or_default()).expect("validated compressor"),
             max_pool_pages,
             accept_pool_pages: max_pool_pages * knobs.accept_threshold_percent_or_default() as u64
@@ -252,7 +257,13 @@ fn offload_compress(k: &mut Kernel, ctx: &mut Ctx, nr: u32) {
         .as_mut()
         .expect("deflate-iaa is validated to have machine.iaa");
     let t = iaa
-        .submit_compress(ctx.now_ns, ctx.cpu as u32, nr, PAGE_SIZE as u32, k.iaa_mode)
+        .submit_compress(
+            ctx.now_ns,
+            ctx.cpu as u32,
+            nr,
+            PAGE_SIZE as u32,
+            k.cfg.iaa_mode,
+        )
         .expect("IAA jobs of a folio's pages");
     ctx.now_ns = ctx.now_ns.max(t.done_at_ns);
 }

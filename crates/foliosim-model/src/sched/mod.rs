@@ -101,7 +101,7 @@ pub fn run_tasks_observed(
     progress: &mut dyn FnMut(u64, u64),
     mut observer: Option<&mut dyn RunObserver>,
 ) -> Result<SchedStats, SimError> {
-    let ncpus = k.cpu_mm.len();
+    let ncpus = k.nr_cpus();
     let mut rng = SimRng::stream(seed, "sched");
     let mut live_users = tasks.len();
     for m in k.mms.iter_mut() {
@@ -221,7 +221,7 @@ pub fn run_tasks_observed(
                 // Slices vary +-10% (wakeups, ticks): seeded, so runs differ only by seed.
                 let slice = slice_ns * 9 / 10 + rng.below(slice_ns / 5);
                 c.slice_end_ns = ctx.now_ns + queue::weighted_slice(slice, t.weight);
-                k.cpu_mm[cpu] = t.mm;
+                k.percpu[cpu].mm = t.mm;
                 k.kthreads.set_current(cpu, t.kthread_kind());
                 t.state = State::Running;
                 q.refresh(cpu);
@@ -229,7 +229,7 @@ pub fn run_tasks_observed(
             }
         };
         let begin_ns = ctx.now_ns;
-        let irq_ns = std::mem::take(&mut k.cpu_irq_ns[cpu]);
+        let irq_ns = std::mem::take(&mut k.percpu[cpu].irq_ns);
         ctx.now_ns += irq_ns;
         // The tick sets need_resched at the slice's end when another task is runnable and no
         // idle CPU will take it (try_to_wake_up places a woken task on an idle CPU); one woken
@@ -481,7 +481,7 @@ fn user_step(
 
 /// `cpu` stops running `t` at `at_ns`.
 pub(super) fn switch_out(k: &mut Kernel, cpu: usize, t: &Task, at_ns: u64) {
-    k.cpu_mm[cpu] = NIL;
+    k.percpu[cpu].mm = NIL;
     k.kthreads.set_current(cpu, None);
     if t.mm != NIL {
         k.mms[t.mm as usize].cpu_last_ran_ns[cpu] = Some(at_ns);

@@ -265,7 +265,7 @@ fn munmap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, nr
     k.mms[mm as usize].mmap_lock.write_lock(ctx);
     let span = zap_range(k, ctx, mm, vma, first, nr);
     if span > 0 {
-        let arch = k.tlb;
+        let arch = k.cfg.tlb;
         arch.flush_range(k, ctx, mm, span);
     }
     let m = &mut k.mms[mm as usize];

@@ -55,7 +55,7 @@ fn compact_finished_inner(k: &mut Kernel, cc: &CompactControl) -> CompactResult 
         if !cc.migrate_pfn.is_multiple_of(PAGEBLOCK_NR_PAGES) {
             return CompactResult::Continue;
         }
-        if k.compaction.era.finish_at_low_watermark
+        if k.cfg.compaction_era.finish_at_low_watermark
             && !k.zone.watermark_ok(
                 cc.order as u32,
                 k.zone.wmark_pages(Wmark::Low),
@@ -148,7 +148,7 @@ pub fn compact_zone(
         }
         let iteration_start_pfn = cc.migrate_pfn;
         // A block migrated from and scanned again is finished this time (then marked skip).
-        cc.finish_pageblock = k.compaction.era.finish_pageblock
+        cc.finish_pageblock = k.cfg.compaction_era.finish_pageblock
             && last_migrated_pfn.is_some_and(|l| {
                 pageblock_start_pfn(l) == pageblock_start_pfn(iteration_start_pfn)
             });
@@ -194,7 +194,7 @@ pub fn compact_zone(
                 && !cc.ignore_skip_hint
                 && !cc.finish_pageblock
                 && cc.mode < MigrateMode::Sync
-                && k.compaction.era.finish_pageblock
+                && k.cfg.compaction_era.finish_pageblock
             {
                 cc.finish_pageblock = true;
                 // A failed page in the block: draining will not make a THP of it.

@@ -99,7 +99,7 @@ impl CompactControl {
     /// compact_unlock_should_abort / compact_should_abort (3.16-5.0): an async run stops when
     /// another task wants the CPU (CompactionEra::resched_aborts_async).
     pub fn should_abort(&mut self, k: &Kernel, ctx: &Ctx) -> bool {
-        if k.compaction.era.resched_aborts_async
+        if k.cfg.compaction_era.resched_aborts_async
             && self.mode == MigrateMode::Async
             && ctx.need_resched()
         {

@@ -252,7 +252,7 @@ fn fast_isolate_around(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl, p
 /// enough targets. Runs look at every 32nd pfn of blocks that give nothing (async from the
 /// start), back to every pfn once they find pages.
 pub(super) fn isolate_freepages(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl) {
-    if k.compaction.era.fast_search {
+    if k.cfg.compaction_era.fast_search {
         fast_isolate_freepages(k, ctx, cc);
         if cc.nr_freepages > 0 {
             return;
@@ -263,7 +263,7 @@ pub(super) fn isolate_freepages(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactC
     let mut block_start = pageblock_start_pfn(isolate_start) as i64;
     let mut block_end = (block_start as u32 + PAGEBLOCK_NR_PAGES).min(zone_end);
     let low_pfn = pageblock_end_pfn(cc.migrate_pfn) as i64;
-    let mut stride = if k.compaction.era.free_stride && cc.mode == MigrateMode::Async {
+    let mut stride = if k.cfg.compaction_era.free_stride && cc.mode == MigrateMode::Async {
         COMPACT_CLUSTER_MAX
     } else {
         1
@@ -290,7 +290,7 @@ pub(super) fn isolate_freepages(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactC
                 // Isolation failed early (the watermark): do not go on.
                 break;
             }
-            if k.compaction.era.free_stride {
+            if k.cfg.compaction_era.free_stride {
                 stride = if nr_isolated > 0 {
                     1
                 } else {

@@ -86,7 +86,7 @@ fn reinit_migrate_pfn(cc: &mut CompactControl) -> u32 {
 /// the fewest migrations to be emptied. The list is rotated so the next search sees others.
 fn fast_find_migrateblock(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl) -> u32 {
     let pfn = cc.migrate_pfn;
-    if !k.compaction.era.fast_search
+    if !k.cfg.compaction_era.fast_search
         || cc.ignore_skip_hint
         || cc.finish_pageblock
         || !pfn.is_multiple_of(PAGEBLOCK_NR_PAGES)
@@ -212,8 +212,9 @@ fn isolate_migratepages_block(
     cc.migrate_pfn = low_pfn;
     // Async direct compaction works in order-aligned chunks: one page that cannot move makes
     // the chunk useless, so what was isolated of it goes back and the scan jumps ahead.
-    let skip_on_failure =
-        k.compaction.era.skip_on_failure && cc.direct_compaction && cc.mode == MigrateMode::Async;
+    let skip_on_failure = k.cfg.compaction_era.skip_on_failure
+        && cc.direct_compaction
+        && cc.mode == MigrateMode::Async;
     let mut next_skip_pfn = if skip_on_failure {
         block_end_pfn(low_pfn, cc.order)
     } else {

@@ -153,7 +153,6 @@ impl ZoneCompaction {
 #[derive(Debug, Clone)]
 pub struct Compaction {
     pub sysctl: CompactionSysctl,
-    pub era: CompactionEra,
     pub zone: ZoneCompaction,
     pub kcompactd: KcompactdState,
 }
@@ -162,7 +161,6 @@ impl Compaction {
     pub fn new(scenario: &Scenario, nr_pages: u32) -> Compaction {
         Compaction {
             sysctl: CompactionSysctl::from_scenario(scenario),
-            era: CompactionEra::of(scenario.kernel.version),
             zone: ZoneCompaction::new(nr_pages),
             kcompactd: KcompactdState::default(),
         }
@@ -266,7 +264,7 @@ fn compact_zone_order(
     cc.whole_zone = prio == MIN_COMPACT_PRIORITY;
     cc.ignore_skip_hint = prio == MIN_COMPACT_PRIORITY;
     cc.ignore_block_suitable = prio == MIN_COMPACT_PRIORITY;
-    let capture = k.compaction.era.capture && k.kthreads.current(ctx.cpu).is_none();
+    let capture = k.cfg.compaction_era.capture && k.kthreads.current(ctx.cpu).is_none();
     if capture {
         k.zone.set_capture(order, cc.migratetype);
     }

@@ -9,7 +9,7 @@
 
 use super::super::folio::flags;
 use super::super::gfp::Gfp;
-use super::super::memory::{alloc_order0_charged, handle_mm_fault, map_new_folio};
+use super::super::memory::{alloc_order0_charged, handle_mm_fault, map_new_folio, VmFault};
 use super::super::mmap::{Pte, VmaFile};
 use super::super::oom_kill::oom_error;
 use super::super::page_alloc::alloc_pages;
@@ -49,7 +49,7 @@ pub fn touch_file(
         let pfn = pte.pfn();
         if write && !vf.shared {
             k.vmstat.count(VmEvent::Pgfault, 1);
-            wp_page_copy(k, ctx, mm, vma, index, pfn)?;
+            wp_page_copy(k, ctx, &VmFault::new(mm, vma, index, true), pfn)?;
         } else {
             if write && !k.folios.test(pfn, flags::DIRTY) {
                 // do_wp_page -> wp_page_shared: page_mkwrite dirties the page.
@@ -92,32 +92,23 @@ pub fn touch_file(
 pub(crate) fn do_fault(
     k: &mut Kernel,
     ctx: &mut Ctx,
-    mm: u32,
-    vma: u32,
+    vmf: &VmFault,
     vf: VmaFile,
-    index: u32,
-    write: bool,
 ) -> Result<(), MmError> {
-    if write && !vf.shared {
-        do_cow_fault(k, ctx, mm, vma, vf, index)
-    } else if write {
-        do_shared_fault(k, ctx, mm, vma, vf, index)
+    if vmf.write && !vf.shared {
+        do_cow_fault(k, ctx, vmf, vf)
+    } else if vmf.write {
+        do_shared_fault(k, ctx, vmf, vf)
     } else {
-        do_read_fault(k, ctx, mm, vma, vf, index)
+        do_read_fault(k, ctx, vmf, vf)
     }
 }
 
 /// do_read_fault: map the cached neighbours first (do_fault_around); if that mapped the
 /// faulting page too it was a minor fault without filemap_fault. Otherwise filemap_fault
 /// finds or reads the page, and finish_fault maps it.
-fn do_read_fault(
-    k: &mut Kernel,
-    ctx: &mut Ctx,
-    mm: u32,
-    vma: u32,
-    vf: VmaFile,
-    index: u32,
-) -> Result<(), MmError> {
+fn do_read_fault(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault, vf: VmaFile) -> Result<(), MmError> {
+    let VmFault { mm, vma, index, .. } = *vmf;
     ctx.spend(k.cost.filemap_fault_ns);
     if fault_around(k, ctx, mm, vma, vf, index) {
         return Ok(());
@@ -132,11 +123,10 @@ fn do_read_fault(
 fn do_shared_fault(
     k: &mut Kernel,
     ctx: &mut Ctx,
-    mm: u32,
-    vma: u32,
+    vmf: &VmFault,
     vf: VmaFile,
-    index: u32,
 ) -> Result<(), MmError> {
+    let VmFault { mm, vma, index, .. } = *vmf;
     ctx.spend(k.cost.filemap_fault_ns);
     let pfn = filemap_fault(k, ctx, mm, vf.file, vf.pgoff + index)?;
     folio_mark_dirty(k, ctx, pfn);
@@ -148,14 +138,8 @@ fn do_shared_fault(
 /// do_cow_fault: a store to an unmapped page of a private file mapping: a new anonymous page
 /// (allocated and charged first), filled from the page cache, mapped; the page-cache page
 /// stays cached, unmapped.
-fn do_cow_fault(
-    k: &mut Kernel,
-    ctx: &mut Ctx,
-    mm: u32,
-    vma: u32,
-    vf: VmaFile,
-    index: u32,
-) -> Result<(), MmError> {
+fn do_cow_fault(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault, vf: VmaFile) -> Result<(), MmError> {
+    let VmFault { mm, index, .. } = *vmf;
     let memcg = k.mms[mm as usize].memcg;
     let anon = alloc_order0_charged(k, ctx, memcg)?;
     ctx.spend(k.cost.filemap_fault_ns);
@@ -165,20 +149,14 @@ fn do_cow_fault(
         return Err(e);
     }
     // The copy stands in for the clear of an anonymous fault's cost.
-    map_new_folio(k, ctx, mm, vma, index, anon, 0, memcg);
+    map_new_folio(k, ctx, vmf, index, anon, 0, memcg);
     Ok(())
 }
 
 /// do_wp_page -> wp_page_copy: a store to a page-cache page mapped by a private mapping
 /// replaces the PTE with a new anonymous copy; the old PTE is flushed from the TLBs.
-fn wp_page_copy(
-    k: &mut Kernel,
-    ctx: &mut Ctx,
-    mm: u32,
-    vma: u32,
-    index: u32,
-    pfn: u32,
-) -> Result<(), MmError> {
+fn wp_page_copy(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault, pfn: u32) -> Result<(), MmError> {
+    let VmFault { mm, vma, index, .. } = *vmf;
     let memcg = k.mms[mm as usize].memcg;
     let anon = alloc_order0_charged(k, ctx, memcg)?;
     // The page may have been reclaimed meanwhile (allocation reclaims): copy whatever the
@@ -197,7 +175,7 @@ fn wp_page_copy(
             return Err(e);
         }
     }
-    map_new_folio(k, ctx, mm, vma, index, anon, 0, memcg);
+    map_new_folio(k, ctx, vmf, index, anon, 0, memcg);
     Ok(())
 }
 

@@ -300,7 +300,7 @@ pub fn read_pages(k: &mut Kernel, ctx: &mut Ctx, pfns: &[u32]) {
 /// folio_mark_accessed: the reclaim-list policy's (classic: inactive,unreferenced ->
 /// inactive,referenced -> active,unreferenced; MGLRU: lru_gen_inc_refs).
 pub fn folio_mark_accessed(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
-    let policy = k.lru_policy;
+    let policy = k.cfg.lru_policy;
     policy.folio_mark_accessed(k, ctx, pfn);
 }
 

@@ -49,9 +49,9 @@ pub(super) fn collapse_huge_page(
     unmapped: u32,
 ) -> ScanResult {
     let memcg = k.mms[mm as usize].memcg;
-    let gfp = khugepaged_gfp(k.khugepaged.defrag, k.gfp_transhuge);
+    let gfp = khugepaged_gfp(k.khugepaged.defrag, k.cfg.gfp_transhuge);
     // alloc_charge_folio (the fault policy may hold a page already, counted when allocated).
-    let Some((pfn, fresh)) = k.thp_fault_alloc.collapse_alloc(k, ctx, gfp) else {
+    let Some((pfn, fresh)) = k.cfg.thp_fault_alloc.collapse_alloc(k, ctx, gfp) else {
         k.vmstat.count(VmEvent::ThpCollapseAllocFailed, 1);
         return ScanResult::AllocHugePageFail;
     };
@@ -93,7 +93,7 @@ pub(super) fn collapse_huge_page(
     }
     k.mms[mm as usize].mmap_lock.write_lock(ctx);
     ctx.spend(k.cost.khugepaged_collapse_ns);
-    let arch = k.tlb;
+    let arch = k.cfg.tlb;
     arch.collapse_flush(k, ctx, mm);
     tlb_remove_table_sync_one(k, ctx);
     // The isolated sources are freed as their last PTE goes, below.
@@ -123,7 +123,7 @@ fn revalidate(k: &Kernel, mm: u32, vma: u32, start: u32) -> Result<(), ScanResul
     let Some(v) = m.vmas.get(vma as usize).and_then(|v| v.as_ref()) else {
         return Err(ScanResult::VmaCheck);
     };
-    if !vma_allowable_pmd(k, v) {
+    if !vma_allowable_pmd(&k.cfg, v) {
         return Err(ScanResult::VmaCheck);
     }
     let ptes = &v.ptes[start as usize..(start + HPAGE_PMD_NR) as usize];
@@ -143,7 +143,7 @@ fn revalidate(k: &Kernel, mm: u32, vma: u32, start: u32) -> Result<(), ScanResul
 /// other CPU, waited for, so that no GUP-fast walker still sees the old page table. Costed as
 /// a shootdown's IPI round (`tlb_flush_ipi_ns`, `tlb_ipi_extra_cpu_ns`) without the flushes.
 fn tlb_remove_table_sync_one(k: &mut Kernel, ctx: &mut Ctx) {
-    let others = k.cpu_mm.len() as u64 - 1;
+    let others = k.nr_cpus() as u64 - 1;
     if others > 0 {
         let ns = k.cost.tlb_flush_ipi_ns + k.cost.tlb_ipi_extra_cpu_ns * (others - 1);
         charge(k, ctx, TlbCost::Ipi, ns);

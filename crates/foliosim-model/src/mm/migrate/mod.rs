@@ -332,7 +332,7 @@ fn migrate_pages_batch(
                 continue;
             }
             // Batched since 6.3 (migrate_pages_batch); before, each folio was flushed.
-            let batched = mode == MigrateMode::Async && k.tlb_batched_unmap;
+            let batched = mode == MigrateMode::Async && k.cfg.tlb_batched_unmap;
             let adds = (tlb.adds_writable, tlb.adds_read_only);
             match migrate_folio_unmap(k, ctx, src, target, mode, batched.then_some(&mut tlb)) {
                 Ok((dst, was_mapped)) => {
@@ -389,7 +389,7 @@ fn migrate_pages_batch(
     }
     // try_to_unmap_flush: one shootdown for every PTE cleared above (async mode), less what
     // the flush policy defers.
-    let policy = k.migrate_flush;
+    let policy = k.cfg.migrate_flush;
     let mgen = policy.defer(k, &mut tlb, &eligible_mms, &ineligible_ro_mms);
     tlb.flush(k, ctx);
     for (src, dst, was_mapped) in unmapped {

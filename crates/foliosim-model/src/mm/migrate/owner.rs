@@ -75,7 +75,7 @@ fn anon_unmap(k: &mut Kernel, ctx: &mut Ctx, src: u32, tlb: Option<&mut TlbUnmap
             let mut now = TlbUnmapBatch::default();
             now.add(k, ctx, mm, if pmd { 0 } else { order }, entries, dirty);
             now.flush(k, ctx);
-            let arch = k.tlb;
+            let arch = k.cfg.tlb;
             for _ in 1..entries {
                 arch.flush_batch(k, ctx, &[mm], 1);
             }
@@ -124,7 +124,7 @@ fn anon_remap(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
     let i = dst as usize;
     let (mm, vma, index) = f.owner(i);
     let (nr, pmd) = (f.nr_pages(dst), f.test(dst, flags::PMD_MAPPED));
-    let promoted_clean = k.numa_promoted_clean;
+    let promoted_clean = k.cfg.numa_promoted_clean;
     let ptes = &mut k.mms[mm as usize].vma_mut(vma).ptes;
     let mut remapped = 0u32;
     for sub in 0..nr {

@@ -85,7 +85,7 @@ pub fn alloc_pages(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> Optio
     if let Some(pfn) = get_page_from_freelist(k, ctx, gfp, order, flags) {
         return Some(pfn);
     }
-    let slowpath = k.slowpath;
+    let slowpath = k.cfg.slowpath;
     slowpath.alloc_pages_slowpath(k, ctx, gfp, order)
 }
 

@@ -50,7 +50,7 @@ impl ThpFaultAlloc for ThpAvailNodes {
         if k.zone.thp_avail {
             return true;
         }
-        let gfp = khugepaged_gfp(k.khugepaged.defrag, k.gfp_transhuge);
+        let gfp = khugepaged_gfp(k.khugepaged.defrag, k.cfg.gfp_transhuge);
         let Some(pfn) = alloc_pages(k, ctx, gfp, PMD_ORDER) else {
             return false;
         };

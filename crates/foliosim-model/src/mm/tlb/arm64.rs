@@ -44,8 +44,8 @@ impl Arm64Tlbi {
     fn flush_asid(k: &mut Kernel, ctx: &mut Ctx, mm: u32) {
         charge(k, ctx, TlbCost::TlbiIssue, k.cost.tlbi_issue_ns);
         k.tlb_cache.tlbi_broadcast(1);
-        for cpu in 0..k.cpu_mm.len() {
-            if k.cpu_mm[cpu] == mm {
+        for cpu in 0..k.nr_cpus() {
+            if k.percpu[cpu].mm == mm {
                 // The broadcast reaches a CPU running a task of the mm mid-run.
                 k.tlb_cache.flush_all(cpu, cpu != ctx.cpu);
             } else {

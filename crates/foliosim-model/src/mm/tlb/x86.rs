@@ -44,7 +44,7 @@ impl TlbArch for X86Ipi {
 
     fn should_defer_flush(&self, k: &Kernel, ctx: &Ctx, mm: u32) -> bool {
         // Only when another CPU is in mm_cpumask (cpumask_any_but(mm_cpumask, this cpu)).
-        (0..k.cpu_mm.len()).any(|cpu| cpu != ctx.cpu && in_mm_cpumask(k, ctx, cpu, mm))
+        (0..k.nr_cpus()).any(|cpu| cpu != ctx.cpu && in_mm_cpumask(k, ctx, cpu, mm))
     }
 
     fn flush_range(&self, k: &mut Kernel, ctx: &mut Ctx, mm: u32, nr_pages: u64) {
@@ -61,7 +61,7 @@ const TLB_SINGLE_PAGE_FLUSH_CEILING: u64 = 33;
 
 /// Is `cpu` in `mm`'s mm_cpumask: running it, or within the mask's trim window?
 fn in_mm_cpumask(k: &Kernel, ctx: &Ctx, cpu: usize, mm: u32) -> bool {
-    k.cpu_mm[cpu] == mm
+    k.percpu[cpu].mm == mm
         || k.mms[mm as usize].cpu_recently_active(cpu, ctx.now_ns, k.cost.mm_cpumask_window_ns)
 }
 
@@ -80,7 +80,7 @@ fn shootdown(k: &mut Kernel, ctx: &mut Ctx, mms: &[u32], pages: Option<u64>) {
         Some(nr) => k.vmstat.count(VmEvent::NrTlbLocalFlushOne, nr),
     }
     let mut remote = 0;
-    let ncpus = k.cpu_mm.len();
+    let ncpus = k.nr_cpus();
     // By 64 CPUs: which are in the mask (reads only), then what the flush does to each (the
     // mask does not depend on those effects, so the order of effects is kept).
     for first in (0..ncpus).step_by(64) {
@@ -88,9 +88,9 @@ fn shootdown(k: &mut Kernel, ctx: &mut Ctx, mms: &[u32], pages: Option<u64>) {
         let mut mask = 0u64;
         for &mm in mms {
             let active = &k.mms[mm as usize].cpu_last_ran_ns[first..last];
-            for (bit, (&cur, ran)) in k.cpu_mm[first..last].iter().zip(active).enumerate() {
+            for (bit, (c, ran)) in k.percpu[first..last].iter().zip(active).enumerate() {
                 // mm_cpumask: running it, or ran it within the window (cpu_recently_active).
-                let in_mask = cur == mm
+                let in_mask = c.mm == mm
                     || ran.is_some_and(|t| {
                         ctx.now_ns.saturating_sub(t) < k.cost.mm_cpumask_window_ns
                     });
@@ -124,19 +124,19 @@ fn shootdown_cpu(
 ) {
     if cpu != ctx.cpu {
         *remote += 1;
-        k.cpu_irq_ns[cpu] += k.cost.tlb_flush_local_ns + k.cost.tlb_ipi_receive_ns;
+        k.percpu[cpu].irq_ns += k.cost.tlb_flush_local_ns + k.cost.tlb_ipi_receive_ns;
         k.tlb_cache.shootdown_received(cpu);
     }
     // What the flush does to this CPU's TLB (hw/tlb_cache.rs): flush_tlb_func flushes a
     // CPU that has one of `mms` loaded (running it, or idle in lazy TLB mode after it); a
     // CPU running another mm only drops it from the mask.
-    let loaded = k.cpu_mm[cpu] == NIL || mms.contains(&k.cpu_mm[cpu]);
+    let loaded = k.percpu[cpu].mm == NIL || mms.contains(&k.percpu[cpu].mm);
     match pages {
         _ if !loaded => k.tlb_cache.forget_mms(cpu, mms),
         // An IPI to a CPU running a task of the mm interrupts it (its user code refills).
         None => k
             .tlb_cache
-            .flush_all(cpu, cpu != ctx.cpu && k.cpu_mm[cpu] != NIL),
+            .flush_all(cpu, cpu != ctx.cpu && k.percpu[cpu].mm != NIL),
         Some(nr) => k.tlb_cache.flush_pages(cpu, nr),
     }
 }

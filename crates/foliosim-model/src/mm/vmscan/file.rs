@@ -69,7 +69,7 @@ pub fn shrink_file_folio_list(
 ) -> ShrinkResult {
     let kswapd = sc.reclaim == Reclaim::Kswapd;
     let mut list: VecDeque<u32> = folios.into();
-    let mut tlb = TlbUnmapBatch::new(k.tlb_batched_unmap);
+    let mut tlb = TlbUnmapBatch::new(k.cfg.tlb_batched_unmap);
     let mut result = ShrinkResult::default();
     while let Some(pfn) = list.pop_front() {
         // folio_trylock fails while a read is in flight.
@@ -107,7 +107,7 @@ pub fn shrink_file_folio_list(
             result.putback.push((pfn, true));
             continue;
         }
-        let policy = k.lru_policy;
+        let policy = k.cfg.lru_policy;
         let references = policy.file_check_references(k, ctx, pfn);
         match references {
             FileRef::Activate => {

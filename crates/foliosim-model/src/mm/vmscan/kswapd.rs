@@ -162,7 +162,7 @@ fn balance(k: &mut Kernel, ctx: &mut Ctx, order: u32) -> (u64, u32) {
             // Boosted reclaim neither writes back nor swaps: only clean page cache is
             // reclaimed (nothing at all without page cache).
             let may_swap = nr_boost_reclaim == 0;
-            let policy = k.lru_policy;
+            let policy = k.cfg.lru_policy;
             policy.age_node(k, ctx);
             // kswapd_shrink_node
             let nr_to_reclaim = k.zone.wmark_pages(Wmark::High).max(SWAP_CLUSTER_MAX);

@@ -158,7 +158,7 @@ pub fn get_scan_count(k: &Kernel, sc: &ScanControl, memcg: u16) -> [u64; 4] {
         Anon,
         File,
     }
-    let swappiness = k.swappiness as u64;
+    let swappiness = k.cfg.swappiness as u64;
     // No swap space (or may not swap), or a memcg that asked for none: file only.
     // can_reclaim_anon_pages: swap space the memcg may use (memory.swap.max), or a lower tier
     // to demote to.

@@ -99,7 +99,7 @@ pub fn check_migrc_flush(k: &mut Kernel, ctx: &mut Ctx, g: u16) {
     }
     let mms = std::mem::take(&mut st.pending_mms);
     st.gen_next = mgen_next(st.gen);
-    let arch = k.tlb;
+    let arch = k.cfg.tlb;
     arch.flush_batch(k, ctx, &mms, mms.len() as u32);
     k.migrc.gen_done = g;
     k.vmstat.count(VmEvent::MigrcFlushed, 1);

@@ -75,7 +75,7 @@ fn get_swappiness(k: &Kernel, sc: &ScanControl) -> u64 {
     if k.swap.nr_swap_pages() < MIN_LRU_BATCH && !crate::mm::numa_balancing::can_demote(k) {
         return 0;
     }
-    k.swappiness as u64
+    k.cfg.swappiness as u64
 }
 
 /// The types evictable at `swappiness` (for_each_evictable_type): file only at 0, anon only
@@ -508,12 +508,12 @@ fn evict_folios(
 /// file generation is younger than it (or too small to matter), the working set is
 /// protected by an OOM kill instead of being evicted.
 pub fn lru_gen_age_node(k: &mut Kernel, ctx: &mut Ctx) {
-    let min_ttl_ns = k.lru_gen_min_ttl_ns;
+    let min_ttl_ns = k.cfg.lru_gen_min_ttl_ns;
     if min_ttl_ns == 0 {
         return;
     }
     let swappiness = if k.swap.nr_swap_pages() >= MIN_LRU_BATCH {
-        k.swappiness as u64
+        k.cfg.swappiness as u64
     } else {
         0
     };
