@@ -54,7 +54,7 @@ use crate::hw::blockdev::BlockDevice;
 use crate::hw::compressor::Codec;
 use crate::hw::iaa::{Iaa, IaaConfig, IaaCosts, IaaMode, IAA_CRYPTO_MAX_BATCH_SIZE};
 use crate::hw::membw::SharedBandwidth;
-use crate::scenario::{KernelVersion, Scenario, SwapDeviceKind, ThpDefrag};
+use crate::scenario::{MmChange, Scenario, SwapDeviceKind, ThpDefrag};
 use folio::{flags, FolioTable, NIL};
 use huge_memory::deferred_split::{folio_unqueue_deferred_split, DeferredSplitQueue};
 use khugepaged::Khugepaged;
@@ -266,6 +266,8 @@ pub struct Kernel {
 impl Kernel {
     pub fn new(scenario: &Scenario) -> Kernel {
         let cost = CostModel::of_scenario(scenario);
+        // Every per-release switch below comes from the release table (scenario/releases.rs).
+        let release = scenario.kernel.version;
         let ncpus = scenario.machine.cpus as usize;
         let nr_pages = scenario.machine.memory.pages() as u32;
         let mut memcgs = vec![MemCgroup::new("/".into(), None)];
@@ -334,7 +336,7 @@ impl Kernel {
         let mut kthreads = Kthreads::new(
             zswap.enabled,
             khugepaged::hugepage_pmd_enabled(scenario),
-            scenario.kernel.version.kcompactd(),
+            release.has(MmChange::Kcompactd),
             ncpus,
         );
         if pagecache.disk.is_some() {
@@ -386,7 +388,7 @@ impl Kernel {
             nodes,
             migrate_flush: migrate::flush::policy_of(scenario.kernel.migrate_tlb_flush),
             migrc: migrate::flush::migrc::MigrcState::new(),
-            tlb_skip_inaccessible: scenario.kernel.version.skips_inaccessible_flush(),
+            tlb_skip_inaccessible: release.has(MmChange::TlbSkipInaccessible),
             numa_promoted_clean: scenario.kernel.numa_promoted_pte
                 == crate::scenario::PromotedPte::Clean,
             mms: Vec::new(),
@@ -408,15 +410,15 @@ impl Kernel {
             thp_orders_madvised: scenario.sysfs.orders_enabled(true),
             // alloc_swap_folio falls back to order 0 once zswap has been enabled.
             swapin_mthp: scenario.kernel.swapin_mthp() && !scenario.sysfs.zswap.enabled,
-            map_swapcache_folio_whole: scenario.kernel.version.maps_swapcache_folio_whole(),
-            thp_defrag: scenario.sysfs.thp_defrag(scenario.kernel.version),
-            gfp_transhuge: gfp::Gfp::transhuge_of(scenario.kernel.version),
-            slowpath: page_alloc::slowpath_of(scenario.kernel.version),
+            map_swapcache_folio_whole: release.has(MmChange::SwapcacheMapWhole),
+            thp_defrag: scenario.sysfs.thp_defrag(release),
+            gfp_transhuge: gfp::Gfp::transhuge_of(release),
+            slowpath: page_alloc::slowpath_of(release),
             thp_fault_alloc: thp_fault_alloc::policy(scenario.kernel.thp_fault_alloc),
             thp_avail: Default::default(),
-            defer_partial_split: scenario.kernel.version.deferred_split(),
-            zap_batches_ptes: scenario.kernel.version.zap_batches_ptes(),
-            tlb_batched_unmap: scenario.kernel.version.batched_unmap_flush(),
+            defer_partial_split: release.has(MmChange::ThpDeferredSplit),
+            zap_batches_ptes: release.has(MmChange::ZapPteBatch),
+            tlb_batched_unmap: release.has(MmChange::TtuBatchFlush),
             cpu_mm: vec![NIL; ncpus],
             cpu_irq_ns: vec![0; ncpus],
             tlb: tlb::arch(scenario.machine.tlb),
@@ -443,7 +445,7 @@ impl Kernel {
             },
             kthreads,
             zswap,
-            zeromap: scenario.kernel.version >= KernelVersion::V6_12,
+            zeromap: release.has(MmChange::SwapZeromap),
             lru_add_pending: vec![0; ncpus],
             pagecache,
             deferred_split: vec![DeferredSplitQueue::default(); 1 + scenario.memcgs.len()],
