@@ -200,16 +200,21 @@ fn load(path: &std::path::Path) -> Result<Scenario> {
 
 /// `foliosim show`: the scenario (unless a bare release was asked for) and what it resolves to.
 fn show(path: Option<&std::path::Path>, kernel: Option<String>) -> Result<String> {
-    let mut scenario = match path {
-        Some(path) => load(path)?,
-        None => Scenario::from_toml_str("")?,
+    let release = kernel
+        .map(|text| foliosim::scenario::Release::parse(&text))
+        .transpose()?;
+    let Some(path) = path else {
+        // A bare release: every other field at its default (no workload to validate).
+        let mut scenario: Scenario = serde_json::from_str("{}")?;
+        scenario.kernel.version = release.context("`show` needs a scenario or --kernel")?;
+        return Ok(foliosim::scenario::resolved::render(&scenario));
     };
-    if let Some(text) = kernel {
-        scenario.kernel.version = foliosim::scenario::Release::parse(&text)?;
+    let mut scenario = load(path)?;
+    if let Some(release) = release {
+        scenario.kernel.version = release;
         scenario.validate()?;
     }
-    let toml = path.map(|_| scenario.to_toml_string()).unwrap_or_default();
-    Ok(toml + &foliosim::scenario::resolved::render(&scenario))
+    Ok(scenario.to_toml_string() + &foliosim::scenario::resolved::render(&scenario))
 }
 
 /// `NAME=NS` pairs, checked against the cost model's names through scenario validation.

@@ -8,8 +8,8 @@ mod lru_gen;
 mod numa;
 pub mod releases;
 pub mod resolved;
-pub use releases::{MmChange, Release, ReleaseError};
 pub use lru_gen::LruGenKnobs;
+pub use releases::{MmChange, Release, ReleaseError};
 
 use crate::content::ContentClass;
 use crate::engine::cost::CostModel;
@@ -1633,7 +1633,9 @@ impl Scenario {
                 return Err(invalid(
                     format!("sysfs.hugepages.\"{size}\""),
                     size,
-                    format!("2M only with kernel.version = \"{version}\" (no per-size mTHP before 6.8)"),
+                    format!(
+                        "2M only with kernel.version = \"{version}\" (no per-size mTHP before 6.8)"
+                    ),
                 ));
             }
         }

@@ -56,7 +56,10 @@ impl Release {
             let plain = !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
             plain.then(|| s.parse::<u8>().ok()).flatten()
         };
-        let release = Release::new(number(major).ok_or_else(err)?, number(minor).ok_or_else(err)?);
+        let release = Release::new(
+            number(major).ok_or_else(err)?,
+            number(minor).ok_or_else(err)?,
+        );
         release.is_known().then_some(release).ok_or_else(err)
     }
 
@@ -83,14 +86,19 @@ impl Release {
     pub fn swap_allocator(self) -> (SwapAllocatorKind, Option<MmChange>) {
         use MmChange::*;
         let kinds = [
-            (SwapPercpuClusterFastPath, SwapAllocatorKind::ClusterListsC18),
+            (
+                SwapPercpuClusterFastPath,
+                SwapAllocatorKind::ClusterListsC18,
+            ),
             (SwapClusterLists, SwapAllocatorKind::ClusterListsC12),
             (SwapAllOrders, SwapAllocatorKind::PercpuOrder),
         ];
         kinds
             .into_iter()
             .find(|(change, _)| self.has(*change))
-            .map_or((SwapAllocatorKind::Legacy, None), |(c, kind)| (kind, Some(c)))
+            .map_or((SwapAllocatorKind::Legacy, None), |(c, kind)| {
+                (kind, Some(c))
+            })
     }
 
     /// How zswap_store treats a large folio by default.

@@ -22,7 +22,10 @@ fn by_row(row: &Row, on: bool) -> String {
         format!(", {}", row.commit)
     };
     let state = if on { "on" } else { "off" };
-    format!("release table: {} ({}{commit}) {state}", row.name, row.release)
+    format!(
+        "release table: {} ({}{commit}) {state}",
+        row.name, row.release
+    )
 }
 
 fn by_change(s: &Scenario, change: MmChange) -> String {
@@ -49,7 +52,12 @@ fn override_or(set: bool, table: String) -> String {
 
 /// "scenario" when the value differs from the schema's default, else "default".
 fn set_or_default<T: PartialEq>(value: &T, default: &T) -> String {
-    if value == default { "default" } else { "scenario" }.into()
+    if value == default {
+        "default"
+    } else {
+        "scenario"
+    }
+    .into()
 }
 
 fn swap_allocator(s: &Scenario) -> Resolved {
@@ -73,14 +81,25 @@ pub fn defaults(s: &Scenario) -> Vec<Resolved> {
     let plain = Kernel::default();
     let mut out = vec![swap_allocator(s)];
     let mut push = |key, value: String, chosen_by: String| {
-        out.push(Resolved { key, value, chosen_by })
+        out.push(Resolved {
+            key,
+            value,
+            chosen_by,
+        })
     };
     push(
         "kernel.zswap_large_folios",
         spelled(&k.zswap_large_folios()),
-        override_or(k.zswap_large_folios.is_some(), by_change(s, MmChange::ZswapLargeFolios)),
+        override_or(
+            k.zswap_large_folios.is_some(),
+            by_change(s, MmChange::ZswapLargeFolios),
+        ),
     );
-    let zswap_off = if s.sysfs.zswap.enabled { "; off while zswap is enabled" } else { "" };
+    let zswap_off = if s.sysfs.zswap.enabled {
+        "; off while zswap is enabled"
+    } else {
+        ""
+    };
     push(
         "kernel.swapin_mthp",
         (k.swapin_mthp() && !s.sysfs.zswap.enabled).to_string(),
@@ -89,25 +108,68 @@ pub fn defaults(s: &Scenario) -> Vec<Resolved> {
     push(
         "sysfs.defrag",
         s.sysfs.thp_defrag(release).name().into(),
-        override_or(s.sysfs.defrag.is_some(), by_change(s, MmChange::ThpDefragMadvise)),
+        override_or(
+            s.sysfs.defrag.is_some(),
+            by_change(s, MmChange::ThpDefragMadvise),
+        ),
     );
-    let lru = if s.sysfs.lru_gen.enabled() { "mglru" } else { "classic" };
-    let lru_by = if s.sysfs.lru_gen.enabled.is_some() { "scenario" } else { "default" };
+    let lru = if s.sysfs.lru_gen.enabled() {
+        "mglru"
+    } else {
+        "classic"
+    };
+    let lru_by = if s.sysfs.lru_gen.enabled.is_some() {
+        "scenario"
+    } else {
+        "default"
+    };
     push("lru (sysfs.lru_gen.enabled)", lru.into(), lru_by.into());
     let gfp_retry = release.has(MmChange::GfpTranshugeRetry);
-    let gfp = if gfp_retry { "GFP_TRANSHUGE" } else { "GFP_TRANSHUGE | __GFP_NORETRY" };
-    push("thp gfp", gfp.into(), by_change(s, MmChange::GfpTranshugeRetry));
-    let slow = if release.has(MmChange::OomDetectionRework) { "4.7+ (6.18's)" } else { "4.1's" };
-    push("page allocator slow path", slow.into(), by_change(s, MmChange::OomDetectionRework));
+    let gfp = if gfp_retry {
+        "GFP_TRANSHUGE"
+    } else {
+        "GFP_TRANSHUGE | __GFP_NORETRY"
+    };
+    push(
+        "thp gfp",
+        gfp.into(),
+        by_change(s, MmChange::GfpTranshugeRetry),
+    );
+    let slow = if release.has(MmChange::OomDetectionRework) {
+        "4.7+ (6.18's)"
+    } else {
+        "4.1's"
+    };
+    push(
+        "page allocator slow path",
+        slow.into(),
+        by_change(s, MmChange::OomDetectionRework),
+    );
     let kcompactd = release.has(MmChange::Kcompactd);
-    push("kcompactd", kcompactd.to_string(), by_change(s, MmChange::Kcompactd));
+    push(
+        "kcompactd",
+        kcompactd.to_string(),
+        by_change(s, MmChange::Kcompactd),
+    );
     let fault = &k.thp_fault_alloc;
-    push("kernel.thp_fault_alloc", spelled(fault), set_or_default(fault, &plain.thp_fault_alloc));
+    push(
+        "kernel.thp_fault_alloc",
+        spelled(fault),
+        set_or_default(fault, &plain.thp_fault_alloc),
+    );
     let fallback = &k.swapout_fallback;
     let chosen = set_or_default(fallback, &plain.swapout_fallback);
     push("kernel.swapout_fallback", spelled(fallback), chosen);
-    push("kernel.cgroup", spelled(&k.cgroup), set_or_default(&k.cgroup, &plain.cgroup));
-    push("kernel.oom", spelled(&k.oom), set_or_default(&k.oom, &plain.oom));
+    push(
+        "kernel.cgroup",
+        spelled(&k.cgroup),
+        set_or_default(&k.cgroup, &plain.cgroup),
+    );
+    push(
+        "kernel.oom",
+        spelled(&k.oom),
+        set_or_default(&k.oom, &plain.oom),
+    );
     let flush = &k.migrate_tlb_flush;
     let chosen = set_or_default(flush, &plain.migrate_tlb_flush);
     push("kernel.migrate_tlb_flush", spelled(flush), chosen);
@@ -118,10 +180,21 @@ pub fn defaults(s: &Scenario) -> Vec<Resolved> {
 pub fn render(s: &Scenario) -> String {
     let release = s.kernel.version;
     let mut out = String::new();
-    let _ = writeln!(out, "# kernel.version = \"{release}\": the release table's switches");
+    let _ = writeln!(
+        out,
+        "# kernel.version = \"{release}\": the release table's switches"
+    );
     for row in &TABLE {
-        let state = if release.has(row.change) { "on " } else { "off" };
-        let commit = if row.commit.is_empty() { "(id n/a)" } else { row.commit };
+        let state = if release.has(row.change) {
+            "on "
+        } else {
+            "off"
+        };
+        let commit = if row.commit.is_empty() {
+            "(id n/a)"
+        } else {
+            row.commit
+        };
         let _ = writeln!(
             out,
             "#   {state} {:<5} {commit:<12} {:<32} {}",

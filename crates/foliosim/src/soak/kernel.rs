@@ -3,10 +3,10 @@
 
 use super::gen::Gen;
 use crate::scenario::{
-    CgroupVersion, Kernel, KernelSysctl, KernelVersion, KhugepagedKnobs, LruGenKnobs, MmChange,
-    MigrateTlbFlush, NumaKnobs, OomPolicy, PromotedPte, SwapAllocatorKind, SwapoutFallbackKind,
-    Sysctl, Sysfs, ThpDefrag, ThpEnabled, ThpFaultAllocKind, VmSysctl, ZramKnobs, ZswapKnobs,
-    ZswapLargeFolios, COMPRESSORS,
+    CgroupVersion, Kernel, KernelSysctl, KernelVersion, KhugepagedKnobs, LruGenKnobs,
+    MigrateTlbFlush, MmChange, NumaKnobs, OomPolicy, PromotedPte, SwapAllocatorKind,
+    SwapoutFallbackKind, Sysctl, Sysfs, ThpDefrag, ThpEnabled, ThpFaultAllocKind, VmSysctl,
+    ZramKnobs, ZswapKnobs, ZswapLargeFolios, COMPRESSORS,
 };
 use std::collections::BTreeMap;
 

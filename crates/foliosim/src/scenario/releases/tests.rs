@@ -22,14 +22,21 @@ fn each_row_switches_at_its_release() {
         let at = all.iter().position(|r| *r == row.release).unwrap();
         assert!(all[at].has(row.change), "{} at {}", row.name, row.release);
         if at > 0 {
-            assert!(!all[at - 1].has(row.change), "{} before {}", row.name, all[at - 1]);
+            assert!(
+                !all[at - 1].has(row.change),
+                "{} before {}",
+                row.name,
+                all[at - 1]
+            );
         }
     }
 }
 
 #[test]
 fn parses_every_real_release_in_range() {
-    for text in ["4.1", "4.4", "4.20", "5.0", "5.4", "5.19", "6.0", "6.6", "6.7", "6.11", "6.14"] {
+    for text in [
+        "4.1", "4.4", "4.20", "5.0", "5.4", "5.19", "6.0", "6.6", "6.7", "6.11", "6.14",
+    ] {
         assert_eq!(r(text).to_string(), text);
     }
     assert_eq!(r("6.10"), Release::V6_10);
@@ -42,8 +49,8 @@ fn parses_every_real_release_in_range() {
 #[test]
 fn refuses_what_is_not_a_release_in_range() {
     for text in [
-        "3.10", "4.0", "4.21", "5.20", "6.19", "7.0", "abc", "", "6", "6.", ".9", "6.9.1",
-        "6.-1", "+6.9", "06.9x", "300.1",
+        "3.10", "4.0", "4.21", "5.20", "6.19", "7.0", "abc", "", "6", "6.", ".9", "6.9.1", "6.-1",
+        "+6.9", "06.9x", "300.1",
     ] {
         let e = Release::parse(text).unwrap_err().to_string();
         assert!(
@@ -72,9 +79,18 @@ fn serializes_as_the_string_it_was_written_as() {
     assert_eq!(k.version, Release::V6_10);
     assert_eq!(toml::to_string(&k).unwrap(), "version = \"6.10\"\n");
     assert_eq!(serde_json::to_string(&k).unwrap(), r#"{"version":"6.10"}"#);
-    let e = toml::from_str::<K>("version = 6.10").err().unwrap().to_string();
-    assert!(e.contains("kernel.version") && e.contains("\"6.10\""), "{e}");
-    let e = toml::from_str::<K>("version = \"6.19\"").err().unwrap().to_string();
+    let e = toml::from_str::<K>("version = 6.10")
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        e.contains("kernel.version") && e.contains("\"6.10\""),
+        "{e}"
+    );
+    let e = toml::from_str::<K>("version = \"6.19\"")
+        .err()
+        .unwrap()
+        .to_string();
     assert!(e.contains("kernel.version") && e.contains("6.19"), "{e}");
 }
 
@@ -90,8 +106,14 @@ fn derived_defaults_at_the_old_releases() {
     assert_eq!(alloc(Release::V6_18), ClusterListsC18);
     assert_eq!(alloc(r("6.13")), ClusterListsC12);
     assert_eq!(alloc(r("6.14")), ClusterListsC18);
-    assert_eq!(Release::V6_12.zswap_large_folios(), ZswapLargeFolios::Reject);
-    assert_eq!(Release::V6_18.zswap_large_folios(), ZswapLargeFolios::PerPage);
+    assert_eq!(
+        Release::V6_12.zswap_large_folios(),
+        ZswapLargeFolios::Reject
+    );
+    assert_eq!(
+        Release::V6_18.zswap_large_folios(),
+        ZswapLargeFolios::PerPage
+    );
     assert_eq!(Release::V4_1.thp_defrag(), ThpDefrag::Always);
     assert_eq!(Release::V6_9.thp_defrag(), ThpDefrag::Madvise);
     // Every row is off at 4.1 and on at 6.18, except those at 6.13+ which are off before 6.18.
