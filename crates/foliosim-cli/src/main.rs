@@ -155,8 +155,15 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         html: Option<std::path::PathBuf>,
     },
-    /// Print a scenario with every default filled in (the documented defaults).
-    Show { scenario: std::path::PathBuf },
+    /// Print a scenario with every default filled in, then (as `#` lines) the release table's
+    /// switches and every resolved default with what chose it. `--kernel 6.6` alone: a release.
+    #[command(arg_required_else_help = true)]
+    Show {
+        scenario: Option<std::path::PathBuf>,
+        /// A release from 4.1 to 6.18 (replaces the scenario's `kernel.version`).
+        #[arg(long, value_name = "X.Y")]
+        kernel: Option<String>,
+    },
     /// Run a base scenario over axes (cartesian product) x seeds, in parallel (local cores or
     /// Ray); one results table as Parquet (and CSV). Resumable: rerun to finish.
     Sweep(sweep::SweepArgs),
@@ -189,6 +196,25 @@ fn load(path: &std::path::Path) -> Result<Scenario> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     Scenario::from_toml_str(&text).with_context(|| format!("in {}", path.display()))
+}
+
+/// `foliosim show`: the scenario (unless a bare release was asked for) and what it resolves to.
+fn show(path: Option<&std::path::Path>, kernel: Option<String>) -> Result<String> {
+    let release = kernel
+        .map(|text| foliosim::scenario::Release::parse(&text))
+        .transpose()?;
+    let Some(path) = path else {
+        // A bare release: every other field at its default (no workload to validate).
+        let mut scenario: Scenario = serde_json::from_str("{}")?;
+        scenario.kernel.version = release.context("`show` needs a scenario or --kernel")?;
+        return Ok(foliosim::scenario::resolved::render(&scenario));
+    };
+    let mut scenario = load(path)?;
+    if let Some(release) = release {
+        scenario.kernel.version = release;
+        scenario.validate()?;
+    }
+    Ok(scenario.to_toml_string() + &foliosim::scenario::resolved::render(&scenario))
 }
 
 /// `NAME=NS` pairs, checked against the cost model's names through scenario validation.
@@ -424,7 +450,7 @@ fn main() -> Result<()> {
             }
             eprintln!("wall time {:.1} s", wall.elapsed().as_secs_f64());
         }
-        Command::Show { scenario } => print!("{}", load(&scenario)?.to_toml_string()),
+        Command::Show { scenario, kernel } => print!("{}", show(scenario.as_deref(), kernel)?),
         Command::Sweep(args) => return sweep::sweep(args),
         Command::Compare(args) => return sweep::compare(args),
         Command::Record(args) => return record::record(args),

@@ -147,9 +147,9 @@ fn bad_axes_fail_before_any_run() {
         let axis = axes::parse_set_on(set, &base).unwrap();
         Plan::new(&base, &[axis], &[1]).unwrap_err().to_string()
     };
-    let e = err("kernel.version=6.10,6.11");
+    let e = err("kernel.version=6.10,6.19");
     assert!(
-        e.contains("`kernel.version`") && e.contains("`6.11`") && e.contains("`6.18`"),
+        e.contains("`kernel.version`") && e.contains("`6.19`") && e.contains("`6.18`"),
         "{e}"
     );
     let e = err("kernel.versoin=6.10");

@@ -6,7 +6,10 @@
 
 mod lru_gen;
 mod numa;
+pub mod releases;
+pub mod resolved;
 pub use lru_gen::LruGenKnobs;
+pub use releases::{MmChange, Release, ReleaseError};
 
 use crate::content::ContentClass;
 use crate::engine::cost::CostModel;
@@ -390,74 +393,9 @@ impl SwapDeviceSpec {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-pub enum KernelVersion {
-    /// 4.1 (2015): seed 001's base. PMD THP only, the THP-refcounting and allocator of the
-    /// time where they differ in what the model runs (the `KernelVersion` methods below).
-    #[serde(rename = "4.1")]
-    V4_1,
-    #[serde(rename = "6.9")]
-    V6_9,
-    #[serde(rename = "6.10")]
-    V6_10,
-    #[serde(rename = "6.12")]
-    V6_12,
-    #[serde(rename = "6.18")]
-    V6_18,
-}
-
-impl KernelVersion {
-    pub fn name(self) -> &'static str {
-        match self {
-            KernelVersion::V4_1 => "4.1",
-            KernelVersion::V6_9 => "6.9",
-            KernelVersion::V6_10 => "6.10",
-            KernelVersion::V6_12 => "6.12",
-            KernelVersion::V6_18 => "6.18",
-        }
-    }
-
-    /// Partly unmapping a THP leaves it on the deferred split queue (4.5's THP refcounting
-    /// rework); before, split_huge_page_pmd split the page at once.
-    pub fn deferred_split(self) -> bool {
-        self > KernelVersion::V4_1
-    }
-
-    /// kcompactd, the per-node compaction thread, arrived in 4.6 (before, kswapd compacted).
-    pub fn kcompactd(self) -> bool {
-        self > KernelVersion::V4_1
-    }
-
-    /// 6.4 (4d4b6d66db): an inaccessible (PROT_NONE) PTE cleared by unmap or migration adds
-    /// nothing to the batched flush.
-    pub fn skips_inaccessible_flush(self) -> bool {
-        self > KernelVersion::V4_1
-    }
-
-    /// 6.10: a fault that finds a large folio in the swap cache maps all of it (Chuanhua Han,
-    /// Barry Song, "mm: swap: entirely map large folios found in swapcache").
-    pub fn maps_swapcache_folio_whole(self) -> bool {
-        self >= KernelVersion::V6_10
-    }
-
-    /// 6.9 (10ebac4f95e7, "mm/memory: optimize unmap/zap with PTE-mapped THP"): zap removes the
-    /// rmap of a run of PTEs mapping consecutive pages of one large folio at once
-    /// (folio_pte_batch), so unmapping the whole folio never leaves it partially mapped.
-    pub fn zap_batches_ptes(self) -> bool {
-        self >= KernelVersion::V6_9
-    }
-
-    /// MGLRU (lru_gen) arrived in 6.1.
-    pub fn lru_gen(self) -> bool {
-        self > KernelVersion::V4_1
-    }
-
-    /// Reclaim (4.3, TTU_BATCH_FLUSH) and async migration (6.3, migrate_pages_batch) flush
-    /// the TLB once for a batch of unmapped folios; before, once per folio.
-    pub fn batched_unmap_flush(self) -> bool {
-        self > KernelVersion::V4_1
-    }
-}
+/// The release a scenario names; every per-release switch comes from its table
+/// (scenario/releases.rs). The old name, kept so reproducers and tests read as before.
+pub type KernelVersion = Release;
 
 /// Which swap slot allocator the kernel runs (mm/swapfile.c); one file each under mm/swap_alloc/.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -484,7 +422,7 @@ pub struct Kernel {
     #[serde(default)]
     pub swap_allocator: Option<SwapAllocatorKind>,
     /// Swap a large folio back in whole on a fault (alloc_swap_folio, 6.13+, synchronous
-    /// devices only). Default: on from 6.18 (the 6.13+ profiles), off before.
+    /// devices only). Default: the release's (on from 6.13, the release table).
     #[serde(default)]
     pub swapin_mthp: Option<bool>,
     /// Override of how zswap treats a large folio (mm/zswap_store/): `reject` (<= 6.12: the
@@ -590,25 +528,21 @@ impl Default for Kernel {
 }
 
 impl Kernel {
+    /// The scenario's allocator, else the release's (the release table).
     pub fn swap_allocator(&self) -> SwapAllocatorKind {
-        self.swap_allocator.unwrap_or(match self.version {
-            KernelVersion::V4_1 | KernelVersion::V6_9 => SwapAllocatorKind::Legacy,
-            KernelVersion::V6_10 => SwapAllocatorKind::PercpuOrder,
-            KernelVersion::V6_12 => SwapAllocatorKind::ClusterListsC12,
-            KernelVersion::V6_18 => SwapAllocatorKind::ClusterListsC18,
-        })
+        self.swap_allocator
+            .unwrap_or(self.version.swap_allocator().0)
     }
 
     pub fn zswap_large_folios(&self) -> ZswapLargeFolios {
-        self.zswap_large_folios.unwrap_or(match self.version {
-            KernelVersion::V6_18 => ZswapLargeFolios::PerPage,
-            _ => ZswapLargeFolios::Reject,
-        })
+        self.zswap_large_folios
+            .unwrap_or(self.version.zswap_large_folios())
     }
 
+    /// Whole large-folio swap-in: the scenario's choice, else the release's (6.13+).
     pub fn swapin_mthp(&self) -> bool {
         self.swapin_mthp
-            .unwrap_or(self.version == KernelVersion::V6_18)
+            .unwrap_or(self.version.has(MmChange::SwapinMthp))
     }
 }
 
@@ -693,6 +627,15 @@ impl ThpDefrag {
             ThpDefrag::DeferMadvise => "defer+madvise",
             ThpDefrag::Madvise => "madvise",
             ThpDefrag::Never => "never",
+        }
+    }
+
+    /// The value is one the release's `defrag` file accepts (the release table).
+    pub fn exists_in(self, version: Release) -> bool {
+        match self {
+            ThpDefrag::Defer => version.has(MmChange::ThpDefragMadvise),
+            ThpDefrag::DeferMadvise => version.has(MmChange::ThpDefragDeferMadvise),
+            ThpDefrag::Always | ThpDefrag::Madvise | ThpDefrag::Never => true,
         }
     }
 }
@@ -1056,13 +999,9 @@ impl Default for Sysfs {
 
 impl Sysfs {
     /// `defrag` as the sim applies it: the scenario's value, else the release's default
-    /// (`madvise` since 4.6, `always` before).
-    pub fn thp_defrag(&self, version: KernelVersion) -> ThpDefrag {
-        self.defrag.unwrap_or(if version > KernelVersion::V4_1 {
-            ThpDefrag::Madvise
-        } else {
-            ThpDefrag::Always
-        })
+    /// (the release table: `madvise` since 4.6, `always` before).
+    pub fn thp_defrag(&self, version: Release) -> ThpDefrag {
+        self.defrag.unwrap_or(version.thp_defrag())
     }
 
     /// Only the given large size enabled ("always"); "4K" leaves all large sizes off.
@@ -1686,28 +1625,41 @@ impl Scenario {
                     "each size once (it is listed under another spelling too)",
                 ));
             }
-            // Per-size mTHP arrived in 6.8; 4.1 has the PMD size alone.
-            if self.kernel.version == KernelVersion::V4_1 && bytes.0 != PAGE_SIZE << PMD_ORDER {
+            // Per-size mTHP arrived in 6.8; before, the PMD size alone.
+            let version = self.kernel.version;
+            if !version.has(MmChange::AnonMthp) && bytes.0 != PAGE_SIZE << PMD_ORDER {
                 return Err(invalid(
                     format!("sysfs.hugepages.\"{size}\""),
                     size,
-                    "2M only with kernel.version = \"4.1\" (no per-size mTHP before 6.8)",
+                    format!(
+                        "2M only with kernel.version = \"{version}\" (no per-size mTHP before 6.8)"
+                    ),
                 ));
             }
         }
-        if self.sysfs.lru_gen.enabled() && !self.kernel.version.lru_gen() {
+        let version = self.kernel.version;
+        if self.sysfs.lru_gen.enabled() && !version.has(MmChange::LruGen) {
             return Err(invalid(
                 "sysfs.lru_gen.enabled",
                 "true",
-                "false with kernel.version = \"4.1\" (MGLRU arrived in 6.1)",
+                format!("false with kernel.version = \"{version}\" (MGLRU arrived in 6.1)"),
             ));
         }
-        if self.kernel.version == KernelVersion::V4_1 {
-            if let Some(d @ (ThpDefrag::Defer | ThpDefrag::DeferMadvise)) = self.sysfs.defrag {
+        if let Some(d) = self.sysfs.defrag {
+            if !d.exists_in(version) {
+                let known: Vec<&str> = ThpDefrag::ALL
+                    .iter()
+                    .filter(|d| d.exists_in(version))
+                    .map(|d| d.name())
+                    .collect();
                 return Err(invalid(
                     "sysfs.defrag",
                     d.name(),
-                    "always, madvise, never with kernel.version = \"4.1\" (defer arrived in 4.6)",
+                    format!(
+                        "{} with kernel.version = \"{version}\" (defer arrived in 4.6, \
+                         defer+madvise in 4.11)",
+                        known.join(", ")
+                    ),
                 ));
             }
         }

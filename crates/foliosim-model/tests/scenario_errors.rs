@@ -129,8 +129,12 @@ fn swap_too_small() {
 
 #[test]
 fn kernel_version_unknown() {
-    let t = replace("version = \"6.10\"", "version = \"5.1\"");
-    expect_err("kernel 5.1", &t, &["version", "5.1", "6.9", "6.10"]);
+    for bad in ["3.10", "6.19", "7.0", "abc", "5.20"] {
+        let t = replace("version = \"6.10\"", &format!("version = \"{bad}\""));
+        expect_err(bad, &t, &["kernel.version", bad, "4.1", "6.18"]);
+    }
+    let t = replace("version = \"6.10\"", "version = 6.10");
+    expect_err("unquoted", &t, &["kernel.version", "\"6.10\""]);
 }
 
 #[test]
@@ -434,8 +438,8 @@ fn seed003_fields() {
     );
     expect_err(
         "unknown kernel version",
-        &replace("version = \"6.10\"", "version = \"6.11\""),
-        &["6.11", "6.12", "6.18"],
+        &replace("version = \"6.10\"", "version = \"6.19\""),
+        &["6.19", "4.1", "6.18"],
     );
     expect_err(
         "unknown allocator",

@@ -182,7 +182,7 @@ pub fn reproduce_with_costs(
         let avg = |name: &str| {
             runs.iter().map(|r| r.counter(name) as f64).sum::<f64>() / runs.len() as f64
         };
-        let (seed_mean, seed_std, _) = table[&(kernel, size)];
+        let (seed_mean, seed_std, _) = table[&(kernel.as_str(), size)];
         let mut cpu_ms_per_gib = BTreeMap::new();
         for r in runs {
             let gib = r.workloads[0].tasks as f64 * usemem_bytes as f64 / (1u64 << 30) as f64;

@@ -4,9 +4,9 @@
 use super::gen::Gen;
 use crate::scenario::{
     CgroupVersion, Kernel, KernelSysctl, KernelVersion, KhugepagedKnobs, LruGenKnobs,
-    MigrateTlbFlush, NumaKnobs, OomPolicy, PromotedPte, SwapAllocatorKind, SwapoutFallbackKind,
-    Sysctl, Sysfs, ThpDefrag, ThpEnabled, ThpFaultAllocKind, VmSysctl, ZramKnobs, ZswapKnobs,
-    ZswapLargeFolios, COMPRESSORS,
+    MigrateTlbFlush, MmChange, NumaKnobs, OomPolicy, PromotedPte, SwapAllocatorKind,
+    SwapoutFallbackKind, Sysctl, Sysfs, ThpDefrag, ThpEnabled, ThpFaultAllocKind, VmSysctl,
+    ZramKnobs, ZswapKnobs, ZswapLargeFolios, COMPRESSORS,
 };
 use std::collections::BTreeMap;
 
@@ -60,20 +60,20 @@ pub fn kernel(g: &mut Gen) -> Kernel {
 
 /// `iaa`: the machine has IAA (deflate-iaa is a zswap compressor then).
 pub fn sysfs(g: &mut Gen, version: KernelVersion, iaa: bool) -> Sysfs {
-    let old = version == KernelVersion::V4_1;
+    let mthp = version.has(MmChange::AnonMthp);
     let mut hugepages = BTreeMap::new();
     for size in SIZES {
-        if (!old || size == "2M") && g.chance(35) {
+        if (mthp || size == "2M") && g.chance(35) {
             let enabled = g.pick(&ENABLED);
             if size != "8K" {
                 hugepages.insert(size.to_string(), enabled);
             }
         }
     }
-    let defrags: &[ThpDefrag] = if old {
-        &[ThpDefrag::Always, ThpDefrag::Madvise, ThpDefrag::Never]
+    let defrags: Vec<ThpDefrag> = if version.has(MmChange::ThpDefragDeferMadvise) {
+        ThpDefrag::ALL.to_vec()
     } else {
-        &ThpDefrag::ALL
+        vec![ThpDefrag::Always, ThpDefrag::Madvise, ThpDefrag::Never]
     };
     let zswap_compressors: Vec<&str> = COMPRESSORS
         .iter()
@@ -83,7 +83,7 @@ pub fn sysfs(g: &mut Gen, version: KernelVersion, iaa: bool) -> Sysfs {
     Sysfs {
         thp_enabled: g.pick(&[ThpEnabled::Always, ThpEnabled::Madvise, ThpEnabled::Never]),
         hugepages,
-        defrag: g.maybe(70, |g| g.pick(defrags)),
+        defrag: g.maybe(70, |g| g.pick(&defrags)),
         khugepaged: KhugepagedKnobs {
             defrag: g.maybe(30, |g| g.chance(50)),
             pages_to_scan: g.maybe(40, |g| g.pick(&[1, 64, 512, 4096])),
@@ -117,7 +117,7 @@ pub fn sysfs(g: &mut Gen, version: KernelVersion, iaa: bool) -> Sysfs {
 /// `[sysfs.lru_gen]`: MGLRU in about a third of the cases whose kernel has it, sometimes with
 /// min_ttl_ms. `g` is a stream of its own, so the other draws of a seed stay as they were.
 pub fn lru_gen(g: &mut Gen, version: KernelVersion) -> LruGenKnobs {
-    if !version.lru_gen() || !g.chance(35) {
+    if !version.has(MmChange::LruGen) || !g.chance(35) {
         return LruGenKnobs::default();
     }
     LruGenKnobs {

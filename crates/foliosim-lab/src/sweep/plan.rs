@@ -248,9 +248,9 @@ memcg = "bench"
                 .unwrap_err()
                 .to_string()
         };
-        let e = err("kernel.version=6.9,6.11");
+        let e = err("kernel.version=6.9,6.19");
         assert!(
-            e.contains("kernel.version") && e.contains("6.11") && e.contains("6.18"),
+            e.contains("kernel.version") && e.contains("6.19") && e.contains("6.18"),
             "{e}"
         );
         let e = err("kernel.verison=6.9");

@@ -9,7 +9,7 @@ use super::{
 };
 use crate::hw::iaa::{IaaMode, IAA_CRYPTO_MAX_BATCH_SIZE};
 use crate::scenario::{
-    KernelVersion, MigrateTlbFlush, PromotedPte, Scenario, SwapAllocatorKind, ThpDefrag,
+    MigrateTlbFlush, MmChange, PromotedPte, Scenario, SwapAllocatorKind, ThpDefrag,
     ZswapLargeFolios,
 };
 
@@ -94,21 +94,22 @@ impl KernelConfig {
     /// The configuration the scenario boots: the one place that decides by release.
     pub fn new(scenario: &Scenario) -> KernelConfig {
         let kernel = &scenario.kernel;
-        let version = kernel.version;
+        // Every per-release switch comes from the release table (scenario/releases.rs).
+        let release = kernel.version;
         KernelConfig {
-            defer_partial_split: version.deferred_split(),
-            zap_batches_ptes: version.zap_batches_ptes(),
-            tlb_batched_unmap: version.batched_unmap_flush(),
-            map_swapcache_folio_whole: version.maps_swapcache_folio_whole(),
-            tlb_skip_inaccessible: version.skips_inaccessible_flush(),
+            defer_partial_split: release.has(MmChange::ThpDeferredSplit),
+            zap_batches_ptes: release.has(MmChange::ZapPteBatch),
+            tlb_batched_unmap: release.has(MmChange::TtuBatchFlush),
+            map_swapcache_folio_whole: release.has(MmChange::SwapcacheMapWhole),
+            tlb_skip_inaccessible: release.has(MmChange::TlbSkipInaccessible),
             // alloc_swap_folio falls back to order 0 once zswap has been enabled.
             swapin_mthp: kernel.swapin_mthp() && !scenario.sysfs.zswap.enabled,
-            zeromap: version >= KernelVersion::V6_12,
-            gfp_transhuge: gfp::Gfp::transhuge_of(version),
-            slowpath: page_alloc::slowpath_of(version),
-            thp_defrag: scenario.sysfs.thp_defrag(version),
-            compaction_era: CompactionEra::of(version),
-            kcompactd: version.kcompactd(),
+            zeromap: release.has(MmChange::SwapZeromap),
+            gfp_transhuge: gfp::Gfp::transhuge_of(release),
+            slowpath: page_alloc::slowpath_of(release),
+            thp_defrag: scenario.sysfs.thp_defrag(release),
+            compaction_era: CompactionEra::of(release),
+            kcompactd: release.has(MmChange::Kcompactd),
             swap_allocator: kernel.swap_allocator(),
             zswap_large_folios: kernel.zswap_large_folios(),
             migrate_flush: migrate::flush::policy_of(kernel.migrate_tlb_flush),

@@ -60,10 +60,11 @@ impl Gfp {
     /// GFP_TRANSHUGE as a release defines it: before 4.8 it included __GFP_NORETRY (and
     /// __GFP_NO_KSWAPD, which GFP_TRANSHUGE's missing __GFP_KSWAPD_RECLAIM stands for), so
     /// madvised faults and khugepaged gave up after one round of reclaim and compaction too.
-    pub const fn transhuge_of(version: crate::scenario::KernelVersion) -> Gfp {
-        match version {
-            crate::scenario::KernelVersion::V4_1 => Self::GFP_TRANSHUGE.noretry(),
-            _ => Self::GFP_TRANSHUGE,
+    pub fn transhuge_of(release: crate::scenario::Release) -> Gfp {
+        if release.has(crate::scenario::MmChange::GfpTranshugeRetry) {
+            Self::GFP_TRANSHUGE
+        } else {
+            Self::GFP_TRANSHUGE.noretry()
         }
     }
 

@@ -2,7 +2,7 @@
 //! reduce latency of compaction", 2019) and the changes of 4.4-4.6, for the 4.1 profile: one
 //! switch per kernel change, so each can be read against the code it gates.
 
-use crate::scenario::KernelVersion;
+use crate::scenario::{MmChange, Release};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CompactionEra {
@@ -28,16 +28,17 @@ pub struct CompactionEra {
 }
 
 impl CompactionEra {
-    pub fn of(version: KernelVersion) -> CompactionEra {
-        let modern = version > KernelVersion::V4_1;
+    /// Each switch from its row of the release table.
+    pub fn of(release: Release) -> CompactionEra {
+        let rework_5_1 = release.has(MmChange::CompactionFastSearch);
         CompactionEra {
-            resched_aborts_async: !modern,
-            fast_search: modern,
-            capture: modern,
-            free_stride: modern,
-            skip_on_failure: modern,
-            finish_pageblock: modern,
-            finish_at_low_watermark: !modern,
+            resched_aborts_async: !rework_5_1,
+            fast_search: rework_5_1,
+            capture: rework_5_1,
+            free_stride: rework_5_1,
+            skip_on_failure: release.has(MmChange::CompactionSkipOnFailure),
+            finish_pageblock: release.has(MmChange::CompactionFinishPageblock),
+            finish_at_low_watermark: !release.has(MmChange::CompactionFinishAtFreeBlock),
         }
     }
 }

@@ -21,7 +21,7 @@ use crate::mm::vmscan::kswapd::{wakeup_kswapd, KswapdState, MAX_RECLAIM_RETRIES}
 use crate::mm::vmscan::{do_try_to_free_pages, try_to_free_pages, DirectReclaim};
 use crate::mm::vmstat::VmEvent;
 use crate::mm::Kernel;
-use crate::scenario::KernelVersion;
+use crate::scenario::{MmChange, Release};
 
 /// __alloc_pages_slowpath as a kernel release has it: what to do once the fast path failed.
 pub trait Slowpath: Sync {
@@ -34,11 +34,12 @@ pub trait Slowpath: Sync {
     ) -> Option<u32>;
 }
 
-/// The slow path of `version`.
-pub fn slowpath_of(version: KernelVersion) -> &'static dyn Slowpath {
-    match version {
-        KernelVersion::V4_1 => &super::slowpath_v4_1::SlowpathV4_1,
-        _ => &SlowpathV6_18,
+/// The slow path of `release`: 4.1's until the OOM detection rework (the release table).
+pub fn slowpath_of(release: Release) -> &'static dyn Slowpath {
+    if release.has(MmChange::OomDetectionRework) {
+        &SlowpathV6_18
+    } else {
+        &super::slowpath_v4_1::SlowpathV4_1
     }
 }
 
