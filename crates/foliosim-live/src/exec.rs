@@ -339,7 +339,9 @@ fn child_main(
             let mut byte = 0u8;
             // Blocks until the parent closes the start pipe (EOF) or dies.
             // SAFETY: read into a local byte.
-            while unsafe { libc::read(start_r, (&mut byte as *mut u8).cast(), 1) } < 0 {}
+            while unsafe { libc::read(start_r, (&mut byte as *mut u8).cast(), 1) } < 0
+                && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+            {}
             let names: Vec<&str> = std::iter::once(task.name.as_str())
                 .chain(task.threads.iter().map(|t| t.name.as_str()))
                 .collect();

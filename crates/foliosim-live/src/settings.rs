@@ -417,6 +417,10 @@ impl Drop for HostGuard {
         if let Err(e) = self.restore() {
             eprintln!("foliosim live: {e:#}");
         }
+        // The lock files close with us: a later fork must not close whatever reuses the fds.
+        for (slot, file) in LOCK_FDS.iter().zip([&self._host_lock, &self._lock]) {
+            let _ = slot.compare_exchange(file.as_raw_fd(), -1, Ordering::SeqCst, Ordering::SeqCst);
+        }
     }
 }
 
