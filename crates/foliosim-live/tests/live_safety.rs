@@ -417,8 +417,7 @@ fn an_existing_memcg_of_our_name_is_refused_and_kept() -> Outcome {
     let taken = cgroup::memcg_path(&root, std::process::id(), None, "taken");
     std::fs::create_dir(&taken).unwrap();
     let err = cgroup::Memcg::create(&mut guard, &MemcgSpec::with_max("taken", None), None)
-        .err()
-        .expect("an existing memcg must not be adopted");
+        .expect_err("an existing memcg must not be adopted");
     assert!(format!("{err:#}").contains("already exists"), "{err:#}");
     guard.restore().unwrap();
     let kept = taken.exists();
