@@ -95,11 +95,23 @@ impl Memcg {
                     .with_context(|| format!("enabling memory in {}", control.display()))?;
             }
         }
-        // Journaled after the parent's: undone in reverse, children before their parents.
-        guard.record(Change::Cgroup {
+        // Never adopt a memcg of our name that is already there: restore would kill its
+        // processes and remove it. Journaled after the parent's: undone in reverse, children
+        // before their parents; taken back if the name turns out to be taken.
+        if fs::symlink_metadata(&path).is_ok() {
+            bail!(
+                "memcg `{name}`: {} already exists and is not this run's; refusing to use or remove it",
+                path.display()
+            );
+        }
+        let change = Change::Cgroup {
             path: path.to_string_lossy().into_owned(),
-        })?;
-        fs::create_dir(&path).with_context(|| format!("creating memcg {}", path.display()))?;
+        };
+        guard.record(change.clone())?;
+        if let Err(e) = fs::create_dir(&path) {
+            guard.unrecord(&change)?;
+            return Err(e).with_context(|| format!("creating memcg {}", path.display()));
+        }
         let cg = Memcg {
             name: name.into(),
             path,

@@ -67,6 +67,10 @@ struct ChildReport {
     error: Option<String>,
 }
 
+/// Fault injection for the tests (as `FOLIOSIM_LIVE_KILL_AT`): every task child panics at
+/// once. The child must end there, never unwind into its copy of the parent's stack.
+pub const CHILD_PANIC_ENV: &str = "FOLIOSIM_LIVE_CHILD_PANIC";
+
 fn children_cpu_ns() -> (u64, u64) {
     // SAFETY: getrusage into a zeroed local.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
@@ -120,6 +124,8 @@ pub fn run_tasks(
             .collect()
     }))?
     .map(Arc::new);
+    // Read here, in the parent: a forked child of a threaded parent must not take the env lock.
+    let child_panics = std::env::var_os(CHILD_PANIC_ENV).is_some();
     let (start_r, start_w) = pipe()?;
     let mut children: Vec<(libc::pid_t, RawFd, Vec<u8>, Option<i32>)> = vec![];
     let (user0, sys0) = children_cpu_ns();
@@ -166,7 +172,15 @@ pub fn run_tasks(
                     .iter()
                     .map(|t| t.cpu.and_then(|n| allowed.get(n).copied()))
                     .collect();
-                let code = child_main(task, &thread_cpus, start_r, out_w, shared.clone());
+                // A panic must end here: unwinding on would run the parent's code and
+                // destructors (its HostGuard) in this child. 101 as an uncaught panic.
+                let code = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    if child_panics {
+                        panic!("{CHILD_PANIC_ENV} is set: the task child panics");
+                    }
+                    child_main(task, &thread_cpus, start_r, out_w, shared.clone())
+                }))
+                .unwrap_or(101);
                 libc::_exit(code);
             }
         }
@@ -285,10 +299,7 @@ fn child_main(
 ) -> i32 {
     // SAFETY: plain syscalls in the freshly forked child.
     unsafe {
-        let lock = crate::settings::LOCK_FD.load(std::sync::atomic::Ordering::SeqCst);
-        if lock >= 0 {
-            libc::close(lock);
-        }
+        crate::settings::close_locks_in_child();
         for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
             libc::signal(sig, libc::SIG_DFL);
         }
@@ -328,7 +339,9 @@ fn child_main(
             let mut byte = 0u8;
             // Blocks until the parent closes the start pipe (EOF) or dies.
             // SAFETY: read into a local byte.
-            while unsafe { libc::read(start_r, (&mut byte as *mut u8).cast(), 1) } < 0 {}
+            while unsafe { libc::read(start_r, (&mut byte as *mut u8).cast(), 1) } < 0
+                && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+            {}
             let names: Vec<&str> = std::iter::once(task.name.as_str())
                 .chain(task.threads.iter().map(|t| t.name.as_str()))
                 .collect();

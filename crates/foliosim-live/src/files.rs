@@ -12,10 +12,15 @@ pub fn path(dir: &Path, id: u32) -> PathBuf {
     dir.join(format!("file{id}"))
 }
 
-/// Create `path` with `bytes` of random data, written back and evicted from the page cache.
+/// Create `path` (new, never an existing file or symlink) with `bytes` of random data, written back and evicted from the page cache.
 pub fn create(path: &Path, bytes: u64, seed: u64) -> Result<()> {
-    let mut f =
-        std::fs::File::create(path).with_context(|| format!("creating {}", path.display()))?;
+    // Never through a symlink and never over an existing file (O_EXCL | O_NOFOLLOW).
+    let mut f = crate::swapdev::create_exclusive(path).with_context(|| {
+        format!(
+            "creating {} (refused: it must not exist yet)",
+            path.display()
+        )
+    })?;
     // xorshift64*: cheap, and data no compressor or dedup shortcut can exploit.
     let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let mut buf = vec![0u8; 1 << 20];

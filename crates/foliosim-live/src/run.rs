@@ -12,6 +12,7 @@ use foliosim::scenario::{Bytes, Scenario, ThpEnabled, PAGE_SIZE, PMD_ORDER};
 use foliosim::workload::{self, Op, WorkloadResult};
 use serde::Serialize;
 use std::collections::BTreeMap;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -471,6 +472,9 @@ fn run_holding(
             "zswap turned on for this run (--enable-zswap) and off again after it; this host now swaps mTHP in as order 0 until reboot".into(),
         );
     }
+    if let Some(note) = one_shot_note(scenario) {
+        notes.push(note);
+    }
     let mut applied = vec![];
     for (path, value) in host_settings(scenario) {
         check_interrupt()?;
@@ -614,6 +618,26 @@ fn run_holding(
     })
 }
 
+/// The host-wide actions a scenario takes that no journal can undo (docs/live-safety.md):
+/// dropping the clean page cache and compacting memory. They lose nothing (clean pages are
+/// read back, compaction only moves pages), and `--live` is their opt-in.
+fn one_shot_note(scenario: &Scenario) -> Option<String> {
+    let files = !scenario.files.is_empty();
+    let mut what = vec![];
+    if files || workload::all_ops(scenario).any(|op| matches!(op, Op::DropCaches)) {
+        what.push("drop_caches (the host's clean page cache)");
+    }
+    if workload::all_ops(scenario).any(|op| matches!(op, Op::CompactMemory)) {
+        what.push("compact_memory");
+    }
+    (!what.is_empty()).then(|| {
+        format!(
+            "one-shot host-wide actions, not undone (nothing to undo: docs/live-safety.md): {}",
+            what.join(", ")
+        )
+    })
+}
+
 /// With no more tasks than CPUs the sim keeps each task on its own CPU for the whole run. Pin
 /// the live tasks the same way: once the scheduler has moved a task, its mm_cpumask holds both
 /// CPUs (x86 trims it about once a second) and every reclaim flush IPIs the other CPU. Measured
@@ -638,8 +662,8 @@ fn pin_one_per_cpu(tasks: &mut [LiveTask], scenario_cpus: usize) -> bool {
     true
 }
 
-/// Create the scenario's `[[file]]`s (random bytes, written back) in a directory of this run,
-/// removed on restore, then drop the page cache so they start uncached as in the sim (mmtests
+/// Create the scenario's `[[file]]`s (random bytes, written back) in a directory of this run
+/// in the state directory, removed on restore, then drop the page cache so they start uncached as in the sim (mmtests
 /// does the same before thpscale). None when the scenario has no files.
 pub fn create_files(
     guard: &mut HostGuard,
@@ -651,20 +675,32 @@ pub fn create_files(
     if !needs_dir {
         return Ok(None);
     }
-    let dir = std::path::PathBuf::from(format!("{}-{}", FILE_DIR_PREFIX, std::process::id()));
+    // Beside the journal (a restore after a reboot finds it), made by us alone (mkdir fails if
+    // the name is taken), 0700: nothing in it is anyone else's.
+    let dir = guard.dir().join(format!("files-{}", std::process::id()));
     let total: u64 = scenario.files.iter().map(|f| f.size.0).sum();
-    let free = free_bytes(Path::new(FILE_DIR_PARENT)).unwrap_or(0);
+    let free = free_bytes(guard.dir()).unwrap_or(0);
     if total + HEADROOM_BYTES > free {
         anyhow::bail!(
-            "the scenario's files need {} MiB in {FILE_DIR_PARENT}, which has {} MiB free",
+            "the scenario's files need {} MiB in {}, which has {} MiB free",
             total >> 20,
+            guard.dir().display(),
             free >> 20
         );
     }
-    guard.record(settings::Change::Dir {
+    let change = settings::Change::Dir {
         path: dir.display().to_string(),
-    })?;
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    };
+    guard.record(change.clone())?;
+    if let Err(e) = std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        guard.unrecord(&change)?;
+        return Err(e).with_context(|| {
+            format!(
+                "creating {} (refused: it must not exist yet)",
+                dir.display()
+            )
+        });
+    }
     for (id, f) in scenario.files.iter().enumerate() {
         check_interrupt()?;
         let path = crate::files::path(&dir, id as u32);
@@ -681,9 +717,6 @@ pub fn create_files(
     applied.push("drop_caches = 1".into());
     Ok(Some(dir))
 }
-
-const FILE_DIR_PARENT: &str = "/var/tmp";
-const FILE_DIR_PREFIX: &str = "/var/tmp/foliosim-live";
 
 fn free_bytes(path: &Path) -> Option<u64> {
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).ok()?;

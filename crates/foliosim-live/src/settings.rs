@@ -1,21 +1,43 @@
 //! Every change the live backend makes to the host, journaled before it is made, undone on
 //! restore: sysfs knobs (old value saved), swap devices, zram devices, loop devices, swap files
-//! and memcgs (created by us). The journal is a file in /run (tmpfs: a reboot undoes everything
-//! anyway), rewritten after each entry, so a run killed with SIGKILL is restored by the next
-//! start (or `foliosim restore --live`). A lock file keeps two live runs from interleaving.
+//! and memcgs (created by us). The journal lives in the state directory beside the files the
+//! run creates (swap files, the scenario's files), on disk, rewritten after each entry, so a
+//! run killed with SIGKILL is restored by the next start (or `foliosim restore --live`), after
+//! a reboot too (then only the files: a reboot undid the rest). The state directory must be
+//! ours and writable by no one else, the journal too, and restore acts only on paths the live
+//! backend itself uses (docs/live-safety.md). A host-wide lock keeps two live runs from
+//! overlapping, whatever their state directories.
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 use std::fs;
 use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 const MIN_FREE_KBYTES: &str = "/proc/sys/vm/min_free_kbytes";
 
-/// Where the journal and lock live unless `FOLIOSIM_LIVE_DIR` says otherwise.
-pub const DEFAULT_STATE_DIR: &str = "/run/foliosim";
+/// Where the journal, its lock and every file a run creates (swap files, the scenario's
+/// files) live unless `FOLIOSIM_LIVE_DIR` says otherwise: on disk (swap files cannot be on
+/// tmpfs), so journal and files survive a reboot together.
+pub const DEFAULT_STATE_DIR: &str = "/var/lib/foliosim";
+
+/// The host-wide lock: one live run at a time, whatever its state directory. /run is root's.
+pub const HOST_LOCK: &str = "/run/foliosim-live.lock";
+
+/// The knob trees the live backend writes; restore writes nothing else (but its own state
+/// directory, where the crash tests keep a stand-in knob).
+pub const KNOB_ROOTS: [&str; 4] = [
+    "/sys/kernel/mm/transparent_hugepage/",
+    "/sys/kernel/mm/lru_gen/",
+    "/sys/module/zswap/parameters/",
+    "/proc/sys/vm/",
+];
+
+/// Where memcgs may be (the mounts `cgroup::memory_root` picks from).
+const CGROUP_ROOT: &str = "/sys/fs/cgroup/";
 
 pub fn state_dir() -> PathBuf {
     std::env::var_os("FOLIOSIM_LIVE_DIR")
@@ -30,9 +52,14 @@ pub enum Change {
     /// A sysfs/module-parameter file and the value it had.
     Sysfs { path: String, old_value: String },
     /// About to read zram-control/hot_add, which makes a device whose id we learn only after:
-    /// a kill in between leaves a new, unconfigured device; undo hot_removes any zram device
-    /// not in `existing` that is still unconfigured (initstate 0).
-    ZramHotAdd { existing: Vec<u32> },
+    /// a kill in between leaves a new, unconfigured device. The kernel gives the lowest free
+    /// id (idr_alloc in zram_add), `expected`; undo hot_removes that one device only, if it is
+    /// new (not in `existing`) and still unconfigured (initstate 0).
+    ZramHotAdd {
+        existing: Vec<u32>,
+        #[serde(default)]
+        expected: Option<u32>,
+    },
     /// A zram device we configured: reset it, and hot_remove it if we hot_added it.
     Zram { id: u32, hot_added: bool },
     /// A regular file we created (swap file, loop backing file): unlink it.
@@ -99,6 +126,14 @@ impl ChangeKind {
 }
 
 impl Change {
+    /// On disk, so still there after a reboot (a mount point's directory too).
+    pub fn survives_reboot(&self) -> bool {
+        matches!(
+            self,
+            Change::File { .. } | Change::Dir { .. } | Change::Mount { .. }
+        )
+    }
+
     pub fn kind(&self) -> ChangeKind {
         match self {
             Change::Sysfs { path, .. } => {
@@ -153,7 +188,17 @@ static CRASH_POINTS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct JournalFile {
     pid: u32,
+    /// /proc/sys/kernel/random/boot_id of the run: after a reboot only files are left to undo.
+    #[serde(default)]
+    boot_id: String,
     changes: Vec<Change>,
+}
+
+/// This boot's id (empty where the kernel has none).
+pub fn boot_id() -> String {
+    fs::read_to_string("/proc/sys/kernel/random/boot_id")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default()
 }
 
 /// Set by the SIGINT/SIGTERM/SIGHUP handler; the run loop polls it and unwinds to restore.
@@ -163,8 +208,20 @@ extern "C" fn on_signal(_sig: libc::c_int) {
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
-/// The lock's fd, which forked task processes close so the lock dies with this process.
-pub static LOCK_FD: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+/// The locks' fds (state dir, host), which forked task processes close so the locks die with
+/// this process.
+pub static LOCK_FDS: [AtomicI32; 2] = [AtomicI32::new(-1), AtomicI32::new(-1)];
+
+/// Close the locks' fds in a forked child (async-signal-safe: only close(2)).
+pub fn close_locks_in_child() {
+    for fd in &LOCK_FDS {
+        let fd = fd.load(Ordering::SeqCst);
+        if fd >= 0 {
+            // SAFETY: closing an fd this child inherited and does not use.
+            unsafe { libc::close(fd) };
+        }
+    }
+}
 
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
@@ -177,6 +234,9 @@ const CAUGHT: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, lib
 pub struct HostGuard {
     dir: PathBuf,
     journal: JournalFile,
+    /// The process that took the host: only it restores (a forked task child never does).
+    creator_pid: u32,
+    _host_lock: fs::File,
     _lock: fs::File,
     old_actions: Vec<(libc::c_int, libc::sigaction)>,
     restored: bool,
@@ -192,44 +252,41 @@ impl HostGuard {
 
     /// As `acquire`, with the journal and lock in `dir`.
     pub fn acquire_in(dir: PathBuf) -> Result<HostGuard> {
-        fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        let lock_path = dir.join("live.lock");
-        let lock = fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .with_context(|| format!("opening {}", lock_path.display()))?;
-        // A run killed a moment ago may still have dying children holding the lock: wait a bit.
-        let mut tries = 0;
-        // SAFETY: flock on an fd we own.
-        while unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            tries += 1;
-            if tries > 30 {
-                bail!(
-                    "another foliosim live run holds {}; wait for it to finish",
-                    lock_path.display()
-                );
-            }
-            std::thread::sleep(std::time::Duration::from_millis(100));
-        }
-        LOCK_FD.store(lock.as_raw_fd(), Ordering::SeqCst);
+        Self::acquire_with(dir, Path::new(HOST_LOCK))
+    }
+
+    /// As `acquire_in`, with the host-wide lock at `host_lock` (tests that run unprivileged).
+    #[doc(hidden)]
+    pub fn acquire_with(dir: PathBuf, host_lock: &Path) -> Result<HostGuard> {
+        ensure_state_dir(&dir)?;
+        let host = lock_file(host_lock, "another foliosim live run holds the host")?;
+        let lock = lock_file(&dir.join("live.lock"), "another foliosim live run holds")?;
+        LOCK_FDS[0].store(host.as_raw_fd(), Ordering::SeqCst);
+        LOCK_FDS[1].store(lock.as_raw_fd(), Ordering::SeqCst);
         INTERRUPTED.store(false, Ordering::SeqCst);
         let mut guard = HostGuard {
-            dir,
             journal: JournalFile {
                 pid: std::process::id(),
+                boot_id: boot_id(),
                 changes: vec![],
             },
+            creator_pid: std::process::id(),
+            _host_lock: host,
             _lock: lock,
             old_actions: vec![],
             restored: false,
             recovered: vec![],
+            dir,
         };
-        guard.recovered = recover_journal(&guard.journal_path())?;
+        guard.recovered = recover_journal_in(&guard.journal_path(), &guard.dir)?;
         guard.catch_signals();
         guard.write_journal()?;
         Ok(guard)
+    }
+
+    /// The state directory: journal, lock, and the files this run creates.
+    pub fn dir(&self) -> &Path {
+        &self.dir
     }
 
     pub fn journal_path(&self) -> PathBuf {
@@ -255,7 +312,14 @@ impl HostGuard {
     fn write_journal(&self) -> Result<()> {
         let path = self.journal_path();
         let tmp = path.with_extension("tmp");
-        let mut f = fs::File::create(&tmp).with_context(|| format!("writing {}", tmp.display()))?;
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW)
+            .open(&tmp)
+            .with_context(|| format!("writing {}", tmp.display()))?;
         f.write_all(serde_json::to_string_pretty(&self.journal)?.as_bytes())?;
         f.sync_all()?;
         // The rename replaces the journal whole: a kill leaves the old one or the new one.
@@ -268,10 +332,21 @@ impl HostGuard {
     /// Journal a change before making it (write-ahead), so a kill between the two still
     /// restores: every undo step tolerates a change that was never made.
     pub fn record(&mut self, change: Change) -> Result<()> {
+        check_allowed(&change, &self.dir)?;
         crash_point();
         self.journal.changes.push(change);
         self.write_journal()?;
         crash_point();
+        Ok(())
+    }
+
+    /// Take back the newest entry, `change`, when making it failed before it touched anything
+    /// (the path already existed): its undo would remove what is not ours.
+    pub fn unrecord(&mut self, change: &Change) -> Result<()> {
+        if self.journal.changes.last() == Some(change) {
+            self.journal.changes.pop();
+            self.write_journal()?;
+        }
         Ok(())
     }
 
@@ -311,7 +386,9 @@ impl HostGuard {
 
     /// Undo every change, newest first. Errors are collected; every step is attempted.
     pub fn restore(&mut self) -> Result<()> {
-        if self.restored {
+        // A forked child (a task process unwinding from a panic) shares our memory, not our
+        // duty: only the process that took the host gives it back.
+        if self.restored || std::process::id() != self.creator_pid {
             return Ok(());
         }
         self.restored = true;
@@ -340,18 +417,56 @@ impl Drop for HostGuard {
         if let Err(e) = self.restore() {
             eprintln!("foliosim live: {e:#}");
         }
+        // The lock files close with us: a later fork must not close whatever reuses the fds.
+        for (slot, file) in LOCK_FDS.iter().zip([&self._host_lock, &self._lock]) {
+            let _ = slot.compare_exchange(file.as_raw_fd(), -1, Ordering::SeqCst, Ordering::SeqCst);
+        }
     }
 }
 
 /// Restore what a journal left by another (dead) run lists; returns what was done.
 pub fn recover_journal(path: &Path) -> Result<Vec<String>> {
-    let Ok(text) = fs::read_to_string(path) else {
-        return Ok(vec![]);
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    recover_journal_in(path, dir)
+}
+
+fn recover_journal_in(path: &Path, dir: &Path) -> Result<Vec<String>> {
+    let meta = match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(vec![]),
+        other => other.with_context(|| format!("reading {}", path.display()))?,
     };
+    check_ours(path, &meta, "restore journal")?;
+    if !meta.file_type().is_file() {
+        bail!(
+            "refusing the restore journal {}: not a regular file",
+            path.display()
+        );
+    }
+    let text = fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let journal: JournalFile = serde_json::from_str(&text)
         .with_context(|| format!("parsing the restore journal {}", path.display()))?;
-    let done: Vec<String> = journal.changes.iter().map(describe).collect();
-    let errors = undo_all(&journal.changes);
+    for c in &journal.changes {
+        check_allowed(c, dir).with_context(|| {
+            format!(
+                "refusing the restore journal {} of run {}: nothing restored",
+                path.display(),
+                journal.pid
+            )
+        })?;
+    }
+    // After a reboot the kernel's state is new (knobs, devices, memcgs: some ids may be
+    // someone else's now); only what is on disk is still ours to remove.
+    let rebooted = !journal.boot_id.is_empty() && journal.boot_id != boot_id();
+    let changes: Vec<Change> = journal
+        .changes
+        .into_iter()
+        .filter(|c| !rebooted || c.survives_reboot())
+        .collect();
+    let mut done: Vec<String> = changes.iter().map(describe).collect();
+    if rebooted {
+        done.push("(the run was before a reboot: only its files were left)".into());
+    }
+    let errors = undo_all(&changes);
     if !errors.is_empty() {
         bail!(
             "restoring the journal {} of killed run {}: {}",
@@ -362,6 +477,133 @@ pub fn recover_journal(path: &Path) -> Result<Vec<String>> {
     }
     fs::remove_file(path).ok();
     Ok(done)
+}
+
+/// Owned by us (root for any live run) and writable by no one else.
+fn check_ours(path: &Path, meta: &fs::Metadata, what: &str) -> Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    if meta.uid() != euid {
+        bail!(
+            "refusing the {what} {}: owned by uid {}, not by us (uid {euid})",
+            path.display(),
+            meta.uid()
+        );
+    }
+    if meta.mode() & 0o022 != 0 {
+        bail!(
+            "refusing the {what} {}: mode {:o} lets others write it; allowed: writable by its owner only",
+            path.display(),
+            meta.mode() & 0o7777
+        );
+    }
+    Ok(())
+}
+
+/// Create the state directory (0700) if missing, and accept it only if it is a real directory
+/// of ours that no one else can write, in ancestors no one else can swap it out of.
+pub fn ensure_state_dir(dir: &Path) -> Result<()> {
+    if !dir.is_absolute() || dir.components().any(|c| c == Component::ParentDir) {
+        bail!(
+            "FOLIOSIM_LIVE_DIR `{}`: allowed: an absolute path without `..`",
+            dir.display()
+        );
+    }
+    if let Some(parent) = dir.parent() {
+        fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    }
+    match fs::DirBuilder::new().mode(0o700).create(dir) {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+            return Err(e).with_context(|| format!("creating {}", dir.display()))
+        }
+        _ => {}
+    }
+    let meta = fs::symlink_metadata(dir).with_context(|| format!("reading {}", dir.display()))?;
+    if !meta.file_type().is_dir() {
+        bail!(
+            "refusing the state directory {}: not a directory (a symlink?)",
+            dir.display()
+        );
+    }
+    check_ours(dir, &meta, "state directory")?;
+    for a in dir.ancestors().skip(1) {
+        let m = fs::metadata(a).with_context(|| format!("reading {}", a.display()))?;
+        let sticky = m.mode() & libc::S_ISVTX != 0;
+        if m.mode() & 0o022 != 0 && !sticky {
+            bail!(
+                "refusing the state directory {}: its parent {} is writable by others (mode {:o}) without the sticky bit",
+                dir.display(),
+                a.display(),
+                m.mode() & 0o7777
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Open `path` (never through a symlink) and take its flock, waiting up to 3 s for a run
+/// killed a moment ago whose dying children still hold it.
+fn lock_file(path: &Path, held: &str) -> Result<fs::File> {
+    let lock = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    check_ours(path, &lock.metadata()?, "lock file")?;
+    let mut tries = 0;
+    // SAFETY: flock on an fd we own.
+    while unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        tries += 1;
+        if tries > 30 {
+            bail!("{held} ({}); wait for it to finish", path.display());
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    Ok(lock)
+}
+
+/// `path` as given, absolute, with no `..`, inside `root`.
+fn within(path: &str, root: &Path) -> bool {
+    let p = Path::new(path);
+    p.is_absolute() && !p.components().any(|c| c == Component::ParentDir) && p.starts_with(root)
+}
+
+/// The only paths a journal entry may name: the knob trees, our zram and loop devices, memcgs
+/// named foliosim-*, and the state directory. Checked when journaling and before restoring.
+pub fn check_allowed(c: &Change, state_dir: &Path) -> Result<()> {
+    let ours = |p: &str| within(p, state_dir) && Path::new(p) != state_dir;
+    let device = |p: &str, kind: &str| {
+        p.strip_prefix("/dev/")
+            .and_then(|n| n.strip_prefix(kind))
+            .is_some_and(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
+    };
+    let ok = match c {
+        Change::Sysfs { path, .. } => {
+            KNOB_ROOTS.iter().any(|r| within(path, Path::new(r))) || ours(path)
+        }
+        Change::ZramHotAdd { .. } | Change::Zram { .. } => true,
+        Change::File { path } | Change::Dir { path } | Change::Mount { path } => ours(path),
+        Change::Loop { backing_file } => ours(backing_file),
+        Change::Swapon { path } => device(path, "zram") || device(path, "loop") || ours(path),
+        Change::Cgroup { path } => {
+            within(path, Path::new(CGROUP_ROOT))
+                && Path::new(path)
+                    .file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with(crate::swapdev::PREFIX))
+        }
+    };
+    if !ok {
+        bail!(
+            "journal entry `{}` names a path the live backend never changes (allowed: {}, /dev/zramN, /dev/loopN, {CGROUP_ROOT}**/foliosim-*, and {})",
+            describe(c),
+            KNOB_ROOTS.join(", "),
+            state_dir.display()
+        );
+    }
+    Ok(())
 }
 
 /// Restore a killed run's journal if there is one (`foliosim restore --live`).
@@ -416,9 +658,13 @@ fn undo(c: &Change) -> Result<()> {
             Ok(())
         }
         Change::Swapon { path } => crate::swapdev::swapoff_if_active(path),
-        Change::ZramHotAdd { existing } => crate::swapdev::zram_remove_new_unconfigured(existing),
+        Change::ZramHotAdd { existing, expected } => {
+            crate::swapdev::zram_remove_unconfigured(existing, *expected)
+        }
         Change::Zram { id, hot_added } => crate::swapdev::zram_release(*id, *hot_added),
         Change::Loop { backing_file } => crate::swapdev::loop_detach_file(backing_file),
+        Change::File { path } if !ours_on_disk(path) => Ok(()),
+        Change::Dir { path } if !ours_on_disk(path) => Ok(()),
         Change::File { path } => match fs::remove_file(path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 Err(e).with_context(|| format!("removing {path}"))
@@ -452,6 +698,14 @@ fn undo(c: &Change) -> Result<()> {
             }
         }
     }
+}
+
+/// Whether `path` is something we made: it exists, is no symlink, and is owned by us (a
+/// journaled name someone else took before our create failed is left alone).
+fn ours_on_disk(path: &str) -> bool {
+    // SAFETY: geteuid has no preconditions.
+    let euid = unsafe { libc::geteuid() };
+    fs::symlink_metadata(path).is_ok_and(|m| !m.file_type().is_symlink() && m.uid() == euid)
 }
 
 /// A knob's current value: the bracketed choice of a `a [b] c` list, else the trimmed text.
@@ -491,40 +745,46 @@ mod tests {
 
     #[test]
     fn a_dropped_guard_restores_and_a_journal_restores_after_a_kill() {
-        let dir = std::env::temp_dir().join(format!("foliosim-settings-{}", std::process::id()));
-        fs::create_dir_all(&dir).unwrap();
+        let root = std::env::temp_dir().join(format!("foliosim-settings-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&root);
+        fs::create_dir(&root).unwrap();
+        let (dir, host_lock) = (root.join("state"), root.join("host.lock"));
+        let acquire = || HostGuard::acquire_with(dir.clone(), &host_lock);
+        ensure_state_dir(&dir).unwrap();
         let knob = dir.join("enabled");
         let knob_path = knob.to_str().unwrap().to_string();
         fs::write(&knob, "always inherit madvise [never]\n").unwrap();
         {
-            let mut g = HostGuard::acquire_in(dir.clone()).unwrap();
+            let mut g = acquire().unwrap();
             g.set_sysfs(&knob_path, "always").unwrap();
             assert_eq!(fs::read_to_string(&knob).unwrap(), "always");
             // A second run is refused while this one holds the host.
-            assert!(HostGuard::acquire_in(dir.clone()).is_err());
+            assert!(acquire().is_err());
         }
         assert_eq!(read_knob(&knob_path).unwrap(), "never");
         assert!(!dir.join("journal.json").exists());
         // A run killed before it could restore leaves its journal; the next start restores.
-        let g = HostGuard::acquire_in(dir.clone()).unwrap();
+        let g = acquire().unwrap();
         let mut g = std::mem::ManuallyDrop::new(g);
         g.set_sysfs(&knob_path, "madvise").unwrap();
         for (sig, old) in g.old_actions.drain(..) {
             unsafe { libc::sigaction(sig, &old, std::ptr::null_mut()) };
         }
         unsafe { std::ptr::drop_in_place(&mut g._lock) };
+        unsafe { std::ptr::drop_in_place(&mut g._host_lock) };
         assert!(dir.join("journal.json").exists());
-        let next = HostGuard::acquire_in(dir.clone()).unwrap();
+        let next = acquire().unwrap();
         assert_eq!(next.recovered.len(), 1);
         assert_eq!(read_knob(&knob_path).unwrap(), "never");
         drop(next);
-        fs::remove_dir_all(&dir).unwrap();
+        fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]
     fn journal_round_trips() {
         let j = JournalFile {
             pid: 7,
+            boot_id: "b".into(),
             changes: vec![
                 Change::Sysfs {
                     path: "/x".into(),

@@ -1,5 +1,6 @@
 //! Swap devices the live backend creates: a zram device (hot_added, so we never touch one
-//! someone else uses), a swap file, or a loop device over a file; mkswap, swapon, swapoff.
+//! someone else uses), a swap file in the state directory, or a loop device over one; mkswap,
+//! swapon, swapoff.
 
 use crate::settings::{read_knob, write_knob, Change, HostGuard};
 use anyhow::{bail, Context, Result};
@@ -10,8 +11,6 @@ use std::path::Path;
 use std::process::Command;
 
 const ZRAM_CONTROL: &str = "/sys/class/zram-control";
-/// Where swap files and loop backing files go (a disk filesystem; /tmp may be tmpfs).
-pub const SWAP_FILE_DIR: &str = "/var/tmp";
 /// Every path we create carries this prefix, so a human can tell what it is.
 pub const PREFIX: &str = "foliosim-";
 
@@ -78,36 +77,32 @@ pub fn create(
     })
 }
 
-/// A new zram device: hot_add where the kernel offers it, else an idle existing device.
+/// A new zram device, hot_added: a device we did not add may be someone else's (an idle one
+/// still belongs to whoever set it up), so without zram-control we refuse.
 fn zram_add(guard: &mut HostGuard) -> Result<u32> {
-    if Path::new(ZRAM_CONTROL).exists() {
-        guard.record(Change::ZramHotAdd {
-            existing: zram_ids(),
-        })?;
-        // Reading hot_add creates a device and returns its id.
-        let id: u32 = read_knob(&format!("{ZRAM_CONTROL}/hot_add"))?
-            .parse()
-            .context("zram hot_add returned no id")?;
-        guard.record(Change::Zram {
-            id,
-            hot_added: true,
-        })?;
-        return Ok(id);
+    if !Path::new(ZRAM_CONTROL).exists() {
+        bail!("this kernel's zram has no {ZRAM_CONTROL}/hot_add, and the live backend never takes a zram device it did not add (load zram with hot-add support: modprobe zram, kernel 4.2+)");
     }
-    for id in 0..64 {
-        let init = format!("/sys/block/zram{id}/initstate");
-        if !Path::new(&init).exists() {
-            break;
-        }
-        if read_knob(&init)? == "0" {
-            guard.record(Change::Zram {
-                id,
-                hot_added: false,
-            })?;
-            return Ok(id);
-        }
-    }
-    bail!("no idle zram device and no {ZRAM_CONTROL}/hot_add (modprobe zram?)")
+    let existing = zram_ids();
+    let expected = lowest_free_id(&existing);
+    guard.record(Change::ZramHotAdd {
+        existing,
+        expected: Some(expected),
+    })?;
+    // Reading hot_add creates a device and returns its id.
+    let id: u32 = read_knob(&format!("{ZRAM_CONTROL}/hot_add"))?
+        .parse()
+        .context("zram hot_add returned no id")?;
+    guard.record(Change::Zram {
+        id,
+        hot_added: true,
+    })?;
+    Ok(id)
+}
+
+/// The id hot_add gives next: the lowest not in use (idr_alloc from 0 in zram_add).
+pub fn lowest_free_id(existing: &[u32]) -> u32 {
+    (0..).find(|id| !existing.contains(id)).unwrap_or(u32::MAX)
 }
 
 /// Reset a zram device we configured and remove it if we added it.
@@ -137,34 +132,38 @@ pub fn zram_ids() -> Vec<u32> {
     ids
 }
 
-/// Undo a hot_add whose id was never journaled: remove the zram devices that are not in
-/// `existing` and that nobody configured (a configured one is someone else's, or ours and
-/// journaled as `Zram`).
-pub fn zram_remove_new_unconfigured(existing: &[u32]) -> Result<()> {
-    if !Path::new(ZRAM_CONTROL).exists() {
+/// Undo a hot_add whose id was never journaled: remove the device it would have made,
+/// `expected`, if it is new (not in `existing`) and unconfigured; any other new device is
+/// someone else's. Old journals without `expected` remove nothing.
+pub fn zram_remove_unconfigured(existing: &[u32], expected: Option<u32>) -> Result<()> {
+    let Some(id) = expected.filter(|id| !existing.contains(id)) else {
+        return Ok(());
+    };
+    if !Path::new(ZRAM_CONTROL).exists() || !zram_ids().contains(&id) {
         return Ok(());
     }
-    for id in zram_ids() {
-        if existing.contains(&id) {
-            continue;
-        }
-        if read_knob(&format!("/sys/block/zram{id}/initstate")).is_ok_and(|v| v == "0") {
-            write_knob(&format!("{ZRAM_CONTROL}/hot_remove"), &id.to_string())?;
-        }
+    if read_knob(&format!("/sys/block/zram{id}/initstate")).is_ok_and(|v| v == "0") {
+        write_knob(&format!("{ZRAM_CONTROL}/hot_remove"), &id.to_string())?;
     }
     Ok(())
 }
 
+/// A swap file of this run in the state directory, beside the journal: a restore after a
+/// reboot still finds and removes it. Never an existing file: created exclusively (O_EXCL,
+/// no symlink followed), and a name already taken is refused, not adopted.
 fn swap_file(guard: &mut HostGuard, i: usize, size_bytes: u64) -> Result<String> {
-    let path = format!("{SWAP_FILE_DIR}/{PREFIX}swap-{}-{i}", std::process::id());
-    guard.record(Change::File { path: path.clone() })?;
-    let file = fs::OpenOptions::new()
-        .create_new(true)
-        .write(true)
-        .open(&path)
-        .with_context(|| format!("creating swap file {path}"))?;
-    use std::os::unix::fs::PermissionsExt;
-    fs::set_permissions(&path, fs::Permissions::from_mode(0o600))?;
+    let path = swap_file_path(guard.dir(), i);
+    let change = Change::File { path: path.clone() };
+    guard.record(change.clone())?;
+    let file = match create_exclusive(Path::new(&path)) {
+        Ok(f) => f,
+        Err(e) => {
+            guard.unrecord(&change)?;
+            return Err(e).with_context(|| {
+                format!("creating swap file {path} (refused: it must not exist yet)")
+            });
+        }
+    };
     // Swap files must have no holes: allocate every block.
     use std::os::unix::io::AsRawFd;
     // SAFETY: fallocate on an fd we own.
@@ -176,6 +175,25 @@ fn swap_file(guard: &mut HostGuard, i: usize, size_bytes: u64) -> Result<String>
         );
     }
     Ok(path)
+}
+
+/// Where swap device `i` of this process goes as a file.
+pub fn swap_file_path(state_dir: &Path, i: usize) -> String {
+    state_dir
+        .join(format!("{PREFIX}swap-{}-{i}", std::process::id()))
+        .display()
+        .to_string()
+}
+
+/// A new file, mode 0600: fails if the path exists (a symlink included).
+pub fn create_exclusive(path: &Path) -> std::io::Result<fs::File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(path)
 }
 
 /// The loop devices whose backing file is `file`.

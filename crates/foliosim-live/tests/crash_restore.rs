@@ -4,9 +4,9 @@
 //! killed at each of its crash points (before a change is journaled, between the journal and
 //! the change, after it) and at seeded random times; the next start (`HostGuard::acquire`)
 //! restores, and every host setting must read as before. Runs as root on a live-capable host,
-//! else passes after a SKIP line. The tests take one lock (they share the host) and the live
-//! lock file serializes them with any other live run; cargo runs test binaries one at a time,
-//! so they never overlap tests/live.rs.
+//! else each is reported as ignored, with the reason (tests/harness). The harness runs them one
+//! at a time and the host-wide lock serializes them with any other live run; cargo runs test
+//! binaries one at a time, so they never overlap tests/live.rs.
 //!
 //! `FOLIOSIM_CRASH_SEED=N` repeats a run's random kill times (each test prints its seed).
 
@@ -16,10 +16,10 @@ use foliosim_live::settings::{self, Change, ChangeKind, HostGuard};
 use foliosim_live::{cgroup, counters::THP_DIR, swapdev};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-static HOST: Mutex<()> = Mutex::new(());
+mod harness;
+use harness::{ignored, require_live, Outcome};
 
 const CHILD_KIND: &str = "FOLIOSIM_CRASH_CHILD";
 const CHILD_HOLD: &str = "FOLIOSIM_CRASH_HOLD";
@@ -61,10 +61,11 @@ fn mthp_enabled_files() -> Vec<String> {
     out
 }
 
-/// A stand-in for a knob outside the known classes: a file in the test's own directory.
+/// A stand-in for a knob outside the known classes: a file in the state directory (the only
+/// place outside the knob trees that a journal may name).
 fn other_knob() -> String {
-    std::env::temp_dir()
-        .join("foliosim-crash-other-knob")
+    settings::state_dir()
+        .join("crash-other-knob")
         .display()
         .to_string()
 }
@@ -175,10 +176,11 @@ fn make_changes(kind: ChangeKind, guard: &mut HostGuard) -> anyhow::Result<()> {
 }
 
 /// Not a test on its own: the child the tests start (it does nothing unless they set its env).
-#[test]
-fn child() {
+fn child() -> Outcome {
     let Ok(name) = std::env::var(CHILD_KIND) else {
-        return;
+        return Err(ignored(
+            "the crash tests' child process: runs only when they start it",
+        ));
     };
     let kind = kind_from_name(&name);
     let mut guard = HostGuard::acquire().unwrap();
@@ -195,6 +197,7 @@ fn child() {
         std::thread::sleep(Duration::from_secs(30));
     }
     guard.restore().unwrap();
+    Ok(())
 }
 
 /// Every host setting a live run may change, as text.
@@ -253,14 +256,6 @@ fn host_state() -> Vec<String> {
         .collect();
     loops.sort();
     out.push(format!("loops {loops:?}"));
-    let mut ours: Vec<String> = std::fs::read_dir(swapdev::SWAP_FILE_DIR)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(swapdev::PREFIX))
-        .collect();
-    ours.sort();
-    out.push(format!("files in {} {ours:?}", swapdev::SWAP_FILE_DIR));
     out.push(format!("memcgs {:?}", cgroup::leftovers()));
     let mounts: Vec<String> = std::fs::read_to_string("/proc/self/mounts")
         .unwrap()
@@ -366,17 +361,13 @@ fn seed() -> u64 {
         })
 }
 
-fn crash_and_restore(kind: ChangeKind) {
-    if let Err(why) = foliosim_live::live_capable() {
-        eprintln!("SKIP (live backend unavailable here: {why})");
-        return;
-    }
-    let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
+fn crash_and_restore(kind: ChangeKind) -> Outcome {
+    require_live()?;
+    // A journal some earlier run left is not ours to judge: restore it first.
+    settings::recover().unwrap();
     if kind == ChangeKind::OtherKnob {
         std::fs::write(other_knob(), "original\n").unwrap();
     }
-    // A journal some earlier run left is not ours to judge: restore it first.
-    settings::recover().unwrap();
     let before = host_state();
 
     // A clean run: counts the crash points, and restores on its own.
@@ -456,13 +447,13 @@ fn crash_and_restore(kind: ChangeKind) {
     if kind == ChangeKind::OtherKnob {
         std::fs::remove_file(other_knob()).ok();
     }
+    Ok(())
 }
 
 /// Each kind has its test below; this match fails to compile when a kind is added without one.
-#[test]
-fn every_change_kind_has_a_crash_test() {
+fn every_change_kind_has_a_crash_test() -> Outcome {
     for kind in ChangeKind::ALL {
-        let _test: fn() = match kind {
+        let _test: fn() -> Outcome = match kind {
             ChangeKind::ThpKnob => thp_knob,
             ChangeKind::MthpSizeKnob => mthp_size_knob,
             ChangeKind::ZswapParam => zswap_param,
@@ -479,7 +470,10 @@ fn every_change_kind_has_a_crash_test() {
     }
     // And every journal entry maps to a kind in ALL.
     for c in [
-        Change::ZramHotAdd { existing: vec![] },
+        Change::ZramHotAdd {
+            existing: vec![],
+            expected: None,
+        },
         Change::Loop {
             backing_file: "/x".into(),
         },
@@ -490,53 +484,59 @@ fn every_change_kind_has_a_crash_test() {
     ] {
         assert!(ChangeKind::ALL.contains(&c.kind()));
     }
+    Ok(())
 }
 
-#[test]
-fn thp_knob() {
-    crash_and_restore(ChangeKind::ThpKnob);
+fn thp_knob() -> Outcome {
+    crash_and_restore(ChangeKind::ThpKnob)
 }
-#[test]
-fn mthp_size_knob() {
-    crash_and_restore(ChangeKind::MthpSizeKnob);
+fn mthp_size_knob() -> Outcome {
+    crash_and_restore(ChangeKind::MthpSizeKnob)
 }
-#[test]
-fn zswap_param() {
-    crash_and_restore(ChangeKind::ZswapParam);
+fn zswap_param() -> Outcome {
+    crash_and_restore(ChangeKind::ZswapParam)
 }
-#[test]
-fn sysctl() {
-    crash_and_restore(ChangeKind::Sysctl);
+fn sysctl() -> Outcome {
+    crash_and_restore(ChangeKind::Sysctl)
 }
-#[test]
-fn other_sysfs_knob() {
-    crash_and_restore(ChangeKind::OtherKnob);
+fn other_sysfs_knob() -> Outcome {
+    crash_and_restore(ChangeKind::OtherKnob)
 }
-#[test]
-fn zram_device() {
-    crash_and_restore(ChangeKind::ZramDevice);
+fn zram_device() -> Outcome {
+    crash_and_restore(ChangeKind::ZramDevice)
 }
-#[test]
-fn swap_file() {
-    crash_and_restore(ChangeKind::SwapFile);
+fn swap_file() -> Outcome {
+    crash_and_restore(ChangeKind::SwapFile)
 }
-#[test]
-fn loop_device() {
-    crash_and_restore(ChangeKind::LoopDevice);
+fn loop_device() -> Outcome {
+    crash_and_restore(ChangeKind::LoopDevice)
 }
-#[test]
-fn swapon() {
-    crash_and_restore(ChangeKind::Swapon);
+fn swapon() -> Outcome {
+    crash_and_restore(ChangeKind::Swapon)
 }
-#[test]
-fn memcg() {
-    crash_and_restore(ChangeKind::Memcg);
+fn memcg() -> Outcome {
+    crash_and_restore(ChangeKind::Memcg)
 }
-#[test]
-fn file_dir() {
-    crash_and_restore(ChangeKind::FileDir);
+fn file_dir() -> Outcome {
+    crash_and_restore(ChangeKind::FileDir)
 }
-#[test]
-fn tracefs_mount() {
-    crash_and_restore(ChangeKind::TracefsMount);
+fn tracefs_mount() -> Outcome {
+    crash_and_restore(ChangeKind::TracefsMount)
 }
+
+harness_main!(
+    every_change_kind_has_a_crash_test,
+    child,
+    thp_knob,
+    mthp_size_knob,
+    zswap_param,
+    sysctl,
+    other_sysfs_knob,
+    zram_device,
+    swap_file,
+    loop_device,
+    swapon,
+    memcg,
+    file_dir,
+    tracefs_mount,
+);

@@ -1,28 +1,16 @@
 //! Live backend tests. They run when this machine can run live (root, per-size mTHP sysfs, zram,
-//! a memory cgroup controller) and otherwise pass after printing why they skipped. The live
-//! tests share the host, so they take one lock and run one at a time.
+//! a memory cgroup controller) and are otherwise reported as ignored, with the reason
+//! (tests/harness: FOLIOSIM_LIVE=1 makes that a failure). They share the host: the harness
+//! runs them one at a time.
 
 use foliosim::Scenario;
 use foliosim_live::{cgroup, run::host_settings, settings, swapdev, LiveOptions, Refusal};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-static HOST: Mutex<()> = Mutex::new(());
-
-fn skip_reason() -> Option<String> {
-    foliosim_live::live_capable().err()
-}
-
-macro_rules! require_live {
-    () => {
-        if let Some(why) = skip_reason() {
-            eprintln!("SKIP (live backend unavailable here: {why})");
-            return;
-        }
-    };
-}
+mod harness;
+use harness::{ignored, require_live, Outcome};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -84,22 +72,20 @@ fn journal() -> PathBuf {
     settings::state_dir().join("journal.json")
 }
 
-#[test]
-fn refuses_without_the_explicit_opt_in() {
+fn refuses_without_the_explicit_opt_in() -> Outcome {
     let s = scenario(SLOW);
     let err = foliosim_live::run(&s, &LiveOptions::default()).unwrap_err();
     assert!(
         matches!(err.downcast_ref::<Refusal>(), Some(Refusal::NotAllowed)),
         "{err:#}"
     );
+    Ok(())
 }
 
-#[test]
-fn refuses_to_turn_zswap_on() {
-    require_live!();
+fn refuses_to_turn_zswap_on() -> Outcome {
+    require_live()?;
     if settings::read_knob("/sys/module/zswap/parameters/enabled").is_ok_and(|v| v == "Y") {
-        eprintln!("SKIP (zswap is already on here)");
-        return;
+        return Err(ignored("zswap is already on here"));
     }
     let s = scenario(&SLOW.replace("max_pool_percent = 5", "enabled = true"));
     let opts = LiveOptions {
@@ -112,12 +98,11 @@ fn refuses_to_turn_zswap_on() {
         format!("{err:#}").contains("sysfs.zswap.enabled"),
         "{err:#}"
     );
+    Ok(())
 }
 
-#[test]
-fn refuses_a_scenario_that_would_exhaust_the_host() {
-    require_live!();
-    let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
+fn refuses_a_scenario_that_would_exhaust_the_host() -> Outcome {
+    require_live()?;
     let s = scenario(&SLOW.replace("size = \"768M\"", "size = \"2T\""));
     let opts = LiveOptions {
         allow_live: true,
@@ -132,12 +117,11 @@ fn refuses_a_scenario_that_would_exhaust_the_host() {
         ),
         "{err:#}"
     );
+    Ok(())
 }
 
-#[test]
-fn pageout_of_64k_mthp_matches_the_policy_and_restores_the_host() {
-    require_live!();
-    let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
+fn pageout_of_64k_mthp_matches_the_policy_and_restores_the_host() -> Outcome {
+    require_live()?;
     let text =
         std::fs::read_to_string(repo().join("scenarios/validate/pageout-64k-zram.toml")).unwrap();
     let s = scenario(&text);
@@ -156,6 +140,7 @@ fn pageout_of_64k_mthp_matches_the_policy_and_restores_the_host() {
     assert_eq!(r.counters["pswpout"], 2 * 16384);
     assert!(r.workloads[0].throughput_bytes_per_s > 0.0);
     assert!(r.zram.values().any(|z| z["stat/write_ios"] > 0));
+    Ok(())
 }
 
 /// A nested memcg tree: `p` (64 MiB) over `a` (memory.low 48 MiB, 40 MiB written) and `b`
@@ -192,14 +177,11 @@ size = "64M"
 memcg = "b"
 "#;
 
-#[test]
-fn nested_memcgs_are_created_inside_their_parent_read_and_removed() {
-    require_live!();
+fn nested_memcgs_are_created_inside_their_parent_read_and_removed() -> Outcome {
+    require_live()?;
     if !cgroup::memory_root().is_ok_and(|(_, v)| v == cgroup::Version::V2) {
-        eprintln!("SKIP (memory.low and memory.swap.max need cgroup v2)");
-        return;
+        return Err(ignored("memory.low and memory.swap.max need cgroup v2"));
     }
-    let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
     let s = scenario(NESTED);
     let before = host_state(&s);
     let opts = LiveOptions {
@@ -231,14 +213,13 @@ fn nested_memcgs_are_created_inside_their_parent_read_and_removed() {
             assert!(m.contains_key(key), "{key} missing: {m:?}");
         }
     }
+    Ok(())
 }
 
-#[test]
-fn refuses_memory_high_on_a_cgroup_v1_host() {
-    require_live!();
+fn refuses_memory_high_on_a_cgroup_v1_host() -> Outcome {
+    require_live()?;
     if !cgroup::memory_root().is_ok_and(|(_, v)| v == cgroup::Version::V1) {
-        eprintln!("SKIP (the memory controller here is not cgroup v1)");
-        return;
+        return Err(ignored("the memory controller here is not cgroup v1"));
     }
     let s = scenario(&SLOW.replace("max = \"64M\"", "max = \"64M\"\nhigh = \"48M\""));
     let opts = LiveOptions {
@@ -247,16 +228,14 @@ fn refuses_memory_high_on_a_cgroup_v1_host() {
     };
     let err = foliosim_live::run(&s, &opts).unwrap_err();
     assert!(format!("{err:#}").contains("memcg[0].high"), "{err:#}");
+    Ok(())
 }
 
-#[test]
-fn zswap_scenario_runs_with_its_opt_in_and_turns_zswap_off_again() {
-    require_live!();
+fn zswap_scenario_runs_with_its_opt_in_and_turns_zswap_off_again() -> Outcome {
+    require_live()?;
     if !Path::new("/sys/module/zswap/parameters/enabled").exists() {
-        eprintln!("SKIP (no zswap in this kernel)");
-        return;
+        return Err(ignored("no zswap in this kernel"));
     }
-    let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
     let text = std::fs::read_to_string(repo().join("scenarios/validate/zswap-usemem-64k-lzo.toml"))
         .unwrap();
     let s = scenario(&text);
@@ -274,10 +253,11 @@ fn zswap_scenario_runs_with_its_opt_in_and_turns_zswap_off_again() {
     assert!(r.counters["zswpout"] >= 2 * 32768, "{:?}", r.counters);
     assert!(r.counters["hugepages-64kB/stats/zswpout"] >= 2 * 2048);
     assert_eq!(r.counters.get("pswpout").copied().unwrap_or(0), 0);
+    Ok(())
 }
 
-/// The CLI built beside this test, or None (with a SKIP line) when there is no current one.
-fn cli() -> Option<PathBuf> {
+/// The CLI built beside this test, or why there is no current one.
+fn cli() -> Result<PathBuf, harness::Ignored> {
     let found = (|| {
         // target/<profile>/deps/live-… -> target/<profile>/foliosim
         let exe = std::env::current_exe().ok()?;
@@ -288,12 +268,9 @@ fn cli() -> Option<PathBuf> {
             .contains("restore")
             .then_some(bin)
     })();
-    if found.is_none() {
-        eprintln!(
-            "SKIP (no current foliosim CLI next to this test; cargo test --workspace builds it)"
-        );
-    }
-    found
+    found.ok_or_else(|| {
+        ignored("no current foliosim CLI next to this test; cargo test --workspace builds it")
+    })
 }
 
 /// Start `foliosim run --live` on SLOW and wait until its tasks are running in our memcg.
@@ -326,13 +303,9 @@ fn start_slow_run(bin: &Path) -> (std::process::Child, PathBuf) {
     (child, file)
 }
 
-#[test]
-fn sigint_midway_restores_every_setting() {
-    require_live!();
-    let Some(bin) = cli() else {
-        return;
-    };
-    let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
+fn sigint_midway_restores_every_setting() -> Outcome {
+    require_live()?;
+    let bin = cli()?;
     let s = scenario(SLOW);
     let before = host_state(&s);
     let (child, file) = start_slow_run(&bin);
@@ -349,15 +322,12 @@ fn sigint_midway_restores_every_setting() {
     );
     assert_eq!(host_state(&s), before, "host not restored after SIGINT");
     assert!(!journal().exists(), "journal left after a clean restore");
+    Ok(())
 }
 
-#[test]
-fn sigkill_midway_is_restored_from_the_journal_on_the_next_start() {
-    require_live!();
-    let Some(bin) = cli() else {
-        return;
-    };
-    let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
+fn sigkill_midway_is_restored_from_the_journal_on_the_next_start() -> Outcome {
+    require_live()?;
+    let bin = cli()?;
     let s = scenario(SLOW);
     let before = host_state(&s);
     let (mut child, file) = start_slow_run(&bin);
@@ -379,21 +349,20 @@ fn sigkill_midway_is_restored_from_the_journal_on_the_next_start() {
     assert!(said.contains("restored: swapoff"), "{said}");
     assert_eq!(host_state(&s), before, "host not restored from the journal");
     assert!(!journal().exists());
+    Ok(())
 }
 
-#[test]
-fn swapin_mthp_probe_refuses_without_the_explicit_opt_in() {
+fn swapin_mthp_probe_refuses_without_the_explicit_opt_in() -> Outcome {
     let err = foliosim_live::probe::swapin_mthp(&LiveOptions::default()).unwrap_err();
     assert!(
         matches!(err.downcast_ref::<Refusal>(), Some(Refusal::NotAllowed)),
         "{err:#}"
     );
+    Ok(())
 }
 
-#[test]
-fn swapin_mthp_probe_answers_and_restores_the_host() {
-    require_live!();
-    let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
+fn swapin_mthp_probe_answers_and_restores_the_host() -> Outcome {
+    require_live()?;
     let s = scenario(SLOW);
     let before = host_state(&s);
     let opts = LiveOptions {
@@ -412,17 +381,17 @@ fn swapin_mthp_probe_answers_and_restores_the_host() {
     if swaps_in {
         assert_eq!(probe.swpin, probe.folios, "{probe:?}");
     }
+    Ok(())
 }
 
 /// A threaded program like thpscale's: two threads of one process map a file each and read it,
 /// meet at a barrier, then time faults of an anonymous region with mincore. Every sample comes
 /// back, per thread, with the series mincore chose.
-#[test]
-fn threads_share_a_process_with_barriers_files_and_fault_timing() {
+fn threads_share_a_process_with_barriers_files_and_fault_timing() -> Outcome {
     use foliosim::mm::mmap::ThpAdvice;
     use foliosim::workload::Op;
     use foliosim_live::exec::{self, LiveTask, LiveThread};
-    require_live!();
+    require_live()?;
     let dir = std::env::temp_dir().join(format!("foliosim-live-test-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     foliosim_live::files::create(&foliosim_live::files::path(&dir, 0), 4 << 20, 7).unwrap();
@@ -535,17 +504,16 @@ fn threads_share_a_process_with_barriers_files_and_fault_timing() {
         failures[0].as_ref().unwrap().contains("barrier"),
         "{failures:?}"
     );
+    Ok(())
 }
 
 /// `record` of a small real program (dd reading 4 x 4 MiB of zeros into a malloc'd buffer: an
 /// mmap, and faults taken by the kernel's copy_to_user) gives a trace that parses, shows the
 /// buffer, and replays on the sim and on the live kernel; the host is left as it was.
-#[test]
-fn record_a_program_and_replay_its_trace_on_both_backends() {
+fn record_a_program_and_replay_its_trace_on_both_backends() -> Outcome {
     use foliosim::workload::trace::{EventKind, Trace};
     use foliosim_live::record::{record, RecordOptions};
-    require_live!();
-    let _host = HOST.lock().unwrap_or_else(|e| e.into_inner());
+    require_live()?;
     let mounts = || std::fs::read_to_string("/proc/self/mounts").unwrap();
     let mounts_before = mounts();
     let cmd: Vec<String> = ["dd", "if=/dev/zero", "of=/dev/null", "bs=4M", "count=4"]
@@ -564,8 +532,7 @@ fn record_a_program_and_replay_its_trace_on_both_backends() {
             if format!("{e:#}").contains("perf_event_open")
                 || format!("{e:#}").contains("tracepoint") =>
         {
-            eprintln!("SKIP (no perf tracepoints here: {e:#})");
-            return;
+            return Err(ignored(format!("no perf tracepoints here: {e:#}")));
         }
         Err(e) => panic!("{e:#}"),
     };
@@ -623,4 +590,21 @@ fn record_a_program_and_replay_its_trace_on_both_backends() {
     assert!(live.task_failures.is_empty(), "{:?}", live.task_failures);
     assert_eq!(live.workloads[0].kind, "trace");
     std::fs::remove_dir_all(&dir).unwrap();
+    Ok(())
 }
+
+harness_main!(
+    refuses_without_the_explicit_opt_in,
+    refuses_to_turn_zswap_on,
+    refuses_a_scenario_that_would_exhaust_the_host,
+    pageout_of_64k_mthp_matches_the_policy_and_restores_the_host,
+    nested_memcgs_are_created_inside_their_parent_read_and_removed,
+    refuses_memory_high_on_a_cgroup_v1_host,
+    zswap_scenario_runs_with_its_opt_in_and_turns_zswap_off_again,
+    sigint_midway_restores_every_setting,
+    sigkill_midway_is_restored_from_the_journal_on_the_next_start,
+    swapin_mthp_probe_refuses_without_the_explicit_opt_in,
+    swapin_mthp_probe_answers_and_restores_the_host,
+    threads_share_a_process_with_barriers_files_and_fault_timing,
+    record_a_program_and_replay_its_trace_on_both_backends,
+);

@@ -75,10 +75,14 @@ pub fn tracepoints(guard: &mut HostGuard) -> Result<Tracepoints> {
 
 /// Mount tracefs on a directory of ours in the state dir (journaled first).
 pub fn mount_tracefs(guard: &mut HostGuard) -> Result<PathBuf> {
-    let dir = crate::settings::state_dir().join(format!("tracefs-{}", std::process::id()));
+    let dir = guard.dir().join(format!("tracefs-{}", std::process::id()));
     let path = dir.display().to_string();
-    guard.record(Change::Mount { path: path.clone() })?;
-    std::fs::create_dir_all(&dir).with_context(|| format!("creating {path}"))?;
+    let change = Change::Mount { path: path.clone() };
+    guard.record(change.clone())?;
+    if let Err(e) = std::fs::create_dir(&dir) {
+        guard.unrecord(&change)?;
+        return Err(e).with_context(|| format!("creating {path} (refused: it must not exist yet)"));
+    }
     let c = std::ffi::CString::new(path.as_str())?;
     let fs = std::ffi::CString::new("tracefs")?;
     // SAFETY: mount(2) with valid C strings on a directory we created.
