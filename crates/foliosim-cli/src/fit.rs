@@ -103,15 +103,30 @@ pub fn fit(args: FitArgs) -> Result<()> {
     };
     let opts = FitOptions {
         split,
-        jobs: args
-            .jobs
-            .unwrap_or_else(foliosim_lab::sweep::local::default_jobs),
+        jobs: crate::jobs_or_all_cores("fit", args.jobs)?,
         max_iters: args.max_iters,
         loo: args.loo,
         ..FitOptions::default()
     };
     let wall = std::time::Instant::now();
-    let report = fit::fit(&table, &opts)?;
+    let bar = crate::progress::Progress::spinner("fit");
+    let report = fit::fit_with_progress(
+        &table,
+        &opts,
+        Box::new(|b| {
+            bar.note(&format!(
+                "batch {}: {} cost points, {} runs ({:.1} s); {} runs so far, {:.0} s",
+                b.batch,
+                b.points,
+                b.runs,
+                b.wall_s,
+                b.runs_total,
+                wall.elapsed().as_secs_f64()
+            ))
+        }),
+    );
+    bar.clear();
+    let report = report?;
     if let Some(path) = &args.output {
         let cited = table
             .cited

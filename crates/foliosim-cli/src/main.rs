@@ -8,6 +8,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::time::Instant;
 
 mod fit;
+mod progress;
 mod record;
 mod report_out;
 mod soak;
@@ -154,6 +155,9 @@ enum Command {
         /// scenarios and versions (samples time series with `auto` unless told otherwise).
         #[arg(long, value_name = "FILE")]
         html: Option<std::path::PathBuf>,
+        /// Runs at a time (default: every core); the output is the same whatever N.
+        #[arg(long, value_name = "N")]
+        jobs: Option<usize>,
     },
     /// Print a scenario with every default filled in, then (as `#` lines) the release table's
     /// switches and every resolved default with what chose it. `--kernel 6.6` alone: a release.
@@ -355,6 +359,7 @@ fn main() -> Result<()> {
             costs_file,
             sample_interval,
             html,
+            jobs,
         } => {
             let mut interval = sample_interval
                 .as_deref()
@@ -379,14 +384,10 @@ fn main() -> Result<()> {
             if seeds == 0 {
                 bail!("reproduce: --seeds must be at least 1");
             }
-            let bar = ProgressBar::new(0);
-            bar.set_style(
-                ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed}").unwrap(),
-            );
-            let mut progress = |done: usize, total: usize| {
-                bar.set_length(total as u64);
-                bar.set_position(done as u64);
-            };
+            let jobs = jobs_or_all_cores("reproduce", jobs)?;
+            let bar = progress::Progress::new(&format!("reproduce {which:03}"), "runs", 0);
+            let mut runs = foliosim_lab::reproduce::Runs::new(jobs)
+                .with_progress(|f| bar.finished(f.done, f.total, f.label, f.wall_s));
             let wall = Instant::now();
             let mut costs = parse_costs(&costs)?;
             if let Some(path) = &costs_file {
@@ -405,10 +406,9 @@ fn main() -> Result<()> {
             // The seed-1 run of each configuration is kept for time series and the report.
             macro_rules! rendered {
                 ($reproduce:path) => {{
-                    let (report, runs) =
-                        foliosim_lab::reproduce::capture::capturing(interval, || {
-                            $reproduce(scale, seeds, check_invariants, &costs, &mut progress)
-                        });
+                    let (report, runs) = foliosim_lab::reproduce::capture::capturing(interval, || {
+                        $reproduce(scale, seeds, check_invariants, &costs, &mut runs)
+                    });
                     let report = report?;
                     let json = if sample_interval.is_some() {
                         serde_json::to_string_pretty(&report_out::WithTimeseries {
@@ -433,7 +433,7 @@ fn main() -> Result<()> {
                 3 => rendered!(foliosim_lab::reproduce::seed003::reproduce),
                 _ => rendered!(foliosim_lab::reproduce::seed004::reproduce),
             };
-            bar.finish_and_clear();
+            bar.clear();
             if let Some(path) = &html {
                 let page = foliosim::report::html::reproduce_report(
                     &format!("{which:03}"),
@@ -694,4 +694,13 @@ fn validate(
         std::process::exit(1);
     }
     Ok(())
+}
+
+/// `--jobs`: at least 1; unset, every core.
+fn jobs_or_all_cores(command: &str, jobs: Option<usize>) -> Result<usize> {
+    match jobs {
+        Some(0) => bail!("{command}: --jobs 0; allowed: 1 or more (default: every core)"),
+        Some(n) => Ok(n),
+        None => Ok(foliosim_lab::sweep::local::default_jobs()),
+    }
 }

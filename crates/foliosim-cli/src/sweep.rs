@@ -5,7 +5,6 @@ use crate::Format;
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
 use foliosim_lab::sweep::{self, axes, compare, Plan};
-use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -84,15 +83,6 @@ pub struct CompareArgs {
     format: Format,
 }
 
-fn bar(total: usize) -> ProgressBar {
-    // indicatif draws on stderr, and only on a terminal: stdout stays clean for --format json.
-    let bar = ProgressBar::new(total as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed} (eta {eta})").unwrap(),
-    );
-    bar
-}
-
 pub fn sweep(args: SweepArgs) -> Result<()> {
     let text = std::fs::read_to_string(&args.scenario)
         .with_context(|| format!("reading {}", args.scenario.display()))?;
@@ -132,17 +122,19 @@ pub fn sweep(args: SweepArgs) -> Result<()> {
     plan.store(out)?;
     let pending = plan.pending(out);
     let reused = plan.runs.len() - pending.len();
-    let bar = bar(plan.runs.len());
-    bar.set_position(reused as u64);
+    let bar = crate::progress::Progress::new("sweep", "runs", plan.runs.len() as u64);
+    bar.skip(reused as u64);
     let wall = Instant::now();
     match args.backend {
         Backend::Local => {
-            let jobs = args.jobs.unwrap_or_else(sweep::local::default_jobs);
-            if jobs == 0 {
-                bail!("sweep: --jobs 0; allowed: 1 or more");
-            }
-            sweep::local::run_pending(out, &pending, jobs, &mut || bar.inc(1))
-                .with_context(|| resume_hint(out))?;
+            let jobs = crate::jobs_or_all_cores("sweep", args.jobs)?;
+            let mut done = reused;
+            let total = plan.runs.len();
+            sweep::local::run_pending(out, &pending, jobs, &mut |run, wall_s| {
+                done += 1;
+                bar.finished(done, total, &sweep::record::describe(run), wall_s);
+            })
+            .with_context(|| resume_hint(out))?;
         }
         Backend::Ray => {
             if args.jobs.is_some() {
@@ -155,7 +147,7 @@ pub fn sweep(args: SweepArgs) -> Result<()> {
             }
         }
     }
-    bar.finish_and_clear();
+    bar.clear();
     let (_, outcome) = sweep::write_results(&plan, out, args.csv, pending.len())?;
     match args.format {
         Format::Json => println!("{}", serde_json::to_string_pretty(&outcome)?),
@@ -192,7 +184,7 @@ fn resume_hint(out: &Path) -> String {
 
 /// Runs the pending runs on Ray through `python -m foliosim.ray_backend`, which stores each
 /// record as it arrives; the bar follows the records appearing under `out`.
-fn run_ray(args: &SweepArgs, plan: &Plan, bar: &ProgressBar) -> Result<()> {
+fn run_ray(args: &SweepArgs, plan: &Plan, bar: &crate::progress::Progress) -> Result<()> {
     let python = args
         .python
         .clone()
@@ -209,6 +201,7 @@ fn run_ray(args: &SweepArgs, plan: &Plan, bar: &ProgressBar) -> Result<()> {
     let mut child = cmd.spawn().with_context(|| {
         format!("--backend ray: starting `{python} -m foliosim.ray_backend` (install the Python package: ./setup.sh)")
     })?;
+    let mut last = usize::MAX;
     let status = loop {
         if let Some(status) = child.try_wait()? {
             break status;
@@ -218,7 +211,10 @@ fn run_ray(args: &SweepArgs, plan: &Plan, bar: &ProgressBar) -> Result<()> {
             .iter()
             .filter(|r| foliosim_lab::sweep::record::is_stored(&args.out, r))
             .count();
-        bar.set_position(done as u64);
+        if done != last {
+            bar.count(done, plan.runs.len());
+            last = done;
+        }
         std::thread::sleep(Duration::from_millis(500));
     };
     if !status.success() {

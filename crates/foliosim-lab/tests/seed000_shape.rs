@@ -22,7 +22,14 @@ fn report() -> &'static Report {
     REPORT.get_or_init(|| {
         let costs = foliosim_lab::fit::costs_file::load(std::path::Path::new(FITTED))
             .expect("the fitted costs file");
-        reproduce_with_costs(0.03, 1, true, &costs, &mut |_, _| {}).expect("seed 000 runs")
+        reproduce_with_costs(
+            0.03,
+            1,
+            true,
+            &costs,
+            &mut foliosim_lab::reproduce::Runs::all_cores(),
+        )
+        .expect("seed 000 runs")
     })
 }
 

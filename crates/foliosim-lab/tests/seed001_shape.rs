@@ -9,7 +9,14 @@ use std::collections::BTreeMap;
 
 #[test]
 fn the_rfc_moves_compaction_and_collapse_to_khugepaged() {
-    let report = reproduce(0.0625, 1, true, &BTreeMap::new(), &mut |_, _| {}).unwrap();
+    let report = reproduce(
+        0.0625,
+        1,
+        true,
+        &BTreeMap::new(),
+        &mut foliosim_lab::reproduce::Runs::all_cores(),
+    )
+    .unwrap();
     let counter = |defrag, policy, name: &str| {
         report
             .columns

@@ -13,7 +13,14 @@ use std::sync::OnceLock;
 fn report() -> &'static Report {
     static REPORT: OnceLock<Report> = OnceLock::new();
     REPORT.get_or_init(|| {
-        reproduce(0.002, 1, false, &BTreeMap::new(), &mut |_, _| {}).expect("seed 004 runs")
+        reproduce(
+            0.002,
+            1,
+            false,
+            &BTreeMap::new(),
+            &mut foliosim_lab::reproduce::Runs::all_cores(),
+        )
+        .expect("seed 004 runs")
     })
 }
 

@@ -49,7 +49,7 @@ fn plan(seeds: u32) -> Plan {
 fn run_all(plan: &Plan, out: &Path, jobs: usize) -> Vec<u8> {
     plan.store(out).unwrap();
     let pending = plan.pending(out);
-    sweep::local::run_pending(out, &pending, jobs, &mut || {}).unwrap();
+    sweep::local::run_pending(out, &pending, jobs, &mut |_, _| {}).unwrap();
     let (_, outcome) = sweep::write_results(plan, out, true, pending.len()).unwrap();
     std::fs::read(outcome.parquet).unwrap()
 }

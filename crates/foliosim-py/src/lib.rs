@@ -111,10 +111,16 @@ fn run_live_json(
 }
 
 /// Reproduce seed 000 (usemem, 6.9 vs 6.10, 4K..2M) at `scale` with `seeds` seeds per cell;
-/// return the report (scale, seeds, rows) as JSON text.
+/// return the report (scale, seeds, rows) as JSON text. `jobs` runs at a time (default: every
+/// core); the report is the same whatever the count.
 #[pyfunction]
-#[pyo3(signature = (scale = 1.0, seeds = 1))]
-fn reproduce_000_json(py: Python<'_>, scale: f64, seeds: u32) -> PyResult<String> {
+#[pyo3(signature = (scale = 1.0, seeds = 1, jobs = None))]
+fn reproduce_000_json(
+    py: Python<'_>,
+    scale: f64,
+    seeds: u32,
+    jobs: Option<usize>,
+) -> PyResult<String> {
     if !(scale > 0.0) || !scale.is_finite() {
         return Err(PyValueError::new_err(format!(
             "scale: found {scale}; allowed: a finite number > 0"
@@ -123,8 +129,15 @@ fn reproduce_000_json(py: Python<'_>, scale: f64, seeds: u32) -> PyResult<String
     if seeds == 0 {
         return Err(PyValueError::new_err("seeds: found 0; allowed: >= 1"));
     }
+    if jobs == Some(0) {
+        return Err(PyValueError::new_err(
+            "jobs: found 0; allowed: >= 1 (None: every core)",
+        ));
+    }
+    let jobs = jobs.unwrap_or_else(foliosim_lab::sweep::local::default_jobs);
     let report = without_gil(py, move || {
-        foliosim_lab::reproduce::seed000::reproduce(scale, seeds, false, &mut |_, _| {})
+        let mut runs = foliosim_lab::reproduce::Runs::new(jobs);
+        foliosim_lab::reproduce::seed000::reproduce(scale, seeds, false, &mut runs)
             .map_err(|e| PyRuntimeError::new_err(e.to_string()))
     })?;
     serde_json::to_string(&report).map_err(|e| PyRuntimeError::new_err(e.to_string()))

@@ -119,7 +119,7 @@ fn sweep_run_local(py: Python<'_>, out: &str, jobs: usize) -> PyResult<usize> {
     };
     let n = pending.len();
     without_gil(py, move || {
-        sweep::local::run_pending(&out, &pending, jobs, &mut || {}).map_err(sweep_err)
+        sweep::local::run_pending(&out, &pending, jobs, &mut |_, _| {}).map_err(sweep_err)
     })?;
     Ok(n)
 }

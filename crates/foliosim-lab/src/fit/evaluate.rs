@@ -26,12 +26,31 @@ type Key = (Vec<(String, u64)>, String, u64);
 /// Every metric and counter of a run, by name.
 type Metrics = BTreeMap<String, f64>;
 
+/// A batch of simulator runs finished (one evaluation round of the fit), for a progress
+/// report.
+pub struct Batch {
+    /// Batches with runs so far, this one included.
+    pub batch: usize,
+    /// Cost points evaluated in this batch.
+    pub points: usize,
+    /// Simulator runs in this batch, and in all batches so far.
+    pub runs: usize,
+    pub runs_total: usize,
+    /// The batch's wall time, s: not a result (it varies run to run).
+    pub wall_s: f64,
+}
+
+/// Told of every batch; called on the thread evaluating.
+pub type BatchProgress<'p> = Box<dyn FnMut(&Batch) + Send + 'p>;
+
 pub struct Evaluator<'t> {
     pub table: &'t Table,
     pub jobs: usize,
     cache: Mutex<BTreeMap<Key, Metrics>>,
     /// Simulator runs made so far (cache misses).
     pub runs: AtomicUsize,
+    batches: AtomicUsize,
+    progress: Mutex<BatchProgress<'t>>,
 }
 
 /// The value of `metric` in a run: a sweep metric (`usemem.throughput_bytes_per_s`,
@@ -67,7 +86,31 @@ impl<'t> Evaluator<'t> {
             jobs: jobs.max(1),
             cache: Mutex::new(BTreeMap::new()),
             runs: AtomicUsize::new(0),
+            batches: AtomicUsize::new(0),
+            progress: Mutex::new(Box::new(|_| {})),
         }
+    }
+
+    /// Tell `progress` of every batch of runs.
+    pub fn with_progress(self, progress: BatchProgress<'t>) -> Evaluator<'t> {
+        Evaluator {
+            progress: Mutex::new(progress),
+            ..self
+        }
+    }
+
+    fn report(&self, points: usize, runs: usize, wall_s: f64) {
+        if runs == 0 {
+            return;
+        }
+        let batch = Batch {
+            batch: self.batches.fetch_add(1, Ordering::Relaxed) + 1,
+            points,
+            runs,
+            runs_total: self.runs.load(Ordering::Relaxed),
+            wall_s,
+        };
+        (self.progress.lock().unwrap_or_else(|e| e.into_inner()))(&batch);
     }
 
     fn run_one(&self, row: &Row, seed: u64, costs: &Costs) -> Result<Metrics, FitError> {
@@ -114,6 +157,7 @@ impl<'t> Evaluator<'t> {
                 }
             }
         }
+        let wall = std::time::Instant::now();
         let next = AtomicUsize::new(0);
         let results: Vec<Mutex<Option<Result<Metrics, FitError>>>> =
             todo.iter().map(|_| Mutex::new(None)).collect();
@@ -135,6 +179,7 @@ impl<'t> Evaluator<'t> {
             }
         });
         self.runs.fetch_add(todo.len(), Ordering::Relaxed);
+        self.report(points.len(), todo.len(), wall.elapsed().as_secs_f64());
         let mut cache = self.cache.lock().unwrap();
         // The first error in plan order, so the message does not depend on thread timing.
         for (i, &(p, r, seed)) in todo.iter().enumerate() {

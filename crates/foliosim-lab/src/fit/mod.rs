@@ -17,7 +17,7 @@ pub mod report;
 pub mod solve;
 pub mod table;
 
-pub use evaluate::{Costs, Evaluator, Figure};
+pub use evaluate::{Batch, Costs, Evaluator, Figure};
 pub use table::{Free, Row, Table, Weights};
 
 use serde::Serialize;
@@ -467,7 +467,16 @@ pub fn leave_one_out(
 
 /// Fit a table as `opts` says (and leave-one-out if asked).
 pub fn fit(table: &Table, opts: &FitOptions) -> Result<FitReport, FitError> {
-    let eval = Evaluator::new(table, opts.jobs);
+    fit_with_progress(table, opts, Box::new(|_| {}))
+}
+
+/// As [`fit`], telling `progress` of every batch of simulator runs.
+pub fn fit_with_progress<'t>(
+    table: &'t Table,
+    opts: &FitOptions,
+    progress: evaluate::BatchProgress<'t>,
+) -> Result<FitReport, FitError> {
+    let eval = Evaluator::new(table, opts.jobs).with_progress(progress);
     let rows = split_rows(table, &opts.split)?;
     let fit = fit_rows(&eval, &table.free, &rows, &opts.split.name(), opts)?;
     let loo = if opts.loo {

@@ -3,8 +3,9 @@
 //! re-run), so the tables are the same with or without it.
 //!
 //! The seeds' `reproduce` functions build and run their scenarios themselves (through
-//! `run_grid`, or seed 003's own loop); a capture set up around the call (`capturing`) is seen
-//! by those runs through this thread's state, as a reproduction runs on one thread.
+//! `Runs::run_all`); a capture set up around the call (`capturing`) is seen through this
+//! thread's state: `run_all` prepares every scenario and keeps every result on the calling
+//! thread, in plan order, whichever worker threads ran them.
 
 use crate::report::spec::SampleInterval;
 use crate::{RunResult, Scenario};

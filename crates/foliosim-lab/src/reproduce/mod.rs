@@ -27,29 +27,123 @@ pub fn usemem_70x1g(scale: f64) -> WorkloadSpec {
     }
 }
 
-/// Run `scenario(key, seed)` for every key and seeds 1..=`seeds`, with the invariant checker
-/// as asked and `costs` overriding the profile; `progress(done, total)` after each run.
+/// A finished run of a reproduction, for a progress report.
+pub struct Finished<'a> {
+    /// Runs finished so far, this one included.
+    pub done: usize,
+    pub total: usize,
+    /// The run's configuration and seed, e.g. `6.10 64K seed 2`.
+    pub label: &'a str,
+    /// Its wall time, s: not a result (it varies run to run).
+    pub wall_s: f64,
+}
+
+/// How a reproduction runs its independent runs: on `jobs` threads, `progress` told of each
+/// run as it finishes. The report is the same whatever the job count.
+pub struct Runs<'p> {
+    jobs: usize,
+    progress: Box<dyn FnMut(&Finished) + 'p>,
+}
+
+impl<'p> Runs<'p> {
+    /// `jobs` threads (at least 1), no progress.
+    pub fn new(jobs: usize) -> Runs<'p> {
+        Runs {
+            jobs: jobs.max(1),
+            progress: Box::new(|_| {}),
+        }
+    }
+
+    /// Every local core, no progress.
+    pub fn all_cores() -> Runs<'p> {
+        Runs::new(crate::sweep::local::default_jobs())
+    }
+
+    pub fn with_progress(self, progress: impl FnMut(&Finished) + 'p) -> Runs<'p> {
+        Runs {
+            progress: Box::new(progress),
+            ..self
+        }
+    }
+
+    pub fn jobs(&self) -> usize {
+        self.jobs
+    }
+
+    /// Run every (label, scenario) with the invariant checker as asked and `costs` overriding
+    /// the profile; the results in the scenarios' order. A capture (capture.rs) sees every run
+    /// in that order too, on this thread.
+    pub fn run_all(
+        &mut self,
+        planned: Vec<(String, Scenario)>,
+        check_invariants: bool,
+        costs: &BTreeMap<String, f64>,
+    ) -> Result<Vec<RunResult>, SimError> {
+        let (labels, scenarios): (Vec<String>, Vec<Scenario>) = planned
+            .into_iter()
+            .map(|(label, mut s)| {
+                s.check_invariants = check_invariants;
+                s.costs = costs.clone();
+                capture::prepare(&mut s);
+                (label, s)
+            })
+            .unzip();
+        let total = scenarios.len();
+        let mut done = 0;
+        let progress = &mut self.progress;
+        let results = crate::sweep::local::map_indexed(
+            total,
+            self.jobs,
+            |i| {
+                let wall = std::time::Instant::now();
+                run(&scenarios[i]).map(|r| (r, wall.elapsed().as_secs_f64()))
+            },
+            &mut |i, r| {
+                if let Ok((_, wall_s)) = r {
+                    done += 1;
+                    progress(&Finished {
+                        done,
+                        total,
+                        label: &labels[i],
+                        wall_s: *wall_s,
+                    });
+                }
+            },
+        )?;
+        Ok(scenarios
+            .iter()
+            .zip(results)
+            .map(|(s, (r, _))| {
+                capture::keep(s, &r);
+                r
+            })
+            .collect())
+    }
+}
+
+/// Run `scenario(key, seed)` for every key and seeds 1..=`seeds` (as [`Runs::run_all`]), each
+/// run labelled `label(key)` and its seed.
 pub fn run_grid<K: Ord + Copy>(
     keys: &[K],
     seeds: u32,
     check_invariants: bool,
     costs: &BTreeMap<String, f64>,
     scenario: impl Fn(K, u64) -> Scenario,
-    progress: &mut dyn FnMut(usize, usize),
+    label: impl Fn(K) -> String,
+    runs: &mut Runs,
 ) -> Result<BTreeMap<K, Vec<RunResult>>, SimError> {
-    let total = keys.len() * seeds as usize;
+    let grid: Vec<(K, u64)> = keys
+        .iter()
+        .flat_map(|&key| (1..=seeds as u64).map(move |seed| (key, seed)))
+        .collect();
+    let planned = grid
+        .iter()
+        .map(|&(key, seed)| (format!("{} seed {seed}", label(key)), scenario(key, seed)))
+        .collect();
+    let done = runs.run_all(planned, check_invariants, costs)?;
     let mut results: BTreeMap<K, Vec<RunResult>> = BTreeMap::new();
-    for &key in keys {
-        for seed in 1..=seeds as u64 {
-            let mut s = scenario(key, seed);
-            s.check_invariants = check_invariants;
-            s.costs = costs.clone();
-            capture::prepare(&mut s);
-            let r = run(&s)?;
-            capture::keep(&s, &r);
-            results.entry(key).or_default().push(r);
-            progress(results.values().map(Vec::len).sum(), total);
-        }
+    for (&(key, _), r) in grid.iter().zip(done) {
+        results.entry(key).or_default().push(r);
     }
     Ok(results)
 }

@@ -4,7 +4,7 @@
 //! 6.9 4K mean, as in the seed's table.
 
 use super::GIB;
-use crate::reproduce::run_grid;
+use crate::reproduce::{run_grid, Runs};
 use crate::scenario::{
     Bytes, Kernel, KernelVersion, Machine, MemcgSpec, Scenario, SwapDeviceKind, SwapDeviceSpec,
     Sysfs, ThpDefrag, TlbKind, WorkloadSpec,
@@ -123,14 +123,14 @@ pub struct Report {
     pub rows: Vec<Row>,
 }
 
-/// Run every (kernel, size, seed); `progress(done, total)` after each run.
+/// Run every (kernel, size, seed); `runs` says on how many threads and whom to tell.
 pub fn reproduce(
     scale: f64,
     seeds: u32,
     check_invariants: bool,
-    progress: &mut dyn FnMut(usize, usize),
+    runs: &mut Runs,
 ) -> Result<Report, SimError> {
-    reproduce_with_costs(scale, seeds, check_invariants, &BTreeMap::new(), progress)
+    reproduce_with_costs(scale, seeds, check_invariants, &BTreeMap::new(), runs)
 }
 
 /// As [`reproduce`], with named costs of the profile overridden (validated by the caller with
@@ -140,7 +140,7 @@ pub fn reproduce_with_costs(
     seeds: u32,
     check_invariants: bool,
     costs: &BTreeMap<String, f64>,
-    progress: &mut dyn FnMut(usize, usize),
+    runs: &mut Runs,
 ) -> Result<Report, SimError> {
     let keys: Vec<(usize, usize)> = (0..KERNELS.len())
         .flat_map(|ki| (0..SIZES.len()).map(move |si| (ki, si)))
@@ -151,7 +151,8 @@ pub fn reproduce_with_costs(
         check_invariants,
         costs,
         |(ki, si), seed| scenario(KERNELS[ki], SIZES[si], scale, seed),
-        progress,
+        |(ki, si)| format!("{} {}", KERNELS[ki].name(), SIZES[si]),
+        runs,
     )?;
     let throughput = |r: &RunResult| r.workloads[0].throughput_bytes_per_s;
     let usemem_bytes = match &scenario(KERNELS[0], SIZES[0], scale, 1).workloads[0] {

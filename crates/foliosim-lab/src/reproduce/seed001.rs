@@ -13,9 +13,9 @@
 //! vmstat rows are deltas over all six, so ours are sums over the six runs.
 
 use super::seed001_table::{SeedTables, ALWAYS, NEVER, THREADS};
-use crate::reproduce::run_grid;
 use crate::reproduce::seed000::scaled;
 use crate::reproduce::GIB;
+use crate::reproduce::{run_grid, Runs};
 use crate::stats::{percent_better, Better, Summary};
 use crate::workload::thpscale::default_total_size;
 use crate::{RunResult, Scenario, SimError};
@@ -143,7 +143,7 @@ pub fn reproduce(
     seeds: u32,
     check_invariants: bool,
     costs: &BTreeMap<String, f64>,
-    progress: &mut dyn FnMut(usize, usize),
+    runs: &mut Runs,
 ) -> Result<Report, SimError> {
     let keys: Vec<(Defrag, Policy, usize)> = DEFRAGS
         .iter()
@@ -156,7 +156,8 @@ pub fn reproduce(
         check_invariants,
         costs,
         |(d, p, t), seed| scenario(d, p, THREADS[t], scale, seed),
-        progress,
+        |(d, p, t)| format!("defrag {d:?} {p:?} {} threads", THREADS[t]),
+        runs,
     )?;
     let mut columns = Vec::new();
     for defrag in DEFRAGS {

@@ -9,9 +9,9 @@
 //! memcg must push out about 1 / (1 - compressed ratio) times as many pages to get under
 //! memory.high; each store costs a compression on the CPU (lz4) or a device round trip (IAA).
 
-use crate::reproduce::run_grid;
 use crate::reproduce::seed000::{mean_std, scaled};
 use crate::reproduce::GIB;
+use crate::reproduce::{run_grid, Runs};
 use crate::scenario::{
     Bytes, IaaSpec, Kernel, KernelVersion, Machine, MemcgSpec, Scenario, SwapDeviceKind,
     SwapDeviceSpec, Sysfs, ZswapKnobs, ZswapLargeFolios,
@@ -180,13 +180,13 @@ pub struct Report {
     pub rows: Vec<Row>,
 }
 
-/// Run every (config, size, seed); `progress(done, total)` after each run.
+/// Run every (config, size, seed); `runs` says on how many threads and whom to tell.
 pub fn reproduce(
     scale: f64,
     seeds: u32,
     check_invariants: bool,
     costs: &BTreeMap<String, f64>,
-    progress: &mut dyn FnMut(usize, usize),
+    runs: &mut Runs,
 ) -> Result<Report, SimError> {
     let keys: Vec<(usize, Config)> = (0..SIZES.len())
         .flat_map(|si| Config::ALL.map(|config| (si, config)))
@@ -197,7 +197,8 @@ pub fn reproduce(
         check_invariants,
         costs,
         |(si, config), seed| scenario(config, SIZES[si], scale, seed),
-        progress,
+        |(si, config)| format!("{} {}", config.name(), SIZES[si]),
+        runs,
     )?;
     // usemem prints one line per process; the seed's figure matches their average (70 x 111
     // MB/s is the 7.8 GB/s such a machine swaps at; the sum would be a 10-minute run at 111 MB/s

@@ -10,12 +10,13 @@
 //! iteration count of 1, whose sizes are the tool's constants.
 
 use super::seed000::mean_std;
+use super::Runs;
 use crate::scenario::{
     Bytes, Kernel, KernelVersion, Machine, MemcgSpec, Scenario, SwapDeviceKind, SwapDeviceSpec,
     Sysfs, ThpDefrag, WorkloadSpec,
 };
 use crate::workload::FallbackPoint;
-use crate::{run, RunResult, SimError};
+use crate::{RunResult, SimError};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -238,13 +239,13 @@ fn lock_totals(r: &RunResult, name: &str) -> (f64, f64) {
         })
 }
 
-/// Run all three experiments; `progress(done, total)` after each run.
+/// Run all three experiments (their runs together, on the threads `runs` gives).
 pub fn reproduce(
     scale: f64,
     seeds: u32,
     check_invariants: bool,
     costs: &BTreeMap<String, f64>,
-    progress: &mut dyn FnMut(usize, usize),
+    runs: &mut Runs,
 ) -> Result<Report, SimError> {
     let iterations =
         ((TEST_ITERATIONS as f64 * scale).round() as u32).clamp(5, 10 * TEST_ITERATIONS);
@@ -256,32 +257,39 @@ pub fn reproduce(
         KernelVersion::V6_18,
     ];
     let lock_kernels = [KernelVersion::V6_12, KernelVersion::V6_18];
-    let total = seeds as usize * (configs.len() * 2 + lock_kernels.len()) + fallback_kernels.len();
-    let mut done = 0;
-    let mut tick = |done: &mut usize| {
-        *done += 1;
-        progress(*done, total);
-    };
-    let finish = |mut s: Scenario| {
-        s.check_invariants = check_invariants;
-        s.costs = costs.clone();
-        super::capture::prepare(&mut s);
-        let r = run(&s);
-        if let Ok(r) = &r {
-            super::capture::keep(&s, r);
+    // Every run of the three experiments, in the order their results are read back below.
+    let mut planned = Vec::new();
+    for &(version, swapin, _, _) in &configs {
+        for aligned in [false, true] {
+            for seed in 1..=seeds as u64 {
+                let s = allocator_test_scenario(kernel(version, swapin), aligned, iterations, seed);
+                let a = if aligned { " -a" } else { "" };
+                let swapin = match swapin {
+                    Some(on) => format!(" swapin_mthp {}", if on { "on" } else { "off" }),
+                    None => String::new(),
+                };
+                let label = format!("allocator test {}{swapin}{a} seed {seed}", version.name());
+                planned.push((label, s));
+            }
         }
-        r
-    };
+    }
+    for version in fallback_kernels {
+        let s = kbuild_scenario(kernel(version, None), "64K", scale, 1);
+        planned.push((format!("kbuild 64K {} seed 1", version.name()), s));
+    }
+    for version in lock_kernels {
+        for seed in 1..=seeds as u64 {
+            let s = kbuild_scenario(kernel(version, None), "4K", scale, seed);
+            planned.push((format!("kbuild 4K {} seed {seed}", version.name()), s));
+        }
+    }
+    let mut results = runs.run_all(planned, check_invariants, costs)?.into_iter();
+    let mut next = || results.next().expect("one result per planned run");
 
     let mut allocator_test = Vec::new();
     for (version, swapin, expected_plain, expected_aligned) in configs {
         for aligned in [false, true] {
-            let mut runs = Vec::new();
-            for seed in 1..=seeds as u64 {
-                let s = allocator_test_scenario(kernel(version, swapin), aligned, iterations, seed);
-                runs.push(finish(s)?);
-                tick(&mut done);
-            }
+            let runs: Vec<RunResult> = (0..seeds).map(|_| next()).collect();
             let series: Vec<&Vec<FallbackPoint>> = runs
                 .iter()
                 .map(|r| &r.workloads[0].fallback_series)
@@ -312,8 +320,7 @@ pub fn reproduce(
 
     let mut kbuild_fallback = Vec::new();
     for version in fallback_kernels {
-        let r = finish(kbuild_scenario(kernel(version, None), "64K", scale, 1))?;
-        tick(&mut done);
+        let r = next();
         let total_out = r.counter("hugepages-64kB/stats/swpout");
         let total_fb = r.counter("hugepages-64kB/stats/swpout_fallback");
         kbuild_fallback.push(KbuildFallbackRow {
@@ -331,16 +338,7 @@ pub fn reproduce(
 
     let mut lock_split = Vec::new();
     for version in lock_kernels {
-        let mut runs = Vec::new();
-        for seed in 1..=seeds as u64 {
-            runs.push(finish(kbuild_scenario(
-                kernel(version, None),
-                "4K",
-                scale,
-                seed,
-            ))?);
-            tick(&mut done);
-        }
+        let runs: Vec<RunResult> = (0..seeds).map(|_| next()).collect();
         let avg =
             |f: &dyn Fn(&RunResult) -> f64| runs.iter().map(f).sum::<f64>() / runs.len() as f64;
         let elapsed: Vec<f64> = runs

@@ -15,9 +15,9 @@
 //! (`--scale`), not memory: the tiering churn needs the full working set against 1 GB;
 //! counts are scaled back to the seed's 1.7e9 lookups.
 
-use crate::reproduce::run_grid;
 use crate::reproduce::seed000::mean_std;
 use crate::reproduce::GIB;
+use crate::reproduce::{run_grid, Runs};
 use crate::scenario::{
     Bytes, Kernel, KernelSysctl, KernelVersion, Machine, MigrateTlbFlush, NodeSpec, NumaKnobs,
     Scenario, Sysctl, Sysfs, ThpEnabled, TlbKind, WorkloadSpec,
@@ -259,13 +259,13 @@ fn figures(r: &RunResult, to_seed: f64, cpus: f64) -> BTreeMap<String, f64> {
     m
 }
 
-/// Run both configurations for seeds 1..=`seeds`; `progress(done, total)` after each run.
+/// Run both configurations for seeds 1..=`seeds`; `runs` says on how many threads and whom to tell.
 pub fn reproduce(
     scale: f64,
     seeds: u32,
     check_invariants: bool,
     costs: &BTreeMap<String, f64>,
-    progress: &mut dyn FnMut(usize, usize),
+    runs: &mut Runs,
 ) -> Result<Report, SimError> {
     let results = run_grid(
         &Config::ALL,
@@ -273,7 +273,8 @@ pub fn reproduce(
         check_invariants,
         costs,
         |config, seed| scenario(config, scale, seed),
-        progress,
+        |config| config.name().to_string(),
+        runs,
     )?;
     let mut rows = Vec::new();
     for (&config, runs) in &results {
