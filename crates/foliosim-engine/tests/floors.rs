@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 const FLOORS: &[&[&str]] = &[
     &["foliosim-engine"],
     &["foliosim-model"],
-    &["foliosim-report", "foliosim"],
+    &["foliosim-report"],
+    // The facade: engine, model and report under their old paths; nothing depends on it.
+    &["foliosim"],
     &["foliosim-lab"],
     &["foliosim-cli", "foliosim-live", "foliosim-py"],
 ];
