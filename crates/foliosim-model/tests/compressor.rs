@@ -1,6 +1,7 @@
 //! Page content and real codecs (src/content.rs, src/hw/compressor.rs).
 
 use foliosim_model::content::{ContentClass, PAGE_BYTES};
+use foliosim_model::hw::compressor::CodecCost;
 use foliosim_model::hw::compressor::{lzo1x_1_compress, size_sample, Codec, SizeSample};
 
 fn page(class: ContentClass, key: u64) -> Vec<u8> {
