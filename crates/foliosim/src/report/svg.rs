@@ -109,8 +109,14 @@ fn trim(v: f64) -> String {
     } else {
         format!("{v:.3}")
     };
-    if s.contains('.') {
+    let s = if s.contains('.') {
         s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    };
+    // A tiny negative rounds to "-0": say 0.
+    if s == "-0" {
+        "0".into()
     } else {
         s
     }
