@@ -237,7 +237,7 @@ class Result:
         return timeseries.plot_free_memory(self, ax=ax, **kwargs)
 
     def plot_lock_wait(self, ax=None, **kwargs):
-        """Lock wait over time (average CPUs waiting); returns the Axes."""
+        """Spinlock wait over time (average CPUs spinning); returns the Axes."""
         return timeseries.plot_lock_wait(self, ax=ax, **kwargs)
 
     def to_json(self) -> str:

@@ -61,8 +61,11 @@ def rates(df: pd.DataFrame) -> pd.DataFrame:
     Columns: ``swpout_fallback_pct`` (mTHP swap-outs that fell back to splitting, % of mTHP
     swap-outs, all sizes), ``swapout_mib_s`` (pswpout), ``split_per_s`` (large folios split),
     ``fault_fallback_pct`` (mTHP faults falling back), ``free_mib`` (nr_free_pages at the
-    end), ``lock_wait_cpus`` (lock wait per second: the average number of CPUs spinning),
-    ``pgfault_per_s``. NaN where an interval had nothing to divide (no mTHP swap-out).
+    end), ``lock_wait_cpus`` (spinlock wait per second: the average number of CPUs spinning,
+    mmap_lock's sleepers left out), ``mmap_lock_wait_tasks`` (tasks asleep on mmap_lock),
+    ``cpu_busy_cpus`` (user + system + kernel threads), ``sys_cpus`` (system + kernel
+    threads), ``iowait_tasks``, ``pgfault_per_s``. Time is spread over the intervals each step
+    covers, so the CPU figures never exceed the machine's CPUs. NaN where an interval had nothing to divide (no mTHP swap-out).
     """
     d = df.diff().iloc[1:]
     dt_s = d["t_ns"].clip(lower=1) / 1e9
@@ -74,7 +77,13 @@ def rates(df: pd.DataFrame) -> pd.DataFrame:
         "split_per_s": _sum(d, "/stats/split") / dt_s,
         "fault_fallback_pct": _pct(_sum(d, "/stats/anon_fault_fallback"), _sum(d, "/stats/anon_fault_alloc")),
         "free_mib": _col(df, "nr_free_pages").iloc[1:] * PAGE_SIZE / MIB,
-        "lock_wait_cpus": _col(d, "lock_wait_ns") / 1e9 / dt_s,
+        "lock_wait_cpus": (_col(d, "lock_wait_ns") - _col(d, "lock_wait_ns/mmap_lock")) / 1e9 / dt_s,
+        "mmap_lock_wait_tasks": _col(d, "lock_wait_ns/mmap_lock") / 1e9 / dt_s,
+        "cpu_busy_cpus": (_col(d, "cpu_user_ns") + _col(d, "cpu_sys_ns") + _col(d, "kthread_sys_ns"))
+        / 1e9
+        / dt_s,
+        "sys_cpus": (_col(d, "cpu_sys_ns") + _col(d, "kthread_sys_ns")) / 1e9 / dt_s,
+        "iowait_tasks": _col(d, "cpu_iowait_ns") / 1e9 / dt_s,
         "pgfault_per_s": _col(d, "pgfault") / dt_s,
     }
     for name, series in values.items():
@@ -132,7 +141,7 @@ def plot_free_memory(results, labels: Optional[Sequence[str]] = None, ax=None, *
 
 def plot_lock_wait(results, labels: Optional[Sequence[str]] = None, ax=None, **kwargs):
     """Lock wait per interval, as the average number of CPUs waiting for a lock."""
-    return _plot("lock_wait_cpus", "CPUs waiting (average)", "Lock wait", results, labels, ax, **kwargs)
+    return _plot("lock_wait_cpus", "CPUs spinning on a lock (average)", "Spinlock wait", results, labels, ax, **kwargs)
 
 
 def plot_timeseries(results, labels: Optional[Sequence[str]] = None):

@@ -435,9 +435,12 @@ fn main() -> Result<()> {
             };
             bar.clear();
             if let Some(path) = &html {
+                let seed_doc = format!("{which:03}");
+                let cover = foliosim_lab::reproduce::cover_figures(&seed_doc, &value);
                 let page = foliosim::report::html::reproduce_report(
-                    &format!("{which:03}"),
+                    &seed_doc,
                     &value,
+                    &cover,
                     &table,
                     &runs,
                     &report_out::versions(),

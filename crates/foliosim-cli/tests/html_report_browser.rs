@@ -202,26 +202,70 @@ fn html_reports_open_in_headless_chromium() {
         "the console check misses a script error; log:\n{log}"
     );
 
-    let dir = scratch("reproduce");
-    let page = dir.join("report.html");
-    let p = page.to_str().unwrap();
-    foliosim(&[
-        "reproduce",
-        "000",
-        "--scale",
-        "0.02",
-        "--seeds",
-        "1",
-        "--html",
-        p,
-    ]);
-    let html = std::fs::read_to_string(&page).unwrap();
-    assert!(html.contains("<svg") && html.contains("seed_<wbr>mean"));
-    check_page(&browser, &page, &dir);
+    // Every seed's report at a small scale: its cover figures, the seed's figures beside ours,
+    // the time series, each legend whole and in the table's words.
+    for (seed, scale) in [
+        ("000", "0.02"),
+        ("001", "0.02"),
+        ("002", "0.02"),
+        ("003", "0.01"),
+        ("004", "0.01"),
+    ] {
+        let dir = scratch(&format!("reproduce-{seed}"));
+        let page = dir.join("report.html");
+        let p = page.to_str().unwrap();
+        foliosim(&[
+            "reproduce",
+            seed,
+            "--scale",
+            scale,
+            "--seeds",
+            "1",
+            "--html",
+            p,
+        ]);
+        let html = std::fs::read_to_string(&page).unwrap();
+        check_charts(seed, &html);
+        assert!(html.contains("seed_<wbr>"), "{seed}: the seed's columns");
+        check_page(&browser, &page, &dir);
+    }
 
     let dir = scratch("run");
     let page = dir.join("run.html");
     let p = page.to_str().unwrap();
     foliosim(&["run", "scenarios/usemem-64k-small.toml", "--html", p]);
+    let html = std::fs::read_to_string(&page).unwrap();
+    assert!(html.contains("Per-size mTHP counters"), "run: bars");
+    for title in ["Swap-out rate", "CPU time", "Free memory"] {
+        assert!(html.contains(title), "run: no {title} plot");
+    }
+    check_charts("run", &html);
     check_page(&browser, &page, &dir);
+}
+
+/// The chart kinds a report must have, with readable legends.
+fn check_charts(what: &str, html: &str) {
+    assert!(
+        html.matches("<svg").count() >= 4,
+        "{what}: fewer than 4 charts"
+    );
+    if what != "run" {
+        assert!(
+            html.contains("<h2>The figures</h2>"),
+            "{what}: no cover figures"
+        );
+        assert!(html.contains("the seed"), "{what}: no seed beside ours");
+    }
+    assert!(html.contains("simulated time, s"), "{what}: no time series");
+    assert!(!html.contains('…'), "{what}: a label cut with an ellipsis");
+    for internal in ["kernel.version=", "sysfs.", "workload[0]", "machine.iaa"] {
+        assert!(
+            !html
+                .split("<h2>Scenario")
+                .next()
+                .unwrap()
+                .contains(internal),
+            "{what}: an internal key in a label: {internal}"
+        );
+    }
 }

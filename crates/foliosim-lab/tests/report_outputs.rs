@@ -326,17 +326,17 @@ fn reproduce_capture_keeps_seed_one_runs_and_changes_no_table() {
     );
     assert_eq!(runs.len(), 6, "one per (kernel, size)");
     assert!(runs.iter().all(|r| r.seed == 1 && r.timeseries.is_some()));
-    assert!(
-        runs[0].label.contains("kernel.version=6.9"),
-        "{}",
-        runs[0].label
-    );
+    // Labelled as the seed's table names the row.
+    assert_eq!(runs[0].label, "6.9 4K");
     assert!(runs.iter().all(|r| r.group == "usemem"));
     let labels: std::collections::BTreeSet<&String> = runs.iter().map(|r| &r.label).collect();
     assert_eq!(labels.len(), 6, "labels tell the configurations apart");
+    let value = serde_json::to_value(&captured).unwrap();
+    let cover = foliosim_lab::reproduce::cover_figures("000", &value);
     let page = foliosim::report::html::reproduce_report(
         "000",
-        &serde_json::to_value(&captured).unwrap(),
+        &value,
+        &cover,
         &captured.to_table(),
         &runs,
         &foliosim::report::html::Versions {
@@ -375,4 +375,67 @@ fn assert_no_fetch(page: &str) {
             &href[..30.min(href.len())]
         );
     }
+}
+
+/// Per-interval rates of a time column, in "how many at once" (ns per ns of the interval).
+fn rates(ts: &foliosim::report::timeseries::TimeSeries, names: &[&str]) -> Vec<f64> {
+    (1..ts.t_ns.len())
+        .map(|i| {
+            let dt = (ts.t_ns[i] - ts.t_ns[i - 1]) as f64;
+            let d: u64 = names
+                .iter()
+                .map(|n| ts.columns.get(*n).map_or(0, |c| c[i] - c[i - 1]))
+                .sum();
+            d as f64 / dt
+        })
+        .collect()
+}
+
+#[test]
+fn time_series_rates_never_exceed_the_cpus() {
+    // Many tasks contending on few CPUs, sampled far finer than a step lasts.
+    let mut s = scenario("usemem-64k-small.toml");
+    s.machine.cpus = 3;
+    if let foliosim::scenario::WorkloadSpec::Usemem { nproc, size, .. } = &mut s.workloads[0] {
+        *nproc = 24;
+        *size = foliosim::scenario::Bytes(16 << 20);
+    }
+    s.report.sample_interval = Some(SampleInterval::Every(2_000));
+    let r = foliosim::run(&s).unwrap();
+    let ts = r.timeseries.as_ref().unwrap();
+    let cpus = s.machine.cpus as f64;
+    let tasks = 24.0;
+    let spin: Vec<&str> = ts
+        .columns
+        .keys()
+        .filter(|n| n.starts_with("lock_wait_ns/") && *n != "lock_wait_ns/mmap_lock")
+        .map(String::as_str)
+        .collect();
+    let eps = 1e-6;
+    let check = |what: &str, names: &[&str], bound: f64| {
+        let rs = rates(ts, names);
+        let max = rs.iter().cloned().fold(0.0, f64::max);
+        assert!(
+            max <= bound + eps,
+            "{what}: {max:.3} > {bound} at some interval"
+        );
+        max
+    };
+    let cpu = check(
+        "CPU time",
+        &["cpu_user_ns", "cpu_sys_ns", "kthread_sys_ns"],
+        cpus,
+    );
+    assert!(cpu > 0.5, "the CPUs were busy: {cpu}");
+    let lock = check("spinlock wait", &spin, cpus);
+    assert!(lock > 0.0, "no lock contention to check: {spin:?}");
+    check("I/O wait", &["cpu_iowait_ns"], tasks);
+    check("every lock wait", &["lock_wait_ns"], tasks + cpus);
+    // Spread, not lost: the last row is the run's totals.
+    let last = ts.t_ns.len() - 1;
+    assert_eq!(ts.columns["cpu_sys_ns"][last], r.cpu_sys_ns);
+    assert_eq!(ts.columns["cpu_user_ns"][last], r.cpu_user_ns);
+    assert_eq!(ts.columns["cpu_iowait_ns"][last], r.cpu_iowait_ns);
+    let waits: u64 = r.locks.iter().map(|l| l.stats.wait_ns_total).sum();
+    assert_eq!(ts.columns["lock_wait_ns"][last], waits);
 }

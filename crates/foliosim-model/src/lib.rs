@@ -64,14 +64,14 @@ pub fn run_with(
     opts: &RunOptions,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<Run, SimError> {
-    let mut observers = report::observers::Observers {
-        sampler: scenario
+    let mut observers = report::observers::Observers::new(
+        scenario
             .report
             .sample_interval
             .map(report::timeseries::Sampler::new),
-        timeline: opts.timeline.map(report::timeline::TimelineRecorder::new),
-        max_steps: opts.max_steps,
-    };
+        opts.timeline.map(report::timeline::TimelineRecorder::new),
+        opts.max_steps,
+    );
     // Before anything big is allocated: a scenario too big for this host is an error.
     footprint::check_host(scenario, None)?;
     let mut k = Kernel::new(scenario);

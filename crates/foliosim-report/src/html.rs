@@ -211,12 +211,7 @@ fn report_tables(report: &Value, tables: &mut String, plots: &mut String) {
             if seed_vals.iter().all(Option::is_none) {
                 continue;
             }
-            plots.push_str(&svg::bar_chart(
-                &format!("{name}: {ours}, the seed's and ours"),
-                ours,
-                &labels,
-                &[("seed".into(), seed_vals), ("foliosim".into(), our_vals)],
-            ));
+            plots.push_str(&seed_beside_ours(name, ours, &labels, seed_vals, our_vals));
         }
         let mut array_fields: Vec<&String> = Vec::new();
         for r in &rows {
@@ -250,6 +245,86 @@ fn report_tables(report: &Value, tables: &mut String, plots: &mut String) {
             ));
         }
     }
+}
+
+/// The largest magnitude among `vals`.
+fn magnitude(vals: &[Option<f64>]) -> f64 {
+    vals.iter().flatten().fold(0.0f64, |m, v| m.max(v.abs()))
+}
+
+/// `vals` as % change from the first row that has a non-zero value.
+fn relative(vals: &[Option<f64>]) -> Option<Vec<Option<f64>>> {
+    let base = vals.iter().flatten().copied().find(|v| *v != 0.0)?;
+    Some(
+        vals.iter()
+            .map(|v| v.map(|v| 100.0 * (v - base) / base.abs()))
+            .collect(),
+    )
+}
+
+/// A bar chart of the seed's figure beside ours. When the two differ in scale by more than 5x
+/// (the seed's 303 s against our 1 s), each is drawn as % change from its own first row, or,
+/// without a baseline, in two charts with their own axes.
+fn seed_beside_ours(
+    table: &str,
+    ours: &str,
+    labels: &[String],
+    seed_vals: Vec<Option<f64>>,
+    our_vals: Vec<Option<f64>>,
+) -> String {
+    let x_label = readable_unit(ours);
+    let (a, b) = (magnitude(&seed_vals), magnitude(&our_vals));
+    let mismatch = a > 0.0 && b > 0.0 && (a / b > 5.0 || b / a > 5.0) && !ours.ends_with("_pct");
+    if !mismatch {
+        return svg::bar_chart(
+            &format!("{table}: {ours}, the seed's and ours"),
+            &x_label,
+            labels,
+            &[
+                ("the seed".into(), seed_vals),
+                ("foliosim".into(), our_vals),
+            ],
+        );
+    }
+    if let (Some(s), Some(o)) = (relative(&seed_vals), relative(&our_vals)) {
+        return svg::bar_chart(
+            &format!("{table}: {ours}, each as % change from its own first row"),
+            &format!("% change from the first row ({x_label}; the seed's scale differs from ours)"),
+            labels,
+            &[("the seed".into(), s), ("foliosim".into(), o)],
+        );
+    }
+    let mut out = svg::bar_chart(
+        &format!("{table}: {ours}, the seed's (own axis)"),
+        &x_label,
+        labels,
+        &[("the seed".into(), seed_vals)],
+    );
+    out.push_str(&svg::bar_chart(
+        &format!("{table}: {ours}, ours (own axis)"),
+        &x_label,
+        labels,
+        &[("foliosim".into(), our_vals)],
+    ));
+    out
+}
+
+/// An axis label for a report field: its unit spelled out (`_pct` %, `_s` s, `_kb_s` KB/s).
+fn readable_unit(field: &str) -> String {
+    for (suffix, unit) in [
+        ("_rel_pct", "% change from the baseline row"),
+        ("_pct", "%"),
+        ("_mib_s", "MiB/s"),
+        ("_kb_s", "KB/s"),
+        ("_ms", "ms"),
+        ("_us", "µs"),
+        ("_s", "s"),
+    ] {
+        if let Some(stem) = field.strip_suffix(suffix) {
+            return format!("{}, {unit}", stem.replace('_', " "));
+        }
+    }
+    field.replace('_', " ")
 }
 
 /// Per-interval rates of a time series (x: end of the interval, simulated s).
@@ -296,6 +371,9 @@ pub fn derived_series(ts: &TimeSeries) -> Vec<Derived> {
     let split = sum_cols(ts, |n| {
         n.starts_with("hugepages-") && n.ends_with("/stats/split")
     });
+    let spin = sum_cols(ts, |n| {
+        n.starts_with("lock_wait_ns/") && n != "lock_wait_ns/mmap_lock"
+    });
     let zero = vec![0u64; n];
     let col = |name: &str| ts.column(name).unwrap_or(&zero);
     let pct = |num: &[u64], den_extra: &[u64], i: usize| {
@@ -314,12 +392,12 @@ pub fn derived_series(ts: &TimeSeries) -> Vec<Derived> {
         },
         Derived {
             title: "Swap-out rate",
-            y_label: "pswpout, MiB/s",
+            y_label: "MiB/s swapped out (pswpout)",
             points: per_interval(&|i| d(col("pswpout"), i) * 4096.0 / (1 << 20) as f64 / dt(i)),
         },
         Derived {
             title: "mTHP splits",
-            y_label: "large folios split per s (hugepages-*/stats/split)",
+            y_label: "large folios split per s (split)",
             points: per_interval(&|i| d(&split, i) / dt(i)),
         },
         Derived {
@@ -329,7 +407,7 @@ pub fn derived_series(ts: &TimeSeries) -> Vec<Derived> {
         },
         Derived {
             title: "Free memory",
-            y_label: "nr_free_pages, MiB",
+            y_label: "free memory, MiB (nr_free_pages)",
             points: (0..n)
                 .map(|i| {
                     (
@@ -340,9 +418,35 @@ pub fn derived_series(ts: &TimeSeries) -> Vec<Derived> {
                 .collect(),
         },
         Derived {
-            title: "Lock wait",
-            y_label: "CPUs waiting for a lock (average)",
-            points: per_interval(&|i| d(col("lock_wait_ns"), i) / 1e9 / dt(i)),
+            title: "CPU time",
+            y_label: "CPUs busy: user + system + kernel threads",
+            points: per_interval(&|i| {
+                (d(col("cpu_user_ns"), i) + d(col("cpu_sys_ns"), i) + d(col("kthread_sys_ns"), i))
+                    / 1e9
+                    / dt(i)
+            }),
+        },
+        Derived {
+            title: "System time",
+            y_label: "CPUs in the kernel (sys + kernel threads)",
+            points: per_interval(&|i| {
+                (d(col("cpu_sys_ns"), i) + d(col("kthread_sys_ns"), i)) / 1e9 / dt(i)
+            }),
+        },
+        Derived {
+            title: "Spinlock wait",
+            y_label: "CPUs spinning on a lock (average)",
+            points: per_interval(&|i| d(&spin, i) / 1e9 / dt(i)),
+        },
+        Derived {
+            title: "mmap_lock wait",
+            y_label: "tasks asleep on mmap_lock (average)",
+            points: per_interval(&|i| d(col("lock_wait_ns/mmap_lock"), i) / 1e9 / dt(i)),
+        },
+        Derived {
+            title: "I/O wait",
+            y_label: "tasks waiting for I/O (average)",
+            points: per_interval(&|i| d(col("cpu_iowait_ns"), i) / 1e9 / dt(i)),
         },
     ];
     // Plots with nothing to show (no swap, no mTHP) are left out.
@@ -406,10 +510,12 @@ fn group_plots(prefix: &str, runs: &[(String, &TimeSeries)], plots: &mut String)
     }
 }
 
-/// The HTML report of `foliosim reproduce NNN`.
+/// The HTML report of `foliosim reproduce NNN`; `cover` holds the seed's cover-letter
+/// figures as SVG (the lab draws them: `reproduce::cover_figures`).
 pub fn reproduce_report(
     seed_doc: &str,
     report: &Value,
+    cover: &[String],
     table_text: &str,
     runs: &[CapturedRun],
     v: &Versions,
@@ -441,6 +547,13 @@ pub fn reproduce_report(
         escape(seed_doc)
     );
     body.push_str(&versions_table(v, &profiles));
+    if !cover.is_empty() {
+        let _ = write!(
+            body,
+            "<h2>The figures</h2><div class=\"plots\">{}</div>",
+            cover.concat()
+        );
+    }
     let (mut tables, mut plots) = (String::new(), String::new());
     report_tables(report, &mut tables, &mut plots);
     body.push_str("<h2>The seed's table beside ours</h2>");
@@ -576,11 +689,11 @@ pub fn run_report(
         .collect();
     if !per_size.is_empty() {
         plots.push_str(&svg::bar_chart(
-            "Per-size mTHP counters (non-zero)",
+            "Per-size mTHP counters (non-zero; hugepages-<size>/stats/<counter>)",
             "count",
             &per_size
                 .iter()
-                .map(|(n, _)| n.to_string())
+                .map(|(n, _)| n.trim_start_matches("hugepages-").replace("/stats/", " "))
                 .collect::<Vec<_>>(),
             &[(
                 "count".into(),

@@ -38,16 +38,50 @@ pub fn escape(s: &str) -> String {
     out
 }
 
-/// Shorten `s` to `max` characters with an ellipsis.
-fn clip(s: &str, max: usize) -> String {
-    if s.chars().count() <= max {
-        s.to_string()
-    } else {
-        let mut t: String = s.chars().take(max.saturating_sub(1)).collect();
-        t.push('…');
-        t
+/// Break `s` into lines of at most `max` characters at spaces (a word longer than a line is
+/// cut into pieces): nothing is left out.
+pub fn wrap(s: &str, max: usize) -> Vec<String> {
+    let max = max.max(8);
+    let mut lines: Vec<String> = Vec::new();
+    let mut cur = String::new();
+    for word in s.split(' ') {
+        let mut word: Vec<char> = word.chars().collect();
+        while word.len() > max {
+            if !cur.is_empty() {
+                lines.push(std::mem::take(&mut cur));
+            }
+            lines.push(word.drain(..max).collect());
+        }
+        let word: String = word.into_iter().collect();
+        if !cur.is_empty() && cur.chars().count() + 1 + word.chars().count() > max {
+            lines.push(std::mem::take(&mut cur));
+        }
+        if !cur.is_empty() {
+            cur.push(' ');
+        }
+        cur.push_str(&word);
     }
+    if !cur.is_empty() || lines.is_empty() {
+        lines.push(cur);
+    }
+    lines
 }
+
+/// `<tspan>`s of `lines` stacked from `y`, `LINE_H` apart, at `x`.
+fn tspans(x: f64, y: f64, lines: &[String]) -> String {
+    let mut out = String::new();
+    for (i, l) in lines.iter().enumerate() {
+        let _ = write!(
+            out,
+            "<tspan x=\"{x:.1}\" y=\"{:.1}\">{}</tspan>",
+            y + LINE_H * i as f64,
+            escape(l)
+        );
+    }
+    out
+}
+
+const LINE_H: f64 = 14.0;
 
 /// A number for an axis or a bar: 3 significant digits, k/M/G past 10 000.
 pub fn fmt_num(v: f64) -> String {
@@ -75,8 +109,14 @@ fn trim(v: f64) -> String {
     } else {
         format!("{v:.3}")
     };
-    if s.contains('.') {
+    let s = if s.contains('.') {
         s.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        s
+    };
+    // A tiny negative rounds to "-0": say 0.
+    if s == "-0" {
+        "0".into()
     } else {
         s
     }
@@ -145,7 +185,17 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) 
     let top = 28.0;
     let plot_w = width - left - right;
     let legend_top = top + plot_h + 58.0;
-    let height = legend_top + 18.0 * series.len() as f64 + 4.0;
+    // The legend: each label whole, wrapped to the chart's width.
+    let max_chars = ((width - left - 30.0) / CHAR_W) as usize;
+    let mut legend: Vec<(f64, Vec<String>)> = Vec::new();
+    let mut ly = legend_top;
+    for ser in series {
+        let lines = wrap(&ser.label, max_chars);
+        let next = ly + LINE_H * (lines.len() - 1) as f64 + 18.0;
+        legend.push((ly, lines));
+        ly = next;
+    }
+    let height = ly + 4.0;
     let sx = |x: f64| left + (x - xlo) / (xhi - xlo) * plot_w;
     let sy = |y: f64| top + plot_h - (y - ylo) / (yhi - ylo) * plot_h;
     let mut s = String::new();
@@ -239,19 +289,16 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) 
                 escape(&ser.label)
             );
         }
-        let ly = legend_top + 18.0 * i as f64;
-        let max_chars = ((width - left - 30.0) / CHAR_W) as usize;
+        let (ly, lines) = &legend[i];
         let _ = write!(
             s,
-            "<line x1=\"{left}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{}\"{} stroke-width=\"3\"/><text x=\"{:.1}\" y=\"{:.1}\">{}<title>{}</title></text>",
+            "<line x1=\"{left}\" x2=\"{:.1}\" y1=\"{:.1}\" y2=\"{:.1}\" stroke=\"{}\"{} stroke-width=\"3\"/><text>{}<title>{}</title></text>",
             left + 14.0,
             ly - 4.0,
             ly - 4.0,
             color(i),
             dash(i),
-            left + 20.0,
-            ly,
-            escape(&clip(&ser.label, max_chars)),
+            tspans(left + 20.0, *ly, lines),
             escape(&ser.label)
         );
     }
@@ -269,13 +316,16 @@ pub fn bar_chart(
 ) -> String {
     let width = 760.0;
     let bar_h = 12.0;
-    let group_h = bar_h * series.len() as f64 + 10.0;
-    let label_w = categories
+    // Category names whole, wrapped at 36 characters.
+    let wrapped: Vec<Vec<String>> = categories.iter().map(|c| wrap(c, 36)).collect();
+    let most_lines = wrapped.iter().map(Vec::len).max().unwrap_or(1) as f64;
+    let group_h = (bar_h * series.len() as f64).max(LINE_H * most_lines) + 10.0;
+    let label_w = wrapped
         .iter()
+        .flatten()
         .map(|c| c.chars().count())
         .max()
-        .unwrap_or(1)
-        .min(60) as f64
+        .unwrap_or(1) as f64
         * CHAR_W;
     let left = label_w + 16.0;
     let right = 60.0;
@@ -314,12 +364,15 @@ pub fn bar_chart(
     }
     for (ci, cat) in categories.iter().enumerate() {
         let gy = top + group_h * ci as f64;
+        let lines = &wrapped[ci];
         let _ = write!(
             s,
-            "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}<title>{}</title></text>",
-            left - 8.0,
-            gy + group_h / 2.0 + 4.0,
-            escape(&clip(cat, 60)),
+            "<text text-anchor=\"end\">{}<title>{}</title></text>",
+            tspans(
+                left - 8.0,
+                gy + group_h / 2.0 + 4.0 - LINE_H * (lines.len() - 1) as f64 / 2.0,
+                lines
+            ),
             escape(cat)
         );
         for (si, (name, vals)) in series.iter().enumerate() {

@@ -118,6 +118,33 @@ fn flatten(prefix: &str, v: &toml::Value, out: &mut BTreeMap<String, String>) {
     }
 }
 
+/// A differing scenario field as the seeds' tables name it ("6.10", "64K", "defrag=never",
+/// "16 threads"); None for a field that says nothing by itself (an mTHP size left off, the
+/// accelerator's details beside its compressor's name).
+fn readable(key: &str, value: &str) -> Option<String> {
+    let last = key.rsplit('.').next().unwrap_or(key);
+    Some(match key {
+        "kernel.version" => value.to_string(),
+        _ if key.starts_with("sysfs.hugepages.") => match value {
+            "never" | "-" => return None,
+            _ => last.to_string(),
+        },
+        _ if key.starts_with("machine.iaa.") => return None,
+        "sysfs.zswap.enabled" => match value {
+            "false" => "no zswap".into(),
+            _ => return None,
+        },
+        "sysfs.zswap.compressor" | "kernel.thp_fault_alloc" | "kernel.zswap_large_folios" => {
+            match value {
+                "-" => return None,
+                _ => value.to_string(),
+            }
+        }
+        _ if key.ends_with(".threads") || key.ends_with(".nproc") => format!("{value} {last}"),
+        _ => format!("{last}={value}"),
+    })
+}
+
 /// Label each run by the fields in which the runs of its group differ (a field unset in one
 /// run shows as `-`).
 fn label_runs(runs: &mut [CapturedRun]) {
@@ -159,11 +186,20 @@ fn label_group(runs: &mut [CapturedRun]) {
         })
         .collect();
     for (r, m) in runs.iter_mut().zip(&flat) {
-        r.label = differing
-            .iter()
-            .map(|k| format!("{k}={}", m.get(*k).map_or("-", String::as_str)))
-            .collect::<Vec<_>>()
-            .join(" ");
+        let mut parts: Vec<String> = Vec::new();
+        for k in &differing {
+            if let Some(p) = readable(k, m.get(*k).map_or("-", String::as_str)) {
+                if !parts.contains(&p) {
+                    parts.push(p);
+                }
+            }
+        }
+        let any_size = differing.iter().any(|k| k.starts_with("sysfs.hugepages."));
+        if any_size && !parts.iter().any(|p| p.ends_with('K') || p.ends_with('M')) {
+            // Every mTHP size off: base pages only, as the seeds' tables say.
+            parts.push("4K".into());
+        }
+        r.label = parts.join(" ");
         if r.label.is_empty() {
             r.label = format!("kernel {}", r.kernel);
         }

@@ -147,3 +147,52 @@ pub fn run_grid<K: Ord + Copy>(
     }
     Ok(results)
 }
+
+/// The figures the seed's author would put in the cover letter, drawn from the report's JSON
+/// (`seed_doc`: "000" ... "004"), each an SVG for the HTML report.
+pub fn cover_figures(seed_doc: &str, report: &serde_json::Value) -> Vec<String> {
+    match seed_doc.trim_start_matches('0') {
+        "" => seed000::cover_figures(report),
+        "1" => seed001::cover_figures(report),
+        "2" => seed002::cover_figures(report),
+        "3" => seed003::cover_figures(report),
+        "4" => seed004::cover_figures(report),
+        _ => Vec::new(),
+    }
+}
+
+/// Helpers for the cover figures: a report's array of rows, a row's number and text.
+pub(crate) mod fig {
+    use serde_json::Value;
+
+    pub fn rows<'a>(report: &'a Value, key: &str) -> Vec<&'a Value> {
+        report[key]
+            .as_array()
+            .map(|a| a.iter().collect())
+            .unwrap_or_default()
+    }
+
+    pub fn num(row: &Value, key: &str) -> Option<f64> {
+        row[key].as_f64()
+    }
+
+    pub fn text(row: &Value, key: &str) -> String {
+        match &row[key] {
+            Value::String(s) => s.clone(),
+            Value::Null => String::new(),
+            v => v.to_string(),
+        }
+    }
+
+    /// Distinct values of `key` in first-seen order.
+    pub fn distinct(rows: &[&Value], key: &str) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for r in rows {
+            let t = text(r, key);
+            if !out.contains(&t) {
+                out.push(t);
+            }
+        }
+        out
+    }
+}

@@ -297,3 +297,56 @@ impl Report {
         out
     }
 }
+
+/// Cover-letter figures: throughput by mTHP size for each kernel, and what became of the large
+/// folios at swap-out (whole, fallen back, split) per kernel and size: 6.10's difference.
+pub fn cover_figures(report: &serde_json::Value) -> Vec<String> {
+    use super::fig::{distinct, num, rows, text};
+    use crate::report::svg::bar_chart;
+    let rows = rows(report, "rows");
+    let sizes = distinct(&rows, "size");
+    let kernels = distinct(&rows, "kernel");
+    let value = |k: &str, size: &str, field: &str| {
+        rows.iter()
+            .find(|r| text(r, "kernel") == k && text(r, "size") == size)
+            .and_then(|r| num(r, field))
+    };
+    let per_kernel = |field: &str, scale: f64| -> Vec<(String, Vec<Option<f64>>)> {
+        kernels
+            .iter()
+            .map(|k| {
+                let vals = sizes
+                    .iter()
+                    .map(|s| value(k, s, field).map(|v| v * scale))
+                    .collect();
+                (format!("kernel {k}"), vals)
+            })
+            .collect()
+    };
+    let labels: Vec<String> = rows
+        .iter()
+        .map(|r| format!("{} {}", text(r, "kernel"), text(r, "size")))
+        .collect();
+    let counts = |field: &str| -> Vec<Option<f64>> { rows.iter().map(|r| num(r, field)).collect() };
+    vec![
+        bar_chart(
+            "usemem throughput by mTHP size, 6.9 vs 6.10",
+            "throughput, MiB/s (higher is better)",
+            &sizes,
+            &per_kernel("throughput_mib_s", 1.0),
+        ),
+        bar_chart(
+            "Large folios at swap-out: whole, fallen back, split (6.9 vs 6.10)",
+            "folios per run (mTHP swpout, swpout_fallback, split)",
+            &labels,
+            &[
+                ("swapped out whole (swpout)".into(), counts("swpout")),
+                (
+                    "fell back (swpout_fallback)".into(),
+                    counts("swpout_fallback"),
+                ),
+                ("split (split)".into(), counts("split")),
+            ],
+        ),
+    ]
+}

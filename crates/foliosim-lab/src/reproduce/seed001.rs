@@ -350,3 +350,47 @@ impl Report {
         );
     }
 }
+
+/// Cover-letter figures: fault latency of a huge page and % of faults served huge, per
+/// defrag mode and policy, over the thread counts.
+pub fn cover_figures(report: &serde_json::Value) -> Vec<String> {
+    use super::fig::{rows, text};
+    use crate::report::svg::{line_chart, Series};
+    let cols = rows(report, "columns");
+    let label = |c: &serde_json::Value| {
+        format!("defrag={} {}", text(c, "defrag"), text(c, "policy")).to_lowercase()
+    };
+    let by_threads = |c: &serde_json::Value, f: &dyn Fn(&serde_json::Value) -> Option<f64>| {
+        c.as_array()
+            .map(|a| {
+                a.iter()
+                    .zip(THREADS)
+                    .map(|(v, t)| (t as f64, f(v).unwrap_or(f64::NAN)))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let series = |field: &str, f: &dyn Fn(&serde_json::Value) -> Option<f64>| -> Vec<Series> {
+        cols.iter()
+            .map(|c| Series {
+                label: label(c),
+                points: by_threads(&c[field], f),
+            })
+            .collect()
+    };
+    let mean_ms = |v: &serde_json::Value| v["amean"].as_f64().map(|us| us / 1000.0);
+    vec![
+        line_chart(
+            "thpscale: huge-page fault latency by defrag mode",
+            "threads",
+            "fault-huge latency, mean, ms",
+            &series("fault_huge_us", &mean_ms),
+        ),
+        line_chart(
+            "thpscale: % of faults served by a huge page",
+            "threads",
+            "% huge",
+            &series("percent_huge", &|v| v.as_f64()),
+        ),
+    ]
+}

@@ -310,3 +310,38 @@ impl Report {
         out
     }
 }
+
+/// Cover-letter figures: throughput and system time per configuration and size, ours beside
+/// the seed's.
+pub fn cover_figures(report: &serde_json::Value) -> Vec<String> {
+    use super::fig::{num, rows, text};
+    use crate::report::svg::bar_chart;
+    let rows = rows(report, "rows");
+    let labels: Vec<String> = rows
+        .iter()
+        .map(|r| format!("{} {}", text(r, "config"), text(r, "size")))
+        .collect();
+    let col = |f: &str, scale: f64| -> Vec<Option<f64>> {
+        rows.iter().map(|r| num(r, f).map(|v| v * scale)).collect()
+    };
+    vec![
+        bar_chart(
+            "usemem throughput per configuration",
+            "throughput, MiB/s (higher is better)",
+            &labels,
+            &[
+                ("the seed".into(), col("seed_throughput_kb_s", 1.0 / 1024.0)),
+                ("foliosim".into(), col("throughput_kb_s", 1.0 / 1024.0)),
+            ],
+        ),
+        bar_chart(
+            "System time per configuration",
+            "sys time, s (lower is better; the seed's at its own scale)",
+            &labels,
+            &[
+                ("the seed".into(), col("seed_sys_s", 1.0)),
+                ("foliosim".into(), col("sys_s", 1.0)),
+            ],
+        ),
+    ]
+}

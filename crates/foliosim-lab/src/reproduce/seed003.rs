@@ -456,3 +456,60 @@ impl Report {
         out
     }
 }
+
+/// Cover-letter figures: mTHP swap-out fallback % per iteration of the allocator test, and
+/// the share of elapsed time spent waiting for the swap locks per configuration.
+pub fn cover_figures(report: &serde_json::Value) -> Vec<String> {
+    use super::fig::{num, rows, text};
+    use crate::report::svg::{bar_chart, line_chart, Series};
+    let label = |r: &serde_json::Value| {
+        let mut l = format!("{} {}", text(r, "kernel"), text(r, "allocator"));
+        for flag in ["aligned_swapin", "swapin_mthp"] {
+            if r[flag].as_bool() == Some(true) {
+                l.push_str(&format!(" +{flag}"));
+            }
+        }
+        l
+    };
+    let tests = rows(report, "allocator_test");
+    let series: Vec<Series> = tests
+        .iter()
+        .map(|r| Series {
+            label: label(r),
+            points: r["fallback_percent"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .enumerate()
+                        .map(|(i, v)| ((i + 1) as f64, v.as_f64().unwrap_or(f64::NAN)))
+                        .collect()
+                })
+                .unwrap_or_default(),
+        })
+        .collect();
+    let locks = rows(report, "lock_split");
+    let share = |f: &str| -> Vec<Option<f64>> {
+        locks
+            .iter()
+            .map(|r| Some(100.0 * num(r, f)? / num(r, "elapsed_s")?.max(1e-12)))
+            .collect()
+    };
+    vec![
+        line_chart(
+            "thp_swap_allocator_test: 64K swap-out fallback % per iteration",
+            "iteration",
+            "% of mTHP swap-outs falling back",
+            &series,
+        ),
+        bar_chart(
+            "kbuild: swap lock wait as % of elapsed time",
+            "lock wait / elapsed, % (summed over CPUs)",
+            &locks.iter().map(|r| label(r)).collect::<Vec<_>>(),
+            &[
+                ("si->lock".into(), share("si_lock_wait_s")),
+                ("ci->lock".into(), share("ci_lock_wait_s")),
+                ("lru_lock".into(), share("lru_lock_wait_s")),
+            ],
+        ),
+    ]
+}

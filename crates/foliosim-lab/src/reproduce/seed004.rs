@@ -367,3 +367,40 @@ impl Report {
         out
     }
 }
+
+/// Cover-letter figures: TLB shootdowns and runtime, eager flush vs MIGRC, ours beside the
+/// seed's.
+pub fn cover_figures(report: &serde_json::Value) -> Vec<String> {
+    use super::fig::{rows, text};
+    use crate::report::svg::bar_chart;
+    let rows = rows(report, "rows");
+    let labels: Vec<String> = rows.iter().map(|r| text(r, "config")).collect();
+    let pair = |figure: &str| -> Vec<(String, Vec<Option<f64>>)> {
+        ["seed", "ours"]
+            .iter()
+            .map(|side| {
+                let name = if *side == "seed" {
+                    "the seed"
+                } else {
+                    "foliosim"
+                };
+                let vals = rows.iter().map(|r| r[side][figure].as_f64()).collect();
+                (name.to_string(), vals)
+            })
+            .collect()
+    };
+    vec![
+        bar_chart(
+            "XSBench: TLB shootdowns per CPU, eager vs MIGRC",
+            "shootdowns per CPU (lower is better)",
+            &labels,
+            &pair("TLB shootdowns per CPU"),
+        ),
+        bar_chart(
+            "XSBench: runtime, eager vs MIGRC",
+            "runtime, s (lower is better)",
+            &labels,
+            &pair("runtime s"),
+        ),
+    ]
+}

@@ -3,6 +3,7 @@
 
 use super::timeline::{TimelineOptions, TimelineRecorder};
 use super::timeseries::Sampler;
+use crate::engine::trace::{self, Span};
 use crate::mm::Kernel;
 use crate::sched::{RunObserver, StepTrace, Task};
 
@@ -21,9 +22,28 @@ pub(crate) struct Observers {
     pub sampler: Option<Sampler>,
     pub timeline: Option<TimelineRecorder>,
     pub max_steps: Option<u64>,
+    /// The probe spans of the step that just ran (both watchers read them).
+    spans: Vec<Span>,
+    _recording: Option<trace::Recording>,
 }
 
 impl Observers {
+    pub fn new(
+        sampler: Option<Sampler>,
+        timeline: Option<TimelineRecorder>,
+        max_steps: Option<u64>,
+    ) -> Observers {
+        // The sampler's spinlock waits and the timeline's spans come from the probes.
+        let recording = (sampler.is_some() || timeline.is_some()).then(trace::Recording::start);
+        Observers {
+            sampler,
+            timeline,
+            max_steps,
+            spans: Vec::new(),
+            _recording: recording,
+        }
+    }
+
     pub fn any(&self) -> bool {
         self.sampler.is_some() || self.timeline.is_some() || self.max_steps.is_some()
     }
@@ -31,6 +51,9 @@ impl Observers {
 
 impl RunObserver for Observers {
     fn start(&mut self, tasks: &[Task], ncpus: usize) {
+        if let Some(s) = &mut self.sampler {
+            s.start(tasks);
+        }
         if let Some(t) = &mut self.timeline {
             t.start(tasks, ncpus);
         }
@@ -48,12 +71,17 @@ impl RunObserver for Observers {
     }
 
     fn wants_steps(&self) -> bool {
-        self.timeline.is_some()
+        self.timeline.is_some() || self.sampler.is_some()
     }
 
     fn step(&mut self, k: &Kernel, step: &StepTrace) {
+        self.spans.clear();
+        trace::drain_into(&mut self.spans);
+        if let Some(s) = &mut self.sampler {
+            s.step(k, step, &self.spans);
+        }
         if let Some(t) = &mut self.timeline {
-            t.step(k, step);
+            t.step_spans(k, step, &self.spans);
         }
     }
 }

@@ -189,8 +189,17 @@ impl RunObserver for TimelineRecorder {
     }
 
     fn step(&mut self, k: &Kernel, s: &StepTrace) {
-        self.spans.clear();
-        trace::drain_into(&mut self.spans);
+        let mut spans = std::mem::take(&mut self.spans);
+        spans.clear();
+        trace::drain_into(&mut spans);
+        self.step_spans(k, s, &spans);
+        self.spans = spans;
+    }
+}
+
+impl TimelineRecorder {
+    /// A step ran, with the probe spans it recorded (drained by the caller).
+    pub(crate) fn step_spans(&mut self, k: &Kernel, s: &StepTrace, spans: &[Span]) {
         let pgfault = k.vmstat.get(VmEvent::Pgfault);
         let faulted = pgfault != self.last_pgfault;
         self.last_pgfault = pgfault;
@@ -257,8 +266,7 @@ impl RunObserver for TimelineRecorder {
             );
         }
         // Probe spans, clipped into the kernel part (clipping keeps them nested).
-        let spans = std::mem::take(&mut self.spans);
-        for sp in &spans {
+        for sp in spans {
             let (a, b) = (
                 sp.start_ns.clamp(kernel_from_ns, s.release_ns),
                 sp.end_ns.clamp(kernel_from_ns, s.release_ns),
@@ -274,7 +282,6 @@ impl RunObserver for TimelineRecorder {
                 Level::Probe,
             );
         }
-        self.spans = spans;
         // The task's own track: running, then its waits.
         let on_task = |start_ns, end_ns, name, arg| Event {
             pid: PID_TASKS,

@@ -3,13 +3,20 @@
 //! every `[report] sample_interval` of simulated time (`--sample-interval`).
 //!
 //! The sampler is a scheduler observer (sched/observe.rs): it reads the kernel when the next
-//! step starts at or past a sample time, so a sample at `t` holds every step that started
-//! before `t` (a step runs atomically: one that started before `t` and ends after it is in
-//! whole). It changes nothing, so a run gives the same results sampled or not.
+//! step starts at or past a sample time. Counters of events (`pgfault`, `pswpout`, ...) are
+//! booked when their step starts, so a sample at `t` holds every step that started before `t`
+//! (a step runs atomically). Time is spread instead: each step's CPU time, spinlock wait,
+//! I/O wait and mmap_lock sleep are split over the sample intervals the step covers, pro rata
+//! by overlap (CPU work and spinning over its time on the CPU, the waits over its time off
+//! it), so a rate in "CPUs" never exceeds the machine's CPUs. Time booked outside a step (an
+//! OOM victim's exit) lands at the next sample. It changes nothing, so a run gives the same
+//! results sampled or not.
 
+use crate::engine::trace::Span;
+use crate::mm::folio::NIL;
 use crate::mm::Kernel;
 use crate::report::spec::SampleInterval;
-use crate::sched::{RunObserver, Task};
+use crate::sched::{StepTrace, Task};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -88,38 +95,133 @@ impl TimeSeries {
     }
 }
 
-/// Every value a row holds, by name (kernel names for the kernel's counters).
-pub fn sample(k: &Kernel, tasks: &[Task], now_ns: u64) -> BTreeMap<String, u64> {
+/// Every event counter and gauge a row holds, by name (kernel names for the kernel's
+/// counters), read now. Time columns are [`SPREAD`]'s, filled by the sampler.
+pub fn sample(k: &Kernel, now_ns: u64) -> BTreeMap<String, u64> {
     let mut m = k.vmstat_map(now_ns);
     m.insert("nr_free_pages".into(), k.zone.nr_free_pages());
     for cg in &k.memcgs {
         m.insert(format!("memcg/{}/usage_pages", cg.name), cg.usage_pages);
     }
-    let mut total = 0;
-    // Every lock the run reports, waits summed by kernel name (e.g. all ci->lock as one).
-    let mut by_name: BTreeMap<String, u64> = BTreeMap::new();
-    by_name.insert("mmap_lock".into(), 0);
+    m
+}
+
+/// The time columns: spread over the intervals each step covers (the module's doc). Every
+/// lock adds `lock_wait_ns/<kernel name>`; `lock_wait_ns` is their sum.
+pub const SPREAD: [&str; 4] = [
+    "cpu_user_ns",
+    "cpu_sys_ns",
+    "cpu_iowait_ns",
+    "kthread_sys_ns",
+];
+const LOCK_PREFIX: &str = "lock_wait_ns/";
+
+/// The time columns' totals so far, as the run's results count them: user tasks' CPU and I/O
+/// wait, kernel threads' CPU, each lock's wait (summed by kernel name, e.g. all ci->lock).
+fn time_totals(k: &Kernel, tasks: &[Task]) -> BTreeMap<String, u64> {
+    let mut m = BTreeMap::new();
+    m.insert(format!("{LOCK_PREFIX}mmap_lock"), 0);
     for l in crate::lock_reports(k) {
-        *by_name.entry(l.name).or_default() += l.stats.wait_ns_total;
+        *m.entry(format!("{LOCK_PREFIX}{}", l.name)).or_default() += l.stats.wait_ns_total;
     }
-    for (name, ns) in by_name {
-        total += ns;
-        m.insert(format!("lock_wait_ns/{name}"), ns);
-    }
-    m.insert("lock_wait_ns".into(), total);
     let users = || tasks.iter().filter(|t| t.program().is_some());
     m.insert("cpu_user_ns".into(), users().map(|t| t.user_ns).sum());
     m.insert("cpu_sys_ns".into(), users().map(|t| t.sys_ns).sum());
     m.insert("cpu_iowait_ns".into(), users().map(|t| t.iowait_ns).sum());
-    m.insert(
-        "kthread_sys_ns".into(),
-        tasks
-            .iter()
-            .filter(|t| t.kthread_kind().is_some())
-            .map(|t| t.sys_ns)
-            .sum(),
-    );
+    let kthreads = tasks.iter().filter(|t| t.kthread_kind().is_some());
+    m.insert("kthread_sys_ns".into(), kthreads.map(|t| t.sys_ns).sum());
     m
+}
+
+/// What a task's steps book: user tasks' CPU and waits, or kernel threads' CPU.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum TaskKind {
+    User,
+    Kthread,
+    Other,
+}
+
+/// Amounts of time per column and per sample interval ("bin" `i` is [i, i+1) x interval).
+#[derive(Default)]
+struct Bins {
+    index: BTreeMap<String, usize>,
+    names: Vec<String>,
+    bins: Vec<Vec<u64>>,
+    /// Booked so far per column, every bin.
+    booked: Vec<u64>,
+    /// Sum of each column's first `prefix_bins` bins: the value of the row at their end.
+    prefix: Vec<u64>,
+    prefix_bins: usize,
+}
+
+impl Bins {
+    fn column(&mut self, name: &str) -> usize {
+        if let Some(&c) = self.index.get(name) {
+            return c;
+        }
+        let c = self.names.len();
+        self.index.insert(name.to_string(), c);
+        self.names.push(name.to_string());
+        self.bins.push(Vec::new());
+        self.booked.push(0);
+        self.prefix.push(0);
+        c
+    }
+
+    fn add(&mut self, c: usize, bin: usize, ns: u64) {
+        let b = &mut self.bins[c];
+        if b.len() <= bin {
+            b.resize(bin + 1, 0);
+        }
+        b[bin] += ns;
+        self.booked[c] += ns;
+    }
+
+    /// Spread `ns` of column `c` over [a, b) pro rata by each interval's overlap (integer
+    /// shares that add up to `ns`); an empty span books it at `a`.
+    fn spread(&mut self, c: usize, ns: u64, a: u64, b: u64, interval_ns: u64) {
+        if ns == 0 {
+            return;
+        }
+        let (first, last) = (a / interval_ns, b.saturating_sub(1).max(a) / interval_ns);
+        if first == last {
+            return self.add(c, first as usize, ns);
+        }
+        let span = (b - a) as u128;
+        let mut before = 0u64;
+        for bin in first..=last {
+            let upto = ((bin + 1) * interval_ns).min(b);
+            let share = (ns as u128 * (upto - a) as u128 / span) as u64;
+            self.add(c, bin as usize, share - before);
+            before = share;
+        }
+    }
+
+    /// Move the prefix to the end of bin `upto` - 1 and return each column's value there.
+    fn value_at_bin(&mut self, upto: usize) -> impl Iterator<Item = (&String, u64)> {
+        for (c, bins) in self.bins.iter().enumerate() {
+            let end = upto.min(bins.len());
+            if end > self.prefix_bins {
+                self.prefix[c] += bins[self.prefix_bins..end].iter().sum::<u64>();
+            }
+        }
+        self.prefix_bins = self.prefix_bins.max(upto);
+        self.names.iter().zip(self.prefix.iter().copied())
+    }
+
+    /// Bins twice as long: bin `i` becomes the old `2i` and `2i + 1`.
+    fn coarsen(&mut self) {
+        if self.prefix_bins % 2 == 1 {
+            for (c, bins) in self.bins.iter().enumerate() {
+                self.prefix[c] -= bins.get(self.prefix_bins - 1).copied().unwrap_or(0);
+            }
+            self.prefix_bins -= 1;
+        }
+        self.prefix_bins /= 2;
+        for bins in &mut self.bins {
+            *bins = bins.chunks(2).map(|p| p.iter().sum()).collect();
+        }
+    }
 }
 
 /// Builds a [`TimeSeries`] while the run goes.
@@ -132,6 +234,11 @@ pub struct Sampler {
     index: BTreeMap<String, usize>,
     t_ns: Vec<u64>,
     rows: Vec<Vec<u64>>,
+    time: Bins,
+    kinds: Vec<TaskKind>,
+    task_mm: Vec<u32>,
+    /// mmap_lock wait of each mm as last seen, to find a step's share.
+    mmap_wait_ns: Vec<u64>,
 }
 
 impl Sampler {
@@ -140,6 +247,10 @@ impl Sampler {
             SampleInterval::Every(ns) => (ns.max(1), MAX_ROWS),
             SampleInterval::Auto => (AUTO_START_NS, AUTO_MAX_ROWS),
         };
+        let mut time = Bins::default();
+        for name in SPREAD {
+            time.column(name);
+        }
         Sampler {
             requested: interval,
             interval_ns,
@@ -149,13 +260,27 @@ impl Sampler {
             index: BTreeMap::new(),
             t_ns: Vec::new(),
             rows: Vec::new(),
+            time,
+            kinds: Vec::new(),
+            task_mm: Vec::new(),
+            mmap_wait_ns: Vec::new(),
         }
     }
 
-    fn push(&mut self, t_ns: u64, values: &BTreeMap<String, u64>) {
+    /// A row at `t_ns`: `values` and the time columns up to bin `upto`.
+    fn push(&mut self, t_ns: u64, values: &BTreeMap<String, u64>, upto: usize) {
+        let mut values = values.clone();
+        let mut lock_total = 0;
+        for (name, v) in self.time.value_at_bin(upto) {
+            if name.starts_with(LOCK_PREFIX) {
+                lock_total += v;
+            }
+            values.insert(name.clone(), v);
+        }
+        values.insert("lock_wait_ns".into(), lock_total);
         for name in values.keys() {
             if !self.index.contains_key(name) {
-                // A name first seen now: zero before (none appear late today; kept safe).
+                // A name first seen now (a lock first contended): zero before.
                 self.index.insert(name.clone(), self.names.len());
                 self.names.push(name.clone());
                 for r in &mut self.rows {
@@ -164,7 +289,7 @@ impl Sampler {
             }
         }
         let mut row = vec![0; self.names.len()];
-        for (name, &v) in values {
+        for (name, &v) in &values {
             row[self.index[name]] = v;
         }
         self.t_ns.push(t_ns);
@@ -190,14 +315,32 @@ impl Sampler {
             keep[i - 1]
         });
         self.next_ns = self.next_ns.next_multiple_of(self.interval_ns);
+        self.time.coarsen();
+    }
+
+    /// Book what the run counted but no step did (an OOM victim's exit) at `now_ns`.
+    fn book_residue(&mut self, k: &Kernel, tasks: &[Task], now_ns: u64) {
+        let bin = (now_ns / self.interval_ns) as usize;
+        for (name, total) in time_totals(k, tasks) {
+            let c = self.time.column(&name);
+            let booked = self.time.booked[c];
+            debug_assert!(booked <= total, "{name}: {booked} booked of {total}");
+            if total > booked {
+                self.time.add(c, bin, total - booked);
+            }
+        }
     }
 
     /// The last row, at the end of the run; then the series.
     pub fn finish(mut self, k: &Kernel, tasks: &[Task], end_ns: u64) -> TimeSeries {
-        if self.t_ns.last() != Some(&end_ns) {
-            let values = sample(k, tasks, end_ns);
-            self.push(end_ns, &values);
+        self.book_residue(k, tasks, end_ns.saturating_sub(1));
+        if self.t_ns.last() == Some(&end_ns) {
+            // Steps that ran on past the last sample: the row at the end holds them.
+            self.t_ns.pop();
+            self.rows.pop();
         }
+        let values = sample(k, end_ns);
+        self.push(end_ns, &values, usize::MAX);
         let mut columns = BTreeMap::new();
         for (c, name) in self.names.iter().enumerate() {
             columns.insert(name.clone(), self.rows.iter().map(|r| r[c]).collect());
@@ -209,20 +352,103 @@ impl Sampler {
             columns,
         }
     }
-}
 
-impl RunObserver for Sampler {
-    fn at(&mut self, k: &Kernel, tasks: &[Task], now_ns: u64) -> u64 {
-        let values = sample(k, tasks, now_ns);
+    pub fn start(&mut self, tasks: &[Task]) {
+        self.kinds = tasks
+            .iter()
+            .map(
+                |t| match (t.program().is_some(), t.kthread_kind().is_some()) {
+                    (true, _) => TaskKind::User,
+                    (_, true) => TaskKind::Kthread,
+                    _ => TaskKind::Other,
+                },
+            )
+            .collect();
+        self.task_mm = tasks.iter().map(|t| t.mm).collect();
+    }
+
+    /// The next step starts at `now_ns`: rows for every sample time passed. Returns when it
+    /// wants to be called next.
+    pub fn at(&mut self, k: &Kernel, tasks: &[Task], now_ns: u64) -> u64 {
+        if self.next_ns > now_ns {
+            return self.next_ns;
+        }
+        self.book_residue(k, tasks, now_ns);
+        let values = sample(k, now_ns);
         // One row per sample time passed: nothing ran in between when several are.
         while self.next_ns <= now_ns {
-            self.push(self.next_ns, &values);
+            let upto = (self.next_ns / self.interval_ns) as usize;
+            self.push(self.next_ns, &values, upto);
             self.next_ns += self.interval_ns;
             if self.rows.len() >= self.max_rows {
                 self.coarsen();
             }
         }
         self.next_ns
+    }
+
+    /// A step ran, with the probe spans it recorded (its spinlock waits).
+    pub fn step(&mut self, k: &Kernel, s: &StepTrace, spans: &[Span]) {
+        // A step reaching past the rows' bound coarsens now (the rows would, once there).
+        while s.end_ns / self.interval_ns >= self.max_rows as u64 {
+            self.coarsen();
+        }
+        let kind = self.kinds.get(s.tid).copied().unwrap_or(TaskKind::Other);
+        let on_cpu = (s.busy_from_ns, s.release_ns);
+        let off_cpu = (s.release_ns, s.end_ns);
+        let busy_ns = s.release_ns - s.busy_from_ns;
+        let sys = match kind {
+            TaskKind::User => {
+                self.book(0, s.user_ns, on_cpu);
+                Some(1)
+            }
+            TaskKind::Kthread => Some(3),
+            TaskKind::Other => None,
+        };
+        if let Some(c) = sys {
+            self.book(c, busy_ns - s.user_ns, on_cpu);
+        }
+        if kind == TaskKind::User {
+            self.book(2, s.iowait_ns, off_cpu);
+        }
+        // Spinning is CPU time of the step: spread with it, never more CPUs than run.
+        for sp in spans.iter().filter(|sp| sp.name == "lock wait") {
+            let c = self.lock_column(sp.detail);
+            self.book(c, sp.end_ns - sp.start_ns, on_cpu);
+        }
+        self.book_mmap_lock_waits(k, s, off_cpu);
+    }
+
+    fn lock_column(&mut self, name: &str) -> usize {
+        self.time.column(&format!("{LOCK_PREFIX}{name}"))
+    }
+
+    fn book(&mut self, c: usize, ns: u64, (a, b): (u64, u64)) {
+        self.time.spread(c, ns, a, b, self.interval_ns);
+    }
+
+    /// mmap_lock waits are sleeps of the step (off its CPU). Only the step's own mm can have
+    /// waited, or any mm when a kernel thread ran (khugepaged collapses others' mms).
+    fn book_mmap_lock_waits(&mut self, k: &Kernel, s: &StepTrace, off_cpu: (u64, u64)) {
+        if self.mmap_wait_ns.len() < k.mms.len() {
+            self.mmap_wait_ns.resize(k.mms.len(), 0);
+        }
+        let mm = self.task_mm.get(s.tid).copied().unwrap_or(NIL);
+        let mms = if mm != NIL {
+            mm as usize..mm as usize + 1
+        } else {
+            0..k.mms.len()
+        };
+        let mut waited = 0;
+        for m in mms {
+            let now = k.mms[m].mmap_lock.stats.wait_ns_total;
+            waited += now - self.mmap_wait_ns[m];
+            self.mmap_wait_ns[m] = now;
+        }
+        if waited > 0 {
+            let c = self.lock_column("mmap_lock");
+            self.book(c, waited, off_cpu);
+        }
     }
 }
 
