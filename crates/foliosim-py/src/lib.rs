@@ -115,11 +115,7 @@ fn run_live_json(
 #[pyfunction]
 #[pyo3(signature = (scale = 1.0, seeds = 1))]
 fn reproduce_000_json(py: Python<'_>, scale: f64, seeds: u32) -> PyResult<String> {
-    if !(scale > 0.0) || !scale.is_finite() {
-        return Err(PyValueError::new_err(format!(
-            "scale: found {scale}; allowed: a finite number > 0"
-        )));
-    }
+    foliosim::reproduce::check_scale("scale", scale).map_err(PyValueError::new_err)?;
     if seeds == 0 {
         return Err(PyValueError::new_err("seeds: found 0; allowed: >= 1"));
     }
