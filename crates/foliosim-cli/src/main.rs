@@ -197,8 +197,8 @@ enum Command {
 }
 
 fn load(path: &std::path::Path) -> Result<Scenario> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let text = foliosim::footprint::read_toml(path)
+        .with_context(|| format!("reading {}", path.display()))?;
     Scenario::from_toml_str(&text).with_context(|| format!("in {}", path.display()))
 }
 
@@ -335,7 +335,7 @@ fn main() -> Result<()> {
                 report_out::write_timeline(path, tl)?;
             }
             if let Some(path) = &html {
-                let text = std::fs::read_to_string(&scenario)?;
+                let text = foliosim::footprint::read_toml(&scenario)?;
                 let page = foliosim::report::html::run_report(
                     &scenario.display().to_string(),
                     &text,
@@ -378,9 +378,8 @@ fn main() -> Result<()> {
                     "reproduce: seed `{seed_doc}` is not available; allowed: 000, 001, 002, 003, 004"
                 ),
             };
-            if !(scale > 0.0 && scale <= 4.0) {
-                bail!("reproduce: --scale {scale} out of range; allowed: 0 < scale <= 4");
-            }
+            foliosim_lab::reproduce::check_scale("reproduce: --scale", scale)
+                .map_err(anyhow::Error::msg)?;
             if seeds == 0 {
                 bail!("reproduce: --seeds must be at least 1");
             }

@@ -84,7 +84,7 @@ pub struct CompareArgs {
 }
 
 pub fn sweep(args: SweepArgs) -> Result<()> {
-    let text = std::fs::read_to_string(&args.scenario)
+    let text = foliosim::footprint::read_toml(&args.scenario)
         .with_context(|| format!("reading {}", args.scenario.display()))?;
     let mut base = foliosim::Scenario::from_toml_str(&text)
         .with_context(|| format!("in {}", args.scenario.display()))?;
@@ -92,8 +92,8 @@ pub fn sweep(args: SweepArgs) -> Result<()> {
     let mut all_axes = vec![];
     let mut file_seeds = None;
     if let Some(path) = &args.axes {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let text = foliosim::footprint::read_toml(path)
+            .with_context(|| format!("reading {}", path.display()))?;
         let file =
             axes::AxesFile::from_toml_str(&text).with_context(|| path.display().to_string())?;
         file_seeds = file.seeds;
@@ -106,6 +106,8 @@ pub fn sweep(args: SweepArgs) -> Result<()> {
     if seeds == 0 {
         bail!("sweep: --seeds 0; allowed: 1 or more");
     }
+    // Bounded before the seeds or the runs are expanded.
+    foliosim_lab::sweep::plan::check_size(&all_axes, seeds as u64)?;
     // Every run is expanded and checked before any starts.
     let plan = Plan::new(&base, &all_axes, &sweep::seeds(seeds))?;
     if args.dry_run {

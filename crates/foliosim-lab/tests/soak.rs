@@ -7,23 +7,29 @@ use std::collections::BTreeSet;
 /// Cases the test runs: the first ones, whatever they draw.
 const CASES: u64 = 12;
 
+/// Kinds of ending counted apart: only a run to completion is a pass; out of memory and the
+/// step limit are endings the generator drew, reported, and bounded below half the cases.
 #[test]
 fn soak_cases_pass_with_invariants_checked() {
     let mut failures = Vec::new();
-    let mut cut = 0;
+    let (mut passed, mut oom, mut cut) = (0, 0, 0);
     for seed in 0..CASES {
         let case = soak::case(seed);
         match soak::run_case(&case, soak::MAX_STEPS) {
-            Verdict::Passed | Verdict::OutOfMemory => {}
+            Verdict::Passed => passed += 1,
+            Verdict::OutOfMemory => oom += 1,
             Verdict::Cut => cut += 1,
             Verdict::Failed(why) => failures.push(format!("seed {seed}: {why}")),
         }
     }
-    eprintln!("{CASES} cases, {cut} cut at the step limit");
+    eprintln!(
+        "{CASES} cases: {passed} passed, {oom} out of memory, {cut} cut at the step limit, {} errors",
+        failures.len()
+    );
     assert!(failures.is_empty(), "{}", failures.join("\n"));
     assert!(
-        cut < CASES / 2,
-        "{cut} of {CASES} cases reached the step limit"
+        passed * 2 >= CASES,
+        "only {passed} of {CASES} cases ran to completion ({oom} out of memory, {cut} cut)"
     );
 }
 

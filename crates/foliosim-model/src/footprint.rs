@@ -411,6 +411,51 @@ pub fn estimate(s: &Scenario) -> Footprint {
     Footprint { parts }
 }
 
+/// The largest TOML input (scenario, costs, fit table, axes file) read: 16 MiB.
+pub const MAX_TOML_BYTES: u64 = 16 << 20;
+/// The largest trace read: 1 GiB (the parsed trace is held in memory).
+pub const MAX_TRACE_BYTES: u64 = 1 << 30;
+
+/// The bytes of an input file, refused unless it is a regular file of at most `max_bytes`:
+/// a device or FIFO (`/dev/zero`, `/dev/stdin`) would be read forever.
+pub fn read_input(path: &std::path::Path, max_bytes: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::{Error, ErrorKind, Read};
+    let file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(Error::new(
+            ErrorKind::InvalidInput,
+            "not a regular file (a device, FIFO or directory); allowed: a regular file",
+        ));
+    }
+    let too_big = |len: u64| {
+        Error::new(
+            ErrorKind::InvalidInput,
+            format!(
+                "{} is too big; allowed: at most {}",
+                human_bytes(len),
+                human_bytes(max_bytes)
+            ),
+        )
+    };
+    if meta.len() > max_bytes {
+        return Err(too_big(meta.len()));
+    }
+    // Read at most one byte past the limit: a file that grows while read is refused too.
+    let mut bytes = Vec::new();
+    file.take(max_bytes + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > max_bytes {
+        return Err(too_big(bytes.len() as u64));
+    }
+    Ok(bytes)
+}
+
+/// [`read_input`] of a TOML file, as UTF-8 text.
+pub fn read_toml(path: &std::path::Path) -> std::io::Result<String> {
+    String::from_utf8(read_input(path, MAX_TOML_BYTES)?)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+}
+
 /// MemAvailable of /proc/meminfo, in bytes; None where it cannot be read.
 pub fn host_available_bytes() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
@@ -419,32 +464,160 @@ pub fn host_available_bytes() -> Option<u64> {
     kib.checked_mul(1024)
 }
 
+/// One bound on the memory this process may still take, and where it comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostLimit {
+    pub bytes: u64,
+    /// e.g. "MemAvailable in /proc/meminfo" or "RLIMIT_AS (ulimit -v) less this process's VmSize".
+    pub source: String,
+}
+
+impl HostLimit {
+    pub fn mem_available(bytes: u64) -> HostLimit {
+        HostLimit {
+            bytes,
+            source: "MemAvailable in /proc/meminfo".into(),
+        }
+    }
+}
+
+/// The soft limit of `name` (e.g. "Max address space") in /proc/self/limits text, in bytes;
+/// None when unlimited or absent.
+pub fn parse_rlimit(limits: &str, name: &str) -> Option<u64> {
+    let rest = limits.lines().find_map(|l| l.strip_prefix(name))?;
+    rest.split_whitespace().next()?.parse().ok()
+}
+
+/// A `Key:   N kB` field of /proc/self/status, in bytes.
+pub fn parse_status_bytes(status: &str, key: &str) -> Option<u64> {
+    let rest = status.lines().find_map(|l| l.strip_prefix(key))?;
+    let kib: u64 = rest
+        .trim_start_matches(':')
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()?;
+    kib.checked_mul(1024)
+}
+
+/// The ulimits: RLIMIT_AS less the address space mapped now (VmSize), RLIMIT_DATA less the
+/// data segment now (VmData), as setrlimit(2) counts them.
+fn rlimit_headroom(limits: &str, status: &str) -> Vec<HostLimit> {
+    let mut out = vec![];
+    for (name, rlimit, used) in [
+        ("Max address space", "RLIMIT_AS (ulimit -v)", "VmSize"),
+        ("Max data size", "RLIMIT_DATA (ulimit -d)", "VmData"),
+    ] {
+        if let Some(limit) = parse_rlimit(limits, name) {
+            let used_bytes = parse_status_bytes(status, used).unwrap_or(0);
+            out.push(HostLimit {
+                bytes: limit.saturating_sub(used_bytes),
+                source: format!("{rlimit} less this process's {used}"),
+            });
+        }
+    }
+    out
+}
+
+/// The memory cgroup limits of this process under `root` (/sys/fs/cgroup), from the text of
+/// /proc/self/cgroup: cgroup v2's memory.max less memory.current, and v1's
+/// memory.limit_in_bytes less memory.usage_in_bytes, for its cgroup and every ancestor.
+pub fn cgroup_headroom(root: &std::path::Path, proc_cgroup: &str) -> Vec<HostLimit> {
+    let mut out = vec![];
+    for line in proc_cgroup.lines() {
+        let mut f = line.splitn(3, ':');
+        let (Some(_), Some(controllers), Some(path)) = (f.next(), f.next(), f.next()) else {
+            continue;
+        };
+        let (dir, max_file, used_file) = if controllers.is_empty() {
+            (root.to_path_buf(), "memory.max", "memory.current")
+        } else if controllers.split(',').any(|c| c == "memory") {
+            (
+                root.join("memory"),
+                "memory.limit_in_bytes",
+                "memory.usage_in_bytes",
+            )
+        } else {
+            continue;
+        };
+        // The cgroup and its ancestors, each of which caps it.
+        let mut cg = std::path::PathBuf::from(path.trim());
+        loop {
+            let at = dir.join(cg.strip_prefix("/").unwrap_or(&cg));
+            let read = |f: &str| std::fs::read_to_string(at.join(f)).ok();
+            // "max" (v2) or a huge page-rounded number (v1) when unlimited.
+            let max = read(max_file).and_then(|t| t.trim().parse::<u64>().ok());
+            if let Some(max) = max.filter(|&m| m < 1 << 62) {
+                let used = read(used_file)
+                    .and_then(|t| t.trim().parse::<u64>().ok())
+                    .unwrap_or(0);
+                out.push(HostLimit {
+                    bytes: max.saturating_sub(used),
+                    source: format!("{} less {used_file}", at.join(max_file).display()),
+                });
+            }
+            if !cg.pop() {
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// Every bound on the memory this process may take that can be read: MemAvailable, the
+/// ulimits, the memory cgroup's limits.
+pub fn host_limits() -> Vec<HostLimit> {
+    let read = |p: &str| std::fs::read_to_string(p).unwrap_or_default();
+    let mut out: Vec<HostLimit> = host_available_bytes()
+        .map(HostLimit::mem_available)
+        .into_iter()
+        .collect();
+    out.extend(rlimit_headroom(
+        &read("/proc/self/limits"),
+        &read("/proc/self/status"),
+    ));
+    out.extend(cgroup_headroom(
+        std::path::Path::new("/sys/fs/cgroup"),
+        &read("/proc/self/cgroup"),
+    ));
+    out
+}
+
+/// The smallest of [`host_limits`]; None when none can be read.
+pub fn host_limit() -> Option<HostLimit> {
+    host_limits().into_iter().min_by_key(|l| l.bytes)
+}
+
 /// The scenario needs more memory than the host can give.
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
 #[error(
-    "the scenario needs about {} of simulator memory, more than the {} this host has available (MemAvailable in /proc/meminfo): {}; make {} smaller",
+    "the scenario needs about {} of simulator memory, more than the {} this process may take ({}): {}; make {} smaller",
     human_bytes(*estimate_bytes),
     human_bytes(*available_bytes),
+    limit,
     summary,
     fields
 )]
 pub struct TooBig {
     pub estimate_bytes: u64,
     pub available_bytes: u64,
+    /// The limit that refused it.
+    pub limit: String,
     /// The largest parts of the estimate.
     pub summary: String,
     /// The fields that decide most of it.
     pub fields: String,
 }
 
-/// Refuse a scenario that needs more than `available_bytes` (the host's MemAvailable when
-/// None is given and it can be read; no check when it cannot).
-pub fn check_host(s: &Scenario, available_bytes: Option<u64>) -> Result<Footprint, TooBig> {
+/// Refuse a scenario that needs more than `limit` (when None, the smallest of the host's
+/// limits that can be read: MemAvailable, RLIMIT_AS, RLIMIT_DATA, the cgroup's memory.max;
+/// no check when none can).
+pub fn check_host(s: &Scenario, limit: Option<HostLimit>) -> Result<Footprint, TooBig> {
     let f = estimate(s);
-    let Some(available) = available_bytes.or_else(host_available_bytes) else {
+    let Some(limit) = limit.or_else(host_limit) else {
         return Ok(f);
     };
-    if f.total_bytes() <= available {
+    if f.total_bytes() <= limit.bytes {
         return Ok(f);
     }
     let total = f.total_bytes();
@@ -452,13 +625,34 @@ pub fn check_host(s: &Scenario, available_bytes: Option<u64>) -> Result<Footprin
     big.sort_by_key(|p| std::cmp::Reverse(p.bytes));
     Err(TooBig {
         estimate_bytes: total,
-        available_bytes: available,
+        available_bytes: limit.bytes,
+        limit: limit.source,
         summary: f.summary(),
         fields: big
             .iter()
             .map(|p| p.field.as_str())
             .collect::<Vec<_>>()
             .join(" or "),
+    })
+}
+
+/// Host memory could not be had for a table the estimate counts (the allocator refused it
+/// though the pre-flight passed: another process took the memory, or overcommit is off).
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+#[error("the host refused {} of simulator memory for {what}; free memory or make the scenario smaller", human_bytes(*bytes))]
+pub struct AllocFailed {
+    pub bytes: u64,
+    pub what: &'static str,
+}
+
+/// A zero-filled Vec of `len`, or an error instead of bytemuck's panic when the host refuses.
+pub fn try_zeroed_vec<T: bytemuck::Zeroable>(
+    len: usize,
+    what: &'static str,
+) -> Result<Vec<T>, AllocFailed> {
+    bytemuck::allocation::try_zeroed_vec(len).map_err(|()| AllocFailed {
+        bytes: (len as u64).saturating_mul(size_of::<T>() as u64),
+        what,
     })
 }
 
@@ -488,6 +682,36 @@ mod tests {
             "swap_map u8, swap_cache u32, data u8, swap_cgroup u16"
         );
         assert!(bytes_per_swap_slot(SwapDeviceKind::Zram, true, false) > plain + 8.0);
+    }
+
+    #[test]
+    fn ulimits_and_cgroup_limits_are_read() {
+        let limits = "Limit                     Soft Limit           Hard Limit           Units\n\
+            Max data size             unlimited            unlimited            bytes\n\
+            Max address space         4294967296           unlimited            bytes\n";
+        let status = "VmPeak:\t 2000 kB\nVmSize:\t    1024 kB\nVmData:\t 512 kB\n";
+        let got = rlimit_headroom(limits, status);
+        assert_eq!(got.len(), 1, "{got:?}");
+        assert_eq!(got[0].bytes, (4 << 30) - (1 << 20));
+        assert!(got[0].source.contains("RLIMIT_AS"));
+
+        let root = std::env::temp_dir().join(format!("foliosim-cg-{}", std::process::id()));
+        let job = root.join("user.slice/job");
+        std::fs::create_dir_all(&job).unwrap();
+        std::fs::write(root.join("user.slice/memory.max"), "max\n").unwrap();
+        std::fs::write(job.join("memory.max"), "1073741824\n").unwrap();
+        std::fs::write(job.join("memory.current"), "73741824\n").unwrap();
+        let v1 = root.join("memory/box");
+        std::fs::create_dir_all(&v1).unwrap();
+        std::fs::write(v1.join("memory.limit_in_bytes"), "2147483648\n").unwrap();
+        std::fs::write(v1.join("memory.usage_in_bytes"), "0\n").unwrap();
+        let got = cgroup_headroom(&root, "0::/user.slice/job\n4:memory:/box\n3:cpu:/x\n");
+        std::fs::remove_dir_all(&root).unwrap();
+        let bytes: Vec<u64> = got.iter().map(|l| l.bytes).collect();
+        assert_eq!(bytes, [1_000_000_000, 2 << 30], "{got:?}");
+        assert!(got[0]
+            .source
+            .ends_with("job/memory.max less memory.current"));
     }
 
     #[test]

@@ -74,7 +74,7 @@ pub fn run_with(
     );
     // Before anything big is allocated: a scenario too big for this host is an error.
     footprint::check_host(scenario, None)?;
-    let mut k = Kernel::new(scenario);
+    let mut k = Kernel::try_new(scenario)?;
     let mut tasks = Vec::new();
     for (w, spec) in scenario.workloads.iter().enumerate() {
         let mut specs = workload::tasks_for(spec, scenario);

@@ -41,6 +41,8 @@ pub enum ScenarioError {
 
 /// The largest time a scenario may give one operation (1000 s): simulated time is u64 ns, and
 /// a run must not overflow it however many operations add up.
+/// The most `[[memcg]]` tables: the kernel's MEM_CGROUP_ID_MAX (65535) ids less the root's.
+pub const MAX_MEMCGS: usize = 65_534;
 pub const MAX_TIME_NS: u64 = 1_000_000_000_000;
 
 /// A time field of the scenario, bounded by MAX_TIME_NS.
@@ -1663,6 +1665,14 @@ impl Scenario {
                 ));
             }
         }
+        // mem_cgroup_alloc_id: ids 1 ..= MEM_CGROUP_ID_MAX (65535, a u16), the root's included.
+        if self.memcgs.len() > MAX_MEMCGS {
+            return Err(invalid(
+                "memcg",
+                format!("{} [[memcg]] tables", self.memcgs.len()),
+                format!("at most {MAX_MEMCGS} (the kernel's MEM_CGROUP_ID_MAX = 65535 ids, one the root's)"),
+            ));
+        }
         let mut seen = std::collections::BTreeSet::new();
         for (i, cg) in self.memcgs.iter().enumerate() {
             if cg.name.is_empty() || cg.name.contains('/') || !seen.insert(cg.name.as_str()) {
@@ -1691,9 +1701,11 @@ impl Scenario {
                 }
             }
             if let Some(parent) = &cg.parent {
-                // Children come after their parent, so the tree has no cycles.
-                let earlier: Vec<&str> = self.memcgs[..i].iter().map(|c| c.name.as_str()).collect();
-                if !earlier.contains(&parent.as_str()) {
+                // Children come after their parent, so the tree has no cycles. `seen` holds
+                // the names declared before this one, and this one's.
+                if parent == &cg.name || !seen.contains(parent.as_str()) {
+                    let earlier: Vec<&str> =
+                        self.memcgs[..i].iter().map(|c| c.name.as_str()).collect();
                     let why = if parent == &cg.name {
                         "a memcg cannot be its own parent (a cycle); name a memcg declared before it"
                     } else if self.memcgs.iter().any(|c| &c.name == parent) {

@@ -121,11 +121,7 @@ fn reproduce_000_json(
     seeds: u32,
     jobs: Option<usize>,
 ) -> PyResult<String> {
-    if !(scale > 0.0) || !scale.is_finite() {
-        return Err(PyValueError::new_err(format!(
-            "scale: found {scale}; allowed: a finite number > 0"
-        )));
-    }
+    foliosim_lab::reproduce::check_scale("scale", scale).map_err(PyValueError::new_err)?;
     if seeds == 0 {
         return Err(PyValueError::new_err("seeds: found 0; allowed: >= 1"));
     }

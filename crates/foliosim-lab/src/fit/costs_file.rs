@@ -114,7 +114,7 @@ pub fn render(fit: &Fit, cited: &BTreeMap<String, String>) -> Result<String, Fit
 /// The `[costs]` table of a costs file (`foliosim fit` or `foliosim calibrate`), checked
 /// against the model's cost names.
 pub fn load(path: &Path) -> Result<BTreeMap<String, f64>, FitError> {
-    let text = std::fs::read_to_string(path).map_err(|e| FitError::Io {
+    let text = crate::footprint::read_toml(path).map_err(|e| FitError::Io {
         path: path.display().to_string(),
         message: e.to_string(),
     })?;

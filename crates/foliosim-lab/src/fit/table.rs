@@ -189,6 +189,10 @@ struct CitedFile {
     source: String,
 }
 
+/// The largest row figure (value or std) in absolute value: room for absolute metrics such as
+/// bytes per second, far from where squared residuals overflow.
+const MAX_ROW_FIGURE: f64 = 1e15;
+
 fn bad(field: impl Into<String>, message: impl Into<String>) -> FitError {
     FitError::Table {
         field: field.into(),
@@ -261,7 +265,7 @@ pub fn check_free(field: &str, f: &Free) -> Result<(), FitError> {
 
 impl Table {
     pub fn load(path: &Path) -> Result<Table, FitError> {
-        let text = std::fs::read_to_string(path).map_err(|e| FitError::Io {
+        let text = crate::footprint::read_toml(path).map_err(|e| FitError::Io {
             path: path.display().to_string(),
             message: e.to_string(),
         })?;
@@ -299,7 +303,7 @@ impl Table {
                     ));
                 }
                 let path = dir.map_or_else(|| Path::new(p).to_path_buf(), |d| d.join(p));
-                let text = std::fs::read_to_string(&path).map_err(|err| FitError::Io {
+                let text = crate::footprint::read_toml(&path).map_err(|err| FitError::Io {
                     path: path.display().to_string(),
                     message: err.to_string(),
                 })?;
@@ -381,13 +385,18 @@ impl Table {
                     }
                 }
             }
-            if let (Some(v), Some(s)) = (r.value, r.std) {
-                if !(v.is_finite() && s >= 0.0 && s.is_finite()) {
-                    return Err(bad(
-                        field.clone(),
-                        format!("value {v}, std {s}; allowed: finite, std >= 0"),
-                    ));
-                }
+            // Residuals are squared: a figure near 1e308 would make the objective infinite.
+            if let Some(v) = r.value.filter(|v| !(v.abs() <= MAX_ROW_FIGURE)) {
+                return Err(bad(
+                    format!("{field}.value"),
+                    format!("{v}; allowed: a finite number in -1e15 ..= 1e15"),
+                ));
+            }
+            if let Some(s) = r.std.filter(|s| !(*s >= 0.0 && *s <= MAX_ROW_FIGURE)) {
+                return Err(bad(
+                    format!("{field}.std"),
+                    format!("{s}; allowed: a finite number in 0 ..= 1e15"),
+                ));
             }
             rows.push(Row {
                 id: r.id.clone(),
@@ -460,6 +469,24 @@ impl Table {
                 return Err(bad(
                     format!("cited[{i}].value"),
                     format!("{}; allowed: 0 ..= 1e12 ns", c.value),
+                ));
+            }
+            if cited.iter().any(|y: &Cited| y.cost == c.cost) {
+                return Err(bad(
+                    format!("cited[{i}].cost"),
+                    format!(
+                        "`{}` is cited twice; allowed: one [[cited]] per cost",
+                        c.cost
+                    ),
+                ));
+            }
+            if free.iter().any(|y: &Free| y.cost == c.cost) {
+                return Err(bad(
+                    format!("cited[{i}].cost"),
+                    format!(
+                        "`{}` is also a [[free]] cost; allowed: a cost either cited or freed, not both",
+                        c.cost
+                    ),
                 ));
             }
             if c.source.trim().is_empty() {

@@ -13,6 +13,23 @@ use std::collections::BTreeMap;
 
 pub const GIB: u64 = 1 << 30;
 
+/// The scales at which every seed's sizes stay meaningful: below 0.02 sizes hit their floors
+/// (seed 001's 4 GiB machine its 64 MiB), so the machine no longer shrinks with the rest;
+/// above 4 the machines reach terabytes (seed 002's 503 GiB).
+pub const SCALE_MIN: f64 = 0.02;
+pub const SCALE_MAX: f64 = 4.0;
+
+/// `scale` within [`SCALE_MIN`] ..= [`SCALE_MAX`], or an error naming `what` (e.g. `--scale`).
+pub fn check_scale(what: &str, scale: f64) -> Result<(), String> {
+    if (SCALE_MIN..=SCALE_MAX).contains(&scale) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{what} {scale} is out of range; allowed: {SCALE_MIN} ..= {SCALE_MAX} (below, sizes hit their floors; above, machines reach terabytes)"
+        ))
+    }
+}
+
 /// Seeds 000 and 002's workload: `usemem -n 70 1g` (each process writes its 1 GiB, scaled) in
 /// the memcg `usemem`.
 pub fn usemem_70x1g(scale: f64) -> WorkloadSpec {
@@ -88,6 +105,11 @@ impl<'p> Runs<'p> {
                 (label, s)
             })
             .unzip();
+        // Every scenario checked before any runs: validation, and the host's memory.
+        for s in &scenarios {
+            s.validate()?;
+            crate::footprint::check_host(s, None)?;
+        }
         let total = scenarios.len();
         let mut done = 0;
         let progress = &mut self.progress;

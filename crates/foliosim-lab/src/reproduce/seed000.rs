@@ -6,8 +6,8 @@
 use super::GIB;
 use crate::reproduce::{run_grid, Runs};
 use crate::scenario::{
-    Bytes, Kernel, KernelVersion, Machine, MemcgSpec, Scenario, SwapDeviceKind, SwapDeviceSpec,
-    Sysfs, ThpDefrag, TlbKind, WorkloadSpec,
+    format_size, Bytes, Kernel, KernelVersion, Machine, MemcgSpec, Scenario, SwapDeviceKind,
+    SwapDeviceSpec, Sysfs, ThpDefrag, TlbKind, WorkloadSpec,
 };
 use crate::{RunResult, SimError};
 use serde::Serialize;
@@ -236,10 +236,20 @@ pub fn mean_std(values: &[f64]) -> (f64, f64) {
 
 impl Report {
     pub fn to_table(&self) -> String {
+        // The sizes this scale gives (the seed's: 70 x 1G, memcg 40G, swap 35G).
+        let s = scenario(KERNELS[0], SIZES[0], self.scale, 1);
+        let size = |b: Option<Bytes>| b.map_or("-".into(), |b| format_size(b.0));
+        let per_proc = match &s.workloads[0] {
+            WorkloadSpec::Usemem { size: b, .. } => size(Some(*b)),
+            _ => unreachable!("seed 000 runs usemem"),
+        };
         let mut out = format!(
-            "seed 000: usemem 70 procs, memcg 40G, ramdisk swap 35G, 8 CPUs (scale {}, {} seeds)\n\
+            "seed 000: usemem 70 x {per_proc}, memcg {}, ramdisk swap {}, 8 CPUs (scale {}, {} seeds)\n\
              throughput relative to the 6.9 4K mean; seed = Ryan Roberts' 24-run table\n\n",
-            self.scale, self.seeds
+            size(s.memcgs[0].max),
+            size(s.machine.swap_devices.first().map(|d| d.size)),
+            self.scale,
+            self.seeds
         );
         // Only what differs from the profile (a costs file lists every cost).
         let profile = crate::engine::cost::CostModel::profile("arm64-vm-8cpu");

@@ -13,8 +13,8 @@ use crate::reproduce::seed000::{mean_std, scaled};
 use crate::reproduce::GIB;
 use crate::reproduce::{run_grid, Runs};
 use crate::scenario::{
-    Bytes, IaaSpec, Kernel, KernelVersion, Machine, MemcgSpec, Scenario, SwapDeviceKind,
-    SwapDeviceSpec, Sysfs, ZswapKnobs, ZswapLargeFolios,
+    format_size, Bytes, IaaSpec, Kernel, KernelVersion, Machine, MemcgSpec, Scenario,
+    SwapDeviceKind, SwapDeviceSpec, Sysfs, WorkloadSpec, ZswapKnobs, ZswapLargeFolios,
 };
 use crate::{RunResult, SimError};
 use serde::Serialize;
@@ -256,10 +256,20 @@ pub fn reproduce(
 impl Report {
     pub fn to_table(&self) -> String {
         let mut out = String::new();
+        // The sizes this scale gives (the seed's: 70 x 1G, memory.high 40G, 176G zram).
+        let s = scenario(Config::ZramLzoRle, "64K", self.scale, 1);
+        let size = |b: Option<Bytes>| b.map_or("-".into(), |b| format_size(b.0));
+        let per_proc = match &s.workloads[0] {
+            WorkloadSpec::Usemem { size: b, .. } => size(Some(*b)),
+            _ => unreachable!("seed 002 runs usemem"),
+        };
         let _ = writeln!(
             out,
-            "seed 002: usemem 70 x 1G, memory.high 40G, 176G zram (scale {}, {} seed(s)); counters scaled to full size",
-            self.scale, self.seeds
+            "seed 002: usemem 70 x {per_proc}, memory.high {}, {} zram (scale {}, {} seed(s)); counters scaled to full size",
+            size(s.memcgs[0].high),
+            size(s.machine.swap_devices.first().map(|d| d.size)),
+            self.scale,
+            self.seeds
         );
         let _ = writeln!(
             out,

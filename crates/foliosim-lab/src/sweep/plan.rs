@@ -58,6 +58,30 @@ fn apply(base: &toml::Value, axes: &[Axis], pick: &[usize]) -> Result<toml::Valu
     Ok(tree)
 }
 
+/// The most runs a sweep may plan: each run holds its scenario's text in the plan (a few KiB),
+/// and each takes seconds to minutes; more is a mistake in the axes, not an experiment.
+pub const MAX_PLAN_RUNS: u64 = 100_000;
+
+/// The number of runs `axes` x `seeds` make, refused above [`MAX_PLAN_RUNS`] before any
+/// is expanded.
+pub fn check_size(axes: &[Axis], seeds: u64) -> Result<u64, SweepError> {
+    let runs = axes
+        .iter()
+        .try_fold(seeds, |n, a| n.checked_mul(a.values.len() as u64));
+    match runs {
+        Some(n) if n <= MAX_PLAN_RUNS => Ok(n),
+        _ => Err(SweepError::Invalid(format!(
+            "the sweep would plan {} runs ({} axes of {} values x {seeds} seeds); allowed: at most {MAX_PLAN_RUNS} runs (fewer values or --seeds)",
+            runs.map_or("more than 2^64".into(), |n| n.to_string()),
+            axes.len(),
+            axes.iter()
+                .map(|a| a.values.len().to_string())
+                .collect::<Vec<_>>()
+                .join(" x "),
+        ))),
+    }
+}
+
 /// Every run of the sweep, in order: axes as an odometer (the last axis fastest), then seeds.
 /// Errors, before anything runs: an axis without values, two axes of one name or key, `seed`
 /// as an axis, a value the scenario rejects (naming the axis, the value, the field and what
@@ -68,6 +92,7 @@ pub fn plan(base: &Scenario, axes: &[Axis], seeds: &[u64]) -> Result<Vec<RunSpec
             "no seeds: --seeds must be at least 1".into(),
         ));
     }
+    check_size(axes, seeds.len() as u64)?;
     let mut names = std::collections::BTreeSet::new();
     let mut keys = std::collections::BTreeMap::new();
     for a in axes {

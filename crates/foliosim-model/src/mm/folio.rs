@@ -172,16 +172,23 @@ impl Iterator for SwapRuns {
 
 impl FolioTable {
     pub fn new(nr_pages: u32) -> FolioTable {
+        Self::try_new(nr_pages).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`FolioTable::new`], or an error when the host refuses the memory.
+    pub fn try_new(nr_pages: u32) -> Result<FolioTable, crate::footprint::AllocFailed> {
+        use crate::footprint::try_zeroed_vec;
         let n = nr_pages as usize;
-        FolioTable {
-            order: OrderBytes(vec![0; n]),
-            flags: vec![0; n],
-            recs: PerOrder::new(nr_pages, crate::mm::page_alloc::MAX_PAGE_ORDER),
-            deferred: PerOrder::new(nr_pages, crate::mm::page_alloc::MAX_PAGE_ORDER),
+        let max = crate::mm::page_alloc::MAX_PAGE_ORDER;
+        Ok(FolioTable {
+            order: OrderBytes(try_zeroed_vec(n, "folio orders")?),
+            flags: try_zeroed_vec(n, "folio flags")?,
+            recs: PerOrder::try_new(nr_pages, max, "folio records")?,
+            deferred: PerOrder::try_new(nr_pages, max, "deferred split links")?,
             writeback_done: BTreeMap::new(),
             scattered: BTreeMap::new(),
             pins: BTreeMap::new(),
-        }
+        })
     }
 
     /// The record of the folio headed by `pfn` (by its order byte).

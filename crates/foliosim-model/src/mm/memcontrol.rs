@@ -286,18 +286,34 @@ impl MemcgTree {
             pos: vec![0; n],
             end: vec![0; n],
         };
-        fn visit(t: &mut MemcgTree, memcgs: &[MemCgroup], id: u16) {
-            t.pos[id as usize] = t.preorder.len();
-            t.preorder.push(id);
-            for (c, cg) in memcgs.iter().enumerate() {
-                if cg.parent == id && c as u16 != id {
-                    visit(t, memcgs, c as u16);
+        // Children in id order; a depth-first walk without recursion (a chain of 65534
+        // memcgs is as deep), linear in the number of memcgs.
+        let mut children = vec![Vec::new(); n];
+        for (c, cg) in memcgs.iter().enumerate() {
+            if c as u16 != ROOT_MEMCG && cg.parent != NO_PARENT {
+                children[cg.parent as usize].push(c as u16);
+            }
+        }
+        if n == 0 {
+            return t;
+        }
+        // (memcg, index of its next child to visit)
+        let mut stack = vec![(ROOT_MEMCG, 0usize)];
+        t.pos[ROOT_MEMCG as usize] = 0;
+        t.preorder.push(ROOT_MEMCG);
+        while let Some((id, next)) = stack.last_mut() {
+            match children[*id as usize].get(*next) {
+                Some(&c) => {
+                    *next += 1;
+                    t.pos[c as usize] = t.preorder.len();
+                    t.preorder.push(c);
+                    stack.push((c, 0));
+                }
+                None => {
+                    t.end[*id as usize] = t.preorder.len();
+                    stack.pop();
                 }
             }
-            t.end[id as usize] = t.preorder.len();
-        }
-        if n > 0 {
-            visit(&mut t, memcgs, ROOT_MEMCG);
         }
         t
     }
@@ -316,13 +332,17 @@ impl MemcgTree {
 /// Set each memcg's parent from the scenario (validated: parents come first).
 pub fn link_parents(memcgs: &mut [MemCgroup], specs: &[MemcgSpec]) {
     memcgs[ROOT_MEMCG as usize].parent = NO_PARENT;
+    // Ids by name, so that 65534 memcgs link in n log n.
+    let ids: std::collections::BTreeMap<&str, u16> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.name.as_str(), 1 + i as u16))
+        .collect();
     for (i, spec) in specs.iter().enumerate() {
-        let parent = spec.parent.as_deref().map_or(ROOT_MEMCG, |p| {
-            1 + specs
-                .iter()
-                .position(|s| s.name == p)
-                .expect("validated parent") as u16
-        });
+        let parent = spec
+            .parent
+            .as_deref()
+            .map_or(ROOT_MEMCG, |p| *ids.get(p).expect("validated parent"));
         memcgs[i + 1].parent = parent;
     }
 }

@@ -222,6 +222,19 @@ impl MmStruct {
 
     /// mmap(MAP_ANONYMOUS|MAP_PRIVATE) of `nr_pages` as VMA number `vma_id`.
     pub fn mmap(&mut self, vma_id: u32, nr_pages: u32, thp: ThpAdvice) {
+        self.try_mmap(vma_id, nr_pages, thp)
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`MmStruct::mmap`], or an error when the host refuses the memory of its PTEs.
+    pub fn try_mmap(
+        &mut self,
+        vma_id: u32,
+        nr_pages: u32,
+        thp: ThpAdvice,
+    ) -> Result<(), crate::footprint::AllocFailed> {
+        // Zero-filled without a write (Pte::NONE is 0): the host zeroes what is touched.
+        let ptes = crate::footprint::try_zeroed_vec(nr_pages as usize, "page table entries")?;
         let i = vma_id as usize;
         if self.vmas.len() <= i {
             self.vmas.resize_with(i + 1, || None);
@@ -231,12 +244,12 @@ impl MmStruct {
             nr_pages,
             thp,
             anon_vma: false,
-            // Zero-filled without a write (Pte::NONE is 0): the host zeroes what is touched.
-            ptes: bytemuck::zeroed_vec(nr_pages as usize),
+            ptes,
             prot: Default::default(),
             special: Vec::new(),
             swap_ra: Default::default(),
         });
+        Ok(())
     }
 
     /// The file `vma_id` maps, if it is a file VMA.

@@ -75,6 +75,9 @@ use zswap::Zswap;
 /// The model stopped: the workload cannot go on (as the kernel would OOM-kill), or bad use.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum MmError {
+    /// The host refused the memory of a mapping's page table (mmap).
+    #[error(transparent)]
+    HostAlloc(#[from] crate::footprint::AllocFailed),
     #[error(
         "out of memory: memcg `{memcg}` is at its limit with nothing reclaimable (no free swap?)"
     )]
@@ -218,6 +221,12 @@ pub struct Kernel {
 
 impl Kernel {
     pub fn new(scenario: &Scenario) -> Kernel {
+        Self::try_new(scenario).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Kernel::new`], or an error when the host refuses the memory of the per-page tables
+    /// (the pre-flight, footprint::check_host, makes that rare).
+    pub fn try_new(scenario: &Scenario) -> Result<Kernel, crate::footprint::AllocFailed> {
         let cfg = KernelConfig::new(scenario);
         let cost = CostModel::of_scenario(scenario);
         let ncpus = scenario.machine.cpus as usize;
@@ -299,8 +308,9 @@ impl Kernel {
         if pagecache.disk.is_some() {
             kthreads.kinds.push(kthread::KthreadKind::Flusher);
         }
-        let mut nodes = numa::Nodes::new(scenario, nr_pages, ncpus);
-        let mut zone = Zone::new(nr_pages, ncpus, watermark_sysctl(scenario, nr_pages));
+        let mut nodes = numa::Nodes::new(scenario, nr_pages, ncpus)?;
+        let mut zone =
+            Zone::try_new_span(0, nr_pages, ncpus, watermark_sysctl(scenario, nr_pages))?;
         zone.balance_to_promo = scenario.sysctl.kernel.numa_balancing.unwrap_or(0) & 2 != 0;
         if cfg.migrc {
             zone.enable_mgen();
@@ -325,7 +335,7 @@ impl Kernel {
             .orders_enabled(false)
             .trailing_zeros()
             .min(page_alloc::MAX_PAGE_ORDER);
-        let folios = FolioTable::new(nodes.total_pages());
+        let folios = FolioTable::try_new(nodes.total_pages())?;
         folios.advise_sparse_below(dense_order);
         assert!(
             nodes.total_pages() <= 1 << 31,
@@ -333,7 +343,7 @@ impl Kernel {
         );
         let workingset = workingset::ShadowPacking::new(memcgs.len(), nodes.total_pages() as u64);
         zone.advise_sparse_below(dense_order);
-        Kernel {
+        Ok(Kernel {
             cfg,
             cost,
             vmstat: VmStat::default(),
@@ -384,7 +394,7 @@ impl Kernel {
             current: Default::default(),
             in_lru_fault: false,
             access_sets: false,
-        }
+        })
     }
 
     /// /proc/vmstat at `now_ns`: the events of `vm_events` and the node's gauges (nr_*).

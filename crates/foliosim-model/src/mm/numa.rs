@@ -28,24 +28,33 @@ pub struct Nodes {
 }
 
 impl Nodes {
-    pub fn new(scenario: &Scenario, node0_pages: u32, ncpus: usize) -> Nodes {
+    pub fn new(
+        scenario: &Scenario,
+        node0_pages: u32,
+        ncpus: usize,
+    ) -> Result<Nodes, crate::footprint::AllocFailed> {
         let mut start_pfn = vec![0, node0_pages];
         let mut latency_ns = vec![LOCAL_DRAM_LATENCY_NS];
         let mut lower = Vec::new();
         for n in &scenario.machine.nodes {
             let start = *start_pfn.last().unwrap();
             let nr = n.memory.pages() as u32;
-            lower.push(Zone::new_span(start, nr, ncpus, Zone::default_sysctl(nr)));
+            lower.push(Zone::try_new_span(
+                start,
+                nr,
+                ncpus,
+                Zone::default_sysctl(nr),
+            )?);
             start_pfn.push(start + nr);
             latency_ns.push(n.latency_ns.unwrap_or(crate::scenario::CXL_LATENCY_NS));
         }
-        Nodes {
+        Ok(Nodes {
             node0_end_pfn: start_pfn[1],
             start_pfn,
             latency_ns,
             lower,
             demotion_enabled: scenario.sysfs.numa.demotion_enabled.unwrap_or(false),
-        }
+        })
     }
 
     pub fn nr_nodes(&self) -> usize {

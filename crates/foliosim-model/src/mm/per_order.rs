@@ -10,6 +10,8 @@
 
 use bytemuck::Zeroable;
 
+use crate::footprint::{try_zeroed_vec, AllocFailed};
+
 use super::page_alloc::MAX_PAGE_ORDER;
 
 /// Orders a table may exist for.
@@ -49,13 +51,22 @@ pub struct PerOrder<T, S = Vec<Vec<T>>> {
 impl<T: Zeroable + Copy, S: Tables<T>> PerOrder<T, S> {
     /// Tables for orders 0..=max_order over `nr_pages` pfns, all zero.
     pub fn new(nr_pages: u32, max_order: u32) -> PerOrder<T, S> {
+        Self::try_new(nr_pages, max_order, "per-order tables").unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`PerOrder::new`], or an error naming `what` when the host refuses the memory.
+    pub fn try_new(
+        nr_pages: u32,
+        max_order: u32,
+        what: &'static str,
+    ) -> Result<PerOrder<T, S>, AllocFailed> {
         let tables = (0..=max_order)
-            .map(|order| bytemuck::zeroed_vec((nr_pages as usize).div_ceil(1 << order)))
-            .collect();
-        PerOrder {
+            .map(|order| try_zeroed_vec((nr_pages as usize).div_ceil(1 << order), what))
+            .collect::<Result<_, _>>()?;
+        Ok(PerOrder {
             tables: S::from_tables(tables),
             _entries: std::marker::PhantomData,
-        }
+        })
     }
 
     #[inline]

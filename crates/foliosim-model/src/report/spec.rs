@@ -24,11 +24,11 @@ impl ReportSpec {
 
     pub fn validate(&self) -> Result<(), ScenarioError> {
         if let Some(SampleInterval::Every(ns)) = self.sample_interval {
-            if !(MIN_INTERVAL_NS..=MAX_INTERVAL_NS).contains(&ns) {
+            if !in_range(ns) {
                 return Err(ScenarioError::Invalid {
                     field: "report.sample_interval".into(),
                     value: format_duration(ns),
-                    allowed: "\"auto\" or 1us ..= 3600s".into(),
+                    allowed: ALLOWED.into(),
                 });
             }
         }
@@ -38,6 +38,12 @@ impl ReportSpec {
 
 const MIN_INTERVAL_NS: u64 = 1_000;
 const MAX_INTERVAL_NS: u64 = 3_600_000_000_000;
+const ALLOWED: &str = "\"auto\" or 1us ..= 3600s";
+
+/// The one range check, for the TOML field and `--sample-interval` alike.
+fn in_range(ns: u64) -> bool {
+    (MIN_INTERVAL_NS..=MAX_INTERVAL_NS).contains(&ns)
+}
 
 /// How often a time series samples, in simulated time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,7 +76,13 @@ impl SampleInterval {
         if !(value > 0.0 && value.is_finite()) {
             return Err(bad(t));
         }
-        Ok(SampleInterval::Every((value * scale).round() as u64))
+        let ns = (value * scale).round().min(u64::MAX as f64) as u64;
+        if !in_range(ns) {
+            return Err(format!(
+                "report.sample_interval: `{t}` is out of range; allowed: {ALLOWED}"
+            ));
+        }
+        Ok(SampleInterval::Every(ns))
     }
 }
 
@@ -134,7 +146,17 @@ mod tests {
         assert_eq!(p("auto"), SampleInterval::Auto);
         assert_eq!(p("100ms").to_string(), "100ms");
         assert_eq!(p("1.5s").to_string(), "1500ms");
-        for bad in ["", "ms", "-1s", "10 parsecs", "1h"] {
+        for bad in [
+            "",
+            "ms",
+            "-1s",
+            "10 parsecs",
+            "1h",
+            "1ns",
+            "999ns",
+            "3601s",
+            "1e30s",
+        ] {
             let e = SampleInterval::parse(bad).unwrap_err();
             assert!(e.contains("report.sample_interval"), "{e}");
         }

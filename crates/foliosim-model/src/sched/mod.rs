@@ -443,6 +443,12 @@ pub fn run_tasks_observed(
                 steps,
             });
         }
+        if ctx.now_ns > MAX_SIM_NS {
+            return Err(SimError::TimeLimit {
+                at_ns: ctx.now_ns,
+                steps,
+            });
+        }
     }
     if check_invariants {
         invariants::check(k).map_err(|e| SimError::Invariant {
@@ -488,6 +494,11 @@ pub(super) fn switch_out(k: &mut Kernel, cpu: usize, t: &Task, at_ns: u64) {
     }
 }
 
+/// The latest simulated time a run may reach: 2^53 ns (about 104 days). A step may add up to
+/// a few thousand costs of at most 1e12 ns each past it, which stays below the lock
+/// calendar's 2^54 ns (engine/lock.rs, where later holds saturate).
+pub const MAX_SIM_NS: u64 = 1 << 53;
+
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
     #[error("task {task} at {at_ns} ns: {error}")]
@@ -509,7 +520,18 @@ pub enum SimError {
     /// The run took the most steps `RunOptions::max_steps` allows.
     #[error("step limit: {steps} steps reached at {at_ns} ns before the last task exited")]
     StepLimit { at_ns: u64, steps: u64 },
+    /// Simulated time passed [`MAX_SIM_NS`] (the lock calendar keeps times below 2^54 ns).
+    #[error(
+        "simulated time reached {at_ns} ns after {steps} steps, past the simulator's clock limit; allowed: runs that end by {MAX_SIM_NS} ns (2^53, about 104 days): lower the costs (costs.* may each be up to 1e12 ns) or shorten the workload"
+    )]
+    TimeLimit { at_ns: u64, steps: u64 },
     /// Refused before the run: the simulator would need more memory than the host has.
     #[error(transparent)]
     TooBig(#[from] crate::footprint::TooBig),
+    /// A generated scenario (reproduce) failed validation.
+    #[error("scenario: {0}")]
+    Invalid(#[from] crate::scenario::ScenarioError),
+    /// The host refused memory the pre-flight expected to have.
+    #[error(transparent)]
+    AllocFailed(#[from] crate::footprint::AllocFailed),
 }

@@ -60,7 +60,7 @@ pub(super) fn step(
     }
     match op {
         Op::Mmap { vma, nr_pages, thp } => {
-            k.mms[mm as usize].mmap(vma, nr_pages, thp);
+            k.mms[mm as usize].try_mmap(vma, nr_pages, thp)?;
             ctx.spend(k.cost.syscall_ns);
         }
         Op::Touch {

@@ -114,7 +114,8 @@ pub fn load(path: &str) -> Result<Arc<Trace>, String> {
             return Ok(t.clone());
         }
     }
-    let bytes = std::fs::read(&file).map_err(|e| format!("`{}`: {e}", file.display()))?;
+    let bytes = crate::footprint::read_input(&file, crate::footprint::MAX_TRACE_BYTES)
+        .map_err(|e| format!("`{}`: {e}", file.display()))?;
     let trace =
         Arc::new(Trace::parse_bytes(&bytes).map_err(|e| format!("`{}` {e}", file.display()))?);
     cache
@@ -294,7 +295,7 @@ impl Builder<'_> {
                     write: w2,
                 },
             ) if vma == v2 && write == w2 && *first + *nr == *f2 => *nr += n2,
-            (Some(Op::Compute { ns }), Op::Compute { ns: more }) => *ns += more,
+            (Some(Op::Compute { ns }), Op::Compute { ns: more }) => *ns = ns.saturating_add(*more),
             _ => ops.push(op),
         }
     }

@@ -59,16 +59,21 @@ pub struct FreeArea {
 impl FreeArea {
     /// Empty lists; every pageblock MOVABLE, as memmap_init_range leaves them at boot.
     pub fn new(nr_pages: u32) -> FreeArea {
+        Self::try_new(nr_pages).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`FreeArea::new`], or an error when the host refuses the memory of its links.
+    pub fn try_new(nr_pages: u32) -> Result<FreeArea, crate::footprint::AllocFailed> {
         let nr_blocks = nr_pages.div_ceil(PAGEBLOCK_NR_PAGES) as usize;
         let mut nr_pageblocks = [0; MIGRATE_TYPES];
         nr_pageblocks[MigrateType::Movable as usize] = nr_blocks as u32;
-        FreeArea {
+        Ok(FreeArea {
             nr_pages,
             head: [[NIL; MIGRATE_TYPES]; NR_PAGE_ORDERS],
             tail: [[NIL; MIGRATE_TYPES]; NR_PAGE_ORDERS],
             nr_blocks: [[0; MIGRATE_TYPES]; NR_PAGE_ORDERS],
             // Both all zero (NOT_BUDDY): allocated zeroed, touched only where pages are freed.
-            links: PerOrder::new(nr_pages, MAX_PAGE_ORDER),
+            links: PerOrder::try_new(nr_pages, MAX_PAGE_ORDER, "free list links")?,
             buddy_order: vec![NOT_BUDDY; nr_pages as usize],
             pageblock_mt: vec![MigrateType::Movable as u8; nr_blocks],
             pageblock_skip: vec![0; nr_blocks.div_ceil(64)],
@@ -79,7 +84,7 @@ impl FreeArea {
             movable_ops: vec![0; (nr_pages as usize).div_ceil(64)],
             mgen: Vec::new(),
             taken_mgen: 0,
-        }
+        })
     }
 
     /// Free blocks will mostly be of `order` or larger: base pages for the smaller orders'

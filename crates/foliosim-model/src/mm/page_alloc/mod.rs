@@ -83,11 +83,21 @@ impl Zone {
     /// A zone of node memory starting at `start_pfn` (zone_start_pfn): its free area is indexed
     /// by pfn, so the pfns below the start are never free in it.
     pub fn new_span(start_pfn: u32, nr_pages: u32, cpus: usize, sysctl: WatermarkSysctl) -> Zone {
+        Self::try_new_span(start_pfn, nr_pages, cpus, sysctl).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// [`Zone::new_span`], or an error when the host refuses the memory of its free area.
+    pub fn try_new_span(
+        start_pfn: u32,
+        nr_pages: u32,
+        cpus: usize,
+        sysctl: WatermarkSysctl,
+    ) -> Result<Zone, crate::footprint::AllocFailed> {
         let end_pfn = start_pfn + nr_pages;
         let mut zone = Zone {
             start_pfn,
             nr_pages,
-            area: FreeArea::new(end_pfn),
+            area: FreeArea::try_new(end_pfn)?,
             pcp: (0..cpus).map(|_| PerCpuPages::default()).collect(),
             pcp_batch: 0,
             pcp_high: 0,
@@ -111,7 +121,7 @@ impl Zone {
             zone.area.free_pages_ok(pfn, order, true);
             pfn += 1 << order;
         }
-        zone
+        Ok(zone)
     }
 
     /// setup_per_zone_wmarks, then zone_pcp_update for the new low watermark.

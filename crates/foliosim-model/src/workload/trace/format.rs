@@ -11,6 +11,10 @@ pub const FORMAT_VERSION: u32 = 1;
 pub const PAGE_SIZE: u64 = 4096;
 /// The largest VMA a trace may map (pages): 1 TiB.
 pub const MAX_VMA_PAGES: u32 = 1 << 28;
+/// The latest event time, and the most CPU time a task may have in all, in ns: 10^13 (about
+/// 2.8 hours). A replay steps a task's CPU time a scheduler slice at a time, so more would
+/// take hours to simulate, and sums near 2^64 would wrap.
+pub const MAX_TRACE_NS: u64 = 10_000_000_000_000;
 
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Trace {
@@ -421,6 +425,12 @@ fn parse_event(n: usize, line: &str) -> Result<Event, TraceError> {
         })
     };
     let t_ns = num(0, "time in ns")?;
+    if t_ns > MAX_TRACE_NS {
+        return err(
+            n,
+            format!("field 1 (time in ns): {t_ns} is too large; allowed: 0 ..= {MAX_TRACE_NS}"),
+        );
+    }
     let task = num32(1, "task")?;
     if task == 0 {
         return err(n, "field 2 (task): tasks are numbered from 1, found 0");
@@ -543,7 +553,17 @@ fn parse_event(n: usize, line: &str) -> Result<Event, TraceError> {
                 }
             },
         },
-        "cpu" => EventKind::Cpu { ns: num(3, "ns")? },
+        "cpu" => EventKind::Cpu {
+            ns: match num(3, "ns")? {
+                ns if ns > MAX_TRACE_NS => {
+                    return err(
+                        n,
+                        format!("field 4 (cpu ns): {ns} is too large; allowed: 0 ..= {MAX_TRACE_NS}"),
+                    )
+                }
+                ns => ns,
+            },
+        },
         "wait" => EventKind::Wait {
             child: num32(3, "child task")?,
         },
@@ -632,6 +652,8 @@ struct Checker {
     /// Line of each VMA's mmap.
     vma_lines: BTreeMap<u32, usize>,
     waited: BTreeSet<u32>,
+    /// CPU time of each task so far (`cpu` lines summed).
+    cpu_ns: BTreeMap<u32, u64>,
 }
 
 impl Checker {
@@ -787,8 +809,16 @@ impl Checker {
                     );
                 }
             }
-            EventKind::Cpu { .. } => {
+            EventKind::Cpu { ns } => {
                 self.running(n, task, "cpu time of")?;
+                let total = self.cpu_ns.entry(task).or_default();
+                *total += ns; // each at most MAX_TRACE_NS, and so is the sum before it
+                if *total > MAX_TRACE_NS {
+                    return err(
+                        n,
+                        format!("cpu time of task {task}: its `cpu` lines sum to {total} ns; allowed: at most {MAX_TRACE_NS} ns in all"),
+                    );
+                }
             }
             EventKind::Wait { child } => {
                 self.running(n, task, "wait by")?;

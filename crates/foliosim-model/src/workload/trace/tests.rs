@@ -380,3 +380,23 @@ fn replay_runs_in_the_sim_and_twice_gives_the_same_bytes() {
     assert!(a.counters["hugepages-64kB/stats/anon_fault_alloc"] > 0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A `cpu` of 2^64-1 hung the replay, and one followed by a small value wrapped to 1 ns.
+#[test]
+fn trace_times_are_bounded() {
+    let huge = GOOD.replace("30 1 cpu 1000", "30 1 cpu 18446744073709551615");
+    assert!(parse_err(&huge)
+        .to_string()
+        .contains("line 11: field 4 (cpu ns)"));
+    let sum = GOOD.replace(
+        "30 1 cpu 1000",
+        &format!("30 1 cpu {MAX_TRACE_NS}\n31 1 cpu 2"),
+    );
+    let sum = sum.replace("end 20", "end 21");
+    let e = parse_err(&sum).to_string();
+    assert!(e.contains("line 12: cpu time of task 1"), "{e}");
+    let late = GOOD.replace("100 1 exit", "18446744073709551615 1 exit");
+    assert!(parse_err(&late)
+        .to_string()
+        .contains("field 1 (time in ns)"));
+}
