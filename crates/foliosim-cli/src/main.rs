@@ -405,9 +405,10 @@ fn main() -> Result<()> {
             // The seed-1 run of each configuration is kept for time series and the report.
             macro_rules! rendered {
                 ($reproduce:path) => {{
-                    let (report, runs) = foliosim_lab::reproduce::capture::capturing(interval, || {
-                        $reproduce(scale, seeds, check_invariants, &costs, &mut runs)
-                    });
+                    let (report, runs) =
+                        foliosim_lab::reproduce::capture::capturing(interval, || {
+                            $reproduce(scale, seeds, check_invariants, &costs, &mut runs)
+                        });
                     let report = report?;
                     let json = if sample_interval.is_some() {
                         serde_json::to_string_pretty(&report_out::WithTimeseries {

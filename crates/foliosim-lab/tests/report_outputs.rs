@@ -314,10 +314,20 @@ fn run_report_is_one_self_contained_page() {
 #[test]
 fn reproduce_capture_keeps_seed_one_runs_and_changes_no_table() {
     use foliosim_lab::reproduce::{capture, seed000};
-    let plain =
-        seed000::reproduce(0.02, 2, false, &mut foliosim_lab::reproduce::Runs::all_cores()).unwrap();
+    let plain = seed000::reproduce(
+        0.02,
+        2,
+        false,
+        &mut foliosim_lab::reproduce::Runs::all_cores(),
+    )
+    .unwrap();
     let (captured, runs) = capture::capturing(Some(SampleInterval::Auto), || {
-        seed000::reproduce(0.02, 2, false, &mut foliosim_lab::reproduce::Runs::all_cores())
+        seed000::reproduce(
+            0.02,
+            2,
+            false,
+            &mut foliosim_lab::reproduce::Runs::all_cores(),
+        )
     });
     let captured = captured.unwrap();
     assert_eq!(
