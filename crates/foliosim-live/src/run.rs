@@ -597,7 +597,7 @@ fn run_holding(
         backend: "live".into(),
         foliosim_version: env!("CARGO_PKG_VERSION").into(),
         kernel_release: kernel_release(),
-        kernel_profile: scenario.kernel.version.name().into(),
+        kernel_profile: scenario.kernel.version.name(),
         seed: scenario.seed,
         wall_ns: outcome.wall_ns,
         cpu_user_ns: outcome.user_ns,

@@ -114,7 +114,7 @@ pub fn run_with(
     let users = || tasks.iter().filter(|t| t.program().is_some());
     let result = RunResult {
         foliosim_version: env!("CARGO_PKG_VERSION").into(),
-        kernel: scenario.kernel.version.name().into(),
+        kernel: scenario.kernel.version.name(),
         swap_allocator: k
             .swap
             .devices

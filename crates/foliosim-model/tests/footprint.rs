@@ -2,7 +2,9 @@
 //! the allocator (issue 13): a static bound in validation, and the host's MemAvailable checked
 //! before the kernel is built.
 
-use foliosim_model::footprint::{check_host, estimate, host_available_bytes, STATIC_MAX_BYTES};
+use foliosim_model::footprint::{
+    check_host, estimate, host_available_bytes, HostLimit, STATIC_MAX_BYTES,
+};
 use foliosim_model::{Scenario, SimError};
 
 const GIB: u64 = 1 << 30;
@@ -34,7 +36,9 @@ fn machine_memory_4t_is_refused_naming_the_field() {
     let s = parse(&usemem("4T", 1, "1G")).expect("4T is within validation's bounds");
     let need = estimate(&s).total_bytes();
     assert!(need > 32 * GIB && need < STATIC_MAX_BYTES, "{need}");
-    let err = check_host(&s, Some(16 * GIB)).unwrap_err().to_string();
+    let err = check_host(&s, Some(HostLimit::mem_available(16 * GIB)))
+        .unwrap_err()
+        .to_string();
     for needle in [
         "machine.memory = 4T",
         "16.0 GiB",
@@ -70,7 +74,9 @@ fn a_huge_nproc_x_size_is_a_validation_error() {
 #[test]
 fn a_large_nproc_x_size_is_refused_on_a_small_host() {
     let s = parse(&usemem("1G", 1000, "16G")).unwrap();
-    let err = check_host(&s, Some(8 * GIB)).unwrap_err().to_string();
+    let err = check_host(&s, Some(HostLimit::mem_available(8 * GIB)))
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("make workload[0].nproc x size smaller"),
         "{err}"
@@ -78,7 +84,7 @@ fn a_large_nproc_x_size_is_refused_on_a_small_host() {
     assert!(err.contains("1000 x 16G"), "{err}");
     // Page tables alone: 1000 x 4M PTEs of 8 bytes.
     assert!(estimate(&s).total_bytes() >= 1000 * (4 << 20) * 8);
-    assert!(check_host(&s, Some(64 * GIB)).is_ok());
+    assert!(check_host(&s, Some(HostLimit::mem_available(64 * GIB))).is_ok());
 }
 
 #[test]
@@ -95,7 +101,9 @@ jobs_concurrent = 8
 phases = 1000
 "#;
     let s = parse(text).unwrap();
-    let err = check_host(&s, Some(8 * GIB)).unwrap_err().to_string();
+    let err = check_host(&s, Some(HostLimit::mem_available(8 * GIB)))
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("workload[0].jobs x phases = 1000000 x 1000"),
         "{err}"
@@ -148,7 +156,7 @@ fn the_shipped_scenarios_fit_easily() {
                 path.display(),
                 f.summary()
             );
-            assert!(check_host(&s, Some(4 * GIB)).is_ok());
+            assert!(check_host(&s, Some(HostLimit::mem_available(4 * GIB))).is_ok());
         }
     }
 }

@@ -386,7 +386,7 @@ impl Table {
                 }
             }
             // Residuals are squared: a figure near 1e308 would make the objective infinite.
-            if let Some(v) = r.value.filter(|v| !(v.abs() <= MAX_ROW_FIGURE)) {
+            if let Some(v) = r.value.filter(|v| v.is_nan() || v.abs() > MAX_ROW_FIGURE) {
                 return Err(bad(
                     format!("{field}.value"),
                     format!("{v}; allowed: a finite number in -1e15 ..= 1e15"),

@@ -193,7 +193,7 @@ pub fn reproduce_with_costs(
             }
         }
         rows.push(Row {
-            kernel: kernel.into(),
+            kernel,
             size: size.into(),
             runs: runs.len() as u32,
             throughput_mib_s: runs.iter().map(throughput).sum::<f64>()

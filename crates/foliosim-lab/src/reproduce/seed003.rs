@@ -299,7 +299,7 @@ pub fn reproduce(
             };
             let n = series[0].len();
             allocator_test.push(AllocatorTestRow {
-                kernel: version.name().into(),
+                kernel: version.name(),
                 allocator: allocator_name(&runs[0]),
                 aligned_swapin: aligned,
                 swapin_mthp: kernel(version, swapin).swapin_mthp(),
@@ -324,7 +324,7 @@ pub fn reproduce(
         let total_out = r.counter("hugepages-64kB/stats/swpout");
         let total_fb = r.counter("hugepages-64kB/stats/swpout_fallback");
         kbuild_fallback.push(KbuildFallbackRow {
-            kernel: version.name().into(),
+            kernel: version.name(),
             allocator: allocator_name(&r),
             fallback_percent_total: FallbackPoint::new(0, 0, total_out, total_fb).fallback_percent,
             series: r.workloads[0].fallback_series.clone(),
@@ -348,7 +348,7 @@ pub fn reproduce(
         let (elapsed_s, elapsed_s_std) = mean_std(&elapsed);
         let before = version == KernelVersion::V6_12;
         lock_split.push(LockSplitRow {
-            kernel: version.name().into(),
+            kernel: version.name(),
             allocator: allocator_name(&runs[0]),
             elapsed_s,
             elapsed_s_std,

@@ -462,7 +462,7 @@ mod tests {
         s.max_rows = 4;
         let v = BTreeMap::from([("x".to_string(), 1u64)]);
         while s.next_ns <= 100 {
-            s.push(s.next_ns, &v);
+            s.push(s.next_ns, &v, 0);
             s.next_ns += s.interval_ns;
             if s.rows.len() >= s.max_rows {
                 s.coarsen();
