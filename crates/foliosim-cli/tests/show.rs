@@ -56,7 +56,8 @@ fn show_scenario_keeps_toml_and_says_what_chose() {
     let dir = std::env::temp_dir().join(format!("foliosim-show-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join("s.toml");
-    let text = "[kernel]\nversion = \"6.12\"\nswap_allocator = \"legacy\"\n";
+    let text = "[kernel]\nversion = \"6.12\"\nswap_allocator = \"legacy\"\n\n\
+                [[workload]]\nkind = \"usemem\"\nnproc = 1\nsize = \"1M\"\n";
     std::fs::write(&path, text).unwrap();
     let (ok, out, err) = show(&[path.to_str().unwrap()]);
     assert!(ok, "{err}");
