@@ -263,7 +263,46 @@ fn bench(quick: bool, only: Option<&str>, format: Format) -> Result<()> {
     Ok(())
 }
 
-fn main() -> Result<()> {
+fn main() -> std::process::ExitCode {
+    match run_command() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprint!("{}", error_text(&e));
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+/// An error as a user reads it, once: the message, then each cause that says something the
+/// text so far does not (a wrapped TOML error repeats its source word for word), on the same
+/// line when it is one line. A backtrace only when asked with FOLIOSIM_BACKTRACE=1
+/// (RUST_BACKTRACE is often set for other programs).
+fn error_text(e: &anyhow::Error) -> String {
+    let mut text = format!("Error: {e}");
+    for cause in e.chain().skip(1) {
+        let cause = cause.to_string();
+        let cause = cause.trim();
+        if text.contains(cause) {
+            continue;
+        }
+        if cause.contains('\n') {
+            text.push_str(":\n");
+            for line in cause.lines() {
+                text.push_str(&format!("  {line}\n"));
+            }
+            text.pop();
+        } else {
+            text.push_str(&format!(": {cause}"));
+        }
+    }
+    text.push('\n');
+    if std::env::var_os("FOLIOSIM_BACKTRACE").is_some_and(|v| v != "0") {
+        text.push_str(&format!("{}\n", e.backtrace()));
+    }
+    text
+}
+
+fn run_command() -> Result<()> {
     match Cli::parse().command {
         Command::Run {
             scenario,

@@ -55,6 +55,26 @@ fn parse(name: &str, text: &str) -> Case {
 }
 
 /// Run the case; None when it passed, else why it did not.
+/// A backtrace, a second `Error:`, or a long line of the message repeated: the error is not
+/// said once.
+fn said_twice(stderr: &str) -> Option<String> {
+    if stderr.contains("backtrace") {
+        return Some("a backtrace".into());
+    }
+    if stderr.matches("Error:").count() > 1 {
+        return Some("Error:".into());
+    }
+    let long: Vec<&str> = stderr
+        .lines()
+        .map(str::trim)
+        .filter(|l| l.len() > 30)
+        .collect();
+    long.iter()
+        .enumerate()
+        .find(|(i, l)| long[..*i].contains(l))
+        .map(|(_, l)| l.to_string())
+}
+
 fn check(case: &Case, dir: &Path) -> Option<String> {
     std::fs::create_dir_all(dir).unwrap();
     for (file, content) in &case.files {
@@ -64,6 +84,9 @@ fn check(case: &Case, dir: &Path) -> Option<String> {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_foliosim"));
     cmd.args(args.split_whitespace())
         .current_dir(dir)
+        // Set for other programs; the CLI must still print no backtrace unless asked.
+        .env("RUST_BACKTRACE", "1")
+        .env_remove("FOLIOSIM_BACKTRACE")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
@@ -111,6 +134,9 @@ fn check(case: &Case, dir: &Path) -> Option<String> {
             "the error does not contain `{}`:\n{stderr}",
             case.expect
         ));
+    }
+    if let Some(twice) = said_twice(&stderr) {
+        return Some(format!("the error says `{twice}` twice:\n{stderr}"));
     }
     if std::env::var_os("SHOW_ERRORS").is_some() {
         eprintln!("{}: {}", case.name, stderr.trim());

@@ -1609,7 +1609,16 @@ impl Scenario {
                 return Err(invalid(
                     format!("sysfs.hugepages.\"{size}\""),
                     size,
-                    "4K, 16K, 32K, 64K, 128K, 256K, 512K, 1M, 2M",
+                    "16K, 32K, 64K, 128K, 256K, 512K, 1M, 2M",
+                ));
+            }
+            // There is no hugepages-4kB/enabled: base pages are what every size falls back to,
+            // so a "4K" key would be read and ignored.
+            if bytes.0 == PAGE_SIZE {
+                return Err(invalid(
+                    format!("sysfs.hugepages.\"{size}\""),
+                    size,
+                    "16K, 32K, … 2M (4K is the base page: with every size `never`, faults map 4K)",
                 ));
             }
             // No hugepages-8kB/enabled: anonymous THP has no order 1 (THP_ORDERS_ALL_ANON).
@@ -1617,7 +1626,7 @@ impl Scenario {
                 return Err(invalid(
                     format!("sysfs.hugepages.\"{size}\""),
                     size,
-                    "4K, 16K, 32K, … 2M (no anonymous 8K THP in any kernel: an order-1 folio has no room for the deferred split list)",
+                    "16K, 32K, … 2M (no anonymous 8K THP in any kernel: an order-1 folio has no room for the deferred split list)",
                 ));
             }
             if !sizes_seen.insert(bytes.0) {
