@@ -138,21 +138,6 @@ def test_plot_counters(result):
         result.plot_counters(["no_such_counter"])
 
 
-def test_reproduce_000():
-    df = foliosim.reproduce("000", scale=0.02, seeds=1)
-    assert isinstance(df, pd.DataFrame)
-    assert len(df) == 6
-    assert set(df["kernel"]) == {"6.9", "6.10"}
-    assert set(df["size"]) == {"4K", "64K", "2M"}
-    assert (df["throughput_mib_s"] > 0).all()
-    assert df.attrs["scale"] == 0.02 and df.attrs["seeds"] == 1
-
-
-def test_reproduce_unknown_seed():
-    with pytest.raises(ValueError, match="001"):
-        foliosim.reproduce("001")
-
-
 def test_a_panic_in_the_simulator_is_a_runtime_error():
     # A panic inside the simulator is a bug; it must reach Python as the RuntimeError the
     # docstrings promise (PyO3 alone would raise PanicException, a BaseException). The hook
