@@ -1,8 +1,9 @@
 """foliosim.reproduce: every seed document's table as a DataFrame, and its argument errors.
 
 Each seed runs at the smallest scale (0.02) with one seed per configuration. Wall times on
-the 2-core dev machine with `foliosim reproduce <seed> --scale 0.02 --seeds 1 --jobs 1`:
-000 1.2 s, 001 0.3 s, 002 1.8 s, 003 19 s, 004 (see the report of this change).
+the 2-core dev machine with `foliosim reproduce <seed> --scale 0.02 --seeds 1 --jobs 1`
+(the machine shared): 000 1.2 s, 001 0.3 s, 002 1.8 s, 003 19 s, 004 296 s. Seed 004 is too
+slow for this suite: only its argument errors are tested here (its table is the CLI's tests').
 """
 
 import pandas as pd
@@ -18,7 +19,6 @@ EXPECTED = {
     "001": (4, {"defrag", "policy", "percent_huge"}),
     "002": (6, {"config", "size", "throughput_kb_s"}),
     "003": (None, {"table", "kernel", "allocator"}),
-    "004": (None, set()),
 }
 
 
@@ -72,5 +72,6 @@ def test_reproduce_unknown_seed(seed):
     [({"scale": 0.01}, "scale"), ({"scale": 5.0}, "scale"), ({"seeds": 0}, "seeds"), ({"jobs": 0}, "jobs")],
 )
 def test_reproduce_bad_arguments(kwargs, field):
-    with pytest.raises(ValueError, match=f"^{field}"):
-        foliosim.reproduce("001", **{"scale": SCALE, **kwargs})
+    for seed in ("001", "004"):  # checked before anything runs
+        with pytest.raises(ValueError, match=f"^{field}"):
+            foliosim.reproduce(seed, **{"scale": SCALE, **kwargs})
