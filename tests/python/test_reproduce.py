@@ -7,12 +7,20 @@ slow for this suite: only its argument errors are tested here (its table's shape
 crates/foliosim-lab/tests/seed004_shape.rs).
 """
 
+import functools
+
 import pandas as pd
 import pytest
 
 import foliosim
 
 SCALE = 0.02
+
+
+@functools.cache
+def table(seed: str) -> pd.DataFrame:
+    """Each seed's table run once for the module (seed 003's takes 20-40 s)."""
+    return foliosim.reproduce(seed, scale=SCALE, seeds=1)
 
 # seed -> (rows, columns every table has)
 EXPECTED = {
@@ -25,7 +33,7 @@ EXPECTED = {
 
 @pytest.mark.parametrize("seed", sorted(EXPECTED))
 def test_reproduce_each_seed(seed):
-    df = foliosim.reproduce(seed, scale=SCALE, seeds=1)
+    df = table(seed)
     rows, columns = EXPECTED[seed]
     assert isinstance(df, pd.DataFrame) and len(df) > 0
     if rows is not None:
@@ -36,21 +44,21 @@ def test_reproduce_each_seed(seed):
 
 
 def test_reproduce_000_table():
-    df = foliosim.reproduce("000", scale=SCALE, seeds=1)
+    df = table("000")
     assert set(df["kernel"]) == {"6.9", "6.10"}
     assert set(df["size"]) == {"4K", "64K", "2M"}
     assert (df["throughput_mib_s"] > 0).all()
 
 
 def test_reproduce_003_stacks_its_three_tables():
-    df = foliosim.reproduce("003", scale=SCALE, seeds=1)
+    df = table("003")
     assert list(df.columns)[0] == "table"
     assert list(dict.fromkeys(df["table"])) == ["allocator_test", "kbuild_fallback", "lock_split"]
     assert df.attrs["iterations"] > 0
 
 
 def test_reproduce_takes_ints_and_short_strings():
-    want = foliosim.reproduce("001", scale=SCALE, seeds=1).to_json()
+    want = table("001").to_json()
     assert foliosim.reproduce(1, scale=SCALE, seeds=1).to_json() == want
     assert foliosim.reproduce("1", scale=SCALE, seeds=1).to_json() == want
     assert foliosim.reproduce(1, scale=SCALE, seeds=1).attrs["seed"] == "001"
