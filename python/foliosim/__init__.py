@@ -64,29 +64,39 @@ def _json_default(v: Any) -> Any:
         return v.tolist()
     if hasattr(v, "item"):
         return v.item()
-    raise TypeError(f"scenario value has unsupported type {type(v).__name__}: {v!r}")
+    raise TypeError(f"unsupported type {type(v).__name__}: {v!r}")
 
 
-def _non_finite(v: Any, where: str) -> Union[str, None]:
-    """The path of the first NaN or infinity in `v` (JSON has none), else None."""
-    if isinstance(v, float) and not math.isfinite(v):
-        return where
+def _first_path(v: Any, where: str, bad) -> Union[str, None]:
+    """The path (``workload[0].nproc``) of the first value in `v` that `bad` says is bad."""
     if isinstance(v, Mapping):
         items = ((f"{where}.{k}" if where else str(k), x) for k, x in v.items())
     elif isinstance(v, (list, tuple)):
         items = ((f"{where}[{i}]", x) for i, x in enumerate(v))
     else:
-        return None
-    return next((p for p in (_non_finite(x, w) for w, x in items) if p is not None), None)
+        return where if bad(v) else None
+    return next((p for p in (_first_path(x, w, bad) for w, x in items) if p is not None), None)
+
+
+def _unwritable(v: Any) -> bool:
+    try:
+        json.dumps(v, default=_json_default)
+        return False
+    except TypeError:
+        return True
 
 
 def _scenario_json(scenario: Mapping[str, Any]) -> str:
     if not isinstance(scenario, Mapping):
         raise TypeError(f"expected a dict, found {type(scenario).__name__}")
-    where = _non_finite(scenario, "")
+    where = _first_path(scenario, "", lambda v: isinstance(v, float) and not math.isfinite(v))
     if where is not None:
         raise ValueError(f"scenario field `{where}`: not a finite number; allowed: finite numbers")
-    return json.dumps(scenario, default=_json_default, allow_nan=False)
+    try:
+        return json.dumps(scenario, default=_json_default, allow_nan=False)
+    except TypeError as e:
+        where = _first_path(scenario, "", _unwritable)  # None: a key is at fault
+        raise TypeError(f"scenario field `{where}`: {e}" if where else f"scenario: {e}") from None
 
 
 def to_toml(scenario: Mapping[str, Any]) -> str:

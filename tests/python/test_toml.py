@@ -65,6 +65,13 @@ def test_non_finite_number_is_named():
         foliosim.to_toml(d)
 
 
+def test_unsupported_type_is_named():
+    d = copy.deepcopy(SMALL_DICT)
+    d["workload"][0]["size"] = object()
+    with pytest.raises(TypeError, match=r"scenario field `workload\[0\]\.size`: unsupported type object"):
+        foliosim.to_toml(d)
+
+
 def test_not_a_dict():
     with pytest.raises(TypeError):
         foliosim.to_toml(["machine"])
