@@ -70,7 +70,7 @@ def test_reproduce_is_the_same_whatever_the_jobs():
     assert one.to_json() == two.to_json()
 
 
-@pytest.mark.parametrize("seed", ["005", 5, -1, "abc", "", "0001", 1.5, None, True])
+@pytest.mark.parametrize("seed", ["005", 5, -1, "abc", "", "0001", "0000", 1.5, None, True])
 def test_reproduce_unknown_seed(seed):
     with pytest.raises(ValueError, match=r"seed: unknown seed .*allowed: \"000\", .*\"004\""):
         foliosim.reproduce(seed, scale=SCALE)

@@ -7,6 +7,9 @@
 //! docstrings do not promise and `except Exception` does not catch). The GIL is released
 //! while the simulator runs.
 
+// pyo3 0.22's #[pyfunction] expansion converts each PyResult's PyErr into PyErr.
+#![allow(clippy::useless_conversion)]
+
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 
@@ -182,8 +185,9 @@ fn seed_number(seed: &Bound<'_, PyAny>) -> PyResult<u8> {
     if let Ok(text) = seed.extract::<String>() {
         let digits = text.trim_start_matches('0');
         return match digits {
-            "" if !text.is_empty() => Ok(0),
-            "1" | "2" | "3" | "4" if text.len() <= 3 => Ok(digits.as_bytes()[0] - b'0'),
+            "" | "1" | "2" | "3" | "4" if (1..=3).contains(&text.len()) => {
+                Ok(digits.bytes().next().map_or(0, |d| d - b'0'))
+            }
             _ => Err(unknown(format!("{text:?}"))),
         };
     }
