@@ -18,7 +18,6 @@ import datetime as _dt
 import json
 import math
 import os
-import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence, Union
 
@@ -51,116 +50,65 @@ ScenarioLike = Union[str, "os.PathLike[str]", Mapping[str, Any]]
 
 
 # --------------------------------------------------------------------------------------------
-# dict -> TOML (just what scenarios need: tables, arrays of tables, scalars, arrays of scalars)
+# dict -> JSON -> Rust (the Scenario's own serde types read it; the toml crate writes TOML)
 # --------------------------------------------------------------------------------------------
 
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
 
-
-def _key(k: Any) -> str:
-    if not isinstance(k, str):
-        raise TypeError(f"scenario keys must be strings, found {k!r}")
-    return k if _BARE_KEY.match(k) else _string(k)
-
-
-def _string(s: str) -> str:
-    out = ['"']
-    for ch in s:
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ord(ch) < 0x20 or ord(ch) == 0x7F:
-            out.append(f"\\u{ord(ch):04X}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
-def _value(v: Any, where: str) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    if isinstance(v, float):
-        if math.isnan(v):
-            return "nan"
-        if math.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        return repr(v)
-    if isinstance(v, str):
-        return _string(v)
+def _json_default(v: Any) -> Any:
+    """What json.dumps cannot write itself: paths, dates, numpy scalars and arrays."""
     if isinstance(v, os.PathLike):
-        return _string(os.fspath(v))
+        return os.fspath(v)
     if isinstance(v, (_dt.datetime, _dt.date, _dt.time)):
         return v.isoformat()
-    if isinstance(v, Mapping):
-        items = ", ".join(f"{_key(k)} = {_value(x, f'{where}.{k}')}" for k, x in v.items() if x is not None)
-        return "{ " + items + " }" if items else "{}"
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_value(x, f"{where}[]") for x in v) + "]"
-    # numpy scalars and the like
+    if hasattr(v, "tolist"):  # numpy scalars and arrays
+        return v.tolist()
     if hasattr(v, "item"):
-        return _value(v.item(), where)
-    raise TypeError(f"scenario value at `{where}` has unsupported type {type(v).__name__}: {v!r}")
+        return v.item()
+    raise TypeError(f"unsupported type {type(v).__name__}: {v!r}")
 
 
-def _is_table_array(v: Any) -> bool:
-    return isinstance(v, (list, tuple)) and len(v) > 0 and all(isinstance(x, Mapping) for x in v)
+def _first_path(v: Any, where: str, bad) -> Union[str, None]:
+    """The path (``workload[0].nproc``) of the first value in `v` that `bad` says is bad."""
+    if isinstance(v, Mapping):
+        items = ((f"{where}.{k}" if where else str(k), x) for k, x in v.items())
+    elif isinstance(v, (list, tuple)):
+        items = ((f"{where}[{i}]", x) for i, x in enumerate(v))
+    else:
+        return where if bad(v) else None
+    return next((p for p in (_first_path(x, w, bad) for w, x in items) if p is not None), None)
 
 
-def _emit_table(d: Mapping[str, Any], path: Sequence[str], out: list) -> None:
-    scalars = []
-    tables = []
-    arrays = []
-    for k, v in d.items():
-        if v is None:  # TOML has no null: leave the field out (its default applies)
-            continue
-        if isinstance(v, Mapping):
-            tables.append((k, v))
-        elif _is_table_array(v):
-            arrays.append((k, v))
-        else:
-            scalars.append((k, v))
-    for k, v in scalars:
-        out.append(f"{_key(k)} = {_value(v, '.'.join([*path, k]))}")
-    for k, v in tables:
-        sub = [*path, k]
-        has_scalars = any(
-            x is not None and not isinstance(x, Mapping) and not _is_table_array(x) for x in v.values()
-        )
-        has_subtables = any(isinstance(x, Mapping) or _is_table_array(x) for x in v.values())
-        if has_scalars or not has_subtables:  # a parent of only subtables needs no header
-            out.append("")
-            out.append("[" + ".".join(_key(p) for p in sub) + "]")
-        _emit_table(v, sub, out)
-    for k, v in arrays:
-        sub = [*path, k]
-        for item in v:
-            out.append("")
-            out.append("[[" + ".".join(_key(p) for p in sub) + "]]")
-            _emit_table(item, sub, out)
+def _unwritable(v: Any) -> bool:
+    try:
+        json.dumps(v, default=_json_default)
+        return False
+    except TypeError:
+        return True
+
+
+def _scenario_json(scenario: Mapping[str, Any]) -> str:
+    if not isinstance(scenario, Mapping):
+        raise TypeError(f"expected a dict, found {type(scenario).__name__}")
+    where = _first_path(scenario, "", lambda v: isinstance(v, float) and not math.isfinite(v))
+    if where is not None:
+        raise ValueError(f"scenario field `{where}`: not a finite number; allowed: finite numbers")
+    try:
+        return json.dumps(scenario, default=_json_default, allow_nan=False)
+    except TypeError as e:
+        where = _first_path(scenario, "", _unwritable)  # None: a key is at fault
+        raise TypeError(f"scenario field `{where}`: {e}" if where else f"scenario: {e}") from None
 
 
 def to_toml(scenario: Mapping[str, Any]) -> str:
-    """Serialize a scenario dict to TOML text (tables, arrays of tables and scalars)."""
-    if not isinstance(scenario, Mapping):
-        raise TypeError(f"expected a dict, found {type(scenario).__name__}")
-    out: list = []
-    _emit_table(scenario, [], out)
-    return "\n".join(out).lstrip("\n") + "\n"
+    """A scenario dict (the TOML's structure: tables are dicts, ``[[workload]]`` a list of
+    dicts; None leaves a field out) as TOML text with every default written out. Validates it:
+    ValueError naming the field if it is invalid."""
+    return _foliosim.scenario_toml_from_json(_scenario_json(scenario))
 
 
 def _scenario_text(scenario: ScenarioLike) -> str:
     if isinstance(scenario, Mapping):
-        return to_toml(scenario)
+        return to_toml(scenario)  # validated, every default written out
     if isinstance(scenario, os.PathLike):
         return Path(scenario).read_text(encoding="utf-8")
     if isinstance(scenario, bytes):
@@ -363,25 +311,35 @@ def scenario_defaults(scenario: ScenarioLike) -> str:
     return _foliosim.scenario_defaults_toml(_scenario_text(scenario))
 
 
-_REPRODUCERS = {"000": _foliosim.reproduce_000_json}
+def reproduce(
+    seed: Union[str, int] = "000", scale: float = 1.0, seeds: int = 1, jobs: Union[int, None] = None
+) -> pd.DataFrame:
+    """Reproduce a seed document's experiment and return its table, one row per configuration.
 
+    ``seed``: ``"000"`` .. ``"004"`` (or ``0`` .. ``4``), as ``foliosim reproduce``. ``scale``
+    multiplies every size of the experiment (1.0 = the seed's full size; 0.02 ..= 4 allowed);
+    ``seeds`` is the number of runs (seeds 1..=seeds) per configuration; ``jobs`` runs at a time
+    (default: every core; the table is the same whatever the count).
 
-def reproduce(seed: Union[str, int] = "000", scale: float = 1.0, seeds: int = 1) -> pd.DataFrame:
-    """Reproduce a seed document's experiment; one row per (kernel, folio size).
-
-    ``scale`` multiplies every size of the experiment (1.0 = the seed's full size; 0.02 runs in
-    seconds); ``seeds`` is the number of runs (seeds 1..=seeds) per row. The DataFrame's
-    ``attrs`` hold ``scale`` and ``seeds``.
+    Seeds 000, 002 and 004 give their ``rows``, seed 001 its ``columns`` (one row per defrag
+    setting and policy). Seed 003 has three tables: their rows are stacked, with a ``table``
+    column first (``allocator_test``, ``kbuild_fallback``, ``lock_split``). The DataFrame's
+    ``attrs`` hold ``seed`` and the report's other fields (``scale``, ``seeds``, ...).
+    Raises ValueError for an unknown seed or a bad argument, RuntimeError if a run fails.
     """
-    key = f"{int(seed):03d}" if isinstance(seed, int) else str(seed)
-    try:
-        fn = _REPRODUCERS[key]
-    except KeyError:
-        raise ValueError(f"reproduce: unknown seed {seed!r}; allowed: {', '.join(_REPRODUCERS)}") from None
-    report = json.loads(fn(float(scale), int(seeds)))
-    df = pd.DataFrame(report["rows"])
-    df.attrs["scale"] = report["scale"]
-    df.attrs["seeds"] = report["seeds"]
+    report = json.loads(
+        _foliosim.reproduce_json(seed, float(scale), int(seeds), None if jobs is None else int(jobs))
+    )
+    tables = {k: v for k, v in report.items() if isinstance(v, list)}
+    if len(tables) == 1:
+        df = pd.DataFrame(next(iter(tables.values())))
+    else:
+        df = pd.concat(
+            [pd.DataFrame(rows).assign(table=name) for name, rows in tables.items()], ignore_index=True
+        )
+        df = df[["table", *[c for c in df.columns if c != "table"]]]
+    df.attrs["seed"] = f"{int(seed):03d}" if isinstance(seed, int) else str(seed).zfill(3)
+    df.attrs.update({k: v for k, v in report.items() if k not in tables})
     return df
 
 

@@ -1,11 +1,14 @@
 //! Python bindings of foliosim: the extension module `foliosim._foliosim`.
 //!
-//! The functions take and return text (TOML in, JSON out); the Python package `foliosim`
+//! The functions take and return text (TOML or JSON in, JSON out); the Python package `foliosim`
 //! (python/foliosim/__init__.py) wraps them in a friendlier API with pandas DataFrames.
 //! Scenario errors raise `ValueError`, simulation errors `RuntimeError`, and so does a panic
 //! inside the simulator (a bug of foliosim: PyO3 would raise PanicException, which the
 //! docstrings do not promise and `except Exception` does not catch). The GIL is released
 //! while the simulator runs.
+
+// pyo3 0.22's #[pyfunction] expansion converts each PyResult's PyErr into PyErr.
+#![allow(clippy::useless_conversion)]
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -49,6 +52,55 @@ pub(crate) fn without_gil<T: Send>(
 fn parse(scenario_toml: &str) -> PyResult<foliosim::Scenario> {
     catch(|| foliosim::Scenario::from_toml_str(scenario_toml))?
         .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
+/// Objects' null members dropped, recursively: a dict's None leaves the field out (its default
+/// applies), as TOML, which has no null, always did.
+fn drop_nulls(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            map.retain(|_, v| !v.is_null());
+            map.values_mut().for_each(drop_nulls);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(drop_nulls),
+        _ => {}
+    }
+}
+
+/// A scenario given as JSON (a Python dict through `json.dumps`), validated.
+fn parse_json(scenario_json: &str) -> PyResult<foliosim::Scenario> {
+    use serde::Deserialize;
+    let mut value: serde_json::Value = serde_json::from_str(scenario_json)
+        .map_err(|e| PyValueError::new_err(format!("scenario: not JSON: {e}")))?;
+    drop_nulls(&mut value);
+    let parsed = catch(|| foliosim::Scenario::deserialize(&value))?;
+    let scenario = match parsed {
+        Ok(s) => s,
+        Err(e) => return Err(PyValueError::new_err(field_error(&value, e))),
+    };
+    scenario
+        .validate()
+        .map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(scenario)
+}
+
+/// The message of a serde error for `value`, naming the field: serde_json's own says neither
+/// the field nor (from a Value) the place, so the value is read again as TOML, whose errors
+/// quote the offending key and line.
+fn field_error(value: &serde_json::Value, e: serde_json::Error) -> String {
+    match toml::to_string(value).map(|text| foliosim::Scenario::from_toml_str(&text)) {
+        Ok(Err(named)) => named.to_string(),
+        _ => format!("scenario: {e}"),
+    }
+}
+
+/// A scenario given as JSON (a dict), validated, as TOML with every default written out.
+///
+/// Raises ValueError naming the field if the scenario is invalid.
+#[pyfunction]
+fn scenario_toml_from_json(scenario_json: &str) -> PyResult<String> {
+    let scenario = parse_json(scenario_json)?;
+    Ok(catch(|| scenario.to_toml_string())?)
 }
 
 /// Run a scenario given as TOML text; return the run's result as JSON text. `sample_interval`
@@ -110,17 +162,54 @@ fn run_live_json(
     })
 }
 
-/// Reproduce seed 000 (usemem, 6.9 vs 6.10, 4K..2M) at `scale` with `seeds` seeds per cell;
-/// return the report (scale, seeds, rows) as JSON text. `jobs` runs at a time (default: every
+/// The seed documents `reproduce_json` takes, as the allowed values of its errors.
+const SEEDS_ALLOWED: &str = "\"000\", \"001\", \"002\", \"003\", \"004\" (or the ints 0 ..= 4)";
+
+/// A seed document's number from "000".."004" (leading zeros optional, as the CLI takes them)
+/// or an int 0..=4.
+fn seed_number(seed: &Bound<'_, PyAny>) -> PyResult<u8> {
+    let unknown = |found: String| {
+        PyValueError::new_err(format!(
+            "seed: unknown seed {found}; allowed: {SEEDS_ALLOWED}"
+        ))
+    };
+    if seed.is_instance_of::<pyo3::types::PyBool>() {
+        return Err(unknown(seed.repr()?.to_string()));
+    }
+    if let Ok(n) = seed.extract::<i64>() {
+        return u8::try_from(n)
+            .ok()
+            .filter(|&n| n <= 4)
+            .ok_or_else(|| unknown(n.to_string()));
+    }
+    if let Ok(text) = seed.extract::<String>() {
+        let digits = text.trim_start_matches('0');
+        return match digits {
+            "" | "1" | "2" | "3" | "4" if (1..=3).contains(&text.len()) => {
+                Ok(digits.bytes().next().map_or(0, |d| d - b'0'))
+            }
+            _ => Err(unknown(format!("{text:?}"))),
+        };
+    }
+    Err(unknown(format!("of type {}", seed.get_type().name()?)))
+}
+
+/// Reproduce a seed document's experiment (`seed`: "000" ..= "004" or 0 ..= 4) at `scale` with
+/// `seeds` seeds per configuration; return its report (scale, seeds, its tables) as JSON text,
+/// the same as `foliosim reproduce <seed> --format json`. `jobs` runs at a time (default: every
 /// core); the report is the same whatever the count.
+///
+/// Raises ValueError for an unknown seed or bad arguments, RuntimeError if a run fails.
 #[pyfunction]
-#[pyo3(signature = (scale = 1.0, seeds = 1, jobs = None))]
-fn reproduce_000_json(
+#[pyo3(signature = (seed, scale = 1.0, seeds = 1, jobs = None))]
+fn reproduce_json(
     py: Python<'_>,
+    seed: &Bound<'_, PyAny>,
     scale: f64,
     seeds: u32,
     jobs: Option<usize>,
 ) -> PyResult<String> {
+    let which = seed_number(seed)?;
     foliosim_lab::reproduce::check_scale("scale", scale).map_err(PyValueError::new_err)?;
     if seeds == 0 {
         return Err(PyValueError::new_err("seeds: found 0; allowed: >= 1"));
@@ -131,12 +220,29 @@ fn reproduce_000_json(
         ));
     }
     let jobs = jobs.unwrap_or_else(foliosim_lab::sweep::local::default_jobs);
-    let report = without_gil(py, move || {
+    without_gil(py, move || {
+        use foliosim_lab::reproduce::{seed000, seed001, seed002, seed003, seed004};
         let mut runs = foliosim_lab::reproduce::Runs::new(jobs);
-        foliosim_lab::reproduce::seed000::reproduce(scale, seeds, false, &mut runs)
-            .map_err(|e| PyRuntimeError::new_err(e.to_string()))
-    })?;
-    serde_json::to_string(&report).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+        let costs = std::collections::BTreeMap::new();
+        // Every seed's reproduce takes the same arguments; its report is Serialize.
+        macro_rules! json {
+            ($reproduce:path) => {
+                $reproduce(scale, seeds, false, &costs, &mut runs)
+                    .map_err(|e| PyRuntimeError::new_err(e.to_string()))
+                    .and_then(|report| {
+                        serde_json::to_string(&report)
+                            .map_err(|e| PyRuntimeError::new_err(e.to_string()))
+                    })
+            };
+        }
+        match which {
+            0 => json!(seed000::reproduce_with_costs),
+            1 => json!(seed001::reproduce),
+            2 => json!(seed002::reproduce),
+            3 => json!(seed003::reproduce),
+            _ => json!(seed004::reproduce),
+        }
+    })
 }
 
 /// Fit free costs to a published table (TOML text; a `base` scenario path is relative to
@@ -247,7 +353,8 @@ fn _panic_for_tests(py: Python<'_>, message: String) -> PyResult<()> {
 fn _foliosim(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(run_json, m)?)?;
     m.add_function(wrap_pyfunction!(run_live_json, m)?)?;
-    m.add_function(wrap_pyfunction!(reproduce_000_json, m)?)?;
+    m.add_function(wrap_pyfunction!(reproduce_json, m)?)?;
+    m.add_function(wrap_pyfunction!(scenario_toml_from_json, m)?)?;
     m.add_function(wrap_pyfunction!(scenario_defaults_toml, m)?)?;
     m.add_function(wrap_pyfunction!(fit_json, m)?)?;
     m.add_function(wrap_pyfunction!(_panic_for_tests, m)?)?;
