@@ -432,6 +432,9 @@ impl CompareTable {
                 let mark = if *sig { '*' } else { ' ' };
                 let p = if p.is_nan() {
                     "n/a".to_string()
+                } else if p.abs() < 0.005 {
+                    // Not "-0.00%".
+                    "0.00%".to_string()
                 } else {
                     format!("{p:.2}%")
                 };
