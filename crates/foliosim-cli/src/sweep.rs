@@ -33,9 +33,15 @@ pub struct SweepArgs {
     #[arg(long)]
     seeds: Option<u32>,
     /// Output directory: plan.json, runs/<id>.json (one per finished run), sweep.parquet.
-    /// Rerunning with the same directory skips the runs already finished.
+    /// Rerunning with the same directory skips the runs already finished; a sweep that
+    /// extends the stored one (more seeds or values) resumes it, any other is refused
+    /// unless --force.
     #[arg(long, default_value = "sweep-results")]
     out: PathBuf,
+    /// Replace a different sweep stored under --out (its plan and table; finished runs
+    /// stay and are reused where they match).
+    #[arg(long)]
+    force: bool,
     /// Also write sweep.csv.
     #[arg(long)]
     csv: bool,
@@ -121,6 +127,13 @@ pub fn sweep(args: SweepArgs) -> Result<()> {
         return Ok(());
     }
     let out = &args.out;
+    if let sweep::Existing::Replaced(what) = plan.check_replaces(out, args.force)? {
+        eprintln!(
+            "sweep: replacing the sweep under {} (--force): {}",
+            out.display(),
+            what.join("; ")
+        );
+    }
     plan.store(out)?;
     let pending = plan.pending(out);
     let reused = plan.runs.len() - pending.len();

@@ -204,3 +204,102 @@ fn the_shipped_axes_file_plans_seed_000_as_a_sweep() {
         assert_eq!(got.to_toml_string(), want.to_toml_string());
     }
 }
+
+#[test]
+fn a_different_sweep_is_refused_unless_forced_and_a_bigger_one_resumes() {
+    let out = tmp("replace");
+    let three = plan(3);
+    assert_eq!(
+        three.check_replaces(&out, false).unwrap(),
+        sweep::Existing::None
+    );
+    three.store(&out).unwrap();
+    // The same sweep, or more seeds: resumed.
+    assert_eq!(
+        three.check_replaces(&out, false).unwrap(),
+        sweep::Existing::Extended
+    );
+    assert_eq!(
+        plan(4).check_replaces(&out, false).unwrap(),
+        sweep::Existing::Extended
+    );
+    // Fewer seeds: refused, naming the directory, what differs and --force.
+    let e = plan(2).check_replaces(&out, false).unwrap_err().to_string();
+    for want in [
+        out.display().to_string().as_str(),
+        "4 of its 12 runs",
+        "seeds 3 dropped",
+        "--force",
+    ] {
+        assert!(e.contains(want), "no `{want}` in: {e}");
+    }
+    // Other axes.
+    let base = Scenario::from_toml_str(BASE).unwrap();
+    let one_axis = Plan::new(
+        &base,
+        &[axes::parse_set_on("kernel.version=6.9,6.10", &base).unwrap()],
+        &sweep::seeds(3),
+    )
+    .unwrap();
+    let e = one_axis
+        .check_replaces(&out, false)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("its axes are kernel.version, sysfs.hugepages.64K")
+            && e.contains("this sweep's kernel.version"),
+        "{e}"
+    );
+    // Another base scenario, same axes and seeds.
+    let other = Scenario::from_toml_str(&BASE.replace("24M", "20M")).unwrap();
+    let moved = Plan::new(
+        &other,
+        &[
+            axes::parse_set_on("kernel.version=6.9,6.10", &other).unwrap(),
+            axes::parse_set_on(r#"sysfs.hugepages."64K"=always,never"#, &other).unwrap(),
+        ],
+        &sweep::seeds(3),
+    )
+    .unwrap();
+    let e = moved.check_replaces(&out, false).unwrap_err().to_string();
+    assert!(e.contains("12 of its runs have another scenario"), "{e}");
+    // --force replaces, saying what it replaced.
+    match plan(2).check_replaces(&out, true).unwrap() {
+        sweep::Existing::Replaced(what) => assert!(what[0].contains("seeds 3 dropped")),
+        other => panic!("{other:?}"),
+    }
+    std::fs::remove_dir_all(out).unwrap();
+}
+
+#[test]
+fn sampled_runs_keep_their_time_series_across_a_resume() {
+    let sampled = format!("{BASE}\n[report]\nsample_interval = \"1ms\"\n");
+    let base = Scenario::from_toml_str(&sampled).unwrap();
+    let make = |seeds| {
+        let axis = axes::parse_set_on("kernel.version=6.10", &base).unwrap();
+        Plan::new(&base, &[axis], &sweep::seeds(seeds)).unwrap()
+    };
+    let out = tmp("timeseries");
+    let one = make(1);
+    run_all(&one, &out, 1);
+    let first = sweep::record::load(&out, &one.runs[0]).unwrap();
+    let ts = first
+        .timeseries
+        .as_ref()
+        .expect("the record keeps the series");
+    assert!(ts.t_ns.len() > 1 && ts.column("pswpout").is_some());
+    // Resumed with a second seed: the first run is reused, series and all.
+    let two = make(2);
+    assert_eq!(
+        two.check_replaces(&out, false).unwrap(),
+        sweep::Existing::Extended
+    );
+    assert_eq!(two.pending(&out).len(), 1);
+    run_all(&two, &out, 1);
+    assert_eq!(sweep::record::load(&out, &two.runs[0]).unwrap(), first);
+    assert!(sweep::record::load(&out, &two.runs[1])
+        .unwrap()
+        .timeseries
+        .is_some());
+    std::fs::remove_dir_all(out).unwrap();
+}

@@ -138,6 +138,117 @@ pub fn percent_better(new: f64, base: f64, better: Better) -> f64 {
     }
 }
 
+/// [`percent_better`] where it means something: None when the baseline is 0 (mmtests prints
+/// 100 or -99 there) or either side is undefined; equal values are 0.
+pub fn percent_better_defined(new: f64, base: f64, better: Better) -> Option<f64> {
+    if new.is_nan() || base.is_nan() {
+        None
+    } else if new == base {
+        Some(0.0)
+    } else if base == 0.0 {
+        None
+    } else {
+        Some(percent_better(new, base, better))
+    }
+}
+
+/// How a figure is printed, chosen by its metric name's suffix.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unit {
+    BytesPerS,
+    Ns,
+    Bytes,
+    /// Counts and other plain figures.
+    Plain,
+}
+
+impl Unit {
+    /// `*_bytes_per_s`, `*_ns` (also `*_ns_total`, `*_ns_max`), `*_bytes`, else plain.
+    pub fn of_metric(name: &str) -> Unit {
+        let last = name.rsplit(['.', '/']).next().unwrap_or(name);
+        if last.ends_with("_bytes_per_s") {
+            Unit::BytesPerS
+        } else if last.ends_with("_ns") || last.contains("_ns_") {
+            Unit::Ns
+        } else if last.ends_with("_bytes") {
+            Unit::Bytes
+        } else {
+            Unit::Plain
+        }
+    }
+
+    /// The scale for figures up to `magnitude`: (divisor, suffix).
+    fn scale(self, magnitude: f64) -> (f64, &'static str) {
+        const KIB: f64 = 1024.0;
+        let binary = |unit: [&'static str; 5]| {
+            let mut div = 1.0;
+            let mut i = 0;
+            while i + 1 < unit.len() && magnitude >= div * KIB {
+                div *= KIB;
+                i += 1;
+            }
+            (div, unit[i])
+        };
+        match self {
+            Unit::BytesPerS => binary(["B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"]),
+            Unit::Bytes => binary(["B", "KiB", "MiB", "GiB", "TiB"]),
+            Unit::Ns => [(1e9, "s"), (1e6, "ms"), (1e3, "µs")]
+                .into_iter()
+                .find(|(div, _)| magnitude >= *div)
+                .unwrap_or((1.0, "ns")),
+            Unit::Plain => [(1e12, "T"), (1e9, "G")]
+                .into_iter()
+                .find(|(div, _)| magnitude >= *div)
+                .unwrap_or((1.0, "")),
+        }
+    }
+
+    /// Every figure of a row in the scale of its largest, so the row reads across.
+    pub fn format_row(self, values: &[f64]) -> Vec<String> {
+        let magnitude = values
+            .iter()
+            .filter(|v| v.is_finite())
+            .fold(0.0f64, |m, v| m.max(v.abs()));
+        let (div, suffix) = self.scale(magnitude);
+        values
+            .iter()
+            .map(|&v| {
+                if !v.is_finite() {
+                    "n/a".into()
+                } else if self == Unit::Plain && suffix.is_empty() {
+                    plain(v)
+                } else {
+                    format!("{:.2} {suffix}", v / div)
+                }
+            })
+            .collect()
+    }
+}
+
+/// A plain figure: thousands separators from 1000 up (rounded), else 2 decimals unless whole.
+fn plain(v: f64) -> String {
+    if v.abs() < 1000.0 {
+        return if v.fract() == 0.0 {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.2}")
+        };
+    }
+    let digits = format!("{:.0}", v.abs());
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if v < 0.0 {
+        out.insert(0, '-');
+    }
+    out
+}
+
 /// Welch's t-test of equal means (calc_welch_test): degrees of freedom rounded down, two-sided.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Welch {
@@ -196,7 +307,10 @@ pub struct CompareRow {
     pub label: String,
     /// One per column; NaN where a configuration had no sample.
     pub values: Vec<f64>,
-    /// % better than the first column, one per column (the first is 0).
+    /// How the values print.
+    pub unit: Unit,
+    /// % better than the first column, one per column (the first is 0); NaN (null in JSON)
+    /// where undefined: a baseline of 0, or no sample.
     pub percent_better: Vec<f64>,
     /// Per column: the difference from the first column is significant (Amean rows only).
     pub significant: Vec<bool>,
@@ -214,6 +328,7 @@ pub struct CompareTable {
 pub struct Series<'a> {
     pub label: String,
     pub better: Better,
+    pub unit: Unit,
     pub samples: Vec<&'a [f64]>,
 }
 
@@ -222,15 +337,16 @@ impl CompareTable {
     /// mmtests prints them. Stddev and CoeffVar always count lower as better (stat_compare).
     pub fn summaries(title: &str, columns: &[String], series: &[Series]) -> CompareTable {
         type Stat = fn(&Summary) -> f64;
-        let stats: [(&str, Stat, Option<Better>); 5] = [
-            ("Min", |s| s.min, None),
-            ("Amean", |s| s.amean, None),
-            ("Stddev", |s| s.stddev, Some(Better::Lower)),
-            ("CoeffVar", |s| s.coeffvar, Some(Better::Lower)),
-            ("Max", |s| s.max, None),
+        // CoeffVar is a percentage whatever the series' unit.
+        let stats: [(&str, Stat, Option<Better>, bool); 5] = [
+            ("Min", |s| s.min, None, true),
+            ("Amean", |s| s.amean, None, true),
+            ("Stddev", |s| s.stddev, Some(Better::Lower), true),
+            ("CoeffVar", |s| s.coeffvar, Some(Better::Lower), false),
+            ("Max", |s| s.max, None, true),
         ];
         let mut rows = Vec::new();
-        for (stat, get, fixed_better) in stats {
+        for (stat, get, fixed_better, in_unit) in stats {
             for s in series {
                 let summaries: Vec<Option<Summary>> =
                     s.samples.iter().map(|v| Summary::of(v)).collect();
@@ -247,13 +363,17 @@ impl CompareTable {
                                     .is_some_and(|w| w.significant))
                     })
                     .collect();
-                rows.push(CompareRow::new(
+                let mut row = CompareRow::new(
                     stat,
                     &s.label,
                     values,
                     fixed_better.unwrap_or(s.better),
                     significant,
-                ));
+                );
+                if in_unit {
+                    row.unit = s.unit;
+                }
+                rows.push(row);
             }
         }
         CompareTable {
@@ -283,7 +403,8 @@ impl CompareTable {
         }
     }
 
-    /// The table as mmtests' compare-kernels prints it.
+    /// The table laid out as mmtests' compare-kernels prints it, figures in human units
+    /// (MiB/s, ms, thousands separators) and "n/a" where a % difference is undefined.
     pub fn render(&self) -> String {
         use std::fmt::Write;
         let label_width = self
@@ -296,7 +417,7 @@ impl CompareTable {
         let mut out = String::new();
         let _ = write!(out, "{:label_width$}", self.title);
         for c in &self.columns {
-            let _ = write!(out, " {c:>22}");
+            let _ = write!(out, " {c:>24}");
         }
         out.push('\n');
         for r in &self.rows {
@@ -306,9 +427,18 @@ impl CompareTable {
                 format!("{:<8} {}", r.stat, r.label)
             };
             let _ = write!(out, "{name:label_width$}");
-            for ((v, p), sig) in r.values.iter().zip(&r.percent_better).zip(&r.significant) {
+            let shown = r.unit.format_row(&r.values);
+            for ((v, p), sig) in shown.iter().zip(&r.percent_better).zip(&r.significant) {
                 let mark = if *sig { '*' } else { ' ' };
-                let _ = write!(out, " {v:>11.2} {mark}{p:>7.2}%{mark}");
+                let p = if p.is_nan() {
+                    "n/a".to_string()
+                } else if p.abs() < 0.005 {
+                    // Not "-0.00%".
+                    "0.00%".to_string()
+                } else {
+                    format!("{p:.2}%")
+                };
+                let _ = write!(out, " {v:>13} {mark}{p:>8}{mark}");
             }
             out.push('\n');
         }
@@ -330,9 +460,10 @@ impl CompareRow {
             label: label.into(),
             percent_better: values
                 .iter()
-                .map(|&v| percent_better(v, base, better))
+                .map(|&v| percent_better_defined(v, base, better).unwrap_or(f64::NAN))
                 .collect(),
             values,
+            unit: Unit::Plain,
             significant,
         }
     }
@@ -407,6 +538,7 @@ mod tests {
             &[Series {
                 label: "fault-1".into(),
                 better: Better::Lower,
+                unit: Unit::Ns,
                 samples: vec![&base, &new],
             }],
         );
@@ -415,5 +547,75 @@ mod tests {
         let amean = &t.rows[1];
         assert!((amean.percent_better[1] - pndiff(7.0 / 6.0, 2.0)).abs() < 1e-12);
         assert!(t.render().contains("Amean    fault-1"));
+    }
+
+    #[test]
+    fn units_by_metric_suffix_scaled_per_row() {
+        assert_eq!(
+            Unit::of_metric("usemem.throughput_bytes_per_s"),
+            Unit::BytesPerS
+        );
+        assert_eq!(Unit::of_metric("simulated_ns"), Unit::Ns);
+        assert_eq!(Unit::of_metric("lock.lru.wait_ns_total"), Unit::Ns);
+        assert_eq!(Unit::of_metric("memcg.a.usage_bytes"), Unit::Bytes);
+        assert_eq!(Unit::of_metric("hugepages-64kB/stats/swpout"), Unit::Plain);
+        assert_eq!(Unit::of_metric("nsproxy_count"), Unit::Plain);
+        let row = |u: Unit, v: &[f64]| u.format_row(v);
+        assert_eq!(
+            row(
+                Unit::BytesPerS,
+                &[1.5 * 1024.0 * 1024.0, 3.0 * 1024.0 * 1024.0]
+            ),
+            ["1.50 MiB/s", "3.00 MiB/s"]
+        );
+        // One scale per row: the largest figure's.
+        assert_eq!(
+            row(
+                Unit::BytesPerS,
+                &[512.0 * 1024.0 * 1024.0, 2.0 * 1024.0 * 1024.0 * 1024.0]
+            ),
+            ["0.50 GiB/s", "2.00 GiB/s"]
+        );
+        assert_eq!(row(Unit::Ns, &[1.5e6, 2.25e6]), ["1.50 ms", "2.25 ms"]);
+        assert_eq!(row(Unit::Ns, &[3.0e9]), ["3.00 s"]);
+        assert_eq!(row(Unit::Ns, &[250.0]), ["250.00 ns"]);
+        assert_eq!(row(Unit::Bytes, &[4096.0]), ["4.00 KiB"]);
+        assert_eq!(
+            row(Unit::Plain, &[1234567.0, 12.5, 7.0, -2500.0, f64::NAN]),
+            ["1,234,567", "12.50", "7", "-2,500", "n/a"]
+        );
+        assert_eq!(row(Unit::Plain, &[2.5e9, 1e9]), ["2.50 G", "1.00 G"]);
+    }
+
+    #[test]
+    fn a_zero_baseline_has_no_percent_difference() {
+        assert_eq!(percent_better_defined(5.0, 0.0, Better::Lower), None);
+        assert_eq!(percent_better_defined(5.0, 0.0, Better::Higher), None);
+        assert_eq!(percent_better_defined(0.0, 0.0, Better::Lower), Some(0.0));
+        assert_eq!(percent_better_defined(1.0, f64::NAN, Better::Lower), None);
+        assert_eq!(
+            percent_better_defined(1407.0, 1562.0, Better::Lower),
+            Some(pndiff(1407.0, 1562.0))
+        );
+        // mmtests' own figures stay for the seed tables.
+        assert_eq!(pndiff(5.0, 0.0), -99.0);
+        let (zero, some) = ([0.0, 0.0], [3.0, 4.0]);
+        let t = CompareTable::summaries(
+            "swpout",
+            &["base".into(), "new".into()],
+            &[Series {
+                label: "pswpout".into(),
+                better: Better::Lower,
+                unit: Unit::Plain,
+                samples: vec![&zero, &some],
+            }],
+        );
+        let amean = &t.rows[1];
+        assert_eq!(amean.percent_better[0], 0.0);
+        assert!(amean.percent_better[1].is_nan());
+        let text = t.render();
+        let line = text.lines().find(|l| l.starts_with("Amean")).unwrap();
+        assert!(line.contains("n/a") && !line.contains("-99"), "{text}");
+        assert!(line.contains("0.00%"), "{text}");
     }
 }

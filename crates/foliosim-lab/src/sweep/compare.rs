@@ -8,7 +8,7 @@
 
 use super::table::{Kind, Table};
 use super::SweepError;
-use crate::stats::{self, Better, CompareTable, Series, Summary};
+use crate::stats::{self, Better, CompareTable, Series, Summary, Unit};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Default)]
@@ -33,8 +33,10 @@ pub struct Cell {
     pub baseline: bool,
     #[serde(flatten)]
     pub summary: Option<Summary>,
-    /// % by which the Amean is better than the baseline's (mmtests pdiff / pndiff).
-    pub pct_diff: f64,
+    /// % by which the Amean is better than the baseline's (mmtests pdiff / pndiff); null when
+    /// undefined: the baseline's Amean is 0 (mmtests would say 100 or -99) or a side has no
+    /// samples.
+    pub pct_diff: Option<f64>,
     pub higher_is_better: bool,
     /// Welch's t-test against the baseline (None: the baseline itself, fewer than two
     /// samples, or no variance on either side).
@@ -265,6 +267,7 @@ pub fn compare(table: &Table, opts: &CompareOptions) -> Result<Comparison, Sweep
                 format!("{m} {}", group_label(g))
             },
             better: better_of(m),
+            unit: Unit::of_metric(m),
             samples: s.iter().map(Vec::as_slice).collect(),
         })
         .collect();
@@ -291,8 +294,10 @@ pub fn compare(table: &Table, opts: &CompareOptions) -> Result<Comparison, Sweep
                 baseline: i == 0,
                 summary: *sum,
                 pct_diff: match (&base, sum) {
-                    (Some(b), Some(n)) => stats::percent_better(n.amean, b.amean, better_of(m)),
-                    _ => f64::NAN,
+                    (Some(b), Some(n)) => {
+                        stats::percent_better_defined(n.amean, b.amean, better_of(m))
+                    }
+                    _ => None,
                 },
                 higher_is_better: better_of(m) == Better::Higher,
                 t: welch.map(|w| w.t),
@@ -311,7 +316,7 @@ pub fn compare(table: &Table, opts: &CompareOptions) -> Result<Comparison, Sweep
     let mut rendered = compare_table.render();
     rendered.push_str(&format!(
         "\ncolumns: {}; baseline {}{}; % = better than the baseline (higher is better for \
-         *_per_s, lower for the rest)\n* = Amean differs from the baseline's: {TEST_NAME} ({} \
+         *_per_s, lower for the rest; n/a: the baseline is 0)\n* = Amean differs from the baseline's: {TEST_NAME} ({} \
          seeds per configuration)\n",
         if column_axes.is_empty() {
             "-".into()
@@ -396,12 +401,12 @@ mod tests {
         let big = cell("64K", "6.10");
         assert!(big.significant && big.p_value.unwrap() < 0.05, "{big:?}");
         assert!(
-            (big.pct_diff - (201.5 / 101.5 * 100.0 - 100.0)).abs() < 1e-9,
+            (big.pct_diff.unwrap() - (201.5 / 101.5 * 100.0 - 100.0)).abs() < 1e-9,
             "{big:?}"
         );
         // Equal samples: t = 0, p = 1.
         let same = cell("4K", "6.10");
-        assert!(!same.significant && same.p_value.unwrap() > 0.999 && same.pct_diff == 0.0);
+        assert!(!same.significant && same.p_value.unwrap() > 0.999 && same.pct_diff == Some(0.0));
         assert!(
             cell("4K", "6.9").p_value.is_none(),
             "the baseline is not tested"
@@ -467,5 +472,70 @@ mod tests {
             ..Default::default()
         });
         assert!(e.contains("kernel.version, size"), "{e}");
+    }
+
+    #[test]
+    fn human_units_and_na_for_a_zero_baseline() {
+        let mut t = table();
+        let n = t.rows();
+        let kernel: Vec<String> = t.columns[0].cells.iter().map(|c| c.label()).collect();
+        // pswpout: none on 6.9, some on 6.10; simulated_ns around 1.5 s; throughput in MiB/s.
+        let pswpout = kernel
+            .iter()
+            .map(|k| C::Int(if k == "6.9" { 0 } else { 1_234_567 }))
+            .collect();
+        let ns = (0..n).map(|i| C::Int(1_500_000_000 + i as i64)).collect();
+        for c in &mut t.columns[3].cells {
+            if let C::Float(v) = c {
+                *v *= 1024.0 * 1024.0;
+            }
+        }
+        for (name, kind, cells) in [
+            ("pswpout", Kind::Int, pswpout),
+            ("simulated_ns", Kind::Int, ns),
+        ] {
+            t.columns.push(Column {
+                name: name.into(),
+                kind,
+                cells,
+            });
+        }
+        let opts = CompareOptions {
+            metrics: vec![
+                "usemem.throughput_bytes_per_s".into(),
+                "simulated_ns".into(),
+                "pswpout".into(),
+            ],
+            columns: Some(vec!["kernel.version".into()]),
+            filters: vec![("size".into(), "64K".into())],
+            ..Default::default()
+        };
+        let c = compare(&t, &opts).unwrap();
+        let text = &c.rendered;
+        let line = |start: &str| {
+            text.lines()
+                .find(|l| l.starts_with(start))
+                .unwrap_or_else(|| panic!("no `{start}` in\n{text}"))
+        };
+        let tput = line("Amean    usemem.throughput_bytes_per_s");
+        assert!(
+            tput.contains("101.50 MiB/s") && tput.contains("201.50 MiB/s"),
+            "{text}"
+        );
+        assert!(line("Amean    simulated_ns").contains("1.50 s"), "{text}");
+        let swp = line("Amean    pswpout");
+        assert!(swp.contains("1,234,567") && swp.contains("n/a"), "{text}");
+        for l in text.lines().filter(|l| l.contains("pswpout")) {
+            assert!(!l.contains("-99.00%") && !l.contains("100.00%"), "{text}");
+        }
+        assert!(!text.contains("-0.00%"), "{text}");
+        let cell = c
+            .cells
+            .iter()
+            .find(|x| x.metric == "pswpout" && x.config == "6.10")
+            .unwrap();
+        assert_eq!(cell.pct_diff, None);
+        let json = serde_json::to_value(cell).unwrap();
+        assert!(json["pct_diff"].is_null(), "{json}");
     }
 }

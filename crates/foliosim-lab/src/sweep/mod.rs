@@ -74,6 +74,17 @@ pub struct Plan {
     pub runs: Vec<RunSpec>,
 }
 
+/// What an output directory held before a sweep took it ([`Plan::check_replaces`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Existing {
+    /// No sweep.
+    None,
+    /// The same sweep, or one this sweep extends: its finished runs are reused.
+    Extended,
+    /// Another sweep, replaced by `--force`; what differed.
+    Replaced(Vec<String>),
+}
+
 /// Seeds 1..=n, as `reproduce` numbers them.
 pub fn seeds(n: u32) -> Vec<u64> {
     (1..=n as u64).collect()
@@ -105,6 +116,101 @@ impl Plan {
         let text = serde_json::to_string_pretty(self).expect("plans serialize");
         write_atomic(&path, text.as_bytes())?;
         Ok(path)
+    }
+
+    /// Whether this plan may take over `out`: yes when nothing is there, the same sweep is
+    /// (resume), or this one extends it (more seeds or values over the same base: every stored
+    /// run is one of ours). Anything else would replace the table of another sweep without a
+    /// word, so it is refused unless `force`.
+    pub fn check_replaces(&self, out: &Path, force: bool) -> Result<Existing, SweepError> {
+        if !out.join("plan.json").exists() {
+            return Ok(Existing::None);
+        }
+        let differences = match Plan::load(out) {
+            Ok(old) => self.differences_from(&old),
+            Err(e) => vec![format!("its plan cannot be read ({e})")],
+        };
+        if differences.is_empty() {
+            return Ok(Existing::Extended);
+        }
+        if force {
+            return Ok(Existing::Replaced(differences));
+        }
+        Err(SweepError::Invalid(format!(
+            "{} holds a different sweep: {}; this one would replace its plan and table. Use \
+             another --out, or --force to replace it (finished runs stay under {})",
+            out.display(),
+            differences.join("; "),
+            record::runs_dir(out).display()
+        )))
+    }
+
+    /// What `old` has that this plan would lose: empty when this plan is `old` or a superset.
+    pub fn differences_from(&self, old: &Plan) -> Vec<String> {
+        if self.axes != old.axes {
+            let names = |p: &Plan| {
+                if p.axes.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    p.axes.join(", ")
+                }
+            };
+            return vec![format!(
+                "its axes are {}, this sweep's {}",
+                names(old),
+                names(self)
+            )];
+        }
+        // Runs by (axis values, seed): the id also hashes the foliosim version, which alone
+        // changes nothing a user chose.
+        let ours: std::collections::BTreeMap<_, _> = self
+            .runs
+            .iter()
+            .map(|r| ((&r.axes, r.seed), &r.scenario_toml))
+            .collect();
+        let mut out = vec![];
+        let dropped: Vec<&RunSpec> = old
+            .runs
+            .iter()
+            .filter(|r| !ours.contains_key(&(&r.axes, r.seed)))
+            .collect();
+        if !dropped.is_empty() {
+            let seeds = |p: &Plan| -> std::collections::BTreeSet<u64> {
+                p.runs.iter().map(|r| r.seed).collect()
+            };
+            let (old_seeds, new_seeds) = (seeds(old), seeds(self));
+            let lost: Vec<String> = old_seeds
+                .difference(&new_seeds)
+                .map(u64::to_string)
+                .collect();
+            let mut what = format!(
+                "{} of its {} runs are not in this sweep (first: {})",
+                dropped.len(),
+                old.runs.len(),
+                record::describe(dropped[0])
+            );
+            if !lost.is_empty() {
+                what.push_str(&format!("; seeds {} dropped", lost.join(", ")));
+            }
+            out.push(what);
+        }
+        let changed: Vec<&RunSpec> = old
+            .runs
+            .iter()
+            .filter(|r| {
+                ours.get(&(&r.axes, r.seed))
+                    .is_some_and(|s| **s != r.scenario_toml)
+            })
+            .collect();
+        if let Some(first) = changed.first() {
+            out.push(format!(
+                "{} of its runs have another scenario here (another base scenario or \
+                 defaults; first: {})",
+                changed.len(),
+                record::describe(first)
+            ));
+        }
+        out
     }
 
     pub fn load(out: &Path) -> Result<Plan, SweepError> {

@@ -38,6 +38,10 @@ pub struct RunRecord {
     pub metrics: BTreeMap<String, Num>,
     /// /proc/vmstat and hugepages-*/stats/* deltas, kernel names.
     pub counters: BTreeMap<String, u64>,
+    /// Counters over simulated time, when the scenario asks for them (`[report]
+    /// sample_interval`); absent otherwise, so unsampled records read as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeseries: Option<crate::report::timeseries::TimeSeries>,
 }
 
 fn int(v: u64) -> Num {
@@ -114,6 +118,7 @@ impl RunRecord {
             scenario_toml: spec.scenario_toml.clone(),
             metrics: metrics_of(r),
             counters: r.counters.clone(),
+            timeseries: r.timeseries.clone(),
         }
     }
 

@@ -17,7 +17,7 @@ use crate::mm::folio::NIL;
 use crate::mm::Kernel;
 use crate::report::spec::SampleInterval;
 use crate::sched::{StepTrace, Task};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// `SampleInterval::Auto` starts here and doubles to stay under `AUTO_MAX_ROWS`.
@@ -30,7 +30,7 @@ const MAX_ROWS: usize = 100_000;
 /// `interval_ns`, 2 x `interval_ns`, ... and a last one at the end of the run (the run's final
 /// counters). Counters are cumulative since the start: a rate is the difference of two rows.
 /// Gauges (`nr_free_pages`, `nr_*_anon`, `memcg/<name>/usage_pages`) are the value then.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct TimeSeries {
     /// The interval asked for ("100ms", "auto").
     pub requested_interval: String,
