@@ -141,8 +141,9 @@ def test_named_axes_and_bad_axes(tmp_path):
     }
     df = foliosim.sweep(TINY, sizes, seeds=2, out=tmp_path / "named", jobs=1)
     assert list(df["size"]) == ["4K", "4K", "64K", "64K"]
-    with pytest.raises(ValueError, match=r"kernel\.version.*6\.11.*allowed|6\.11.*6\.18"):
-        foliosim.sweep(TINY, {"kernel.version": ["6.10", "6.11"]}, seeds=1, out=tmp_path / "bad")
+    # Any release from 4.1 to 6.18 resolves (the release table); 6.19 is past it.
+    with pytest.raises(ValueError, match=r"kernel\.version.*6\.19.*6\.18"):
+        foliosim.sweep(TINY, {"kernel.version": ["6.10", "6.19"]}, seeds=1, out=tmp_path / "bad")
     with pytest.raises(ValueError, match="kernel.verison"):
         foliosim.sweep(TINY, {"kernel.verison": ["6.10"]}, seeds=1, out=tmp_path / "bad2")
     assert not (tmp_path / "bad" / "runs").exists()
