@@ -8,6 +8,12 @@ use foliosim_model::{RunResult, Scenario};
 fn run(size: &str, defrag: Option<&str>, madv_hugepage: bool) -> RunResult {
     let defrag = defrag.map_or(String::new(), |d| format!("defrag = \"{d}\""));
     let other = if size == "2M" { "64K" } else { "2M" };
+    // 4K is the base page, not a knob: every other size off is what maps 4K.
+    let enabled = if size == "4K" {
+        String::new()
+    } else {
+        format!("\"{size}\" = \"always\"")
+    };
     let text = format!(
         r#"
 check_invariants = true
@@ -22,7 +28,7 @@ version = "6.18"
 [sysfs]
 {defrag}
 [sysfs.hugepages]
-"{size}" = "always"
+{enabled}
 "{other}" = "never"
 [[memcg]]
 name = "a"

@@ -4,6 +4,12 @@
 use foliosim_model::{run, Scenario};
 
 fn usemem(kernel: &str, kind: &str, size: &str) -> foliosim_model::RunResult {
+    // 4K is the base page, not a knob: with no size enabled, faults map 4K.
+    let enabled = if size == "4K" {
+        String::new()
+    } else {
+        format!("\"{size}\" = \"always\"")
+    };
     let toml = format!(
         r#"
 seed = 1
@@ -16,7 +22,7 @@ size = "256M"
 [kernel]
 version = "{kernel}"
 [sysfs.hugepages]
-"{size}" = "always"
+{enabled}
 [[memcg]]
 name = "a"
 max = "32M"
