@@ -128,14 +128,8 @@ fn record_holding(
             )?;
             if crate::swapdev::active_swaps()?.is_empty() {
                 let spec = SwapDeviceSpec {
-                    kind: SwapDeviceKind::Zram,
-                    size: Bytes((4 * limit).max(1 << 30)),
                     priority: -2,
-                    latency_ns: None,
-                    bandwidth_bytes_per_s: None,
-                    discard: false,
-                    erase_block: None,
-                    mthp_reserve_percent: 0,
+                    ..SwapDeviceSpec::new(SwapDeviceKind::Zram, Bytes((4 * limit).max(1 << 30)))
                 };
                 let area = crate::swapdev::create(guard, 0, &spec, "lzo-rle")?;
                 notes.push(format!(

@@ -373,6 +373,30 @@ pub struct SwapDeviceSpec {
     /// Only with the cluster-lists allocators.
     #[serde(default)]
     pub mthp_reserve_percent: u32,
+    /// The timing of an asynchronous device (hw/blockdev_profile.rs): "nvme" | "sata-ssd" |
+    /// "hdd" | "virtio-blk-vm". Default: "virtio-blk-vm" for ssd, file and loop, "hdd" for
+    /// hdd; not for ramdisk or zram (synchronous). `latency_ns` / `bandwidth_bytes_per_s`
+    /// override both directions of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<DeviceProfile>,
+    /// /sys/block/<dev>/queue/nr_requests: requests in flight before a submitter sleeps;
+    /// default the profile's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nr_requests: Option<u32>,
+}
+
+/// Published or measured timings of an asynchronous block device (hw/blockdev_profile.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeviceProfile {
+    /// A PCIe NVMe SSD (Samsung 980 1TB datasheet figures).
+    Nvme,
+    /// A SATA SSD (Samsung 850/870 EVO datasheet figures).
+    SataSsd,
+    /// A 7200 rpm disk (estimate).
+    Hdd,
+    /// The calibration VM's virtio-blk disk, measured with fio (docs/calibration-vm.md).
+    VirtioBlkVm,
 }
 
 fn default_swap_priority() -> i32 {
@@ -391,6 +415,8 @@ impl SwapDeviceSpec {
             discard: false,
             erase_block: None,
             mthp_reserve_percent: 0,
+            profile: None,
+            nr_requests: None,
         }
     }
 }
@@ -1548,6 +1574,21 @@ impl Scenario {
                 ));
             }
             check_time_ns(&format!("machine.swap[{i}].latency_ns"), dev.latency_ns)?;
+            let synchronous = matches!(dev.kind, SwapDeviceKind::Zram | SwapDeviceKind::Ramdisk);
+            if synchronous && dev.profile.is_some() {
+                return Err(invalid(
+                    format!("machine.swap[{i}].profile"),
+                    format!("{:?} on a {:?} device", dev.profile, dev.kind).to_lowercase(),
+                    "a profile only for kind = \"ssd\", \"hdd\", \"file\" or \"loop\"",
+                ));
+            }
+            if dev.nr_requests.is_some_and(|n| n == 0 || n > 65_536) {
+                return Err(invalid(
+                    format!("machine.swap[{i}].nr_requests"),
+                    dev.nr_requests.unwrap_or(0),
+                    "1 ..= 65536",
+                ));
+            }
             if dev.discard && dev.kind != SwapDeviceKind::Ssd {
                 return Err(invalid(
                     format!("machine.swap[{i}].discard"),

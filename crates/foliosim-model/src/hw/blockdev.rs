@@ -1,11 +1,14 @@
 //! Block devices behind swap: a RAM disk (brd: the submitter copies synchronously), zram (the
 //! submitter compresses synchronously), an SSD (also a swap file or loop device) and a
-//! rotational disk (queued: one request at a time at the device's bandwidth plus latency).
+//! rotational disk (asynchronous, behind a request queue: hw/blk_mq.rs, timed by a profile,
+//! hw/blockdev_profile.rs).
 
+use super::blk_mq::{Dir, RequestQueue};
+use super::blockdev_profile;
 use super::membw::{SharedBandwidth, Stream};
 use super::ssd_ftl::{Ftl, FtlStats};
 use crate::engine::Ctx;
-use crate::scenario::{SwapDeviceKind, SwapDeviceSpec, PAGE_SIZE};
+use crate::scenario::{DeviceProfile, SwapDeviceKind, SwapDeviceSpec, PAGE_SIZE};
 use serde::Serialize;
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
@@ -15,6 +18,9 @@ pub struct BlockDevStats {
     pub read_requests: u64,
     pub read_bytes: u64,
     pub discard_requests: u64,
+    /// The request queue of an asynchronous device.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub queue: Option<super::blk_mq::QueueStats>,
     /// With `erase_block` set: the flash translation layer's write amplification.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ftl: Option<FtlStats>,
@@ -22,9 +28,11 @@ pub struct BlockDevStats {
 
 pub struct BlockDevice {
     pub kind: SwapDeviceKind,
+    /// Per request and bandwidth of a synchronous device (brd, zram).
     pub latency_ns: u64,
     pub bandwidth_bytes_per_s: u64,
-    busy_until_ns: u64,
+    /// The request queue of an asynchronous one.
+    pub queue: Option<RequestQueue>,
     ftl: Option<Ftl>,
     pub stats: BlockDevStats,
 }
@@ -39,27 +47,23 @@ pub enum Completion {
 
 impl BlockDevice {
     /// Defaults per kind. Ramdisk: a 4 KiB copy at half the store rate of the 2M fault fit
-    /// (0.21 µs per 4 KiB stored -> ~0.42 µs copied; measured 0.37-0.41 µs, docs/membw.md) plus ~0.5 µs of brd page lookup/insert per
-    /// request (estimate). SSD: the calibration VM's virtio disk (~2 GB/s, ~13k IOPS at QD1 ->
-    /// ~77 µs). HDD: a 7200 rpm disk (estimate: 8 ms, 150 MB/s).
+    /// (0.21 µs per 4 KiB stored -> ~0.42 µs copied; measured 0.37-0.41 µs, docs/membw.md) plus
+    /// ~0.5 µs of brd page lookup/insert per request (estimate). zram: per request only (bio
+    /// and zram_submit_bio), split of fit: MADV_PAGEOUT to zram costs 6.1 µs per extra 4 KiB
+    /// page (`foliosim calibrate`, pageout_zram_*); that slope is the driver's per-page work
+    /// (mm/swap_devstore.rs), this the intercept's device share. No bandwidth: the CPU is the
+    /// device. The others: a request queue timed by the spec's profile.
     pub fn new(spec: &SwapDeviceSpec) -> BlockDevice {
-        let (latency_ns, bandwidth) = match spec.kind {
-            SwapDeviceKind::Ramdisk => (500, 9_750_000_000),
-            // zram: per request only (bio and zram_submit_bio). split of fit: MADV_PAGEOUT to
-            // zram costs 6.1 µs per extra 4 KiB page (`foliosim calibrate`, pageout_zram_*); that
-            // slope is the driver's per-page work (mm/swap_devstore.rs), this the intercept's
-            // device share. No bandwidth: the CPU is the device.
-            SwapDeviceKind::Zram => (500, u64::MAX),
-            SwapDeviceKind::Ssd | SwapDeviceKind::File | SwapDeviceKind::Loop => {
-                (77_000, 2_000_000_000)
-            }
-            SwapDeviceKind::Hdd => (8_000_000, 150_000_000),
+        let (latency_ns, bandwidth, queue) = match spec.kind {
+            SwapDeviceKind::Ramdisk => (500, 9_750_000_000, None),
+            SwapDeviceKind::Zram => (500, u64::MAX, None),
+            _ => (0, 0, Some(request_queue(spec))),
         };
         BlockDevice {
             kind: spec.kind,
             latency_ns: spec.latency_ns.unwrap_or(latency_ns),
             bandwidth_bytes_per_s: spec.bandwidth_bytes_per_s.unwrap_or(bandwidth),
-            busy_until_ns: 0,
+            queue,
             ftl: spec
                 .erase_block
                 .map(|eb| Ftl::new(spec.size.pages(), (eb.0 / PAGE_SIZE) as u32)),
@@ -85,7 +89,14 @@ impl BlockDevice {
         (bytes as u128 * 1_000_000_000 / self.bandwidth_bytes_per_s as u128) as u64
     }
 
-    fn submit(&mut self, ctx: &mut Ctx, membw: &mut SharedBandwidth, bytes: u64) -> Completion {
+    fn submit(
+        &mut self,
+        ctx: &mut Ctx,
+        membw: &mut SharedBandwidth,
+        dir: Dir,
+        pos: Option<u64>,
+        bytes: u64,
+    ) -> Completion {
         if self.kind == SwapDeviceKind::Ramdisk {
             // brd: the submitting CPU copies the data, reading and writing every byte.
             ctx.spend(self.latency_ns);
@@ -97,24 +108,20 @@ impl BlockDevice {
             );
             return Completion::Sync;
         }
-        if self.kind == SwapDeviceKind::Zram {
+        let Some(queue) = &mut self.queue else {
             // zram: the per-page work (compression, zsmalloc) is the driver's, charged by
             // mm/swap_devstore.rs per page and content; the device adds its per-request cost.
             ctx.spend(self.latency_ns);
             return Completion::Sync;
-        }
-        let start = self.busy_until_ns.max(ctx.now_ns);
-        self.busy_until_ns = start + self.transfer_ns(bytes);
-        Completion::At(self.busy_until_ns + self.latency_ns)
+        };
+        let done_ns = queue.submit(ctx, dir, pos, bytes);
+        self.stats.queue = Some(queue.stats.clone());
+        Completion::At(done_ns)
     }
 
     /// When every request submitted so far has completed.
     pub fn idle_at_ns(&self) -> u64 {
-        if self.synchronous_io() {
-            0
-        } else {
-            self.busy_until_ns + self.latency_ns
-        }
+        self.queue.as_ref().map_or(0, |q| q.idle_at_ns())
     }
 
     /// Write `bytes` at swap slot `slot`.
@@ -131,7 +138,7 @@ impl BlockDevice {
             ftl.write(slot, bytes / PAGE_SIZE);
             self.stats.ftl = Some(ftl.stats.clone());
         }
-        self.submit(ctx, membw, bytes)
+        self.submit(ctx, membw, Dir::Write, Some(slot), bytes)
     }
 
     /// Discard (TRIM) `nr_slots` from `slot`; the worker issues it, nobody waits.
@@ -146,6 +153,28 @@ impl BlockDevice {
     pub fn read(&mut self, ctx: &mut Ctx, membw: &mut SharedBandwidth, bytes: u64) -> Completion {
         self.stats.read_requests += 1;
         self.stats.read_bytes += bytes;
-        self.submit(ctx, membw, bytes)
+        self.submit(ctx, membw, Dir::Read, None, bytes)
     }
+}
+
+/// The request queue of an asynchronous device: its profile (default by kind), the spec's
+/// overrides of latency and bandwidth (both directions; no per-request cost then, as before
+/// profiles), its nr_requests.
+fn request_queue(spec: &SwapDeviceSpec) -> RequestQueue {
+    let profile = spec.profile.unwrap_or(match spec.kind {
+        SwapDeviceKind::Hdd => DeviceProfile::Hdd,
+        _ => DeviceProfile::VirtioBlkVm,
+    });
+    let mut t = blockdev_profile::timings(profile);
+    for d in [&mut t.read, &mut t.write] {
+        if let Some(ns) = spec.latency_ns {
+            d.latency_ns = ns;
+            d.per_request_ns = 0;
+        }
+        if let Some(bw) = spec.bandwidth_bytes_per_s {
+            d.bandwidth_bytes_per_s = bw;
+        }
+    }
+    let nr_requests = spec.nr_requests.unwrap_or(t.nr_requests);
+    RequestQueue::new(nr_requests, t.max_request_bytes, t.read, t.write)
 }

@@ -1,5 +1,7 @@
 //! Hardware models, apart from kernel policy.
+pub mod blk_mq;
 pub mod blockdev;
+pub mod blockdev_profile;
 pub mod compressor;
 pub mod iaa;
 pub mod membw;

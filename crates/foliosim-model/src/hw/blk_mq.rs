@@ -1,0 +1,267 @@
+//! The request queue of an asynchronous block device (block/blk-mq.c): at most `nr_requests`
+//! requests in flight (a submitter that finds no free tag sleeps in blk_mq_get_tag, iowait),
+//! a bio adjacent to the request its submitter issued last is merged into it (the plug's
+//! blk_attempt_plug_merge / the elevator's back merge), a bio larger than max_sectors_kb is
+//! split (bio_split_to_limits). The device serves one request at a time per direction's
+//! timing: a per-request command cost plus the bytes at its bandwidth, then a completion
+//! latency that overlaps with the next request's service (the device's internal parallelism).
+
+use crate::engine::{Ctx, WaitKind};
+use crate::scenario::PAGE_SIZE;
+use serde::Serialize;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// One direction's timing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DirTiming {
+    /// From the end of the request's service to its completion (overlaps other requests).
+    pub latency_ns: u64,
+    /// The device's serial cost per request (command processing), beside the transfer.
+    pub per_request_ns: u64,
+    pub bandwidth_bytes_per_s: u64,
+}
+
+impl DirTiming {
+    fn service_ns(&self, bytes: u64) -> u64 {
+        self.per_request_ns + self.transfer_ns(bytes)
+    }
+
+    fn transfer_ns(&self, bytes: u64) -> u64 {
+        (bytes as u128 * 1_000_000_000 / self.bandwidth_bytes_per_s.max(1) as u128) as u64
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dir {
+    Read,
+    Write,
+}
+
+/// The request the device took last, still open to back merges from its submitter.
+#[derive(Debug, Clone, Copy)]
+struct OpenRequest {
+    cpu: usize,
+    dir: Dir,
+    /// The page (slot or block) right after its last one.
+    end_page: u64,
+    bytes: u64,
+    done_ns: u64,
+}
+
+/// What the queue did, beside the device's request counts.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct QueueStats {
+    /// Bios merged into a request already queued (no request of their own).
+    pub merged_bios: u64,
+    /// Submissions that found every tag taken and slept.
+    pub tag_waits: u64,
+    pub tag_wait_ns: u64,
+}
+
+pub struct RequestQueue {
+    /// /sys/block/<dev>/queue/nr_requests: tags a submitter can hold.
+    pub nr_requests: u32,
+    /// max_sectors_kb in bytes: the largest request.
+    pub max_request_bytes: u64,
+    pub read: DirTiming,
+    pub write: DirTiming,
+    busy_until_ns: u64,
+    /// Completion times of the requests in flight other than the open one.
+    in_flight: BinaryHeap<Reverse<u64>>,
+    open: Option<OpenRequest>,
+    idle_at_ns: u64,
+    pub stats: QueueStats,
+}
+
+impl RequestQueue {
+    pub fn new(
+        nr_requests: u32,
+        max_request_bytes: u64,
+        read: DirTiming,
+        write: DirTiming,
+    ) -> Self {
+        RequestQueue {
+            nr_requests: nr_requests.max(1),
+            max_request_bytes: max_request_bytes.max(PAGE_SIZE),
+            read,
+            write,
+            busy_until_ns: 0,
+            in_flight: BinaryHeap::new(),
+            open: None,
+            idle_at_ns: 0,
+            stats: QueueStats::default(),
+        }
+    }
+
+    /// submit_bio of `bytes` at page `pos` (None: never merged). Returns when the request
+    /// holding the bio's last byte completes.
+    pub fn submit(&mut self, ctx: &mut Ctx, dir: Dir, pos: Option<u64>, bytes: u64) -> u64 {
+        if let Some(done_ns) = self.back_merge(ctx, dir, pos, bytes) {
+            return done_ns;
+        }
+        let mut left = bytes;
+        let mut pos = pos;
+        let mut done_ns = ctx.now_ns;
+        while left > 0 {
+            let chunk = left.min(self.max_request_bytes);
+            self.get_tag(ctx);
+            done_ns = self.dispatch(ctx, dir, pos, chunk);
+            left -= chunk;
+            pos = pos.map(|p| p + chunk / PAGE_SIZE);
+        }
+        done_ns
+    }
+
+    /// blk_attempt_plug_merge: a bio that continues the submitter's last request, while that
+    /// request is in flight and stays within max_sectors_kb, extends it (the device serves
+    /// the added bytes right after; no tag, no per-request cost).
+    fn back_merge(&mut self, ctx: &Ctx, dir: Dir, pos: Option<u64>, bytes: u64) -> Option<u64> {
+        let pos = pos?;
+        let o = self.open.as_mut()?;
+        let fits = o.bytes + bytes <= self.max_request_bytes;
+        if o.cpu != ctx.cpu || o.dir != dir || o.end_page != pos || !fits || o.done_ns <= ctx.now_ns
+        {
+            return None;
+        }
+        let timing = match dir {
+            Dir::Read => self.read,
+            Dir::Write => self.write,
+        };
+        self.busy_until_ns += timing.transfer_ns(bytes);
+        o.bytes += bytes;
+        o.end_page += bytes / PAGE_SIZE;
+        o.done_ns = self.busy_until_ns + timing.latency_ns;
+        self.idle_at_ns = self.idle_at_ns.max(o.done_ns);
+        self.stats.merged_bios += 1;
+        Some(o.done_ns)
+    }
+
+    /// blk_mq_get_tag: with every tag held, io_schedule() until the first request completes.
+    fn get_tag(&mut self, ctx: &mut Ctx) {
+        self.retire(ctx.now_ns);
+        if self.in_flight_requests() < self.nr_requests as usize {
+            return;
+        }
+        let first_done = self.first_completion_ns();
+        self.stats.tag_waits += 1;
+        self.stats.tag_wait_ns += first_done.saturating_sub(ctx.now_ns);
+        ctx.wait_until(first_done, WaitKind::Io);
+        self.retire(ctx.now_ns);
+    }
+
+    fn first_completion_ns(&self) -> u64 {
+        let heap = self.in_flight.peek().map(|r| r.0);
+        let open = self.open.map(|o| o.done_ns);
+        heap.into_iter().chain(open).min().unwrap_or(0)
+    }
+
+    /// blk_mq_end_request for every request done by `now_ns`: its tag is free again.
+    fn retire(&mut self, now_ns: u64) {
+        while self.in_flight.peek().is_some_and(|r| r.0 <= now_ns) {
+            self.in_flight.pop();
+        }
+        if self.open.is_some_and(|o| o.done_ns <= now_ns) {
+            self.open = None;
+        }
+    }
+
+    /// The device takes a new request (holding a tag): served after what it has queued.
+    fn dispatch(&mut self, ctx: &Ctx, dir: Dir, pos: Option<u64>, bytes: u64) -> u64 {
+        if let Some(o) = self.open.take() {
+            self.in_flight.push(Reverse(o.done_ns));
+        }
+        let timing = match dir {
+            Dir::Read => self.read,
+            Dir::Write => self.write,
+        };
+        let start_ns = self.busy_until_ns.max(ctx.now_ns);
+        self.busy_until_ns = start_ns + timing.service_ns(bytes);
+        let done_ns = self.busy_until_ns + timing.latency_ns;
+        self.open = Some(OpenRequest {
+            cpu: ctx.cpu,
+            dir,
+            end_page: pos.map_or(u64::MAX, |p| p + bytes / PAGE_SIZE),
+            bytes,
+            done_ns,
+        });
+        self.idle_at_ns = self.idle_at_ns.max(done_ns);
+        done_ns
+    }
+
+    /// Requests holding a tag (some may have completed since the last submission).
+    pub fn in_flight_requests(&self) -> usize {
+        self.in_flight.len() + self.open.is_some() as usize
+    }
+
+    /// When every request submitted so far has completed.
+    pub fn idle_at_ns(&self) -> u64 {
+        self.idle_at_ns
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn timing(latency_ns: u64) -> DirTiming {
+        DirTiming {
+            latency_ns,
+            per_request_ns: 1_000,
+            bandwidth_bytes_per_s: 4_096_000_000, // 1 µs per 4 KiB
+        }
+    }
+
+    fn queue(depth: u32) -> RequestQueue {
+        RequestQueue::new(depth, 1 << 20, timing(50_000), timing(10_000))
+    }
+
+    #[test]
+    fn the_submitter_sleeps_in_iowait_when_every_tag_is_held() {
+        let mut q = queue(2);
+        let mut ctx = Ctx::new(0, 0);
+        // Non-adjacent writes: no merging, one tag each.
+        let a = q.submit(&mut ctx, Dir::Write, Some(0), PAGE_SIZE);
+        let b = q.submit(&mut ctx, Dir::Write, Some(100), PAGE_SIZE);
+        assert_eq!((a, b), (12_000, 14_000));
+        assert_eq!(ctx.iowait_ns, 0);
+        assert_eq!(q.in_flight_requests(), 2);
+        let c = q.submit(&mut ctx, Dir::Write, Some(200), PAGE_SIZE);
+        // Waited for the first completion, then the device (idle since 4 µs) served it.
+        assert_eq!(ctx.now_ns, a);
+        assert_eq!(ctx.iowait_ns, a);
+        assert_eq!(c, a + 2_000 + 10_000);
+        assert!(q.in_flight_requests() <= 2);
+        assert_eq!(q.stats.tag_waits, 1);
+    }
+
+    #[test]
+    fn completions_come_in_order_of_service_and_reads_wait_longer() {
+        let mut q = queue(32);
+        let mut ctx = Ctx::new(0, 0);
+        let w = q.submit(&mut ctx, Dir::Write, Some(0), PAGE_SIZE);
+        let r = q.submit(&mut ctx, Dir::Read, None, PAGE_SIZE);
+        let w2 = q.submit(&mut ctx, Dir::Write, Some(50), PAGE_SIZE);
+        assert!(w < w2, "writes complete in submission order");
+        assert_eq!(r, 4_000 + 50_000, "a read has the read latency");
+        assert_eq!(q.idle_at_ns(), r);
+    }
+
+    #[test]
+    fn an_adjacent_bio_from_the_same_cpu_is_merged_and_a_large_one_split() {
+        let mut q = queue(32);
+        let mut ctx = Ctx::new(0, 0);
+        q.submit(&mut ctx, Dir::Write, Some(0), PAGE_SIZE);
+        let done = q.submit(&mut ctx, Dir::Write, Some(1), PAGE_SIZE);
+        assert_eq!(q.stats.merged_bios, 1);
+        assert_eq!(q.in_flight_requests(), 1);
+        assert_eq!(done, 1_000 + 2_000 + 10_000, "one command, two pages");
+        // Another CPU's adjacent bio is its own request (plugs are per task).
+        let mut other = Ctx::new(1, 0);
+        q.submit(&mut other, Dir::Write, Some(2), PAGE_SIZE);
+        assert_eq!(q.in_flight_requests(), 2);
+        // 2 MiB with 1 MiB requests: two requests.
+        q.submit(&mut ctx, Dir::Write, Some(1000), 2 << 20);
+        assert_eq!(q.in_flight_requests(), 4);
+    }
+}
