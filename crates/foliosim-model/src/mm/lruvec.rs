@@ -171,18 +171,14 @@ impl Lruvec {
                 continue;
             }
             folios.clear(pfn, flags::WRITEBACK);
-            if folios.test(pfn, flags::FILE) {
-                rotated += self.rotate_reclaimable(folios, pfn);
-            } else if folios.test(pfn, flags::LRU) && !folios.test(pfn, flags::ACTIVE) {
-                self.lru_move_tail(folios, pfn);
-                rotated += folios.nr_pages(pfn) as u64;
-            }
+            rotated += self.rotate_reclaimable(folios, pfn);
         }
         rotated
     }
 
-    /// folio_end_writeback of a page-cache folio: PG_reclaim set by reclaim (or drop_caches)
-    /// sends a clean folio on the LRU to the inactive tail, active or not (lru_move_tail).
+    /// folio_end_writeback -> folio_rotate_reclaimable: PG_reclaim set by reclaim (or
+    /// drop_caches) sends a clean folio on the LRU to the inactive tail, active or not
+    /// (lru_move_tail).
     /// Returns the pages rotated.
     pub fn rotate_reclaimable(&mut self, folios: &mut FolioTable, pfn: u32) -> u64 {
         if !folios.test(pfn, flags::RECLAIM) {

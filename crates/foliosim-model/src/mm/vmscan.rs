@@ -69,6 +69,10 @@ pub struct ShrinkResult {
     pub putback: Vec<(u32, bool)>,
     /// Pages written out (stat->nr_pageout), for lru_note_cost.
     pub nr_pageout: u64,
+    /// Pages found under writeback (stat->nr_writeback) and, by kswapd, cycling back under
+    /// writeback (stat->nr_immediate).
+    pub nr_writeback: u64,
+    pub nr_immediate: u64,
 }
 
 /// try_to_free_mem_cgroup_pages: reclaim at least max(nr_pages, SWAP_CLUSTER_MAX) pages from
@@ -556,7 +560,10 @@ fn shrink_inactive_list(
     let result = if file {
         file::shrink_file_folio_list(k, ctx, list, sc, memcg, &mut stat)
     } else {
-        shrink_folio_list(k, ctx, list, reclaim, sc.target)
+        let r = shrink_folio_list(k, ctx, list, reclaim, sc.target);
+        stat.writeback += r.nr_writeback;
+        stat.immediate += r.nr_immediate;
+        r
     };
     k.memcgs[memcg as usize].count(pgsteal, result.nr_reclaimed);
     k.vmstat.count(pgsteal_type, result.nr_reclaimed);
@@ -655,13 +662,13 @@ pub fn shrink_folio_list(
                 result.putback.push((pfn, false));
                 continue;
             }
-            let f = &mut k.folios;
-            if f.test(pfn, flags::WRITEBACK) {
-                if f.writeback_done_ns(pfn) > ctx.now_ns {
-                    result.putback.push((pfn, false));
+            if k.folios.test(pfn, flags::WRITEBACK) {
+                if k.folios.writeback_done_ns(pfn) > ctx.now_ns {
+                    folio_under_writeback(k, ctx, pfn, reclaim, target, &mut list, &mut result);
                     continue;
                 }
-                f.clear(pfn, flags::WRITEBACK);
+                // Written while isolated: folio_end_writeback found it off the LRU.
+                k.folios.clear(pfn, flags::WRITEBACK | flags::RECLAIM);
             }
             if reclaim != Reclaim::Pageout {
                 ctx.spend(k.cost.folio_referenced_ns);
@@ -711,7 +718,12 @@ pub fn shrink_folio_list(
             }
             if k.folios.test(pfn, flags::DIRTY) {
                 tlb.flush_dirty(k, ctx);
+                // pageout(): PG_reclaim, so that folio_end_writeback rotates it to the tail.
+                k.folios.set(pfn, flags::RECLAIM);
                 swap_writepage(k, ctx, pfn);
+                if !k.folios.test(pfn, flags::WRITEBACK) {
+                    k.folios.clear(pfn, flags::RECLAIM);
+                }
                 if k.folios.test(pfn, flags::DIRTY) {
                     // The device refused the write (zram or brd out of memory): activate_locked.
                     result.putback.push((pfn, true));
@@ -744,6 +756,39 @@ pub fn shrink_folio_list(
     }
     tlb.flush(k, ctx);
     result
+}
+
+/// shrink_folio_list's cases for a folio whose write is still in flight (mm/vmscan.c, 6.18).
+/// 1: kswapd meets a PG_reclaim folio again while the node is flagged PGDAT_WRITEBACK:
+/// folios cycle faster than they are written (nr_immediate; kswapd throttles). 2: mark it
+/// PG_reclaim to be rotated to the tail at completion, count nr_writeback. Both activate it
+/// (off the inactive list until the write is done). 3 (cgroup v1 memcg reclaim of a
+/// PG_reclaim folio): folio_wait_writeback, then the folio is looked at again.
+fn folio_under_writeback(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    pfn: u32,
+    reclaim: Reclaim,
+    target: u16,
+    list: &mut VecDeque<u32>,
+    result: &mut ShrinkResult,
+) {
+    let nr = k.folios.nr_pages(pfn) as u64;
+    let reclaim_flag = k.folios.test(pfn, flags::RECLAIM);
+    // writeback_throttling_sane: not cgroup v1 memcg reclaim.
+    let sane = reclaim != Reclaim::Memcg || k.memcgs[target as usize].on_dfl;
+    if reclaim == Reclaim::Kswapd && reclaim_flag && k.pagecache.pgdat_writeback {
+        result.nr_immediate += nr;
+    } else if sane || !reclaim_flag {
+        k.folios.set(pfn, flags::RECLAIM);
+        result.nr_writeback += nr;
+    } else {
+        ctx.wait_until(k.folios.writeback_done_ns(pfn), WaitKind::Io);
+        k.folios.clear(pfn, flags::WRITEBACK | flags::RECLAIM);
+        list.push_back(pfn);
+        return;
+    }
+    result.putback.push((pfn, true));
 }
 
 /// What reclaim does with a folio after looking at its references.
