@@ -484,6 +484,10 @@ pub struct Kernel {
     /// The PTE a NUMA-hint promotion leaves (a model parameter, scenario/numa.rs).
     #[serde(default)]
     pub numa_promoted_pte: PromotedPte,
+    /// CONFIG_THP_SWAP: `false` is a kernel built without it, where every large folio is
+    /// split before it gets swap slots (counted as swpout_fallback).
+    #[serde(default = "default_true", skip_serializing_if = "is_true")]
+    pub thp_swap: bool,
 }
 
 /// `kernel.oom`: the OOM killer, or an error where the kernel would kill.
@@ -551,6 +555,7 @@ impl Default for Kernel {
             oom: OomPolicy::Kill,
             migrate_tlb_flush: MigrateTlbFlush::Eager,
             numa_promoted_pte: PromotedPte::Clean,
+            thp_swap: true,
         }
     }
 }
@@ -1128,6 +1133,10 @@ fn is_false(b: &bool) -> bool {
 
 fn is_zero_i32(v: &i32) -> bool {
     *v == 0
+}
+
+fn is_true(b: &bool) -> bool {
+    *b
 }
 
 fn default_true() -> bool {

@@ -55,6 +55,8 @@ pub fn kernel(g: &mut Gen) -> Kernel {
         oom: g.pick(&[OomPolicy::Kill, OomPolicy::Kill, OomPolicy::Fail]),
         migrate_tlb_flush: g.pick(&[MigrateTlbFlush::Eager, MigrateTlbFlush::Migrc]),
         numa_promoted_pte: g.pick(&[PromotedPte::Clean, PromotedPte::Dirty]),
+        // Not drawn: a new draw would change every later field of existing soak seeds.
+        thp_swap: true,
     }
 }
 

@@ -32,6 +32,8 @@ pub struct KernelConfig {
     pub swapin_mthp: bool,
     /// The swap zero map (6.12+): all-zero folios are marked, not written.
     pub zeromap: bool,
+    /// CONFIG_THP_SWAP: large folios get slots whole; without it every one is split first.
+    pub thp_swap: bool,
     /// The release's GFP_TRANSHUGE (Gfp::transhuge_of).
     pub gfp_transhuge: gfp::Gfp,
     /// The release's __alloc_pages_slowpath (mm/page_alloc/slowpath*.rs).
@@ -105,6 +107,7 @@ impl KernelConfig {
             // alloc_swap_folio falls back to order 0 once zswap has been enabled.
             swapin_mthp: kernel.swapin_mthp() && !scenario.sysfs.zswap.enabled,
             zeromap: release.has(MmChange::SwapZeromap),
+            thp_swap: kernel.thp_swap,
             gfp_transhuge: gfp::Gfp::transhuge_of(release),
             slowpath: page_alloc::slowpath_of(release),
             thp_defrag: scenario.sysfs.thp_defrag(release),

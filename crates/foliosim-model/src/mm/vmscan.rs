@@ -844,6 +844,14 @@ fn add_to_swap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: &mut VecDeque<u32>
         let partially_mapped = (k.folios.mapcount(pfn as usize) as u32) < (1 << order);
         if partially_mapped || !k.swap.swapout_whole(order) {
             split_folio(k, ctx, pfn, Some(list));
+        } else if !k.cfg.thp_swap {
+            // Without CONFIG_THP_SWAP folio_alloc_swap refuses any order > 0 (-EAGAIN):
+            // shrink_folio_list splits and counts the fallback.
+            split_folio(k, ctx, pfn, Some(list));
+            if order >= PMD_ORDER {
+                k.vmstat.count(VmEvent::ThpSwpoutFallback, 1);
+            }
+            k.vmstat.count_mthp(order, MthpStat::SwpoutFallback);
         }
     }
     let order = k.folios.order[pfn as usize] as u32;
