@@ -143,6 +143,7 @@ pub fn check(k: &Kernel) -> Result<(), String> {
         }
     }
     check_migrc(k, &free)?;
+    check_writeback(k)?;
     // Pins are held on live folios only.
     for (&head, &pins) in &f.pins {
         if !f.test(head, flags::ALLOCATED) || pins == 0 {
@@ -366,6 +367,49 @@ pub fn check(k: &Kernel) -> Result<(), String> {
 
 /// The TLB model's sanity (hw/tlb_cache.rs), and every accessed range's special set
 /// (mm/access.rs): consistent, and a superset of its pages an access cannot use as mapped.
+/// Swap writeback: a folio under writeback is on an LRU (with the list and charge checks
+/// below: on exactly one list, charged once), in the swap cache, and every slot it is being
+/// written to is allocated and held by the cache. A device queue never holds more requests
+/// than its nr_requests.
+fn check_writeback(k: &Kernel) -> Result<(), String> {
+    let f = &k.folios;
+    for pfn in f.writeback_done_pfns() {
+        if !f.test(pfn, flags::WRITEBACK) || f.test(pfn, flags::FILE) {
+            continue;
+        }
+        if !f.test(pfn, flags::LRU) || !f.test(pfn, flags::SWAPCACHE) {
+            return Err(format!(
+                "folio {pfn} under swap writeback is off the LRU or out of the swap cache"
+            ));
+        }
+        for (first, n) in f.swap_runs(pfn) {
+            let map = &k.swap.devices[first.dev()].map;
+            let range = first.offset() as usize..(first.offset() + n) as usize;
+            if let Some(o) = range
+                .clone()
+                .find(|&o| map.swap_map[o] & SWAP_HAS_CACHE == 0 || map.data[o] != SlotData::Device)
+            {
+                return Err(format!(
+                    "folio {pfn} under writeback to slot {o} of swap {}, which is not allocated to it",
+                    first.dev()
+                ));
+            }
+        }
+    }
+    for (d, dev) in k.swap.devices.iter().enumerate() {
+        if let Some(q) = &dev.bdev.queue {
+            if q.in_flight_requests() > q.nr_requests as usize {
+                return Err(format!(
+                    "swap {d}'s queue holds {} requests, nr_requests {}",
+                    q.in_flight_requests(),
+                    q.nr_requests
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 fn check_tlb_and_access(k: &Kernel) -> Result<(), String> {
     k.tlb_cache.check().map_err(|e| format!("TLB model: {e}"))?;
     for (mm, m) in k.mms.iter().enumerate() {

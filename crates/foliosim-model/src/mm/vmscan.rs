@@ -907,6 +907,112 @@ fn add_to_swap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: &mut VecDeque<u32>
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::content::ContentClass;
+    use crate::mm::memory::touch;
+    use crate::mm::mmap::ThpAdvice;
+    use crate::scenario::Scenario;
+
+    /// A 6.18 kernel swapping to an NVMe SSD, one mm with `pages` 4K pages written.
+    fn swapping_to_ssd(pages: u32) -> (Kernel, Ctx, u32) {
+        let text = r#"
+[machine]
+cpus = 2
+memory = "64M"
+[[machine.swap]]
+kind = "ssd"
+size = "16M"
+profile = "nvme"
+[kernel]
+version = "6.18"
+[[workload]]
+kind = "usemem"
+nproc = 1
+size = "4M"
+"#;
+        let mut k = Kernel::new(&Scenario::from_toml_str(text).unwrap());
+        let mut ctx = Ctx::new(0, 0);
+        let mm = k.new_mm(0, ContentClass::Usemem);
+        k.mms[mm as usize].mmap(0, pages, ThpAdvice::NoHugepage);
+        for index in 0..pages {
+            touch(&mut k, &mut ctx, mm, 0, index, pages, true).unwrap();
+        }
+        (k, ctx, mm)
+    }
+
+    /// isolate_lru_folios of one folio, shrink_folio_list, move_folios_to_lru.
+    fn shrink_one(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, reclaim: Reclaim) -> ShrinkResult {
+        k.memcgs[0].lruvec.del_folio(&mut k.folios, pfn);
+        let result = shrink_folio_list(k, ctx, vec![pfn], reclaim, 0);
+        putback_folios(k, ctx, &result.putback, true);
+        result
+    }
+
+    #[test]
+    fn a_folio_met_under_writeback_is_activated_with_pg_reclaim_and_rotated_at_completion() {
+        let (mut k, mut ctx, mm) = swapping_to_ssd(8);
+        let pfn = k.mms[mm as usize].vma(0).ptes[0].pfn();
+        // pageout(): written to the SSD, PG_reclaim set, kept on the inactive list.
+        let first = shrink_one(&mut k, &mut ctx, pfn, Reclaim::Pageout);
+        assert_eq!(first.nr_pageout, 1);
+        assert!(k.folios.test(pfn, flags::WRITEBACK | flags::RECLAIM));
+        let done_ns = k.folios.writeback_done_ns(pfn);
+        assert!(done_ns > ctx.now_ns);
+        // Met again before the write completes: case 2, activated, counted nr_writeback.
+        let again = shrink_one(&mut k, &mut ctx, pfn, Reclaim::Global);
+        assert_eq!((again.nr_writeback, again.nr_reclaimed), (1, 0));
+        assert!(k.folios.test(pfn, flags::ACTIVE) && k.folios.test(pfn, flags::RECLAIM));
+        crate::mm::invariants::check(&k).unwrap();
+        // folio_end_writeback: PG_reclaim cleared, rotated to the inactive tail.
+        let lv = &mut k.memcgs[0].lruvec;
+        assert_eq!(lv.end_writeback(&mut k.folios, done_ns - 1), 0);
+        assert_eq!(lv.end_writeback(&mut k.folios, done_ns), 1);
+        assert!(!k
+            .folios
+            .test(pfn, flags::ACTIVE | flags::RECLAIM | flags::WRITEBACK));
+        assert_eq!(lv.list(false, false).tail(), Some(pfn));
+        // The next scan frees it without writing it again.
+        ctx.now_ns = ctx.now_ns.max(done_ns);
+        let last = shrink_one(&mut k, &mut ctx, pfn, Reclaim::Pageout);
+        assert_eq!((last.nr_reclaimed, last.nr_pageout), (1, 0));
+    }
+
+    #[test]
+    fn kswapd_meeting_a_pg_reclaim_folio_on_a_writeback_node_counts_it_immediate() {
+        let (mut k, mut ctx, mm) = swapping_to_ssd(8);
+        let pfn = k.mms[mm as usize].vma(0).ptes[0].pfn();
+        shrink_one(&mut k, &mut ctx, pfn, Reclaim::Pageout);
+        k.pagecache.pgdat_writeback = true;
+        let r = shrink_one(&mut k, &mut ctx, pfn, Reclaim::Kswapd);
+        assert_eq!((r.nr_immediate, r.nr_writeback), (1, 0));
+        assert!(k.folios.test(pfn, flags::ACTIVE));
+    }
+
+    #[test]
+    fn without_thp_swap_a_large_folio_is_split_before_it_gets_slots() {
+        for (thp_swap, whole) in [(true, 1), (false, 0)] {
+            let text = format!(
+                "[machine]\ncpus = 2\nmemory = \"64M\"\n[[machine.swap]]\nkind = \"ssd\"\n\
+                 size = \"16M\"\n[kernel]\nversion = \"6.18\"\nthp_swap = {thp_swap}\n\
+                 [sysfs.hugepages]\n\"64K\" = \"always\"\n[[workload]]\nkind = \"usemem\"\n\
+                 nproc = 1\nsize = \"4M\"\n"
+            );
+            let mut k = Kernel::new(&Scenario::from_toml_str(&text).unwrap());
+            let mut ctx = Ctx::new(0, 0);
+            let mm = k.new_mm(0, ContentClass::Usemem);
+            k.mms[mm as usize].mmap(0, 16, ThpAdvice::Default);
+            touch(&mut k, &mut ctx, mm, 0, 0, 16, true).unwrap();
+            let pfn = k.mms[mm as usize].vma(0).ptes[0].pfn();
+            assert_eq!(k.folios.order[pfn as usize], 4);
+            shrink_one(&mut k, &mut ctx, pfn, Reclaim::Pageout);
+            assert_eq!(
+                k.vmstat.get_mthp(4, MthpStat::Swpout),
+                whole,
+                "thp_swap {thp_swap}"
+            );
+            assert_eq!(k.vmstat.get_mthp(4, MthpStat::SwpoutFallback), 1 - whole);
+            assert_eq!(k.vmstat.get(VmEvent::Pswpout), 16);
+        }
+    }
 
     #[test]
     fn a_folio_used_once_is_kept_once_then_reclaimed_and_one_used_twice_is_activated() {
