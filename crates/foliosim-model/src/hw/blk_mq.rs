@@ -2,7 +2,10 @@
 //! requests in flight (a submitter that finds no free tag sleeps in blk_mq_get_tag, iowait),
 //! a bio adjacent to the request its submitter issued last is merged into it (the plug's
 //! blk_attempt_plug_merge / the elevator's back merge), a bio larger than max_sectors_kb is
-//! split (bio_split_to_limits). The device serves one request at a time per direction's
+//! split (bio_split_to_limits). Writes pass writeback throttling first (block/blk-wbt.c):
+//! a swap write (REQ_SWAP is in REQ_HIPRIO) may have rq_depth.max_depth writes in flight,
+//! RWB_DEF_DEPTH (16) at wbt's default scale step; wbt's latency-driven scaling of that
+//! depth is not modelled. The device serves one request at a time per direction's
 //! timing: a per-request command cost plus the bytes at its bandwidth, then a completion
 //! latency that overlaps with the next request's service (the device's internal parallelism).
 
@@ -59,6 +62,9 @@ pub struct QueueStats {
     pub tag_wait_ns: u64,
 }
 
+/// RWB_DEF_DEPTH: wbt's default write depth.
+const RWB_DEF_DEPTH: u32 = 16;
+
 pub struct RequestQueue {
     /// /sys/block/<dev>/queue/nr_requests: tags a submitter can hold.
     pub nr_requests: u32,
@@ -67,8 +73,10 @@ pub struct RequestQueue {
     pub read: DirTiming,
     pub write: DirTiming,
     busy_until_ns: u64,
-    /// Completion times of the requests in flight other than the open one.
-    in_flight: BinaryHeap<Reverse<u64>>,
+    /// Completion times of the requests in flight other than the open one, by direction.
+    in_flight: [BinaryHeap<Reverse<u64>>; 2],
+    /// wbt's rq_depth.max_depth: writes in flight before a writer sleeps in wbt_wait.
+    pub wbt_max_depth: u32,
     open: Option<OpenRequest>,
     idle_at_ns: u64,
     pub stats: QueueStats,
@@ -87,7 +95,8 @@ impl RequestQueue {
             read,
             write,
             busy_until_ns: 0,
-            in_flight: BinaryHeap::new(),
+            in_flight: [BinaryHeap::new(), BinaryHeap::new()],
+            wbt_max_depth: RWB_DEF_DEPTH.min(nr_requests.max(1)),
             open: None,
             idle_at_ns: 0,
             stats: QueueStats::default(),
@@ -105,7 +114,7 @@ impl RequestQueue {
         let mut done_ns = ctx.now_ns;
         while left > 0 {
             let chunk = left.min(self.max_request_bytes);
-            self.get_tag(ctx);
+            self.get_tag(ctx, dir);
             done_ns = self.dispatch(ctx, dir, pos, chunk);
             left -= chunk;
             pos = pos.map(|p| p + chunk / PAGE_SIZE);
@@ -137,39 +146,64 @@ impl RequestQueue {
         Some(o.done_ns)
     }
 
-    /// blk_mq_get_tag: with every tag held, io_schedule() until the first request completes.
-    fn get_tag(&mut self, ctx: &mut Ctx) {
-        self.retire(ctx.now_ns);
-        if self.in_flight_requests() < self.nr_requests as usize {
-            return;
+    /// wbt_wait, then blk_mq_get_tag: a write with wbt_max_depth writes in flight, or any
+    /// request with every tag held, io_schedule()s until a request that frees its way
+    /// completes.
+    fn get_tag(&mut self, ctx: &mut Ctx, dir: Dir) {
+        loop {
+            self.retire(ctx.now_ns);
+            let writes_full =
+                dir == Dir::Write && self.in_flight_of(Dir::Write) >= self.wbt_max_depth as usize;
+            let tags_full = self.in_flight_requests() >= self.nr_requests as usize;
+            if !writes_full && !tags_full {
+                return;
+            }
+            let first_done = if tags_full {
+                self.first_completion_ns(None)
+            } else {
+                self.first_completion_ns(Some(Dir::Write))
+            };
+            self.stats.tag_waits += 1;
+            self.stats.tag_wait_ns += first_done.saturating_sub(ctx.now_ns);
+            ctx.wait_until(first_done, WaitKind::Io);
         }
-        let first_done = self.first_completion_ns();
-        self.stats.tag_waits += 1;
-        self.stats.tag_wait_ns += first_done.saturating_sub(ctx.now_ns);
-        ctx.wait_until(first_done, WaitKind::Io);
-        self.retire(ctx.now_ns);
     }
 
-    fn first_completion_ns(&self) -> u64 {
-        let heap = self.in_flight.peek().map(|r| r.0);
-        let open = self.open.map(|o| o.done_ns);
-        heap.into_iter().chain(open).min().unwrap_or(0)
+    /// The first completion among requests in flight (of `dir`, or any).
+    fn first_completion_ns(&self, dir: Option<Dir>) -> u64 {
+        let heaps = self
+            .in_flight
+            .iter()
+            .enumerate()
+            .filter(|(d, _)| dir.is_none_or(|dir| dir as usize == *d))
+            .filter_map(|(_, h)| h.peek().map(|r| r.0));
+        let open = self
+            .open
+            .filter(|o| dir.is_none_or(|dir| dir == o.dir))
+            .map(|o| o.done_ns);
+        heaps.chain(open).min().unwrap_or(0)
     }
 
     /// blk_mq_end_request for every request done by `now_ns`: its tag is free again.
     fn retire(&mut self, now_ns: u64) {
-        while self.in_flight.peek().is_some_and(|r| r.0 <= now_ns) {
-            self.in_flight.pop();
+        for h in &mut self.in_flight {
+            while h.peek().is_some_and(|r| r.0 <= now_ns) {
+                h.pop();
+            }
         }
         if self.open.is_some_and(|o| o.done_ns <= now_ns) {
             self.open = None;
         }
     }
 
+    fn in_flight_of(&self, dir: Dir) -> usize {
+        self.in_flight[dir as usize].len() + self.open.is_some_and(|o| o.dir == dir) as usize
+    }
+
     /// The device takes a new request (holding a tag): served after what it has queued.
     fn dispatch(&mut self, ctx: &Ctx, dir: Dir, pos: Option<u64>, bytes: u64) -> u64 {
         if let Some(o) = self.open.take() {
-            self.in_flight.push(Reverse(o.done_ns));
+            self.in_flight[o.dir as usize].push(Reverse(o.done_ns));
         }
         let timing = match dir {
             Dir::Read => self.read,
@@ -191,7 +225,7 @@ impl RequestQueue {
 
     /// Requests holding a tag (some may have completed since the last submission).
     pub fn in_flight_requests(&self) -> usize {
-        self.in_flight.len() + self.open.is_some() as usize
+        self.in_flight[0].len() + self.in_flight[1].len() + self.open.is_some() as usize
     }
 
     /// When every request submitted so far has completed.
@@ -233,6 +267,22 @@ mod tests {
         assert_eq!(c, a + 2_000 + 10_000);
         assert!(q.in_flight_requests() <= 2);
         assert_eq!(q.stats.tag_waits, 1);
+    }
+
+    #[test]
+    fn swap_writes_wait_at_wbt_depth_while_reads_still_get_tags() {
+        let mut q = queue(64);
+        assert_eq!(q.wbt_max_depth, 16);
+        let mut ctx = Ctx::new(0, 0);
+        for i in 0..16 {
+            q.submit(&mut ctx, Dir::Write, Some(i * 10), PAGE_SIZE);
+        }
+        assert_eq!(ctx.iowait_ns, 0);
+        q.submit(&mut ctx, Dir::Read, None, PAGE_SIZE);
+        assert_eq!(ctx.iowait_ns, 0, "a read is not write-throttled");
+        q.submit(&mut ctx, Dir::Write, Some(1000), PAGE_SIZE);
+        assert_eq!(ctx.now_ns, 12_000, "the 17th write waits for the first");
+        assert!(q.in_flight_of(Dir::Write) <= 16);
     }
 
     #[test]
