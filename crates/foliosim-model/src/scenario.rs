@@ -1584,10 +1584,10 @@ impl Scenario {
             }
             check_time_ns(&format!("machine.swap[{i}].latency_ns"), dev.latency_ns)?;
             let synchronous = matches!(dev.kind, SwapDeviceKind::Zram | SwapDeviceKind::Ramdisk);
-            if synchronous && dev.profile.is_some() {
+            if let Some(profile) = dev.profile.filter(|_| synchronous) {
                 return Err(invalid(
                     format!("machine.swap[{i}].profile"),
-                    format!("{:?} on a {:?} device", dev.profile, dev.kind).to_lowercase(),
+                    format!("{profile:?} on a {:?} device", dev.kind).to_lowercase(),
                     "a profile only for kind = \"ssd\", \"hdd\", \"file\" or \"loop\"",
                 ));
             }
