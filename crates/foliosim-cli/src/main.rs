@@ -158,6 +158,10 @@ enum Command {
         /// Runs at a time (default: every core); the output is the same whatever N.
         #[arg(long, value_name = "N")]
         jobs: Option<usize>,
+        /// Run every configuration on this machine profile (`machine.profile`: this-vm,
+        /// sapphire-rapids-2s-112c, ampere-altra-80c, intel-4c-2015, epyc-2s).
+        #[arg(long, value_name = "NAME")]
+        machine_profile: Option<String>,
     },
     /// Print a scenario with every default filled in, then (as `#` lines) the release table's
     /// switches and every resolved default with what chose it. `--kernel 6.6` alone: a release.
@@ -399,6 +403,7 @@ fn run_command() -> Result<()> {
             sample_interval,
             html,
             jobs,
+            machine_profile,
         } => {
             let mut interval = sample_interval
                 .as_deref()
@@ -425,7 +430,8 @@ fn run_command() -> Result<()> {
             let jobs = jobs_or_all_cores("reproduce", jobs)?;
             let bar = progress::Progress::new(&format!("reproduce {which:03}"), "runs", 0);
             let mut runs = foliosim_lab::reproduce::Runs::new(jobs)
-                .with_progress(|f| bar.finished(f.done, f.total, f.label, f.wall_s));
+                .with_progress(|f| bar.finished(f.done, f.total, f.label, f.wall_s))
+                .with_machine_profile(machine_profile);
             let wall = Instant::now();
             let mut costs = parse_costs(&costs)?;
             if let Some(path) = &costs_file {
@@ -465,7 +471,7 @@ fn run_command() -> Result<()> {
                     )
                 }};
             }
-            let (json, value, table, runs) = match which {
+            let (json, value, table, captured) = match which {
                 0 => rendered!(seed000::reproduce_with_costs),
                 1 => rendered!(foliosim_lab::reproduce::seed001::reproduce),
                 2 => rendered!(foliosim_lab::reproduce::seed002::reproduce),
@@ -481,14 +487,15 @@ fn run_command() -> Result<()> {
                     &value,
                     &cover,
                     &table,
-                    &runs,
+                    &captured,
                     &report_out::versions(),
                 );
                 report_out::write(path, &page, "HTML report")?;
             }
             match format {
                 Format::Json => println!("{json}"),
-                Format::Table => print!("{table}"),
+                // The header: which machine profile, and where its costs come from.
+                Format::Table => print!("{}{table}", runs.machine_header()),
             }
             eprintln!("wall time {:.1} s", wall.elapsed().as_secs_f64());
         }

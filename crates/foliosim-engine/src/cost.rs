@@ -108,6 +108,19 @@ cost_model! {
     /// guards (a few cache lines) migrate between cores, ~50-100 ns each on one socket.
     /// estimate (typical x86 core-to-core line transfer).
     lock_handoff_ns = 200;
+    // Cache-line transfer between two CPUs by how far apart they are (hw/topology.rs), used
+    // only when the machine has a topology: a lock handoff moves its lines at these costs
+    // instead of `lock_handoff_ns` (hw/contention.rs). This VM's values make every distance
+    // cost what `lock_handoff_ns` costs today, so a topology alone moves nothing.
+    /// One line to the SMT sibling of the same core (through the shared L1/L2). estimate:
+    /// lock_handoff_ns over the 2 lines of a handoff (this VM has no known topology).
+    line_transfer_smt_ns = 100;
+    /// One line between two cores sharing the last-level cache. estimate: as above.
+    line_transfer_llc_ns = 100;
+    /// One line between two last-level caches of one socket (CCXs, dies). estimate: as above.
+    line_transfer_die_ns = 100;
+    /// One line between two sockets. estimate: as above.
+    line_transfer_socket_ns = 100;
     /// Taking one allocated range: writing HAS_CACHE over its swap_map bytes, cluster count,
     /// inuse_pages and nr_swap_pages accounting (cluster_alloc_range). estimate.
     swap_alloc_range_ns = 100;
@@ -150,6 +163,10 @@ cost_model! {
     /// inside the measured flush); in a KVM guest each delivery exits to the host, a cost no
     /// public measurement gives (seed 004's fit frees it: tables/seed004.toml).
     tlb_ipi_receive_ns = 0;
+    /// `machine.kvm_guest`: one VM exit an IPI costs on each side when the guest's machine
+    /// costs are bare-metal ones (the ICR write that sends it, the injection that delivers it;
+    /// no posted interrupts). estimate: as tlb_ipi_extra_cpu_ns, one ICR-write exit on this VM.
+    kvm_ipi_exit_ns = 1500;
     /// arm64: issuing one broadcast TLBI (TLBI VALE1IS) without waiting for it. estimate: the
     /// cost of a flush is in its DSB; deferring the DSB removed ptep_clear_flush from reclaim
     /// profiles (Barry Song, "arm64: support batched/deferred tlb shootdown during page
@@ -358,7 +375,57 @@ cost_model! {
     /// few per ns; CPU speed, hence a cost of the machine (seed 004's fit frees the per-nuclide
     /// part).
     xsbench_lookup_base_ns = 100;
+    /// XSBench's per-nuclide part of a lookup, as above. estimate (as above).
     xsbench_lookup_per_nuclide_ns = 15;
+}
+
+/// Where a cost's number comes from, as its documentation says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Provenance {
+    /// Measured on this machine (the command is in the doc).
+    Measured,
+    /// A published measurement of that machine or part, with its reference.
+    Cited,
+    /// Derived from measured series (a fit, a split of a fitted total, a scaled measurement).
+    Fitted,
+    /// Not measured: an estimate, with its basis.
+    Estimate,
+}
+
+impl Provenance {
+    pub const ALL: [Provenance; 4] = [
+        Provenance::Measured,
+        Provenance::Cited,
+        Provenance::Fitted,
+        Provenance::Estimate,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Provenance::Measured => "measured",
+            Provenance::Cited => "cited",
+            Provenance::Fitted => "fitted",
+            Provenance::Estimate => "estimate",
+        }
+    }
+
+    /// The provenance a cost's documentation states: its first provenance word ("measured
+    /// elsewhere" and "cited" are cited; "fit" and "scaled" are fitted).
+    pub fn of_doc(doc: &str) -> Option<Provenance> {
+        let words: Vec<&str> = doc
+            .split(|c: char| !c.is_ascii_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .collect();
+        words.iter().enumerate().find_map(|(i, w)| match *w {
+            "measured" if words.get(i + 1) == Some(&"elsewhere") => Some(Provenance::Cited),
+            "measured" => Some(Provenance::Measured),
+            "cited" => Some(Provenance::Cited),
+            "fit" | "scaled" => Some(Provenance::Fitted),
+            "estimate" => Some(Provenance::Estimate),
+            _ => None,
+        })
+    }
 }
 
 /// What the costs of a run come from (the scenario, a floor above): a profile name and
@@ -366,6 +433,11 @@ cost_model! {
 pub trait CostSource {
     fn cost_profile(&self) -> &str;
     fn cost_overrides(&self) -> &std::collections::BTreeMap<String, f64>;
+    /// Costs the machine profile sets over the cost profile, NAME = ns (validated names);
+    /// the `[costs]` overrides win over them.
+    fn machine_costs(&self) -> Vec<(&'static str, u64)> {
+        Vec::new()
+    }
 }
 
 impl CostModel {
@@ -374,6 +446,9 @@ impl CostModel {
     /// The costs a scenario runs with: its profile, with its `[costs]` overrides (validated).
     pub fn of_scenario(scenario: &impl CostSource) -> CostModel {
         let mut cost = CostModel::profile(scenario.cost_profile()).expect("validated cost profile");
+        for (name, value_ns) in scenario.machine_costs() {
+            assert!(cost.set(name, value_ns), "machine profile cost {name}");
+        }
         for (name, value) in scenario.cost_overrides() {
             assert!(
                 cost.set(name, value.round() as u64),
@@ -414,6 +489,17 @@ impl CostModel {
             tlb_flush_ipi_ns: 1200,
             tlb_ipi_extra_cpu_ns: 100,
             ..CostModel::vm_6_18_2cpu()
+        }
+    }
+
+    /// Where cost `name` of cost profile `profile` comes from: its documentation's provenance,
+    /// except where the profile replaces the documented number by its own estimate.
+    pub fn provenance(profile: &str, name: &str) -> Option<Provenance> {
+        match (profile, name) {
+            ("x86-server", "tlb_flush_ipi_ns" | "tlb_ipi_extra_cpu_ns") => {
+                Some(Provenance::Estimate)
+            }
+            _ => Provenance::of_doc(CostModel::doc(name)?),
         }
     }
 
@@ -469,5 +555,19 @@ mod tests {
         assert_eq!(c.get("fault_4k_ns"), Some(7));
         assert!(CostModel::doc("tlb_dsb_ns").unwrap().contains("Dev Jain"));
         assert!(CostModel::doc("no_such_cost").is_none());
+    }
+
+    #[test]
+    fn every_cost_states_its_provenance() {
+        for name in CostModel::NAMES {
+            let doc = CostModel::doc(name).unwrap();
+            assert!(Provenance::of_doc(doc).is_some(), "{name}: {doc}");
+        }
+        let of = |name| Provenance::of_doc(CostModel::doc(name).unwrap());
+        assert_eq!(of("fault_4k_ns"), Some(Provenance::Measured));
+        assert_eq!(of("tlb_dsb_ns"), Some(Provenance::Cited));
+        assert_eq!(of("split_folio_ns"), Some(Provenance::Fitted));
+        assert_eq!(of("lock_handoff_ns"), Some(Provenance::Estimate));
+        assert_eq!(Provenance::of_doc("no word of it"), None);
     }
 }

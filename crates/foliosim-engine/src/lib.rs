@@ -5,6 +5,7 @@
 pub mod arch;
 pub mod cost;
 pub mod huge_alloc;
+pub mod line;
 pub mod lock;
 pub mod prefetch;
 pub mod rng;
@@ -39,6 +40,9 @@ pub struct Ctx {
     /// Cost a lock hold pays when the previous holder was another CPU (the cost model's
     /// lock_handoff_ns, carried here so every lock sees it).
     pub lock_handoff_ns: u64,
+    /// With a machine topology: the handoff cost by the previous holder's CPU and this one
+    /// (replacing `lock_handoff_ns`); None keeps the flat cost.
+    pub handoff: Option<&'static line::HandoffTable>,
     /// Time this step slept off the CPU (`WaitKind::Sleep`), included in `now_ns`.
     pub sleep_ns: u64,
     /// Time this step waited off the CPU for I/O (`WaitKind::Io`), included in `now_ns`.
@@ -56,6 +60,7 @@ impl Ctx {
             now_ns,
             step_start_ns: now_ns,
             lock_handoff_ns: 0,
+            handoff: None,
             sleep_ns: 0,
             iowait_ns: 0,
             resched_at_ns: u64::MAX,

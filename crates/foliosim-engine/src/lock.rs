@@ -97,8 +97,12 @@ impl SimLock {
             .map(|j| self.holds.get(j).cpu())
             .or(self.last_cpu);
         let mut hold_ns = hold_ns;
-        if previous_cpu.is_some_and(|c| c != ctx.cpu as u32) {
-            hold_ns += ctx.lock_handoff_ns;
+        if let Some(previous) = previous_cpu.filter(|&c| c != ctx.cpu as u32) {
+            // Flat without a topology; else by where the previous holder is (hw/contention.rs).
+            hold_ns += match ctx.handoff {
+                None => ctx.lock_handoff_ns,
+                Some(table) => table.ns(previous, ctx.cpu),
+            };
         }
         if hold_ns > 0 {
             self.holds
@@ -336,6 +340,7 @@ mod tests {
             now_ns: 100,
             step_start_ns: 0,
             lock_handoff_ns: 0,
+            handoff: None,
             sleep_ns: 0,
             iowait_ns: 0,
             resched_at_ns: u64::MAX,
@@ -345,6 +350,7 @@ mod tests {
             now_ns: 150,
             step_start_ns: 0,
             lock_handoff_ns: 0,
+            handoff: None,
             sleep_ns: 0,
             iowait_ns: 0,
             resched_at_ns: u64::MAX,
@@ -360,6 +366,7 @@ mod tests {
             now_ns: 1000,
             step_start_ns: 0,
             lock_handoff_ns: 0,
+            handoff: None,
             sleep_ns: 0,
             iowait_ns: 0,
             resched_at_ns: u64::MAX,
@@ -378,6 +385,7 @@ mod tests {
                 now_ns: 10_000,
                 step_start_ns: 0,
                 lock_handoff_ns: 0,
+                handoff: None,
                 sleep_ns: 0,
                 iowait_ns: 0,
                 resched_at_ns: u64::MAX,
@@ -390,6 +398,7 @@ mod tests {
             now_ns: 500,
             step_start_ns: 0,
             lock_handoff_ns: 0,
+            handoff: None,
             sleep_ns: 0,
             iowait_ns: 0,
             resched_at_ns: u64::MAX,
@@ -402,6 +411,7 @@ mod tests {
             now_ns: 10_050,
             step_start_ns: 0,
             lock_handoff_ns: 0,
+            handoff: None,
             sleep_ns: 0,
             iowait_ns: 0,
             resched_at_ns: u64::MAX,
@@ -409,5 +419,36 @@ mod tests {
         lock.hold(&mut during, 100);
         assert_eq!(during.now_ns, 10_200);
         assert_eq!(lock.stats.wait_ns_total, 50);
+    }
+
+    #[test]
+    fn a_handoff_costs_what_the_table_says_for_the_previous_holder() {
+        // CPUs 0 and 1 near (10 ns), 2 far (100 ns from either).
+        let table =
+            crate::line::HandoffTable::intern(3, |f, t| if f / 2 == t / 2 { 10 } else { 100 });
+        let mut lock = SimLock::new("test");
+        let at = |cpu, now_ns| Ctx {
+            lock_handoff_ns: 7,
+            handoff: Some(table),
+            ..Ctx::new(cpu, now_ns)
+        };
+        let mut c = at(0, 0);
+        lock.hold(&mut c, 50);
+        assert_eq!(c.now_ns, 50, "nobody held it before: no handoff");
+        let mut c = at(0, 100);
+        lock.hold(&mut c, 50);
+        assert_eq!(c.now_ns, 150, "the same CPU again: no handoff");
+        let mut c = at(1, 200);
+        lock.hold(&mut c, 50);
+        assert_eq!(c.now_ns, 260, "from a near CPU");
+        let mut c = at(2, 300);
+        lock.hold(&mut c, 50);
+        assert_eq!(c.now_ns, 450, "from a far CPU");
+        let mut flat = Ctx {
+            lock_handoff_ns: 7,
+            ..Ctx::new(0, 1000)
+        };
+        lock.hold(&mut flat, 50);
+        assert_eq!(flat.now_ns, 1057, "no table: the flat cost");
     }
 }

@@ -33,6 +33,12 @@ impl engine::cost::CostSource for Scenario {
     fn cost_overrides(&self) -> &std::collections::BTreeMap<String, f64> {
         &self.costs
     }
+    fn machine_costs(&self) -> Vec<(&'static str, u64)> {
+        self.machine
+            .machine_profile()
+            .map(|p| p.cost_values())
+            .unwrap_or_default()
+    }
 }
 
 use mm::Kernel;

@@ -216,6 +216,64 @@ pub struct Machine {
     /// Memory-only nodes 1, 2, ... beside node 0 (`memory`, every CPU): `[[machine.node]]`.
     #[serde(default, rename = "node", skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<NodeSpec>,
+    /// A named machine (hw/profile/): its topology and the costs it changes, each with its
+    /// source. None is `this-vm`: no topology, the cost profile unchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// Sockets, LLC domains, cores and SMT threads (hw/topology.rs); default: the profile's
+    /// (none for `this-vm`: one flat lock handoff cost, no IPI spread).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub topology: Option<TopologySpec>,
+    /// The machine is a KVM guest of a host with the profile's (bare-metal) costs: every IPI
+    /// exits to the host on both sides (hw/ipi.rs). Not with `this-vm`, whose costs were
+    /// measured inside its guest.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kvm_guest: bool,
+}
+
+/// `[machine.topology]`: the CPUs as sockets x LLC domains x cores x SMT threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopologySpec {
+    #[serde(default = "one")]
+    pub sockets: u32,
+    /// Last-level-cache domains per socket (CCXs, dies; 1 for a monolithic mesh).
+    #[serde(default = "one")]
+    pub llcs_per_socket: u32,
+    #[serde(default = "one")]
+    pub cores_per_llc: u32,
+    #[serde(default = "one")]
+    pub threads_per_core: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl TopologySpec {
+    pub fn cpus(&self) -> u32 {
+        self.sockets
+            .saturating_mul(self.llcs_per_socket)
+            .saturating_mul(self.cores_per_llc)
+            .saturating_mul(self.threads_per_core)
+    }
+}
+
+impl Machine {
+    /// The machine profile (`this-vm` when none is named); None for an unknown name.
+    pub fn machine_profile(&self) -> Option<&'static crate::hw::profile::MachineProfile> {
+        crate::hw::profile::profile(
+            self.profile
+                .as_deref()
+                .unwrap_or(crate::hw::profile::DEFAULT),
+        )
+    }
+
+    /// The topology in force: the scenario's table, else the profile's.
+    pub fn topology_spec(&self) -> Option<TopologySpec> {
+        self.topology
+            .or_else(|| self.machine_profile().and_then(|p| p.topology))
+    }
 }
 
 /// The block device under the filesystem that holds the files.
@@ -322,6 +380,9 @@ impl Default for Machine {
             iaa: None,
             disk: None,
             nodes: vec![],
+            profile: None,
+            topology: None,
+            kvm_guest: false,
         }
     }
 }
@@ -1483,6 +1544,75 @@ impl Scenario {
         toml::to_string(self).expect("a scenario always serializes")
     }
 
+    /// `machine.profile`, `[machine.topology]` and `machine.kvm_guest`.
+    fn validate_machine_profile(&self) -> Result<(), ScenarioError> {
+        let m = &self.machine;
+        let profile = m.machine_profile().ok_or_else(|| {
+            invalid(
+                "machine.profile",
+                m.profile.as_deref().unwrap_or_default(),
+                crate::hw::profile::names().join(", "),
+            )
+        })?;
+        if let Some(tlb) = profile.tlb.filter(|&t| t != m.tlb) {
+            let name = |t: TlbKind| match t {
+                TlbKind::X86Ipi => "x86-ipi",
+                TlbKind::Arm64Tlbi => "arm64-tlbi",
+            };
+            return Err(invalid(
+                "machine.tlb",
+                name(m.tlb),
+                format!(
+                    "{} (the architecture of profile {})",
+                    name(tlb),
+                    profile.name
+                ),
+            ));
+        }
+        if let Some(t) = &m.topology {
+            let fields = [
+                ("sockets", t.sockets),
+                ("llcs_per_socket", t.llcs_per_socket),
+                ("cores_per_llc", t.cores_per_llc),
+                ("threads_per_core", t.threads_per_core),
+            ];
+            for (name, value) in fields {
+                if value == 0 || value > 1024 {
+                    return Err(invalid(
+                        format!("machine.topology.{name}"),
+                        value,
+                        "1 ..= 1024",
+                    ));
+                }
+            }
+            if t.cpus() > 1024 {
+                return Err(invalid(
+                    "machine.topology",
+                    t.cpus(),
+                    "at most 1024 CPUs (sockets x llcs_per_socket x cores_per_llc x threads_per_core)",
+                ));
+            }
+        }
+        if let Some(t) = m.topology_spec() {
+            if m.cpus > t.cpus() {
+                return Err(invalid(
+                    "machine.cpus",
+                    m.cpus,
+                    format!("1 ..= {} (the topology's CPUs)", t.cpus()),
+                ));
+            }
+        }
+        if m.kvm_guest && (profile.name == crate::hw::profile::DEFAULT || m.tlb != TlbKind::X86Ipi)
+        {
+            return Err(invalid(
+                "machine.kvm_guest",
+                true,
+                "false with profile this-vm (its costs were measured in its guest) or tlb arm64-tlbi (no IPI flushes)",
+            ));
+        }
+        Ok(())
+    }
+
     /// Checks what serde's types cannot: ranges, cross references, known names.
     pub fn validate(&self) -> Result<(), ScenarioError> {
         self.report.validate()?;
@@ -1559,6 +1689,7 @@ impl Scenario {
                 CostModel::PROFILES.join(", "),
             )
         })?;
+        self.validate_machine_profile()?;
         if m.swap_devices.len() > crate::mm::swapfile::MAX_SWAPFILES {
             return Err(invalid(
                 "machine.swap",

@@ -60,6 +60,38 @@ pub struct Finished<'a> {
 pub struct Runs<'p> {
     jobs: usize,
     progress: Box<dyn FnMut(&Finished) + 'p>,
+    /// `machine.profile` for every run (`--machine-profile`); None keeps the seed's.
+    machine_profile: Option<String>,
+    /// The machines run on so far (`machine_line`), each once, in order.
+    machines: Vec<String>,
+}
+
+/// A reproduction header's line for the machine of `s`: the profile, its topology, and where
+/// the run's costs come from (measured, cited, fitted, estimate; overrides apart).
+pub fn machine_line(s: &Scenario) -> String {
+    let m = &s.machine;
+    let Some(profile) = m.machine_profile() else {
+        return format!("machine: unknown profile {:?}", m.profile);
+    };
+    let topology = match m.topology_spec() {
+        Some(t) => format!(
+            "{} sockets x {} LLCs x {} cores x {} threads, {} of {} CPUs",
+            t.sockets,
+            t.llcs_per_socket,
+            t.cores_per_llc,
+            t.threads_per_core,
+            m.cpus,
+            t.cpus()
+        ),
+        None => format!("no topology, {} CPUs", m.cpus),
+    };
+    format!(
+        "machine: {} ({topology}; cost profile {}{}); costs: {}",
+        profile.name,
+        m.cost_profile,
+        if m.kvm_guest { "; KVM guest" } else { "" },
+        profile.provenance_summary(&m.cost_profile, &s.costs)
+    )
 }
 
 impl<'p> Runs<'p> {
@@ -68,6 +100,8 @@ impl<'p> Runs<'p> {
         Runs {
             jobs: jobs.max(1),
             progress: Box::new(|_| {}),
+            machine_profile: None,
+            machines: Vec::new(),
         }
     }
 
@@ -87,6 +121,19 @@ impl<'p> Runs<'p> {
         self.jobs
     }
 
+    /// Run every scenario on machine profile `name` (validated with each scenario).
+    pub fn with_machine_profile(self, name: Option<String>) -> Runs<'p> {
+        Runs {
+            machine_profile: name,
+            ..self
+        }
+    }
+
+    /// The header of a reproduction: one line per machine its runs used.
+    pub fn machine_header(&self) -> String {
+        self.machines.iter().map(|l| format!("{l}\n")).collect()
+    }
+
     /// Run every (label, scenario) with the invariant checker as asked and `costs` overriding
     /// the profile; the results in the scenarios' order. A capture (capture.rs) sees every run
     /// in that order too, on this thread.
@@ -101,6 +148,9 @@ impl<'p> Runs<'p> {
             .map(|(label, mut s)| {
                 s.check_invariants = check_invariants;
                 s.costs = costs.clone();
+                if let Some(p) = &self.machine_profile {
+                    s.machine.profile = Some(p.clone());
+                }
                 capture::prepare(&mut s);
                 (label, s)
             })
@@ -109,6 +159,10 @@ impl<'p> Runs<'p> {
         for s in &scenarios {
             s.validate()?;
             crate::footprint::check_host(s, None)?;
+            let line = machine_line(s);
+            if !self.machines.contains(&line) {
+                self.machines.push(line);
+            }
         }
         let total = scenarios.len();
         let mut done = 0;

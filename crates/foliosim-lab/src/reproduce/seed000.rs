@@ -66,6 +66,9 @@ pub fn scenario(kernel: KernelVersion, size: &str, scale: f64, seed: u64) -> Sce
             disk: None,
             nodes: vec![],
             tlb_geometry: None,
+            profile: None,
+            topology: None,
+            kvm_guest: false,
         },
         kernel: Kernel {
             version: kernel,

@@ -58,6 +58,11 @@ pub fn machine(g: &mut Gen, cluster_lists: bool, disk_bytes: Option<u64>) -> Mac
             .into_iter()
             .collect(),
         tlb_geometry: None,
+        // Machine profiles and topologies are not drawn: the soak's sequences stay as they
+        // were (a topology changes costs, not kernel paths).
+        profile: None,
+        topology: None,
+        kvm_guest: false,
     }
 }
 

@@ -183,6 +183,12 @@ pub struct Kernel {
     pub thp_avail: thp_fault_alloc::ThpAvailState,
     /// Each CPU's state, by CPU (mm/percpu.rs).
     pub percpu: Vec<percpu::PerCpu>,
+    /// The CPUs' topology (`[machine.topology]` or the machine profile's); None: flat.
+    pub topology: Option<crate::hw::topology::Topology>,
+    /// Lock handoff costs by the previous holder's CPU (hw/contention.rs), with a topology.
+    pub lock_handoff: Option<&'static crate::engine::line::HandoffTable>,
+    /// Who pays what for IPIs (hw/ipi.rs).
+    pub ipi: crate::hw::ipi::Ipi,
     /// CPU time of TLB work by `tlb::TlbCost`, for reports.
     pub tlb_ns: [u64; 4],
     /// Every CPU's TLB contents and PMU counts (hw/tlb_cache.rs): every flush above reaches
@@ -230,6 +236,10 @@ impl Kernel {
         let cfg = KernelConfig::new(scenario);
         let cost = CostModel::of_scenario(scenario);
         let ncpus = scenario.machine.cpus as usize;
+        let topology = scenario
+            .machine
+            .topology_spec()
+            .map(|spec| crate::hw::topology::Topology::new(spec, ncpus));
         let nr_pages = scenario.machine.memory.pages() as u32;
         let mut memcgs = vec![MemCgroup::new("/".into(), None)];
         for spec in &scenario.memcgs {
@@ -343,6 +353,9 @@ impl Kernel {
         );
         let workingset = workingset::ShadowPacking::new(memcgs.len(), nodes.total_pages() as u64);
         zone.advise_sparse_below(dense_order);
+        let lock_handoff = topology
+            .as_ref()
+            .map(|t| crate::hw::contention::handoff_table(t, &cost));
         Ok(Kernel {
             cfg,
             cost,
@@ -370,6 +383,11 @@ impl Kernel {
             },
             thp_avail: Default::default(),
             percpu: percpu::PerCpu::boot(ncpus),
+            lock_handoff,
+            topology,
+            ipi: crate::hw::ipi::Ipi {
+                kvm_guest: scenario.machine.kvm_guest,
+            },
             tlb_ns: [0; 4],
             tlb_cache: crate::hw::tlb_cache::TlbCache::new(
                 crate::hw::tlb_cache::TlbGeometry::from_spec(

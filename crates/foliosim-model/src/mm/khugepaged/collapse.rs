@@ -141,11 +141,19 @@ fn revalidate(k: &Kernel, mm: u32, vma: u32, start: u32) -> Result<(), ScanResul
 
 /// tlb_remove_table_sync_one: with MMU_GATHER_RCU_TABLE_FREE (x86, arm64) an IPI to every
 /// other CPU, waited for, so that no GUP-fast walker still sees the old page table. Costed as
-/// a shootdown's IPI round (`tlb_flush_ipi_ns`, `tlb_ipi_extra_cpu_ns`) without the flushes.
+/// a shootdown's IPI round (hw/ipi.rs: by the number and spread of the other CPUs) without
+/// the flushes. The receivers' interrupt entry is not booked to them: every other CPU takes
+/// it, and booking it would move the khugepaged runs of every profile.
 fn tlb_remove_table_sync_one(k: &mut Kernel, ctx: &mut Ctx) {
-    let others = k.nr_cpus() as u64 - 1;
-    if others > 0 {
-        let ns = k.cost.tlb_flush_ipi_ns + k.cost.tlb_ipi_extra_cpu_ns * (others - 1);
+    let ncpus = k.nr_cpus();
+    let others = ncpus as u64 - 1;
+    let farthest = crate::hw::ipi::farthest(
+        k.topology.as_ref(),
+        ctx.cpu,
+        (0..ncpus).filter(|&c| c != ctx.cpu),
+    );
+    let ns = k.ipi.send_ns(&k.cost, others, farthest);
+    if ns > 0 {
         charge(k, ctx, TlbCost::Ipi, ns);
     }
 }

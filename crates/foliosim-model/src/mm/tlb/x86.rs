@@ -80,6 +80,7 @@ fn shootdown(k: &mut Kernel, ctx: &mut Ctx, mms: &[u32], pages: Option<u64>) {
         Some(nr) => k.vmstat.count(VmEvent::NrTlbLocalFlushOne, nr),
     }
     let mut remote = 0;
+    let mut farthest = None;
     let ncpus = k.nr_cpus();
     // By 64 CPUs: which are in the mask (reads only), then what the flush does to each (the
     // mask does not depend on those effects, so the order of effects is kept).
@@ -101,11 +102,14 @@ fn shootdown(k: &mut Kernel, ctx: &mut Ctx, mms: &[u32], pages: Option<u64>) {
             let cpu = first + mask.trailing_zeros() as usize;
             mask &= mask - 1;
             shootdown_cpu(k, ctx, mms, pages, cpu, &mut remote);
+            if let Some(t) = k.topology.as_ref().filter(|_| cpu != ctx.cpu) {
+                farthest = farthest.max(Some(t.distance(ctx.cpu, cpu)));
+            }
         }
     }
     if remote > 0 {
-        // The IPIs go out together; the sender waits for the slowest ack.
-        let ns = k.cost.tlb_flush_ipi_ns + k.cost.tlb_ipi_extra_cpu_ns * (remote - 1);
+        // The IPIs go out together; the sender waits for the slowest ack (hw/ipi.rs).
+        let ns = k.ipi.send_ns(&k.cost, remote, farthest);
         charge(k, ctx, TlbCost::Ipi, ns);
         k.vmstat.count(VmEvent::NrTlbRemoteFlush, 1);
         k.vmstat.count(VmEvent::NrTlbRemoteFlushReceived, remote);
@@ -124,7 +128,9 @@ fn shootdown_cpu(
 ) {
     if cpu != ctx.cpu {
         *remote += 1;
-        k.percpu[cpu].irq_ns += k.cost.tlb_flush_local_ns + k.cost.tlb_ipi_receive_ns;
+        // The receiver's interrupt and flush, booked to whatever it runs next; its TLB
+        // refills after the flush (hw/tlb_cache.rs).
+        k.percpu[cpu].irq_ns += k.cost.tlb_flush_local_ns + k.ipi.receive_ns(&k.cost);
         k.tlb_cache.shootdown_received(cpu);
     }
     // What the flush does to this CPU's TLB (hw/tlb_cache.rs): flush_tlb_func flushes a
