@@ -58,6 +58,8 @@ pub fn machine(g: &mut Gen, cluster_lists: bool, disk_bytes: Option<u64>) -> Mac
             .into_iter()
             .collect(),
         tlb_geometry: None,
+        kernel_memory: false,
+        start: None,
     }
 }
 

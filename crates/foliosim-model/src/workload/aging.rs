@@ -1,0 +1,145 @@
+//! The aging prelude of `[machine.start]`: a machine that has run for a while before the
+//! workload starts. "churn" forks processes one after another on CPU 0, each with a kernel
+//! stack, its task_struct, mm_struct and vm_area_struct, a heap of a size drawn from 64 KiB to
+//! 32 MiB (base pages: MADV_NOHUGEPAGE, as most long-running processes' heaps are under THP
+//! "madvise") written whole (its page tables with it), and `files_per_process` file lookups
+//! (a dentry and an inode each, left unused in the dcache); the oldest processes exit to keep
+//! the live heaps under `resident_percent` of memory, until `turnover` of heap was faulted.
+//! Then the processes exit down to `keep_percent` of memory (long-running services, which do
+//! not run during the workload), and the dcache shrinker frees `slab_shrink_percent` of the
+//! unused dentries and inodes, oldest first. The kernel's own mechanisms decide the rest:
+//! where each allocation lands, which pageblocks unmovable and reclaimable allocations claim or
+//! steal (mm/page_alloc/fallback.rs), what stays allocated in them.
+//!
+//! The prelude runs from boot (time 0) outside the scheduler; the workload's tasks start when
+//! it ends (`Kernel::workload_start_ns`). Its counters are reset, not reported: /proc/vmstat's
+//! events, the zones' allocation events and extfrag counts, and the lock statistics start from
+//! zero with the workload (gauges such as nr_free_pages and Slab show the state it left).
+//! Deterministic: every draw comes from the scenario seed's "aging" stream.
+
+use crate::content::ContentClass;
+use crate::engine::rng::SimRng;
+use crate::engine::Ctx;
+use crate::mm::kmem::{alloc_thread_stack, free_thread_stack};
+use crate::mm::memcontrol::ROOT_MEMCG;
+use crate::mm::memory::handle_mm_fault;
+use crate::mm::mmap::{exit_mmap, ThpAdvice};
+use crate::mm::slub::{d_alloc, kmem_cache_alloc, kmem_cache_free, prune_sb, Cache};
+use crate::mm::vmstat::VmStat;
+use crate::mm::{Kernel, MmError};
+use crate::scenario::StartSpec;
+use std::collections::VecDeque;
+
+/// Heap sizes: 16 << (0..=MAX_HEAP_SHIFT) pages, 64 KiB to 32 MiB.
+const MIN_HEAP_PAGES: u32 = 16;
+const MAX_HEAP_SHIFT: u64 = 9;
+
+/// A churn process: its mm, heap size and slab objects (task_struct, mm_struct, its VMA).
+struct Proc {
+    mm: u32,
+    heap_pages: u64,
+    objects: [(Cache, u32); 3],
+}
+
+/// Run the prelude `start` names; the workload starts when it returns.
+pub fn run_prelude(k: &mut Kernel, start: &StartSpec, seed: u64) -> Result<(), MmError> {
+    if start.prelude != "churn" {
+        return Ok(());
+    }
+    let mut ctx = Ctx::new(0, 0);
+    let mut rng = SimRng::stream(seed, "aging");
+    let memory_pages = k.zone.nr_pages as u64;
+    let resident_max = memory_pages * start.resident_percent as u64 / 100;
+    let turnover_pages = start.turnover.pages();
+    let (mut live, mut resident, mut faulted) = (VecDeque::new(), 0u64, 0u64);
+    while faulted < turnover_pages {
+        let heap_pages = (MIN_HEAP_PAGES as u64) << rng.below(MAX_HEAP_SHIFT + 1);
+        while resident + heap_pages > resident_max {
+            let Some(p) = live.pop_front() else { break };
+            resident -= exit_proc(k, &mut ctx, p);
+        }
+        let p = fork_proc(k, &mut ctx, heap_pages, start.files_per_process)?;
+        resident += p.heap_pages;
+        faulted += p.heap_pages;
+        live.push_back(p);
+    }
+    let keep = memory_pages * start.keep_percent as u64 / 100;
+    while resident > keep {
+        let Some(p) = live.pop_front() else { break };
+        resident -= exit_proc(k, &mut ctx, p);
+    }
+    let unused = k.kmem.slabs.nr_unused_dentries();
+    prune_sb(
+        k,
+        &mut ctx,
+        2 * unused * start.slab_shrink_percent as u64 / 100,
+    );
+    // The survivors keep their memory; the scheduler sees no task of theirs.
+    k.workload_start_ns = ctx.now_ns;
+    reset_counters(k);
+    Ok(())
+}
+
+/// fork + exec of a churn process: its kernel objects and stack, a heap written whole, its
+/// file lookups.
+fn fork_proc(k: &mut Kernel, ctx: &mut Ctx, heap_pages: u64, files: u32) -> Result<Proc, MmError> {
+    let mm = k.new_mm(ROOT_MEMCG, ContentClass::default());
+    let objects = [
+        (
+            Cache::TaskStruct,
+            kmem_cache_alloc(k, ctx, Cache::TaskStruct)?,
+        ),
+        (Cache::MmStruct, kmem_cache_alloc(k, ctx, Cache::MmStruct)?),
+        (
+            Cache::VmAreaStruct,
+            kmem_cache_alloc(k, ctx, Cache::VmAreaStruct)?,
+        ),
+    ];
+    alloc_thread_stack(k, ctx, mm)?;
+    k.mms[mm as usize].try_mmap(0, heap_pages as u32, ThpAdvice::NoHugepage)?;
+    let mut index = 0;
+    while (index as u64) < heap_pages {
+        let (start, order) = handle_mm_fault(k, ctx, mm, 0, index, true)?;
+        index = start + (1 << order);
+    }
+    for _ in 0..files {
+        d_alloc(k, ctx, crate::mm::folio::NIL)?;
+    }
+    Ok(Proc {
+        mm,
+        heap_pages,
+        objects,
+    })
+}
+
+/// A churn process exits: its address space, stack and objects. Returns its heap pages.
+fn exit_proc(k: &mut Kernel, ctx: &mut Ctx, p: Proc) -> u64 {
+    exit_mmap(k, ctx, p.mm);
+    free_thread_stack(k, ctx, p.mm);
+    for (cache, id) in p.objects {
+        kmem_cache_free(k, ctx, cache, id);
+    }
+    p.heap_pages
+}
+
+/// The prelude's counters are not the workload's: events, extfrag and lock statistics restart.
+fn reset_counters(k: &mut Kernel) {
+    k.vmstat = VmStat::default();
+    for nid in 0..k.nodes.nr_nodes() {
+        let z = k.node_zone_mut(nid);
+        z.events = VmStat::default();
+        z.extfrag = Default::default();
+        z.lock.stats = Default::default();
+    }
+    for cg in &mut k.memcgs {
+        cg.lruvec.lru_lock.stats = Default::default();
+    }
+    for m in &mut k.mms {
+        m.mmap_lock.stats = Default::default();
+    }
+    for bus in [&mut k.membw, &mut k.tlb_bus] {
+        bus.busy_ns = Default::default();
+        bus.alone_ns = Default::default();
+    }
+    k.tlb_ns = Default::default();
+}
