@@ -66,6 +66,8 @@ pub fn scenario(kernel: KernelVersion, size: &str, scale: f64, seed: u64) -> Sce
             disk: None,
             nodes: vec![],
             tlb_geometry: None,
+            kernel_memory: false,
+            start: None,
         },
         kernel: Kernel {
             version: kernel,

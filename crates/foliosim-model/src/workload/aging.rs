@@ -51,8 +51,9 @@ pub fn run_prelude(k: &mut Kernel, start: &StartSpec, seed: u64) -> Result<(), M
     let memory_pages = k.zone.nr_pages as u64;
     let resident_max = memory_pages * start.resident_percent as u64 / 100;
     let turnover_pages = start.turnover.pages();
-    let (mut live, mut resident, mut faulted) = (VecDeque::new(), 0u64, 0u64);
-    while faulted < turnover_pages {
+    let pool = file_pool(k, &mut rng, memory_pages)?;
+    let (mut live, mut resident, mut turned) = (VecDeque::new(), 0u64, 0u64);
+    while turned < turnover_pages {
         let heap_pages = (MIN_HEAP_PAGES as u64) << rng.below(MAX_HEAP_SHIFT + 1);
         while resident + heap_pages > resident_max {
             let Some(p) = live.pop_front() else { break };
@@ -60,13 +61,21 @@ pub fn run_prelude(k: &mut Kernel, start: &StartSpec, seed: u64) -> Result<(), M
         }
         let p = fork_proc(k, &mut ctx, heap_pages, start.files_per_process)?;
         resident += p.heap_pages;
-        faulted += p.heap_pages;
+        turned += p.heap_pages;
+        if !pool.is_empty() {
+            let file = pool[rng.below(pool.len() as u64) as usize];
+            turned += rewrite_file(k, &mut ctx, p.mm, file)?;
+        }
         live.push_back(p);
     }
-    let keep = memory_pages * start.keep_percent as u64 / 100;
-    while resident > keep {
-        let Some(p) = live.pop_front() else { break };
-        resident -= exit_proc(k, &mut ctx, p);
+    // The newest processes that fit in keep_percent stay (long-running services).
+    let mut keep = memory_pages * start.keep_percent as u64 / 100;
+    while let Some(p) = live.pop_back() {
+        if p.heap_pages <= keep {
+            keep -= p.heap_pages;
+        } else {
+            exit_proc(k, &mut ctx, p);
+        }
     }
     let unused = k.kmem.slabs.nr_unused_dentries();
     prune_sb(
@@ -112,6 +121,48 @@ fn fork_proc(k: &mut Kernel, ctx: &mut Ctx, heap_pages: u64, files: u32) -> Resu
     })
 }
 
+/// The file churn's files, on the scenario's disk after its `[[file]]`s: sizes drawn like
+/// the heaps', 64 KiB to 16 MiB, up to twice the memory or 90% of the disk space left. None
+/// without a disk.
+fn file_pool(k: &mut Kernel, rng: &mut SimRng, memory_pages: u64) -> Result<Vec<u32>, MmError> {
+    let Some(disk) = &k.pagecache.disk else {
+        return Ok(Vec::new());
+    };
+    let mut room = ((disk.nr_pages - disk.used_pages) * 9 / 10).min(2 * memory_pages);
+    let mut pool = Vec::new();
+    loop {
+        let pages = (MIN_HEAP_PAGES as u64) << rng.below(MAX_HEAP_SHIFT);
+        if pages > room {
+            return Ok(pool);
+        }
+        let id = k.pagecache.files.len() as u32;
+        k.pagecache.create(id, pages as u32)?;
+        room -= pages;
+        pool.push(id);
+    }
+}
+
+/// A file deleted and written anew, then read whole (cp over it, then a reader): its cached
+/// pages are dropped, and the read fills the page cache again (reclaiming older cache as
+/// memory runs out). Returns the pages read.
+fn rewrite_file(k: &mut Kernel, ctx: &mut Ctx, mm: u32, file: u32) -> Result<u64, MmError> {
+    let nr_pages = k.pagecache.file(file)?.nr_pages;
+    for index in 0..nr_pages {
+        if let Some(pfn) = k.pagecache.file(file)?.lookup(index) {
+            crate::mm::filemap::folio_wait_locked(k, ctx, pfn);
+            if k.pagecache.file(file)?.lookup(index) == Some(pfn) {
+                crate::mm::filemap::filemap_remove_folio(k, ctx, pfn, None);
+            }
+        }
+    }
+    crate::mm::slub::lookup_file(k, ctx, file)?;
+    let mut index = 0;
+    while index < nr_pages {
+        index += crate::mm::filemap::read::filemap_read_step(k, ctx, mm, file, index, nr_pages)?;
+    }
+    Ok(nr_pages as u64)
+}
+
 /// A churn process exits: its address space, stack and objects. Returns its heap pages.
 fn exit_proc(k: &mut Kernel, ctx: &mut Ctx, p: Proc) -> u64 {
     exit_mmap(k, ctx, p.mm);
@@ -142,4 +193,52 @@ fn reset_counters(k: &mut Kernel) {
         bus.alone_ns = Default::default();
     }
     k.tlb_ns = Default::default();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mm::page_alloc::{MigrateType, PAGEBLOCK_ORDER};
+    use crate::Scenario;
+
+    const AGED: &str = r#"
+seed = 7
+[machine]
+cpus = 4
+memory = "256M"
+[machine.start]
+prelude = "churn"
+turnover = "1G"
+[machine.disk]
+kind = "ssd"
+size = "1G"
+[[workload]]
+kind = "usemem"
+nproc = 1
+size = "1M"
+"#;
+
+    fn aged(text: &str) -> Kernel {
+        let s = Scenario::from_toml_str(text).unwrap();
+        let mut k = Kernel::new(&s);
+        run_prelude(&mut k, s.machine.start.as_ref().unwrap(), s.seed).unwrap();
+        crate::mm::invariants::check(&k).unwrap();
+        k
+    }
+
+    #[test]
+    fn debug_state() {
+        let k = aged(AGED);
+        let a = k.zone.free_area();
+        eprintln!("{:?}", k.kmem.gauges());
+        eprintln!("{:?}", a.nr_pageblocks);
+        eprintln!("order9+ free {}", a.nr_free(9) + 2 * a.nr_free(10));
+        eprintln!(
+            "start {} cache {} free {}",
+            k.workload_start_ns,
+            k.pagecache.nr_pages,
+            k.zone.nr_free_pages()
+        );
+        let _ = (MigrateType::Movable, PAGEBLOCK_ORDER);
+    }
 }
