@@ -147,3 +147,115 @@ pub fn free_thread_stack(k: &mut Kernel, ctx: &mut Ctx, mm: u32) {
         k.free_pages(ctx, p, 0);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mm::invariants::check;
+    use crate::mm::memory::handle_mm_fault;
+    use crate::mm::mmap::{vm_munmap, ThpAdvice};
+    use crate::mm::slub::{kmem_cache_alloc, kmem_cache_free, lookup_file, prune_sb, Cache};
+    use crate::Scenario;
+
+    fn kernel(kernel_memory: bool) -> (Kernel, Ctx) {
+        let text = format!(
+            r#"
+[machine]
+cpus = 2
+memory = "64M"
+kernel_memory = {kernel_memory}
+[machine.disk]
+kind = "ssd"
+size = "64M"
+[[file]]
+name = "f"
+size = "1M"
+[[workload]]
+kind = "usemem"
+nproc = 1
+size = "1M"
+"#
+        );
+        let k = Kernel::new(&Scenario::from_toml_str(&text).unwrap());
+        (k, Ctx::new(0, 0))
+    }
+
+    fn free_pages(k: &mut Kernel, ctx: &mut Ctx) -> u64 {
+        k.zone.drain_all_pages(ctx);
+        k.zone.nr_free_pages()
+    }
+
+    #[test]
+    fn page_tables_follow_faults_and_go_with_the_vma() {
+        let (mut k, mut ctx) = kernel(true);
+        let before = free_pages(&mut k, &mut ctx);
+        let mm = k.new_mm(0, Default::default());
+        k.mms[mm as usize].mmap(0, 1024 + 8, ThpAdvice::NoHugepage);
+        // Pages 0, 1 and 600 (two 2 MiB ranges) and 1030 (a third): 3 PTE pages, a PMD, PUD,
+        // PGD.
+        for index in [0, 1, 600, 1030] {
+            handle_mm_fault(&mut k, &mut ctx, mm, 0, index, true).unwrap();
+        }
+        assert_eq!(k.kmem.nr_page_table_pages, 6);
+        check(&k).unwrap();
+        vm_munmap(&mut k, &mut ctx, mm, 0);
+        assert_eq!(k.kmem.nr_page_table_pages, 2, "PGD and PUD stay until exit");
+        crate::mm::mmap::exit_mmap(&mut k, &mut ctx, mm);
+        assert_eq!(k.kmem.nr_page_table_pages, 0);
+        check(&k).unwrap();
+        assert_eq!(free_pages(&mut k, &mut ctx), before);
+    }
+
+    #[test]
+    fn stacks_and_slabs_are_held_then_freed() {
+        let (mut k, mut ctx) = kernel(true);
+        let before = free_pages(&mut k, &mut ctx);
+        alloc_thread_stack(&mut k, &mut ctx, 0).unwrap();
+        alloc_thread_stack(&mut k, &mut ctx, 0).unwrap();
+        assert_eq!(k.kmem.kernel_stack_kb(), 32);
+        let tasks: Vec<u32> = (0..10)
+            .map(|_| kmem_cache_alloc(&mut k, &mut ctx, Cache::TaskStruct).unwrap())
+            .collect();
+        lookup_file(&mut k, &mut ctx, 0).unwrap();
+        lookup_file(&mut k, &mut ctx, 0).unwrap();
+        let (recl, unrecl) = k.kmem.slabs.nr_pages();
+        // 10 task_structs, 3 to an order-3 slab: 4 slabs; a dentry slab (order 0) and an
+        // inode slab (order 2 for 2 CPUs: 13 inodes of 1192 bytes, 888 bytes left over).
+        assert_eq!(unrecl, 4 * 8);
+        assert_eq!(recl, 1 + 4);
+        assert!(free_pages(&mut k, &mut ctx) < before);
+        check(&k).unwrap();
+        for id in tasks {
+            kmem_cache_free(&mut k, &mut ctx, Cache::TaskStruct, id);
+        }
+        assert_eq!(prune_sb(&mut k, &mut ctx, 2), 2);
+        free_thread_stack(&mut k, &mut ctx, 0);
+        free_thread_stack(&mut k, &mut ctx, 0);
+        check(&k).unwrap();
+        // Empty slabs are kept while fewer than min_partial are partial (5 each here).
+        let (recl, unrecl) = k.kmem.slabs.nr_pages();
+        assert_eq!((recl, unrecl), (1 + 4, 4 * 8));
+        assert_eq!(k.kmem.kernel_stack_kb(), 0);
+    }
+
+    #[test]
+    fn kernel_allocations_take_unmovable_and_reclaimable_pageblocks() {
+        use crate::mm::page_alloc::MigrateType;
+        let (mut k, mut ctx) = kernel(true);
+        alloc_thread_stack(&mut k, &mut ctx, 0).unwrap();
+        lookup_file(&mut k, &mut ctx, 0).unwrap();
+        let blocks = k.zone.free_area().nr_pageblocks;
+        assert!(blocks[MigrateType::Unmovable as usize] >= 1, "{blocks:?}");
+        assert!(blocks[MigrateType::Reclaimable as usize] >= 1, "{blocks:?}");
+    }
+
+    #[test]
+    fn off_by_default_nothing_is_allocated() {
+        let (mut k, mut ctx) = kernel(false);
+        let mm = k.new_mm(0, Default::default());
+        k.mms[mm as usize].mmap(0, 16, ThpAdvice::NoHugepage);
+        handle_mm_fault(&mut k, &mut ctx, mm, 0, 0, true).unwrap();
+        assert_eq!(k.kmem.nr_page_table_pages, 0);
+        assert!(!k.vmstat_map(0).contains_key("PageTables_kB"));
+    }
+}

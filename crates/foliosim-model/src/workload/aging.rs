@@ -226,19 +226,83 @@ size = "1M"
         k
     }
 
-    #[test]
-    fn debug_state() {
-        let k = aged(AGED);
+    fn fresh_of(text: &str) -> Kernel {
+        let s = Scenario::from_toml_str(text).unwrap();
+        Kernel::new(&s)
+    }
+
+    /// Free blocks of pageblock order or more, in pageblocks.
+    fn free_pageblocks(k: &Kernel) -> u32 {
         let a = k.zone.free_area();
-        eprintln!("{:?}", k.kmem.gauges());
-        eprintln!("{:?}", a.nr_pageblocks);
-        eprintln!("order9+ free {}", a.nr_free(9) + 2 * a.nr_free(10));
-        eprintln!(
-            "start {} cache {} free {}",
-            k.workload_start_ns,
-            k.pagecache.nr_pages,
-            k.zone.nr_free_pages()
+        (PAGEBLOCK_ORDER..=crate::mm::page_alloc::MAX_PAGE_ORDER)
+            .map(|o| a.nr_free(o) << (o - PAGEBLOCK_ORDER))
+            .sum()
+    }
+
+    #[test]
+    fn the_prelude_is_deterministic() {
+        let (a, b) = (aged(AGED), aged(AGED));
+        assert_eq!(a.zone.buddyinfo(), b.zone.buddyinfo());
+        assert_eq!(a.zone.pagetypeinfo(), b.zone.pagetypeinfo());
+        assert_eq!(a.kmem.gauges(), b.kmem.gauges());
+        assert_eq!(a.workload_start_ns, b.workload_start_ns);
+    }
+
+    #[test]
+    fn an_aged_machine_has_polluted_pageblocks_and_fewer_free_ones() {
+        let fresh = fresh_of(AGED);
+        let k = aged(AGED);
+        let blocks = k.zone.free_area().nr_pageblocks;
+        assert_eq!(
+            fresh.zone.free_area().nr_pageblocks[MigrateType::Unmovable as usize],
+            0
         );
-        let _ = (MigrateType::Movable, PAGEBLOCK_ORDER);
+        assert!(blocks[MigrateType::Unmovable as usize] > 0, "{blocks:?}");
+        assert!(blocks[MigrateType::Reclaimable as usize] > 0, "{blocks:?}");
+        let (f, a) = (free_pageblocks(&fresh), free_pageblocks(&k));
+        assert!(a < f / 2, "free pageblocks: aged {a}, fresh {f}");
+        // The prelude's counters are gone; its state (kernel memory, page cache) is not.
+        assert_eq!(
+            k.vm_events().to_map().get("pgfault").copied().unwrap_or(0),
+            0
+        );
+        let g: std::collections::BTreeMap<_, _> = k.kmem.gauges().into_iter().collect();
+        assert!(g["PageTables_kB"] > 0 && g["KernelStack_kB"] > 0 && g["SReclaimable_kB"] > 0);
+        assert!(k.pagecache.nr_pages > 0 && k.workload_start_ns > 0);
+    }
+
+    #[test]
+    fn invalid_start_values_name_the_field() {
+        let bad = |from: &str, to: &str| {
+            let text = AGED.replace(from, to);
+            match Scenario::from_toml_str(&text) {
+                Err(e) => e.to_string(),
+                Ok(_) => panic!("{to} accepted"),
+            }
+        };
+        let e = bad("prelude = \"churn\"", "prelude = \"old\"");
+        assert!(
+            e.contains("machine.start.prelude") && e.contains("fresh, churn"),
+            "{e}"
+        );
+        let e = bad(
+            "turnover = \"1G\"",
+            "turnover = \"1G\"\nresident_percent = 95",
+        );
+        assert!(
+            e.contains("machine.start.resident_percent") && e.contains("5 ..= 90"),
+            "{e}"
+        );
+        let e = bad("turnover = \"1G\"", "turnover = \"1G\"\nkeep_percent = 80");
+        assert!(e.contains("machine.start.keep_percent"), "{e}");
+        let e = bad("turnover = \"1G\"", "turnover = \"1M\"");
+        assert!(e.contains("machine.start.turnover"), "{e}");
+        let e = bad(
+            "turnover = \"1G\"",
+            "turnover = \"1G\"\nslab_shrink_percent = 101",
+        );
+        assert!(e.contains("machine.start.slab_shrink_percent"), "{e}");
+        let e = bad("turnover = \"1G\"", "turnover = \"1G\"\nage = 3");
+        assert!(e.contains("age"), "{e}");
     }
 }
