@@ -81,6 +81,15 @@ pub fn run_with(
     // Before anything big is allocated: a scenario too big for this host is an error.
     footprint::check_host(scenario, None)?;
     let mut k = Kernel::try_new(scenario)?;
+    if let Some(start) = &scenario.machine.start {
+        workload::aging::run_prelude(&mut k, start, scenario.seed).map_err(|error| {
+            SimError::Mm {
+                task: "aging prelude".into(),
+                at_ns: 0,
+                error,
+            }
+        })?;
+    }
     let mut tasks = Vec::new();
     for (w, spec) in scenario.workloads.iter().enumerate() {
         let mut specs = workload::tasks_for(spec, scenario);
@@ -90,6 +99,9 @@ pub fn run_with(
         for m in &mut k.mms[first_mm..] {
             m.oom_score_adj = spec.oom_score_adj() as i16;
         }
+    }
+    if k.kmem.enabled {
+        alloc_task_stacks(&mut k, &tasks)?;
     }
     let any = observers.any();
     let stats = run_tasks_observed(
@@ -128,7 +140,7 @@ pub fn run_with(
             .map_or("none", |d| d.allocator.name())
             .into(),
         seed: scenario.seed,
-        simulated_ns: stats.simulated_ns,
+        simulated_ns: stats.simulated_ns - k.workload_start_ns,
         steps: stats.steps,
         cpu_user_ns: users().map(|t| t.user_ns).sum(),
         cpu_sys_ns: users().map(|t| t.sys_ns).sum(),
@@ -243,6 +255,20 @@ pub fn spawn_tasks(
         };
         tasks.push(Task::new(t.name, mm, w, t.ops));
     }
+}
+
+/// Every user task's kernel stack (copy_process's dup_task_struct), allocated when the tasks
+/// are created, before the workload starts (kernel threads' stacks are left out).
+fn alloc_task_stacks(k: &mut Kernel, tasks: &[Task]) -> Result<(), SimError> {
+    let mut ctx = engine::Ctx::new(0, k.workload_start_ns);
+    for t in tasks.iter().filter(|t| t.mm != mm::folio::NIL) {
+        mm::kmem::alloc_thread_stack(k, &mut ctx, t.mm).map_err(|error| SimError::Mm {
+            task: t.name.clone(),
+            at_ns: ctx.now_ns,
+            error,
+        })?;
+    }
+    Ok(())
 }
 
 /// CPU time of the costs charged through hw/membw.rs and mm/tlb/, by cost name; "other" is

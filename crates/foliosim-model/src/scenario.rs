@@ -229,6 +229,13 @@ pub struct Machine {
     /// measured inside its guest.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub kvm_guest: bool,
+    /// Slab caches, page tables and kernel stacks allocated from the buddy allocator
+    /// (mm/kmem.rs). Off by default; an aged start turns it on.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub kernel_memory: bool,
+    /// `[machine.start]`: an aged start (workload/aging.rs) instead of a fresh boot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<StartSpec>,
 }
 
 /// `[machine.topology]`: the CPUs as sockets x LLC domains x cores x SMT threads.
@@ -273,6 +280,112 @@ impl Machine {
     pub fn topology_spec(&self) -> Option<TopologySpec> {
         self.topology
             .or_else(|| self.machine_profile().and_then(|p| p.topology))
+    }
+}
+
+impl Machine {
+    /// Kernel memory is modelled: asked for, or implied by an aged start.
+    pub fn kernel_memory_on(&self) -> bool {
+        self.kernel_memory || self.start.as_ref().is_some_and(|s| s.prelude != "fresh")
+    }
+}
+
+/// `[machine.start]`: the aging prelude run before the workload (workload/aging.rs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StartSpec {
+    /// "fresh" (boot state: nothing run) or "churn" (process, file and slab churn).
+    pub prelude: String,
+    /// Anonymous memory the churn's processes fault in over the prelude, in total.
+    #[serde(default = "default_turnover")]
+    pub turnover: Bytes,
+    /// Memory the churn's live processes use at most, % of `machine.memory`.
+    #[serde(default = "default_resident_percent")]
+    pub resident_percent: u32,
+    /// Memory of the processes still running when the workload starts (long-running
+    /// services), % of `machine.memory`; at most `resident_percent`.
+    #[serde(default = "default_keep_percent")]
+    pub keep_percent: u32,
+    /// Files each churn process looks up (a dentry and an inode each).
+    #[serde(default = "default_files_per_process")]
+    pub files_per_process: u32,
+    /// Unused dentries and inodes the slab churn shrinks at the end of the prelude, %.
+    #[serde(default = "default_slab_shrink_percent")]
+    pub slab_shrink_percent: u32,
+}
+
+fn default_turnover() -> Bytes {
+    Bytes(4 << 30)
+}
+fn default_resident_percent() -> u32 {
+    70
+}
+fn default_keep_percent() -> u32 {
+    5
+}
+fn default_files_per_process() -> u32 {
+    512
+}
+fn default_slab_shrink_percent() -> u32 {
+    50
+}
+
+impl StartSpec {
+    /// The prelude's fields in range, each error naming the field and what it allows.
+    pub fn validate(&self, memory: Bytes) -> Result<(), ScenarioError> {
+        if !matches!(self.prelude.as_str(), "fresh" | "churn") {
+            return Err(invalid(
+                "machine.start.prelude",
+                &self.prelude,
+                "fresh, churn",
+            ));
+        }
+        if self.turnover.0 > 1 << 44 {
+            return Err(invalid(
+                "machine.start.turnover",
+                format_size(self.turnover.0),
+                "0 ..= 16T",
+            ));
+        }
+        if self.prelude == "churn" && self.turnover.0 < memory.0 / 16 {
+            return Err(invalid(
+                "machine.start.turnover",
+                format_size(self.turnover.0),
+                format!(
+                    "at least 1/16 of machine.memory ({}) for prelude = \"churn\"",
+                    format_size(memory.0 / 16)
+                ),
+            ));
+        }
+        if !(5..=90).contains(&self.resident_percent) {
+            return Err(invalid(
+                "machine.start.resident_percent",
+                self.resident_percent,
+                "5 ..= 90",
+            ));
+        }
+        if self.keep_percent > self.resident_percent {
+            return Err(invalid(
+                "machine.start.keep_percent",
+                self.keep_percent,
+                format!("0 ..= resident_percent ({})", self.resident_percent),
+            ));
+        }
+        if self.files_per_process > 100_000 {
+            return Err(invalid(
+                "machine.start.files_per_process",
+                self.files_per_process,
+                "0 ..= 100000",
+            ));
+        }
+        if self.slab_shrink_percent > 100 {
+            return Err(invalid(
+                "machine.start.slab_shrink_percent",
+                self.slab_shrink_percent,
+                "0 ..= 100",
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -383,6 +496,8 @@ impl Default for Machine {
             profile: None,
             topology: None,
             kvm_guest: false,
+            kernel_memory: false,
+            start: None,
         }
     }
 }
@@ -1626,6 +1741,9 @@ impl Scenario {
         }
         if m.cpus == 0 || m.cpus > 1024 {
             return Err(invalid("machine.cpus", m.cpus, "1 ..= 1024"));
+        }
+        if let Some(start) = &m.start {
+            start.validate(m.memory)?;
         }
         let bw = m.memory_bandwidth_bytes_per_s;
         if bw != 0 && !(100_000_000..=100_000_000_000_000).contains(&bw) {

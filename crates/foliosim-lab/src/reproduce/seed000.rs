@@ -69,6 +69,8 @@ pub fn scenario(kernel: KernelVersion, size: &str, scale: f64, seed: u64) -> Sce
             profile: None,
             topology: None,
             kvm_guest: false,
+            kernel_memory: false,
+            start: None,
         },
         kernel: Kernel {
             version: kernel,

@@ -63,6 +63,8 @@ pub fn machine(g: &mut Gen, cluster_lists: bool, disk_bytes: Option<u64>) -> Mac
         profile: None,
         topology: None,
         kvm_guest: false,
+        kernel_memory: false,
+        start: None,
     }
 }
 

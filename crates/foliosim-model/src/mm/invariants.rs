@@ -81,6 +81,17 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             }
         }
     }
+    // Kernel memory (mm/kmem.rs): slab, page-table and stack pages, each held once.
+    k.kmem.check().map_err(|e| format!("kernel memory: {e}"))?;
+    for (pfn, order) in k.kmem.held_blocks() {
+        for p in pfn..pfn + (1 << order) {
+            if free[p as usize] || std::mem::replace(&mut held[p as usize], true) {
+                return Err(format!(
+                    "pfn {p} held as kernel memory is also free or held twice"
+                ));
+            }
+        }
+    }
     // A completion time exactly for the folios under writeback or read (mm/folio.rs).
     let io = flags::WRITEBACK | flags::LOCKED;
     if let Some(p) = f.writeback_done_pfns().find(|&p| !f.test(p, io)) {

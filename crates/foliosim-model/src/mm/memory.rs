@@ -166,6 +166,9 @@ fn handle_fault_in(k: &mut Kernel, ctx: &mut Ctx, mut vmf: VmFault) -> Result<(u
     if pte.is_hole() {
         return Err(MmError::Segv { vma, index });
     }
+    if k.kmem.enabled {
+        super::pgtable::pte_alloc(k, ctx, mm, vma, index)?;
+    }
     vmf.resumed = k.current.resume_fault(mm, vma, index);
     if vmf.resumed.is_none() {
         k.vmstat.count(VmEvent::Pgfault, 1);

@@ -313,6 +313,9 @@ fn unmap_vma(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32) -> u64 {
     k.mms[mm as usize].mmap_lock.write_lock(ctx);
     let span = zap_range(k, ctx, mm, vma, 0, nr);
     filemap::unlink_file_vma(k, mm, vma);
+    if k.kmem.enabled {
+        super::pgtable::free_pgtables(k, ctx, mm, vma);
+    }
     let m = &mut k.mms[mm as usize];
     m.vmas[vma as usize] = None;
     m.mmap_lock.write_unlock(ctx);
@@ -332,6 +335,9 @@ pub fn exit_mmap(k: &mut Kernel, ctx: &mut Ctx, mm: u32) {
     if mapped {
         let arch = k.cfg.tlb;
         arch.flush_range(k, ctx, mm, u64::MAX);
+    }
+    if k.kmem.enabled {
+        super::pgtable::free_pgd(k, ctx, mm);
     }
 }
 

@@ -11,6 +11,7 @@ pub mod gup;
 pub mod huge_memory;
 pub mod invariants;
 pub mod khugepaged;
+pub mod kmem;
 pub mod kthread;
 pub mod lruvec;
 pub mod madvise;
@@ -28,10 +29,12 @@ pub mod page_io;
 pub mod page_writeback;
 pub mod per_order;
 pub mod percpu;
+pub mod pgtable;
 pub mod preempt;
 pub mod readahead;
 pub mod rmap;
 pub mod shrinker;
+pub mod slub;
 pub mod swap_alloc;
 pub mod swap_devstore;
 pub mod swap_readahead;
@@ -223,6 +226,10 @@ pub struct Kernel {
     /// Some VMA has had an Access range's set of special pages (mm/access.rs): until then
     /// reclaim's accessed-bit hook has nothing to update.
     pub access_sets: bool,
+    /// Slab, page tables and kernel stacks (mm/kmem.rs); `enabled` false leaves them out.
+    pub kmem: kmem::KernelMem,
+    /// When the workload starts: the end of the aging prelude (workload/aging.rs), else 0.
+    pub workload_start_ns: u64,
 }
 
 impl Kernel {
@@ -412,6 +419,8 @@ impl Kernel {
             current: Default::default(),
             in_lru_fault: false,
             access_sets: false,
+            kmem: kmem::KernelMem::new(scenario.machine.kernel_memory_on(), ncpus as u32),
+            workload_start_ns: 0,
         })
     }
 
@@ -420,6 +429,11 @@ impl Kernel {
         let mut m = self.vm_events().to_map();
         for (name, value) in filemap::gauges(self, now_ns) {
             m.insert(name.to_string(), value);
+        }
+        if self.kmem.enabled {
+            for (name, value) in self.kmem.gauges() {
+                m.insert(name.to_string(), value);
+            }
         }
         m
     }

@@ -1,6 +1,7 @@
 //! shrink_slab (mm/shrinker.c) for the shrinkers of the model's memory, called by reclaim for
 //! each memcg it shrinks (shrink_node_memcgs, and memcg reclaim). Today that is the THP
-//! deferred split shrinker ("thp-deferred_split", memcg and NUMA aware, non-slab); zswap's
+//! deferred split shrinker ("thp-deferred_split", memcg and NUMA aware, non-slab) and, when
+//! kernel memory is modelled, the superblock's dcache/icache shrinker (mm/slub.rs); zswap's
 //! shrinker keeps its own entry point in memcg reclaim (zswap::shrinker_scan).
 //!
 //! do_shrink_slab's arithmetic: the shrinker reports `freeable` objects; the work asked of it is
@@ -24,9 +25,10 @@ const SHRINK_BATCH: u64 = 128;
 /// pages they free go back to the buddy allocator and raise free memory, but are not counted as
 /// reclaimed, as the kernel counts only slab pages through reclaim_state).
 pub fn shrink_slab(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, priority: u32) -> u64 {
+    let sb_freed = super_cache_shrink_root(k, ctx, memcg, priority);
     let freeable = deferred_split_count(k, memcg);
     if freeable == 0 {
-        return 0;
+        return sb_freed;
     }
     // follows do_shrink_slab (mm/shrinker.c), seeks = 0
     let nr = std::mem::take(&mut k.deferred_split[memcg as usize].nr_deferred);
@@ -45,7 +47,16 @@ pub fn shrink_slab(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, priority: u32) -> 
     }
     let next_deferred = (nr + delta).saturating_sub(scanned).min(2 * freeable);
     k.deferred_split[memcg as usize].nr_deferred = next_deferred;
-    freed
+    freed + sb_freed
+}
+
+/// The superblock (dcache and icache) shrinker when kernel memory is modelled (mm/slub.rs):
+/// not memcg aware in the model (slab objects are not charged), so called for the root only.
+fn super_cache_shrink_root(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, priority: u32) -> u64 {
+    if !k.kmem.enabled || memcg != super::memcontrol::ROOT_MEMCG {
+        return 0;
+    }
+    super::slub::super_cache_shrink(k, ctx, priority)
 }
 
 #[cfg(test)]

@@ -119,8 +119,8 @@ pub fn run_tasks_observed(
     }
     let start_ns = (0..tasks.len())
         .map(|tid| match tid {
-            0 => 0,
-            _ => rng.below(slice_ns / START_JITTER_SLICES),
+            0 => k.workload_start_ns,
+            _ => k.workload_start_ns + rng.below(slice_ns / START_JITTER_SLICES),
         })
         .collect();
     let mut q = Queues::new(ncpus, slice_ns, start_ns);

@@ -136,6 +136,9 @@ pub(super) fn step(
             if m.mm_users == 0 {
                 exit_mmap(k, ctx, mm);
             }
+            if k.kmem.enabled {
+                crate::mm::kmem::free_thread_stack(k, ctx, mm);
+            }
             return Ok(UserNext::Exit);
         }
         Op::Barrier { id, parties } => {
@@ -171,11 +174,17 @@ pub(super) fn step(
             shared,
         } => {
             ctx.spend(k.cost.syscall_ns);
+            if k.kmem.enabled {
+                crate::mm::slub::lookup_file(k, ctx, file)?;
+            }
             filemap::mmap_file(k, mm, vma, file, offset_pages, nr_pages, shared)?;
         }
         Op::ReadFile { file, first, nr } => {
             if p.cursor == 0 {
                 ctx.spend(k.cost.syscall_ns);
+                if k.kmem.enabled {
+                    crate::mm::slub::lookup_file(k, ctx, file)?;
+                }
             }
             let done =
                 filemap::read::filemap_read_step(k, ctx, mm, file, first + p.cursor, first + nr)?;

@@ -1,5 +1,6 @@
 //! Workloads: generators of memory operations per task. One definition serves every backend.
 
+pub mod aging;
 pub mod file_read;
 pub mod kbuild;
 pub mod thp_swap_allocator_test;
