@@ -2,7 +2,7 @@
 
 use super::task::UserProgram;
 use crate::engine::rng::SimRng;
-use crate::engine::Ctx;
+use crate::engine::{Ctx, WaitKind};
 use crate::hw::tlb_cache::HotSet;
 use crate::mm::access;
 use crate::mm::compaction::compact_memory;
@@ -110,6 +110,10 @@ pub(super) fn step(
             ctx.spend(left_ns);
             *user_ns += left_ns;
             p.computed_ns = 0;
+        }
+        Op::Sleep { ns } => {
+            ctx.spend(k.cost.syscall_ns);
+            ctx.wait_until(ctx.now_ns + ns, WaitKind::Sleep);
         }
         Op::Mark(m) => {
             p.marks[m] = Some(Mark {
