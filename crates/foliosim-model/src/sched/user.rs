@@ -9,7 +9,7 @@ use crate::mm::compaction::compact_memory;
 use crate::mm::filemap;
 use crate::mm::gup::{pin_user_pages_fast, unpin_user_pages};
 use crate::mm::madvise::madvise;
-use crate::mm::memory::{touch, zap_range};
+use crate::mm::memory::{touch_timed, zap_range};
 use crate::mm::mmap::{exit_mmap, vm_munmap, Pte};
 use crate::mm::mprotect::mprotect;
 use crate::mm::truncate::drop_pagecache;
@@ -72,10 +72,13 @@ pub(super) fn step(
             if !k.mms[mm as usize].vma(vma).prot.allows(write) {
                 return Err(MmError::SegvProt { vma });
             }
-            let covered = match touch(k, ctx, mm, vma, first + p.cursor, first + nr, write) {
-                Err(MmError::Resched) => return Ok(UserNext::Preempted),
-                covered => covered?,
-            };
+            let (covered, store_ns) =
+                match touch_timed(k, ctx, mm, vma, first + p.cursor, first + nr, write) {
+                    Err(MmError::Resched) => return Ok(UserNext::Preempted),
+                    covered => covered?,
+                };
+            // The task's own loads and stores run in user mode; its faults are system time.
+            *user_ns += store_ns;
             p.cursor += covered;
             if p.cursor < nr {
                 return Ok(UserNext::Run);
