@@ -5,6 +5,7 @@
 use super::plan::RunSpec;
 use super::SweepError;
 use crate::RunResult;
+use foliosim_model::workload::WorkloadResult;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -48,6 +49,37 @@ fn int(v: u64) -> Num {
     Num::Int(i64::try_from(v).unwrap_or(i64::MAX))
 }
 
+/// A workload's own figures, as its program prints them: thpscale's fault latency (µs) per
+/// kind and % huge (a run has one thread count: a table's rows set it), usemem's lines.
+fn workload_metrics(m: &mut BTreeMap<String, Num>, prefix: &str, w: &WorkloadResult) {
+    if let Some(t) = &w.thpscale {
+        for (kind, summary) in [
+            ("fault_base_us", &t.fault_base_us),
+            ("fault_huge_us", &t.fault_huge_us),
+        ] {
+            let Some(s) = summary else { continue };
+            m.insert(format!("{prefix}.{kind}.samples"), int(s.samples as u64));
+            for (stat, v) in [("min", s.min), ("amean", s.amean), ("max", s.max)] {
+                m.insert(format!("{prefix}.{kind}.{stat}"), Num::Float(v));
+            }
+            // NaN with one sample (as mmtests): left out rather than a NaN column.
+            if s.stddev.is_finite() {
+                m.insert(format!("{prefix}.{kind}.stddev"), Num::Float(s.stddev));
+            }
+        }
+        m.insert(format!("{prefix}.percent_huge"), Num::Float(t.percent_huge));
+    }
+    if let Some(u) = &w.usemem {
+        m.insert(format!("{prefix}.total_kb_per_s"), int(u.total_kb_per_s));
+        let per_task: Vec<f64> = u.lines.iter().map(|l| l.kb_per_s as f64).collect();
+        if let Some(s) = foliosim_model::stats::Summary::of(&per_task) {
+            for (stat, v) in [("min", s.min), ("amean", s.amean), ("max", s.max)] {
+                m.insert(format!("{prefix}.task_kb_per_s.{stat}"), Num::Float(v));
+            }
+        }
+    }
+}
+
 /// The metrics of a run, by column name.
 pub fn metrics_of(r: &RunResult) -> BTreeMap<String, Num> {
     let mut m = BTreeMap::new();
@@ -71,6 +103,7 @@ pub fn metrics_of(r: &RunResult) -> BTreeMap<String, Num> {
             Num::Float(w.throughput_bytes_per_s),
         );
         m.insert(format!("{prefix}.elapsed_ns_max"), int(w.elapsed_ns_max));
+        workload_metrics(&mut m, &prefix, w);
         // XSBench's figures, and its lookup phase's counters per lookup: independent of how
         // many lookups ran, so a table of any run length compares (seed 004's fit).
         if let Some(x) = &w.xsbench {
