@@ -215,3 +215,53 @@ pub fn load(out: &Path, spec: &RunSpec) -> Option<RunRecord> {
     let r: RunRecord = serde_json::from_str(&text).ok()?;
     (r.id == spec.id && r.scenario_toml == spec.scenario_toml && r.seed == spec.seed).then_some(r)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use foliosim_model::stats::Summary;
+    use foliosim_model::workload::thpscale::ThpscaleResult;
+    use foliosim_model::workload::usemem::{UsememLine, UsememResult};
+
+    #[test]
+    fn thpscale_and_usemem_figures_are_metrics() {
+        let line = |kb_per_s| UsememLine {
+            bytes: 1,
+            usecs: 1,
+            kb_per_s,
+        };
+        let results = [
+            WorkloadResult {
+                kind: "thpscale".into(),
+                thpscale: Some(ThpscaleResult {
+                    threads: 4,
+                    fault_base_us: None,
+                    fault_huge_us: Summary::of(&[100.0, 300.0]),
+                    percent_huge: 75.0,
+                }),
+                ..WorkloadResult::default()
+            },
+            WorkloadResult {
+                kind: "usemem".into(),
+                usemem: Some(UsememResult {
+                    lines: vec![line(10), line(30)],
+                    total_kb_per_s: 40,
+                }),
+                ..WorkloadResult::default()
+            },
+        ];
+        let mut m = BTreeMap::new();
+        for w in &results {
+            workload_metrics(&mut m, &w.kind, w);
+        }
+        let get = |k: &str| m.get(k).map(|v| v.as_f64());
+        assert_eq!(get("thpscale.fault_huge_us.amean"), Some(200.0));
+        assert_eq!(get("thpscale.fault_huge_us.max"), Some(300.0));
+        assert_eq!(get("thpscale.fault_huge_us.samples"), Some(2.0));
+        assert_eq!(get("thpscale.percent_huge"), Some(75.0));
+        assert_eq!(get("thpscale.fault_base_us.amean"), None, "no base faults");
+        assert_eq!(get("usemem.total_kb_per_s"), Some(40.0));
+        assert_eq!(get("usemem.task_kb_per_s.min"), Some(10.0));
+        assert_eq!(get("usemem.task_kb_per_s.amean"), Some(20.0));
+    }
+}
