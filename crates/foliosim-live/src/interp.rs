@@ -473,6 +473,7 @@ pub fn interpret(proc_: &Process, ops: &[Op], report: &mut ThreadReport) -> Resu
                     std::hint::spin_loop();
                 }
             }
+            Op::Sleep { ns } => std::thread::sleep(std::time::Duration::from_nanos(*ns)),
             Op::Mark(m) => {
                 let t0 = now_ns();
                 let snapshot = counters::snapshot();

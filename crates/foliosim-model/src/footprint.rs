@@ -167,16 +167,26 @@ struct WorkloadCounts {
 fn counts(s: &Scenario, w: &WorkloadSpec) -> WorkloadCounts {
     let m = |a: u64, b: u64| a.saturating_mul(b);
     match w {
-        WorkloadSpec::Usemem { nproc, size, .. } => {
+        WorkloadSpec::Usemem {
+            nproc,
+            size,
+            threads,
+            sleep_s,
+            repeat,
+            ..
+        } => {
             let n = *nproc as u64;
+            // Every thread (`-t`) maps its own `size`.
+            let tasks = m(n, (*threads).max(1) as u64);
+            let ops = 5 + (*repeat).max(0) as u64 + (*sleep_s > 0) as u64 + (*threads > 0) as u64;
             WorkloadCounts {
                 field: "nproc x size",
                 value: format!("{nproc} x {}", format_size(size.0)),
-                mapped_pages: m(n, size.pages()),
-                ops: m(n, 6),
-                marks: m(n, 2),
+                mapped_pages: m(tasks, size.pages()),
+                ops: m(tasks, ops),
+                marks: m(tasks, 2),
                 samples: 0,
-                tasks: n,
+                tasks,
                 processes: n,
             }
         }

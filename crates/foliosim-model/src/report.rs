@@ -228,6 +228,12 @@ impl RunResult {
                 x.threads, x.lookups, x.runtime_s, x.lookups_per_s
             ));
         }
+        for u in self.workloads.iter().filter_map(|w| w.usemem.as_ref()) {
+            for l in &u.lines {
+                out.push_str(&format!("usemem     {}\n", l.text()));
+            }
+            out.push_str(&format!("usemem     total {} KB/s\n", u.total_kb_per_s));
+        }
         for kill in &self.oom_kills {
             out.push_str(&format!("{}\n", kill.line()));
         }

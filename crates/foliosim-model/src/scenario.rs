@@ -1315,6 +1315,18 @@ fn is_true(b: &bool) -> bool {
     *b
 }
 
+fn is_zero_i64(v: &i64) -> bool {
+    *v == 0
+}
+
+fn is_one_i64(v: &i64) -> bool {
+    *v == 1
+}
+
+fn default_usemem_repeat() -> i64 {
+    1
+}
+
 fn default_true() -> bool {
     true
 }
@@ -1362,6 +1374,17 @@ pub enum WorkloadSpec {
         /// /proc/PID/oom_score_adj of its processes: -1000 (never OOM-killed) ..= 1000.
         #[serde(default, skip_serializing_if = "is_zero_i32")]
         oom_score_adj: i32,
+        /// `-t`: threads per process sharing its mm, each mapping and writing its own `size`;
+        /// 0: the process does the job itself.
+        #[serde(default, skip_serializing_if = "is_zero_i64")]
+        threads: i64,
+        /// `-s`: seconds each task sleeps once written, holding its memory, before it frees
+        /// it and exits.
+        #[serde(default, skip_serializing_if = "is_zero_i64")]
+        sleep_s: i64,
+        /// `-r`: passes of the store loop over the mapping (all inside the timed phase).
+        #[serde(default = "default_usemem_repeat", skip_serializing_if = "is_one_i64")]
+        repeat: i64,
     },
     /// tools/mm/thp_swap_allocator_test.c (spec-swap.md §14): 60 MiB of 64 KiB mTHP paged out,
     /// then per iteration random swap-ins, random 64 KiB MADV_DONTNEED + refault, page-out
@@ -2098,12 +2121,36 @@ impl Scenario {
     fn validate_workload(&self, i: usize, w: &WorkloadSpec) -> Result<(), ScenarioError> {
         let field = |name: &str| format!("workload[{i}].{name}");
         match w {
-            WorkloadSpec::Usemem { nproc, size, .. } => {
+            WorkloadSpec::Usemem {
+                nproc,
+                size,
+                threads,
+                sleep_s,
+                repeat,
+                ..
+            } => {
                 if *nproc == 0 || *nproc > 100_000 {
                     return Err(invalid(field("nproc"), nproc, "1 ..= 100000"));
                 }
                 if size.0 < PAGE_SIZE || size.0 > 1 << 42 {
                     return Err(invalid(field("size"), format_size(size.0), "4K ..= 4T"));
+                }
+                if !(0..=4096).contains(threads) || *nproc as i64 * (*threads).max(1) > 100_000 {
+                    return Err(invalid(
+                        field("threads"),
+                        threads,
+                        "0 ..= 4096, with nproc x threads at most 100000",
+                    ));
+                }
+                if !(0..=(MAX_TIME_NS / 1_000_000_000) as i64).contains(sleep_s) {
+                    return Err(invalid(
+                        field("sleep_s"),
+                        sleep_s,
+                        "0 ..= 1000 seconds (usemem's -1, for ever, never ends the run)",
+                    ));
+                }
+                if !(1..=10_000).contains(repeat) {
+                    return Err(invalid(field("repeat"), repeat, "1 ..= 10000"));
                 }
             }
             WorkloadSpec::ThpSwapAllocatorTest { iterations, .. } => {

@@ -41,6 +41,9 @@ pub fn usemem_70x1g(scale: f64) -> WorkloadSpec {
         pageout_after_write: false,
         content: None,
         oom_score_adj: 0,
+        threads: 0,
+        sleep_s: 0,
+        repeat: 1,
     }
 }
 

@@ -86,6 +86,10 @@ pub fn workload(
             pageout_after_write: g.chance(30),
             content: content(g),
             oom_score_adj,
+            // The options as usemem runs without them (a soak draws no more than before).
+            threads: 0,
+            sleep_s: 0,
+            repeat: 1,
         },
         "thp_swap_allocator_test" => WorkloadSpec::ThpSwapAllocatorTest {
             aligned_swapin: g.chance(50),

@@ -5,6 +5,7 @@
 use super::plan::RunSpec;
 use super::SweepError;
 use crate::RunResult;
+use foliosim_model::workload::WorkloadResult;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -48,6 +49,37 @@ fn int(v: u64) -> Num {
     Num::Int(i64::try_from(v).unwrap_or(i64::MAX))
 }
 
+/// A workload's own figures, as its program prints them: thpscale's fault latency (µs) per
+/// kind and % huge (a run has one thread count: a table's rows set it), usemem's lines.
+fn workload_metrics(m: &mut BTreeMap<String, Num>, prefix: &str, w: &WorkloadResult) {
+    if let Some(t) = &w.thpscale {
+        for (kind, summary) in [
+            ("fault_base_us", &t.fault_base_us),
+            ("fault_huge_us", &t.fault_huge_us),
+        ] {
+            let Some(s) = summary else { continue };
+            m.insert(format!("{prefix}.{kind}.samples"), int(s.samples as u64));
+            for (stat, v) in [("min", s.min), ("amean", s.amean), ("max", s.max)] {
+                m.insert(format!("{prefix}.{kind}.{stat}"), Num::Float(v));
+            }
+            // NaN with one sample (as mmtests): left out rather than a NaN column.
+            if s.stddev.is_finite() {
+                m.insert(format!("{prefix}.{kind}.stddev"), Num::Float(s.stddev));
+            }
+        }
+        m.insert(format!("{prefix}.percent_huge"), Num::Float(t.percent_huge));
+    }
+    if let Some(u) = &w.usemem {
+        m.insert(format!("{prefix}.total_kb_per_s"), int(u.total_kb_per_s));
+        let per_task: Vec<f64> = u.lines.iter().map(|l| l.kb_per_s as f64).collect();
+        if let Some(s) = foliosim_model::stats::Summary::of(&per_task) {
+            for (stat, v) in [("min", s.min), ("amean", s.amean), ("max", s.max)] {
+                m.insert(format!("{prefix}.task_kb_per_s.{stat}"), Num::Float(v));
+            }
+        }
+    }
+}
+
 /// The metrics of a run, by column name.
 pub fn metrics_of(r: &RunResult) -> BTreeMap<String, Num> {
     let mut m = BTreeMap::new();
@@ -71,6 +103,7 @@ pub fn metrics_of(r: &RunResult) -> BTreeMap<String, Num> {
             Num::Float(w.throughput_bytes_per_s),
         );
         m.insert(format!("{prefix}.elapsed_ns_max"), int(w.elapsed_ns_max));
+        workload_metrics(&mut m, &prefix, w);
         // XSBench's figures, and its lookup phase's counters per lookup: independent of how
         // many lookups ran, so a table of any run length compares (seed 004's fit).
         if let Some(x) = &w.xsbench {
@@ -181,4 +214,54 @@ pub fn load(out: &Path, spec: &RunSpec) -> Option<RunRecord> {
     let text = std::fs::read_to_string(record_path(out, &spec.id)).ok()?;
     let r: RunRecord = serde_json::from_str(&text).ok()?;
     (r.id == spec.id && r.scenario_toml == spec.scenario_toml && r.seed == spec.seed).then_some(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use foliosim_model::stats::Summary;
+    use foliosim_model::workload::thpscale::ThpscaleResult;
+    use foliosim_model::workload::usemem::{UsememLine, UsememResult};
+
+    #[test]
+    fn thpscale_and_usemem_figures_are_metrics() {
+        let line = |kb_per_s| UsememLine {
+            bytes: 1,
+            usecs: 1,
+            kb_per_s,
+        };
+        let results = [
+            WorkloadResult {
+                kind: "thpscale".into(),
+                thpscale: Some(ThpscaleResult {
+                    threads: 4,
+                    fault_base_us: None,
+                    fault_huge_us: Summary::of(&[100.0, 300.0]),
+                    percent_huge: 75.0,
+                }),
+                ..WorkloadResult::default()
+            },
+            WorkloadResult {
+                kind: "usemem".into(),
+                usemem: Some(UsememResult {
+                    lines: vec![line(10), line(30)],
+                    total_kb_per_s: 40,
+                }),
+                ..WorkloadResult::default()
+            },
+        ];
+        let mut m = BTreeMap::new();
+        for w in &results {
+            workload_metrics(&mut m, &w.kind, w);
+        }
+        let get = |k: &str| m.get(k).map(|v| v.as_f64());
+        assert_eq!(get("thpscale.fault_huge_us.amean"), Some(200.0));
+        assert_eq!(get("thpscale.fault_huge_us.max"), Some(300.0));
+        assert_eq!(get("thpscale.fault_huge_us.samples"), Some(2.0));
+        assert_eq!(get("thpscale.percent_huge"), Some(75.0));
+        assert_eq!(get("thpscale.fault_base_us.amean"), None, "no base faults");
+        assert_eq!(get("usemem.total_kb_per_s"), Some(40.0));
+        assert_eq!(get("usemem.task_kb_per_s.min"), Some(10.0));
+        assert_eq!(get("usemem.task_kb_per_s.amean"), Some(20.0));
+    }
 }

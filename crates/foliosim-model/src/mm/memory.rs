@@ -67,6 +67,20 @@ pub fn touch(
     end: u32,
     write: bool,
 ) -> Result<u32, MmError> {
+    touch_timed(k, ctx, mm, vma, index, end, write).map(|(covered, _)| covered)
+}
+
+/// [`touch`], also returning the time of the task's own loads and stores (user time: the
+/// faults they took are system time).
+pub fn touch_timed(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    mm: u32,
+    vma: u32,
+    index: u32,
+    end: u32,
+    write: bool,
+) -> Result<(u32, u64), MmError> {
     let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
     // A file VMA's unmapped and page-cache pages fault through the page cache
     // (mm/filemap/fault.rs); its anonymous (COW) pages are handled below.
@@ -106,13 +120,13 @@ pub fn touch(
     };
     // The store loop streams through memory shared with the other CPUs.
     let bytes = covered as u64 * PAGE_SIZE;
-    k.membw.transfer(
+    let user_ns = k.membw.transfer(
         ctx,
         Stream::UserStore,
         bytes as f64,
         k.cost.user_write_page_ns * covered as u64,
     );
-    Ok(covered)
+    Ok((covered, user_ns))
 }
 
 /// handle_pte_fault on a present PTE that the access cannot use: a NUMA hinting fault

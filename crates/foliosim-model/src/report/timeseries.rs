@@ -100,6 +100,14 @@ impl TimeSeries {
 pub fn sample(k: &Kernel, now_ns: u64) -> BTreeMap<String, u64> {
     let mut m = k.vmstat_map(now_ns);
     m.insert("nr_free_pages".into(), k.zone.nr_free_pages());
+    // si->inuse_pages summed over the devices: swap in use (what `swapon -s` shows).
+    let swap_inuse: u64 = k
+        .swap
+        .devices
+        .iter()
+        .map(|d| d.map.inuse_pages as u64)
+        .sum();
+    m.insert("swap_inuse_pages".into(), swap_inuse);
     for cg in &k.memcgs {
         m.insert(format!("memcg/{}/usage_pages", cg.name), cg.usage_pages);
     }

@@ -2,14 +2,14 @@
 
 use super::task::UserProgram;
 use crate::engine::rng::SimRng;
-use crate::engine::Ctx;
+use crate::engine::{Ctx, WaitKind};
 use crate::hw::tlb_cache::HotSet;
 use crate::mm::access;
 use crate::mm::compaction::compact_memory;
 use crate::mm::filemap;
 use crate::mm::gup::{pin_user_pages_fast, unpin_user_pages};
 use crate::mm::madvise::madvise;
-use crate::mm::memory::{touch, zap_range};
+use crate::mm::memory::{touch_timed, zap_range};
 use crate::mm::mmap::{exit_mmap, vm_munmap, Pte};
 use crate::mm::mprotect::mprotect;
 use crate::mm::truncate::drop_pagecache;
@@ -72,10 +72,13 @@ pub(super) fn step(
             if !k.mms[mm as usize].vma(vma).prot.allows(write) {
                 return Err(MmError::SegvProt { vma });
             }
-            let covered = match touch(k, ctx, mm, vma, first + p.cursor, first + nr, write) {
-                Err(MmError::Resched) => return Ok(UserNext::Preempted),
-                covered => covered?,
-            };
+            let (covered, store_ns) =
+                match touch_timed(k, ctx, mm, vma, first + p.cursor, first + nr, write) {
+                    Err(MmError::Resched) => return Ok(UserNext::Preempted),
+                    covered => covered?,
+                };
+            // The task's own loads and stores run in user mode; its faults are system time.
+            *user_ns += store_ns;
             p.cursor += covered;
             if p.cursor < nr {
                 return Ok(UserNext::Run);
@@ -110,6 +113,10 @@ pub(super) fn step(
             ctx.spend(left_ns);
             *user_ns += left_ns;
             p.computed_ns = 0;
+        }
+        Op::Sleep { ns } => {
+            ctx.spend(k.cost.syscall_ns);
+            ctx.wait_until(ctx.now_ns + ns, WaitKind::Sleep);
         }
         Op::Mark(m) => {
             p.marks[m] = Some(Mark {

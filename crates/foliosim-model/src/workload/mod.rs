@@ -53,6 +53,10 @@ pub enum Op {
     Compute {
         ns: u64,
     },
+    /// sleep(): off the CPU for this long (nanosleep; neither user nor system time).
+    Sleep {
+        ns: u64,
+    },
     /// Record the time and every counter under a workload-defined mark (e.g. the start of a
     /// measured phase, or the end of an iteration).
     Mark(usize),
@@ -236,6 +240,10 @@ pub struct WorkloadResult {
     /// XSBench: lookups, runtime, lookups/s.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub xsbench: Option<xsbench::XsbenchResult>,
+    /// usemem: its own output lines. Left out of the JSON, which keeps the shape it had
+    /// (the table report prints them; sweep and fit read them as metrics).
+    #[serde(skip)]
+    pub usemem: Option<usemem::UsememResult>,
 }
 
 /// What one task left for its workload's report.

@@ -29,7 +29,8 @@ pub const FAULT_AROUND_PAGES: u32 = 16;
 
 /// The task touches page `index` of file VMA `vma` (a store if `write`), whose PTE is none
 /// or maps a page-cache page. Returns how many pages from `index` on (up to `end`) this step
-/// covered: the fault, then the following pages already mapped as needed.
+/// covered: the fault, then the following pages already mapped as needed; and the time of the
+/// task's own accesses (user time).
 pub fn touch_file(
     k: &mut Kernel,
     ctx: &mut Ctx,
@@ -38,7 +39,7 @@ pub fn touch_file(
     index: u32,
     end: u32,
     write: bool,
-) -> Result<u32, MmError> {
+) -> Result<(u32, u64), MmError> {
     let vf = k.mms[mm as usize]
         .vma_file(vma)
         .expect("touch_file on a file VMA");
@@ -78,13 +79,13 @@ pub fn touch_file(
         n += 1;
     }
     let bytes = n as u64 * PAGE_SIZE;
-    k.membw.transfer(
+    let user_ns = k.membw.transfer(
         ctx,
         Stream::UserStore,
         bytes as f64,
         k.cost.user_write_page_ns * n as u64,
     );
-    Ok(n)
+    Ok((n, user_ns))
 }
 
 /// do_fault: a file VMA's PTE is none (handle_mm_fault has counted the fault and holds the
