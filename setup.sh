@@ -12,7 +12,7 @@ if ! command -v chromium >/dev/null 2>&1; then
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
 fi
-cargo build --release --workspace --exclude foliosim-py
+cargo build --release --workspace
 # The Python package: pip builds the extension through maturin (pyproject.toml) and installs
 # it (no virtualenv needed, unlike `maturin develop`).
 python3 -m pip install --quiet --force-reinstall --no-deps .

@@ -6,6 +6,6 @@ set -euo pipefail
 cd "$(dirname "$0")"
 # Habits: formatted, and no clippy warning (release profile, so it shares the tests' build).
 cargo fmt --all --check
-cargo clippy --release --workspace --exclude foliosim-py --all-targets -- -D warnings
-cargo test --release --workspace --exclude foliosim-py
+cargo clippy --release --workspace --all-targets -- -D warnings
+cargo test --release --workspace
 python3 -m pytest -q tests/python
