@@ -177,6 +177,9 @@ impl Bins {
     }
 
     fn add(&mut self, c: usize, bin: usize, ns: u64) {
+        if ns == 0 {
+            return;
+        }
         let b = &mut self.bins[c];
         if b.len() <= bin {
             b.resize(bin + 1, 0);
@@ -202,6 +205,42 @@ impl Bins {
             let share = (ns as u128 * (upto - a) as u128 / span) as u64;
             self.add(c, bin as usize, share - before);
             before = share;
+        }
+    }
+
+    /// Spread `part_ns` to column `c_part` and `total_ns - part_ns` to `c_rest` over [a, b)
+    /// as one spread of `total_ns` split per interval: rounding each column apart could put
+    /// a nanosecond more in an interval than the span has (user and sys of one step).
+    fn spread_split(
+        &mut self,
+        (c_part, c_rest): (usize, usize),
+        part_ns: u64,
+        total_ns: u64,
+        a: u64,
+        b: u64,
+        interval_ns: u64,
+    ) {
+        if total_ns == 0 {
+            return;
+        }
+        let (first, last) = (a / interval_ns, b.saturating_sub(1).max(a) / interval_ns);
+        let span = (b - a).max(1) as u128;
+        let (mut total_before, mut part_before) = (0u64, 0u64);
+        for bin in first..=last {
+            let upto = if bin == last {
+                b.max(a + 1)
+            } else {
+                (bin + 1) * interval_ns
+            };
+            let total = (total_ns as u128 * (upto - a) as u128 / span) as u64;
+            let part = (part_ns as u128 * total as u128 / total_ns as u128) as u64;
+            self.add(c_part, bin as usize, part - part_before);
+            self.add(
+                c_rest,
+                bin as usize,
+                (total - total_before) - (part - part_before),
+            );
+            (total_before, part_before) = (total, part);
         }
     }
 
@@ -405,16 +444,14 @@ impl Sampler {
         let on_cpu = (s.busy_from_ns, s.release_ns);
         let off_cpu = (s.release_ns, s.end_ns);
         let busy_ns = s.release_ns - s.busy_from_ns;
-        let sys = match kind {
+        match kind {
             TaskKind::User => {
-                self.book(0, s.user_ns, on_cpu);
-                Some(1)
+                let (a, b) = on_cpu;
+                let i = self.interval_ns;
+                self.time.spread_split((0, 1), s.user_ns, busy_ns, a, b, i);
             }
-            TaskKind::Kthread => Some(3),
-            TaskKind::Other => None,
-        };
-        if let Some(c) = sys {
-            self.book(c, busy_ns - s.user_ns, on_cpu);
+            TaskKind::Kthread => self.book(3, busy_ns - s.user_ns, on_cpu),
+            TaskKind::Other => {}
         }
         if kind == TaskKind::User {
             self.book(2, s.iowait_ns, off_cpu);
