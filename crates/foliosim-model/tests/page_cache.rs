@@ -455,8 +455,11 @@ nproc = 2
 kind = "usemem"
 nproc = 1
 size = "80M"
+sleep_s = 1
 "#,
     );
+    // usemem holds its memory (-s 1) until the reads are done, whatever the disk's speed:
+    // the page cache must be reclaimed.
     let (a, b) = (run(&s), run(&s));
     assert_eq!(a.to_json(), b.to_json());
     assert!(a.counter("pgsteal_file") > 0);
