@@ -9,8 +9,7 @@ use super::{
 };
 use crate::hw::iaa::{IaaMode, IAA_CRYPTO_MAX_BATCH_SIZE};
 use crate::scenario::{
-    MigrateTlbFlush, MmChange, PromotedPte, Scenario, SwapAllocatorKind, ThpDefrag,
-    ZswapLargeFolios,
+    MmChange, PromotedPte, Scenario, SwapAllocatorKind, ThpDefrag, ZswapLargeFolios,
 };
 
 /// The immutable part of the kernel: release switches, policies, knobs.
@@ -51,8 +50,6 @@ pub struct KernelConfig {
     // --- policies ---
     /// How migration flushes (mm/migrate/flush/).
     pub migrate_flush: &'static dyn migrate::flush::MigrateFlushPolicy,
-    /// MIGRC: migration defers its flush (the zones keep migration generations).
-    pub migrc: bool,
     /// What add_to_swap does when no range of slots fits a large folio (mm/swapout_fallback/).
     pub swapout_fallback: &'static dyn swapout_fallback::SwapoutFallback,
     /// Who allocates a fault's PMD THP (mm/thp_fault_alloc/).
@@ -116,7 +113,6 @@ impl KernelConfig {
             swap_allocator: kernel.swap_allocator(),
             zswap_large_folios: kernel.zswap_large_folios(),
             migrate_flush: migrate::flush::policy_of(kernel.migrate_tlb_flush),
-            migrc: kernel.migrate_tlb_flush == MigrateTlbFlush::Migrc,
             swapout_fallback: swapout_fallback::policy(kernel.swapout_fallback),
             thp_fault_alloc: thp_fault_alloc::policy(kernel.thp_fault_alloc),
             lru_policy: vmscan::lru_policy::policy(scenario.sysfs.lru_gen.enabled()),

@@ -329,7 +329,8 @@ impl Kernel {
         let mut zone =
             Zone::try_new_span(0, nr_pages, ncpus, watermark_sysctl(scenario, nr_pages))?;
         zone.balance_to_promo = scenario.sysctl.kernel.numa_balancing.unwrap_or(0) & 2 != 0;
-        if cfg.migrc {
+        // MIGRC: migration defers its flush, so the zones keep migration generations.
+        if scenario.kernel.migrate_tlb_flush == crate::scenario::MigrateTlbFlush::Migrc {
             zone.enable_mgen();
             for z in &mut nodes.lower {
                 z.enable_mgen();
