@@ -191,21 +191,7 @@ impl Bins {
     /// Spread `ns` of column `c` over [a, b) pro rata by each interval's overlap (integer
     /// shares that add up to `ns`); an empty span books it at `a`.
     fn spread(&mut self, c: usize, ns: u64, a: u64, b: u64, interval_ns: u64) {
-        if ns == 0 {
-            return;
-        }
-        let (first, last) = (a / interval_ns, b.saturating_sub(1).max(a) / interval_ns);
-        if first == last {
-            return self.add(c, first as usize, ns);
-        }
-        let span = (b - a) as u128;
-        let mut before = 0u64;
-        for bin in first..=last {
-            let upto = ((bin + 1) * interval_ns).min(b);
-            let share = (ns as u128 * (upto - a) as u128 / span) as u64;
-            self.add(c, bin as usize, share - before);
-            before = share;
-        }
+        self.spread_split((c, c), 0, ns, a, b, interval_ns);
     }
 
     /// Spread `part_ns` to column `c_part` and `total_ns - part_ns` to `c_rest` over [a, b)
