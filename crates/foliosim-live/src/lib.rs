@@ -13,6 +13,7 @@ pub mod counters;
 pub mod exec;
 pub mod files;
 pub mod interp;
+pub mod others;
 pub mod probe;
 pub mod record;
 pub mod run;

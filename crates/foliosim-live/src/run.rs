@@ -54,6 +54,9 @@ pub struct LiveResult {
     pub zram: BTreeMap<String, BTreeMap<String, i64>>,
     /// Per scenario memcg: memory.stat and peak usage at the end (the memcg is fresh).
     pub memcgs: BTreeMap<String, BTreeMap<String, i64>>,
+    /// Other processes' minor faults during the run: what they may add to the host-wide
+    /// fault counters (others.rs).
+    pub other_faults: crate::others::OtherFaults,
     /// Settings written, `path = value`.
     pub settings: Vec<String>,
     /// Tasks that did not complete, and why.
@@ -561,6 +564,7 @@ fn run_holding(
     check_interrupt()?;
     // Let writes to sysfs settle (khugepaged wakes on some) before the first snapshot.
     let before = counters::snapshot();
+    let others_before = crate::others::snapshot();
     let deadline = opts.timeout.map(|t| Instant::now() + t);
     let outcome = exec::run_tasks(&tasks, &|| {
         if settings::interrupted() {
@@ -575,6 +579,8 @@ fn run_holding(
         None
     })?;
     let after = counters::snapshot();
+    let other_faults = crate::others::between(&others_before, &crate::others::snapshot());
+    notes.extend(other_faults.note());
     let (events, gauges) = counters::delta(&before, &after);
     let workloads = workload::report_all(
         &scenario.workloads,
@@ -607,6 +613,7 @@ fn run_holding(
         workloads,
         zram,
         memcgs: memcg_stats,
+        other_faults,
         settings: applied,
         task_failures: outcome
             .tasks
