@@ -10,6 +10,7 @@
 pub mod calibrate;
 pub mod cgroup;
 pub mod counters;
+pub mod diskstat;
 pub mod exec;
 pub mod files;
 pub mod interp;

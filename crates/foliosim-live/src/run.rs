@@ -57,6 +57,8 @@ pub struct LiveResult {
     /// Other processes' minor faults during the run: what they may add to the host-wide
     /// fault counters (others.rs).
     pub other_faults: crate::others::OtherFaults,
+    /// The disks under the run's swap files and loop devices: their writes during the run.
+    pub swap_disks: Vec<crate::diskstat::DiskWrites>,
     /// Settings written, `path = value`.
     pub settings: Vec<String>,
     /// Tasks that did not complete, and why.
@@ -485,6 +487,7 @@ fn run_holding(
         applied.push(format!("{path} = {value}"));
     }
     let mut zram_ids = vec![];
+    let mut disks: Vec<String> = vec![];
     for (i, dev) in scenario.machine.swap_devices.iter().enumerate() {
         check_interrupt()?;
         let area = swapdev::create(guard, i, dev, &scenario.sysfs.zram.comp_algorithm)
@@ -497,6 +500,9 @@ fn run_holding(
             dev.priority
         ));
         zram_ids.extend(area.zram_id);
+        if area.zram_id.is_none() {
+            disks.extend(crate::diskstat::device_of(&area.path));
+        }
     }
     let mut memcgs: BTreeMap<String, Memcg> = BTreeMap::new();
     // Parents come first in the scenario (validated), so each parent exists when its
@@ -565,6 +571,9 @@ fn run_holding(
     // Let writes to sysfs settle (khugepaged wakes on some) before the first snapshot.
     let before = counters::snapshot();
     let others_before = crate::others::snapshot();
+    disks.sort();
+    disks.dedup();
+    let disks_before: Vec<_> = disks.iter().map(|d| crate::diskstat::read(d)).collect();
     let deadline = opts.timeout.map(|t| Instant::now() + t);
     let outcome = exec::run_tasks(&tasks, &|| {
         if settings::interrupted() {
@@ -581,6 +590,15 @@ fn run_holding(
     let after = counters::snapshot();
     let other_faults = crate::others::between(&others_before, &crate::others::snapshot());
     notes.extend(other_faults.note());
+    let swap_disks: Vec<_> = disks
+        .iter()
+        .zip(disks_before)
+        .filter_map(|(d, before)| {
+            let w = crate::diskstat::DiskWrites::between(d, before?, crate::diskstat::read(d)?);
+            notes.push(w.note());
+            Some(w)
+        })
+        .collect();
     let (events, gauges) = counters::delta(&before, &after);
     let workloads = workload::report_all(
         &scenario.workloads,
@@ -614,6 +632,7 @@ fn run_holding(
         zram,
         memcgs: memcg_stats,
         other_faults,
+        swap_disks,
         settings: applied,
         task_failures: outcome
             .tasks

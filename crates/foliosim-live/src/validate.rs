@@ -1050,6 +1050,7 @@ size = "1M"
             zram: Default::default(),
             memcgs: Default::default(),
             other_faults: OtherFaults::default(),
+            swap_disks: vec![],
             settings: vec![],
             task_failures: vec![],
             notes: vec![],
