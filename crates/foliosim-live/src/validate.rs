@@ -437,9 +437,10 @@ pub fn compare(
             live: l / gib,
             diff: rel(s, l),
             check,
-            note: format!("{gib:.3} GiB written by the workload {why}")
-                .trim_end()
-                .to_string(),
+            note: match why.as_str() {
+                "" => format!("{gib:.3} GiB written by the workload"),
+                why => format!("{gib:.3} GiB written by the workload; {why}"),
+            },
         });
     }
     rows.extend(written_ahead_row(scenario, sim, &live_counters));
