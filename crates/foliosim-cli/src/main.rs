@@ -714,7 +714,7 @@ fn validate(
             &path.display().to_string(),
             &s,
             &sim,
-            &live_result[0],
+            &live_result,
             tolerance,
             min_count,
         );

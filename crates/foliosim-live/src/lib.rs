@@ -10,9 +10,11 @@
 pub mod calibrate;
 pub mod cgroup;
 pub mod counters;
+pub mod diskstat;
 pub mod exec;
 pub mod files;
 pub mod interp;
+pub mod others;
 pub mod probe;
 pub mod record;
 pub mod run;

@@ -54,6 +54,11 @@ pub struct LiveResult {
     pub zram: BTreeMap<String, BTreeMap<String, i64>>,
     /// Per scenario memcg: memory.stat and peak usage at the end (the memcg is fresh).
     pub memcgs: BTreeMap<String, BTreeMap<String, i64>>,
+    /// Other processes' minor faults during the run: what they may add to the host-wide
+    /// fault counters (others.rs).
+    pub other_faults: crate::others::OtherFaults,
+    /// The disks under the run's swap files and loop devices: their writes during the run.
+    pub swap_disks: Vec<crate::diskstat::DiskWrites>,
     /// Settings written, `path = value`.
     pub settings: Vec<String>,
     /// Tasks that did not complete, and why.
@@ -482,6 +487,7 @@ fn run_holding(
         applied.push(format!("{path} = {value}"));
     }
     let mut zram_ids = vec![];
+    let mut disks: Vec<String> = vec![];
     for (i, dev) in scenario.machine.swap_devices.iter().enumerate() {
         check_interrupt()?;
         let area = swapdev::create(guard, i, dev, &scenario.sysfs.zram.comp_algorithm)
@@ -494,6 +500,9 @@ fn run_holding(
             dev.priority
         ));
         zram_ids.extend(area.zram_id);
+        if area.zram_id.is_none() {
+            disks.extend(crate::diskstat::device_of(&area.path));
+        }
     }
     let mut memcgs: BTreeMap<String, Memcg> = BTreeMap::new();
     // Parents come first in the scenario (validated), so each parent exists when its
@@ -561,6 +570,10 @@ fn run_holding(
     check_interrupt()?;
     // Let writes to sysfs settle (khugepaged wakes on some) before the first snapshot.
     let before = counters::snapshot();
+    let others_before = crate::others::snapshot();
+    disks.sort();
+    disks.dedup();
+    let disks_before: Vec<_> = disks.iter().map(|d| crate::diskstat::read(d)).collect();
     let deadline = opts.timeout.map(|t| Instant::now() + t);
     let outcome = exec::run_tasks(&tasks, &|| {
         if settings::interrupted() {
@@ -575,6 +588,17 @@ fn run_holding(
         None
     })?;
     let after = counters::snapshot();
+    let other_faults = crate::others::between(&others_before, &crate::others::snapshot());
+    notes.extend(other_faults.note());
+    let swap_disks: Vec<_> = disks
+        .iter()
+        .zip(disks_before)
+        .filter_map(|(d, before)| {
+            let w = crate::diskstat::DiskWrites::between(d, before?, crate::diskstat::read(d)?);
+            notes.push(w.note());
+            Some(w)
+        })
+        .collect();
     let (events, gauges) = counters::delta(&before, &after);
     let workloads = workload::report_all(
         &scenario.workloads,
@@ -607,6 +631,8 @@ fn run_holding(
         workloads,
         zram,
         memcgs: memcg_stats,
+        other_faults,
+        swap_disks,
         settings: applied,
         task_failures: outcome
             .tasks
