@@ -625,7 +625,7 @@ pub enum SwapAllocatorKind {
     /// 6.12 (Chris Li / Kairui Song): free / nonfull[order] / frag[order] / full / discard
     /// cluster lists, every allocation under si->lock.
     ClusterListsC12,
-    /// 6.14-6.18: the same lists with a per-CPU cluster fast path; si->lock only for list
+    /// 6.15-6.18: the same lists with a per-CPU cluster fast path; si->lock only for list
     /// moves, ci->lock for work inside a cluster; one fragment cluster scanned.
     ClusterListsC18,
 }
