@@ -4,7 +4,7 @@
 use std::process::Command;
 
 fn show(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_foliosim"))
+    let out = crate::common::foliosim()
         .arg("show")
         .args(args)
         .env_remove("RUST_BACKTRACE")

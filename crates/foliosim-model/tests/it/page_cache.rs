@@ -44,9 +44,7 @@ fn ops_scenario(memory: &str, file_mib: u32, rest: &str) -> Scenario {
     scenario(memory, file_mib, &format!("{rest}\n{READ_MMAP}"))
 }
 
-fn run(s: &Scenario) -> RunResult {
-    foliosim_model::run(s).unwrap_or_else(|e| panic!("{e}"))
-}
+use crate::common::run;
 
 /// A kernel after its tasks ran, and when they ended.
 struct Ran {
