@@ -610,10 +610,6 @@ impl SwapDeviceSpec {
     }
 }
 
-/// The release a scenario names; every per-release switch comes from its table
-/// (scenario/releases.rs). The old name, kept so reproducers and tests read as before.
-pub type KernelVersion = Release;
-
 /// Which swap slot allocator the kernel runs (mm/swapfile.c); one file each under mm/swap_alloc/.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -634,7 +630,7 @@ pub enum SwapAllocatorKind {
 #[serde(deny_unknown_fields)]
 pub struct Kernel {
     #[serde(default = "default_kernel_version")]
-    pub version: KernelVersion,
+    pub version: Release,
     /// Override of the release's swap allocator.
     #[serde(default)]
     pub swap_allocator: Option<SwapAllocatorKind>,
@@ -727,7 +723,7 @@ pub enum ZswapLargeFolios {
     PerPage,
 }
 
-fn default_kernel_version() -> KernelVersion {
+fn default_kernel_version() -> Release {
     Release::V6_10
 }
 
