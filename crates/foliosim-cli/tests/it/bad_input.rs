@@ -18,7 +18,7 @@
 //! directory); `args` are split on spaces after `{dir}` is replaced.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 const TIME_LIMIT: Duration = Duration::from_secs(60);

@@ -2,7 +2,7 @@
 //! line per finished run on stderr when it is not a terminal (here: a pipe).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn foliosim(args: &[&str]) -> Output {
     let out = crate::common::foliosim()

@@ -1,8 +1,6 @@
 //! `foliosim show`: a bare release prints the release table's switches and the resolved
 //! defaults with what chose them; a release outside 4.1-6.18 is an error naming the field.
 
-use std::process::Command;
-
 fn show(args: &[&str]) -> (bool, String, String) {
     let out = crate::common::foliosim()
         .arg("show")

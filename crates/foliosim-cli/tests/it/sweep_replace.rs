@@ -2,7 +2,6 @@
 //! --force; a sweep with more seeds resumes it. `compare` prints human units.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn foliosim(args: &[&str], out: &Path) -> (bool, String, String) {
     let repo = crate::common::repo();

@@ -11,7 +11,7 @@ use foliosim_model::mm::page_alloc::alloc_pages;
 use foliosim_model::mm::{invariants, Kernel, MmError};
 use foliosim_model::sched::{run_tasks, SimError, Task};
 use foliosim_model::workload::Op;
-use foliosim_model::{engine::Ctx, RunResult, Scenario};
+use foliosim_model::{engine::Ctx, Scenario};
 
 const MIB_PAGES: u32 = 256;
 
