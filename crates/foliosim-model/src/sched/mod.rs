@@ -147,16 +147,7 @@ pub fn run_tasks_observed(
                 observe_at_ns = o.at(k, tasks, now_ns);
             }
         }
-        let c = &mut q.cpus[cpu];
-        if std::mem::take(&mut c.preempt) {
-            if let Some(cur) = c.current.take() {
-                // A woken task preempts this one before its next step.
-                switch_out(k, cpu, &tasks[cur], now_ns);
-                tasks[cur].state = State::Runnable;
-                q.push_back(cur, now_ns);
-            }
-            q.refresh(cpu);
-        }
+        preempt_current(k, tasks, &mut q, cpu, now_ns);
         let c = &mut q.cpus[cpu];
         let mut ctx = Ctx {
             cpu,
@@ -170,23 +161,7 @@ pub fn run_tasks_observed(
         };
         let tid = match c.current {
             Some(tid) => tid,
-            None => {
-                let tid = q
-                    .take_runnable(now_ns)
-                    .expect("an idle CPU woke with a runnable task");
-                let c = &mut q.cpus[cpu];
-                let t = &mut tasks[tid];
-                ctx.now_ns += k.cost.context_switch_ns;
-                c.current = Some(tid);
-                // Slices vary +-10% (wakeups, ticks): seeded, so runs differ only by seed.
-                let slice = slice_ns * 9 / 10 + rng.below(slice_ns / 5);
-                c.slice_end_ns = ctx.now_ns + queue::weighted_slice(slice, t.weight);
-                k.percpu[cpu].mm = t.mm;
-                k.kthreads.set_current(cpu, t.kthread_kind());
-                t.state = State::Running;
-                q.refresh(cpu);
-                tid
-            }
+            None => switch_in(k, tasks, &mut q, &mut ctx, &mut rng, slice_ns),
         };
         let begin_ns = ctx.now_ns;
         let irq_ns = std::mem::take(&mut k.percpu[cpu].irq_ns);
@@ -363,6 +338,46 @@ pub fn run_tasks_observed(
             .max()
             .unwrap_or(0),
     })
+}
+
+/// A woken task preempts the one running on `cpu` before its next step.
+fn preempt_current(k: &mut Kernel, tasks: &mut [Task], q: &mut Queues, cpu: usize, now_ns: u64) {
+    let c = &mut q.cpus[cpu];
+    if std::mem::take(&mut c.preempt) {
+        if let Some(cur) = c.current.take() {
+            switch_out(k, cpu, &tasks[cur], now_ns);
+            tasks[cur].state = State::Runnable;
+            q.push_back(cur, now_ns);
+        }
+        q.refresh(cpu);
+    }
+}
+
+/// An idle CPU takes the first runnable task: a context switch and a fresh slice.
+fn switch_in(
+    k: &mut Kernel,
+    tasks: &mut [Task],
+    q: &mut Queues,
+    ctx: &mut Ctx,
+    rng: &mut SimRng,
+    slice_ns: u64,
+) -> usize {
+    let cpu = ctx.cpu;
+    let tid = q
+        .take_runnable(ctx.now_ns)
+        .expect("an idle CPU woke with a runnable task");
+    let c = &mut q.cpus[cpu];
+    let t = &mut tasks[tid];
+    ctx.now_ns += k.cost.context_switch_ns;
+    c.current = Some(tid);
+    // Slices vary +-10% (wakeups, ticks): seeded, so runs differ only by seed.
+    let slice = slice_ns * 9 / 10 + rng.below(slice_ns / 5);
+    c.slice_end_ns = ctx.now_ns + queue::weighted_slice(slice, t.weight);
+    k.percpu[cpu].mm = t.mm;
+    k.kthreads.set_current(cpu, t.kthread_kind());
+    t.state = State::Running;
+    q.refresh(cpu);
+    tid
 }
 
 /// mm_users of every mm from the tasks that run in it; init_numa_balancing for each when
