@@ -12,6 +12,7 @@ pub mod report;
 pub mod scenario;
 pub mod sched;
 pub mod stats;
+mod validate;
 pub mod workload;
 
 /// The floor below, under the path the model's files name it by (`crate::engine::...`):

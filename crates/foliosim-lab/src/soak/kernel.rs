@@ -3,19 +3,19 @@
 
 use super::gen::Gen;
 use crate::scenario::{
-    CgroupVersion, Kernel, KernelSysctl, KernelVersion, KhugepagedKnobs, LruGenKnobs,
-    MigrateTlbFlush, MmChange, NumaKnobs, OomPolicy, PromotedPte, SwapAllocatorKind,
-    SwapoutFallbackKind, Sysctl, Sysfs, ThpDefrag, ThpEnabled, ThpFaultAllocKind, VmSysctl,
-    ZramKnobs, ZswapKnobs, ZswapLargeFolios, COMPRESSORS,
+    CgroupVersion, Kernel, KernelSysctl, KhugepagedKnobs, LruGenKnobs, MigrateTlbFlush, MmChange,
+    NumaKnobs, OomPolicy, PromotedPte, Release, SwapAllocatorKind, SwapoutFallbackKind, Sysctl,
+    Sysfs, ThpDefrag, ThpEnabled, ThpFaultAllocKind, VmSysctl, ZramKnobs, ZswapKnobs,
+    ZswapLargeFolios, COMPRESSORS,
 };
 use std::collections::BTreeMap;
 
-pub const VERSIONS: [KernelVersion; 5] = [
-    KernelVersion::V4_1,
-    KernelVersion::V6_9,
-    KernelVersion::V6_10,
-    KernelVersion::V6_12,
-    KernelVersion::V6_18,
+pub const VERSIONS: [Release; 5] = [
+    Release::V4_1,
+    Release::V6_9,
+    Release::V6_10,
+    Release::V6_12,
+    Release::V6_18,
 ];
 pub const ALLOCATORS: [SwapAllocatorKind; 4] = [
     SwapAllocatorKind::Legacy,
@@ -61,7 +61,7 @@ pub fn kernel(g: &mut Gen) -> Kernel {
 }
 
 /// `iaa`: the machine has IAA (deflate-iaa is a zswap compressor then).
-pub fn sysfs(g: &mut Gen, version: KernelVersion, iaa: bool) -> Sysfs {
+pub fn sysfs(g: &mut Gen, version: Release, iaa: bool) -> Sysfs {
     let mthp = version.has(MmChange::AnonMthp);
     let mut hugepages = BTreeMap::new();
     for size in SIZES {
@@ -118,7 +118,7 @@ pub fn sysfs(g: &mut Gen, version: KernelVersion, iaa: bool) -> Sysfs {
 
 /// `[sysfs.lru_gen]`: MGLRU in about a third of the cases whose kernel has it, sometimes with
 /// min_ttl_ms. `g` is a stream of its own, so the other draws of a seed stay as they were.
-pub fn lru_gen(g: &mut Gen, version: KernelVersion) -> LruGenKnobs {
+pub fn lru_gen(g: &mut Gen, version: Release) -> LruGenKnobs {
     if !version.has(MmChange::LruGen) || !g.chance(35) {
         return LruGenKnobs::default();
     }

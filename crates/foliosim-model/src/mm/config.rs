@@ -20,9 +20,11 @@ pub struct KernelConfig {
     pub defer_partial_split: bool,
     /// Zap takes a PTE-mapped large folio's run of PTEs at once (6.9+), else PTE by PTE.
     pub zap_batches_ptes: bool,
-    /// Reclaim (4.3+) and async migration (6.3+) flush the TLB once for a batch of unmapped
+    /// Reclaim (4.3+, try_to_unmap_flush) flushes the TLB once for a batch of unmapped
     /// folios; before, once per folio.
     pub tlb_batched_unmap: bool,
+    /// 6.3+ (migrate_pages_batch): async migration unmaps a batch, then flushes once.
+    pub migrate_batched_flush: bool,
     /// 6.10+: a fault maps a large folio found in the swap cache whole (do_swap_page).
     pub map_swapcache_folio_whole: bool,
     /// 6.4+ (4d4b6d66db): a cleared inaccessible PTE needs no flush.
@@ -99,6 +101,7 @@ impl KernelConfig {
             defer_partial_split: release.has(MmChange::ThpDeferredSplit),
             zap_batches_ptes: release.has(MmChange::ZapPteBatch),
             tlb_batched_unmap: release.has(MmChange::TtuBatchFlush),
+            migrate_batched_flush: release.has(MmChange::MigrateBatchFlush),
             map_swapcache_folio_whole: release.has(MmChange::SwapcacheMapWhole),
             tlb_skip_inaccessible: release.has(MmChange::TlbSkipInaccessible),
             // alloc_swap_folio falls back to order 0 once zswap has been enabled.

@@ -1,4 +1,4 @@
-//! The cluster-list allocator of 6.14-6.18 (spec-swap.md §5.2): a per-CPU fast path that
+//! The cluster-list allocator of 6.15-6.18 (spec-swap.md §5.2): a per-CPU fast path that
 //! keeps allocating in the cluster this CPU used last (under that cluster's ci->lock only),
 //! and a slow path that isolates clusters from the lists: nonfull[order] first, one free
 //! cluster, then only one fragment cluster; order 0 finally steals from higher orders.

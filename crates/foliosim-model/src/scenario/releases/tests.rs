@@ -105,7 +105,8 @@ fn derived_defaults_at_the_old_releases() {
     assert_eq!(alloc(Release::V6_12), ClusterListsC12);
     assert_eq!(alloc(Release::V6_18), ClusterListsC18);
     assert_eq!(alloc(r("6.13")), ClusterListsC12);
-    assert_eq!(alloc(r("6.14")), ClusterListsC18);
+    assert_eq!(alloc(r("6.14")), ClusterListsC12);
+    assert_eq!(alloc(r("6.15")), ClusterListsC18);
     assert_eq!(
         Release::V6_12.zswap_large_folios(),
         ZswapLargeFolios::Reject

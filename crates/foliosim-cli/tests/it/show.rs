@@ -1,10 +1,8 @@
 //! `foliosim show`: a bare release prints the release table's switches and the resolved
 //! defaults with what chose them; a release outside 4.1-6.18 is an error naming the field.
 
-use std::process::Command;
-
 fn show(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_foliosim"))
+    let out = crate::common::foliosim()
         .arg("show")
         .args(args)
         .env_remove("RUST_BACKTRACE")
