@@ -8,6 +8,7 @@ pub mod content;
 pub mod footprint;
 pub mod hw;
 pub mod mm;
+pub mod registry;
 pub mod report;
 pub mod scenario;
 pub mod sched;

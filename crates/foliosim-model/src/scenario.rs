@@ -601,21 +601,11 @@ impl SwapDeviceSpec {
 /// (scenario/releases.rs). The old name, kept so reproducers and tests read as before.
 pub type KernelVersion = Release;
 
-/// Which swap slot allocator the kernel runs (mm/swapfile.c); one file each under mm/swap_alloc/.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SwapAllocatorKind {
-    /// <= 6.9: per-CPU order-0 clusters, PMD-only huge clusters; mTHP split before swap-out.
-    Legacy,
-    /// 6.10 (Ryan Roberts v4): per-CPU, per-order next offset; any order swapped whole.
-    PercpuOrder,
-    /// 6.12 (Chris Li / Kairui Song): free / nonfull[order] / frag[order] / full / discard
-    /// cluster lists, every allocation under si->lock.
-    ClusterListsC12,
-    /// 6.14-6.18: the same lists with a per-CPU cluster fast path; si->lock only for list
-    /// moves, ci->lock for work inside a cluster; one fragment cluster scanned.
-    ClusterListsC18,
-}
+/// Which swap slot allocator the kernel runs (mm/swapfile.c): a name from the registry,
+/// one file each under mm/swap_alloc/.
+pub use crate::mm::swap_alloc::SwapAllocatorKind;
+/// Which reclaim-list policy the kernel runs: a name from the registry (mm/vmscan/).
+pub use crate::mm::vmscan::lru_policy::LruPolicyKind;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -625,6 +615,11 @@ pub struct Kernel {
     /// Override of the release's swap allocator.
     #[serde(default)]
     pub swap_allocator: Option<SwapAllocatorKind>,
+    /// Override of the reclaim-list policy (mm/vmscan/ `registry!`): a registered name whose
+    /// `lru_gen` matches `sysfs.lru_gen.enabled`. Default: `mglru` when that is on, else
+    /// `classic`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lru_policy: Option<LruPolicyKind>,
     /// Swap a large folio back in whole on a fault (alloc_swap_folio, 6.13+, synchronous
     /// devices only). Default: the release's (on from 6.13, the release table).
     #[serde(default)]
@@ -723,6 +718,7 @@ impl Default for Kernel {
         Kernel {
             version: default_kernel_version(),
             swap_allocator: None,
+            lru_policy: None,
             swapin_mthp: None,
             zswap_large_folios: None,
             swapout_fallback: SwapoutFallbackKind::Split,
@@ -1008,6 +1004,13 @@ impl Default for ZramKnobs {
 }
 
 impl Scenario {
+    /// The reclaim-list policy: `kernel.lru_policy`, else what `sysfs.lru_gen.enabled` picks.
+    pub fn lru_policy(&self) -> LruPolicyKind {
+        self.kernel
+            .lru_policy
+            .unwrap_or(LruPolicyKind::of_lru_gen(self.sysfs.lru_gen.enabled()))
+    }
+
     /// `[machine.disk]` and the `[[file]]`s on it.
     fn validate_files(&self) -> Result<(), ScenarioError> {
         if let Some(disk) = &self.machine.disk {
@@ -1888,11 +1891,8 @@ impl Scenario {
                 }
             }
             if dev.mthp_reserve_percent > 0 {
-                let cluster_lists = matches!(
-                    self.kernel.swap_allocator(),
-                    SwapAllocatorKind::ClusterListsC12 | SwapAllocatorKind::ClusterListsC18
-                );
-                if dev.mthp_reserve_percent > 90 || !cluster_lists {
+                let takes_reserve = self.kernel.swap_allocator().entry().mthp_reserve;
+                if dev.mthp_reserve_percent > 90 || !takes_reserve {
                     return Err(invalid(
                         format!("machine.swap[{i}].mthp_reserve_percent"),
                         dev.mthp_reserve_percent,
@@ -1971,6 +1971,24 @@ impl Scenario {
             }
         }
         let version = self.kernel.version;
+        if let Some(p) = self.kernel.lru_policy {
+            let lru_gen = self.sysfs.lru_gen.enabled();
+            if p.entry().lru_gen != lru_gen {
+                let fits: Vec<&str> = crate::mm::vmscan::LRU_POLICIES
+                    .iter()
+                    .filter(|e| e.lru_gen == lru_gen)
+                    .map(|e| e.name)
+                    .collect();
+                return Err(invalid(
+                    "kernel.lru_policy",
+                    p.name(),
+                    format!(
+                        "{} with sysfs.lru_gen.enabled = {lru_gen}",
+                        fits.join(" | ")
+                    ),
+                ));
+            }
+        }
         if self.sysfs.lru_gen.enabled() && !version.has(MmChange::LruGen) {
             return Err(invalid(
                 "sysfs.lru_gen.enabled",

@@ -2,11 +2,12 @@
 //! and sysctl knobs, within what each release allows.
 
 use super::gen::Gen;
+use crate::mm::swap_alloc::SWAP_ALLOCATORS;
 use crate::scenario::{
     CgroupVersion, Kernel, KernelSysctl, KernelVersion, KhugepagedKnobs, LruGenKnobs,
-    MigrateTlbFlush, MmChange, NumaKnobs, OomPolicy, PromotedPte, SwapAllocatorKind,
-    SwapoutFallbackKind, Sysctl, Sysfs, ThpDefrag, ThpEnabled, ThpFaultAllocKind, VmSysctl,
-    ZramKnobs, ZswapKnobs, ZswapLargeFolios, COMPRESSORS,
+    MigrateTlbFlush, MmChange, NumaKnobs, OomPolicy, PromotedPte, SwapoutFallbackKind, Sysctl,
+    Sysfs, ThpDefrag, ThpEnabled, ThpFaultAllocKind, VmSysctl, ZramKnobs, ZswapKnobs,
+    ZswapLargeFolios, COMPRESSORS,
 };
 use std::collections::BTreeMap;
 
@@ -16,12 +17,6 @@ pub const VERSIONS: [KernelVersion; 5] = [
     KernelVersion::V6_10,
     KernelVersion::V6_12,
     KernelVersion::V6_18,
-];
-pub const ALLOCATORS: [SwapAllocatorKind; 4] = [
-    SwapAllocatorKind::Legacy,
-    SwapAllocatorKind::PercpuOrder,
-    SwapAllocatorKind::ClusterListsC12,
-    SwapAllocatorKind::ClusterListsC18,
 ];
 pub const ZSWAP_STORES: [ZswapLargeFolios; 3] = [
     ZswapLargeFolios::Reject,
@@ -43,7 +38,8 @@ const SIZES: [&str; 9] = [
 pub fn kernel(g: &mut Gen) -> Kernel {
     Kernel {
         version: g.pick(&VERSIONS),
-        swap_allocator: g.maybe(50, |g| g.pick(&ALLOCATORS)),
+        // Every registered allocator (mm/swap_alloc/mod.rs), so a new one is soaked too.
+        swap_allocator: g.maybe(50, |g| crate::registry::Choice(g.pick(SWAP_ALLOCATORS))),
         swapin_mthp: g.maybe(40, |g| g.chance(50)),
         zswap_large_folios: g.maybe(50, |g| g.pick(&ZSWAP_STORES)),
         swapout_fallback: g.pick(&[
