@@ -114,3 +114,96 @@ macro_rules! registry {
     };
 }
 pub(crate) use registry;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mm::swap_alloc::{SwapAllocatorEntry, SwapAllocatorKind};
+    use crate::mm::vmscan::lru_policy::LruPolicyEntry;
+    use crate::workload::WorkloadEntry;
+
+    /// Every registered name is documented: shipped ones in the scenario format, the
+    /// test-only examples in the extending guide.
+    fn documented<E: Entry>() {
+        let format = include_str!("../../../docs/scenario-format.md");
+        let guide = include_str!("../../../docs/extending.md");
+        for e in E::all() {
+            let doc = if e.doc().starts_with("example") {
+                guide
+            } else {
+                format
+            };
+            assert!(
+                doc.contains(e.name()),
+                "{} `{}` undocumented",
+                E::WHAT,
+                e.name()
+            );
+        }
+    }
+
+    #[test]
+    fn every_registered_name_is_documented() {
+        documented::<SwapAllocatorEntry>();
+        documented::<LruPolicyEntry>();
+        documented::<WorkloadEntry>();
+    }
+
+    #[test]
+    fn an_unknown_name_lists_the_registered_ones() {
+        let e = SwapAllocatorKind::by_name("best-fit").unwrap_err();
+        assert!(e.contains("unknown swap allocator `best-fit`"), "{e}");
+        for name in names::<SwapAllocatorEntry>() {
+            assert!(e.contains(name), "{e}");
+        }
+        let text = "[kernel]\nswap_allocator = \"best-fit\"\n[[workload]]\nkind = \"usemem\"\n\
+                    nproc = 1\nsize = \"1M\"\n";
+        let err = crate::Scenario::from_toml_str(text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("cluster-lists-c18") && err.contains("best-fit"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn choices_round_trip_through_their_names() {
+        for e in names::<SwapAllocatorEntry>() {
+            let k = SwapAllocatorKind::by_name(e).unwrap();
+            let json = serde_json::to_string(&k).unwrap();
+            assert_eq!(json, format!("\"{e}\""));
+            assert_eq!(serde_json::from_str::<SwapAllocatorKind>(&json).unwrap(), k);
+        }
+    }
+
+    #[test]
+    fn a_mismatched_lru_policy_names_the_ones_that_fit() {
+        let text = "[kernel]\nversion = \"6.18\"\nlru_policy = \"mglru\"\n[[workload]]\n\
+                    kind = \"usemem\"\nnproc = 1\nsize = \"1M\"\n";
+        let err = crate::Scenario::from_toml_str(text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("kernel.lru_policy") && err.contains("classic"),
+            "{err}"
+        );
+        let ok = "[kernel]\nversion = \"6.18\"\nlru_policy = \"mglru\"\n[sysfs.lru_gen]\n\
+                  enabled = true\n[[workload]]\nkind = \"usemem\"\nnproc = 1\nsize = \"1M\"\n";
+        let s = crate::Scenario::from_toml_str(ok).unwrap();
+        assert_eq!(s.lru_policy().name(), "mglru");
+    }
+
+    #[test]
+    fn a_registered_workload_names_its_bad_param() {
+        let text = "[[workload]]\nkind = \"registered\"\nname = \"strided_write\"\n\
+                    [workload.params]\nnproc = 1\nsize = \"1M\"\nstride_pages = 0\n";
+        let err = crate::Scenario::from_toml_str(text)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("workload[0].params") && err.contains("stride_pages"),
+            "{err}"
+        );
+    }
+}

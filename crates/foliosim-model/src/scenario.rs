@@ -1579,6 +1579,18 @@ pub enum WorkloadSpec {
         #[serde(default, skip_serializing_if = "is_zero_i32")]
         oom_score_adj: i32,
     },
+    /// A workload from the registry (workload/mod.rs `registry!`, docs/extending.md):
+    /// `name` picks it; `params` are its own fields, which it checks.
+    Registered {
+        name: crate::workload::WorkloadKind,
+        #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
+        params: toml::Table,
+        #[serde(default)]
+        memcg: Option<String>,
+        /// /proc/PID/oom_score_adj of its processes: -1000 (never OOM-killed) ..= 1000.
+        #[serde(default, skip_serializing_if = "is_zero_i32")]
+        oom_score_adj: i32,
+    },
 }
 
 fn default_scale() -> f64 {
@@ -1642,7 +1654,8 @@ impl WorkloadSpec {
             WorkloadSpec::FileRead { .. }
             | WorkloadSpec::Thpscale { .. }
             | WorkloadSpec::Xsbench { .. }
-            | WorkloadSpec::TlbShootdown { .. } => ContentClass::Usemem,
+            | WorkloadSpec::TlbShootdown { .. }
+            | WorkloadSpec::Registered { .. } => ContentClass::Usemem,
         }
     }
 
@@ -1655,7 +1668,8 @@ impl WorkloadSpec {
             | WorkloadSpec::Thpscale { memcg, .. }
             | WorkloadSpec::Xsbench { memcg, .. }
             | WorkloadSpec::TlbShootdown { memcg, .. }
-            | WorkloadSpec::Trace { memcg, .. } => memcg.as_deref(),
+            | WorkloadSpec::Trace { memcg, .. }
+            | WorkloadSpec::Registered { memcg, .. } => memcg.as_deref(),
         }
     }
 
@@ -1669,7 +1683,8 @@ impl WorkloadSpec {
             | WorkloadSpec::Thpscale { oom_score_adj, .. }
             | WorkloadSpec::Xsbench { oom_score_adj, .. }
             | WorkloadSpec::TlbShootdown { oom_score_adj, .. }
-            | WorkloadSpec::Trace { oom_score_adj, .. } => *oom_score_adj,
+            | WorkloadSpec::Trace { oom_score_adj, .. }
+            | WorkloadSpec::Registered { oom_score_adj, .. } => *oom_score_adj,
         }
     }
 }
@@ -2313,6 +2328,11 @@ impl Scenario {
                 }
                 check_time_ns(&field("spin_ns"), Some(*spin_ns))?;
                 check_time_ns(&field("lead_ns"), Some(*lead_ns))?;
+            }
+            WorkloadSpec::Registered { name, params, .. } => {
+                // The workload checks its own params while it builds its tasks.
+                (name.entry().tasks)(params, None, self.seed)
+                    .map_err(|e| invalid(field("params"), name.name(), e))?;
             }
             WorkloadSpec::Trace { .. } => {
                 crate::workload::trace::validate(w)

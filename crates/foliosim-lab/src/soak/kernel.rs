@@ -40,6 +40,8 @@ pub fn kernel(g: &mut Gen) -> Kernel {
         version: g.pick(&VERSIONS),
         // Every registered allocator (mm/swap_alloc/mod.rs), so a new one is soaked too.
         swap_allocator: g.maybe(50, |g| crate::registry::Choice(g.pick(SWAP_ALLOCATORS))),
+        // The LRU policy follows sysfs.lru_gen (drawn below), as the kernel chooses it.
+        lru_policy: None,
         swapin_mthp: g.maybe(40, |g| g.chance(50)),
         zswap_large_folios: g.maybe(50, |g| g.pick(&ZSWAP_STORES)),
         swapout_fallback: g.pick(&[

@@ -15,7 +15,8 @@ use crate::mm::workingset::Shadow;
 use crate::mm::Kernel;
 use crate::registry::{Choice, Entry};
 
-pub trait LruPolicy: Sync {
+/// RefUnwindSafe: a Scenario names its policy (LruPolicyEntry) and crosses catch_unwind.
+pub trait LruPolicy: Sync + std::panic::RefUnwindSafe {
     /// "classic" or "mglru".
     fn name(&self) -> &'static str;
 
