@@ -15,6 +15,9 @@ pub mod sched;
 pub mod stats;
 pub mod workload;
 
+#[cfg(test)]
+mod limits_tests;
+
 /// The floor below, under the path the model's files name it by (`crate::engine::...`):
 /// docs/architecture.md, "Root re-exports".
 pub use foliosim_engine as engine;
