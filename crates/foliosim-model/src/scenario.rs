@@ -610,21 +610,11 @@ impl SwapDeviceSpec {
     }
 }
 
-/// Which swap slot allocator the kernel runs (mm/swapfile.c); one file each under mm/swap_alloc/.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SwapAllocatorKind {
-    /// <= 6.9: per-CPU order-0 clusters, PMD-only huge clusters; mTHP split before swap-out.
-    Legacy,
-    /// 6.10 (Ryan Roberts v4): per-CPU, per-order next offset; any order swapped whole.
-    PercpuOrder,
-    /// 6.12 (Chris Li / Kairui Song): free / nonfull[order] / frag[order] / full / discard
-    /// cluster lists, every allocation under si->lock.
-    ClusterListsC12,
-    /// 6.15-6.18: the same lists with a per-CPU cluster fast path; si->lock only for list
-    /// moves, ci->lock for work inside a cluster; one fragment cluster scanned.
-    ClusterListsC18,
-}
+/// Which swap slot allocator the kernel runs (mm/swapfile.c): a name from the registry,
+/// one file each under mm/swap_alloc/.
+pub use crate::registry::SwapAllocatorKind;
+/// Which reclaim-list policy the kernel runs: a name from the registry (mm/vmscan/).
+pub use crate::registry::LruPolicyKind;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -634,6 +624,11 @@ pub struct Kernel {
     /// Override of the release's swap allocator.
     #[serde(default)]
     pub swap_allocator: Option<SwapAllocatorKind>,
+    /// Override of the reclaim-list policy (mm/vmscan/ `registry!`): a registered name whose
+    /// `lru_gen` matches `sysfs.lru_gen.enabled`. Default: `mglru` when that is on, else
+    /// `classic`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lru_policy: Option<LruPolicyKind>,
     /// Swap a large folio back in whole on a fault (alloc_swap_folio, 6.13+, synchronous
     /// devices only). Default: the release's (on from 6.13, the release table).
     #[serde(default)]
@@ -732,6 +727,7 @@ impl Default for Kernel {
         Kernel {
             version: default_kernel_version(),
             swap_allocator: None,
+            lru_policy: None,
             swapin_mthp: None,
             zswap_large_folios: None,
             swapout_fallback: SwapoutFallbackKind::Split,
@@ -1017,6 +1013,13 @@ impl Default for ZramKnobs {
 }
 
 impl Scenario {
+    /// The reclaim-list policy: `kernel.lru_policy`, else what `sysfs.lru_gen.enabled` picks.
+    pub fn lru_policy(&self) -> LruPolicyKind {
+        self.kernel
+            .lru_policy
+            .unwrap_or(LruPolicyKind::of_lru_gen(self.sysfs.lru_gen.enabled()))
+    }
+
     /// `[machine.disk]` and the `[[file]]`s on it.
     fn validate_files(&self) -> Result<(), ScenarioError> {
         if let Some(disk) = &self.machine.disk {
@@ -1585,6 +1588,18 @@ pub enum WorkloadSpec {
         #[serde(default, skip_serializing_if = "is_zero_i32")]
         oom_score_adj: i32,
     },
+    /// A workload from the registry (workload/mod.rs `registry!`, docs/extending.md):
+    /// `name` picks it; `params` are its own fields, which it checks.
+    Registered {
+        name: crate::registry::WorkloadKind,
+        #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
+        params: toml::Table,
+        #[serde(default)]
+        memcg: Option<String>,
+        /// /proc/PID/oom_score_adj of its processes: -1000 (never OOM-killed) ..= 1000.
+        #[serde(default, skip_serializing_if = "is_zero_i32")]
+        oom_score_adj: i32,
+    },
 }
 
 fn default_scale() -> f64 {
@@ -1648,7 +1663,8 @@ impl WorkloadSpec {
             WorkloadSpec::FileRead { .. }
             | WorkloadSpec::Thpscale { .. }
             | WorkloadSpec::Xsbench { .. }
-            | WorkloadSpec::TlbShootdown { .. } => ContentClass::Usemem,
+            | WorkloadSpec::TlbShootdown { .. }
+            | WorkloadSpec::Registered { .. } => ContentClass::Usemem,
         }
     }
 
@@ -1661,7 +1677,8 @@ impl WorkloadSpec {
             | WorkloadSpec::Thpscale { memcg, .. }
             | WorkloadSpec::Xsbench { memcg, .. }
             | WorkloadSpec::TlbShootdown { memcg, .. }
-            | WorkloadSpec::Trace { memcg, .. } => memcg.as_deref(),
+            | WorkloadSpec::Trace { memcg, .. }
+            | WorkloadSpec::Registered { memcg, .. } => memcg.as_deref(),
         }
     }
 
@@ -1675,7 +1692,8 @@ impl WorkloadSpec {
             | WorkloadSpec::Thpscale { oom_score_adj, .. }
             | WorkloadSpec::Xsbench { oom_score_adj, .. }
             | WorkloadSpec::TlbShootdown { oom_score_adj, .. }
-            | WorkloadSpec::Trace { oom_score_adj, .. } => *oom_score_adj,
+            | WorkloadSpec::Trace { oom_score_adj, .. }
+            | WorkloadSpec::Registered { oom_score_adj, .. } => *oom_score_adj,
         }
     }
 }
@@ -1822,11 +1840,8 @@ impl Scenario {
             }
         }
         if dev.mthp_reserve_percent > 0 {
-            let cluster_lists = matches!(
-                self.kernel.swap_allocator(),
-                SwapAllocatorKind::ClusterListsC12 | SwapAllocatorKind::ClusterListsC18
-            );
-            if dev.mthp_reserve_percent > 90 || !cluster_lists {
+            let takes_reserve = self.kernel.swap_allocator().entry().mthp_reserve;
+            if dev.mthp_reserve_percent > 90 || !takes_reserve {
                 return Err(invalid(
                     format!("machine.swap[{i}].mthp_reserve_percent"),
                     dev.mthp_reserve_percent,
@@ -2218,8 +2233,9 @@ impl Scenario {
                 check_time_ns(&field("spin_ns"), Some(*spin_ns))?;
                 check_time_ns(&field("lead_ns"), Some(*lead_ns))?;
             }
-            // Checked above the schema, where the trace's reader is.
-            WorkloadSpec::Trace { .. } => {}
+            // Checked above the schema, where the trace's reader and the registered workloads'
+            // generators are (validate.rs).
+            WorkloadSpec::Trace { .. } | WorkloadSpec::Registered { .. } => {}
             WorkloadSpec::FileRead {
                 file,
                 nproc,

@@ -35,11 +35,12 @@ impl Scenario {
         self.check_costs()?;
         self.validate_host_knobs()?;
         self.check_sysfs()?;
+        check_lru_policy(self)?;
         self.check_memcgs()?;
         self.check_files_and_workloads()?;
         for (i, w) in self.workloads.iter().enumerate() {
             self.check_workload_fields(i, w)?;
-            check_workload_in_model(i, w)?;
+            check_workload_in_model(self, i, w)?;
             self.check_workload_refs(i, w)?;
         }
         check_footprint(self)
@@ -118,9 +119,30 @@ fn check_swap_devices(s: &Scenario) -> Result<(), ScenarioError> {
     Ok(())
 }
 
+/// `kernel.lru_policy` must be one of the registered policies for the LRU the sysfs chose.
+fn check_lru_policy(s: &Scenario) -> Result<(), ScenarioError> {
+    let Some(p) = s.kernel.lru_policy else {
+        return Ok(());
+    };
+    let lru_gen = s.sysfs.lru_gen.enabled();
+    if p.entry().lru_gen != lru_gen {
+        let fits: Vec<&str> = crate::mm::vmscan::LRU_POLICIES
+            .iter()
+            .filter(|e| e.lru_gen == lru_gen)
+            .map(|e| e.name)
+            .collect();
+        return Err(invalid(
+            "kernel.lru_policy",
+            p.name(),
+            format!("{} with sysfs.lru_gen.enabled = {lru_gen}", fits.join(" | ")),
+        ));
+    }
+    Ok(())
+}
+
 /// What a workload's fields mean to its generator: xsbench's index grid must fit a u32 of
 /// pages; a trace's file must read.
-fn check_workload_in_model(i: usize, w: &WorkloadSpec) -> Result<(), ScenarioError> {
+fn check_workload_in_model(s: &Scenario, i: usize, w: &WorkloadSpec) -> Result<(), ScenarioError> {
     let field = |name: &str| format!("workload[{i}].{name}");
     match w {
         WorkloadSpec::Xsbench {
@@ -137,6 +159,11 @@ fn check_workload_in_model(i: usize, w: &WorkloadSpec) -> Result<(), ScenarioErr
                     "a size whose index grid stays below 16 TiB",
                 ));
             }
+        }
+        WorkloadSpec::Registered { name, params, .. } => {
+            // The workload checks its own params while it builds its tasks.
+            (name.entry().tasks)(params, None, s.seed)
+                .map_err(|e| invalid(field("params"), name.name(), e))?;
         }
         WorkloadSpec::Trace { .. } => {
             crate::workload::trace::validate(w)

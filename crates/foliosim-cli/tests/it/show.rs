@@ -30,7 +30,7 @@ fn show_kernel_6_6_prints_every_switch() {
         "kernel.swapin_mthp = false: release table: swapin-mthp",
         "kernel.zswap_large_folios = reject: release table",
         "sysfs.defrag = madvise: release table: thp-defrag-madvise (4.6, 444eb2a449ef) on",
-        "lru (sysfs.lru_gen.enabled) = classic: default",
+        "kernel.lru_policy = classic: default",
         "kernel.thp_fault_alloc = direct: default",
     ] {
         assert!(out.contains(key), "{key} in\n{out}");

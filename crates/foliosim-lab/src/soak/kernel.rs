@@ -2,9 +2,10 @@
 //! and sysctl knobs, within what each release allows.
 
 use super::gen::Gen;
+use crate::mm::swap_alloc::SWAP_ALLOCATORS;
 use crate::scenario::{
     CgroupVersion, Kernel, KernelSysctl, KhugepagedKnobs, LruGenKnobs, MigrateTlbFlush, MmChange,
-    NumaKnobs, OomPolicy, PromotedPte, Release, SwapAllocatorKind, SwapoutFallbackKind, Sysctl,
+    NumaKnobs, OomPolicy, PromotedPte, Release, SwapoutFallbackKind, Sysctl,
     Sysfs, ThpDefrag, ThpEnabled, ThpFaultAllocKind, VmSysctl, ZramKnobs, ZswapKnobs,
     ZswapLargeFolios, COMPRESSORS,
 };
@@ -16,12 +17,6 @@ pub const VERSIONS: [Release; 5] = [
     Release::V6_10,
     Release::V6_12,
     Release::V6_18,
-];
-pub const ALLOCATORS: [SwapAllocatorKind; 4] = [
-    SwapAllocatorKind::Legacy,
-    SwapAllocatorKind::PercpuOrder,
-    SwapAllocatorKind::ClusterListsC12,
-    SwapAllocatorKind::ClusterListsC18,
 ];
 pub const ZSWAP_STORES: [ZswapLargeFolios; 3] = [
     ZswapLargeFolios::Reject,
@@ -43,7 +38,10 @@ const SIZES: [&str; 9] = [
 pub fn kernel(g: &mut Gen) -> Kernel {
     Kernel {
         version: g.pick(&VERSIONS),
-        swap_allocator: g.maybe(50, |g| g.pick(&ALLOCATORS)),
+        // Every registered allocator (mm/swap_alloc/mod.rs), so a new one is soaked too.
+        swap_allocator: g.maybe(50, |g| crate::registry::Choice(g.pick(SWAP_ALLOCATORS))),
+        // The LRU policy follows sysfs.lru_gen (drawn below), as the kernel chooses it.
+        lru_policy: None,
         swapin_mthp: g.maybe(40, |g| g.chance(50)),
         zswap_large_folios: g.maybe(50, |g| g.pick(&ZSWAP_STORES)),
         swapout_fallback: g.pick(&[

@@ -115,9 +115,12 @@ fn kbuild_fallback_drops_with_the_cluster_lists() {
     };
     let (v4, c12) = (share(Release::V6_10), share(Release::V6_12));
     eprintln!("kbuild 64K x0.25 fallback: 6.10 {v4:.1}%, 6.12 {c12:.1}%");
+    // The seed's ~99% is the fragmented device's; our share includes the build's warm-up
+    // before the device fragments (docs/seed003-lock-split.md: 100% from the second tenth on),
+    // so only "most" is asserted here. The cluster lists: the seed's own bound, under 10%.
     assert!(v4 > 50.0, "6.10 fallback {v4:.1}%");
     assert!(
-        c12 < v4 / 2.0,
-        "6.12 fallback {c12:.1}% against 6.10 {v4:.1}%"
+        c12 < 10.0,
+        "6.12 fallback {c12:.1}% (seed: under 10% for 64K)"
     );
 }

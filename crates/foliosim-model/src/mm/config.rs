@@ -118,7 +118,7 @@ impl KernelConfig {
             migrate_flush: migrate::flush::policy_of(kernel.migrate_tlb_flush),
             swapout_fallback: swapout_fallback::policy(kernel.swapout_fallback),
             thp_fault_alloc: thp_fault_alloc::policy(kernel.thp_fault_alloc),
-            lru_policy: vmscan::lru_policy::policy(scenario.sysfs.lru_gen.enabled()),
+            lru_policy: scenario.lru_policy().entry().policy,
             tlb: tlb::arch(scenario.machine.tlb),
             thp_orders: scenario.sysfs.orders_enabled(false),
             thp_orders_madvised: scenario.sysfs.orders_enabled(true),

@@ -5,10 +5,17 @@
 
 pub mod file;
 pub mod kswapd;
-pub mod lru_classic;
-pub mod lru_gen;
 pub mod lru_policy;
 pub mod scan_count;
+
+// The reclaim-list policies a scenario may name (`kernel.lru_policy`): one file each, one
+// word here (docs/extending.md).
+crate::registry::registry!(LRU_POLICIES: lru_policy::LruPolicyEntry =
+    lru_classic,
+    lru_gen,
+    #[cfg(test)]
+    lru_classic_no_workingset, // docs/extending.md's worked example: test builds only
+);
 
 use super::folio::{flags, FolioTable};
 use super::gfp::{Gfp, GfpZone};

@@ -113,17 +113,18 @@ pub fn defaults(s: &Scenario) -> Vec<Resolved> {
             by_change(s, MmChange::ThpDefragMadvise),
         ),
     );
-    let lru = if s.sysfs.lru_gen.enabled() {
-        "mglru"
-    } else {
-        "classic"
-    };
-    let lru_by = if s.sysfs.lru_gen.enabled.is_some() {
-        "scenario"
+    let lru_by = if s.kernel.lru_policy.is_some() {
+        "scenario (kernel.lru_policy)"
+    } else if s.sysfs.lru_gen.enabled.is_some() {
+        "scenario (sysfs.lru_gen.enabled)"
     } else {
         "default"
     };
-    push("lru (sysfs.lru_gen.enabled)", lru.into(), lru_by.into());
+    push(
+        "kernel.lru_policy",
+        s.lru_policy().name().into(),
+        lru_by.into(),
+    );
     let gfp_retry = release.has(MmChange::GfpTranshugeRetry);
     let gfp = if gfp_retry {
         "GFP_TRANSHUGE"
@@ -206,6 +207,32 @@ pub fn render(s: &Scenario) -> String {
     let _ = writeln!(out, "# resolved defaults (value: what chose it)");
     for r in defaults(s) {
         let _ = writeln!(out, "#   {} = {}: {}", r.key, r.value, r.chosen_by);
+    }
+    out + &registered()
+}
+
+/// Every name the policy registries accept (docs/extending.md), with its line of doc.
+pub fn registered() -> String {
+    use crate::mm::swap_alloc::SwapAllocatorEntry;
+    use crate::mm::vmscan::lru_policy::LruPolicyEntry;
+    use crate::registry::describe;
+    use crate::workload::WorkloadEntry;
+    let mut out = String::new();
+    for (key, rows) in [
+        ("kernel.swap_allocator", describe::<SwapAllocatorEntry>()),
+        ("kernel.lru_policy", describe::<LruPolicyEntry>()),
+        (
+            "workload.name (kind = \"registered\")",
+            describe::<WorkloadEntry>(),
+        ),
+    ] {
+        let _ = writeln!(out, "# {key}: the registered names");
+        for line in rows.lines() {
+            let _ = writeln!(out, "#  {line}");
+        }
+        if rows.is_empty() {
+            let _ = writeln!(out, "#    (none)");
+        }
     }
     out
 }
