@@ -8,6 +8,7 @@ mod lru_gen;
 mod numa;
 pub mod releases;
 pub mod resolved;
+pub mod tmpfs;
 pub use lru_gen::LruGenKnobs;
 pub use releases::{MmChange, Release, ReleaseError};
 
@@ -164,6 +165,9 @@ pub struct Scenario {
     /// are their order here.
     #[serde(default, rename = "file", skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FileSpec>,
+    /// tmpfs mounts (`[[tmpfs]]`, mm/shmem.rs); workloads name the one they write to.
+    #[serde(default, rename = "tmpfs", skip_serializing_if = "Vec::is_empty")]
+    pub tmpfs: Vec<tmpfs::TmpfsSpec>,
     /// Overrides of individual costs of the machine's cost profile, by name (ns).
     #[serde(default)]
     pub costs: BTreeMap<String, f64>,
@@ -798,6 +802,10 @@ pub struct Sysfs {
     /// `/sys/kernel/mm/numa/*`.
     #[serde(default)]
     pub numa: NumaKnobs,
+    /// `transparent_hugepage/shmem_enabled` (mm/shmem.rs): only `deny` and `force` act on
+    /// tmpfs mounts.
+    #[serde(default, skip_serializing_if = "tmpfs::ShmemEnabled::is_default")]
+    pub shmem_enabled: tmpfs::ShmemEnabled,
     /// `/sys/kernel/mm/lru_gen/*`: MGLRU or the classic LRU.
     #[serde(default)]
     pub lru_gen: LruGenKnobs,
@@ -1201,6 +1209,7 @@ impl Default for Sysfs {
             zswap: ZswapKnobs::default(),
             zram: ZramKnobs::default(),
             numa: NumaKnobs::default(),
+            shmem_enabled: Default::default(),
             lru_gen: LruGenKnobs::default(),
         }
     }
@@ -1477,6 +1486,15 @@ pub enum WorkloadSpec {
         user_ns_per_page: u64,
         #[serde(default = "default_kbuild_phases")]
         phases: u32,
+        /// The `[[tmpfs]]` the build tree is on: each job writes its object file there (sized
+        /// log-uniformly in [object_size_min, object_size_max]) and the last slot reads them
+        /// all (the link). Absent: no files.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tmpfs: Option<String>,
+        #[serde(default = "default_kbuild_object_size_min")]
+        object_size_min: Bytes,
+        #[serde(default = "default_kbuild_object_size_max")]
+        object_size_max: Bytes,
         /// What the tasks write into their pages (decides compressibility); absent = the
         /// workload's own pattern (WorkloadSpec::content).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1622,6 +1640,14 @@ fn default_kbuild_user_ns_per_page() -> u64 {
 }
 fn default_kbuild_phases() -> u32 {
     4
+}
+
+fn default_kbuild_object_size_min() -> Bytes {
+    Bytes(crate::workload::kbuild::OBJECT_SIZE_MIN_BYTES)
+}
+
+fn default_kbuild_object_size_max() -> Bytes {
+    Bytes(crate::workload::kbuild::OBJECT_SIZE_MAX_BYTES)
 }
 
 impl WorkloadSpec {
@@ -2069,6 +2095,7 @@ impl Scenario {
             }
         }
         self.validate_files()?;
+        tmpfs::validate(&self.tmpfs)?;
         if self.workloads.is_empty() {
             return Err(invalid(
                 "workload",
@@ -2165,6 +2192,9 @@ impl Scenario {
                 rss_max,
                 phases,
                 user_ns_per_page,
+                tmpfs,
+                object_size_min,
+                object_size_max,
                 ..
             } => {
                 check_time_ns(&field("user_ns_per_page"), Some(*user_ns_per_page))?;
@@ -2194,6 +2224,14 @@ impl Scenario {
                 }
                 if *phases == 0 || *phases > 1000 {
                     return Err(invalid(field("phases"), phases, "1 ..= 1000"));
+                }
+                if let Some(name) = tmpfs {
+                    tmpfs::find(&self.tmpfs, &field("tmpfs"), name)?;
+                    crate::workload::kbuild::validate_objects(
+                        &field("object_size_max"),
+                        *object_size_min,
+                        *object_size_max,
+                    )?;
                 }
             }
             WorkloadSpec::Thpscale {

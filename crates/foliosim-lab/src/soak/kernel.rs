@@ -112,6 +112,7 @@ pub fn sysfs(g: &mut Gen, version: KernelVersion, iaa: bool) -> Sysfs {
         },
         // Drawn by `lru_gen` from a stream of its own: a draw here would change every
         // generated scenario after it.
+        shmem_enabled: Default::default(),
         lru_gen: Default::default(),
     }
 }

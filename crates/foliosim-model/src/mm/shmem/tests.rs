@@ -1,0 +1,1 @@
+//! Unit tests of shmem: allocation orders, swap-out and swap-in, truncation.
