@@ -54,12 +54,17 @@ pub struct Inode {
 }
 
 impl Inode {
+    /// i_size grows to `end` (a write past the end).
     fn grow(&mut self, end: u32) {
+        self.grow_slots(end);
+        self.i_size_pages = self.i_size_pages.max(end);
+    }
+
+    fn grow_slots(&mut self, end: u32) {
         if self.folios.len() < end as usize {
             self.folios.resize(end as usize, NIL);
             self.swap.resize(end as usize, NIL);
         }
-        self.i_size_pages = self.i_size_pages.max(end);
     }
 }
 
@@ -205,16 +210,14 @@ fn size_orders(index: u32, write_end: u32) -> u32 {
 }
 
 /// shmem_get_orders_within_size: from the highest order down, the first whose aligned end is
-/// within i_size (the write's end counted) keeps it and every smaller order. The index moves
-/// up with each order tried, as in the kernel's loop.
+/// within i_size (the write's end counted) keeps it and every smaller order.
 fn orders_within_size(orders: u32, index: u32, i_size_pages: u32) -> u32 {
-    let mut index = index as u64;
     let mut rest = orders;
     while rest != 0 {
         let order = 31 - rest.leading_zeros();
         let nr = 1u64 << order;
-        index = (index + 1).div_ceil(nr) * nr;
-        if i_size_pages as u64 >= index {
+        let aligned_end = (index as u64 + 1).div_ceil(nr) * nr;
+        if i_size_pages as u64 >= aligned_end {
             return rest;
         }
         rest &= !(1 << order);
@@ -318,6 +321,8 @@ fn add_to_page_cache(
         .init(pfn, order, memcg, (inode, SHMEM_OWNER, first));
     k.folios.set(pfn, flags::REFERENCED);
     let i = k.shmem.inode_mut(inode);
+    // A folio may reach past i_size (huge=always): its slots exist all the same.
+    i.grow_slots(first + nr);
     for x in first..first + nr {
         debug_assert!(i.folios[x as usize] == NIL && i.swap[x as usize] == NIL);
         i.folios[x as usize] = pfn;
