@@ -2095,7 +2095,7 @@ impl Scenario {
             }
         }
         self.validate_files()?;
-        tmpfs::validate(&self.tmpfs)?;
+        tmpfs::validate(&self.tmpfs, self.sysfs.lru_gen.enabled())?;
         if self.workloads.is_empty() {
             return Err(invalid(
                 "workload",

@@ -63,8 +63,16 @@ impl TmpfsSpec {
     }
 }
 
-/// The mounts' names are distinct and their sizes whole pages within 1 page ..= 4T.
-pub fn validate(mounts: &[TmpfsSpec]) -> Result<(), ScenarioError> {
+/// The mounts' names are distinct and their sizes whole pages within 1 page ..= 4T; not with
+/// MGLRU (its page-table aging knows no shmem folio: mm/shmem.rs).
+pub fn validate(mounts: &[TmpfsSpec], lru_gen: bool) -> Result<(), ScenarioError> {
+    if lru_gen && !mounts.is_empty() {
+        return Err(invalid(
+            "sysfs.lru_gen.enabled",
+            "true",
+            "false with a [[tmpfs]] (the model's MGLRU does not age shmem folios yet)",
+        ));
+    }
     for (i, m) in mounts.iter().enumerate() {
         if m.name.is_empty() || mounts[..i].iter().any(|o| o.name == m.name) {
             return Err(invalid(
@@ -96,4 +104,39 @@ pub fn find(mounts: &[TmpfsSpec], field: &str, name: &str) -> Result<usize, Scen
             format!("the name of a [[tmpfs]]: {}", names.join(", ")),
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::Scenario;
+
+    fn parse(extra: &str, workload: &str) -> Result<Scenario, String> {
+        let text = format!(
+            "{extra}\n[[workload]]\nkind = \"kbuild\"\njobs = 2\njobs_concurrent = 1\n{workload}\n"
+        );
+        Scenario::from_toml_str(&text).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn bad_mounts_and_names_are_refused_naming_the_field() {
+        let mount = "[[tmpfs]]\nname = \"b\"\n";
+        assert!(parse(mount, "tmpfs = \"b\"").is_ok());
+        let e = parse(mount, "tmpfs = \"c\"").unwrap_err();
+        assert!(e.contains("tmpfs") && e.contains("`b`"), "{e}");
+        let e = parse("[[tmpfs]]\nname = \"b\"\nhuge = \"sometimes\"\n", "").unwrap_err();
+        assert!(e.contains("huge") || e.contains("sometimes"), "{e}");
+        let e = parse("[[tmpfs]]\nname = \"b\"\nsize = \"6K\"\n", "").unwrap_err();
+        assert!(e.contains("tmpfs[0].size"), "{e}");
+        let e = parse(&format!("{mount}{mount}"), "").unwrap_err();
+        assert!(e.contains("tmpfs[1].name"), "{e}");
+        let mglru = format!("{mount}[sysfs.lru_gen]\nenabled = true\n");
+        let e = parse(&mglru, "").unwrap_err();
+        assert!(e.contains("sysfs.lru_gen.enabled"), "{e}");
+        let e = parse(
+            mount,
+            "tmpfs = \"b\"\nobject_size_min = \"2M\"\nobject_size_max = \"1M\"",
+        )
+        .unwrap_err();
+        assert!(e.contains("object_size_max"), "{e}");
+    }
 }
