@@ -8,6 +8,7 @@ use crate::settings::{self, HostGuard};
 use crate::swapdev;
 use crate::Refusal;
 use anyhow::{Context, Result};
+use foliosim::registry::LruPolicyKind;
 use foliosim::scenario::{Bytes, Scenario, ThpEnabled, PAGE_SIZE, PMD_ORDER};
 use foliosim::workload::{self, Op, WorkloadResult};
 use serde::Serialize;
@@ -150,6 +151,31 @@ pub fn footprint_bytes(scenario: &Scenario) -> u64 {
         .sum()
 }
 
+/// A policy chosen by name that is not the one the kernel runs (`kernel.swap_allocator`,
+/// `kernel.lru_policy`: a registered alternative, docs/extending.md) exists only in the sim:
+/// the host kernel would run its own, and a comparison would be of something else.
+fn check_policies_are_the_kernels(scenario: &Scenario) -> Result<(), Refusal> {
+    let kernel = &scenario.kernel;
+    if let Some(chosen) = kernel.swap_allocator {
+        let (release_default, _) = kernel.version.swap_allocator();
+        if chosen != release_default {
+            return Err(Refusal::Unsupported(format!(
+                "scenario field `kernel.swap_allocator`: found {chosen}, but {} runs {release_default}; a chosen allocator exists only in the sim (remove the field to run live)",
+                kernel.version.name()
+            )));
+        }
+    }
+    if let Some(chosen) = kernel.lru_policy {
+        let kernel_policy = LruPolicyKind::of_lru_gen(scenario.sysfs.lru_gen.enabled());
+        if chosen != kernel_policy {
+            return Err(Refusal::Unsupported(format!(
+                "scenario field `kernel.lru_policy`: found {chosen}, but with this `sysfs.lru_gen` the kernel runs {kernel_policy}; a chosen LRU policy exists only in the sim (remove the field to run live)"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// The checks made before touching anything: opt-in, root, supported swap kinds and knobs,
 /// enough free memory.
 pub fn preflight(scenario: &Scenario, opts: &LiveOptions) -> Result<()> {
@@ -194,6 +220,7 @@ pub fn preflight(scenario: &Scenario, opts: &LiveOptions) -> Result<()> {
         )
         .into());
     }
+    check_policies_are_the_kernels(scenario)?;
     let lru_gen = &scenario.sysfs.lru_gen;
     if host_lru_gen().is_none() && (lru_gen.enabled == Some(true) || lru_gen.min_ttl_ms.is_some()) {
         return Err(Refusal::Unsupported(
@@ -757,6 +784,27 @@ fn free_bytes(path: &Path) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_swap_allocator_the_release_does_not_run_is_refused() {
+        let with = |allocator: &str| {
+            Scenario::from_toml_str(&format!(
+                "[kernel]\nversion = \"6.18\"\n{allocator}\n[[workload]]\nkind = \"usemem\"\nnproc = 1\nsize = \"1M\"\n"
+            ))
+            .unwrap()
+        };
+        let refused = check_policies_are_the_kernels(&with("swap_allocator = \"legacy\""))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            refused
+                .contains("`kernel.swap_allocator`: found legacy, but 6.18 runs cluster-lists-c18"),
+            "{refused}"
+        );
+        // Naming the release's own allocator, or none, is what the host runs.
+        check_policies_are_the_kernels(&with("swap_allocator = \"cluster-lists-c18\"")).unwrap();
+        check_policies_are_the_kernels(&with("")).unwrap();
+    }
 
     #[test]
     fn lru_gen_enabled_is_read_from_its_hex_caps() {
