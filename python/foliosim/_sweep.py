@@ -18,6 +18,7 @@ import json
 import math
 import os
 import tempfile
+import warnings
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence, Union
 
@@ -71,6 +72,7 @@ def sweep(
     ray_address: Optional[str] = None,
     csv: bool = False,
     check_invariants: bool = False,
+    force: bool = False,
 ) -> pd.DataFrame:
     """Run ``base`` (a scenario: TOML text, path or dict) over ``axes`` x seeds 1..=``seeds``.
 
@@ -79,7 +81,9 @@ def sweep(
     whose values set several keys, a list of ``[[axis]]`` dicts, or the path of an axes file.
     ``seeds``: runs per configuration (default: the axes file's ``seeds``, else 5).
     ``out``: the output directory (plan.json, runs/, sweep.parquet); a rerun with the same one
-    skips finished runs. Default: a new temporary directory.
+    skips finished runs, and one with more seeds or values extends it; an ``out`` holding a
+    different sweep raises ValueError unless ``force`` (then a warning says what was replaced;
+    finished runs stay). Default: a new temporary directory.
     ``backend``: ``"local"`` (``jobs`` threads, default every core) or ``"ray"`` (the cluster at
     ``ray_address``, else RAY_ADDRESS, else a local Ray; needs ``pip install ray``).
 
@@ -93,11 +97,12 @@ def sweep(
         raise ValueError(f"backend: found {backend!r}; allowed: 'local', 'ray'")
     out = os.fspath(out) if out is not None else tempfile.mkdtemp(prefix="foliosim-sweep-")
     axes_json, axes_toml = _axes_json(axes)
-    plan = json.loads(
-        _foliosim.sweep_plan_json(
-            _scenario_text(base), out, axes_json, axes_toml, seeds, bool(check_invariants)
-        )
+    plan_json, replaced = _foliosim.sweep_plan_json(
+        _scenario_text(base), out, axes_json, axes_toml, seeds, bool(check_invariants), bool(force)
     )
+    if replaced:
+        warnings.warn(f"sweep: replacing the sweep under {out} (force): {'; '.join(replaced)}")
+    plan = json.loads(plan_json)
     if backend == "local":
         ran = _foliosim.sweep_run_local(out, int(jobs or 0))
     else:

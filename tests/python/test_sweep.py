@@ -147,5 +147,12 @@ def test_named_axes_and_bad_axes(tmp_path):
     with pytest.raises(ValueError, match="kernel.verison"):
         foliosim.sweep(TINY, {"kernel.verison": ["6.10"]}, seeds=1, out=tmp_path / "bad2")
     assert not (tmp_path / "bad" / "runs").exists()
+    # Another sweep into the same out: refused, then replaced with force and a warning.
+    other = {"kernel.version": ["6.10"]}
+    with pytest.raises(ValueError, match=r"holds a different sweep.*force=True"):
+        foliosim.sweep(TINY, other, seeds=1, out=tmp_path / "named", jobs=1)
+    with pytest.warns(UserWarning, match="replacing the sweep"):
+        replaced = foliosim.sweep(TINY, other, seeds=1, out=tmp_path / "named", jobs=1, force=True)
+    assert list(replaced["kernel.version"]) == ["6.10"]
     with pytest.raises(ValueError, match="not a numeric column"):
         foliosim.compare(df, metrics="pswpot")

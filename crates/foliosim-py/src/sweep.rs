@@ -19,11 +19,12 @@ fn sweep_err(e: SweepError) -> PyErr {
     }
 }
 
-/// Plan a sweep and write its plan.json under `out`; return the plan as JSON. `axes_json` is
-/// a JSON list of axes as in an axes file's `[[axis]]` tables; `axes_toml` an axes file's
-/// text (its axes come first); `seeds` None: the file's `seeds`, else 5.
+/// Plan a sweep and write its plan.json under `out`; return the plan as JSON and what it
+/// replaced (empty unless `force` let it take over another sweep's `out`: Plan::check_replaces).
+/// `axes_json` is a JSON list of axes as in an axes file's `[[axis]]` tables; `axes_toml` an
+/// axes file's text (its axes come first); `seeds` None: the file's `seeds`, else 5.
 #[pyfunction]
-#[pyo3(signature = (base_toml, out, axes_json = None, axes_toml = None, seeds = None, check_invariants = false))]
+#[pyo3(signature = (base_toml, out, axes_json = None, axes_toml = None, seeds = None, check_invariants = false, force = false))]
 fn sweep_plan_json(
     base_toml: &str,
     out: &str,
@@ -31,7 +32,8 @@ fn sweep_plan_json(
     axes_toml: Option<&str>,
     seeds: Option<u32>,
     check_invariants: bool,
-) -> PyResult<String> {
+    force: bool,
+) -> PyResult<(String, Vec<String>)> {
     catch(|| {
         plan_json(
             base_toml,
@@ -40,6 +42,7 @@ fn sweep_plan_json(
             axes_toml,
             seeds,
             check_invariants,
+            force,
         )
     })?
 }
@@ -51,7 +54,8 @@ fn plan_json(
     axes_toml: Option<&str>,
     seeds: Option<u32>,
     check_invariants: bool,
-) -> PyResult<String> {
+    force: bool,
+) -> PyResult<(String, Vec<String>)> {
     let mut base = foliosim::Scenario::from_toml_str(base_toml).map_err(value_err)?;
     base.check_invariants |= check_invariants;
     let mut all = vec![];
@@ -73,8 +77,16 @@ fn plan_json(
         return Err(value_err("seeds: found 0; allowed: >= 1"));
     }
     let plan = Plan::new(&base, &all, &sweep::seeds(seeds)).map_err(sweep_err)?;
+    let replaced = match plan
+        .check_replaces(Path::new(out), force)
+        .map_err(sweep_err)?
+    {
+        sweep::Existing::Replaced(what) => what,
+        _ => vec![],
+    };
     plan.store(Path::new(out)).map_err(sweep_err)?;
-    Ok(serde_json::to_string(&plan).expect("plans serialize"))
+    let json = serde_json::to_string(&plan).expect("plans serialize");
+    Ok((json, replaced))
 }
 
 /// The runs of `out`'s plan that have no stored result yet, as a JSON list.

@@ -138,7 +138,8 @@ impl Plan {
         }
         Err(SweepError::Invalid(format!(
             "{} holds a different sweep: {}; this one would replace its plan and table. Use \
-             another --out, or --force to replace it (finished runs stay under {})",
+             another --out, or --force (Python: force=True) to replace it (finished runs stay \
+             under {})",
             out.display(),
             differences.join("; "),
             record::runs_dir(out).display()
