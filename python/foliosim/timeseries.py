@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Optional, Sequence
 
+import numpy as np
 import pandas as pd
 
 PAGE_SIZE = 4096
@@ -29,11 +30,17 @@ __all__ = [
 
 def frame(raw_timeseries: dict) -> pd.DataFrame:
     """The JSON ``timeseries`` object as a DataFrame (one row per sample)."""
-    t_ns = raw_timeseries["t_ns"]
-    data = {"t_ns": pd.Series(t_ns, dtype="int64"), "t_s": pd.Series(t_ns, dtype="float64") / 1e9}
-    for name, col in raw_timeseries["columns"].items():
-        data[name] = pd.Series(col, dtype="int64")
-    df = pd.DataFrame(data)
+    t_ns = np.asarray(raw_timeseries["t_ns"], dtype="int64")
+    columns = raw_timeseries["columns"]
+    # One 2-D block for every counter: a Series per column costs ~0.4 ms each (227 columns).
+    counters = np.asarray(list(columns.values()), dtype="int64").reshape(len(columns), len(t_ns))
+    df = pd.concat(
+        [
+            pd.DataFrame({"t_ns": t_ns, "t_s": t_ns / 1e9}),
+            pd.DataFrame(counters.T, columns=list(columns)),
+        ],
+        axis=1,
+    )
     df.attrs["interval_ns"] = raw_timeseries["interval_ns"]
     df.attrs["requested_interval"] = raw_timeseries["requested_interval"]
     return df
