@@ -876,6 +876,9 @@ fn add_to_swap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: &mut VecDeque<u32>
     } else {
         None
     };
+    if entry.is_none() && charged {
+        memcg_swap::swap_alloc_failed(k, memcg);
+    }
     if entry.is_none() && order > 0 {
         let nr = 1 << order;
         if charged {
@@ -899,15 +902,7 @@ fn add_to_swap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: &mut VecDeque<u32>
             k.vmstat.count(VmEvent::ThpSwpoutFallback, 1);
         }
         k.vmstat.count_mthp(order, MthpStat::SwpoutFallback);
-        entry = if memcg_swap::try_charge_swap(k, memcg, 1) {
-            let e = k.swap_alloc(ctx, 0);
-            if e.is_none() {
-                memcg_swap::cancel_charge_swap(k, memcg, 1);
-            }
-            e
-        } else {
-            None
-        };
+        entry = memcg_swap::alloc_charged(k, ctx, memcg, 0);
     } else if entry.is_none() && charged {
         memcg_swap::cancel_charge_swap(k, memcg, 1 << order);
     }

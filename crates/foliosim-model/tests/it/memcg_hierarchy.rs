@@ -247,3 +247,41 @@ memcg = "big"
     assert_eq!(stolen(&r, "a"), 0, "{:?}", r.memcg_stats["a"]);
     assert!(r.counter("pgsteal_kswapd") + r.counter("pgsteal_direct") > 0);
 }
+
+#[test]
+fn a_large_folio_without_a_free_range_counts_swap_fail_not_max() {
+    // tools/mm/thp_swap_allocator_test's pattern fragments the device: 64K folios find no free
+    // range while order-0 slots remain. folio_alloc_swap still calls the swap charge with no
+    // entry, which counts memory.swap.events `fail` (not `max`: there is no swap.max); the
+    // split folio's order-0 retries find slots. So `fail` = the 64K swpout_fallback.
+    let text = r#"
+check_invariants = true
+[machine]
+cpus = 2
+memory = "1G"
+[[machine.swap]]
+kind = "ramdisk"
+size = "64M"
+[kernel]
+version = "6.12"
+[sysfs.hugepages]
+"64K" = "always"
+"2M" = "never"
+[[memcg]]
+name = "s"
+[[workload]]
+kind = "thp_swap_allocator_test"
+memcg = "s"
+iterations = 4
+"#;
+    let r = foliosim_model::run(&Scenario::from_toml_str(text).unwrap()).unwrap();
+    let fallback = r.counter("hugepages-64kB/stats/swpout_fallback");
+    assert!(fallback > 0);
+    assert_eq!(
+        stat(&r, "s", "memory.swap.events.fail"),
+        fallback,
+        "{:?}",
+        r.memcg_stats["s"]
+    );
+    assert_eq!(stat(&r, "s", "memory.swap.events.max"), 0);
+}

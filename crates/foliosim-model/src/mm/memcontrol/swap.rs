@@ -5,6 +5,7 @@
 
 use super::page_counter::{self, charge_chain, Counter};
 use super::{memcg_memory_event, MemcgEvent, ROOT_MEMCG};
+use crate::engine::Ctx;
 use crate::mm::folio::SwapEntry;
 use crate::mm::Kernel;
 
@@ -60,6 +61,29 @@ pub fn try_charge_swap(k: &mut Kernel, memcg: u16, nr_pages: u64) -> bool {
     memcg_memory_event(k, memcg, MemcgEvent::SwapMax);
     memcg_memory_event(k, memcg, MemcgEvent::SwapFail);
     false
+}
+
+/// __mem_cgroup_try_charge_swap called with no entry: folio_alloc_swap found no free slots
+/// (it calls the charge even then, for this event). memory.swap.events `fail` on cgroup v2,
+/// the root's memcg included; v1 (memsw accounting) has no such event.
+pub fn swap_alloc_failed(k: &mut Kernel, memcg: u16) {
+    if k.memcgs[memcg as usize].on_dfl {
+        memcg_memory_event(k, memcg, MemcgEvent::SwapFail);
+    }
+}
+
+/// folio_alloc_swap's slots with their charge: 2^order slots charged to `memcg`, or None
+/// (memory.swap.max refused them, or no range was free: either counts `fail`).
+pub fn alloc_charged(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, order: u32) -> Option<SwapEntry> {
+    if !try_charge_swap(k, memcg, 1 << order) {
+        return None;
+    }
+    let entry = k.swap_alloc(ctx, order);
+    if entry.is_none() {
+        cancel_charge_swap(k, memcg, 1 << order);
+        swap_alloc_failed(k, memcg);
+    }
+    entry
 }
 
 /// Give back a swap charge whose slots were never taken.

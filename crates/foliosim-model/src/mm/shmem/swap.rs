@@ -36,24 +36,13 @@ pub fn shmem_writeout(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: &mut VecDeq
     }
     let memcg = k.folios.memcg(pfn as usize);
     let mut order = k.folios.order[pfn as usize] as u32;
-    let mut entry = None;
-    if memcg_swap::try_charge_swap(k, memcg, 1 << order) {
-        entry = k.swap_alloc(ctx, order);
-        if entry.is_none() {
-            memcg_swap::cancel_charge_swap(k, memcg, 1 << order);
-        }
-    }
+    let mut entry = memcg_swap::alloc_charged(k, ctx, memcg, order);
     if entry.is_none() && order > 0 {
         // try_split. 6.18 counts no swpout_fallback here (that came after 6.18, with
         // "mm/shmem: add mTHP swpout fallback statistics in shmem_writeout()").
         split(k, ctx, pfn, list);
         order = 0;
-        if memcg_swap::try_charge_swap(k, memcg, 1) {
-            entry = k.swap_alloc(ctx, 0);
-            if entry.is_none() {
-                memcg_swap::cancel_charge_swap(k, memcg, 1);
-            }
-        }
+        entry = memcg_swap::alloc_charged(k, ctx, memcg, 0);
     }
     let Some(entry) = entry else { return false };
     folio_add_to_swap_cache(k, ctx, pfn, entry, None);
