@@ -20,6 +20,7 @@
 //!   (`read_unlock`), and the writer waits for it when it is in progress; and readers arriving
 //!   while the writer waits queue behind it (a waiting writer sets RWSEM_FLAG_WAITERS and
 //!   rwsem_down_read_slowpath queues them), so the write window starts at its arrival.
+//!
 //! Without a topology neither is modelled: readers in progress do not delay a writer, and
 //! results stay those of the model before issue 29. (Since 6.4 most faults take the VMA's
 //! lock instead, lock_vma_under_rcu; the model's faults take the mmap_lock, so its line
