@@ -43,6 +43,9 @@ pub struct Ctx {
     /// With a machine topology: the handoff cost by the previous holder's CPU and this one
     /// (replacing `lock_handoff_ns`); None keeps the flat cost.
     pub handoff: Option<&'static line::HandoffTable>,
+    /// With a machine topology: one cache line's transfer by the last writer's CPU and this
+    /// one, which a `line::SharedLine` pays; None (no topology) prices none.
+    pub line: Option<&'static line::HandoffTable>,
     /// Time this step slept off the CPU (`WaitKind::Sleep`), included in `now_ns`.
     pub sleep_ns: u64,
     /// Time this step waited off the CPU for I/O (`WaitKind::Io`), included in `now_ns`.
@@ -61,6 +64,7 @@ impl Ctx {
             step_start_ns: now_ns,
             lock_handoff_ns: 0,
             handoff: None,
+            line: None,
             sleep_ns: 0,
             iowait_ns: 0,
             resched_at_ns: u64::MAX,

@@ -296,12 +296,34 @@ fn cpu_time_by_cost(k: &Kernel, total_ns: u64) -> std::collections::BTreeMap<Str
             m.insert(name.to_string(), ns);
         }
     }
+    for (name, ns) in line_transfer_ns(k) {
+        if ns > 0 {
+            m.insert(name.into(), ns);
+        }
+    }
     if let Some(walk_ns) = k.tlb_cache.report().map(|r| r.walk_ns).filter(|&ns| ns > 0) {
         m.insert("page walks and STLB lookups (user)".into(), walk_ns);
     }
     let charged: u64 = m.values().sum();
     m.insert("other".into(), total_ns.saturating_sub(charged));
     m
+}
+
+/// CPU time of the shared lines' transfers (hw/contention.rs), by where the kernel writes
+/// them; all 0 without a topology.
+fn line_transfer_ns(k: &Kernel) -> [(&'static str, u64); 3] {
+    let vmstat_ns = (0..k.nodes.nr_nodes())
+        .map(|nid| k.node_zone(nid).nr_free_stat.transfer_ns)
+        .sum();
+    let mmap_ns = k.mms.iter().map(|m| m.mmap_lock.line_ns).sum();
+    [
+        (
+            "line transfers: page_counter charge/uncharge",
+            k.counter_lines.transfer_ns,
+        ),
+        ("line transfers: vmstat NR_FREE_PAGES folds", vmstat_ns),
+        ("line transfers: mmap_lock count", mmap_ns),
+    ]
 }
 
 pub fn lock_reports(k: &Kernel) -> Vec<LockReport> {

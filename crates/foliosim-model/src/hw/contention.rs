@@ -31,6 +31,17 @@ pub fn lock_handoff_ns(topology: &Topology, cost: &CostModel, from: usize, to: u
     LOCK_HANDOFF_LINES * line_transfer_ns(cost, topology.distance(from, to))
 }
 
+/// The one-line transfer table every `SharedLine` of a run pays from (`Ctx::line`): an
+/// atomic on a line another CPU wrote last moves that line (page_counter usage, vmstat
+/// folds, the mmap_lock's count).
+pub fn line_table(topology: &Topology, cost: &CostModel) -> &'static HandoffTable {
+    HandoffTable::intern(topology.nr_cpus(), |from, to| {
+        line_transfer_ns(cost, topology.distance(from, to))
+            .try_into()
+            .unwrap_or(u32::MAX)
+    })
+}
+
 /// The handoff table every lock of a run uses (`Ctx::handoff`).
 pub fn handoff_table(topology: &Topology, cost: &CostModel) -> &'static HandoffTable {
     HandoffTable::intern(topology.nr_cpus(), |from, to| {
@@ -137,24 +148,41 @@ mod tests {
     }
 
     /// usemem under a memcg limit, swapping to a RAM disk: zone, LRU and swap locks contended.
-    fn run(machine: &str) -> (String, u64) {
+    /// The JSON, the locks' hold time, and the shared lines' transfer time.
+    fn run(machine: &str) -> (String, u64, u64) {
+        run_nproc(machine, 4)
+    }
+
+    fn run_nproc(machine: &str, nproc: u32) -> (String, u64, u64) {
         let text = format!(
             "seed = 1\n[machine]\nmemory = \"256M\"\n{machine}\n\
              [[machine.swap]]\nkind = \"ramdisk\"\nsize = \"128M\"\n\
              [[memcg]]\nname = \"m\"\nmax = \"32M\"\n\
-             [[workload]]\nkind = \"usemem\"\nnproc = 4\nsize = \"12M\"\nmemcg = \"m\"\n"
+             [[workload]]\nkind = \"usemem\"\nnproc = {nproc}\nsize = \"12M\"\nmemcg = \"m\"\n"
         );
         let s = crate::Scenario::from_toml_str(&text).unwrap();
         let r = crate::run(&s).unwrap();
         let lock_ns = r.locks.iter().map(|l| l.stats.hold_ns_total).sum();
-        (serde_json::to_string(&r).unwrap(), lock_ns)
+        let line_ns = r
+            .cpu_time_ns
+            .iter()
+            .filter(|(name, _)| name.starts_with("line transfers"))
+            .map(|(_, ns)| ns)
+            .sum();
+        (serde_json::to_string(&r).unwrap(), lock_ns, line_ns)
     }
 
     #[test]
-    fn a_topology_at_this_vms_costs_moves_nothing() {
+    fn a_topology_at_this_vms_costs_prices_only_the_shared_lines() {
+        // Lock handoffs cost the flat figure at every distance (above); what a topology adds
+        // at this VM's costs is the atomics on shared lines, absent without one.
         let flat = run("cpus = 4");
         let topo = run("cpus = 4\n[machine.topology]\nsockets = 2\ncores_per_llc = 2");
-        assert_eq!(flat, topo);
+        assert_eq!(flat.2, 0, "no topology: no line priced");
+        assert!(
+            topo.2 > 0,
+            "four CPUs charging one memcg bounce its counters"
+        );
     }
 
     #[test]
@@ -163,11 +191,36 @@ mod tests {
         let one = run("cpus = 1");
         let one_spr = run("cpus = 1\nprofile = \"sapphire-rapids-2s-112c\"");
         assert_eq!(one.1, one_spr.1, "lock hold time");
+        assert_eq!(
+            one_spr.2, 0,
+            "one CPU: every shared line stays in its cache"
+        );
         // Four CPUs across two sockets hand the locks over UPI half the time: more hold time
         // than four in one LLC, at the same profile's costs.
         let spr = "cpus = 4\nprofile = \"sapphire-rapids-2s-112c\"\n[machine.topology]";
         let four = run(&format!("{spr}\nsockets = 1\ncores_per_llc = 4"));
         let four_spr = run(&format!("{spr}\nsockets = 2\ncores_per_llc = 2"));
         assert!(four_spr.1 > four.1, "{} {}", four_spr.1, four.1);
+    }
+
+    #[test]
+    fn the_shared_lines_cost_grows_with_contenders_and_their_distance() {
+        // The page_counter, vmstat and mmap_lock lines at the Sapphire Rapids profile's costs:
+        // one process pays nothing; two and four in one LLC pay more and more; four spread
+        // over two sockets pay more than four in one LLC.
+        let spr = "profile = \"sapphire-rapids-2s-112c\"\n[machine.topology]";
+        let near = |n: u32| {
+            let machine = format!("cpus = {n}\n{spr}\nsockets = 1\ncores_per_llc = 4");
+            run_nproc(&machine, n).2
+        };
+        let (one, two, four) = (near(1), near(2), near(4));
+        let spread = run_nproc(
+            &format!("cpus = 4\n{spr}\nsockets = 2\ncores_per_llc = 2"),
+            4,
+        )
+        .2;
+        assert_eq!(one, 0);
+        assert!(one < two && two < four, "{one} {two} {four}");
+        assert!(four < spread, "{four} {spread}");
     }
 }

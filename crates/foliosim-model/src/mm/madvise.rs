@@ -40,6 +40,7 @@ pub fn madvise(
 ) {
     match advice {
         Advice::Dontneed => {
+            let start_ns = ctx.now_ns;
             k.mms[mm as usize].mmap_lock.read_lock(ctx);
             // zap_page_range_single: the mmu_gather flushes what was mapped at its end.
             let span = zap_range(k, ctx, mm, vma, first, nr);
@@ -47,10 +48,13 @@ pub fn madvise(
                 let arch = k.cfg.tlb;
                 arch.flush_range(k, ctx, mm, span);
             }
+            k.mms[mm as usize].mmap_lock.read_unlock(ctx, start_ns);
         }
         Advice::Pageout | Advice::Cold => {
+            let start_ns = ctx.now_ns;
             k.mms[mm as usize].mmap_lock.read_lock(ctx);
-            cold_or_pageout(k, ctx, mm, vma, first, nr, advice == Advice::Pageout)
+            cold_or_pageout(k, ctx, mm, vma, first, nr, advice == Advice::Pageout);
+            k.mms[mm as usize].mmap_lock.read_unlock(ctx, start_ns);
         }
         Advice::Hugepage | Advice::Nohugepage => {
             // madvise_need_mmap_write: the VMA flags change under the write lock.

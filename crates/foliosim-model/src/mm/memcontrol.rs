@@ -357,9 +357,11 @@ pub fn memcg_memory_event(k: &mut Kernel, memcg: u16, e: MemcgEvent) {
     }
 }
 
-/// Uncharge `nr_pages` of memory from the memcg and its ancestors (memcg_uncharge).
-pub fn uncharge(memcgs: &mut [MemCgroup], memcg: u16, nr_pages: u64) {
-    page_counter::uncharge(memcgs, Counter::Memory, memcg, nr_pages);
+/// Uncharge `nr_pages` of memory from the memcg and its ancestors (memcg_uncharge, from
+/// uncharge_batch: straight to the counters, not through the stock).
+pub fn uncharge(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_pages: u64) {
+    page_counter::uncharge(&mut k.memcgs, Counter::Memory, memcg, nr_pages);
+    k.counter_lines.write_chain(ctx, &k.memcgs, memcg, None);
 }
 
 /// try_charge_memcg: charge `nr_pages` to the memcg and its ancestors, from this CPU's stock
@@ -387,11 +389,18 @@ pub fn try_charge(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_pages: u64, gfp:
         if k.memcg_stock.consume(ctx.cpu, memcg, nr_pages) {
             return true;
         }
-        let over = match page_counter::try_charge(&mut k.memcgs, Counter::Memory, memcg, batch) {
+        let charged = page_counter::try_charge(&mut k.memcgs, Counter::Memory, memcg, batch);
+        let stop = charged.err();
+        k.counter_lines.write_chain(ctx, &k.memcgs, memcg, stop);
+        let over = match charged {
             Ok(()) => {
                 if batch > nr_pages {
-                    k.memcg_stock
-                        .refill(&mut k.memcgs, ctx.cpu, memcg, batch - nr_pages);
+                    let drained =
+                        k.memcg_stock
+                            .refill(&mut k.memcgs, ctx.cpu, memcg, batch - nr_pages);
+                    if let Some(drained) = drained {
+                        k.counter_lines.write_chain(ctx, &k.memcgs, drained, None);
+                    }
                 }
                 note_over_high(k, ctx, memcg, batch, gfp);
                 return true;
@@ -597,7 +606,9 @@ pub fn zswap_uncharge(memcgs: &mut [MemCgroup], memcg: u16, bytes: u64) {
     cg.zswap_bytes -= bytes;
     cg.zswapped -= 1;
     let pages = before - cg.zswap_charged_pages();
-    uncharge(memcgs, memcg, pages);
+    // Through the obj stock in the kernel (per-CPU bytes): its page_counter atomics are
+    // not priced.
+    page_counter::uncharge(memcgs, Counter::Memory, memcg, pages);
 }
 
 #[cfg(test)]

@@ -165,8 +165,13 @@ pub fn handle_mm_fault(
 /// the LRU are marked for MGLRU's youngest generation.
 fn handle_fault(k: &mut Kernel, ctx: &mut Ctx, vmf: VmFault) -> Result<(u32, u32), MmError> {
     let outer = std::mem::replace(&mut k.in_lru_fault, true);
+    let start_ns = ctx.now_ns;
     let r = handle_fault_in(k, ctx, vmf);
     k.in_lru_fault = outer;
+    // A fault stopped to reschedule still holds the lock; it ends when the fault resumes.
+    if !matches!(r, Err(MmError::Resched)) {
+        k.mms[vmf.mm as usize].mmap_lock.read_unlock(ctx, start_ns);
+    }
     r
 }
 
@@ -467,7 +472,7 @@ fn swap_pte_same(k: &Kernel, mm: u32, vma: u32, index: u32, entry: SwapEntry) ->
 /// The fault's process was killed under its swap-in (!swap_pte_same): give back the folio
 /// allocated and charged for it.
 fn swapin_killed(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, pfn: u32, order: u32) -> MmError {
-    super::memcontrol::uncharge(&mut k.memcgs, memcg, 1 << order);
+    super::memcontrol::uncharge(k, ctx, memcg, 1 << order);
     k.free_pages(ctx, pfn, order);
     MmError::OomKilled
 }

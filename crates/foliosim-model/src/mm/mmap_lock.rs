@@ -8,19 +8,45 @@
 //! sleep off the CPU until `end` (`Ctx::wait_until`, `WaitKind::Sleep`: an rwsem waiter sleeps,
 //! it does not spin as `SimLock` waiters do). Only the latest write hold is remembered: writers
 //! are rare (a collapse every few seconds at most), and a newer writer first waits for the one
-//! in progress. Readers in progress do not delay a writer (their holds are not recorded, to keep
-//! the fault path at one comparison); a fault's hold is a few µs against a collapse's hundreds.
+//! in progress.
+//!
+//! With a machine topology (`Ctx::line`) the rwsem is also priced as the machine runs it:
+//! - every down_read and down_write is an atomic on `sem->count` (rwsem_read_trylock's
+//!   atomic_long_add_return, rwsem_write_trylock's cmpxchg), one line with the owner field:
+//!   it moves from the CPU that last took the lock (`SharedLine`). The up_read at the end of
+//!   the same step finds the line still here and is not priced apart.
+//! - a writer waits for the readers in progress at its arrival (rwsem_down_write_slowpath
+//!   sleeps until the count has no reader): the model keeps the read hold that ends last
+//!   (`read_unlock`), and the writer waits for it when it is in progress; and readers arriving
+//!   while the writer waits queue behind it (a waiting writer sets RWSEM_FLAG_WAITERS and
+//!   rwsem_down_read_slowpath queues them), so the write window starts at its arrival.
+//!
+//! Without a topology neither is modelled: readers in progress do not delay a writer, and
+//! results stay those of the model before issue 29. (Since 6.4 most faults take the VMA's
+//! lock instead, lock_vma_under_rcu; the model's faults take the mmap_lock, so its line
+//! stands for both.)
 
+use crate::engine::line::SharedLine;
 use crate::engine::lock::LockStats;
 use crate::engine::{Ctx, WaitKind};
 
 #[derive(Debug, Clone, Default)]
 pub struct MmapLock {
-    /// The latest write hold, [start, end); end is u64::MAX while it is held.
+    /// The latest write window, [start, end) (from the writer's arrival with a topology, else
+    /// from its acquisition); end is u64::MAX while it is held.
     write_start_ns: u64,
     write_end_ns: u64,
+    /// When the latest write hold was acquired (its hold time starts there).
+    write_acquired_ns: u64,
+    /// The read hold that ends last, [start, end): what an arriving writer waits for.
+    read_start_ns: u64,
+    read_end_ns: u64,
+    /// `sem->count`'s cache line.
+    count_line: SharedLine,
     /// Write acquisitions, waits of readers and writers, and write hold time.
     pub stats: LockStats,
+    /// CPU time of the count line's transfers.
+    pub line_ns: u64,
 }
 
 impl MmapLock {
@@ -28,25 +54,49 @@ impl MmapLock {
     #[inline]
     pub fn read_lock(&mut self, ctx: &mut Ctx) {
         if ctx.now_ns < self.write_end_ns && ctx.now_ns >= self.write_start_ns {
-            self.wait(ctx);
+            self.wait(ctx, self.write_end_ns);
+        }
+        if ctx.line.is_some() {
+            self.line_ns += self.count_line.write(ctx);
+        }
+    }
+
+    /// mmap_read_unlock at `ctx.now_ns` of a read hold taken at `start_ns` (with a topology:
+    /// writers arriving within it wait for it).
+    #[inline]
+    pub fn read_unlock(&mut self, ctx: &Ctx, start_ns: u64) {
+        if ctx.line.is_some() && ctx.now_ns > self.read_end_ns {
+            self.read_start_ns = start_ns;
+            self.read_end_ns = ctx.now_ns;
         }
     }
 
     #[cold]
-    fn wait(&mut self, ctx: &mut Ctx) {
-        let wait_ns = self.write_end_ns - ctx.now_ns;
-        ctx.wait_until(self.write_end_ns, WaitKind::Sleep);
+    fn wait(&mut self, ctx: &mut Ctx, until_ns: u64) {
+        let wait_ns = until_ns - ctx.now_ns;
+        ctx.wait_until(until_ns, WaitKind::Sleep);
         let s = &mut self.stats;
         s.contended += 1;
         s.wait_ns_total += wait_ns;
         s.wait_ns_max = s.wait_ns_max.max(wait_ns);
     }
 
-    /// mmap_write_lock at `ctx.now_ns` (after a write hold in progress); release it with
-    /// `write_unlock` in the same step.
+    /// mmap_write_lock at `ctx.now_ns` (after a write hold in progress, and with a topology
+    /// after the read hold in progress); release it with `write_unlock` in the same step.
     pub fn write_lock(&mut self, ctx: &mut Ctx) {
-        self.read_lock(ctx);
-        self.write_start_ns = ctx.now_ns;
+        let arrival_ns = ctx.now_ns;
+        if ctx.now_ns < self.write_end_ns && ctx.now_ns >= self.write_start_ns {
+            self.wait(ctx, self.write_end_ns);
+        }
+        let priced = ctx.line.is_some();
+        if priced && ctx.now_ns < self.read_end_ns && ctx.now_ns >= self.read_start_ns {
+            self.wait(ctx, self.read_end_ns);
+        }
+        if priced {
+            self.line_ns += self.count_line.write(ctx);
+        }
+        self.write_start_ns = if priced { arrival_ns } else { ctx.now_ns };
+        self.write_acquired_ns = ctx.now_ns;
         self.write_end_ns = u64::MAX;
         self.stats.acquisitions += 1;
     }
@@ -59,7 +109,7 @@ impl MmapLock {
             "write_unlock without write_lock"
         );
         self.write_end_ns = ctx.now_ns;
-        self.stats.hold_ns_total += ctx.now_ns - self.write_start_ns;
+        self.stats.hold_ns_total += ctx.now_ns - self.write_acquired_ns;
     }
 
     /// Is a write hold in progress at `now_ns`?
@@ -96,5 +146,56 @@ mod tests {
         lock.write_lock(&mut w2);
         assert_eq!(w2.now_ns, 1_500);
         lock.write_unlock(&w2);
+    }
+
+    /// Two CPUs 100 ns apart.
+    fn at(cpu: usize, now_ns: u64) -> Ctx {
+        let table = crate::engine::line::HandoffTable::intern(2, |f, t| (f != t) as u32 * 100);
+        Ctx {
+            line: Some(table),
+            ..Ctx::new(cpu, now_ns)
+        }
+    }
+
+    #[test]
+    fn with_a_topology_readers_bounce_the_count_line_and_a_writer_waits_for_them() {
+        let mut lock = MmapLock::default();
+        let mut r0 = at(0, 1_000);
+        lock.read_lock(&mut r0);
+        r0.spend(4_000);
+        lock.read_unlock(&r0, 1_000);
+        // Another CPU's reader pulls the line over; the same CPU's next one does not.
+        let mut r1 = at(1, 2_000);
+        lock.read_lock(&mut r1);
+        assert_eq!(r1.now_ns, 2_100);
+        lock.read_unlock(&r1, 2_000);
+        let mut again = at(1, 2_200);
+        lock.read_lock(&mut again);
+        assert_eq!(again.now_ns, 2_200);
+        // A writer arriving at 3_000 waits for the read hold to 5_000, then takes the line.
+        let mut w = at(0, 3_000);
+        lock.write_lock(&mut w);
+        assert_eq!((w.now_ns, w.sleep_ns), (5_100, 2_000));
+        w.spend(900);
+        lock.write_unlock(&w);
+        assert_eq!(lock.stats.hold_ns_total, 900);
+        // A reader arriving while the writer waited queues behind it, to its release.
+        let mut late = at(1, 4_000);
+        lock.read_lock(&mut late);
+        assert_eq!(late.now_ns, 6_000 + 100);
+        assert_eq!(lock.line_ns, 300);
+    }
+
+    #[test]
+    fn without_a_topology_a_writer_does_not_wait_for_readers() {
+        let mut lock = MmapLock::default();
+        let mut r = Ctx::new(0, 1_000);
+        lock.read_lock(&mut r);
+        r.spend(4_000);
+        lock.read_unlock(&r, 1_000);
+        let mut w = Ctx::new(1, 3_000);
+        lock.write_lock(&mut w);
+        assert_eq!(w.now_ns, 3_000);
+        assert_eq!(lock.line_ns, 0);
     }
 }

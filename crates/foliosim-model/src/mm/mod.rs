@@ -201,6 +201,10 @@ pub struct Kernel {
     pub topology: Option<crate::hw::topology::Topology>,
     /// Lock handoff costs by the previous holder's CPU (hw/contention.rs), with a topology.
     pub lock_handoff: Option<&'static crate::engine::line::HandoffTable>,
+    /// One cache line's transfer by the last writer's CPU (hw/contention.rs), with a topology.
+    pub line_transfer: Option<&'static crate::engine::line::HandoffTable>,
+    /// The memcgs' page_counter usage lines (memcontrol/page_counter.rs).
+    pub counter_lines: memcontrol::page_counter::CounterLines,
     /// Who pays what for IPIs (hw/ipi.rs).
     pub ipi: crate::hw::ipi::Ipi,
     /// CPU time of TLB work by `tlb::TlbCost`, for reports.
@@ -372,11 +376,15 @@ impl Kernel {
             nodes.total_pages() <= 1 << 31,
             "pfns must fit 31 bits (validation allows 8T)"
         );
-        let workingset = workingset::ShadowPacking::new(memcgs.len(), nodes.total_pages() as u64);
+        let nr_memcgs = memcgs.len();
+        let workingset = workingset::ShadowPacking::new(nr_memcgs, nodes.total_pages() as u64);
         zone.advise_sparse_below(dense_order);
         let lock_handoff = topology
             .as_ref()
             .map(|t| crate::hw::contention::handoff_table(t, &cost));
+        let line_transfer = topology
+            .as_ref()
+            .map(|t| crate::hw::contention::line_table(t, &cost));
         Ok(Kernel {
             cfg,
             cost,
@@ -393,6 +401,7 @@ impl Kernel {
             memcg_tree,
             workingset,
             memcg_stock: memcontrol::stock::Stock::new(ncpus),
+            counter_lines: memcontrol::page_counter::CounterLines::new(nr_memcgs),
             swap_cgroup: memcontrol::swap::SwapCgroup::new(&device_slots),
             swap: Swap {
                 devices,
@@ -405,6 +414,7 @@ impl Kernel {
             thp_avail: Default::default(),
             percpu: percpu::PerCpu::boot(ncpus),
             lock_handoff,
+            line_transfer,
             topology,
             ipi: crate::hw::ipi::Ipi {
                 kvm_guest: scenario.machine.kvm_guest,
@@ -588,8 +598,8 @@ impl Kernel {
         if f.test(pfn, flags::LRU) {
             self.memcgs[memcg].lruvec_mut(nid).del_folio(f, pfn);
         }
-        memcontrol::uncharge(&mut self.memcgs, memcg as u16, 1 << order);
         f.release(pfn);
+        memcontrol::uncharge(self, ctx, memcg as u16, 1 << order);
         self.free_pages(ctx, pfn, order);
         ctx.spend(self.cost.folio_free_ns + self.cost.page_free_ns * (1u64 << order));
     }

@@ -313,7 +313,7 @@ fn add_to_page_cache(
     let m = &mut k.shmem.mounts[mount as usize];
     if m.used_pages + nr as u64 > m.max_pages {
         k.free_pages(ctx, pfn, order);
-        super::memcontrol::uncharge(&mut k.memcgs, memcg, nr as u64);
+        super::memcontrol::uncharge(k, ctx, memcg, nr as u64);
         return Err(MmError::TmpfsFull { mount });
     }
     m.used_pages += nr as u64;

@@ -165,7 +165,7 @@ pub fn swap_vma_readahead(
                 continue;
             }
             if !k.mms[mm as usize].is_mapped(vma) {
-                uncharge(&mut k.memcgs, memcg, 1);
+                uncharge(k, ctx, memcg, 1);
                 k.free_pages(ctx, pfn, 0);
                 break;
             }
@@ -192,7 +192,7 @@ pub fn swap_vma_readahead(
         // The exit's zap freed the cache-only folios (free_swap_and_cache_nr).
         reads.retain(|&(e, pfn)| k.swap.lookup(e) == Some(pfn));
         if !target_added {
-            uncharge(&mut k.memcgs, memcg, 1);
+            uncharge(k, ctx, memcg, 1);
             k.free_pages(ctx, target, 0);
         }
     }

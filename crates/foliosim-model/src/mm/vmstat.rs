@@ -3,6 +3,8 @@
 //! (/sys/kernel/mm/transparent_hugepage/hugepages-<size>kB/stats/*, include/linux/huge_mm.h)
 //! and khugepaged's two sysfs counters (`khugepaged/pages_collapsed`, `khugepaged/full_scans`).
 
+pub mod fold;
+
 use crate::scenario::{PAGE_SIZE, PMD_ORDER};
 use std::collections::BTreeMap;
 

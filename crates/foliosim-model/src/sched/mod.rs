@@ -155,6 +155,7 @@ pub fn run_tasks_observed(
             step_start_ns: now_ns,
             lock_handoff_ns: k.cost.lock_handoff_ns,
             handoff: k.lock_handoff,
+            line: k.line_transfer,
             sleep_ns: 0,
             iowait_ns: 0,
             resched_at_ns: u64::MAX,

@@ -181,12 +181,16 @@ fn reset_counters(k: &mut Kernel) {
         z.events = VmStat::default();
         z.extfrag = Default::default();
         z.lock.stats = Default::default();
+        z.nr_free_stat.folds = 0;
+        z.nr_free_stat.transfer_ns = 0;
     }
+    k.counter_lines.transfer_ns = 0;
     for cg in &mut k.memcgs {
         cg.lruvec.lru_lock.stats = Default::default();
     }
     for m in &mut k.mms {
         m.mmap_lock.stats = Default::default();
+        m.mmap_lock.line_ns = 0;
     }
     for bus in [&mut k.membw, &mut k.tlb_bus] {
         bus.busy_ns = Default::default();

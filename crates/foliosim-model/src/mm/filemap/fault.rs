@@ -145,7 +145,7 @@ fn do_cow_fault(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault, vf: VmaFile) -> Re
     let anon = alloc_order0_charged(k, ctx, memcg)?;
     ctx.spend(k.cost.filemap_fault_ns);
     if let Err(e) = filemap_fault(k, ctx, mm, vf.file, vf.pgoff + index) {
-        crate::mm::memcontrol::uncharge(&mut k.memcgs, memcg, 1);
+        crate::mm::memcontrol::uncharge(k, ctx, memcg, 1);
         k.free_pages(ctx, anon, 0);
         return Err(e);
     }
@@ -171,7 +171,7 @@ fn wp_page_copy(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault, pfn: u32) -> Resul
     } else {
         let vf = k.mms[mm as usize].vma_file(vma).expect("file VMA");
         if let Err(e) = filemap_fault(k, ctx, mm, vf.file, vf.pgoff + index) {
-            crate::mm::memcontrol::uncharge(&mut k.memcgs, memcg, 1);
+            crate::mm::memcontrol::uncharge(k, ctx, memcg, 1);
             k.free_pages(ctx, anon, 0);
             return Err(e);
         }

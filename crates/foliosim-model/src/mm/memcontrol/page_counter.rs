@@ -1,9 +1,13 @@
 //! Hierarchical page counters (mm/page_counter.c): a charge counts in the memcg and every
 //! ancestor below the root (the root memcg is never charged for its children; its count is
 //! its own folios), and fails at the lowest ancestor it would take over its max. Also the
-//! effective memory.min/low protection of a memcg within a reclaim's target.
+//! effective memory.min/low protection of a memcg within a reclaim's target. And the cache
+//! lines of the counters' usage, which every charge and uncharge writes with an atomic
+//! (`CounterLines`).
 
-use super::{MemCgroup, ROOT_MEMCG};
+use super::{MemCgroup, NO_PARENT, ROOT_MEMCG};
+use crate::engine::line::SharedLine;
+use crate::engine::Ctx;
 
 /// Which page_counter of a memcg: memory (memory.current/max) or swap (memory.swap.*).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +78,53 @@ pub fn uncharge(memcgs: &mut [MemCgroup], c: Counter, memcg: u16, nr_pages: u64)
         }
         let p = memcgs[cur as usize].parent;
         id = (cur != ROOT_MEMCG && p != ROOT_MEMCG).then_some(p);
+    }
+}
+
+/// The usage line of each memcg's memory page_counter, by memcg id. page_counter_charge,
+/// _try_charge and _uncharge do an atomic_long_add_return on `c->usage` of the memcg and of
+/// every ancestor up to the root's counter (which limits nothing but counts every charge
+/// below it: the one line all memcgs share); the counter is cache-line aligned, so each is a
+/// line of its own. A charge that hits a max adds and cancels up to the counter that failed.
+/// The root memcg's own folios write none (try_charge and memcg_uncharge return early for
+/// it). Priced only with a topology (`Ctx::line`).
+#[derive(Debug, Clone)]
+pub struct CounterLines {
+    memory: Vec<SharedLine>,
+    /// CPU time the transfers cost, for the report.
+    pub transfer_ns: u64,
+}
+
+impl CounterLines {
+    pub fn new(nr_memcgs: usize) -> CounterLines {
+        CounterLines {
+            memory: vec![SharedLine::default(); nr_memcgs],
+            transfer_ns: 0,
+        }
+    }
+
+    /// The atomics of one charge or uncharge of `memcg`'s memory counter, from it up to the
+    /// root's, or up to `stop` (the counter a failed try_charge stopped at).
+    #[inline]
+    pub fn write_chain(
+        &mut self,
+        ctx: &mut Ctx,
+        memcgs: &[MemCgroup],
+        memcg: u16,
+        stop: Option<u16>,
+    ) {
+        if ctx.line.is_none() || memcg == ROOT_MEMCG {
+            return;
+        }
+        let mut id = memcg;
+        loop {
+            self.transfer_ns += self.memory[id as usize].write(ctx);
+            let parent = memcgs[id as usize].parent;
+            if Some(id) == stop || parent == NO_PARENT {
+                break;
+            }
+            id = parent;
+        }
     }
 }
 
@@ -192,6 +243,38 @@ pub fn protection(memcgs: &[MemCgroup], target: u16, memcg: u16, in_low_reclaim:
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::line::HandoffTable;
+
+    #[test]
+    fn a_charge_writes_its_chain_up_to_the_root_and_a_failed_one_up_to_the_failure() {
+        // root <- a <- b; CPUs 0 and 1, 100 ns apart.
+        let mut memcgs: Vec<MemCgroup> = (0..3)
+            .map(|i| MemCgroup::new(format!("{i}"), None))
+            .collect();
+        memcgs[0].parent = NO_PARENT;
+        memcgs[1].parent = 0;
+        memcgs[2].parent = 1;
+        let table = HandoffTable::intern(2, |f, t| if f == t { 0 } else { 100 });
+        let at = |cpu| Ctx {
+            line: Some(table),
+            ..Ctx::new(cpu, 0)
+        };
+        let mut lines = CounterLines::new(3);
+        let (mut c0, mut c1) = (at(0), at(1));
+        lines.write_chain(&mut c0, &memcgs, 2, None);
+        assert_eq!(c0.now_ns, 0, "first writer of each line");
+        lines.write_chain(&mut c1, &memcgs, 2, None);
+        assert_eq!(c1.now_ns, 300, "b, a and the root's line");
+        lines.write_chain(&mut c0, &memcgs, 2, Some(1));
+        assert_eq!(c0.now_ns, 200, "b and a, where the charge failed");
+        lines.write_chain(&mut c0, &memcgs, 0, None);
+        assert_eq!(c0.now_ns, 200, "the root memcg's own charge: no atomic");
+        assert_eq!(lines.transfer_ns, 500);
+        // Without a topology: nothing.
+        let mut flat = Ctx::new(1, 0);
+        lines.write_chain(&mut flat, &memcgs, 2, None);
+        assert_eq!(flat.now_ns, 0);
+    }
 
     #[test]
     fn siblings_claiming_more_than_the_parent_affords_share_it_by_use() {

@@ -58,28 +58,35 @@ impl Stock {
 
     /// refill_stock: keep `nr_pages` already charged to `memcg` on this CPU; a stock above
     /// a batch goes back to the counters, and a new memcg takes an empty slot or evicts one.
-    pub fn refill(&mut self, memcgs: &mut [MemCgroup], cpu: usize, memcg: u16, nr_pages: u64) {
+    /// Returns the memcg whose pages went back to its counters (an uncharge), if any.
+    pub fn refill(
+        &mut self,
+        memcgs: &mut [MemCgroup],
+        cpu: usize,
+        memcg: u16,
+        nr_pages: u64,
+    ) -> Option<u16> {
         debug_assert!(nr_pages <= MEMCG_CHARGE_BATCH);
         let s = &mut self.cpus[cpu];
         if let Some(i) = s.cached.iter().position(|&c| c == memcg) {
             let total = s.nr_pages[i] as u64 + nr_pages;
             s.nr_pages[i] = total as u8;
             if total > MEMCG_CHARGE_BATCH {
-                drain_slot(s, memcgs, i);
+                return drain_slot(s, memcgs, i);
             }
-            return;
+            return None;
         }
-        let i = match s.cached.iter().position(|&c| c == EMPTY) {
-            Some(i) => i,
+        let (i, drained) = match s.cached.iter().position(|&c| c == EMPTY) {
+            Some(i) => (i, None),
             None => {
                 let i = s.next_evict as usize;
                 s.next_evict = ((i + 1) % NR_MEMCG_STOCK) as u8;
-                drain_slot(s, memcgs, i);
-                i
+                (i, drain_slot(s, memcgs, i))
             }
         };
         s.cached[i] = memcg;
         s.nr_pages[i] = nr_pages as u8;
+        drained
     }
 
     /// drain_all_stock: every CPU whose stock holds pages of `root`'s subtree gives back all
@@ -110,17 +117,20 @@ impl Stock {
     }
 }
 
-/// drain_stock: give a slot's pages back to its memcg's counters and empty the slot.
-fn drain_slot(s: &mut PcpStock, memcgs: &mut [MemCgroup], i: usize) {
+/// drain_stock: give a slot's pages back to its memcg's counters and empty the slot; the
+/// memcg uncharged, if it held any.
+fn drain_slot(s: &mut PcpStock, memcgs: &mut [MemCgroup], i: usize) -> Option<u16> {
     let memcg = s.cached[i];
     if memcg == EMPTY {
-        return;
+        return None;
     }
-    if s.nr_pages[i] > 0 {
-        page_counter::uncharge(memcgs, Counter::Memory, memcg, s.nr_pages[i] as u64);
+    let held = s.nr_pages[i];
+    if held > 0 {
+        page_counter::uncharge(memcgs, Counter::Memory, memcg, held as u64);
     }
     s.cached[i] = EMPTY;
     s.nr_pages[i] = 0;
+    (held > 0).then_some(memcg)
 }
 
 #[cfg(test)]

@@ -61,6 +61,8 @@ pub struct Zone {
     /// This node's bit of thp_avail_nodes (seed 001's RFC, mm/thp_fault_alloc/): set by every
     /// free of a block of pageblock order or more; only that policy reads or clears it.
     pub thp_avail: bool,
+    /// NR_FREE_PAGES's per-CPU differentials and folds (mm/vmstat/fold.rs).
+    pub nr_free_stat: crate::mm::vmstat::fold::ZoneStatItem,
 }
 
 impl Zone {
@@ -110,6 +112,7 @@ impl Zone {
             extfrag: ExtfragStats::default(),
             thp_avail: true,
             balance_to_promo: false,
+            nr_free_stat: crate::mm::vmstat::fold::ZoneStatItem::new(nr_pages as u64, cpus),
         };
         zone.setup_per_zone_wmarks();
         let mut pfn = start_pfn;
@@ -218,6 +221,7 @@ impl Zone {
     fn free_one_page(&mut self, ctx: &mut Ctx, pfn: u32, order: u32) {
         self.area.free_pages_ok(pfn, order, false);
         self.lock.hold(ctx, ZONE_LOCK_HOLD_NS_PER_BLOCK);
+        self.nr_free_stat.mod_state(ctx, 1 << order, 1);
     }
 
     /// free_frozen_page_commit.
@@ -284,6 +288,7 @@ impl Zone {
                 }
             }
             list.truncate(len - nr);
+            self.nr_free_stat.mod_state(ctx, 1 << order, nr as u32);
             count -= (nr as i64) << order;
             pcp.count -= (nr as u32) << order;
             blocks += nr as u64;

@@ -113,6 +113,9 @@ impl Zone {
         }
         if page.is_none() {
             page = self.rmqueue_buddy(folios, ctx, order, alloc_flags, mt);
+            if page.is_some() {
+                self.nr_free_stat.mod_state(ctx, -(1 << order), 1);
+            }
         }
         if alloc_flags.has(AllocFlags::KSWAPD) && self.boosted_watermark {
             self.boosted_watermark = false;
@@ -186,6 +189,7 @@ impl Zone {
         }
         self.lock
             .hold(ctx, ZONE_LOCK_HOLD_NS_PER_BLOCK * taken.max(1) as u64);
+        self.nr_free_stat.mod_state(ctx, -(1 << order), taken);
         taken
     }
 
