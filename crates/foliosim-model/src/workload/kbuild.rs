@@ -5,11 +5,13 @@
 //! share of the jobs back to back; each job's end is a mark, so the report has the swap-out
 //! fallback rate over time.
 
-use super::{mthp_swpout_counts, FallbackPoint, Op, TaskMarks, TaskSpec, WorkloadResult};
+use super::{
+    kbuild_cc1, mthp_swpout_counts, FallbackPoint, Op, TaskMarks, TaskSpec, WorkloadResult,
+};
 use crate::engine::rng::SimRng;
 use crate::mm::mmap::ThpAdvice;
 use crate::scenario::tmpfs::TmpfsSpec;
-use crate::scenario::{format_size, Bytes, ScenarioError, WorkloadSpec, PAGE_SIZE};
+use crate::scenario::{format_size, Bytes, KbuildCompiler, ScenarioError, WorkloadSpec, PAGE_SIZE};
 
 /// Intervals of the fallback-over-time series.
 const SERIES_POINTS: u64 = 10;
@@ -51,6 +53,7 @@ pub fn tasks(spec: &WorkloadSpec, seed: u64, tmpfs: &[TmpfsSpec]) -> Vec<TaskSpe
         tmpfs: tmpfs_name,
         object_size_min,
         object_size_max,
+        compiler,
         ..
     } = spec
     else {
@@ -71,29 +74,12 @@ pub fn tasks(spec: &WorkloadSpec, seed: u64, tmpfs: &[TmpfsSpec]) -> Vec<TaskSpe
         let u = rng.below(1 << 30) as f64 / (1u64 << 30) as f64;
         let pages = ((lo + u * (hi - lo)).exp() as u32).max(1);
         let ops = &mut programs[(job % slots) as usize];
-        ops.push(Op::Mmap {
-            vma: 0,
-            nr_pages: pages,
-            thp: ThpAdvice::Default,
-        });
-        ops.push(Op::Touch {
-            vma: 0,
-            first: 0,
-            nr: pages,
-            write: true,
-        });
-        let working_set = (pages / 10).max(1);
-        for _ in 0..*phases {
-            ops.push(Op::Compute {
-                ns: user_ns_per_page * pages as u64 / *phases as u64,
-            });
-            let first = rng.below((pages - working_set + 1) as u64) as u32;
-            ops.push(Op::Touch {
-                vma: 0,
-                first,
-                nr: working_set,
-                write: true,
-            });
+        let compute_ns = user_ns_per_page * pages as u64 / *phases as u64;
+        match compiler {
+            KbuildCompiler::OneHeap => one_heap(ops, &mut rng, pages, *phases, compute_ns),
+            KbuildCompiler::Cc1 => {
+                ops.extend(kbuild_cc1::job(&mut rng, pages, *phases, compute_ns))
+            }
         }
         if let Some(mount) = mount {
             // The compiler writes its object file into the build tree before it exits.
@@ -107,7 +93,9 @@ pub fn tasks(spec: &WorkloadSpec, seed: u64, tmpfs: &[TmpfsSpec]) -> Vec<TaskSpe
             });
             objects.push((job, nr));
         }
-        ops.push(Op::Munmap { vma: 0 });
+        if *compiler == KbuildCompiler::OneHeap {
+            ops.push(Op::Munmap { vma: 0 });
+        }
         ops.push(Op::Mark((job / slots) as usize));
     }
     if !objects.is_empty() {
@@ -126,6 +114,33 @@ pub fn tasks(spec: &WorkloadSpec, seed: u64, tmpfs: &[TmpfsSpec]) -> Vec<TaskSpe
             }
         })
         .collect()
+}
+
+/// The one-heap compiler: map the heap, write it, then in each phase compute and re-touch a
+/// random tenth of it (the heap is unmapped after the object file is written).
+fn one_heap(ops: &mut Vec<Op>, rng: &mut SimRng, pages: u32, phases: u32, compute_ns: u64) {
+    ops.push(Op::Mmap {
+        vma: 0,
+        nr_pages: pages,
+        thp: ThpAdvice::Default,
+    });
+    ops.push(Op::Touch {
+        vma: 0,
+        first: 0,
+        nr: pages,
+        write: true,
+    });
+    let working_set = (pages / 10).max(1);
+    for _ in 0..phases {
+        ops.push(Op::Compute { ns: compute_ns });
+        let first = rng.below((pages - working_set + 1) as u64) as u32;
+        ops.push(Op::Touch {
+            vma: 0,
+            first,
+            nr: working_set,
+            write: true,
+        });
+    }
 }
 
 /// Every slot waits for the others; then the first reads every object file (the link) and
