@@ -188,3 +188,65 @@ pub fn report(_spec: &WorkloadSpec, marks: &[TaskMarks]) -> WorkloadResult {
         ..WorkloadResult::default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::Scenario;
+
+    /// A small cc1 build on tmpfs in a tight memcg, 64K mTHP, invariants checked throughout.
+    const CC1_BUILD: &str = r#"
+seed = 3
+check_invariants = true
+[machine]
+cpus = 2
+memory = "256M"
+[[machine.swap]]
+kind = "ssd"
+size = "64M"
+[sysfs.hugepages]
+"64K" = "always"
+[[memcg]]
+name = "build"
+max = "6M"
+[[tmpfs]]
+name = "build"
+size = "64M"
+[[workload]]
+kind = "kbuild"
+compiler = "cc1"
+jobs = 6
+jobs_concurrent = 2
+rss_min = "1M"
+rss_max = "8M"
+user_ns_per_page = 1000
+phases = 4
+memcg = "build"
+tmpfs = "build"
+"#;
+
+    #[test]
+    fn a_cc1_build_on_tmpfs_runs_with_its_partial_frees() {
+        let s = Scenario::from_toml_str(CC1_BUILD).unwrap();
+        let r = crate::run(&s).unwrap();
+        let c = |k: &str| r.counters.get(k).copied().unwrap_or(0);
+        // Every job ran to its end and the link read each object file.
+        assert_eq!(r.workloads[0].kind, "kbuild");
+        assert!(r.oom_kills.is_empty());
+        assert!(c("pswpout") > 0 && c("hugepages-64kB/stats/swpout") > 0);
+        // 64K folios at fault (the GC and malloc chunks), no 2M (not enabled).
+        assert!(c("thp_fault_alloc") == 0 && c("hugepages-64kB/stats/anon_fault_alloc") > 0);
+        // The same build with the one-heap compiler differs: the field is used.
+        let one = Scenario::from_toml_str(&CC1_BUILD.replace("compiler = \"cc1\"\n", "")).unwrap();
+        assert_ne!(crate::run(&one).unwrap().counters, r.counters);
+    }
+
+    #[test]
+    fn an_unknown_compiler_is_refused_naming_the_values() {
+        let bad = CC1_BUILD.replace("\"cc1\"", "\"clang\"");
+        let e = Scenario::from_toml_str(&bad).unwrap_err().to_string();
+        assert!(
+            e.contains("clang") && e.contains("cc1") && e.contains("one-heap"),
+            "{e}"
+        );
+    }
+}
