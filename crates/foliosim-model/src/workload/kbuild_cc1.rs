@@ -220,7 +220,7 @@ impl Cc1 {
             self.touch(self.heap_vma, self.heap_top, step);
             self.heap_top += step;
             self.grows += 1;
-            if self.grows % BRK_GROWS_PER_TRIM == 0 {
+            if self.grows.is_multiple_of(BRK_GROWS_PER_TRIM) {
                 let trim = from_quantiles(rng, &BRK_TRIM_PAGES).min(self.heap_top - 1);
                 if trim > 0 {
                     self.heap_top -= trim;
