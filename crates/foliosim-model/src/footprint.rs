@@ -20,7 +20,7 @@ use crate::mm::swapfile::SwapMap;
 use crate::mm::vmstat::VmStat;
 use crate::mm::zram::Zram;
 use crate::mm::zswap::Zswap;
-use crate::scenario::{format_size, Scenario, SwapDeviceKind, WorkloadSpec};
+use crate::scenario::{format_size, KbuildCompiler, Scenario, SwapDeviceKind, WorkloadSpec};
 use crate::sched::Task;
 use crate::workload::{thpscale::Geometry, Op};
 use std::mem::size_of;
@@ -227,14 +227,23 @@ fn counts(s: &Scenario, w: &WorkloadSpec) -> WorkloadCounts {
             jobs_concurrent,
             rss_max,
             phases,
+            compiler,
             ..
         } => {
             let slots = (*jobs_concurrent).min(*jobs) as u64;
+            let (job_pages, job_ops) = match compiler {
+                KbuildCompiler::OneHeap => (rss_max.pages(), 2 * *phases as u64 + 4),
+                KbuildCompiler::Cc1 => {
+                    use crate::workload::kbuild_cc1::{mapped_pages_max, ops_max};
+                    let pages = rss_max.pages();
+                    (mapped_pages_max(pages), ops_max(pages, *phases as u64) + 4)
+                }
+            };
             WorkloadCounts {
                 field: "jobs x phases",
                 value: format!("{jobs} x {phases}"),
-                mapped_pages: m(slots, rss_max.pages()),
-                ops: m(*jobs as u64, 2 * *phases as u64 + 4).saturating_add(slots),
+                mapped_pages: m(slots, job_pages),
+                ops: m(*jobs as u64, job_ops).saturating_add(slots),
                 marks: *jobs as u64,
                 samples: 0,
                 tasks: slots,

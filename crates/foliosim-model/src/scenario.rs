@@ -1507,6 +1507,10 @@ pub enum WorkloadSpec {
         object_size_min: Bytes,
         #[serde(default = "default_kbuild_object_size_max")]
         object_size_max: Bytes,
+        /// How each job's compiler uses memory: `one-heap` (default) or `cc1`, gcc's cc1 as
+        /// recorded on this machine (docs/kbuild.md).
+        #[serde(default, skip_serializing_if = "KbuildCompiler::is_one_heap")]
+        compiler: KbuildCompiler,
         /// What the tasks write into their pages (decides compressibility); absent = the
         /// workload's own pattern (WorkloadSpec::content).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1664,6 +1668,25 @@ fn default_kbuild_user_ns_per_page() -> u64 {
 }
 fn default_kbuild_phases() -> u32 {
     4
+}
+
+/// How a kbuild job's compiler maps, writes and frees memory (workload/kbuild.rs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum KbuildCompiler {
+    /// One anonymous heap, written whole, re-touched by tenths, unmapped whole at the end.
+    #[default]
+    OneHeap,
+    /// gcc 12's cc1 as `foliosim record` saw it (workload/kbuild_cc1.rs, docs/kbuild.md): a brk
+    /// heap that grows and is trimmed, 2 MiB GC chunks, small mmaps that get only order-0
+    /// folios, and malloc's large chunks, a third of them freed soon after use.
+    Cc1,
+}
+
+impl KbuildCompiler {
+    fn is_one_heap(&self) -> bool {
+        *self == KbuildCompiler::OneHeap
+    }
 }
 
 /// kbuild on tmpfs: the default range of an object file's size (an estimate, docs/shmem.md).

@@ -129,6 +129,7 @@ pub fn kbuild_scenario(kernel: Kernel, size: &str, scale: f64, seed: u64) -> Sce
             tmpfs: None,
             object_size_min: Bytes(crate::workload::kbuild::OBJECT_SIZE_MIN_BYTES),
             object_size_max: Bytes(crate::workload::kbuild::OBJECT_SIZE_MAX_BYTES),
+            compiler: crate::scenario::KbuildCompiler::OneHeap,
             memcg: Some("build".into()),
             content: None,
             oom_score_adj: 0,

@@ -139,6 +139,7 @@ pub fn workload(
                 tmpfs: None,
                 object_size_min: Bytes(foliosim_model::workload::kbuild::OBJECT_SIZE_MIN_BYTES),
                 object_size_max: Bytes(foliosim_model::workload::kbuild::OBJECT_SIZE_MAX_BYTES),
+                compiler: crate::scenario::KbuildCompiler::OneHeap,
                 content: content(g),
                 memcg,
                 oom_score_adj,

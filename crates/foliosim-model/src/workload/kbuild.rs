@@ -5,11 +5,13 @@
 //! share of the jobs back to back; each job's end is a mark, so the report has the swap-out
 //! fallback rate over time.
 
-use super::{mthp_swpout_counts, FallbackPoint, Op, TaskMarks, TaskSpec, WorkloadResult};
+use super::{
+    kbuild_cc1, mthp_swpout_counts, FallbackPoint, Op, TaskMarks, TaskSpec, WorkloadResult,
+};
 use crate::engine::rng::SimRng;
 use crate::mm::mmap::ThpAdvice;
 use crate::scenario::tmpfs::TmpfsSpec;
-use crate::scenario::{format_size, Bytes, ScenarioError, WorkloadSpec, PAGE_SIZE};
+use crate::scenario::{format_size, Bytes, KbuildCompiler, ScenarioError, WorkloadSpec, PAGE_SIZE};
 
 /// Intervals of the fallback-over-time series.
 const SERIES_POINTS: u64 = 10;
@@ -51,6 +53,7 @@ pub fn tasks(spec: &WorkloadSpec, seed: u64, tmpfs: &[TmpfsSpec]) -> Vec<TaskSpe
         tmpfs: tmpfs_name,
         object_size_min,
         object_size_max,
+        compiler,
         ..
     } = spec
     else {
@@ -71,29 +74,12 @@ pub fn tasks(spec: &WorkloadSpec, seed: u64, tmpfs: &[TmpfsSpec]) -> Vec<TaskSpe
         let u = rng.below(1 << 30) as f64 / (1u64 << 30) as f64;
         let pages = ((lo + u * (hi - lo)).exp() as u32).max(1);
         let ops = &mut programs[(job % slots) as usize];
-        ops.push(Op::Mmap {
-            vma: 0,
-            nr_pages: pages,
-            thp: ThpAdvice::Default,
-        });
-        ops.push(Op::Touch {
-            vma: 0,
-            first: 0,
-            nr: pages,
-            write: true,
-        });
-        let working_set = (pages / 10).max(1);
-        for _ in 0..*phases {
-            ops.push(Op::Compute {
-                ns: user_ns_per_page * pages as u64 / *phases as u64,
-            });
-            let first = rng.below((pages - working_set + 1) as u64) as u32;
-            ops.push(Op::Touch {
-                vma: 0,
-                first,
-                nr: working_set,
-                write: true,
-            });
+        let compute_ns = user_ns_per_page * pages as u64 / *phases as u64;
+        match compiler {
+            KbuildCompiler::OneHeap => one_heap(ops, &mut rng, pages, *phases, compute_ns),
+            KbuildCompiler::Cc1 => {
+                ops.extend(kbuild_cc1::job(&mut rng, pages, *phases, compute_ns))
+            }
         }
         if let Some(mount) = mount {
             // The compiler writes its object file into the build tree before it exits.
@@ -107,7 +93,9 @@ pub fn tasks(spec: &WorkloadSpec, seed: u64, tmpfs: &[TmpfsSpec]) -> Vec<TaskSpe
             });
             objects.push((job, nr));
         }
-        ops.push(Op::Munmap { vma: 0 });
+        if *compiler == KbuildCompiler::OneHeap {
+            ops.push(Op::Munmap { vma: 0 });
+        }
         ops.push(Op::Mark((job / slots) as usize));
     }
     if !objects.is_empty() {
@@ -126,6 +114,33 @@ pub fn tasks(spec: &WorkloadSpec, seed: u64, tmpfs: &[TmpfsSpec]) -> Vec<TaskSpe
             }
         })
         .collect()
+}
+
+/// The one-heap compiler: map the heap, write it, then in each phase compute and re-touch a
+/// random tenth of it (the heap is unmapped after the object file is written).
+fn one_heap(ops: &mut Vec<Op>, rng: &mut SimRng, pages: u32, phases: u32, compute_ns: u64) {
+    ops.push(Op::Mmap {
+        vma: 0,
+        nr_pages: pages,
+        thp: ThpAdvice::Default,
+    });
+    ops.push(Op::Touch {
+        vma: 0,
+        first: 0,
+        nr: pages,
+        write: true,
+    });
+    let working_set = (pages / 10).max(1);
+    for _ in 0..phases {
+        ops.push(Op::Compute { ns: compute_ns });
+        let first = rng.below((pages - working_set + 1) as u64) as u32;
+        ops.push(Op::Touch {
+            vma: 0,
+            first,
+            nr: working_set,
+            write: true,
+        });
+    }
 }
 
 /// Every slot waits for the others; then the first reads every object file (the link) and
@@ -171,5 +186,67 @@ pub fn report(_spec: &WorkloadSpec, marks: &[TaskMarks]) -> WorkloadResult {
         tasks: marks.len() as u32,
         fallback_series,
         ..WorkloadResult::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::Scenario;
+
+    /// A small cc1 build on tmpfs in a tight memcg, 64K mTHP, invariants checked throughout.
+    const CC1_BUILD: &str = r#"
+seed = 3
+check_invariants = true
+[machine]
+cpus = 2
+memory = "256M"
+[[machine.swap]]
+kind = "ssd"
+size = "64M"
+[sysfs.hugepages]
+"64K" = "always"
+[[memcg]]
+name = "build"
+max = "6M"
+[[tmpfs]]
+name = "build"
+size = "64M"
+[[workload]]
+kind = "kbuild"
+compiler = "cc1"
+jobs = 6
+jobs_concurrent = 2
+rss_min = "1M"
+rss_max = "8M"
+user_ns_per_page = 1000
+phases = 4
+memcg = "build"
+tmpfs = "build"
+"#;
+
+    #[test]
+    fn a_cc1_build_on_tmpfs_runs_with_its_partial_frees() {
+        let s = Scenario::from_toml_str(CC1_BUILD).unwrap();
+        let r = crate::run(&s).unwrap();
+        let c = |k: &str| r.counters.get(k).copied().unwrap_or(0);
+        // Every job ran to its end and the link read each object file.
+        assert_eq!(r.workloads[0].kind, "kbuild");
+        assert!(r.oom_kills.is_empty());
+        assert!(c("pswpout") > 0 && c("hugepages-64kB/stats/swpout") > 0);
+        // 64K folios at fault (the GC and malloc chunks), no 2M (not enabled).
+        assert!(c("thp_fault_alloc") == 0 && c("hugepages-64kB/stats/anon_fault_alloc") > 0);
+        // The same build with the one-heap compiler differs: the field is used.
+        let one = Scenario::from_toml_str(&CC1_BUILD.replace("compiler = \"cc1\"\n", "")).unwrap();
+        assert_ne!(crate::run(&one).unwrap().counters, r.counters);
+    }
+
+    #[test]
+    fn an_unknown_compiler_is_refused_naming_the_values() {
+        let bad = CC1_BUILD.replace("\"cc1\"", "\"clang\"");
+        let e = Scenario::from_toml_str(&bad).unwrap_err().to_string();
+        assert!(
+            e.contains("clang") && e.contains("cc1") && e.contains("one-heap"),
+            "{e}"
+        );
     }
 }

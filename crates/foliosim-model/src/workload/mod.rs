@@ -3,6 +3,7 @@
 pub mod aging;
 pub mod file_read;
 pub mod kbuild;
+pub mod kbuild_cc1;
 pub mod thp_swap_allocator_test;
 pub mod thpscale;
 pub mod tlb_shootdown;
