@@ -17,7 +17,7 @@
 use anyhow::{bail, Context, Result};
 use foliosim::hw::topology::Distance;
 use foliosim::scenario::TopologySpec;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Barrier;
 use std::time::Instant;
@@ -78,15 +78,15 @@ pub fn line_transfer_cost(d: Distance) -> Option<&'static str> {
 /// The topology as a scenario states it, when every socket has as many LLCs, every LLC as
 /// many cores and every core as many threads (else None: the profile gets no topology).
 pub fn topology_spec(places: &[CpuPlace]) -> Option<TopologySpec> {
-    let mut sockets: BTreeMap<u32, BTreeMap<Vec<usize>, BTreeMap<Vec<usize>, ()>>> =
-        BTreeMap::new();
+    // socket -> LLC (its CPU list) -> the cores in it (their sibling lists)
+    let mut sockets: BTreeMap<u32, BTreeMap<Vec<usize>, BTreeSet<Vec<usize>>>> = BTreeMap::new();
     for p in places {
         sockets
             .entry(p.package)
             .or_default()
             .entry(p.llc.clone())
             .or_default()
-            .insert(p.siblings.clone(), ());
+            .insert(p.siblings.clone());
     }
     let llcs: Vec<usize> = sockets.values().map(|s| s.len()).collect();
     let cores: Vec<usize> = sockets

@@ -8,11 +8,13 @@
 //!   not lazy, the sender waiting for their flush), counted in /proc/interrupts "TLB";
 //! - a bare IPI: membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED) (membarrier_private_expedited:
 //!   an IPI to each CPU whose current task uses this mm), counted in "CAL".
+//!
 //! The sender's cost per IPI is its CPU time over the same operations timed first with the
 //! receivers asleep (their CPUs idle: no IPI), divided by the IPIs counted (less the rate
 //! other processes caused meanwhile). CPU time, not wall time: on a busy machine other
-//! tasks take the sender's CPU for most of a window. The receiver's cost is the median gap of its loop
-//! while IPIs arrive: interrupt entry, the handler (the flush for a shootdown) and exit.
+//! tasks take the sender's CPU for most of a window. The receiver's cost is the median gap
+//! of its loop while IPIs arrive: interrupt entry, the handler (the flush for a shootdown)
+//! and exit.
 
 use crate::calibrate_hw::{irq_counts, median, Effort, HwTables};
 use anyhow::{bail, Result};
