@@ -67,14 +67,19 @@ enum Command {
         #[arg(long)]
         enable_zswap: bool,
     },
-    /// Measure the cost model on the live kernel and write a costs file the sim can load.
+    /// Measure the cost model on the live kernel and write a machine profile / costs file the
+    /// sim can load (`run --machine-profile FILE`, or `--costs FILE` for the costs alone).
     Calibrate {
-        /// Required: allow the live measurements (root only).
+        /// Required: allow the live measurements (root only, unless --hw-only).
         #[arg(long)]
         live: bool,
-        /// Where to write the costs TOML.
+        /// Where to write the profile TOML.
         #[arg(long, default_value = "costs/calibrated.toml")]
         output: std::path::PathBuf,
+        /// Only the CPU-to-CPU costs (line transfers, lock handoffs, IPIs): pinned threads,
+        /// no host setting changed, no root needed.
+        #[arg(long)]
+        hw_only: bool,
         #[arg(long, value_enum, default_value = "table")]
         format: Format,
         /// Smaller regions, fewer repetitions (seconds instead of a minute; noisier).
@@ -269,6 +274,7 @@ fn run_command() -> Result<()> {
         Command::Calibrate {
             live,
             output,
+            hw_only,
             format,
             quick,
         } => {
@@ -277,7 +283,7 @@ fn run_command() -> Result<()> {
                 timeout: None,
                 ..Default::default()
             };
-            let report = foliosim_live::calibrate::calibrate(&opts, quick, &mut |msg| {
+            let report = foliosim_live::calibrate::calibrate(&opts, quick, hw_only, &mut |msg| {
                 eprintln!("calibrate: {msg}")
             })?;
             if let Some(dir) = output.parent().filter(|d| !d.as_os_str().is_empty()) {

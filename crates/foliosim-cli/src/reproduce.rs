@@ -42,8 +42,9 @@ pub struct ReproduceArgs {
     #[arg(long, value_name = "N")]
     pub jobs: Option<usize>,
     /// Run every configuration on this machine profile (`machine.profile`: this-vm,
-    /// sapphire-rapids-2s-112c, ampere-altra-80c, intel-4c-2015, epyc-2s).
-    #[arg(long, value_name = "NAME")]
+    /// sapphire-rapids-2s-112c, ampere-altra-80c, intel-4c-2015, epyc-2s, or a profile file
+    /// that `foliosim calibrate --live` wrote).
+    #[arg(long, value_name = "NAME|FILE")]
     pub machine_profile: Option<String>,
 }
 

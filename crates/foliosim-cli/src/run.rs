@@ -31,6 +31,11 @@ pub struct RunArgs {
     /// Sim: load named costs from a file written by `foliosim calibrate`.
     #[arg(long, value_name = "FILE")]
     pub costs: Option<std::path::PathBuf>,
+    /// Sim: run on this machine profile (`machine.profile`): a built-in name (this-vm,
+    /// sapphire-rapids-2s-112c, ampere-altra-80c, intel-4c-2015, epyc-2s) or a profile file
+    /// (`foliosim calibrate --live` writes one).
+    #[arg(long, value_name = "NAME|FILE")]
+    pub machine_profile: Option<String>,
     /// Record every counter every DURATION of simulated time (e.g. 100ms, or auto), as
     /// `vmstat 1` does; kept in the JSON (`timeseries`) and printed after the table.
     #[arg(long, value_name = "DURATION")]
@@ -58,6 +63,10 @@ pub fn run(args: RunArgs) -> Result<()> {
     }
     if let Some(path) = &args.costs {
         apply_costs_file(&mut s, path)?;
+    }
+    if let Some(profile) = &args.machine_profile {
+        s.machine.profile = Some(profile.clone());
+        s.validate()?;
     }
     let wall = Instant::now();
     let run = run_sim(&s, &args)?;

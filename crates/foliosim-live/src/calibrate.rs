@@ -7,7 +7,11 @@
 //! included), zram compression per codec, and folio split (a PAGEOUT of one page of each
 //! large folio splits it). Costs the sim names directly go to `[costs]` (a scenario or
 //! `--costs FILE` loads them); every raw number goes to `[measured]`; `[provenance]` says which
-//! machine and kernel they came from.
+//! machine and kernel they came from. Then the CPU-to-CPU costs (calibrate_hw.rs,
+//! calibrate_ipi.rs: line transfers, lock handoffs, IPIs), which change no host setting and
+//! are all `--hw-only` measures. `[machine]` (topology, TLB kind) and `[sources]` (each cost's
+//! provenance) make the file a machine profile too (`--machine-profile FILE`,
+//! foliosim::hw::profile::ProfileFile).
 
 use crate::counters::{meminfo_bytes, THP_DIR};
 use crate::settings::HostGuard;
@@ -15,6 +19,7 @@ use crate::swapdev;
 use crate::LiveOptions;
 use anyhow::{bail, Context, Result};
 use foliosim::engine::cost::CostModel;
+use foliosim::hw::profile::MachineTable;
 use foliosim::scenario::{Bytes, SwapDeviceKind, SwapDeviceSpec};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -39,9 +44,13 @@ const FAULT_SIZES: &[(usize, &str)] = &[
 
 #[derive(Debug, Clone, Serialize)]
 pub struct CalibrationReport {
+    /// The machine as a profile: name, description, TLB kind, topology.
+    pub machine: MachineTable,
     pub provenance: BTreeMap<String, String>,
     /// Named costs of the sim's cost model (engine/cost.rs NAMES), ns.
     pub costs: BTreeMap<String, f64>,
+    /// Where each cost comes from (measured / fit, and how).
+    pub sources: BTreeMap<String, String>,
     /// Every raw measurement, ns per folio or per page as the name says.
     pub measured: BTreeMap<String, f64>,
 }
@@ -50,8 +59,9 @@ impl CalibrationReport {
     pub fn to_toml(&self) -> String {
         let mut out = String::from(
             "# foliosim cost model measured by `foliosim calibrate` on the machine below.\n\
-             # Load with `foliosim run --costs FILE` (the [costs] table; a scenario's own\n\
-             # [costs] win). [measured] holds every raw number behind them.\n",
+             # A machine profile: `foliosim run --machine-profile FILE` (or machine.profile =\n\
+             # \"FILE\"); or costs only: `foliosim run --costs FILE` (the [costs] table; a\n\
+             # scenario's own [costs] win). [measured] holds every raw number behind them.\n",
         );
         out.push_str(&toml::to_string(self).expect("report serializes"));
         out
@@ -62,9 +72,11 @@ impl CalibrationReport {
         for (k, v) in &self.provenance {
             out.push_str(&format!("{k:<24} {v}\n"));
         }
-        out.push_str("\ncost (sim name)                      ns\n");
+        out.push_str("\ncost (sim name)                      ns  source\n");
         for (k, v) in &self.costs {
-            out.push_str(&format!("{k:<30} {v:>12.0}\n"));
+            let source = self.sources.get(k).map_or("", |s| s.as_str());
+            let short: String = source.chars().take(60).collect();
+            out.push_str(&format!("{k:<30} {v:>12.0}  {short}\n"));
         }
         out.push_str("\nmeasurement                                        ns\n");
         for (k, v) in &self.measured {
@@ -241,14 +253,87 @@ fn only_size(guard: &mut HostGuard, size: usize) -> Result<()> {
     Ok(())
 }
 
+/// Measure this machine: everything (root: the host part changes sysfs knobs and swap
+/// devices, journaled and restored), or with `hw_only` just the CPU-to-CPU costs, which
+/// change no host setting and need no root.
 pub fn calibrate(
     opts: &LiveOptions,
     quick: bool,
+    hw_only: bool,
     progress: &mut dyn FnMut(&str),
 ) -> Result<CalibrationReport> {
     if !opts.allow_live {
         return Err(crate::Refusal::NotAllowed.into());
     }
+    let (mut costs, mut measured) = if hw_only {
+        Default::default()
+    } else {
+        calibrate_host(quick, progress)?
+    };
+    let mut sources: BTreeMap<String, String> =
+        costs.keys().map(|k| (k.clone(), host_source(k))).collect();
+    let hw = crate::calibrate_hw::measure(crate::calibrate_hw::Effort::new(quick), progress)?;
+    costs.extend(hw.costs);
+    sources.extend(hw.sources);
+    measured.extend(hw.measured);
+    let mut provenance = provenance();
+    for (k, note) in hw.notes {
+        provenance.insert(format!("not_measured_{k}"), note);
+    }
+    provenance.insert(
+        "measurements".into(),
+        if hw_only {
+            "cpu-to-cpu only (--hw-only)"
+        } else {
+            "host and cpu-to-cpu"
+        }
+        .into(),
+    );
+    Ok(CalibrationReport {
+        machine: machine_table(&provenance, hw.topology),
+        provenance,
+        costs,
+        sources,
+        measured,
+    })
+}
+
+/// The profile's name and description from the host, the TLB kind of its architecture.
+fn machine_table(
+    provenance: &BTreeMap<String, String>,
+    topology: Option<foliosim::scenario::TopologySpec>,
+) -> MachineTable {
+    let get = |k: &str| provenance.get(k).map_or("unknown", |s| s.as_str());
+    MachineTable {
+        name: format!("calibrated-{}", get("hostname")),
+        description: format!(
+            "measured by `foliosim calibrate --live` on {} ({}), Linux {}",
+            get("cpu_model"),
+            get("virtualization"),
+            get("kernel_release")
+        ),
+        tlb: Some(if cfg!(target_arch = "aarch64") {
+            foliosim::scenario::TlbKind::Arm64Tlbi
+        } else {
+            foliosim::scenario::TlbKind::X86Ipi
+        }),
+        topology,
+    }
+}
+
+/// Where a cost of the host part comes from (its `[sources]` entry).
+fn host_source(name: &str) -> String {
+    let how = match name {
+        "page_free_ns" | "folio_free_ns" => "fit: munmap of 4K and 2M areas, per page and per folio",
+        "split_page_ns" | "split_folio_ns" => "fit: split cost through 16K and 256K folios",
+        "zram_slot_free_notify_ns" => "split of fit: munmap of swapped-out 4K pages less the profile's zap, swap_map and release costs",
+        _ => "measured: median of the repetitions",
+    };
+    format!("{how} (`foliosim calibrate --live`; raw figures in [measured])")
+}
+
+/// The host part: faults, stores, munmap, swap-out and swap-in, split, codecs (root).
+fn calibrate_host(quick: bool, progress: &mut dyn FnMut(&str)) -> Result<Tables> {
     // SAFETY: geteuid has no preconditions.
     let uid = unsafe { libc::geteuid() };
     if uid != 0 {
@@ -269,13 +354,9 @@ pub fn calibrate(
     let mut guard = HostGuard::acquire()?;
     let result = measure(&mut guard, region, reps, progress);
     let restored = guard.restore();
-    let (costs, measured) = result?;
+    let tables = result?;
     restored?;
-    Ok(CalibrationReport {
-        provenance: provenance(),
-        costs,
-        measured,
-    })
+    Ok(tables)
 }
 
 fn check_interrupt() -> Result<()> {
@@ -497,4 +578,50 @@ fn measure(
         }
     }
     Ok((costs, m))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use foliosim::hw::profile::ProfileFile;
+
+    /// What calibrate writes is a profile file and a costs file.
+    #[test]
+    fn a_calibration_file_is_a_profile_and_a_costs_file() {
+        let provenance = BTreeMap::from([
+            ("hostname".to_string(), "box".to_string()),
+            ("cpu_model".to_string(), "AMD EPYC".to_string()),
+        ]);
+        let mut hw = crate::calibrate_hw::HwTables::default();
+        hw.set("line_transfer_llc_ns", 31.4, "measured: ping-pong".into());
+        let costs = BTreeMap::from([("fault_4k_ns".to_string(), 1700.0)]);
+        let mut sources: BTreeMap<String, String> =
+            costs.keys().map(|k| (k.clone(), host_source(k))).collect();
+        sources.extend(hw.sources);
+        let mut all = costs.clone();
+        all.extend(hw.costs);
+        let report = CalibrationReport {
+            machine: machine_table(
+                &provenance,
+                Some(foliosim::scenario::TopologySpec {
+                    sockets: 1,
+                    llcs_per_socket: 1,
+                    cores_per_llc: 2,
+                    threads_per_core: 1,
+                }),
+            ),
+            provenance,
+            costs: all,
+            sources,
+            measured: BTreeMap::from([("x_ns".to_string(), 1.5)]),
+        };
+        let text = report.to_toml();
+        let profile = ProfileFile::parse(&text).unwrap();
+        assert_eq!(profile.machine.name, "calibrated-box");
+        assert_eq!(profile.costs["line_transfer_llc_ns"], 31.0);
+        assert_eq!(profile.machine.topology.unwrap().cpus(), 2);
+        let costs = CostModel::parse_costs_file(&text).unwrap();
+        assert_eq!(costs.len(), 2);
+        assert!(host_source("split_page_ns").starts_with("fit"));
+    }
 }

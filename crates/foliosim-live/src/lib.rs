@@ -8,6 +8,8 @@
 //! [`calibrate`] measures the cost model on this host.
 
 pub mod calibrate;
+pub mod calibrate_hw;
+pub mod calibrate_ipi;
 pub mod cgroup;
 pub mod counters;
 pub mod diskstat;

@@ -50,13 +50,9 @@ impl Scenario {
 /// `machine.profile`, `[machine.topology]` and `machine.kvm_guest`.
 fn check_machine_profile(s: &Scenario) -> Result<(), ScenarioError> {
     let m = &s.machine;
-    let profile = m.machine_profile().ok_or_else(|| {
-        invalid(
-            "machine.profile",
-            m.profile.as_deref().unwrap_or_default(),
-            crate::hw::profile::names().join(", "),
-        )
-    })?;
+    let name = m.profile.as_deref().unwrap_or(DEFAULT_PROFILE);
+    let profile = crate::hw::profile::resolve(name)
+        .map_err(|allowed| invalid("machine.profile", name, allowed))?;
     if let Some(tlb) = profile.tlb.filter(|&t| t != m.tlb) {
         let name = |t: TlbKind| match t {
             TlbKind::X86Ipi => "x86-ipi",

@@ -5,9 +5,16 @@
 //! https://www.anandtech.com/show/16979/the-ampere-altra-max-review-pushing-it-to-128-cores-per-socket/3),
 //! modelled as one LLC domain. TLB invalidation is broadcast TLBI + DSB (`tlb_dsb_ns`, cited
 //! in the cost profile); IPIs remain for tlb_remove_table_sync_one.
+//!
+//! The line transfer is cited from a published core-to-core matrix of a dual Altra Q80-30
+//! (KCORES/core-to-core-latency-plus, commit 264ea0a, results/Dual Ampere Altra Processor
+//! Q80-30 CPU 3.0GHz by-zeroping.csv; https://github.com/KCORES/core-to-core-latency-plus):
+//! its 80 CPUs are one socket (no cell above 211 ns, no cross-socket mode). Each cell is a
+//! compare-and-swap round trip over 2: one line transfer. The 40 pairs of a DSU (cells (1,0),
+//! (3,2), ...) take 83 ns, the other pairs 157 ns; one LLC class takes the median of all.
 
 use super::{MachineProfile, ProfileCost};
-use crate::engine::cost::Provenance::Estimate;
+use crate::engine::cost::Provenance::{Cited, Estimate};
 use crate::scenario::{TlbKind, TopologySpec};
 
 pub static PROFILE: MachineProfile = MachineProfile {
@@ -23,27 +30,27 @@ pub static PROFILE: MachineProfile = MachineProfile {
     costs: &[
         ProfileCost {
             name: "line_transfer_llc_ns",
-            ns: 90,
-            provenance: Estimate,
-            source: "estimate: a line between two N1 cores crosses the CMN-600 mesh through the SLC's home node, of the order of AnandTech's Altra core-to-core figures (module doc), not re-read",
+            ns: 156,
+            provenance: Cited,
+            source: "cited: Altra Q80-30, median of all 3160 core pairs of one socket, 156.3 ns (p10 135, p90 181; KCORES/core-to-core-latency-plus@264ea0a results/Dual Ampere Altra Processor Q80-30 CPU 3.0GHz by-zeroping.csv)",
         },
         ProfileCost {
             name: "tlb_flush_ipi_ns",
             ns: 1200,
             provenance: Estimate,
-            source: "estimate: a GIC SGI round trip taken of the x86 bare-metal order (sapphire-rapids-2s-112c)",
+            source: "estimate: no published SGI round-trip figure of the Altra was found; taken of the x86 bare-metal order (sapphire-rapids-2s-112c)",
         },
         ProfileCost {
             name: "tlb_ipi_extra_cpu_ns",
             ns: 100,
             provenance: Estimate,
-            source: "estimate: one more ICC_SGI1R write per target, as an x2APIC ICR write",
+            source: "estimate: one more ICC_SGI1R write per target, as an x2APIC ICR write; no published figure found",
         },
         ProfileCost {
             name: "tlb_ipi_receive_ns",
             ns: 400,
             provenance: Estimate,
-            source: "estimate: exception entry and exit, as x86's (sapphire-rapids-2s-112c)",
+            source: "estimate: exception entry and exit, as x86's (sapphire-rapids-2s-112c); no published figure found",
         },
     ],
 };

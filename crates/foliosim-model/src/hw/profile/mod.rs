@@ -2,12 +2,16 @@
 //! from the cost profile (`machine.cost_profile`, engine/cost.rs), each with where it comes
 //! from. One module per machine; `this-vm` is the development VM as modelled before profiles
 //! (no topology, no cost changed), the default. The provenance of the costs a profile does not
-//! set is their documentation's (engine::cost::Provenance::of_doc).
+//! set is their documentation's (engine::cost::Provenance::of_doc). A profile may also be a
+//! file (file.rs), the form `foliosim calibrate --live` writes.
 
 mod ampere_altra_80c;
 mod epyc_2s;
+mod file;
 mod intel_4c_2015;
 mod sapphire_rapids_2s_112c;
+
+pub use file::{MachineTable, ProfileFile};
 
 use crate::engine::cost::{CostModel, Provenance};
 use crate::scenario::{Machine, TlbKind, TopologySpec};
@@ -63,12 +67,27 @@ pub fn profile(name: &str) -> Option<&'static MachineProfile> {
     PROFILES.iter().copied().find(|p| p.name == name)
 }
 
+/// A built-in profile by name, or a profile file when `name` is a path (ends in `.toml` or
+/// has a `/`); the error says which names exist or what is wrong with the file.
+pub fn resolve(name: &str) -> Result<&'static MachineProfile, String> {
+    if file::is_path(name) {
+        return file::load(name);
+    }
+    profile(name).ok_or_else(|| {
+        format!(
+            "{}, or a profile file PATH.toml (`foliosim calibrate --live` writes one)",
+            names().join(", ")
+        )
+    })
+}
+
 /// Where the schema's `machine.profile` name meets the profiles: here, so the schema names
 /// nothing of hw/.
 impl Machine {
-    /// The machine profile (`this-vm` when none is named); None for an unknown name.
+    /// The machine profile (`this-vm` when none is named); None for an unknown name or a
+    /// profile file that does not load (validation reports why: `resolve`).
     pub fn machine_profile(&self) -> Option<&'static MachineProfile> {
-        profile(self.profile.as_deref().unwrap_or(DEFAULT))
+        resolve(self.profile.as_deref().unwrap_or(DEFAULT)).ok()
     }
 
     /// The topology in force: the scenario's table, else the profile's.
@@ -141,8 +160,20 @@ mod tests {
             for c in p.costs {
                 assert!(CostModel::NAMES.contains(&c.name), "{}: {}", p.name, c.name);
                 assert!(c.source.len() > 20, "{}: {} has no source", p.name, c.name);
-                if c.provenance == Provenance::Estimate {
-                    assert!(c.source.starts_with("estimate"), "{}: {}", p.name, c.name);
+                let word = c.provenance.name();
+                assert!(
+                    c.source.starts_with(word),
+                    "{}: {} is {word}",
+                    p.name,
+                    c.name
+                );
+                if c.provenance == Provenance::Cited {
+                    assert!(
+                        c.source.contains('@'),
+                        "{}: {} cites no commit",
+                        p.name,
+                        c.name
+                    );
                 }
             }
             let mut names: Vec<_> = p.costs.iter().map(|c| c.name).collect();

@@ -1,13 +1,22 @@
 //! Two-socket Sapphire Rapids, 56 cores per socket with SMT (Xeon Platinum 8480+ class), bare
 //! metal: seed 003's kind of box. One LLC per socket (sub-NUMA clustering off, the default).
-//! The core-to-core figures are estimates of the order the published tables give (Chips and
-//! Cheese, "Core to Core Latency Data on Large Systems", 2023-11-07,
-//! https://chipsandcheese.com/2023/11/07/core-to-core-latency-data-on-large-systems/); they
-//! were not re-read against that table here, so they stay estimates until someone does, or
-//! `foliosim calibrate` measures them on the machine.
+//!
+//! Cited line transfers are from published core-to-core matrices (each cell a compare-and-swap
+//! round trip over 2: one line transfer; the class median taken):
+//! - in a socket: a Xeon W9-3475X, the same four-tile Sapphire Rapids XCC silicon and mesh as
+//!   the 8480+ (KCORES/core-to-core-latency-plus, commit 264ea0a, results/Intel Xeon W9-3475X
+//!   2.2GHz 36Cores 2023-Q2 by-ReinForce-II.csv, 36 cores, one thread each;
+//!   https://github.com/KCORES/core-to-core-latency-plus);
+//! - SMT siblings: a Core i9-12900K's P-cores, the same Golden Cove core (nviennot/
+//!   core-to-core-latency, commit 96a943a, README "Hyper-threads" table, 4.3 ns;
+//!   https://github.com/nviennot/core-to-core-latency).
+//!
+//! No published two-socket Sapphire Rapids matrix was within reach (Chips and Cheese's "Core to
+//! Core Latency Data on Large Systems", 2023-11-07, has one, but its numbers could not be read
+//! here), so the cross-socket figure stays an estimate from the previous generation.
 
 use super::{MachineProfile, ProfileCost};
-use crate::engine::cost::Provenance::Estimate;
+use crate::engine::cost::Provenance::{Cited, Estimate};
 use crate::scenario::{TlbKind, TopologySpec};
 
 pub static PROFILE: MachineProfile = MachineProfile {
@@ -23,39 +32,39 @@ pub static PROFILE: MachineProfile = MachineProfile {
     costs: &[
         ProfileCost {
             name: "line_transfer_smt_ns",
-            ns: 10,
-            provenance: Estimate,
-            source: "estimate: a line between SMT siblings stays in the core's L1/L2, ~30 cycles",
+            ns: 4,
+            provenance: Cited,
+            source: "cited: Golden Cove SMT siblings (i9-12900K P-cores), 4.3 ns (nviennot/core-to-core-latency@96a943a README Hyper-threads table)",
         },
         ProfileCost {
             name: "line_transfer_llc_ns",
-            ns: 70,
-            provenance: Estimate,
-            source: "estimate: one socket's mesh across its 4 tiles, 50-90 ns in the Chips and Cheese core-to-core table (module doc)",
+            ns: 55,
+            provenance: Cited,
+            source: "cited: Xeon W9-3475X (SPR XCC), median of all 630 core pairs, 55.3 ns (min 36, max 72; KCORES/core-to-core-latency-plus@264ea0a results/Intel Xeon W9-3475X 2.2GHz 36Cores 2023-Q2 by-ReinForce-II.csv)",
         },
         ProfileCost {
             name: "line_transfer_socket_ns",
-            ns: 150,
+            ns: 110,
             provenance: Estimate,
-            source: "estimate: across UPI, about twice the in-socket figure, as the Chips and Cheese two-socket tables show (module doc)",
+            source: "estimate: no two-socket SPR matrix within reach; the previous generation over UPI, two-socket Ice Lake-SP, measured 110.9 ns (median of 1024 cross-socket cells, KCORES@264ea0a results/Dual Intel Xeon Platinum 8358 CPU 2.60GHz by-leavelet.csv) and 108 ns (8375C, nviennot@96a943a README Dual sockets table), taken as SPR's",
         },
         ProfileCost {
             name: "tlb_flush_ipi_ns",
             ns: 1200,
             provenance: Estimate,
-            source: "estimate: this VM's measured 12 us guest shootdown is ~10x bare metal (x86-server cost profile); a remote ack takes over 1000 cycles (Amit et al., \"Don't shoot down TLB shootdowns!\", EuroSys 2020)",
+            source: "estimate: no published shootdown latency of SPR was found; this VM's measured 12 us guest shootdown is ~10x bare metal (x86-server cost profile); a remote ack takes over 1000 cycles (Amit et al., \"Don't shoot down TLB shootdowns!\", EuroSys 2020). `foliosim calibrate --live --hw-only` measures it on the machine",
         },
         ProfileCost {
             name: "tlb_ipi_extra_cpu_ns",
             ns: 100,
             provenance: Estimate,
-            source: "estimate: one x2APIC ICR write (an MSR write) per further target, as the x86-server cost profile",
+            source: "estimate: one x2APIC ICR write (an MSR write) per further target, as the x86-server cost profile; no published per-target figure found",
         },
         ProfileCost {
             name: "tlb_ipi_receive_ns",
             ns: 400,
             provenance: Estimate,
-            source: "estimate: interrupt entry and exit with the speculation mitigations (PTI/IBRS entry code), ~1200 cycles at 3 GHz",
+            source: "estimate: interrupt entry and exit with the speculation mitigations (PTI/IBRS entry code), ~1200 cycles at 3 GHz; no published receive-side figure found",
         },
     ],
 };
