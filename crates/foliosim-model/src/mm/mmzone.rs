@@ -9,6 +9,31 @@ use super::page_alloc::Zone;
 use super::vmscan::kswapd::KswapdState;
 use super::Kernel;
 
+/// enum numa_stat_item, as zone_statistics counts them (no interleave policy yet, so
+/// numa_interleave is not kept).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NumaStat {
+    /// Allocated on the node the allocation preferred.
+    Hit,
+    /// Allocated here though another node was preferred.
+    Miss,
+    /// Preferred here but allocated on another node.
+    Foreign,
+    /// Allocated here by a CPU of this node.
+    Local,
+    /// Allocated here by a CPU of another node.
+    Other,
+}
+
+pub const NR_NUMA_STAT: usize = 5;
+pub const NUMA_STAT_NAMES: [&str; NR_NUMA_STAT] = [
+    "numa_hit",
+    "numa_miss",
+    "numa_foreign",
+    "numa_local",
+    "numa_other",
+];
+
 /// pglist_data: a node.
 pub struct PgData {
     /// node_id.
@@ -21,6 +46,8 @@ pub struct PgData {
     pub kswapd: KswapdState,
     /// kcompactd's part of the node.
     pub kcompactd: KcompactdState,
+    /// The node's NUMA allocation counters (/sys/devices/system/node/nodeN/numastat).
+    pub numa_stat: [u64; NR_NUMA_STAT],
     /// The node runs kswapd and kcompactd threads: nodes with CPUs. A memory-only (lower tier)
     /// node is allocated from and freed to, but never reclaimed or compacted (docs/numa-tiering.md).
     pub has_kthreads: bool,
@@ -35,6 +62,7 @@ impl PgData {
             kswapd: KswapdState::default(),
             kcompactd: KcompactdState::default(),
             has_kthreads,
+            numa_stat: [0; NR_NUMA_STAT],
         }
     }
 
@@ -73,6 +101,55 @@ impl Kernel {
     #[inline]
     pub fn zone_of_pfn(&self, pfn: u32) -> &Zone {
         &self.pgdat[self.nodes.nid(pfn)].zone
+    }
+
+    /// zone_statistics: a block allocated on node `zone_nid` for an allocation that preferred
+    /// `preferred_nid`, by a CPU of node `local_nid`.
+    #[inline]
+    pub fn zone_statistics(&mut self, preferred_nid: usize, zone_nid: usize, local_nid: usize) {
+        let local = if zone_nid == local_nid {
+            NumaStat::Local
+        } else {
+            NumaStat::Other
+        };
+        if zone_nid == preferred_nid {
+            self.pgdat[zone_nid].numa_stat[NumaStat::Hit as usize] += 1;
+        } else {
+            self.pgdat[zone_nid].numa_stat[NumaStat::Miss as usize] += 1;
+            self.pgdat[preferred_nid].numa_stat[NumaStat::Foreign as usize] += 1;
+        }
+        self.pgdat[zone_nid].numa_stat[local as usize] += 1;
+    }
+
+    /// /sys/devices/system/node/nodeN/vmstat (the model's part): the NUMA counters and the
+    /// free pages of node `nid`.
+    pub fn node_vmstat(&self, nid: usize) -> Vec<(&'static str, u64)> {
+        let p = &self.pgdat[nid];
+        let mut v: Vec<(&'static str, u64)> = NUMA_STAT_NAMES
+            .iter()
+            .zip(p.numa_stat)
+            .map(|(&n, c)| (n, c))
+            .collect();
+        v.push(("nr_free_pages", p.zone.nr_free_pages()));
+        v.push(("nr_anon_transparent_hugepages", self.nr_anon_thps(nid)));
+        v
+    }
+
+    /// NR_ANON_THPS of node `nid`: its anonymous folios of PMD order (naturally aligned, so
+    /// one look per PMD-sized range of the node).
+    fn nr_anon_thps(&self, nid: usize) -> u64 {
+        use super::folio::flags;
+        let pmd = 1u32 << crate::scenario::PMD_ORDER;
+        let p = &self.pgdat[nid];
+        (p.zone.start_pfn.div_ceil(pmd) * pmd..p.end_pfn())
+            .step_by(pmd as usize)
+            .filter(|&pfn| {
+                let f = &self.folios;
+                f.test(pfn, flags::ALLOCATED)
+                    && !f.test(pfn, flags::FILE)
+                    && f.order[pfn as usize] as u32 == crate::scenario::PMD_ORDER
+            })
+            .count() as u64
     }
 
     /// Every node, in nid order (for_each_online_pgdat).

@@ -10,6 +10,7 @@ pub mod gfp;
 pub mod gup;
 pub mod huge_memory;
 pub mod invariants;
+pub mod invariants_node;
 pub mod khugepaged;
 pub mod kmem;
 pub mod kthread;
@@ -17,6 +18,7 @@ pub mod lruvec;
 pub mod madvise;
 pub mod memcontrol;
 pub mod memory;
+pub mod mempolicy;
 pub mod migrate;
 pub mod mmap;
 pub mod mmap_lock;
@@ -458,6 +460,17 @@ impl Kernel {
         if self.kmem.enabled {
             for (name, value) in self.kmem.gauges() {
                 m.insert(name.to_string(), value);
+            }
+        }
+        // CONFIG_NUMA's counters, and each node's vmstat, on a machine of several nodes.
+        if self.nr_nodes() > 1 {
+            for nid in 0..self.nr_nodes() {
+                for (name, value) in self.node_vmstat(nid) {
+                    m.insert(format!("node{nid} {name}"), value);
+                    if name.starts_with("numa_") {
+                        *m.entry(name.to_string()).or_insert(0) += value;
+                    }
+                }
             }
         }
         m

@@ -170,6 +170,8 @@ pub fn get_page_from_freelist(
         let zone_nid = k.nodes.zonelist[nid][i];
         page = alloc_on_node(k, ctx, zone_nid, gfp, order, alloc_flags);
         if page.is_some() {
+            let local_nid = k.numa_node_id(ctx);
+            k.zone_statistics(nid, zone_nid, local_nid);
             break;
         }
     }
