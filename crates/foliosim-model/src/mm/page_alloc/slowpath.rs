@@ -481,8 +481,8 @@ pub(super) fn alloc_pages_direct_compact(
     let page = dc
         .page
         .or_else(|| get_page_from_freelist(k, ctx, gfp, order, alloc_flags));
-    if page.is_some() {
-        compaction::compaction_alloc_succeeded(k, page.expect("allocated"), order);
+    if let Some(pfn) = page {
+        compaction::compaction_alloc_succeeded(k, pfn, order);
         k.vmstat.count(VmEvent::CompactSuccess, 1);
     } else {
         k.vmstat.count(VmEvent::CompactFail, 1);
