@@ -109,7 +109,9 @@ impl TaskResume {
 #[inline]
 pub fn cond_resched(k: &Kernel, ctx: &Ctx) -> bool {
     k.current.may_stop
-        && (ctx.need_resched() || k.kthreads.woke_sleeper() || (k.kswapd.woken && !k.kswapd.posted))
+        && (ctx.need_resched()
+            || k.kthreads.woke_sleeper()
+            || crate::mm::vmscan::kswapd::kswapd_wakeup_pending(k))
 }
 
 /// The allocation stops here, after a throttle's sleep or at a preemption point: counted.
