@@ -12,6 +12,7 @@ pub mod releases;
 pub mod report;
 pub mod resolved;
 mod spec_types;
+pub mod tmpfs;
 pub use lru_gen::LruGenKnobs;
 pub use releases::{MmChange, Release, ReleaseError};
 pub use report::ReportSpec;
@@ -169,6 +170,9 @@ pub struct Scenario {
     /// are their order here.
     #[serde(default, rename = "file", skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FileSpec>,
+    /// tmpfs mounts (`[[tmpfs]]`, mm/shmem.rs); workloads name the one they write to.
+    #[serde(default, rename = "tmpfs", skip_serializing_if = "Vec::is_empty")]
+    pub tmpfs: Vec<tmpfs::TmpfsSpec>,
     /// Overrides of individual costs of the machine's cost profile, by name (ns).
     #[serde(default)]
     pub costs: BTreeMap<String, f64>,
@@ -610,11 +614,11 @@ impl SwapDeviceSpec {
     }
 }
 
+/// Which reclaim-list policy the kernel runs: a name from the registry (mm/vmscan/).
+pub use crate::registry::LruPolicyKind;
 /// Which swap slot allocator the kernel runs (mm/swapfile.c): a name from the registry,
 /// one file each under mm/swap_alloc/.
 pub use crate::registry::SwapAllocatorKind;
-/// Which reclaim-list policy the kernel runs: a name from the registry (mm/vmscan/).
-pub use crate::registry::LruPolicyKind;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -803,6 +807,10 @@ pub struct Sysfs {
     /// `/sys/kernel/mm/numa/*`.
     #[serde(default)]
     pub numa: NumaKnobs,
+    /// `transparent_hugepage/shmem_enabled` (mm/shmem.rs): only `deny` and `force` act on
+    /// tmpfs mounts.
+    #[serde(default, skip_serializing_if = "tmpfs::ShmemEnabled::is_default")]
+    pub shmem_enabled: tmpfs::ShmemEnabled,
     /// `/sys/kernel/mm/lru_gen/*`: MGLRU or the classic LRU.
     #[serde(default)]
     pub lru_gen: LruGenKnobs,
@@ -1213,6 +1221,7 @@ impl Default for Sysfs {
             zswap: ZswapKnobs::default(),
             zram: ZramKnobs::default(),
             numa: NumaKnobs::default(),
+            shmem_enabled: Default::default(),
             lru_gen: LruGenKnobs::default(),
         }
     }
@@ -1489,6 +1498,15 @@ pub enum WorkloadSpec {
         user_ns_per_page: u64,
         #[serde(default = "default_kbuild_phases")]
         phases: u32,
+        /// The `[[tmpfs]]` the build tree is on: each job writes its object file there (sized
+        /// log-uniformly in [object_size_min, object_size_max]) and the last slot reads them
+        /// all (the link). Absent: no files.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tmpfs: Option<String>,
+        #[serde(default = "default_kbuild_object_size_min")]
+        object_size_min: Bytes,
+        #[serde(default = "default_kbuild_object_size_max")]
+        object_size_max: Bytes,
         /// What the tasks write into their pages (decides compressibility); absent = the
         /// workload's own pattern (WorkloadSpec::content).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1646,6 +1664,14 @@ fn default_kbuild_user_ns_per_page() -> u64 {
 }
 fn default_kbuild_phases() -> u32 {
     4
+}
+
+fn default_kbuild_object_size_min() -> Bytes {
+    Bytes(crate::workload::kbuild::OBJECT_SIZE_MIN_BYTES)
+}
+
+fn default_kbuild_object_size_max() -> Bytes {
+    Bytes(crate::workload::kbuild::OBJECT_SIZE_MAX_BYTES)
 }
 
 impl WorkloadSpec {
@@ -2036,6 +2062,7 @@ impl Scenario {
     /// `[[file]]`s, and at least one `[[workload]]`.
     pub(crate) fn check_files_and_workloads(&self) -> Result<(), ScenarioError> {
         self.validate_files()?;
+        tmpfs::validate(&self.tmpfs, self.sysfs.lru_gen.enabled())?;
         if self.workloads.is_empty() {
             return Err(invalid(
                 "workload",
@@ -2117,6 +2144,9 @@ impl Scenario {
                 rss_max,
                 phases,
                 user_ns_per_page,
+                tmpfs,
+                object_size_min,
+                object_size_max,
                 ..
             } => {
                 check_time_ns(&field("user_ns_per_page"), Some(*user_ns_per_page))?;
@@ -2146,6 +2176,14 @@ impl Scenario {
                 }
                 if *phases == 0 || *phases > 1000 {
                     return Err(invalid(field("phases"), phases, "1 ..= 1000"));
+                }
+                if let Some(name) = tmpfs {
+                    tmpfs::find(&self.tmpfs, &field("tmpfs"), name)?;
+                    crate::workload::kbuild::validate_objects(
+                        &field("object_size_max"),
+                        *object_size_min,
+                        *object_size_max,
+                    )?;
                 }
             }
             WorkloadSpec::Thpscale {

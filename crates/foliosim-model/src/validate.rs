@@ -134,7 +134,10 @@ fn check_lru_policy(s: &Scenario) -> Result<(), ScenarioError> {
         return Err(invalid(
             "kernel.lru_policy",
             p.name(),
-            format!("{} with sysfs.lru_gen.enabled = {lru_gen}", fits.join(" | ")),
+            format!(
+                "{} with sysfs.lru_gen.enabled = {lru_gen}",
+                fits.join(" | ")
+            ),
         ));
     }
     Ok(())

@@ -90,6 +90,7 @@ pub fn scenario(kernel: Release, size: &str, scale: f64, seed: u64) -> Scenario 
         )],
         workloads: vec![super::usemem_70x1g(scale)],
         files: vec![],
+        tmpfs: vec![],
         costs: BTreeMap::new(),
         check_invariants: false,
         report: Default::default(),

@@ -151,6 +151,7 @@ pub fn scenario(config: Config, scale: f64, seed: u64) -> Scenario {
         memcgs: vec![],
         workloads: vec![xsbench(scale)],
         files: vec![],
+        tmpfs: vec![],
         costs: BTreeMap::new(),
         check_invariants: false,
         report: Default::default(),

@@ -5,9 +5,8 @@ use super::gen::Gen;
 use crate::mm::swap_alloc::SWAP_ALLOCATORS;
 use crate::scenario::{
     CgroupVersion, Kernel, KernelSysctl, KhugepagedKnobs, LruGenKnobs, MigrateTlbFlush, MmChange,
-    NumaKnobs, OomPolicy, PromotedPte, Release, SwapoutFallbackKind, Sysctl,
-    Sysfs, ThpDefrag, ThpEnabled, ThpFaultAllocKind, VmSysctl, ZramKnobs, ZswapKnobs,
-    ZswapLargeFolios, COMPRESSORS,
+    NumaKnobs, OomPolicy, PromotedPte, Release, SwapoutFallbackKind, Sysctl, Sysfs, ThpDefrag,
+    ThpEnabled, ThpFaultAllocKind, VmSysctl, ZramKnobs, ZswapKnobs, ZswapLargeFolios, COMPRESSORS,
 };
 use std::collections::BTreeMap;
 
@@ -110,6 +109,7 @@ pub fn sysfs(g: &mut Gen, version: Release, iaa: bool) -> Sysfs {
         },
         // Drawn by `lru_gen` from a stream of its own: a draw here would change every
         // generated scenario after it.
+        shmem_enabled: Default::default(),
         lru_gen: Default::default(),
     }
 }

@@ -92,6 +92,7 @@ pub fn case(seed: u64) -> Case {
             memcgs,
             workloads: specs,
             files,
+            tmpfs: Vec::new(),
             costs,
             check_invariants: true,
             report,

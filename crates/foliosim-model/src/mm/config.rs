@@ -81,6 +81,10 @@ pub struct KernelConfig {
     /// How zswap drives the IAA accelerators: one synchronous job per page, or a folio's
     /// pages batched.
     pub iaa_mode: IaaMode,
+    /// shmem_writeout swaps a large folio whole (6.12+), else splits it first.
+    pub shmem_swapout_large: bool,
+    /// Which large orders tmpfs's huge= gives write(2) (mm/shmem.rs).
+    pub tmpfs_orders: super::shmem::TmpfsOrders,
 }
 
 impl KernelConfig {
@@ -110,6 +114,8 @@ impl KernelConfig {
             // alloc_swap_folio falls back to order 0 once zswap has been enabled.
             swapin_mthp: kernel.swapin_mthp() && !scenario.sysfs.zswap.enabled,
             zeromap: release.has(MmChange::SwapZeromap),
+            shmem_swapout_large: release.has(MmChange::ShmemSwapoutLarge),
+            tmpfs_orders: super::shmem::TmpfsOrders::of(release),
             thp_swap: kernel.thp_swap,
             gfp_transhuge: gfp::Gfp::transhuge_of(release),
             slowpath: page_alloc::slowpath_of(release),

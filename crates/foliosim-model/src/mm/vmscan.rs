@@ -743,7 +743,13 @@ pub fn shrink_folio_list(
                 demote.push(pfn);
                 continue;
             }
-            if !k.folios.test(pfn, flags::SWAPCACHE) && !add_to_swap(k, ctx, pfn, &mut list) {
+            let swap_backed = if super::shmem::in_page_cache(k, pfn) {
+                // pageout() -> shmem_writeout: into the swap cache, or redirty.
+                super::shmem::swap::shmem_writeout(k, ctx, pfn, &mut list)
+            } else {
+                k.folios.test(pfn, flags::SWAPCACHE) || add_to_swap(k, ctx, pfn, &mut list)
+            };
+            if !swap_backed {
                 // activate_locked_split: no slot even for order 0.
                 result.putback.push((pfn, true));
                 continue;

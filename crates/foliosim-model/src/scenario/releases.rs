@@ -220,9 +220,12 @@ pub enum MmChange {
     SwapAllOrders,
     SwapClusterLists,
     SwapZeromap,
+    ShmemSwapoutLarge,
     ZswapLargeFolios,
     SwapinMthp,
     SwapPercpuClusterFastPath,
+    TmpfsLargeFolios,
+    TmpfsHugePmdFirst,
 }
 
 /// One row of the table: a change, what the model switches with it, where it came from.
@@ -260,7 +263,7 @@ const fn row(
 /// The table, oldest first. Ids are mainline ids as cited in later commits' Fixes: tags or in
 /// mainline logs; where none could be confirmed the field is empty and the title stands.
 #[rustfmt::skip]
-pub const TABLE: [Row; 25] = {
+pub const TABLE: [Row; 28] = {
     use MmChange::*;
     [
         row(TtuBatchFlush, "ttu-batch-flush", (4, 3), "72b252aed506",
@@ -344,6 +347,10 @@ pub const TABLE: [Row; 25] = {
         row(SwapZeromap, "swap-zeromap", (6, 12), "0ca0c24e3211",
             "mm: store zero pages to be swapped out in a bitmap",
             "a zero-filled page swapped out is a bit in the zeromap, no I/O"),
+        // Baolin Wang's series, merged for 6.12; mainline id not confirmed.
+        row(ShmemSwapoutLarge, "shmem-swapout-large", (6, 12), "",
+            "mm: shmem: support large folio swap out",
+            "shmem_writeout swaps a large folio whole (before: splits it first)"),
         row(ZswapLargeFolios, "zswap-large-folios", (6, 13), "b7c0ccdfbafd",
             "mm: zswap: support large folios in zswap_store()",
             "zswap stores a large folio page by page (before: rejects it)"),
@@ -356,6 +363,14 @@ pub const TABLE: [Row; 25] = {
         row(SwapPercpuClusterFastPath, "swap-percpu-cluster", (6, 15), "1b7e90020eb7",
             "mm, swap: use percpu cluster as allocation fast path",
             "swap allocator cluster-lists-c18: per-CPU cluster fast path, ci->lock inside"),
+        row(TmpfsLargeFolios, "tmpfs-large-folios", (6, 14), "acd7ccb284b8",
+            "mm: shmem: add large folio support for tmpfs",
+            "huge=always/within_size give write(2) any order up to the write's size (before: PMD only)"),
+        // In linux-next for the 6.18 merge window (next ids 257d03784c41, e361c0cca4fc);
+        // mainline id not confirmed.
+        row(TmpfsHugePmdFirst, "tmpfs-huge-pmd-first", (6, 18), "",
+            "mm: shmem: fix the strategy for the tmpfs 'huge=' options",
+            "huge=always/within_size try the PMD order first, then every smaller one"),
     ]
 };
 

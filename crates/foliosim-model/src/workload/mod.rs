@@ -130,6 +130,25 @@ pub enum Op {
     },
     /// `echo 1 > /proc/sys/vm/drop_caches`: drop clean, unmapped page cache.
     DropCaches,
+    // tmpfs (mm/shmem.rs); a tmpfs file id is the workload's own number, shared by all tasks.
+    /// write(2) of pages [first, first + nr) of tmpfs file `file` on `[[tmpfs]]` number
+    /// `mount`, creating the file at its first write and extending it.
+    ShmemWrite {
+        mount: u32,
+        file: u32,
+        first: u32,
+        nr: u32,
+    },
+    /// read(2) of pages [first, first + nr) of tmpfs file `file`.
+    ShmemRead {
+        file: u32,
+        first: u32,
+        nr: u32,
+    },
+    /// unlink(2) of tmpfs file `file` (its last name: the inode is evicted).
+    ShmemUnlink {
+        file: u32,
+    },
     // User accesses through the TLB model (mm/access.rs, hw/tlb_cache.rs).
     /// `count` loads (stores if `write`) at uniformly random pages of [first, first + nr) of
     /// `vma`, `mlp` of them in flight at once (1: each waits for the one before, as a binary
@@ -319,26 +338,27 @@ pub fn throughput_report(kind: &str, bytes_per_task: u64, marks: &[TaskMarks]) -
 /// A workload reading a `[[file]]` has none here (it needs the scenario's files: `tasks_for`).
 pub fn tasks(spec: &WorkloadSpec, seed: u64) -> Vec<TaskSpec> {
     let cost = CostModel::profile(Machine::default().cost_profile.as_str()).expect("a profile");
-    tasks_with(spec, seed, &[], &cost)
+    tasks_with(spec, seed, &[], &[], &cost)
 }
 
 /// The tasks of workload `spec` of `scenario` (its seed, `[[file]]`s and costs).
 pub fn tasks_for(spec: &WorkloadSpec, scenario: &Scenario) -> Vec<TaskSpec> {
     let cost = CostModel::of_scenario(scenario);
-    tasks_with(spec, scenario.seed, &scenario.files, &cost)
+    tasks_with(spec, scenario.seed, &scenario.files, &scenario.tmpfs, &cost)
 }
 
 fn tasks_with(
     spec: &WorkloadSpec,
     seed: u64,
     files: &[FileSpec],
+    tmpfs: &[crate::scenario::tmpfs::TmpfsSpec],
     cost: &CostModel,
 ) -> Vec<TaskSpec> {
     match spec {
         WorkloadSpec::FileRead { .. } => file_read::tasks(spec, files),
         WorkloadSpec::Usemem { .. } => usemem::tasks(spec),
         WorkloadSpec::ThpSwapAllocatorTest { .. } => thp_swap_allocator_test::tasks(spec, seed),
-        WorkloadSpec::Kbuild { .. } => kbuild::tasks(spec, seed),
+        WorkloadSpec::Kbuild { .. } => kbuild::tasks(spec, seed, tmpfs),
         WorkloadSpec::Thpscale { .. } => thpscale::tasks(spec, files),
         WorkloadSpec::Trace { .. } => trace::tasks(spec),
         WorkloadSpec::Xsbench { .. } => xsbench::tasks(spec, cost),
