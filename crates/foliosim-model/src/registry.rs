@@ -122,6 +122,32 @@ macro_rules! registry {
 }
 pub(crate) use registry;
 
+/// Every name the policy registries accept (docs/extending.md), with its line of doc.
+pub fn registered() -> String {
+    use crate::mm::swap_alloc::SwapAllocatorEntry;
+    use crate::mm::vmscan::lru_policy::LruPolicyEntry;
+    use crate::workload::WorkloadEntry;
+    use std::fmt::Write;
+    let mut out = String::new();
+    for (key, rows) in [
+        ("kernel.swap_allocator", describe::<SwapAllocatorEntry>()),
+        ("kernel.lru_policy", describe::<LruPolicyEntry>()),
+        (
+            "workload.name (kind = \"registered\")",
+            describe::<WorkloadEntry>(),
+        ),
+    ] {
+        let _ = writeln!(out, "# {key}: the registered names");
+        for line in rows.lines() {
+            let _ = writeln!(out, "#  {line}");
+        }
+        if rows.is_empty() {
+            let _ = writeln!(out, "#    (none)");
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -163,6 +163,18 @@ fn check_workload_in_model(s: &Scenario, i: usize, w: &WorkloadSpec) -> Result<(
                 ));
             }
         }
+        WorkloadSpec::Kbuild {
+            tmpfs: Some(_),
+            object_size_min,
+            object_size_max,
+            ..
+        } => {
+            crate::workload::kbuild::validate_objects(
+                &field("object_size_max"),
+                *object_size_min,
+                *object_size_max,
+            )?;
+        }
         WorkloadSpec::Registered { name, params, .. } => {
             // The workload checks its own params while it builds its tasks.
             (name.entry().tasks)(params, None, s.seed)

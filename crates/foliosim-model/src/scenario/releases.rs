@@ -223,8 +223,8 @@ pub enum MmChange {
     ShmemSwapoutLarge,
     ZswapLargeFolios,
     SwapinMthp,
-    SwapPercpuClusterFastPath,
     TmpfsLargeFolios,
+    SwapPercpuClusterFastPath,
     TmpfsHugePmdFirst,
 }
 
@@ -357,15 +357,15 @@ pub const TABLE: [Row; 28] = {
         row(SwapinMthp, "swapin-mthp", (6, 13), "242d12c98174",
             "mm: support large folios swap-in for sync io devices",
             "a fault swaps a large folio in whole from a synchronous device"),
+        row(TmpfsLargeFolios, "tmpfs-large-folios", (6, 14), "acd7ccb284b8",
+            "mm: shmem: add large folio support for tmpfs",
+            "huge=always/within_size give write(2) any order up to the write's size (before: PMD only)"),
         // Posted 2025-02-24 (v2), after 6.14-rc1 (2025-02-02): 6.15. 6.14 has the lock series
         // before it (swap_entries_free under ci->lock, no free-side slot cache), which the
         // model does not split from this row: 6.14 runs the 6.12 allocator, free side included.
         row(SwapPercpuClusterFastPath, "swap-percpu-cluster", (6, 15), "1b7e90020eb7",
             "mm, swap: use percpu cluster as allocation fast path",
             "swap allocator cluster-lists-c18: per-CPU cluster fast path, ci->lock inside"),
-        row(TmpfsLargeFolios, "tmpfs-large-folios", (6, 14), "acd7ccb284b8",
-            "mm: shmem: add large folio support for tmpfs",
-            "huge=always/within_size give write(2) any order up to the write's size (before: PMD only)"),
         // In linux-next for the 6.18 merge window (next ids 257d03784c41, e361c0cca4fc);
         // mainline id not confirmed.
         row(TmpfsHugePmdFirst, "tmpfs-huge-pmd-first", (6, 18), "",

@@ -208,31 +208,5 @@ pub fn render(s: &Scenario) -> String {
     for r in defaults(s) {
         let _ = writeln!(out, "#   {} = {}: {}", r.key, r.value, r.chosen_by);
     }
-    out + &registered()
-}
-
-/// Every name the policy registries accept (docs/extending.md), with its line of doc.
-pub fn registered() -> String {
-    use crate::mm::swap_alloc::SwapAllocatorEntry;
-    use crate::mm::vmscan::lru_policy::LruPolicyEntry;
-    use crate::registry::describe;
-    use crate::workload::WorkloadEntry;
-    let mut out = String::new();
-    for (key, rows) in [
-        ("kernel.swap_allocator", describe::<SwapAllocatorEntry>()),
-        ("kernel.lru_policy", describe::<LruPolicyEntry>()),
-        (
-            "workload.name (kind = \"registered\")",
-            describe::<WorkloadEntry>(),
-        ),
-    ] {
-        let _ = writeln!(out, "# {key}: the registered names");
-        for line in rows.lines() {
-            let _ = writeln!(out, "#  {line}");
-        }
-        if rows.is_empty() {
-            let _ = writeln!(out, "#    (none)");
-        }
-    }
-    out
+    out + &crate::registry::registered()
 }

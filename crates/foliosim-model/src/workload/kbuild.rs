@@ -16,8 +16,8 @@ const SERIES_POINTS: u64 = 10;
 
 /// Default object file sizes of a build on tmpfs. Estimate: the .o files of an x86-64
 /// defconfig build are mostly tens of KiB to about a MiB (a few, like built-in.a, far more).
-pub const OBJECT_SIZE_MIN_BYTES: u64 = 16 << 10;
-pub const OBJECT_SIZE_MAX_BYTES: u64 = 1 << 20;
+pub const OBJECT_SIZE_MIN_BYTES: u64 = crate::scenario::KBUILD_OBJECT_SIZE_MIN_BYTES;
+pub const OBJECT_SIZE_MAX_BYTES: u64 = crate::scenario::KBUILD_OBJECT_SIZE_MAX_BYTES;
 
 /// `object_size_min ..= object_size_max`, each 4K ..= 1G.
 pub fn validate_objects(field: &str, min: Bytes, max: Bytes) -> Result<(), ScenarioError> {
