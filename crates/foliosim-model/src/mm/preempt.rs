@@ -76,6 +76,11 @@ impl TaskResume {
         }
     }
 
+    /// Is the allocation of `gfp` and `order` one that stopped in its slow path and resumes?
+    pub fn alloc_resumes(&self, gfp: Gfp, order: u32) -> bool {
+        matches!(self.alloc, Some(a) if a.gfp == gfp && a.order == order)
+    }
+
     /// Did the last allocation stop to give up the CPU (rather than fail)?
     pub fn alloc_stopped(&self) -> bool {
         self.alloc.is_some()

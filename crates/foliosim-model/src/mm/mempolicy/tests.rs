@@ -87,3 +87,49 @@ fn one_node_keeps_the_old_path() {
         "single-node counters stay as they were"
     );
 }
+
+/// A 6.x THP fault on a madvised VMA whose second (any-node) attempt stops in direct reclaim to
+/// give up the CPU resumes in that attempt. It used to make the local attempt again on every
+/// resume, which restarted the second one from scratch; with a short slice and another task
+/// waiting it stopped again before reclaiming, for ever (soak case 3004354 ran for over 10
+/// minutes). Both nodes are full, so the second attempt reaches reclaim.
+#[test]
+fn a_6x_thp_fault_stopped_in_its_second_attempt_resumes_there() {
+    let text = r#"
+[machine]
+cpus = 1
+memory = "64M"
+sched_slice_ns = 10000
+[[machine.node]]
+memory = "64M"
+latency_ns = 140
+[[machine.swap]]
+kind = "loop"
+size = "64M"
+[kernel]
+version = "6.18"
+[sysfs]
+thp_enabled = "always"
+defrag = "madvise"
+[[workload]]
+kind = "usemem"
+nproc = 2
+size = "64M"
+madv_hugepage = true
+"#;
+    let s = Scenario::from_toml_str(text).unwrap();
+    // About 600 steps with the fix; the livelock ran into this bound.
+    let opts = crate::RunOptions {
+        max_steps: Some(100_000),
+        ..Default::default()
+    };
+    let c = crate::run_with(&s, &opts, &mut |_, _| {})
+        .unwrap_or_else(|e| panic!("{e}"))
+        .result
+        .counters;
+    assert!(
+        get(&c, "allocstall_movable") > 0,
+        "no direct reclaim: {c:?}"
+    );
+    assert!(get(&c, "node1 numa_miss") > 0, "no remote THP: {c:?}");
+}

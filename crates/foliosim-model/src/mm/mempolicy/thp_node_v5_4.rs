@@ -20,6 +20,12 @@ impl HugepageNodePolicy for RemoteFallback {
         order: u32,
         _madvised: bool,
     ) -> Option<u32> {
+        // A fault whose second attempt stopped in its slow path resumes there: the kernel's
+        // task never left it, so the local attempt is not made again (making it again would
+        // restart the second attempt from scratch after every stop: it might never end).
+        if k.current.alloc_resumes(gfp, order) {
+            return alloc_pages(k, ctx, gfp, order);
+        }
         let local = gfp.union(Gfp::THISNODE).noretry();
         let page = alloc_pages(k, ctx, local, order);
         if page.is_some() || !gfp.contains(Gfp::DIRECT_RECLAIM) || k.current.alloc_stopped() {
