@@ -186,7 +186,7 @@ pub fn run_with(
         zswap: k.zswap.enabled.then(|| k.zswap.debugfs()),
         iaa: k.iaa.as_ref().map(|i| i.total_stats()),
         cpu_time_ns: cpu_time_by_cost(&k, tasks.iter().map(|t| t.user_ns + t.sys_ns).sum()),
-        page_alloc: report::PageAllocReport::of(&k.zone),
+        page_alloc: report::PageAllocReport::of(k.node_zone(k.nodes.cpu_node())),
         timeseries,
         oom_kills: oom_kill_reports(&k, &tasks),
         tlb: k.tlb_cache.report(),
@@ -328,9 +328,9 @@ fn line_transfer_ns(k: &Kernel) -> [(&'static str, u64); 3] {
 
 pub fn lock_reports(k: &Kernel) -> Vec<LockReport> {
     let mut locks = vec![LockReport {
-        name: k.zone.lock.name.into(),
+        name: k.node_zone(k.nodes.cpu_node()).lock.name.into(),
         instance: "Normal".into(),
-        stats: k.zone.lock.stats.clone(),
+        stats: k.node_zone(k.nodes.cpu_node()).lock.stats.clone(),
     }];
     for (i, d) in k.swap.devices.iter().enumerate() {
         locks.push(LockReport {

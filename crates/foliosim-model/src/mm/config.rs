@@ -5,7 +5,8 @@
 use super::compaction::era::CompactionEra;
 use super::mmap::ThpAdvice;
 use super::{
-    gfp, migrate, page_alloc, swap_readahead, swapout_fallback, thp_fault_alloc, tlb, vmscan,
+    gfp, mempolicy, migrate, page_alloc, swap_readahead, swapout_fallback, thp_fault_alloc, tlb,
+    vmscan,
 };
 use crate::hw::iaa::{IaaMode, IAA_CRYPTO_MAX_BATCH_SIZE};
 use crate::scenario::{
@@ -54,6 +55,8 @@ pub struct KernelConfig {
     pub migrate_flush: &'static dyn migrate::flush::MigrateFlushPolicy,
     /// What add_to_swap does when no range of slots fits a large folio (mm/swapout_fallback/).
     pub swapout_fallback: &'static dyn swapout_fallback::SwapoutFallback,
+    /// Which nodes a PMD THP fault may take its folio from (mm/mempolicy/).
+    pub hugepage_node_policy: &'static dyn mempolicy::HugepageNodePolicy,
     /// Who allocates a fault's PMD THP (mm/thp_fault_alloc/).
     pub thp_fault_alloc: &'static dyn thp_fault_alloc::ThpFaultAlloc,
     /// The reclaim-list policy: the classic active/inactive LRU or MGLRU (mm/vmscan/).
@@ -123,6 +126,7 @@ impl KernelConfig {
             zswap_large_folios: kernel.zswap_large_folios(),
             migrate_flush: migrate::flush::policy_of(kernel.migrate_tlb_flush),
             swapout_fallback: swapout_fallback::policy(kernel.swapout_fallback),
+            hugepage_node_policy: mempolicy::hugepage_policy_of(release),
             thp_fault_alloc: thp_fault_alloc::policy(kernel.thp_fault_alloc),
             lru_policy: scenario.lru_policy().entry().policy,
             tlb: tlb::arch(scenario.machine.tlb),

@@ -48,6 +48,7 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             free[p] |= zone_free[p];
         }
     }
+    super::invariants_node::check(k, &free)?;
     // Pages: free or covered by exactly one live folio.
     let mut owner = vec![NIL; nr];
     let mut memcg_pages = vec![0u64; k.memcgs.len()];

@@ -181,8 +181,8 @@ size = "1M"
     }
 
     fn free_pages(k: &mut Kernel, ctx: &mut Ctx) -> u64 {
-        k.zone.drain_all_pages(ctx);
-        k.zone.nr_free_pages()
+        k.pgdat[0].zone.drain_all_pages(ctx);
+        k.pgdat[0].zone.nr_free_pages()
     }
 
     #[test]
@@ -244,7 +244,7 @@ size = "1M"
         let (mut k, mut ctx) = kernel(true);
         alloc_thread_stack(&mut k, &mut ctx, 0).unwrap();
         lookup_file(&mut k, &mut ctx, 0).unwrap();
-        let blocks = k.zone.free_area().nr_pageblocks;
+        let blocks = k.pgdat[0].zone.free_area().nr_pageblocks;
         assert!(blocks[MigrateType::Unmovable as usize] >= 1, "{blocks:?}");
         assert!(blocks[MigrateType::Reclaimable as usize] >= 1, "{blocks:?}");
     }

@@ -22,12 +22,12 @@ use crate::engine::Ctx;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum KthreadKind {
-    /// kswapd0: the node's background reclaim, woken below the low watermark (wakeup_kswapd),
+    /// kswapdN: node N's background reclaim, woken below the low watermark (wakeup_kswapd),
     /// back to sleep once the high watermark holds (mm/vmscan/kswapd.rs).
-    Kswapd,
-    /// kcompactd0: the node's background compaction, woken by kswapd before it sleeps and
+    Kswapd { nid: usize },
+    /// kcompactdN: node N's background compaction, woken by kswapd before it sleeps and
     /// every 500 ms for proactive compaction (mm/compaction/kcompactd.rs).
-    Kcompactd,
+    Kcompactd { nid: usize },
     /// zswap's shrink_worker: zswap_shrink_work on the `zswap-shrink` workqueue (unbound,
     /// max_active 1), queued by zswap_store when a store fails with the pool full.
     ZswapShrink,
@@ -52,8 +52,8 @@ impl KthreadKind {
     /// The name `ps` shows (an unbound kworker shows the workqueue it is running).
     pub fn name(self) -> String {
         match self {
-            KthreadKind::Kswapd => "kswapd0".into(),
-            KthreadKind::Kcompactd => "kcompactd0".into(),
+            KthreadKind::Kswapd { nid } => format!("kswapd{nid}"),
+            KthreadKind::Kcompactd { nid } => format!("kcompactd{nid}"),
             KthreadKind::ZswapShrink => "kworker/u+zswap-shrink".into(),
             KthreadKind::Khugepaged => "khugepaged".into(),
             KthreadKind::Flusher => "kworker/u+flush-8:0".into(),
@@ -68,7 +68,7 @@ impl KthreadKind {
 
     /// current_is_kswapd(): reclaim_throttle lets kswapd alone of the kernel threads sleep.
     pub fn is_kswapd(self) -> bool {
-        self == KthreadKind::Kswapd
+        matches!(self, KthreadKind::Kswapd { .. })
     }
 
     /// The thread's nice value: khugepaged sets MAX_NICE (set_user_nice in khugepaged());
@@ -97,15 +97,15 @@ pub enum KthreadNext {
 /// One piece of work of `kind` on the CPU of `ctx`.
 pub fn run(k: &mut Kernel, ctx: &mut Ctx, kind: KthreadKind) -> KthreadNext {
     match kind {
-        KthreadKind::Kswapd => {
-            kswapd_run(k, ctx);
-            if kswapd_should_run(k) {
+        KthreadKind::Kswapd { nid } => {
+            kswapd_run(k, ctx, nid);
+            if kswapd_should_run(k, nid) {
                 KthreadNext::Run
             } else {
                 KthreadNext::Wait
             }
         }
-        KthreadKind::Kcompactd => kcompactd_run(k, ctx),
+        KthreadKind::Kcompactd { nid } => kcompactd_run(k, ctx, nid),
         KthreadKind::ZswapShrink => shrink_worker_step(k, ctx),
         KthreadKind::Khugepaged => khugepaged_step(k, ctx),
         KthreadKind::Flusher => super::page_writeback::wb_workfn_step(k, ctx),
@@ -134,7 +134,7 @@ pub fn run(k: &mut Kernel, ctx: &mut Ctx, kind: KthreadKind) -> KthreadNext {
 /// The timed sleep a kernel thread starts in at boot (None: asleep until woken).
 pub fn boot_timer_ns(k: &mut Kernel, kind: KthreadKind) -> Option<u64> {
     match kind {
-        KthreadKind::Kcompactd => kcompactd_boot_timer_ns(k),
+        KthreadKind::Kcompactd { nid } => kcompactd_boot_timer_ns(k, nid),
         _ => None,
     }
 }
@@ -157,16 +157,26 @@ pub struct Kthreads {
 }
 
 impl Kthreads {
+    /// `kthread_nodes`: the nodes that run kswapd and kcompactd (mm/mmzone.rs).
     pub fn new(
+        kthread_nodes: &[usize],
         zswap_enabled: bool,
         khugepaged_enabled: bool,
         kcompactd_enabled: bool,
         ncpus: usize,
     ) -> Kthreads {
-        // Every kernel runs kswapd (one node here); kcompactd from 4.6 on.
-        let mut kinds = vec![KthreadKind::Kswapd];
+        // Every kernel runs a kswapd per node (kswapd_init); kcompactd from 4.6 on
+        // (kcompactd_init, after).
+        let mut kinds: Vec<KthreadKind> = kthread_nodes
+            .iter()
+            .map(|&nid| KthreadKind::Kswapd { nid })
+            .collect();
         if kcompactd_enabled {
-            kinds.push(KthreadKind::Kcompactd);
+            kinds.extend(
+                kthread_nodes
+                    .iter()
+                    .map(|&nid| KthreadKind::Kcompactd { nid }),
+            );
         }
         if zswap_enabled {
             kinds.push(KthreadKind::ZswapShrink);

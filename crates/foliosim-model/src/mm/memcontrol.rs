@@ -169,6 +169,16 @@ impl MemCgroup {
         }
     }
 
+    /// mem_cgroup_lruvec(memcg, NODE_DATA(nid)), to read.
+    #[inline]
+    pub fn lruvec_of(&self, nid: usize) -> &Lruvec {
+        if nid == 0 {
+            &self.lruvec
+        } else {
+            &self.lower_lruvecs[nid - 1]
+        }
+    }
+
     /// Every node's lists, node 0's first.
     pub fn lruvecs(&self) -> impl Iterator<Item = &Lruvec> {
         std::iter::once(&self.lruvec).chain(self.lower_lruvecs.iter())

@@ -242,6 +242,7 @@ fn do_anonymous_page(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault) -> Result<(u3
     let vma_ref = k.mms[mm as usize].vma(vma);
     // alloc_anon_folio / vma_alloc_anon_folio_pmd: allocation and charge use the THP gfp.
     let gfp = vma_thp_gfp_mask(k.cfg.thp_defrag, vma_ref, k.cfg.gfp_transhuge);
+    let madvised = vma_ref.thp == crate::mm::mmap::ThpAdvice::Hugepage;
     let candidates: OrderList = suitable_orders(&k.cfg, vma_ref, index)
         .filter(|&order| order <= resumed.unwrap_or(u32::MAX))
         .filter(|&order| {
@@ -260,7 +261,10 @@ fn do_anonymous_page(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault) -> Result<(u3
         // The PMD allocation may be left to khugepaged (mm/thp_fault_alloc/).
         let policy = k.cfg.thp_fault_alloc;
         let tried = order != PMD_ORDER || resumed == Some(order) || policy.fault_may_try(k);
-        let Some(pfn) = tried.then(|| alloc_pages(k, ctx, gfp, order)).flatten() else {
+        let alloc = |k: &mut Kernel, ctx: &mut Ctx| {
+            crate::mm::mempolicy::vma_alloc_folio(k, ctx, gfp, order, madvised)
+        };
+        let Some(pfn) = tried.then(|| alloc(k, ctx)).flatten() else {
             if k.current.alloc_stopped() {
                 return Err(fault_stopped(k, vmf, order));
             }

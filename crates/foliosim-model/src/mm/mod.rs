@@ -10,6 +10,7 @@ pub mod gfp;
 pub mod gup;
 pub mod huge_memory;
 pub mod invariants;
+pub mod invariants_node;
 pub mod invariants_shmem;
 pub mod khugepaged;
 pub mod kmem;
@@ -18,9 +19,11 @@ pub mod lruvec;
 pub mod madvise;
 pub mod memcontrol;
 pub mod memory;
+pub mod mempolicy;
 pub mod migrate;
 pub mod mmap;
 pub mod mmap_lock;
+pub mod mmzone;
 pub mod mprotect;
 pub mod numa;
 pub mod numa_balancing;
@@ -72,7 +75,6 @@ use mmap::MmStruct;
 use page_alloc::Zone;
 use swap_devstore::RamStore;
 use swapfile::{Swap, SwapInfo, SwapMap};
-use vmscan::kswapd::KswapdState;
 use vmstat::VmStat;
 use zram::Zram;
 use zswap::Zswap;
@@ -164,6 +166,35 @@ fn watermark_sysctl(scenario: &Scenario, nr_pages: u32) -> page_alloc::Watermark
     sysctl
 }
 
+/// Every node's pglist_data at boot: node 0 with `machine.memory` and the vm sysctls' watermarks
+/// (kswapd balancing it to WMARK_PROMO under memory tiering), memory-only nodes with the
+/// default ones.
+fn new_pgdats(
+    scenario: &Scenario,
+    nodes: &numa::Nodes,
+    ncpus: usize,
+) -> Result<Vec<mmzone::PgData>, crate::footprint::AllocFailed> {
+    let tiering = scenario.sysctl.kernel.numa_balancing.unwrap_or(0) & 2 != 0;
+    let migrc = scenario.kernel.migrate_tlb_flush == crate::scenario::MigrateTlbFlush::Migrc;
+    let mut pgdat = Vec::with_capacity(nodes.nr_nodes());
+    for nid in 0..nodes.nr_nodes() {
+        let nr = nodes.node_pages(nid);
+        let sysctl = if nodes.has_cpus[nid] {
+            watermark_sysctl(scenario, nr)
+        } else {
+            Zone::default_sysctl(nr)
+        };
+        let mut zone = Zone::try_new_span(nodes.start_pfn[nid], nr, ncpus, sysctl)?;
+        zone.balance_to_promo = tiering && nodes.has_cpus[nid];
+        // MIGRC: migration defers its flush, so the zones keep migration generations.
+        if migrc {
+            zone.enable_mgen();
+        }
+        pgdat.push(mmzone::PgData::new(nid, zone, nodes.has_cpus[nid]));
+    }
+    Ok(pgdat)
+}
+
 /// Folios added to the LRU per lru_lock acquisition (the per-CPU lru_add folio batch).
 const LRU_ADD_BATCH: u32 = 15;
 
@@ -173,15 +204,14 @@ pub struct Kernel {
     pub cfg: KernelConfig,
     pub cost: CostModel,
     pub vmstat: VmStat,
-    /// Node 0's zone (the CPUs' node); lower nodes' zones are in `nodes`.
-    pub zone: Zone,
+    /// Every node (NODE_DATA(nid)): its zone, kswapd and kcompactd state (mm/mmzone.rs).
+    pub pgdat: Vec<mmzone::PgData>,
+    /// The nodes' pfn spans, CPUs and zonelists (mm/numa.rs).
     pub nodes: numa::Nodes,
     pub numa: numa_balancing::NumaBalancing,
     /// MIGRC's owed-flush request (mm/migrate/flush/migrc.rs).
     pub migrc: migrate::flush::migrc::MigrcState,
-    /// kswapd's state of node 0: woken by the allocator, run by its kernel thread.
-    pub kswapd: KswapdState,
-    /// Compaction: its sysctls, the zone's scanner and deferral state, kcompactd's state.
+    /// Compaction's sysctls.
     pub compaction: compaction::Compaction,
     pub folios: FolioTable,
     pub mms: Vec<MmStruct>,
@@ -333,7 +363,12 @@ impl Kernel {
 
         // The page cache: a disk's files, and their flusher thread (page_writeback.rs).
         let pagecache = filemap::PageCache::new(scenario);
+        let nodes = numa::Nodes::new(scenario, nr_pages);
+        let kthread_nodes: Vec<usize> = (0..nodes.nr_nodes())
+            .filter(|&n| nodes.has_cpus[n])
+            .collect();
         let mut kthreads = Kthreads::new(
+            &kthread_nodes,
             zswap.enabled,
             khugepaged::hugepage_pmd_enabled(scenario),
             cfg.kcompactd,
@@ -342,17 +377,7 @@ impl Kernel {
         if pagecache.disk.is_some() {
             kthreads.kinds.push(kthread::KthreadKind::Flusher);
         }
-        let mut nodes = numa::Nodes::new(scenario, nr_pages, ncpus)?;
-        let mut zone =
-            Zone::try_new_span(0, nr_pages, ncpus, watermark_sysctl(scenario, nr_pages))?;
-        zone.balance_to_promo = scenario.sysctl.kernel.numa_balancing.unwrap_or(0) & 2 != 0;
-        // MIGRC: migration defers its flush, so the zones keep migration generations.
-        if scenario.kernel.migrate_tlb_flush == crate::scenario::MigrateTlbFlush::Migrc {
-            zone.enable_mgen();
-            for z in &mut nodes.lower {
-                z.enable_mgen();
-            }
-        }
+        let pgdat = new_pgdats(scenario, &nodes, ncpus)?;
         for cg in memcgs.iter_mut() {
             cg.set_nr_nodes(nodes.nr_nodes());
             // lru_gen_init_lruvec: lrugen->enabled = lru_gen_enabled().
@@ -378,7 +403,9 @@ impl Kernel {
         );
         let nr_memcgs = memcgs.len();
         let workingset = workingset::ShadowPacking::new(nr_memcgs, nodes.total_pages() as u64);
-        zone.advise_sparse_below(dense_order);
+        for p in &pgdat {
+            p.zone.advise_sparse_below(dense_order);
+        }
         let lock_handoff = topology
             .as_ref()
             .map(|t| crate::hw::contention::handoff_table(t, &cost));
@@ -389,9 +416,8 @@ impl Kernel {
             cfg,
             cost,
             vmstat: VmStat::default(),
-            zone,
-            kswapd: KswapdState::default(),
-            compaction: compaction::Compaction::new(scenario, nr_pages),
+            pgdat,
+            compaction: compaction::Compaction::new(scenario),
             folios,
             numa: numa_balancing::NumaBalancing::new(scenario, nodes.total_pages()),
             nodes,
@@ -460,6 +486,17 @@ impl Kernel {
                 m.insert(name.to_string(), value);
             }
         }
+        // CONFIG_NUMA's counters, and each node's vmstat, on a machine of several nodes.
+        if self.nr_nodes() > 1 {
+            for nid in 0..self.nr_nodes() {
+                for (name, value) in self.node_vmstat(nid) {
+                    m.insert(format!("node{nid} {name}"), value);
+                    if name.starts_with("numa_") {
+                        *m.entry(name.to_string()).or_insert(0) += value;
+                    }
+                }
+            }
+        }
         if self.shmem.enabled {
             let sh = &self.shmem;
             m.extend(sh.stats.to_map(sh.nr_pages, sh.nr_thp_pages));
@@ -486,9 +523,8 @@ impl Kernel {
     /// /proc/vmstat: the kernel-wide events and every node's zone's (pgalloc_normal, pgfree).
     pub fn vm_events(&self) -> VmStat {
         let mut v = self.vmstat.clone();
-        v.add(&self.zone.events);
-        for z in &self.nodes.lower {
-            v.add(&z.events);
+        for p in &self.pgdat {
+            v.add(&p.zone.events);
         }
         v
     }

@@ -3,13 +3,13 @@
 //! node 0's demotion target is node 1 (next_demotion_node). Pfns are numbered node after node:
 //! node n spans [start_pfn[n], start_pfn[n + 1]).
 //!
-//! Node 0's zone is `Kernel::zone` (every mechanism that reclaims or compacts works there);
-//! lower nodes' zones are here. Their pages are allocated (a fallback of the zonelist, or a
+//! Every node's zone, kswapd and kcompactd state is in `Kernel::pgdat` (mm/mmzone.rs); nodes
+//! with CPUs are reclaimed and compacted, memory-only ones are not. Lower nodes' pages are allocated (a fallback of the zonelist, or a
 //! demotion target) and freed, and sit on their memcg's per-node LRU lists, but nothing
 //! reclaims or compacts a lower node: the seeds never put one under pressure, and a lower node
 //! that runs out of memory makes the allocation fall back or fail (docs/model.md).
 
-use super::page_alloc::{AllocFlags, Zone};
+use super::page_alloc::AllocFlags;
 use super::Kernel;
 use crate::engine::Ctx;
 use crate::scenario::{Scenario, LOCAL_DRAM_LATENCY_NS};
@@ -21,40 +21,42 @@ pub struct Nodes {
     node0_end_pfn: u32,
     /// Load-to-use latency of each node's memory from the CPUs (node 0's first).
     pub latency_ns: Vec<u64>,
-    /// The zones of nodes 1.. (`lower[n - 1]`).
-    pub lower: Vec<Zone>,
+    /// node_state(nid, N_CPU): the node has CPUs (node 0 holds every CPU for now).
+    pub has_cpus: Vec<bool>,
+    /// Each node's zonelist (node_zonelists[ZONELIST_FALLBACK]): the node itself, then the
+    /// others nearest first (build_zonelists; the lower tiers in node order).
+    pub zonelist: Vec<Vec<usize>>,
     /// /sys/kernel/mm/numa/demotion_enabled.
     pub demotion_enabled: bool,
 }
 
 impl Nodes {
-    pub fn new(
-        scenario: &Scenario,
-        node0_pages: u32,
-        ncpus: usize,
-    ) -> Result<Nodes, crate::footprint::AllocFailed> {
+    pub fn new(scenario: &Scenario, node0_pages: u32) -> Nodes {
         let mut start_pfn = vec![0, node0_pages];
         let mut latency_ns = vec![LOCAL_DRAM_LATENCY_NS];
-        let mut lower = Vec::new();
         for n in &scenario.machine.nodes {
             let start = *start_pfn.last().unwrap();
-            let nr = n.memory.pages() as u32;
-            lower.push(Zone::try_new_span(
-                start,
-                nr,
-                ncpus,
-                Zone::default_sysctl(nr),
-            )?);
-            start_pfn.push(start + nr);
+            start_pfn.push(start + n.memory.pages() as u32);
             latency_ns.push(n.latency_ns.unwrap_or(crate::scenario::CXL_LATENCY_NS));
         }
-        Ok(Nodes {
+        let nr_nodes = start_pfn.len() - 1;
+        let has_cpus = (0..nr_nodes).map(|nid| nid == 0).collect();
+        // Distance order: the lower tiers are all one tier below node 0, ties by node id.
+        let zonelist = (0..nr_nodes)
+            .map(|nid| {
+                std::iter::once(nid)
+                    .chain((0..nr_nodes).filter(|&n| n != nid))
+                    .collect()
+            })
+            .collect();
+        Nodes {
             node0_end_pfn: start_pfn[1],
             start_pfn,
             latency_ns,
-            lower,
+            has_cpus,
+            zonelist,
             demotion_enabled: scenario.sysfs.numa.demotion_enabled.unwrap_or(false),
-        })
+        }
     }
 
     pub fn nr_nodes(&self) -> usize {
@@ -66,6 +68,11 @@ impl Nodes {
         *self.start_pfn.last().unwrap()
     }
 
+    /// Node `nid`'s pages.
+    pub fn node_pages(&self, nid: usize) -> u32 {
+        self.start_pfn[nid + 1] - self.start_pfn[nid]
+    }
+
     /// page_to_nid.
     #[inline]
     pub fn nid(&self, pfn: u32) -> usize {
@@ -75,88 +82,106 @@ impl Nodes {
         self.start_pfn.partition_point(|&s| s <= pfn) - 1
     }
 
-    /// node_is_toptier: node 0, the node with the CPUs.
-    pub fn is_toptier(nid: usize) -> bool {
-        nid == 0
+    /// cpu_to_node(cpu).
+    #[inline]
+    pub fn cpu_to_node(&self, _cpu: usize) -> usize {
+        self.cpu_node()
     }
 
-    /// next_demotion_node: one tier down, for node 0 only (memory-only nodes are the bottom).
+    /// numa_node_id() for a caller without its CPU at hand: the one node with CPUs. Every use
+    /// marks a place that assumes one CPU node (docs/numa-tiering.md, "What is left out").
+    #[inline]
+    pub fn cpu_node(&self) -> usize {
+        debug_assert_eq!(self.has_cpus.iter().filter(|&&c| c).count(), 1);
+        0
+    }
+
+    /// node_is_toptier: a node with CPUs.
+    pub fn is_toptier(&self, nid: usize) -> bool {
+        self.has_cpus[nid]
+    }
+
+    /// next_demotion_node: one tier down, for a node with CPUs (memory-only nodes are the
+    /// bottom tier).
     pub fn next_demotion_node(&self, nid: usize) -> Option<usize> {
-        (nid == 0 && self.nr_nodes() > 1).then_some(1)
+        (self.has_cpus[nid] && self.nr_nodes() > 1)
+            .then(|| (0..self.nr_nodes()).find(|&n| !self.has_cpus[n]))
+            .flatten()
+    }
+
+    /// The zonelist of `nid` as an allocation with `gfp` walks it: `nid` alone with
+    /// __GFP_THISNODE.
+    pub fn zonelist_of(&self, nid: usize, gfp: super::gfp::Gfp) -> &[usize] {
+        let list = &self.zonelist[nid];
+        if gfp.contains(super::gfp::Gfp::THISNODE) {
+            &list[..1]
+        } else {
+            list
+        }
+    }
+
+    /// The zones of that zonelist that reclaim and compaction work on: those of nodes with
+    /// CPUs (a memory-only node is never reclaimed or compacted, docs/numa-tiering.md).
+    pub fn reclaim_zonelist(
+        &self,
+        nid: usize,
+        gfp: super::gfp::Gfp,
+    ) -> impl Iterator<Item = usize> + '_ {
+        self.zonelist_of(nid, gfp)
+            .iter()
+            .copied()
+            .filter(|&n| self.has_cpus[n])
+    }
+
+    /// [`Nodes::reclaim_zonelist`], collected (for callers that change the kernel per zone).
+    pub fn reclaim_zonelist_vec(&self, nid: usize, gfp: super::gfp::Gfp) -> Vec<usize> {
+        self.reclaim_zonelist(nid, gfp).collect()
     }
 }
 
 impl Kernel {
-    /// The zone of node `nid`.
-    pub fn node_zone_mut(&mut self, nid: usize) -> &mut Zone {
-        if nid == 0 {
-            &mut self.zone
-        } else {
-            &mut self.nodes.lower[nid - 1]
-        }
-    }
-
-    pub fn node_zone(&self, nid: usize) -> &Zone {
-        if nid == 0 {
-            &self.zone
-        } else {
-            &self.nodes.lower[nid - 1]
-        }
-    }
-
     /// __free_pages to the zone the block belongs to.
     pub fn free_pages(&mut self, ctx: &mut Ctx, pfn: u32, order: u32) {
         let nid = self.nodes.nid(pfn);
-        self.node_zone_mut(nid).free(ctx, pfn, order);
+        self.pgdat[nid].zone.free(ctx, pfn, order);
     }
 
-    /// The zonelist's fallback past node 0: the first lower node with a free block of `order`
-    /// above its low watermark (get_page_from_freelist walks the zonelist in distance order).
-    pub fn alloc_lower_nodes(
-        &mut self,
-        ctx: &mut Ctx,
-        gfp: super::gfp::Gfp,
-        order: u32,
-        alloc_flags: AllocFlags,
-    ) -> Option<u32> {
-        if gfp.contains(super::gfp::Gfp::THISNODE) {
-            return None;
-        }
-        for i in 0..self.nodes.lower.len() {
-            if let Some(pfn) = alloc_on_node(self, ctx, i + 1, gfp, order, alloc_flags) {
-                return Some(pfn);
-            }
-        }
-        None
+    /// numa_node_id() of the CPU of `ctx`.
+    #[inline]
+    pub fn numa_node_id(&self, ctx: &Ctx) -> usize {
+        self.nodes.cpu_to_node(ctx.cpu)
     }
 }
 
-/// get_page_from_freelist over the zonelist: node 0 (with fragmenting fallbacks before
-/// leaving the node: locality first), then the lower nodes unless __GFP_THISNODE.
+/// get_page_from_freelist over the zonelist of node `nid` (preferred_zoneref): each zone with
+/// its fragmenting fallbacks before the next (locality first), only `nid` with
+/// __GFP_THISNODE. As in the kernel, the fallback to another node does not wake its kswapd
+/// from the fast path: only nodes with CPUs have one here.
 pub fn get_page_from_freelist(
     k: &mut Kernel,
     ctx: &mut Ctx,
+    nid: usize,
     gfp: super::gfp::Gfp,
     order: u32,
     alloc_flags: AllocFlags,
 ) -> Option<u32> {
-    let page = k
-        .zone
-        .get_page_from_freelist(&mut k.kswapd, &k.folios, ctx, gfp, order, alloc_flags)
-        .or_else(|| {
-            if k.nodes.lower.is_empty() {
-                None
-            } else {
-                k.alloc_lower_nodes(ctx, gfp, order, alloc_flags)
-            }
-        });
+    let mut page = None;
+    for i in 0..k.nodes.zonelist_of(nid, gfp).len() {
+        let zone_nid = k.nodes.zonelist[nid][i];
+        page = alloc_on_node(k, ctx, zone_nid, gfp, order, alloc_flags);
+        if page.is_some() {
+            let local_nid = k.numa_node_id(ctx);
+            k.zone_statistics(nid, zone_nid, local_nid);
+            break;
+        }
+    }
     // prep_new_page: a page that left the free lists with a MIGRC tag is flushed for first.
     super::migrate::flush::migrc::check_flush_task_mgen(k, ctx);
     page
 }
 
-/// get_page_from_freelist restricted to node `nid` (> 0): lower nodes have no kswapd, so a
-/// boost or a failed watermark wakes nobody.
+/// get_page_from_freelist restricted to node `nid`'s zone. A memory-only node has no kswapd,
+/// so a boost or a failed watermark there wakes nobody.
 pub fn alloc_on_node(
     k: &mut Kernel,
     ctx: &mut Ctx,
@@ -165,14 +190,19 @@ pub fn alloc_on_node(
     order: u32,
     alloc_flags: AllocFlags,
 ) -> Option<u32> {
-    debug_assert!(nid > 0);
+    let pgdat = &mut k.pgdat[nid];
+    if pgdat.has_kthreads {
+        return pgdat.zone.get_page_from_freelist(
+            &mut pgdat.kswapd,
+            &k.folios,
+            ctx,
+            gfp,
+            order,
+            alloc_flags,
+        );
+    }
     let mut no_kswapd = super::vmscan::kswapd::KswapdState::default();
-    k.nodes.lower[nid - 1].get_page_from_freelist(
-        &mut no_kswapd,
-        &k.folios,
-        ctx,
-        gfp,
-        order,
-        alloc_flags,
-    )
+    pgdat
+        .zone
+        .get_page_from_freelist(&mut no_kswapd, &k.folios, ctx, gfp, order, alloc_flags)
 }

@@ -22,7 +22,7 @@ use super::gfp::Gfp;
 use super::migrate::{folio_isolate_lru, migrate_pages, putback_movable_pages};
 use super::migrate::{MigrateMode, MigrateReason, MigrationTarget};
 use super::mmap::Pte;
-use super::numa::{alloc_on_node, get_page_from_freelist, Nodes};
+use super::numa::{alloc_on_node, get_page_from_freelist};
 use super::page_alloc::{AllocFlags, Wmark};
 use super::vmscan::kswapd::wakeup_kswapd;
 use super::vmstat::VmEvent;
@@ -207,7 +207,7 @@ fn update_task_scan_period(k: &mut Kernel, ctx: &Ctx, mm: u32) {
 
 /// can_demote: reclaim on node 0 may move folios a tier down.
 pub fn can_demote(k: &Kernel) -> bool {
-    k.nodes.demotion_enabled && k.nodes.next_demotion_node(0).is_some()
+    k.nodes.demotion_enabled && k.nodes.next_demotion_node(k.nodes.cpu_node()).is_some()
 }
 
 /// task_numa_work, run when task `p` of `mm` returns to user space after task_tick_numa found
@@ -294,7 +294,7 @@ fn change_prot_numa(k: &mut Kernel, mm: u32, vma: u32, start: u32, end: u32, now
             continue;
         }
         let pfn = pte.pfn();
-        if Nodes::is_toptier(nodes.nid(pfn)) {
+        if nodes.is_toptier(nodes.nid(pfn)) {
             continue;
         }
         access[folios.head_of(pfn) as usize] = now_ms;
@@ -323,7 +323,7 @@ pub fn do_numa_page(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, index: u32
         k.vmstat.count(VmEvent::NumaHintFaultsLocal, 1);
     }
     let nr = k.folios.nr_pages(head) as u64;
-    let promoted = !Nodes::is_toptier(src_nid)
+    let promoted = !k.nodes.is_toptier(src_nid)
         && should_numa_migrate_memory(k, ctx, head, nr)
         && migrate_misplaced_folio(k, ctx, head, nr);
     if promoted {
@@ -399,9 +399,13 @@ fn should_numa_migrate_memory(k: &mut Kernel, ctx: &Ctx, head: u32, nr: u64) -> 
 
 /// pgdat_free_space_enough: node 0 free above its promo watermark by max(1 GiB, 1/16 of it).
 fn pgdat_free_space_enough(k: &Kernel) -> bool {
-    let enough = ((1u64 << 30) / PAGE_SIZE).max(k.zone.nr_pages as u64 >> 4);
-    k.zone
-        .watermark_ok(0, k.zone.wmark_pages(Wmark::Promo) + enough, AllocFlags(0))
+    let nid = k.nodes.cpu_node();
+    let enough = ((1u64 << 30) / PAGE_SIZE).max(k.pgdat[nid].zone.nr_pages as u64 >> 4);
+    k.pgdat[nid].zone.watermark_ok(
+        0,
+        k.pgdat[nid].zone.wmark_pages(Wmark::Promo) + enough,
+        AllocFlags(0),
+    )
 }
 
 /// migrate_misplaced_folio_prepare + migrate_misplaced_folio: if node 0 is balanced with room
@@ -409,10 +413,12 @@ fn pgdat_free_space_enough(k: &Kernel) -> bool {
 /// demotes) and fail. Counts numa_pages_migrated and pgpromote_success.
 fn migrate_misplaced_folio(k: &mut Kernel, ctx: &mut Ctx, head: u32, nr: u64) -> bool {
     // migrate_balanced_pgdat
-    let mark = k.zone.wmark_pages(Wmark::High) + nr;
-    if !k.zone.watermark_ok(0, mark, AllocFlags(0)) {
+    let nid = k.nodes.cpu_node();
+    let mark = k.pgdat[nid].zone.wmark_pages(Wmark::High) + nr;
+    if !k.pgdat[nid].zone.watermark_ok(0, mark, AllocFlags(0)) {
         let order = k.folios.order[head as usize] as u32;
-        wakeup_kswapd(&k.zone, &mut k.kswapd, Gfp(0), order);
+        let pgdat = &mut k.pgdat[nid];
+        wakeup_kswapd(&pgdat.zone, &mut pgdat.kswapd, Gfp(0), order);
         return false;
     }
     if !k.folios.test(head, flags::LRU) || k.folios.is_pinned(head) {
@@ -449,8 +455,9 @@ impl MigrationTarget for MisplacedTarget {
             .union(Gfp::NOWARN)
             .union(Gfp::NOMEMALLOC)
             .union(Gfp::NORETRY);
-        // __GFP_THISNODE: node 0's zone only; the MIGRC check follows the allocation.
-        get_page_from_freelist(k, ctx, gfp, order, AllocFlags::WMARK_MIN)
+        // __GFP_THISNODE: the top tier's zone only; the MIGRC check follows the allocation.
+        let nid = k.nodes.cpu_node();
+        get_page_from_freelist(k, ctx, nid, gfp, order, AllocFlags::WMARK_MIN)
     }
 
     fn free(&mut self, k: &mut Kernel, ctx: &mut Ctx, pfn: u32, order: u32) {
@@ -488,7 +495,7 @@ pub fn demote_folio_list(
     folios: &mut Vec<u32>,
     kswapd: bool,
 ) -> u64 {
-    let Some(nid) = k.nodes.next_demotion_node(0) else {
+    let Some(nid) = k.nodes.next_demotion_node(k.nodes.cpu_node()) else {
         return 0;
     };
     for &pfn in folios.iter() {

@@ -137,7 +137,16 @@ fn total_swap_pages(k: &Kernel) -> u64 {
 /// swappiness lets it swap), at least 1.
 fn oom_totalpages(k: &Kernel, constraint: OomConstraint) -> u64 {
     match constraint {
-        OomConstraint::None => k.zone.nr_pages as u64 + total_swap_pages(k),
+        OomConstraint::None => {
+            // The reclaimable nodes' memory (memory-only tiers left out, as the model always
+            // has: the kernel's totalram_pages counts them).
+            let ram: u64 = k
+                .online_pgdats()
+                .filter(|p| p.has_kthreads)
+                .map(|p| p.zone.nr_pages as u64)
+                .sum();
+            ram + total_swap_pages(k)
+        }
         OomConstraint::Memcg(memcg) => {
             let cg = &k.memcgs[memcg as usize];
             let swap = if k.cfg.swappiness > 0 {

@@ -116,7 +116,17 @@ pub fn background_thresh(k: &Kernel) -> u64 {
         .iter()
         .map(|cg| cg.lruvec.lru_pages(true, false) + cg.lruvec.lru_pages(true, true))
         .sum();
-    let dirtyable = (k.zone.nr_free_pages() + file).saturating_sub(k.zone.wmark_pages(Wmark::High));
+    // The reclaimable nodes' free memory above their high watermarks.
+    let free: u64 = k
+        .online_pgdats()
+        .filter(|p| p.has_kthreads)
+        .map(|p| {
+            p.zone
+                .nr_free_pages()
+                .saturating_sub(p.zone.wmark_pages(Wmark::High))
+        })
+        .sum();
+    let dirtyable = free + file;
     dirtyable * DIRTY_BACKGROUND_RATIO / 100
 }
 

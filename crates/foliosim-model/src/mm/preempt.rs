@@ -76,6 +76,11 @@ impl TaskResume {
         }
     }
 
+    /// Is the allocation of `gfp` and `order` one that stopped in its slow path and resumes?
+    pub fn alloc_resumes(&self, gfp: Gfp, order: u32) -> bool {
+        matches!(self.alloc, Some(a) if a.gfp == gfp && a.order == order)
+    }
+
     /// Did the last allocation stop to give up the CPU (rather than fail)?
     pub fn alloc_stopped(&self) -> bool {
         self.alloc.is_some()
@@ -109,7 +114,9 @@ impl TaskResume {
 #[inline]
 pub fn cond_resched(k: &Kernel, ctx: &Ctx) -> bool {
     k.current.may_stop
-        && (ctx.need_resched() || k.kthreads.woke_sleeper() || (k.kswapd.woken && !k.kswapd.posted))
+        && (ctx.need_resched()
+            || k.kthreads.woke_sleeper()
+            || crate::mm::vmscan::kswapd::kswapd_wakeup_pending(k))
 }
 
 /// The allocation stops here, after a throttle's sleep or at a preemption point: counted.

@@ -6,8 +6,7 @@
 use super::folio::FolioTable;
 use super::folio::{SwapEntry, NIL};
 use super::gfp::Gfp;
-use super::page_alloc::{alloc_pages_memalloc, free_pages_memalloc, Zone};
-use super::vmscan::kswapd::KswapdState;
+use super::page_alloc::{alloc_pages_memalloc, free_pages_memalloc};
 use super::zram::Zram;
 use super::zsmalloc::ZsPageSource as PageSource;
 use super::Kernel;
@@ -47,8 +46,8 @@ pub const BRD_GFP: Gfp = Gfp(Gfp::GFP_NOIO.0 | Gfp::ZERO.0 | Gfp::HIGHMEM.0);
 /// The buddy allocator as a page source for a store working under reclaim: no direct reclaim,
 /// but the reserve below the min watermark is open to it (PF_MEMALLOC).
 pub struct ZonePages<'a> {
-    pub zone: &'a mut Zone,
-    pub kswapd: &'a mut KswapdState,
+    /// The allocating CPU's node.
+    pub pgdat: &'a mut crate::mm::mmzone::PgData,
     pub folios: &'a FolioTable,
     pub ctx: &'a mut Ctx,
     pub gfp: Gfp,
@@ -59,8 +58,7 @@ pub struct ZonePages<'a> {
 macro_rules! zone_pages {
     ($k:expr, $ctx:expr, $gfp:expr) => {
         $crate::mm::swap_devstore::ZonePages {
-            zone: &mut $k.zone,
-            kswapd: &mut $k.kswapd,
+            pgdat: &mut $k.pgdat[$k.nodes.cpu_to_node($ctx.cpu)],
             folios: &$k.folios,
             ctx: $ctx,
             gfp: $gfp,
@@ -71,10 +69,18 @@ pub(crate) use zone_pages;
 
 impl PageSource for ZonePages<'_> {
     fn alloc_page(&mut self) -> Option<u32> {
-        alloc_pages_memalloc(self.zone, self.kswapd, self.folios, self.ctx, self.gfp, 0)
+        let pgdat = &mut *self.pgdat;
+        alloc_pages_memalloc(
+            &mut pgdat.zone,
+            &mut pgdat.kswapd,
+            self.folios,
+            self.ctx,
+            self.gfp,
+            0,
+        )
     }
     fn free_page(&mut self, pfn: u32) {
-        free_pages_memalloc(self.zone, self.ctx, self.gfp, pfn, 0);
+        free_pages_memalloc(&mut self.pgdat.zone, self.ctx, self.gfp, pfn, 0);
     }
 }
 

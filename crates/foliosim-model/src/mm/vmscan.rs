@@ -99,8 +99,15 @@ pub fn try_to_free_mem_cgroup_pages(
     loop {
         let mut low_skipped = false;
         for priority in (0..=DEF_PRIORITY).rev() {
-            let mut sc =
-                scan_count::prepare_scan_control(k, Some(memcg), Reclaim::Memcg, priority, true);
+            let nid = k.numa_node_id(ctx);
+            let mut sc = scan_count::prepare_scan_control(
+                k,
+                nid,
+                Some(memcg),
+                Reclaim::Memcg,
+                priority,
+                true,
+            );
             sc.memcg_low_reclaim = low_reclaim;
             reclaimed += shrink_node_memcgs(k, ctx, nr_to_reclaim - reclaimed, &mut sc).reclaimed;
             low_skipped |= sc.memcg_low_skipped;
@@ -223,19 +230,25 @@ pub fn do_try_to_free_pages(
             1,
         );
     }
+    let nid = k.numa_node_id(ctx);
+    let zonelist = k.nodes.reclaim_zonelist_vec(nid, gfp);
     while let Some(priority) = dr.priority {
-        let want = SWAP_CLUSTER_MAX - dr.reclaimed;
-        let (done, low_skipped) = shrink_node_protected(
-            k,
-            ctx,
-            want,
-            priority,
-            Reclaim::Global,
-            true,
-            dr.memcg_low_reclaim,
-        );
-        dr.reclaimed += done.reclaimed;
-        dr.memcg_low_skipped |= low_skipped;
+        // shrink_zones: each node of the zonelist in turn.
+        for &zone_nid in &zonelist {
+            let want = SWAP_CLUSTER_MAX.saturating_sub(dr.reclaimed);
+            let (done, low_skipped) = shrink_node_protected(
+                k,
+                ctx,
+                zone_nid,
+                want,
+                priority,
+                Reclaim::Global,
+                true,
+                dr.memcg_low_reclaim,
+            );
+            dr.reclaimed += done.reclaimed;
+            dr.memcg_low_skipped |= low_skipped;
+        }
         dr.priority = (dr.reclaimed < SWAP_CLUSTER_MAX && priority > 0).then(|| priority - 1);
         if dr.priority.is_none() && dr.reclaimed == 0 && dr.memcg_low_skipped {
             // Untapped memory.low reserves: don't OOM, retry breaking into them.
@@ -246,11 +259,11 @@ pub fn do_try_to_free_pages(
         let mut slept = false;
         if k.pagecache.lruvec_congested {
             // shrink_node: VMSCAN_THROTTLE_CONGESTED.
-            slept |= reclaim_throttle_noprogress(k, ctx);
+            slept |= reclaim_throttle_noprogress(k, ctx, nid);
         }
         if priority == 1 && dr.reclaimed == 0 {
             // consider_reclaim_throttle: VMSCAN_THROTTLE_NOPROGRESS.
-            slept |= reclaim_throttle_noprogress(k, ctx);
+            slept |= reclaim_throttle_noprogress(k, ctx, nid);
         }
         let stop = slept || (dr.priority.is_some() && preempt::cond_resched(k, ctx));
         if resumable && k.current.may_stop && stop {
@@ -261,7 +274,9 @@ pub fn do_try_to_free_pages(
     }
     if dr.reclaimed > 0 {
         // shrink_node: progress makes a hopeless node worth kswapd's time again.
-        k.kswapd.kswapd_failures = 0;
+        for &zone_nid in &zonelist {
+            k.pgdat[zone_nid].kswapd.kswapd_failures = 0;
+        }
     }
     workingset::snapshot_refaults(k, None);
     trace::span("direct reclaim", "", start_ns, ctx.now_ns);
@@ -273,17 +288,17 @@ pub fn do_try_to_free_pages(
 /// half of what is reclaimable waits for writeback: reclaim will meet those folios when they
 /// cycle back). Returns whether the task slept. (The kernel also ends the sleep early when
 /// another reclaimer makes progress; one jiffy is its longest.)
-fn reclaim_throttle_noprogress(k: &Kernel, ctx: &mut Ctx) -> bool {
-    if k.kswapd.kswapd_failures >= kswapd::MAX_RECLAIM_RETRIES {
+fn reclaim_throttle_noprogress(k: &Kernel, ctx: &mut Ctx, nid: usize) -> bool {
+    if k.pgdat[nid].kswapd.kswapd_failures >= kswapd::MAX_RECLAIM_RETRIES {
         return false;
     }
     let writeback: u64 = k
         .memcgs
         .iter()
-        .map(|cg| cg.lruvec.writeback_in_flight(&k.folios, ctx.now_ns))
+        .map(|cg| cg.lruvec_of(nid).writeback_in_flight(&k.folios, ctx.now_ns))
         .sum();
     let write_pending = k.pagecache.nr_dirty + writeback;
-    if 2 * write_pending <= super::page_alloc::slowpath::zone_reclaimable_pages(k) {
+    if 2 * write_pending <= super::page_alloc::slowpath::zone_reclaimable_pages(k, nid) {
         return false;
     }
     let before_ns = ctx.now_ns;
@@ -296,11 +311,12 @@ fn reclaim_throttle_noprogress(k: &Kernel, ctx: &mut Ctx) -> bool {
 pub fn shrink_node(
     k: &mut Kernel,
     ctx: &mut Ctx,
+    nid: usize,
     nr_to_reclaim: u64,
     priority: u32,
     reclaim: Reclaim,
 ) -> ShrinkCount {
-    shrink_node_may_swap(k, ctx, nr_to_reclaim, priority, reclaim, true)
+    shrink_node_may_swap(k, ctx, nid, nr_to_reclaim, priority, reclaim, true)
 }
 
 /// shrink_node with sc->may_swap (false for kswapd's boosted reclaim: file pages only).
@@ -310,26 +326,39 @@ pub fn shrink_node(
 pub fn shrink_node_may_swap(
     k: &mut Kernel,
     ctx: &mut Ctx,
+    nid: usize,
     nr_to_reclaim: u64,
     priority: u32,
     reclaim: Reclaim,
     may_swap: bool,
 ) -> ShrinkCount {
-    shrink_node_protected(k, ctx, nr_to_reclaim, priority, reclaim, may_swap, false).0
+    shrink_node_protected(
+        k,
+        ctx,
+        nid,
+        nr_to_reclaim,
+        priority,
+        reclaim,
+        may_swap,
+        false,
+    )
+    .0
 }
 
 /// shrink_node for global reclaim with sc->memcg_low_reclaim = `low_reclaim`; also returns
 /// sc->memcg_low_skipped.
+#[allow(clippy::too_many_arguments)]
 pub fn shrink_node_protected(
     k: &mut Kernel,
     ctx: &mut Ctx,
+    nid: usize,
     nr_to_reclaim: u64,
     priority: u32,
     reclaim: Reclaim,
     may_swap: bool,
     low_reclaim: bool,
 ) -> (ShrinkCount, bool) {
-    let mut sc = scan_count::prepare_scan_control(k, None, reclaim, priority, may_swap);
+    let mut sc = scan_count::prepare_scan_control(k, nid, None, reclaim, priority, may_swap);
     sc.memcg_low_reclaim = low_reclaim;
     let done = shrink_node_memcgs(k, ctx, nr_to_reclaim, &mut sc);
     if reclaim == Reclaim::Kswapd {

@@ -99,7 +99,10 @@ impl TimeSeries {
 /// counters), read now. Time columns are [`SPREAD`]'s, filled by the sampler.
 pub fn sample(k: &Kernel, now_ns: u64) -> BTreeMap<String, u64> {
     let mut m = k.vmstat_map(now_ns);
-    m.insert("nr_free_pages".into(), k.zone.nr_free_pages());
+    m.insert(
+        "nr_free_pages".into(),
+        k.node_zone(k.nodes.cpu_node()).nr_free_pages(),
+    );
     // si->inuse_pages summed over the devices: swap in use (what `swapon -s` shows).
     let swap_inuse: u64 = k
         .swap

@@ -208,6 +208,8 @@ pub enum MmChange {
     ThpDefragDeferMadvise,
     CompactionFinishAtFreeBlock,
     CompactionFastSearch,
+    ThpMadvisedAnyNode,
+    ThpRemoteFallback,
     LruGen,
     CompactionFinishPageblock,
     MigrateBatchFlush,
@@ -261,7 +263,7 @@ const fn row(
 /// The table, oldest first. Ids are mainline ids as cited in later commits' Fixes: tags or in
 /// mainline logs; where none could be confirmed the field is empty and the title stands.
 #[rustfmt::skip]
-pub const TABLE: [Row; 26] = {
+pub const TABLE: [Row; 28] = {
     use MmChange::*;
     [
         row(TtuBatchFlush, "ttu-batch-flush", (4, 3), "72b252aed506",
@@ -301,6 +303,18 @@ pub const TABLE: [Row; 26] = {
         row(CompactionFastSearch, "compaction-fast-search", (5, 1), "5e1f0f098b46",
             "mm, compaction: capture a page under direct compaction (and its series)",
             "free-list fast search, capture, free-scanner stride; need_resched no longer aborts"),
+        // 4.1 to 5.2 put __GFP_THISNODE on every THP fault (5265047ac301, 4.1, "mm, thp:
+        // really limit transparent hugepage allocation to local node"). 89c83fb539f9 (the
+        // change below) was merged for 4.20 and reverted before its release; 92717d429b38
+        // re-applied it in 5.3-rc5 (its author's post: "made their way into 5.3-rc5").
+        row(ThpMadvisedAnyNode, "thp-madvised-any-node", (5, 3), "92717d429b38",
+            "Revert \"Revert \"mm, thp: consolidate THP gfp handling into alloc_hugepage_direct_gfpmask\"\"",
+            "a MADV_HUGEPAGE THP fault may use any node; others stay on the local node"),
+        // Merged after v5.3 (the 'hugepage-fallbacks' branch, edf445ad7c8d, in v5.3..master
+        // of 2019-09-30), so 5.4; the rule 6.18's alloc_pages_mpol still has.
+        row(ThpRemoteFallback, "thp-remote-fallback", (5, 4), "76e654cc91bb",
+            "mm, page_alloc: allow hugepage fallback to remote nodes when madvised",
+            "a THP fault tries the local node without reclaim first, then any node if it may reclaim"),
         row(LruGen, "lru-gen", (6, 1), "ec1c86b25f4b",
             "mm: multi-gen LRU: groundwork",
             "MGLRU may be enabled (sysfs.lru_gen)"),
@@ -346,13 +360,13 @@ pub const TABLE: [Row; 26] = {
         row(TmpfsLargeFolios, "tmpfs-large-folios", (6, 14), "acd7ccb284b8",
             "mm: shmem: add large folio support for tmpfs",
             "huge=always/within_size give write(2) any order up to the write's size (before: PMD only)"),
-        // In linux-next for the 6.18 merge window (next ids 257d03784c41, e361c0cca4fc);
         // Posted 2025-02-24 (v2), after 6.14-rc1 (2025-02-02): 6.15. 6.14 has the lock series
         // before it (swap_entries_free under ci->lock, no free-side slot cache), which the
         // model does not split from this row: 6.14 runs the 6.12 allocator, free side included.
         row(SwapPercpuClusterFastPath, "swap-percpu-cluster", (6, 15), "1b7e90020eb7",
             "mm, swap: use percpu cluster as allocation fast path",
             "swap allocator cluster-lists-c18: per-CPU cluster fast path, ci->lock inside"),
+        // In linux-next for the 6.18 merge window (next ids 257d03784c41, e361c0cca4fc);
         // mainline id not confirmed.
         row(TmpfsHugePmdFirst, "tmpfs-huge-pmd-first", (6, 18), "",
             "mm: shmem: fix the strategy for the tmpfs 'huge=' options",

@@ -190,7 +190,7 @@ fn nice_weights_follow_the_kernels_table() {
     assert_eq!(nice_to_weight(1), 819);
     assert_eq!(nice_to_weight(-1), 1280);
     assert_eq!(KthreadKind::Khugepaged.nice(), 19);
-    assert_eq!(KthreadKind::Kswapd.nice(), 0);
+    assert_eq!(KthreadKind::Kswapd { nid: 0 }.nice(), 0);
 }
 
 #[test]

@@ -48,7 +48,7 @@ pub fn run_prelude(k: &mut Kernel, start: &StartSpec, seed: u64) -> Result<(), M
     }
     let mut ctx = Ctx::new(0, 0);
     let mut rng = SimRng::stream(seed, "aging");
-    let memory_pages = k.zone.nr_pages as u64;
+    let memory_pages = k.node_zone(k.nodes.cpu_node()).nr_pages as u64;
     let resident_max = memory_pages * start.resident_percent as u64 / 100;
     let turnover_pages = start.turnover.pages();
     let pool = file_pool(k, &mut rng, memory_pages)?;
@@ -237,7 +237,7 @@ size = "1M"
 
     /// Free blocks of pageblock order or more, in pageblocks.
     fn free_pageblocks(k: &Kernel) -> u32 {
-        let a = k.zone.free_area();
+        let a = k.pgdat[0].zone.free_area();
         (PAGEBLOCK_ORDER..=crate::mm::page_alloc::MAX_PAGE_ORDER)
             .map(|o| a.nr_free(o) << (o - PAGEBLOCK_ORDER))
             .sum()
@@ -246,8 +246,11 @@ size = "1M"
     #[test]
     fn the_prelude_is_deterministic() {
         let (a, b) = (aged(AGED), aged(AGED));
-        assert_eq!(a.zone.buddyinfo(), b.zone.buddyinfo());
-        assert_eq!(a.zone.pagetypeinfo(), b.zone.pagetypeinfo());
+        assert_eq!(a.pgdat[0].zone.buddyinfo(), b.pgdat[0].zone.buddyinfo());
+        assert_eq!(
+            a.pgdat[0].zone.pagetypeinfo(),
+            b.pgdat[0].zone.pagetypeinfo()
+        );
         assert_eq!(a.kmem.gauges(), b.kmem.gauges());
         assert_eq!(a.workload_start_ns, b.workload_start_ns);
     }
@@ -256,9 +259,9 @@ size = "1M"
     fn an_aged_machine_has_polluted_pageblocks_and_fewer_free_ones() {
         let fresh = fresh_of(AGED);
         let k = aged(AGED);
-        let blocks = k.zone.free_area().nr_pageblocks;
+        let blocks = k.pgdat[0].zone.free_area().nr_pageblocks;
         assert_eq!(
-            fresh.zone.free_area().nr_pageblocks[MigrateType::Unmovable as usize],
+            fresh.pgdat[0].zone.free_area().nr_pageblocks[MigrateType::Unmovable as usize],
             0
         );
         assert!(blocks[MigrateType::Unmovable as usize] > 0, "{blocks:?}");

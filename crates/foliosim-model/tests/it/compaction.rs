@@ -121,7 +121,7 @@ fn pfn_of(k: &Kernel, mm: u32, vma: u32, index: u32) -> u32 {
 
 /// Free blocks of a pageblock or more.
 fn free_pageblocks(k: &Kernel) -> u32 {
-    let area = k.zone.free_area();
+    let area = k.pgdat[0].zone.free_area();
     area.nr_free(9) + 2 * area.nr_free(10)
 }
 
@@ -202,7 +202,7 @@ fn a_pinned_page_keeps_its_pageblock_from_being_compacted() {
     assert_eq!(pfn_of(&after, mm, 0, pinned), p0, "the pinned page stayed");
     assert_ne!(pfn_of(&after, mm, 0, neighbour), n0, "its neighbour moved");
     assert!(
-        after
+        after.pgdat[0]
             .zone
             .free_area()
             .buddy_order(p0 & !(PAGEBLOCK_NR_PAGES - 1))
@@ -236,7 +236,7 @@ fn sync_failures_defer_the_next_attempts() {
     let mut ctx = Ctx::new(0, 1 << 40);
     // Take every free pageblock (with the pages on per-CPU lists merged back), so only
     // compaction could make one.
-    k.zone.drain_all_pages(&mut ctx);
+    k.pgdat[0].zone.drain_all_pages(&mut ctx);
     let mut held = Vec::new();
     while let Some(pfn) = alloc_pages(&mut k, &mut ctx, Gfp::GFP_TRANSHUGE_LIGHT, 9) {
         held.push(pfn);
@@ -247,6 +247,7 @@ fn sync_failures_defer_the_next_attempts() {
     let dc = try_to_compact_pages(
         &mut k,
         &mut ctx,
+        0,
         Gfp::GFP_TRANSHUGE,
         9,
         flags,
@@ -255,13 +256,14 @@ fn sync_failures_defer_the_next_attempts() {
     let (r, page) = (dc.result, dc.page);
     assert!(page.is_none() && r != CompactResult::Success, "{r:?}");
     assert_ne!(r, CompactResult::Skipped, "compaction ran");
-    assert_eq!(k.compaction.zone.defer_shift, 0);
+    assert_eq!(k.pgdat[0].compact.defer_shift, 0);
     // Sync (light) ones do: after the k-th failure, 2^k - 1 attempts are deferred.
     let mut results = Vec::new();
     for _ in 0..15 {
         let dc = try_to_compact_pages(
             &mut k,
             &mut ctx,
+            0,
             Gfp::GFP_TRANSHUGE,
             9,
             flags,
@@ -274,11 +276,12 @@ fn sync_failures_defer_the_next_attempts() {
     let ran: Vec<usize> = (0..15).filter(|&i| !results[i]).collect();
     assert_eq!(ran, [0, 2, 6, 14], "attempts that ran: {results:?}");
     assert_eq!(results.iter().filter(|&&d| d).count(), 1 + 3 + 7);
-    assert_eq!(k.compaction.zone.defer_shift, 4);
+    assert_eq!(k.pgdat[0].compact.defer_shift, 4);
     // The thoroughest priority ignores deferral.
     let dc = try_to_compact_pages(
         &mut k,
         &mut ctx,
+        0,
         Gfp::GFP_TRANSHUGE,
         9,
         flags,
@@ -289,7 +292,7 @@ fn sync_failures_defer_the_next_attempts() {
     held.extend(page);
     assert!(ev(&k, VmEvent::PgmigrateSuccess) > 0);
     for pfn in held {
-        k.zone.free(&mut ctx, pfn, 9);
+        k.pgdat[0].zone.free(&mut ctx, pfn, 9);
     }
     check(&k).unwrap();
 }
@@ -320,7 +323,7 @@ fn kcompactd_compacts_for_thp_faults_that_only_wake_kswapd() {
     run(&mut k, ops);
     check(&k).unwrap();
     assert_eq!(ev(&k, VmEvent::CompactStall), 0, "no direct compaction");
-    assert!(k.kswapd.kswapd_failures >= 16, "kswapd gave up");
+    assert!(k.pgdat[0].kswapd.kswapd_failures >= 16, "kswapd gave up");
     assert!(ev(&k, VmEvent::CompactDaemonWake) > 0);
     assert!(ev(&k, VmEvent::CompactDaemonMigrateScanned) > 0);
     assert!(ev(&k, VmEvent::PgmigrateSuccess) > 0);
@@ -356,13 +359,13 @@ fn kswapd_going_to_sleep_asks_kcompactd_for_its_order() {
     let mut k = kernel_with_swap("", "compaction_proactiveness = 0", swap);
     run(&mut k, fragment());
     // Woken for a THP, as a failed order-9 allocation would.
-    k.kswapd.kswapd_order = 9;
-    k.kswapd.woken = true;
+    k.pgdat[0].kswapd.kswapd_order = 9;
+    k.pgdat[0].kswapd.woken = true;
     let mut ctx = Ctx::new(0, 1 << 40);
-    while kswapd_should_run(&k) {
-        kswapd_run(&mut k, &mut ctx);
+    while kswapd_should_run(&k, 0) {
+        kswapd_run(&mut k, &mut ctx, 0);
     }
-    assert_eq!(k.compaction.kcompactd.max_order, 9);
+    assert_eq!(k.pgdat[0].kcompactd.max_order, 9);
     check(&k).unwrap();
 }
 
@@ -391,8 +394,8 @@ fn kcompactd_compacts_proactively_above_the_score() {
     assert!(free_pageblocks(&k) > free_pageblocks(&off));
     use foliosim_model::mm::compaction::fragmentation::fragmentation_score_node;
     assert!(
-        fragmentation_score_node(k.zone.free_area())
-            < fragmentation_score_node(off.zone.free_area())
+        fragmentation_score_node(k.pgdat[0].zone.free_area())
+            < fragmentation_score_node(off.pgdat[0].zone.free_area())
     );
 }
 
@@ -409,7 +412,7 @@ fn compaction_runs_are_deterministic() {
             .map(|i| pfn_of(&k, mm, 1, i))
             .collect();
         let counters: BTreeMap<String, u64> = k.vm_events().to_map();
-        (counters, layout, k.zone.buddyinfo())
+        (counters, layout, k.pgdat[0].zone.buddyinfo())
     };
     let a = go();
     assert!(a.0["pgmigrate_success"] > 0);
@@ -429,7 +432,7 @@ fn kernel_v4_1() -> Kernel {
 /// Fragment memory and take every free pageblock, so only compaction can make one.
 fn fragmented_and_full(k: &mut Kernel, ctx: &mut Ctx) -> Vec<u32> {
     run(k, fragment());
-    k.zone.drain_all_pages(ctx);
+    k.pgdat[0].zone.drain_all_pages(ctx);
     let mut held = Vec::new();
     while let Some(pfn) = alloc_pages(k, ctx, Gfp::GFP_TRANSHUGE_LIGHT, 9) {
         held.push(pfn);
@@ -448,6 +451,7 @@ fn before_5_1_async_compaction_stops_when_another_task_wants_the_cpu() {
         let dc = try_to_compact_pages(
             &mut k,
             &mut ctx,
+            0,
             Gfp::GFP_TRANSHUGE,
             9,
             AllocFlags::WMARK_MIN,
@@ -466,7 +470,7 @@ fn before_5_1_async_compaction_stops_when_another_task_wants_the_cpu() {
             assert!(ev(&k, VmEvent::PgmigrateSuccess) > migrated, "{dc:?}");
         }
         for pfn in held.into_iter().chain(dc.page) {
-            k.zone.free(&mut ctx, pfn, 9);
+            k.pgdat[0].zone.free(&mut ctx, pfn, 9);
         }
         check(&k).unwrap();
     }
@@ -499,13 +503,13 @@ fn on_4_1_a_thp_fault_falls_back_without_reclaim_when_compaction_is_deferred_or_
     assert_eq!(ev(&k, VmEvent::CompactFail), compact_fail + 1);
     // Deferred after a sync failure (khugepaged's): no stall is counted, no reclaim.
     ctx.resched_at_ns = u64::MAX;
-    k.compaction.zone.defer_compaction(9);
+    k.pgdat[0].compact.defer_compaction(9);
     let (stalls, compact_stall, _) = before(&k);
     assert_eq!(alloc_pages(&mut k, &mut ctx, fault_gfp, 9), None);
     assert_eq!(allocstall(&k), stalls);
     assert_eq!(ev(&k, VmEvent::CompactStall), compact_stall);
     for pfn in held {
-        k.zone.free(&mut ctx, pfn, 9);
+        k.pgdat[0].zone.free(&mut ctx, pfn, 9);
     }
     check(&k).unwrap();
 }

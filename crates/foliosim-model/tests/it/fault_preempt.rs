@@ -65,7 +65,7 @@ fn under_pressure(nr_pages: u32) -> (Kernel, u32, Ctx) {
     let mut ctx = Ctx::new(0, 0);
     let mut index = 0;
     // Fill memory to the min watermark (each touch may reclaim, in one go).
-    while k.zone.nr_free_pages() > k.zone.wmark_pages(Wmark::Min) + 64 {
+    while k.pgdat[0].zone.nr_free_pages() > k.pgdat[0].zone.wmark_pages(Wmark::Min) + 64 {
         index += touch(&mut k, &mut ctx, mm, 0, index, nr_pages, true).unwrap();
     }
     (k, mm, ctx)
@@ -153,15 +153,15 @@ fn a_reclaimer_that_woke_a_sleeping_kernel_thread_stops_at_its_next_preemption_p
     let (mut k, _mm, mut ctx) = under_pressure(64 * MIB_PAGES);
     k.current.may_stop = true;
     ctx.resched_at_ns = u64::MAX;
-    let asleep = !k.kswapd.woken;
+    let asleep = !k.pgdat[0].kswapd.woken;
     assert!(asleep);
-    k.kswapd.woken = true;
+    k.pgdat[0].kswapd.woken = true;
     assert!(foliosim_model::mm::preempt::cond_resched(&k, &ctx));
     // Posted (the scheduler placed it): no more reason to stop.
-    k.kswapd.posted = true;
+    k.pgdat[0].kswapd.posted = true;
     assert!(!foliosim_model::mm::preempt::cond_resched(&k, &ctx));
     // Not in a user fault's allocation: never.
-    k.kswapd.posted = false;
+    k.pgdat[0].kswapd.posted = false;
     k.current.may_stop = false;
     assert!(!foliosim_model::mm::preempt::cond_resched(&k, &ctx));
 }

@@ -297,7 +297,12 @@ fn present_pte_to_wrong_page() {
 #[test]
 fn pte_to_free_page() {
     let mut sim = build(false);
-    let free = sim.k.zone.free_bitmap().iter().position(|&f| f).unwrap() as u32;
+    let free = sim.k.pgdat[0]
+        .zone
+        .free_bitmap()
+        .iter()
+        .position(|&f| f)
+        .unwrap() as u32;
     let (m, i, _) = present_ptes(&sim.k)[0];
     sim.k.mms[m].vmas[0].as_mut().unwrap().ptes[i] = Pte::present(free);
     expect_broken(

@@ -248,10 +248,10 @@ fn a_failed_collapse_allocation_sleeps_alloc_sleep_then_ends_the_pass() {
          alloc_sleep_millisecs = 1000\n\n[[workload]]",
     );
     let mut k = kernel(&text);
-    let min = k
+    let min = k.pgdat[0]
         .zone
         .wmark_pages(foliosim_model::mm::page_alloc::Wmark::Min) as u32;
-    let pages = k.zone.nr_free_pages() as u32 - min - 480;
+    let pages = k.pgdat[0].zone.nr_free_pages() as u32 - min - 480;
     let mut ops = vec![
         mmap(0, pages, ThpAdvice::Default),
         write(0, 0, pages),
@@ -374,7 +374,7 @@ fn memcg_pressure_splits_the_queued_folios_and_their_free_halves_return() {
     ops.push(write(1, 0, 300 * MIB));
     let mut spec = process("app", ops);
     spec.memcg = Some("m".into());
-    let free_before = k.zone.nr_free_pages();
+    let free_before = k.pgdat[0].zone.nr_free_pages();
     run(&mut k, vec![spec]);
     let m = k.memcg_id(Some("m")) as usize;
     let split = ev(&k, VmEvent::ThpSplitPage);
@@ -388,7 +388,7 @@ fn memcg_pressure_splits_the_queued_folios_and_their_free_halves_return() {
     let stock = k.memcg_stock.held_pages(m as u16);
     assert_eq!(k.memcgs[m].usage_pages - stock, usage);
     assert!(usage <= 600 * MIB as u64);
-    let used = free_before - k.zone.nr_free_pages();
+    let used = free_before - k.pgdat[0].zone.nr_free_pages();
     assert!(
         used >= usage && used < usage + 4 * MIB as u64,
         "{used} pages in use, {usage} charged"

@@ -54,7 +54,7 @@ fn exhaust(k: &mut Kernel, c: &mut Ctx) -> u64 {
 #[test]
 fn watermarks_of_the_64_mib_machine() {
     let k = kernel(SMALL);
-    let w = k.zone.wmark;
+    let w = k.pgdat[0].zone.wmark;
     assert_eq!((w.min_pages, w.low_pages, w.high_pages), (256, 320, 384));
 }
 
@@ -63,22 +63,27 @@ fn an_allocation_stops_at_the_min_watermark_and_reclaim_stores_go_below() {
     let mut k = kernel(SMALL);
     let mut c = ctx();
     exhaust(&mut k, &mut c);
-    let free = k.zone.nr_free_pages();
+    let free = k.pgdat[0].zone.nr_free_pages();
     assert!(
-        free <= k.zone.wmark_pages(Wmark::Min) + 1,
+        free <= k.pgdat[0].zone.wmark_pages(Wmark::Min) + 1,
         "{free} free pages left"
     );
     // With nothing reclaimable, GFP_KERNEL reclaimed once (no progress), then gave up.
     assert_eq!(k.vmstat.get(VmEvent::AllocstallNormal), 1);
-    assert!(kswapd_should_run(&k), "the slow path woke kswapd");
+    assert!(kswapd_should_run(&k, 0), "the slow path woke kswapd");
     // PF_MEMALLOC: zram storing what is swapped out takes the reserve.
     let mut below = 0;
-    while alloc_pages_memalloc(&mut k.zone, &mut k.kswapd, &k.folios, &mut c, ZRAM_GFP, 0).is_some()
-    {
+    while {
+        let p = &mut k.pgdat[0];
+        alloc_pages_memalloc(&mut p.zone, &mut p.kswapd, &k.folios, &mut c, ZRAM_GFP, 0).is_some()
+    } {
         below += 1;
     }
     assert!(below >= free, "only {below} of {free} reserve pages");
-    assert_eq!(k.zone.nr_free_pages() + k.zone.nr_pcp_pages(), 0);
+    assert_eq!(
+        k.pgdat[0].zone.nr_free_pages() + k.pgdat[0].zone.nr_pcp_pages(),
+        0
+    );
 }
 
 #[test]
@@ -128,29 +133,32 @@ fn kswapd_reclaims_to_the_high_watermark() {
     k.mms[mm as usize].mmap(0, pages, ThpAdvice::Default);
     // Fault pages in until an allocation falls below the low watermark and wakes kswapd.
     let mut index = 0;
-    while !kswapd_should_run(&k) {
+    while !kswapd_should_run(&k, 0) {
         c.step_start_ns = c.now_ns;
         index += touch(&mut k, &mut c, mm, 0, index, pages, true).unwrap();
     }
-    assert!(k.zone.nr_free_pages() < k.zone.wmark_pages(Wmark::Low));
+    assert!(k.pgdat[0].zone.nr_free_pages() < k.pgdat[0].zone.wmark_pages(Wmark::Low));
     // Freshly faulted folios are young: the first run only marks them referenced (a trip
     // round the inactive list, as folio_check_references does) and counts a failure; kswapd
     // stays awake and the next run reclaims.
     let mut runs = 0;
     let mut reclaimed = 0;
-    while kswapd_should_run(&k) {
+    while kswapd_should_run(&k, 0) {
         runs += 1;
         assert!(runs <= 4, "kswapd still awake after {runs} runs");
-        reclaimed += kswapd_run(&mut k, &mut c);
+        reclaimed += kswapd_run(&mut k, &mut c, 0);
     }
     assert!(reclaimed > 0);
-    assert_eq!(k.kswapd.kswapd_failures, 0, "progress resets the failures");
-    assert!(
-        k.zone.nr_free_pages() >= k.zone.wmark_pages(Wmark::High),
-        "kswapd stopped at {} free pages",
-        k.zone.nr_free_pages()
+    assert_eq!(
+        k.pgdat[0].kswapd.kswapd_failures, 0,
+        "progress resets the failures"
     );
-    assert!(!kswapd_should_run(&k), "balanced: kswapd sleeps");
+    assert!(
+        k.pgdat[0].zone.nr_free_pages() >= k.pgdat[0].zone.wmark_pages(Wmark::High),
+        "kswapd stopped at {} free pages",
+        k.pgdat[0].zone.nr_free_pages()
+    );
+    assert!(!kswapd_should_run(&k, 0), "balanced: kswapd sleeps");
     let v = k.vm_events();
     assert_eq!(v.get(VmEvent::Pageoutrun), runs);
     assert!(v.get(VmEvent::PgstealKswapd) > 0);

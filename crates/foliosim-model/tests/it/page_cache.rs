@@ -496,7 +496,7 @@ fn migrating_a_page_cache_folio_moves_the_slot_and_the_ptes() {
             alloc_pages(k, ctx, Gfp::GFP_HIGHUSER_MOVABLE, order)
         }
         fn free(&mut self, k: &mut Kernel, ctx: &mut Ctx, pfn: u32, order: u32) {
-            k.zone.free(ctx, pfn, order);
+            k.pgdat[0].zone.free(ctx, pfn, order);
         }
     }
     folio_isolate_lru(k, old);

@@ -26,10 +26,12 @@ fn compact_finished_inner(k: &mut Kernel, cc: &CompactControl) -> CompactResult 
     if compact_scanners_met(cc) {
         // The next run starts anew; after a direct compaction, kswapd clears the skip bits
         // when it next sleeps (kcompactd leaves that decision to allocation requests).
-        let nr_pages = k.zone.nr_pages;
-        k.compaction.zone.reset_cached_positions(nr_pages);
+        let pgdat = &mut k.pgdat[cc.nid];
+        pgdat
+            .compact
+            .reset_cached_positions(pgdat.zone.start_pfn, pgdat.zone.nr_pages);
         if cc.direct_compaction {
-            k.compaction.zone.blockskip_flush = true;
+            k.pgdat[cc.nid].compact.blockskip_flush = true;
         }
         return if cc.whole_zone {
             CompactResult::Complete
@@ -38,10 +40,10 @@ fn compact_finished_inner(k: &mut Kernel, cc: &CompactControl) -> CompactResult 
         };
     }
     let ret = if cc.proactive_compaction {
-        if k.kswapd.woken {
+        if k.pgdat[cc.nid].kswapd.woken {
             return CompactResult::PartialSkipped;
         }
-        let score = fragmentation_score_zone(k.zone.free_area());
+        let score = fragmentation_score_zone(k.pgdat[cc.nid].zone.free_area());
         if score > fragmentation_score_wmark(&k.compaction, true) {
             CompactResult::Continue
         } else {
@@ -56,19 +58,21 @@ fn compact_finished_inner(k: &mut Kernel, cc: &CompactControl) -> CompactResult 
             return CompactResult::Continue;
         }
         if k.cfg.compaction_era.finish_at_low_watermark
-            && !k.zone.watermark_ok(
+            && !k.pgdat[cc.nid].zone.watermark_ok(
                 cc.order as u32,
-                k.zone.wmark_pages(Wmark::Low),
+                k.pgdat[cc.nid].zone.wmark_pages(Wmark::Low),
                 cc.alloc_flags,
             )
         {
             return CompactResult::Continue;
         }
-        let area = k.zone.free_area();
+        let area = k.pgdat[cc.nid].zone.free_area();
         let mt = cc.migratetype;
         for order in cc.order as u32..=MAX_PAGE_ORDER {
             // Free at this order on the request's own lists, or claimable from another type.
-            if !area.free_area_empty(order, mt) || k.zone.has_claimable_fallback(order, mt) {
+            if !area.free_area_empty(order, mt)
+                || k.pgdat[cc.nid].zone.has_claimable_fallback(order, mt)
+            {
                 return CompactResult::Success;
             }
         }
@@ -96,7 +100,8 @@ pub fn compact_zone(
     cc: &mut CompactControl,
     capture: bool,
 ) -> CompactResult {
-    let (start_pfn, end_pfn) = (0u32, k.zone.nr_pages);
+    let zone = &k.pgdat[cc.nid].zone;
+    let (start_pfn, end_pfn) = (zone.start_pfn, zone.start_pfn + zone.nr_pages);
     let sync = cc.mode != MigrateMode::Async;
     cc.total_migrate_scanned = 0;
     cc.total_free_scanned = 0;
@@ -106,6 +111,7 @@ pub fn compact_zone(
     if !cc.is_via_compact_memory() {
         let ret = compaction_suit_allocation_order(
             k,
+            cc.nid,
             cc.order as u32,
             cc.alloc_flags,
             cc.mode == MigrateMode::Async,
@@ -115,10 +121,10 @@ pub fn compact_zone(
         }
     }
     // Retried after the longest deferral: the skip bits may be stale.
-    if k.compaction.zone.compaction_restarting(cc.order) {
-        super::skip::reset_isolation_suitable(k, ctx);
+    if k.pgdat[cc.nid].compact.compaction_restarting(cc.order) {
+        super::skip::reset_isolation_suitable(k, ctx, cc.nid);
     }
-    let z = &mut k.compaction.zone;
+    let z = &mut k.pgdat[cc.nid].compact;
     if cc.whole_zone {
         cc.migrate_pfn = start_pfn;
         cc.free_pfn = pageblock_start_pfn(end_pfn - 1);
@@ -156,7 +162,7 @@ pub fn compact_zone(
             match isolate_migratepages(k, ctx, cc) {
                 IsolateMigrate::None => {
                     if update_cached {
-                        let z = &mut k.compaction.zone;
+                        let z = &mut k.pgdat[cc.nid].compact;
                         z.cached_migrate_pfn[1] = z.cached_migrate_pfn[0];
                     }
                     break;
@@ -203,7 +209,7 @@ pub fn compact_zone(
                 }
                 continue;
             }
-            if capture && k.zone.captured() {
+            if capture && k.pgdat[cc.nid].zone.captured() {
                 break 'run CompactResult::Success;
             }
             break;
@@ -214,7 +220,7 @@ pub fn compact_zone(
             if let Some(last) = last_migrated_pfn {
                 let current_block_start = cc.migrate_pfn & !((1u32 << cc.order) - 1);
                 if last < current_block_start {
-                    k.zone.drain_local_pages(ctx);
+                    k.pgdat[cc.nid].zone.drain_local_pages(ctx);
                     last_migrated_pfn = None;
                 }
             }
@@ -223,7 +229,7 @@ pub fn compact_zone(
     // Release the free pages left isolated; the free scanner may restart up there.
     if cc.nr_freepages > 0 {
         let free_pfn = pageblock_start_pfn(release_free_list(k, ctx, cc));
-        let z = &mut k.compaction.zone;
+        let z = &mut k.pgdat[cc.nid].compact;
         if free_pfn > z.cached_free_pfn {
             z.cached_free_pfn = free_pfn;
         }

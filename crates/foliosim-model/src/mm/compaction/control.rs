@@ -13,6 +13,8 @@ use std::collections::VecDeque;
 
 #[derive(Debug, Clone)]
 pub struct CompactControl {
+    /// The node of the zone compacted (cc->zone).
+    pub nid: usize,
     /// The order compacted for; -1 for the whole zone (compact_memory, proactive).
     pub order: i32,
     /// gfp_migratetype of the request.
@@ -69,8 +71,9 @@ impl Contended {
 
 impl CompactControl {
     /// A control for `order` (-1: the whole zone) and a request of `gfp`, everything else off.
-    pub fn new(order: i32, gfp: Gfp) -> CompactControl {
+    pub fn new(nid: usize, order: i32, gfp: Gfp) -> CompactControl {
         CompactControl {
+            nid,
             order,
             migratetype: gfp.migratetype(),
             mode: MigrateMode::Async,

@@ -54,7 +54,7 @@ mod tests {
 
     #[test]
     fn each_failure_doubles_the_attempts_skipped_up_to_64() {
-        let mut z = ZoneCompaction::new(1 << 16);
+        let mut z = ZoneCompaction::new(0, 1 << 16);
         let skipped_after = |z: &mut ZoneCompaction| {
             let mut n = 0;
             while z.compaction_deferred(9) {
@@ -65,14 +65,14 @@ mod tests {
         z.compaction_defer_reset(9, false);
         assert!(!z.compaction_deferred(9), "nothing failed yet");
         for (failures, skipped) in [(1, 1), (2, 3), (3, 7), (6, 63), (7, 63)] {
-            let mut z = ZoneCompaction::new(1 << 16);
+            let mut z = ZoneCompaction::new(0, 1 << 16);
             for _ in 0..failures {
                 z.defer_compaction(9);
             }
             assert_eq!(skipped_after(&mut z), skipped, "{failures} failures");
         }
         // Lower orders than the one that failed are not deferred.
-        let mut z = ZoneCompaction::new(1 << 16);
+        let mut z = ZoneCompaction::new(0, 1 << 16);
         z.compaction_defer_reset(9, false);
         z.defer_compaction(9);
         assert!(!z.compaction_deferred(4));
@@ -81,7 +81,7 @@ mod tests {
 
     #[test]
     fn success_resets_and_restarting_follows_the_longest_deferral() {
-        let mut z = ZoneCompaction::new(1 << 16);
+        let mut z = ZoneCompaction::new(0, 1 << 16);
         for _ in 0..6 {
             z.defer_compaction(9);
         }

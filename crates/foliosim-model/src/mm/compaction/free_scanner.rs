@@ -20,7 +20,7 @@ use crate::mm::Kernel;
 /// `pfn`? Not if it starts with a free block of the wanted order (that is the goal, not a
 /// target); otherwise only movable pageblocks (any with ignore_block_suitable).
 fn suitable_migration_target(k: &Kernel, cc: &CompactControl, pfn: u32) -> bool {
-    if let Some(order) = k.zone.free_area().buddy_order(pfn) {
+    if let Some(order) = k.pgdat[cc.nid].zone.free_area().buddy_order(pfn) {
         let wanted = if cc.order > 0 {
             cc.order as u32
         } else {
@@ -30,7 +30,7 @@ fn suitable_migration_target(k: &Kernel, cc: &CompactControl, pfn: u32) -> bool 
             return false;
         }
     }
-    cc.ignore_block_suitable || k.zone.pageblock_mt(pfn) == MigrateType::Movable
+    cc.ignore_block_suitable || k.pgdat[cc.nid].zone.pageblock_mt(pfn) == MigrateType::Movable
 }
 
 /// isolate_freepages_block: isolate the free blocks of [*start, end) every `stride` pfns
@@ -63,11 +63,11 @@ fn isolate_freepages_block(
             pfn += stride;
             continue;
         }
-        let Some(order) = k.zone.free_area().buddy_order(pfn) else {
+        let Some(order) = k.pgdat[cc.nid].zone.free_area().buddy_order(pfn) else {
             pfn += stride;
             continue;
         };
-        let isolated = k.zone.isolate_free_page(pfn, order);
+        let isolated = k.pgdat[cc.nid].zone.isolate_free_page(pfn, order);
         // isolate_freepages_block ends with MIGRC's check (check_flush_task_mgen).
         crate::mm::migrate::flush::migrc::check_flush_task_mgen(k, ctx);
         if isolated == 0 {
@@ -88,7 +88,7 @@ fn isolate_freepages_block(
     if blocks > 0 {
         // One zone->lock hold for the block's isolations; an async compactor notes a wait.
         let ns = k.cost.compact_isolate_free_ns * blocks;
-        if k.zone.compact_lock(ctx, ns) && cc.mode == MigrateMode::Async {
+        if k.pgdat[cc.nid].zone.compact_lock(ctx, ns) && cc.mode == MigrateMode::Async {
             cc.contended = Contended::Lock;
         }
     }
@@ -129,7 +129,7 @@ fn fast_isolate_freepages(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl
     }
     let mut limit = (cc.freelist_scan_limit() >> 1).max(1);
     let mut scan_start = false;
-    if cc.free_pfn >= k.compaction.zone.init_free_pfn {
+    if cc.free_pfn >= k.pgdat[cc.nid].compact.init_free_pfn {
         limit = PAGEBLOCK_NR_PAGES >> 1;
         scan_start = true;
     }
@@ -142,13 +142,17 @@ fn fast_isolate_freepages(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl
     let mut order = Some(cc.search_order);
     while let Some(o) = order.filter(|&o| o >= 0 && page.is_none()) {
         let ou = o as u32;
-        if k.zone.free_area().nr_free(ou) == 0 {
+        if k.pgdat[cc.nid].zone.free_area().nr_free(ou) == 0 {
             order = next_search_order(cc, o);
             continue;
         }
         let (mut order_scanned, mut high_pfn) = (0u32, 0u32);
         let mut last_seen = None;
-        for pfn in k.zone.free_area().list_rev(ou, MigrateType::Movable) {
+        for pfn in k.pgdat[cc.nid]
+            .zone
+            .free_area()
+            .list_rev(ou, MigrateType::Movable)
+        {
             order_scanned += 1;
             nr_scanned += 1;
             last_seen = Some(pfn);
@@ -178,12 +182,14 @@ fn fast_isolate_freepages(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl
         ctx.spend(k.cost.compact_scan_pfn_ns * order_scanned as u64);
         // Reorder so the next search starts with what this one did not see.
         if let Some(pfn) = last_seen {
-            k.zone.rotate_free_list(ou, MigrateType::Movable, pfn, true);
+            k.pgdat[cc.nid]
+                .zone
+                .rotate_free_list(ou, MigrateType::Movable, pfn, true);
         }
         // The order the loop goes on from (the search ends on an isolation failure).
         let mut from = o;
         if let Some(pfn) = page {
-            let isolated = k.zone.isolate_free_page(pfn, ou);
+            let isolated = k.pgdat[cc.nid].zone.isolate_free_page(pfn, ou);
             crate::mm::migrate::flush::migrc::check_flush_task_mgen(k, ctx);
             if isolated > 0 {
                 nr_scanned += isolated as u64 - 1;
@@ -196,7 +202,9 @@ fn fast_isolate_freepages(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl
                 page = None;
             }
         }
-        k.zone.compact_lock(ctx, k.cost.compact_isolate_free_ns);
+        k.pgdat[cc.nid]
+            .zone
+            .compact_lock(ctx, k.cost.compact_isolate_free_ns);
         if cc.nr_freepages >= cc.nr_migratepages {
             break;
         }
@@ -214,7 +222,7 @@ fn fast_isolate_freepages(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl
             if highest >= min_pfn {
                 page = Some(highest);
                 cc.free_pfn = highest;
-            } else if cc.direct_compaction && min_pfn < k.zone.nr_pages {
+            } else if cc.direct_compaction && min_pfn < k.pgdat[cc.nid].end_pfn() {
                 if suitable_migration_target(k, cc, min_pfn) {
                     page = Some(min_pfn);
                 }
@@ -222,7 +230,7 @@ fn fast_isolate_freepages(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl
             }
         }
     }
-    let z = &mut k.compaction.zone;
+    let z = &mut k.pgdat[cc.nid].compact;
     if highest > 0 && highest >= z.cached_free_pfn {
         z.cached_free_pfn = highest - PAGEBLOCK_NR_PAGES;
     }
@@ -240,10 +248,10 @@ fn fast_isolate_around(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl, p
         return;
     }
     let mut start = pageblock_start_pfn(pfn);
-    let end = pageblock_end_pfn(pfn).min(k.zone.nr_pages);
+    let end = pageblock_end_pfn(pfn).min(k.pgdat[cc.nid].end_pfn());
     isolate_freepages_block(k, ctx, cc, &mut start, end, 1);
     if start == end {
-        k.zone.set_pageblock_skip(pfn, true);
+        k.pgdat[cc.nid].zone.set_pageblock_skip(pfn, true);
     }
 }
 
@@ -258,7 +266,7 @@ pub(super) fn isolate_freepages(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactC
             return;
         }
     }
-    let zone_end = k.zone.nr_pages;
+    let zone_end = k.pgdat[cc.nid].end_pfn();
     let mut isolate_start = cc.free_pfn;
     let mut block_start = pageblock_start_pfn(isolate_start) as i64;
     let mut block_end = (block_start as u32 + PAGEBLOCK_NR_PAGES).min(zone_end);
@@ -278,7 +286,7 @@ pub(super) fn isolate_freepages(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactC
             let nr_isolated =
                 isolate_freepages_block(k, ctx, cc, &mut isolate_start, block_end, stride);
             if isolate_start == block_end {
-                update_pageblock_skip(k, block, block - PAGEBLOCK_NR_PAGES);
+                update_pageblock_skip(k, cc.nid, block, block - PAGEBLOCK_NR_PAGES);
             }
             if cc.nr_freepages >= cc.nr_migratepages || cc.contended == Contended::Sched {
                 if isolate_start >= block_end {
@@ -348,7 +356,7 @@ pub(super) fn release_free_list(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactC
     let mut high_pfn = 0;
     for order in 0..NR_PAGE_ORDERS {
         for pfn in std::mem::take(&mut cc.freepages[order]) {
-            k.zone.free(ctx, pfn, order as u32);
+            k.pgdat[cc.nid].zone.free(ctx, pfn, order as u32);
             high_pfn = high_pfn.max(pfn);
         }
     }

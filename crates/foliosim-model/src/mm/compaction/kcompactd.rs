@@ -33,102 +33,103 @@ pub struct KcompactdState {
 
 /// The thread's first sleep, from boot: the 500 ms timer, or none when proactive compaction
 /// is off (MAX_SCHEDULE_TIMEOUT).
-pub fn boot_timer_ns(k: &mut Kernel) -> Option<u64> {
+pub fn boot_timer_ns(k: &mut Kernel, nid: usize) -> Option<u64> {
     if k.compaction.sysctl.proactiveness == 0 {
         return None;
     }
-    k.compaction.kcompactd.timer_ns = HPAGE_FRAG_CHECK_INTERVAL_NS;
+    k.pgdat[nid].kcompactd.timer_ns = HPAGE_FRAG_CHECK_INTERVAL_NS;
     Some(HPAGE_FRAG_CHECK_INTERVAL_NS)
 }
 
 /// Sleep for `timeout_ns` (or until woken, when there is no timer).
-fn sleep(k: &mut Kernel, now_ns: u64, timeout_ns: u64) -> KthreadNext {
+fn sleep(k: &mut Kernel, nid: usize, now_ns: u64, timeout_ns: u64) -> KthreadNext {
     if k.compaction.sysctl.proactiveness == 0 {
         return KthreadNext::Wait;
     }
-    k.compaction.kcompactd.timer_ns = now_ns + timeout_ns;
+    k.pgdat[nid].kcompactd.timer_ns = now_ns + timeout_ns;
     KthreadNext::SleepNs(timeout_ns)
 }
 
 /// One turn of kcompactd's loop: requested work if woken for an order, else (the timer) the
 /// proactive check.
-pub fn kcompactd_run(k: &mut Kernel, ctx: &mut Ctx) -> KthreadNext {
-    k.compaction.kcompactd.woken = false;
-    if k.compaction.kcompactd.max_order > 0 {
-        kcompactd_do_work(k, ctx);
-        return sleep(k, ctx.now_ns, HPAGE_FRAG_CHECK_INTERVAL_NS);
+pub fn kcompactd_run(k: &mut Kernel, ctx: &mut Ctx, nid: usize) -> KthreadNext {
+    k.pgdat[nid].kcompactd.woken = false;
+    if k.pgdat[nid].kcompactd.max_order > 0 {
+        kcompactd_do_work(k, ctx, nid);
+        return sleep(k, nid, ctx.now_ns, HPAGE_FRAG_CHECK_INTERVAL_NS);
     }
     if k.compaction.sysctl.proactiveness == 0 {
         return KthreadNext::Wait;
     }
-    let timer_ns = k.compaction.kcompactd.timer_ns;
+    let timer_ns = k.pgdat[nid].kcompactd.timer_ns;
     if ctx.now_ns < timer_ns {
         // Woken with nothing requested: the wait goes on until the timer.
         return KthreadNext::SleepNs(timer_ns - ctx.now_ns);
     }
     let mut timeout_ns = HPAGE_FRAG_CHECK_INTERVAL_NS;
     ctx.spend(k.cost.fragmentation_score_ns);
-    if should_proactive_compact_node(k) {
-        let prev_score = fragmentation_score_node(k.zone.free_area());
-        compact_node(k, ctx, true);
-        let score = fragmentation_score_node(k.zone.free_area());
+    if should_proactive_compact_node(k, nid) {
+        let prev_score = fragmentation_score_node(k.pgdat[nid].zone.free_area());
+        compact_node(k, ctx, nid, true);
+        let score = fragmentation_score_node(k.pgdat[nid].zone.free_area());
         if score >= prev_score {
             // No progress: back off.
             timeout_ns <<= COMPACT_MAX_DEFER_SHIFT;
         }
     }
-    sleep(k, ctx.now_ns, timeout_ns)
+    sleep(k, nid, ctx.now_ns, timeout_ns)
 }
 
 /// should_proactive_compact_node: proactiveness on, kswapd asleep, and the node's score above
 /// the high mark.
-fn should_proactive_compact_node(k: &Kernel) -> bool {
-    if k.compaction.sysctl.proactiveness == 0 || k.kswapd.woken {
+fn should_proactive_compact_node(k: &Kernel, nid: usize) -> bool {
+    if k.compaction.sysctl.proactiveness == 0 || k.pgdat[nid].kswapd.woken {
         return false;
     }
-    fragmentation_score_node(k.zone.free_area()) > fragmentation_score_wmark(&k.compaction, false)
+    fragmentation_score_node(k.pgdat[nid].zone.free_area())
+        > fragmentation_score_wmark(&k.compaction, false)
 }
 
 /// kcompactd_node_suitable: would compaction for the requested order run (not skipped, not
 /// already satisfied)?
-fn kcompactd_node_suitable(k: &Kernel) -> bool {
-    let order = k.compaction.kcompactd.max_order;
-    compaction_suit_allocation_order(k, order, AllocFlags::WMARK_MIN, false)
+fn kcompactd_node_suitable(k: &Kernel, nid: usize) -> bool {
+    let order = k.pgdat[nid].kcompactd.max_order;
+    compaction_suit_allocation_order(k, nid, order, AllocFlags::WMARK_MIN, false)
         == CompactResult::Continue
 }
 
 /// wakeup_kcompactd: ask for a block of `order`; wake the thread if it sleeps and compaction
 /// for that order would run.
-pub fn wakeup_kcompactd(k: &mut Kernel, order: u32, now_ns: u64) {
+pub fn wakeup_kcompactd(k: &mut Kernel, nid: usize, order: u32, now_ns: u64) {
     if order == 0 {
         return;
     }
-    let kc = &mut k.compaction.kcompactd;
+    let kc = &mut k.pgdat[nid].kcompactd;
     kc.max_order = kc.max_order.max(order);
-    if kc.woken || !kcompactd_node_suitable(k) {
+    if kc.woken || !kcompactd_node_suitable(k, nid) {
         return;
     }
-    k.compaction.kcompactd.woken = true;
-    k.kthreads.wake(KthreadKind::Kcompactd, now_ns);
+    k.pgdat[nid].kcompactd.woken = true;
+    k.kthreads.wake(KthreadKind::Kcompactd { nid }, now_ns);
 }
 
 /// kcompactd_do_work: compact for the requested order in SYNC_LIGHT mode, unless deferred or
 /// not suitable; a full pass without success drains the per-CPU lists and defers.
-fn kcompactd_do_work(k: &mut Kernel, ctx: &mut Ctx) {
-    let order = k.compaction.kcompactd.max_order;
-    let mut cc = CompactControl::new(order as i32, Gfp::GFP_KERNEL);
+fn kcompactd_do_work(k: &mut Kernel, ctx: &mut Ctx, nid: usize) {
+    let order = k.pgdat[nid].kcompactd.max_order;
+    let mut cc = CompactControl::new(nid, order as i32, Gfp::GFP_KERNEL);
     cc.mode = MigrateMode::SyncLight;
     k.vmstat.count(VmEvent::CompactDaemonWake, 1);
-    let runs = !k.compaction.zone.compaction_deferred(order)
-        && compaction_suit_allocation_order(k, order, AllocFlags::WMARK_MIN, false)
+    let runs = !k.pgdat[nid].compact.compaction_deferred(order)
+        && compaction_suit_allocation_order(k, nid, order, AllocFlags::WMARK_MIN, false)
             == CompactResult::Continue;
     if runs {
         match compact_zone(k, ctx, &mut cc, false) {
-            CompactResult::Success => k.compaction.zone.compaction_defer_reset(order, false),
+            CompactResult::Success => k.pgdat[nid].compact.compaction_defer_reset(order, false),
             CompactResult::PartialSkipped | CompactResult::Complete => {
                 // Freed pages may be stranded on per-CPU lists.
-                k.zone.drain_all_pages(ctx);
-                k.compaction.zone.defer_compaction(order);
+                k.pgdat[nid].zone.drain_all_pages(ctx);
+                k.pgdat[nid].compact.defer_compaction(order);
             }
             _ => {}
         }
@@ -139,7 +140,7 @@ fn kcompactd_do_work(k: &mut Kernel, ctx: &mut Ctx) {
         k.vmstat
             .count(VmEvent::CompactDaemonFreeScanned, cc.total_free_scanned);
     }
-    let kc = &mut k.compaction.kcompactd;
+    let kc = &mut k.pgdat[nid].kcompactd;
     if kc.max_order <= order {
         kc.max_order = 0;
     }
@@ -148,8 +149,8 @@ fn kcompactd_do_work(k: &mut Kernel, ctx: &mut Ctx) {
 /// compact_node: the whole zone, skip bits ignored; MIGRATE_SYNC for compact_memory,
 /// SYNC_LIGHT for proactive compaction (which stops at the low score and counts as
 /// kcompactd's scanning).
-pub fn compact_node(k: &mut Kernel, ctx: &mut Ctx, proactive: bool) {
-    let mut cc = CompactControl::new(-1, Gfp::GFP_KERNEL);
+pub fn compact_node(k: &mut Kernel, ctx: &mut Ctx, nid: usize, proactive: bool) {
+    let mut cc = CompactControl::new(nid, -1, Gfp::GFP_KERNEL);
     cc.mode = if proactive {
         MigrateMode::SyncLight
     } else {

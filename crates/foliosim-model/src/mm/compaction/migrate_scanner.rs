@@ -42,7 +42,7 @@ fn suitable_migration_source(k: &Kernel, cc: &CompactControl, pfn: u32) -> bool 
     if cc.mode != MigrateMode::Async || !cc.direct_compaction {
         return true;
     }
-    k.zone.pageblock_mt(pfn) == cc.migratetype
+    k.pgdat[cc.nid].zone.pageblock_mt(pfn) == cc.migratetype
 }
 
 /// skip_isolation_on_order: folios of the target order or above are not worth moving (the
@@ -97,7 +97,7 @@ fn fast_find_migrateblock(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl
     }
     let limit = cc.freelist_scan_limit();
     let mut distance = cc.free_pfn.saturating_sub(cc.migrate_pfn) >> 1;
-    if cc.migrate_pfn != 0 {
+    if cc.migrate_pfn != k.pgdat[cc.nid].zone.start_pfn {
         distance >>= 2;
     }
     let high_pfn = pageblock_start_pfn(cc.migrate_pfn + distance);
@@ -107,11 +107,15 @@ fn fast_find_migrateblock(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl
     while order >= PAGE_ALLOC_COSTLY_ORDER as i32 && found.is_none() && nr_scanned < limit {
         let o = order as u32;
         order -= 1;
-        if k.zone.free_area().nr_free(o) == 0 {
+        if k.pgdat[cc.nid].zone.free_area().nr_free(o) == 0 {
             continue;
         }
         let mut rotate_after: Option<u32> = None;
-        for free_pfn in k.zone.free_area().list(o, MigrateType::Movable) {
+        for free_pfn in k.pgdat[cc.nid]
+            .zone
+            .free_area()
+            .list(o, MigrateType::Movable)
+        {
             let over = nr_scanned >= limit;
             nr_scanned += 1;
             if over {
@@ -120,7 +124,7 @@ fn fast_find_migrateblock(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl
             }
             if free_pfn < high_pfn {
                 // Skip blocks skipped recently.
-                if k.zone.pageblock_skip(free_pfn) {
+                if k.pgdat[cc.nid].zone.pageblock_skip(free_pfn) {
                     continue;
                 }
                 rotate_after = Some(free_pfn);
@@ -128,9 +132,10 @@ fn fast_find_migrateblock(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl
                 break;
             }
         }
-        k.zone.compact_lock(ctx, 0);
+        k.pgdat[cc.nid].zone.compact_lock(ctx, 0);
         if let Some(free_pfn) = rotate_after {
-            k.zone
+            k.pgdat[cc.nid]
+                .zone
                 .rotate_free_list(o, MigrateType::Movable, free_pfn, false);
         }
     }
@@ -242,7 +247,7 @@ fn isolate_migratepages_block(
             }
             valid_page = Some(low_pfn);
         }
-        if let Some(order) = k.zone.free_area().buddy_order(low_pfn) {
+        if let Some(order) = k.pgdat[cc.nid].zone.free_area().buddy_order(low_pfn) {
             // A free block: nothing to move, not a failure.
             let nr = 1u32 << order;
             low_pfn += nr;
@@ -312,7 +317,7 @@ fn isolate_migratepages_block(
     // cached position past it.
     if low_pfn == end_pfn && (nr_isolated == 0 || cc.finish_pageblock) {
         if let Some(vp) = valid_page.filter(|_| !skip_updated) {
-            k.zone.set_pageblock_skip(vp, true);
+            k.pgdat[cc.nid].zone.set_pageblock_skip(vp, true);
         }
         update_cached_migrate(k, cc, low_pfn);
     }

@@ -131,7 +131,7 @@ pub struct ZoneCompaction {
 }
 
 impl ZoneCompaction {
-    pub fn new(nr_pages: u32) -> ZoneCompaction {
+    pub fn new(start_pfn: u32, nr_pages: u32) -> ZoneCompaction {
         let mut z = ZoneCompaction {
             cached_free_pfn: 0,
             cached_migrate_pfn: [0; 2],
@@ -144,25 +144,22 @@ impl ZoneCompaction {
         };
         // The init pfns stay 0 (the zeroed struct zone) until the first skip-bit reset: until
         // then every fast free-list search is a run's first, deeper one.
-        z.reset_cached_positions(nr_pages);
+        z.reset_cached_positions(start_pfn, nr_pages);
         z
     }
 }
 
-/// Compaction's part of the kernel: the sysctls, the zone's state and kcompactd's.
+/// Compaction's part of the kernel: the sysctls (the zones' and kcompactd's state are per
+/// node, in mm/mmzone.rs).
 #[derive(Debug, Clone)]
 pub struct Compaction {
     pub sysctl: CompactionSysctl,
-    pub zone: ZoneCompaction,
-    pub kcompactd: KcompactdState,
 }
 
 impl Compaction {
-    pub fn new(scenario: &Scenario, nr_pages: u32) -> Compaction {
+    pub fn new(scenario: &Scenario) -> Compaction {
         Compaction {
             sysctl: CompactionSysctl::from_scenario(scenario),
-            zone: ZoneCompaction::new(nr_pages),
-            kcompactd: KcompactdState::default(),
         }
     }
 }
@@ -205,10 +202,12 @@ impl DirectCompaction {
     }
 }
 
-/// try_to_compact_pages: direct compaction of the zone for a block of `order`.
+/// try_to_compact_pages: direct compaction for a block of `order`, zone by zone along the
+/// zonelist of node `nid` (only `nid` with __GFP_THISNODE) until one yields a block.
 pub fn try_to_compact_pages(
     k: &mut Kernel,
     ctx: &mut Ctx,
+    nid: usize,
     gfp: Gfp,
     order: u32,
     alloc_flags: AllocFlags,
@@ -218,29 +217,54 @@ pub fn try_to_compact_pages(
     if !gfp_compaction_allowed(gfp) {
         return out;
     }
-    // The model's one zone.
-    if prio > MIN_COMPACT_PRIORITY && k.compaction.zone.compaction_deferred(order) {
-        out.result = CompactResult::Deferred;
-        return out;
+    for zone_nid in k.nodes.reclaim_zonelist_vec(nid, gfp) {
+        if prio > MIN_COMPACT_PRIORITY && k.pgdat[zone_nid].compact.compaction_deferred(order) {
+            out.result = out.result.max(CompactResult::Deferred);
+            continue;
+        }
+        let status = compact_one_zone(k, ctx, &mut out, zone_nid, gfp, order, alloc_flags, prio);
+        // The allocation will succeed in this zone (or a block was captured): stop.
+        if status == CompactResult::Success || out.page.is_some() {
+            break;
+        }
+        // An async run that met contention gives up rather than trying other zones.
+        if prio == CompactPriority::Async && status == CompactResult::Contended {
+            break;
+        }
     }
+    out
+}
+
+/// try_to_compact_pages' step for one zone: compact it, then defer or reset its deferral.
+#[allow(clippy::too_many_arguments)]
+fn compact_one_zone(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    out: &mut DirectCompaction,
+    nid: usize,
+    gfp: Gfp,
+    order: u32,
+    alloc_flags: AllocFlags,
+    prio: CompactPriority,
+) -> CompactResult {
     let start_ns = ctx.now_ns;
-    let (status, page, contended) = compact_zone_order(k, ctx, order, gfp, prio, alloc_flags);
+    let (status, page, contended) = compact_zone_order(k, ctx, nid, order, gfp, prio, alloc_flags);
     crate::engine::trace::span("direct compaction", "", start_ns, ctx.now_ns);
     out.page = page;
     out.contended = contended;
     out.result = out.result.max(status);
     if status == CompactResult::Success {
         // Expected to succeed, not known to: the caller resets fully if it does.
-        k.compaction.zone.compaction_defer_reset(order, false);
+        k.pgdat[nid].compact.compaction_defer_reset(order, false);
     } else if prio != CompactPriority::Async
         && matches!(
             status,
             CompactResult::Complete | CompactResult::PartialSkipped
         )
     {
-        k.compaction.zone.defer_compaction(order);
+        k.pgdat[nid].compact.defer_compaction(order);
     }
-    out
+    status
 }
 
 /// compact_zone_order: one direct compaction of the zone, with a capture_control installed
@@ -248,12 +272,13 @@ pub fn try_to_compact_pages(
 fn compact_zone_order(
     k: &mut Kernel,
     ctx: &mut Ctx,
+    nid: usize,
     order: u32,
     gfp: Gfp,
     prio: CompactPriority,
     alloc_flags: AllocFlags,
 ) -> (CompactResult, Option<u32>, Contended) {
-    let mut cc = CompactControl::new(order as i32, gfp);
+    let mut cc = CompactControl::new(nid, order as i32, gfp);
     cc.mode = if prio == CompactPriority::Async {
         MigrateMode::Async
     } else {
@@ -266,10 +291,14 @@ fn compact_zone_order(
     cc.ignore_block_suitable = prio == MIN_COMPACT_PRIORITY;
     let capture = k.cfg.compaction_era.capture && k.kthreads.current(ctx.cpu).is_none();
     if capture {
-        k.zone.set_capture(order, cc.migratetype);
+        k.pgdat[nid].zone.set_capture(order, cc.migratetype);
     }
     let mut ret = compact_zone(k, ctx, &mut cc, capture);
-    let page = if capture { k.zone.take_capture() } else { None };
+    let page = if capture {
+        k.pgdat[nid].zone.take_capture()
+    } else {
+        None
+    };
     if page.is_some() {
         ret = CompactResult::Success;
         // prep_new_page of the captured block: its MIGRC tags are flushed for first.
@@ -279,15 +308,20 @@ fn compact_zone_order(
 }
 
 /// __alloc_pages_direct_compact after the allocation succeeded: the skip bits stay (no flush
-/// by kswapd), and the zone's deferral is reset for this order.
-pub fn compaction_alloc_succeeded(k: &mut Kernel, order: u32) {
-    let zone = &mut k.compaction.zone;
+/// by kswapd), and the zone's deferral is reset for this order (page_zone(page)).
+pub fn compaction_alloc_succeeded(k: &mut Kernel, pfn: u32, order: u32) {
+    let nid = k.nodes.nid(pfn);
+    let zone = &mut k.pgdat[nid].compact;
     zone.blockskip_flush = false;
     zone.compaction_defer_reset(order, true);
 }
 
-/// `echo 1 > /proc/sys/vm/compact_memory` (compact_nodes): the whole zone, MIGRATE_SYNC,
-/// skip hints ignored.
+/// `echo 1 > /proc/sys/vm/compact_memory` (compact_nodes): every node's zone (that the model
+/// compacts), MIGRATE_SYNC, skip hints ignored.
 pub fn compact_memory(k: &mut Kernel, ctx: &mut Ctx) {
-    kcompactd::compact_node(k, ctx, false);
+    for nid in 0..k.nr_nodes() {
+        if k.pgdat[nid].has_kthreads {
+            kcompactd::compact_node(k, ctx, nid, false);
+        }
+    }
 }

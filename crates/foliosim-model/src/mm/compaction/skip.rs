@@ -15,15 +15,15 @@ use crate::mm::Kernel;
 
 impl ZoneCompaction {
     /// reset_cached_positions: the next run starts anew at both ends of the zone.
-    pub fn reset_cached_positions(&mut self, nr_pages: u32) {
-        self.cached_migrate_pfn = [0, 0];
-        self.cached_free_pfn = pageblock_start_pfn(nr_pages - 1);
+    pub fn reset_cached_positions(&mut self, start_pfn: u32, nr_pages: u32) {
+        self.cached_migrate_pfn = [start_pfn; 2];
+        self.cached_free_pfn = pageblock_start_pfn(start_pfn + nr_pages - 1);
     }
 }
 
 /// isolation_suitable: is the pageblock of `pfn` worth scanning?
 pub(super) fn isolation_suitable(k: &Kernel, cc: &CompactControl, pfn: u32) -> bool {
-    cc.ignore_skip_hint || !k.zone.pageblock_skip(pfn)
+    cc.ignore_skip_hint || !k.pgdat[cc.nid].zone.pageblock_skip(pfn)
 }
 
 /// test_and_set_skip: mark the pageblock of `pfn`; was it marked already?
@@ -31,9 +31,9 @@ pub(super) fn test_and_set_skip(k: &mut Kernel, cc: &CompactControl, pfn: u32) -
     if cc.ignore_skip_hint {
         return false;
     }
-    let skip = k.zone.pageblock_skip(pfn);
+    let skip = k.pgdat[cc.nid].zone.pageblock_skip(pfn);
     if !skip {
-        k.zone.set_pageblock_skip(pfn, true);
+        k.pgdat[cc.nid].zone.set_pageblock_skip(pfn, true);
     }
     skip
 }
@@ -42,7 +42,7 @@ pub(super) fn test_and_set_skip(k: &mut Kernel, cc: &CompactControl, pfn: u32) -
 /// sync runs resume after it (async runs only move the async position).
 pub(super) fn update_cached_migrate(k: &mut Kernel, cc: &CompactControl, pfn: u32) {
     let pfn = pageblock_end_pfn(pfn);
-    let z = &mut k.compaction.zone;
+    let z = &mut k.pgdat[cc.nid].compact;
     if pfn > z.cached_migrate_pfn[0] {
         z.cached_migrate_pfn[0] = pfn;
     }
@@ -53,9 +53,9 @@ pub(super) fn update_cached_migrate(k: &mut Kernel, cc: &CompactControl, pfn: u3
 
 /// update_pageblock_skip: the free scanner emptied the block of `block_pfn`: mark it, and
 /// resume below it (`pfn`) next time.
-pub(super) fn update_pageblock_skip(k: &mut Kernel, block_pfn: u32, pfn: u32) {
-    k.zone.set_pageblock_skip(block_pfn, true);
-    let z = &mut k.compaction.zone;
+pub(super) fn update_pageblock_skip(k: &mut Kernel, nid: usize, block_pfn: u32, pfn: u32) {
+    k.pgdat[nid].zone.set_pageblock_skip(block_pfn, true);
+    let z = &mut k.pgdat[nid].compact;
     if pfn < z.cached_free_pfn {
         z.cached_free_pfn = pfn;
     }
@@ -74,6 +74,7 @@ pub(super) fn pageblock_skip_persistent(k: &Kernel, pfn: u32) -> bool {
 fn reset_isolation_pfn(
     k: &mut Kernel,
     ctx: &mut Ctx,
+    nid: usize,
     pfn: u32,
     check_source: bool,
     check_target: bool,
@@ -81,14 +82,16 @@ fn reset_isolation_pfn(
     if pageblock_skip_persistent(k, pfn) {
         return false;
     }
-    if check_source && check_target && !k.zone.pageblock_skip(pfn) {
+    if check_source && check_target && !k.pgdat[nid].zone.pageblock_skip(pfn) {
         return true;
     }
-    if !check_source && check_target && k.zone.pageblock_mt(pfn) != MigrateType::Movable {
+    if !check_source && check_target && k.pgdat[nid].zone.pageblock_mt(pfn) != MigrateType::Movable
+    {
         return false;
     }
     let start = pageblock_start_pfn(pfn);
-    let end = (pageblock_end_pfn(pfn) - 1).min(k.zone.nr_pages - 1);
+    let zone = &k.pgdat[nid].zone;
+    let end = (pageblock_end_pfn(pfn) - 1).min(zone.start_pfn + zone.nr_pages - 1);
     let mut p = start;
     while p <= end {
         ctx.spend(k.cost.compact_scan_pfn_ns);
@@ -96,9 +99,9 @@ fn reset_isolation_pfn(
             && k.folios
                 .folio_of(p)
                 .is_some_and(|h| k.folios.test(h, flags::LRU));
-        let buddy = check_target && k.zone.free_area().buddy_order(p).is_some();
+        let buddy = check_target && k.pgdat[nid].zone.free_area().buddy_order(p).is_some();
         if lru || buddy {
-            k.zone.set_pageblock_skip(start, false);
+            k.pgdat[nid].zone.set_pageblock_skip(start, false);
             return true;
         }
         p += 1 << PAGE_ALLOC_COSTLY_ORDER;
@@ -109,29 +112,33 @@ fn reset_isolation_pfn(
 /// __reset_isolation_suitable (reset_isolation_suitable for the node): after a direct
 /// compaction met its scanners, clear the skip bits of the blocks that may be sources or
 /// targets again, walking in from both ends, and restart the scanners at the first such blocks.
-pub fn reset_isolation_suitable(k: &mut Kernel, ctx: &mut Ctx) {
-    if !std::mem::take(&mut k.compaction.zone.blockskip_flush) {
+pub fn reset_isolation_suitable(k: &mut Kernel, ctx: &mut Ctx, nid: usize) {
+    if !std::mem::take(&mut k.pgdat[nid].compact.blockskip_flush) {
         return;
     }
-    let nr_pages = k.zone.nr_pages as i64;
-    let mut migrate_pfn: i64 = 0;
-    let mut free_pfn: i64 = nr_pages - 1;
+    let zone = &k.pgdat[nid].zone;
+    let start_pfn = zone.start_pfn as i64;
+    let end_pfn = start_pfn + zone.nr_pages as i64;
+    let mut migrate_pfn: i64 = start_pfn;
+    let mut free_pfn: i64 = end_pfn - 1;
     let (mut reset_migrate, mut reset_free) = (free_pfn, migrate_pfn);
     let (mut source_set, mut free_set) = (false, false);
     while migrate_pfn < free_pfn {
-        if reset_isolation_pfn(k, ctx, migrate_pfn as u32, true, source_set)
+        if reset_isolation_pfn(k, ctx, nid, migrate_pfn as u32, true, source_set)
             && migrate_pfn < reset_migrate
         {
             source_set = true;
             reset_migrate = migrate_pfn;
-            let z = &mut k.compaction.zone;
+            let z = &mut k.pgdat[nid].compact;
             z.init_migrate_pfn = reset_migrate as u32;
             z.cached_migrate_pfn = [reset_migrate as u32; 2];
         }
-        if reset_isolation_pfn(k, ctx, free_pfn as u32, free_set, true) && free_pfn > reset_free {
+        if reset_isolation_pfn(k, ctx, nid, free_pfn as u32, free_set, true)
+            && free_pfn > reset_free
+        {
             free_set = true;
             reset_free = free_pfn;
-            let z = &mut k.compaction.zone;
+            let z = &mut k.pgdat[nid].compact;
             z.init_free_pfn = reset_free as u32;
             z.cached_free_pfn = reset_free as u32;
         }
@@ -140,9 +147,9 @@ pub fn reset_isolation_suitable(k: &mut Kernel, ctx: &mut Ctx) {
     }
     // No suitable block reset: leave no distance between the scanners.
     if reset_migrate >= reset_free {
-        let z = &mut k.compaction.zone;
-        z.cached_migrate_pfn = [migrate_pfn.min(nr_pages - 1) as u32; 2];
-        z.cached_free_pfn = free_pfn.max(0) as u32;
+        let z = &mut k.pgdat[nid].compact;
+        z.cached_migrate_pfn = [migrate_pfn.min(end_pfn - 1) as u32; 2];
+        z.cached_free_pfn = free_pfn.max(start_pfn) as u32;
     }
 }
 
@@ -156,24 +163,30 @@ mod tests {
         let text = "[machine]\ncpus = 1\nmemory = \"64M\"\n[[workload]]\nkind = \"usemem\"\nnproc = 1\nsize = \"1M\"";
         let mut k = Kernel::new(&Scenario::from_toml_str(text).unwrap());
         let mut ctx = Ctx::new(0, 0);
+        let nid = 0;
         for block in [0, 7, 30] {
-            k.zone.set_pageblock_skip(block * PAGEBLOCK_NR_PAGES, true);
+            k.pgdat[nid]
+                .zone
+                .set_pageblock_skip(block * PAGEBLOCK_NR_PAGES, true);
         }
-        reset_isolation_suitable(&mut k, &mut ctx);
+        reset_isolation_suitable(&mut k, &mut ctx, nid);
         assert!(
-            k.zone.pageblock_skip(30 * PAGEBLOCK_NR_PAGES),
+            k.pgdat[nid].zone.pageblock_skip(30 * PAGEBLOCK_NR_PAGES),
             "no flush asked"
         );
-        k.compaction.zone.blockskip_flush = true;
-        reset_isolation_suitable(&mut k, &mut ctx);
-        assert!(!k.compaction.zone.blockskip_flush);
+        k.pgdat[nid].compact.blockskip_flush = true;
+        reset_isolation_suitable(&mut k, &mut ctx, nid);
+        assert!(!k.pgdat[nid].compact.blockskip_flush);
         // All free: the walk from the top clears the blocks whose samples find a free block's
         // head (block 30 heads an order-10 block); the walk from the bottom looks for LRU
         // pages only until it finds one, and finds none.
-        assert!(!k.zone.pageblock_skip(30 * PAGEBLOCK_NR_PAGES));
-        assert!(k.zone.pageblock_skip(0) && k.zone.pageblock_skip(7 * PAGEBLOCK_NR_PAGES));
+        assert!(!k.pgdat[nid].zone.pageblock_skip(30 * PAGEBLOCK_NR_PAGES));
+        assert!(
+            k.pgdat[nid].zone.pageblock_skip(0)
+                && k.pgdat[nid].zone.pageblock_skip(7 * PAGEBLOCK_NR_PAGES)
+        );
         // No source found: the scanners are left met, so the next run ends at once.
-        let z = &k.compaction.zone;
+        let z = &k.pgdat[nid].compact;
         assert!(z.cached_free_pfn < z.cached_migrate_pfn[0]);
     }
 }

@@ -4,6 +4,7 @@
 
 use super::fragmentation::fragmentation_index;
 use super::CompactResult;
+use crate::mm::gfp::Gfp;
 use crate::mm::page_alloc::slowpath::zone_reclaimable_pages;
 use crate::mm::page_alloc::watermark::zone_watermark_ok;
 use crate::mm::page_alloc::{AllocFlags, Wmark, PAGE_ALLOC_COSTLY_ORDER};
@@ -12,15 +13,15 @@ use crate::mm::Kernel;
 
 /// __compaction_suitable: would `free_pages` meet the order-0 watermark (low for costly
 /// orders, min otherwise) with compact_gap(order) to spare for migration targets?
-pub fn compaction_suitable_free(k: &Kernel, order: u32, free_pages: u64) -> bool {
+pub fn compaction_suitable_free(k: &Kernel, nid: usize, order: u32, free_pages: u64) -> bool {
     let wmark = if order > PAGE_ALLOC_COSTLY_ORDER {
         Wmark::Low
     } else {
         Wmark::Min
     };
-    let mark = k.zone.wmark_pages(wmark) + compact_gap(order);
+    let mark = k.pgdat[nid].zone.wmark_pages(wmark) + compact_gap(order);
     zone_watermark_ok(
-        k.zone.free_area(),
+        k.pgdat[nid].zone.free_area(),
         0,
         mark,
         AllocFlags::CMA,
@@ -30,12 +31,12 @@ pub fn compaction_suitable_free(k: &Kernel, order: u32, free_pages: u64) -> bool
 
 /// compaction_suitable: enough free pages, and for costly orders fragmentation (not a lack of
 /// memory) behind the failure.
-pub fn compaction_suitable(k: &Kernel, order: u32) -> bool {
-    if !compaction_suitable_free(k, order, k.zone.nr_free_pages()) {
+pub fn compaction_suitable(k: &Kernel, nid: usize, order: u32) -> bool {
+    if !compaction_suitable_free(k, nid, order, k.pgdat[nid].zone.nr_free_pages()) {
         return false;
     }
     if order > PAGE_ALLOC_COSTLY_ORDER {
-        let fragindex = fragmentation_index(k.zone.free_area(), order);
+        let fragindex = fragmentation_index(k.pgdat[nid].zone.free_area(), order);
         if fragindex >= 0 && fragindex as u32 <= k.compaction.sysctl.extfrag_threshold {
             return false;
         }
@@ -48,30 +49,34 @@ pub fn compaction_suitable(k: &Kernel, order: u32) -> bool {
 /// wants the low watermark plus compact_gap in free pages.
 pub fn compaction_suit_allocation_order(
     k: &Kernel,
+    nid: usize,
     order: u32,
     alloc_flags: AllocFlags,
     is_async: bool,
 ) -> CompactResult {
-    let mark = k.zone.wmark_pages(alloc_flags.wmark());
-    if k.zone.watermark_ok(order, mark, alloc_flags) {
+    let mark = k.pgdat[nid].zone.wmark_pages(alloc_flags.wmark());
+    if k.pgdat[nid].zone.watermark_ok(order, mark, alloc_flags) {
         return CompactResult::Success;
     }
     if order > PAGE_ALLOC_COSTLY_ORDER && is_async && !alloc_flags.has(AllocFlags::CMA) {
-        let mark = k.zone.wmark_pages(Wmark::Low) + compact_gap(order);
-        if !k.zone.watermark_ok(0, mark, AllocFlags(0)) {
+        let mark = k.pgdat[nid].zone.wmark_pages(Wmark::Low) + compact_gap(order);
+        if !k.pgdat[nid].zone.watermark_ok(0, mark, AllocFlags(0)) {
             return CompactResult::Skipped;
         }
     }
-    if !compaction_suitable(k, order) {
+    if !compaction_suitable(k, nid, order) {
         return CompactResult::Skipped;
     }
     CompactResult::Continue
 }
 
-/// compaction_zonelist_suitable: after a skipped compaction, could reclaim make the zone
-/// suitable? Counts a share of the reclaimable pages (1 / order of them: not worth thrashing
-/// for one high-order allocation) with the free ones.
-pub fn compaction_zonelist_suitable(k: &Kernel, order: u32) -> bool {
-    let available = zone_reclaimable_pages(k) / order.max(1) as u64 + k.zone.nr_free_pages();
-    compaction_suitable_free(k, order, available)
+/// compaction_zonelist_suitable: after a skipped compaction, could reclaim make a zone of the
+/// zonelist suitable? Counts a share of the reclaimable pages (1 / order of them: not worth
+/// thrashing for one high-order allocation) with the free ones.
+pub fn compaction_zonelist_suitable(k: &Kernel, nid: usize, gfp: Gfp, order: u32) -> bool {
+    k.nodes.reclaim_zonelist(nid, gfp).any(|n| {
+        let available =
+            zone_reclaimable_pages(k, n) / order.max(1) as u64 + k.pgdat[n].zone.nr_free_pages();
+        compaction_suitable_free(k, n, order, available)
+    })
 }

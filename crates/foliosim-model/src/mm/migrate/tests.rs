@@ -47,7 +47,7 @@ impl MigrationTarget for FromAllocator {
     }
     fn free(&mut self, k: &mut Kernel, ctx: &mut Ctx, pfn: u32, order: u32) {
         self.freed += 1;
-        k.zone.free(ctx, pfn, order);
+        k.pgdat[0].zone.free(ctx, pfn, order);
     }
 }
 

@@ -13,7 +13,7 @@ use crate::mm::compaction::{
 };
 use crate::mm::folio::FolioTable;
 use crate::mm::gfp::Gfp;
-use crate::mm::numa::get_page_from_freelist;
+use crate::mm::numa::get_page_from_freelist as get_page_from_freelist_node;
 use crate::mm::oom_kill::{out_of_memory, OomConstraint};
 use crate::mm::page_alloc::migratetype::MigrateType;
 use crate::mm::preempt::{self, AllocResume};
@@ -176,9 +176,25 @@ pub(super) fn gfp_pfmemalloc_flags(gfp: Gfp) -> Option<AllocFlags> {
         .then_some(AllocFlags::NO_WATERMARKS)
 }
 
-/// wake_all_kswapds: the model has one node.
-pub(super) fn wake_all_kswapds(k: &mut Kernel, gfp: Gfp, order: u32) {
-    wakeup_kswapd(&k.zone, &mut k.kswapd, gfp, order);
+/// get_page_from_freelist from the allocating CPU's node (the default local policy).
+pub(super) fn get_page_from_freelist(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    gfp: Gfp,
+    order: u32,
+    alloc_flags: AllocFlags,
+) -> Option<u32> {
+    let nid = k.numa_node_id(ctx);
+    get_page_from_freelist_node(k, ctx, nid, gfp, order, alloc_flags)
+}
+
+/// wake_all_kswapds: the kswapd of every node of the zonelist that has one.
+pub(super) fn wake_all_kswapds(k: &mut Kernel, ctx: &Ctx, gfp: Gfp, order: u32) {
+    let nid = k.numa_node_id(ctx);
+    for zone_nid in k.nodes.reclaim_zonelist_vec(nid, gfp) {
+        let pgdat = &mut k.pgdat[zone_nid];
+        wakeup_kswapd(&pgdat.zone, &mut pgdat.kswapd, gfp, order);
+    }
 }
 
 /// The locals of __alloc_pages_slowpath that live across its retry loop, and where it is in
@@ -219,7 +235,7 @@ fn alloc_pages_slowpath(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> 
     };
 
     if alloc_flags.has(AllocFlags::KSWAPD) {
-        wake_all_kswapds(k, gfp, order);
+        wake_all_kswapds(k, ctx, gfp, order);
     }
     if let Some(pfn) = get_page_from_freelist(k, ctx, gfp, order, alloc_flags) {
         return Some(pfn);
@@ -272,7 +288,7 @@ pub(super) fn slowpath_retry(
         if st.reclaim.is_none() {
             // retry:
             if st.alloc_flags.has(AllocFlags::KSWAPD) {
-                wake_all_kswapds(k, gfp, order);
+                wake_all_kswapds(k, ctx, gfp, order);
             }
             if let Some(reserve) = gfp_pfmemalloc_flags(gfp) {
                 st.alloc_flags = AllocFlags(reserve.0 | (st.alloc_flags.0 & AllocFlags::KSWAPD.0));
@@ -432,7 +448,7 @@ fn direct_reclaim_alloc(
     let mut page = get_page_from_freelist(k, ctx, gfp, order, alloc_flags);
     if page.is_none() {
         // unreserve_highatomic_pageblock: the model reserves no highatomic blocks.
-        k.zone.drain_all_pages(ctx);
+        drain_all_pages(k, ctx, gfp);
         page = get_page_from_freelist(k, ctx, gfp, order, alloc_flags);
     }
     page
@@ -454,7 +470,8 @@ pub(super) fn alloc_pages_direct_compact(
     if order == 0 {
         return DirectCompaction::skipped();
     }
-    let mut dc = compaction::try_to_compact_pages(k, ctx, gfp, order, alloc_flags, prio);
+    let nid = k.numa_node_id(ctx);
+    let mut dc = compaction::try_to_compact_pages(k, ctx, nid, gfp, order, alloc_flags, prio);
     if dc.result == CompactResult::Skipped
         || (dc.result == CompactResult::Deferred && !deferred_stalls)
     {
@@ -464,8 +481,8 @@ pub(super) fn alloc_pages_direct_compact(
     let page = dc
         .page
         .or_else(|| get_page_from_freelist(k, ctx, gfp, order, alloc_flags));
-    if page.is_some() {
-        compaction::compaction_alloc_succeeded(k, order);
+    if let Some(pfn) = page {
+        compaction::compaction_alloc_succeeded(k, pfn, order);
         k.vmstat.count(VmEvent::CompactSuccess, 1);
     } else {
         k.vmstat.count(VmEvent::CompactFail, 1);
@@ -474,14 +491,22 @@ pub(super) fn alloc_pages_direct_compact(
     dc
 }
 
-/// zone_reclaimable_pages: node 0's file LRU pages, and the anon ones when there is swap or
-/// a lower tier (can_reclaim_anon_pages) to reclaim them to.
-pub fn zone_reclaimable_pages(k: &Kernel) -> u64 {
+/// drain_all_pages for the zones reclaim works on (the zonelist's nodes with CPUs).
+fn drain_all_pages(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp) {
+    let nid = k.numa_node_id(ctx);
+    for zone_nid in k.nodes.reclaim_zonelist_vec(nid, gfp) {
+        k.pgdat[zone_nid].zone.drain_all_pages(ctx);
+    }
+}
+
+/// zone_reclaimable_pages: node `nid`'s file LRU pages, and the anon ones when there is swap
+/// or a lower tier (can_reclaim_anon_pages) to reclaim them to.
+pub fn zone_reclaimable_pages(k: &Kernel, nid: usize) -> u64 {
     let swap = k.swap.nr_swap_pages() > 0 || crate::mm::numa_balancing::can_demote(k);
     k.memcgs
         .iter()
         .map(|cg| {
-            let lv = &cg.lruvec;
+            let lv = cg.lruvec_of(nid);
             let anon = lv.lru_pages(false, false) + lv.lru_pages(false, true);
             lv.lru_pages(true, false) + lv.lru_pages(true, true) + if swap { anon } else { 0 }
         })
@@ -507,15 +532,14 @@ fn should_reclaim_retry(
         // unreserve_highatomic_pageblock(force): nothing reserved in the model.
         return false;
     }
-    let available = zone_reclaimable_pages(k) + k.zone.nr_free_pages();
-    let min = k.zone.wmark_pages(Wmark::Min);
-    zone_watermark_ok(
-        k.zone.free_area(),
-        order,
-        min,
-        alloc_flags,
-        available as i64,
-    )
+    // Any zone of the zonelist that could meet its min watermark with everything reclaimed.
+    let nid = k.nodes.cpu_node();
+    k.nodes.reclaim_zonelist(nid, Gfp(0)).any(|n| {
+        let zone = &k.pgdat[n].zone;
+        let available = zone_reclaimable_pages(k, n) + zone.nr_free_pages();
+        let min = zone.wmark_pages(Wmark::Min);
+        zone_watermark_ok(zone.free_area(), order, min, alloc_flags, available as i64)
+    })
 }
 
 /// should_compact_retry (CONFIG_COMPACTION).
@@ -531,7 +555,7 @@ fn should_compact_retry(
     }
     if result == CompactResult::Skipped {
         // Not enough free pages to migrate into: retry if reclaim could change that.
-        return compaction::compaction_zonelist_suitable(k, order);
+        return compaction::compaction_zonelist_suitable(k, k.nodes.cpu_node(), Gfp(0), order);
     }
     if result == CompactResult::Success {
         // Raced with another allocation: retry a few times (costly: a quarter as many).

@@ -7,6 +7,7 @@
 //! compacts async only, khugepaged (a kernel thread) sync-light after reclaim. Without
 //! should_reclaim_retry, compaction priorities and should_compact_retry (4.7's rework).
 
+use super::slowpath::get_page_from_freelist;
 use super::slowpath::{
     alloc_pages_direct_compact, alloc_pages_direct_reclaim, alloc_pages_may_oom,
     gfp_pfmemalloc_flags, gfp_to_alloc_flags, wake_all_kswapds, Slowpath,
@@ -16,7 +17,6 @@ use super::PAGE_ALLOC_COSTLY_ORDER;
 use crate::engine::Ctx;
 use crate::mm::compaction::{CompactPriority, CompactResult, Contended};
 use crate::mm::gfp::Gfp;
-use crate::mm::numa::get_page_from_freelist;
 use crate::mm::Kernel;
 
 pub struct SlowpathV4_1;
@@ -51,7 +51,7 @@ impl Slowpath for SlowpathV4_1 {
         let mut migration_mode = CompactPriority::Async;
         let alloc_flags = gfp_to_alloc_flags(gfp, order);
         if alloc_flags.has(AllocFlags::KSWAPD) {
-            wake_all_kswapds(k, gfp, order);
+            wake_all_kswapds(k, ctx, gfp, order);
         }
         loop {
             // rebalance:

@@ -27,7 +27,7 @@ pub struct ThpAvailNodes;
 
 /// thp_avail_clear(nid) and the wake-up of patch 4.
 fn clear_and_request(k: &mut Kernel, now_ns: u64) {
-    k.zone.thp_avail = false;
+    k.pgdat[k.nodes.cpu_node()].zone.thp_avail = false;
     k.thp_avail.requested = true;
     k.kthreads.wake(KthreadKind::Khugepaged, now_ns);
 }
@@ -38,7 +38,7 @@ impl ThpFaultAlloc for ThpAvailNodes {
     }
 
     fn fault_may_try(&self, k: &Kernel) -> bool {
-        k.zone.thp_avail
+        k.pgdat[k.nodes.cpu_node()].zone.thp_avail
     }
 
     fn fault_failed(&self, k: &mut Kernel, now_ns: u64) {
@@ -47,14 +47,14 @@ impl ThpFaultAlloc for ThpAvailNodes {
 
     fn khugepaged_check_nodes(&self, k: &mut Kernel, ctx: &mut Ctx) -> bool {
         k.thp_avail.requested = false;
-        if k.zone.thp_avail {
+        if k.pgdat[k.nodes.cpu_node()].zone.thp_avail {
             return true;
         }
         let gfp = khugepaged_gfp(k.khugepaged.defrag, k.cfg.gfp_transhuge);
         let Some(pfn) = alloc_pages(k, ctx, gfp, PMD_ORDER) else {
             return false;
         };
-        k.zone.thp_avail = true;
+        k.pgdat[k.nodes.cpu_node()].zone.thp_avail = true;
         k.vmstat.count(VmEvent::ThpCollapseAlloc, 1);
         if k.thp_avail.prealloc.is_none() {
             k.thp_avail.prealloc = Some(pfn);
@@ -70,13 +70,13 @@ impl ThpFaultAlloc for ThpAvailNodes {
         }
         let page = alloc_pages(k, ctx, gfp, PMD_ORDER);
         if page.is_none() {
-            k.zone.thp_avail = false;
+            k.pgdat[k.nodes.cpu_node()].zone.thp_avail = false;
         }
         page.map(|pfn| (pfn, true))
     }
 
     fn collapse_target_available(&self, k: &Kernel) -> bool {
-        k.zone.thp_avail
+        k.pgdat[k.nodes.cpu_node()].zone.thp_avail
     }
 
     fn khugepaged_requested(&self, k: &Kernel) -> bool {

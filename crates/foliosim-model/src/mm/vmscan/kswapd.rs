@@ -2,7 +2,7 @@
 //! watermark (wakeup_kswapd); it reclaims until the high watermark, plus any boost, holds
 //! (balance_pgdat), then sleeps.
 //!
-//! The thread (`KthreadKind::Kswapd`, "kswapd0") runs `kswapd_run` while `kswapd_should_run`;
+//! The thread of each node (`KthreadKind::Kswapd { nid }`, "kswapdN") runs `kswapd_run` while `kswapd_should_run`;
 //! the allocator marks it woken, and `post_kswapd_wakeup` hands that to the scheduler.
 //! Before it sleeps, kswapd clears compaction's skip bits (after a direct compaction met its
 //! scanners) and wakes kcompactd for the order it was woken for.
@@ -27,7 +27,7 @@ use crate::mm::Kernel;
 pub const MAX_RECLAIM_RETRIES: u32 = 16;
 const DEF_PRIORITY: u32 = 12;
 
-/// kswapd's part of the node (pglist_data) of the model's one node.
+/// kswapd's part of a node (pglist_data, mm/mmzone.rs).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct KswapdState {
     /// pgdat->kswapd_order: the largest order a waker asked for since kswapd last read it.
@@ -83,36 +83,48 @@ pub fn wakeup_kswapd(zone: &Zone, kswapd: &mut KswapdState, gfp: Gfp, order: u32
 /// step late).
 #[inline]
 pub fn post_kswapd_wakeup(k: &mut Kernel, now_ns: u64) {
-    if k.kswapd.woken && !k.kswapd.posted {
-        k.kswapd.posted = true;
-        k.kthreads.wake(KthreadKind::Kswapd, now_ns);
-    }
-    let order = std::mem::take(&mut k.kswapd.kcompactd_order);
-    if order > 0 {
-        wakeup_kcompactd(k, order, now_ns);
+    for nid in 0..k.pgdat.len() {
+        let kswapd = &mut k.pgdat[nid].kswapd;
+        if kswapd.woken && !kswapd.posted {
+            kswapd.posted = true;
+            k.kthreads.wake(KthreadKind::Kswapd { nid }, now_ns);
+        }
+        let order = std::mem::take(&mut k.pgdat[nid].kswapd.kcompactd_order);
+        if order > 0 {
+            wakeup_kcompactd(k, nid, order, now_ns);
+        }
     }
 }
 
+/// A woken kswapd whose wake-up is not yet posted (the step ends to post it).
+#[inline]
+pub fn kswapd_wakeup_pending(k: &Kernel) -> bool {
+    k.pgdat.iter().any(|p| p.kswapd.woken && !p.kswapd.posted)
+}
+
 /// Has kswapd been woken and not yet gone back to sleep?
-pub fn kswapd_should_run(k: &Kernel) -> bool {
-    k.kswapd.woken
+pub fn kswapd_should_run(k: &Kernel, nid: usize) -> bool {
+    k.pgdat[nid].kswapd.woken
 }
 
 /// One turn of kswapd's loop: take the requested order, balance the node, and go back to
 /// sleep if it is balanced at the order reclaim finished at (prepare_kswapd_sleep); otherwise
 /// stay awake for another turn. Returns the pages reclaimed.
-pub fn kswapd_run(k: &mut Kernel, ctx: &mut Ctx) -> u64 {
-    let alloc_order = std::mem::take(&mut k.kswapd.kswapd_order);
-    let (reclaimed, reclaim_order) = balance(k, ctx, alloc_order);
-    if k.kswapd.kswapd_failures >= MAX_RECLAIM_RETRIES || pgdat_balanced(&k.zone, reclaim_order) {
+pub fn kswapd_run(k: &mut Kernel, ctx: &mut Ctx, nid: usize) -> u64 {
+    let alloc_order = std::mem::take(&mut k.pgdat[nid].kswapd.kswapd_order);
+    let (reclaimed, reclaim_order) = balance(k, ctx, nid, alloc_order);
+    let pgdat = &k.pgdat[nid];
+    if pgdat.kswapd.kswapd_failures >= MAX_RECLAIM_RETRIES
+        || pgdat_balanced(&pgdat.zone, reclaim_order)
+    {
         // kswapd_try_to_sleep: compaction may succeed now, so forget where it failed, and
         // compact for the order kswapd was woken for.
-        reset_isolation_suitable(k, ctx);
-        wakeup_kcompactd(k, alloc_order, ctx.now_ns);
-        k.kswapd.woken = false;
-        k.kswapd.posted = false;
+        reset_isolation_suitable(k, ctx, nid);
+        wakeup_kcompactd(k, nid, alloc_order, ctx.now_ns);
+        k.pgdat[nid].kswapd.woken = false;
+        k.pgdat[nid].kswapd.posted = false;
     }
-    if pgdat_balanced(&k.zone, reclaim_order) {
+    if pgdat_balanced(&k.pgdat[nid].zone, reclaim_order) {
         // clear_pgdat_congested (prepare_kswapd_sleep).
         k.pagecache.pgdat_dirty = false;
         k.pagecache.pgdat_writeback = false;
@@ -124,8 +136,8 @@ pub fn kswapd_run(k: &mut Kernel, ctx: &mut Ctx) -> u64 {
 /// balance_pgdat: reclaim until the zone is balanced at `order` (or, when boosted, until the
 /// boost is reclaimed), raising the priority while too little is scanned. Counts pageoutrun,
 /// pgscan_kswapd and pgsteal_kswapd. Returns the pages reclaimed.
-pub fn balance_pgdat(k: &mut Kernel, ctx: &mut Ctx, order: u32) -> u64 {
-    balance(k, ctx, order).0
+pub fn balance_pgdat(k: &mut Kernel, ctx: &mut Ctx, nid: usize, order: u32) -> u64 {
+    balance(k, ctx, nid, order).0
 }
 
 /// How a balance_pgdat priority loop ended.
@@ -137,18 +149,18 @@ enum Ended {
 }
 
 /// balance_pgdat; returns (pages reclaimed, the order it finished at).
-fn balance(k: &mut Kernel, ctx: &mut Ctx, order: u32) -> (u64, u32) {
+fn balance(k: &mut Kernel, ctx: &mut Ctx, nid: usize, order: u32) -> (u64, u32) {
     k.vmstat.count(VmEvent::Pageoutrun, 1);
     // The boost is left in place while reclaiming, so allocations near the watermark stall or
     // reclaim until kswapd is done.
-    let zone_boost = k.zone.watermark_boost;
+    let zone_boost = k.pgdat[nid].zone.watermark_boost;
     let mut nr_boost_reclaim = zone_boost;
     let mut sc_order = order;
     let mut nr_reclaimed = 0u64;
     let ended = 'restart: loop {
         let mut priority = DEF_PRIORITY;
         loop {
-            let balanced = pgdat_balanced(&k.zone, sc_order);
+            let balanced = pgdat_balanced(&k.pgdat[nid].zone, sc_order);
             if !balanced && nr_boost_reclaim > 0 {
                 // Imbalanced: ignore the boost, reclaim for the watermark itself.
                 nr_boost_reclaim = 0;
@@ -165,11 +177,14 @@ fn balance(k: &mut Kernel, ctx: &mut Ctx, order: u32) -> (u64, u32) {
             let policy = k.cfg.lru_policy;
             policy.age_node(k, ctx);
             // kswapd_shrink_node
-            let nr_to_reclaim = k.zone.wmark_pages(Wmark::High).max(SWAP_CLUSTER_MAX);
+            let nr_to_reclaim = k.pgdat[nid]
+                .zone
+                .wmark_pages(Wmark::High)
+                .max(SWAP_CLUSTER_MAX);
             let done = if may_swap {
-                shrink_node(k, ctx, nr_to_reclaim, priority, Reclaim::Kswapd)
+                shrink_node(k, ctx, nid, nr_to_reclaim, priority, Reclaim::Kswapd)
             } else if k.pagecache.nr_pages > 0 {
-                shrink_node_may_swap(k, ctx, nr_to_reclaim, priority, Reclaim::Kswapd, false)
+                shrink_node_may_swap(k, ctx, nid, nr_to_reclaim, priority, Reclaim::Kswapd, false)
             } else {
                 Default::default()
             };
@@ -193,18 +208,19 @@ fn balance(k: &mut Kernel, ctx: &mut Ctx, order: u32) -> (u64, u32) {
         }
     };
     if matches!(ended, Ended::Gave) && nr_reclaimed == 0 {
-        k.kswapd.kswapd_failures += 1;
+        k.pgdat[nid].kswapd.kswapd_failures += 1;
     }
     crate::mm::workingset::snapshot_refaults(k, None);
     if nr_reclaimed > 0 {
-        k.kswapd.kswapd_failures = 0;
+        k.pgdat[nid].kswapd.kswapd_failures = 0;
     }
     // The boost this run was woken for is spent, reclaimed or not.
-    k.zone.watermark_boost -= k.zone.watermark_boost.min(zone_boost);
+    let zone = &mut k.pgdat[nid].zone;
+    zone.watermark_boost -= zone.watermark_boost.min(zone_boost);
     if zone_boost > 0 {
         // A fragmenting fallback boosted the watermarks: with the space reclaimed, kcompactd
         // defragments pageblocks.
-        wakeup_kcompactd(k, PAGEBLOCK_ORDER, ctx.now_ns);
+        wakeup_kcompactd(k, nid, PAGEBLOCK_ORDER, ctx.now_ns);
     }
     (nr_reclaimed, sc_order)
 }

@@ -43,6 +43,8 @@ pub struct ReclaimStat {
 /// struct scan_control, the parts the model uses.
 #[derive(Debug, Clone)]
 pub struct ScanControl {
+    /// The node reclaimed (shrink_node's pgdat).
+    pub nid: usize,
     pub reclaim: Reclaim,
     pub priority: u32,
     /// Boosted kswapd reclaim neither swaps nor writes.
@@ -104,11 +106,18 @@ pub(crate) fn target_sizes(k: &Kernel, target: Option<u16>) -> [u64; 4] {
 /// prepare_scan_control for one shrink_node pass at `priority` (`target` None: global).
 pub fn prepare_scan_control(
     k: &Kernel,
+    nid: usize,
     target: Option<u16>,
     reclaim: Reclaim,
     priority: u32,
     may_swap: bool,
 ) -> ScanControl {
+    // The LRU scan walks each memcg's node-0 lists (`MemCgroup::lruvec`): only node 0 has
+    // CPUs, so only node 0 is reclaimed (mm/numa.rs); per-node LRU scanning is not built yet.
+    assert_eq!(
+        nid, 0,
+        "reclaim of node {nid}: per-node LRU scanning is not modelled"
+    );
     let lv = &k.memcgs[target.unwrap_or(ROOT_MEMCG) as usize].lruvec;
     let size = target_sizes(k, target);
     // Refaults into activation since the target's last reclaim mean a new workingset is
@@ -128,13 +137,15 @@ pub fn prepare_scan_control(
     let cache_trim_mode =
         size[INACTIVE_FILE] >> priority > 0 && may_deactivate & DEACTIVATE_FILE == 0;
     let file_is_tiny = target.is_none() && {
-        let free = k.zone.nr_free_pages();
+        let zone = &k.pgdat[nid].zone;
+        let free = zone.nr_free_pages();
         let file = size[INACTIVE_FILE] + size[ACTIVE_FILE];
-        file + free <= k.zone.wmark_pages(Wmark::High)
+        file + free <= zone.wmark_pages(Wmark::High)
             && may_deactivate & DEACTIVATE_ANON == 0
             && size[INACTIVE_ANON] >> priority > 0
     };
     ScanControl {
+        nid,
         reclaim,
         priority,
         may_swap,

@@ -110,9 +110,9 @@ pub fn check_flush_task_mgen(k: &mut Kernel, ctx: &mut Ctx) {
     if k.migrc.gen == 0 {
         return;
     }
-    let mut g = k.zone.take_mgen();
-    for z in &mut k.nodes.lower {
-        g = mgen_latest(g, z.take_mgen());
+    let mut g = k.pgdat[0].zone.take_mgen();
+    for p in &mut k.pgdat[1..] {
+        g = mgen_latest(g, p.zone.take_mgen());
     }
     check_migrc_flush(k, ctx, g);
 }

@@ -148,8 +148,10 @@ fn should_abort_scan(k: &Kernel, sc: &ScanControl, reclaimed: u64, nr_to_reclaim
     if reclaimed >= nr_to_reclaim {
         return true;
     }
-    sc.reclaim == Reclaim::Kswapd
-        && k.zone.nr_free_pages() >= k.zone.wmark_pages(Wmark::High) + MIN_LRU_BATCH
+    sc.reclaim == Reclaim::Kswapd && {
+        let zone = &k.pgdat[sc.nid].zone;
+        zone.nr_free_pages() >= zone.wmark_pages(Wmark::High) + MIN_LRU_BATCH
+    }
 }
 
 /// The PID controller's reading of one tier (struct ctrl_pos).

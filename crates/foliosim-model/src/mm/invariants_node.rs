@@ -1,0 +1,64 @@
+//! Per-node invariants (pglist_data, mm/mmzone.rs), called from invariants::check with the
+//! free-page map it built: the nodes tile the pfns, each node's free pages are its zone's,
+//! only nodes with kswapd threads ever have one woken, and zone_statistics's counters agree.
+
+use super::mmzone::NumaStat;
+use super::Kernel;
+
+pub fn check(k: &Kernel, free: &[bool]) -> Result<(), String> {
+    if k.nr_nodes() != k.nodes.nr_nodes() {
+        return Err(format!(
+            "{} pglist_data for {} nodes",
+            k.nr_nodes(),
+            k.nodes.nr_nodes()
+        ));
+    }
+    let (mut miss, mut foreign) = (0u64, 0u64);
+    for (nid, p) in k.online_pgdats().enumerate() {
+        check_span(k, nid)?;
+        let span = p.zone.start_pfn as usize..p.end_pfn() as usize;
+        let nr_free = free[span].iter().filter(|&&f| f).count() as u64;
+        let counted = p.zone.nr_free_pages() + p.zone.nr_pcp_pages();
+        if nr_free != counted {
+            return Err(format!(
+                "node {nid}: {nr_free} free pages in its span, its zone counts {counted}"
+            ));
+        }
+        if !p.has_kthreads && (p.kswapd.woken || p.kcompactd.woken) {
+            return Err(format!(
+                "node {nid} has no kswapd or kcompactd, yet one was woken"
+            ));
+        }
+        let s = &p.numa_stat;
+        let placed = s[NumaStat::Hit as usize] + s[NumaStat::Miss as usize];
+        let by_cpu = s[NumaStat::Local as usize] + s[NumaStat::Other as usize];
+        if placed != by_cpu {
+            return Err(format!(
+                "node {nid}: numa_hit + numa_miss = {placed}, numa_local + numa_other = {by_cpu}"
+            ));
+        }
+        miss += s[NumaStat::Miss as usize];
+        foreign += s[NumaStat::Foreign as usize];
+    }
+    if miss != foreign {
+        return Err(format!(
+            "numa_miss {miss} != numa_foreign {foreign} over the nodes"
+        ));
+    }
+    Ok(())
+}
+
+/// Node `nid` is NODE_DATA(nid) and spans exactly its pfns in mm/numa.rs's numbering.
+fn check_span(k: &Kernel, nid: usize) -> Result<(), String> {
+    let p = k.node(nid);
+    let (start, end) = (k.nodes.start_pfn[nid], k.nodes.start_pfn[nid + 1]);
+    if p.node_id != nid || p.zone.start_pfn != start || p.end_pfn() != end {
+        return Err(format!(
+            "pgdat {nid} (node_id {}) spans {}..{}, the node {start}..{end}",
+            p.node_id,
+            p.zone.start_pfn,
+            p.end_pfn()
+        ));
+    }
+    Ok(())
+}

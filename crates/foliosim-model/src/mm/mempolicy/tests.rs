@@ -1,0 +1,135 @@
+//! The era rules on a machine of two nodes (node 1 a second socket's memory without CPUs, as
+//! the model has no CPUs on node 1 yet): a usemem larger than node 0 with THP always.
+
+use crate::scenario::Scenario;
+use std::collections::BTreeMap;
+
+/// The run's counters for `version` and `defrag`.
+fn run(version: &str, defrag: &str) -> BTreeMap<String, u64> {
+    let text = format!(
+        r#"
+[machine]
+cpus = 2
+memory = "256M"
+[[machine.node]]
+memory = "512M"
+latency_ns = 140
+[kernel]
+version = "{version}"
+[sysfs]
+thp_enabled = "always"
+defrag = "{defrag}"
+[[workload]]
+kind = "usemem"
+nproc = 1
+size = "384M"
+"#
+    );
+    let s = Scenario::from_toml_str(&text).unwrap();
+    crate::run(&s).unwrap().counters
+}
+
+fn get(c: &BTreeMap<String, u64>, key: &str) -> u64 {
+    *c.get(key)
+        .unwrap_or_else(|| panic!("no counter `{key}` in {:?}", c.keys()))
+}
+
+// usemem's VMA is not MADV_HUGEPAGE: defrag=always gives GFP_TRANSHUGE | __GFP_NORETRY, so a
+// local attempt gives up after compaction is skipped, without reclaim. Its memory is freed at
+// exit, so the per-node THP gauges read 0 at the end: the evidence is in the event counters.
+
+#[test]
+fn a_4x_thp_fault_stays_on_its_node_and_falls_back_to_base_pages() {
+    let c = run("4.19", "always");
+    // Node 0 full: the THP faults fall back; their base pages come from node 1.
+    let fallbacks = get(&c, "thp_fault_fallback");
+    assert!(fallbacks > 0, "{c:?}");
+    assert_eq!(get(&c, "node1 numa_miss"), fallbacks * 512, "{c:?}");
+    assert_eq!(
+        get(&c, "node0 numa_hit"),
+        get(&c, "thp_fault_alloc"),
+        "{c:?}"
+    );
+    assert_eq!(get(&c, "numa_miss"), get(&c, "numa_foreign"));
+}
+
+#[test]
+fn a_6x_thp_fault_falls_back_to_the_remote_node_when_it_may_reclaim() {
+    let c = run("6.18", "always");
+    let old = run("4.19", "always");
+    // No fallback: the THPs node 0 could not hold came from node 1 (one miss per THP).
+    assert_eq!(get(&c, "thp_fault_fallback"), 0, "{c:?}");
+    let remote = get(&c, "node1 numa_miss");
+    assert!(remote > 0, "{c:?}");
+    assert_eq!(
+        get(&c, "thp_fault_alloc"),
+        get(&old, "thp_fault_alloc") + remote
+    );
+}
+
+#[test]
+fn a_6x_thp_fault_that_may_not_reclaim_stays_local() {
+    // defrag=madvise, VMA not madvised: GFP_TRANSHUGE_LIGHT, no direct reclaim, no retry.
+    let c = run("6.18", "madvise");
+    assert!(get(&c, "thp_fault_fallback") > 0, "{c:?}");
+}
+
+#[test]
+fn one_node_keeps_the_old_path() {
+    // 6.18 on one node: the fault's allocation is __alloc_pages's, no NUMA counters shown.
+    let text = "[machine]\ncpus = 1\nmemory = \"64M\"\n[sysfs]\nthp_enabled = \"always\"\n[[workload]]\nkind = \"usemem\"\nnproc = 1\nsize = \"16M\"";
+    let c = crate::run(&Scenario::from_toml_str(text).unwrap())
+        .unwrap()
+        .counters;
+    assert!(get(&c, "thp_fault_alloc") > 0);
+    assert!(
+        !c.contains_key("numa_hit"),
+        "single-node counters stay as they were"
+    );
+}
+
+/// A 6.x THP fault on a madvised VMA whose second (any-node) attempt stops in direct reclaim to
+/// give up the CPU resumes in that attempt. It used to make the local attempt again on every
+/// resume, which restarted the second one from scratch; with a short slice and another task
+/// waiting it stopped again before reclaiming, for ever (soak case 3004354 ran for over 10
+/// minutes). Both nodes are full, so the second attempt reaches reclaim.
+#[test]
+fn a_6x_thp_fault_stopped_in_its_second_attempt_resumes_there() {
+    let text = r#"
+[machine]
+cpus = 1
+memory = "64M"
+sched_slice_ns = 10000
+[[machine.node]]
+memory = "64M"
+latency_ns = 140
+[[machine.swap]]
+kind = "loop"
+size = "64M"
+[kernel]
+version = "6.18"
+[sysfs]
+thp_enabled = "always"
+defrag = "madvise"
+[[workload]]
+kind = "usemem"
+nproc = 2
+size = "64M"
+madv_hugepage = true
+"#;
+    let s = Scenario::from_toml_str(text).unwrap();
+    // About 600 steps with the fix; the livelock ran into this bound.
+    let opts = crate::RunOptions {
+        max_steps: Some(100_000),
+        ..Default::default()
+    };
+    let c = crate::run_with(&s, &opts, &mut |_, _| {})
+        .unwrap_or_else(|e| panic!("{e}"))
+        .result
+        .counters;
+    assert!(
+        get(&c, "allocstall_movable") > 0,
+        "no direct reclaim: {c:?}"
+    );
+    assert!(get(&c, "node1 numa_miss") > 0, "no remote THP: {c:?}");
+}
