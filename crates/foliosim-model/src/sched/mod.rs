@@ -178,16 +178,14 @@ pub fn run_tasks_observed(
         let wake_ns = q.sleepers.first().map_or(u64::MAX, |s| s.0);
         let next = match &mut t.body {
             Body::User(p) => {
-                let outcome = user_step(
-                    k,
-                    &mut ctx,
-                    (tid as u32, seed),
-                    t.mm,
-                    p,
-                    &mut t.user_ns,
+                let run = user::Running {
+                    tid: tid as u32,
+                    seed,
+                    mm: t.mm,
+                    user_ns: &mut t.user_ns,
                     wake_ns,
-                    &mut t.resume,
-                );
+                };
+                let outcome = user_step(k, &mut ctx, run, p, &mut t.resume);
                 user_next(k, &mut ctx, t, outcome, user_before_ns, busy_from_ns)?
             }
             Body::Kernel(kind) => {
@@ -522,19 +520,15 @@ fn check_limits(steps: u64, max_steps: u64, end_ns: u64, now_ns: u64) -> Result<
 }
 
 /// One step of a user task, whose kernel-side state (mm/preempt.rs) is `current` meanwhile.
-#[allow(clippy::too_many_arguments)]
 fn user_step(
     k: &mut Kernel,
     ctx: &mut Ctx,
-    task: (u32, u64),
-    mm: u32,
+    run: user::Running,
     p: &mut UserProgram,
-    user_ns: &mut u64,
-    wake_ns: u64,
     resume: &mut Box<TaskResume>,
 ) -> Result<UserNext, MmError> {
     std::mem::swap(&mut k.current, resume);
-    let r = user::step(k, ctx, task, mm, p, user_ns, wake_ns);
+    let r = user::step(k, ctx, run, p);
     std::mem::swap(&mut k.current, resume);
     r
 }
