@@ -9,7 +9,7 @@ use crate::mm::compaction::compact_memory;
 use crate::mm::filemap;
 use crate::mm::gup::{pin_user_pages_fast, unpin_user_pages};
 use crate::mm::madvise::madvise;
-use crate::mm::memory::{touch_timed, zap_range};
+use crate::mm::memory::{touch_timed, zap_range, VmFault};
 use crate::mm::mmap::{exit_mmap, vm_munmap, Pte};
 use crate::mm::mprotect::mprotect;
 use crate::mm::shmem;
@@ -126,11 +126,15 @@ fn touch(
     if !k.mms[t.mm as usize].vma(vma).prot.allows(write) {
         return Err(MmError::SegvProt { vma });
     }
-    let (covered, store_ns) =
-        match touch_timed(k, ctx, t.mm, vma, first + p.cursor, first + nr, write) {
-            Err(MmError::Resched) => return Ok(Some(UserNext::Preempted)),
-            covered => covered?,
-        };
+    let (covered, store_ns) = match touch_timed(
+        k,
+        ctx,
+        &VmFault::new(t.mm, vma, first + p.cursor, write),
+        first + nr,
+    ) {
+        Err(MmError::Resched) => return Ok(Some(UserNext::Preempted)),
+        covered => covered?,
+    };
     *t.user_ns += store_ns;
     p.cursor += covered;
     if p.cursor < nr {
