@@ -697,10 +697,18 @@ fn check_thp(k: &Kernel) -> Result<(), String> {
 
 /// The page cache against the folio table and the file VMAs.
 fn check_page_cache(k: &Kernel) -> Result<(), String> {
+    let (cached, dirty) = check_cached_files(k)?;
+    check_file_folios(k, cached, dirty)?;
+    check_file_vmas_listed(k)
+}
+
+/// Every cached slot holds an order-0 FILE folio of that file and offset, dirty exactly when
+/// tagged; nr_cached counts them; i_mmap lists live VMAs mapping the file. Returns the pages
+/// cached and the pages tagged dirty, over all files.
+fn check_cached_files(k: &Kernel) -> Result<(u64, u64), String> {
     let f = &k.folios;
-    let pc = &k.pagecache;
     let (mut cached, mut dirty) = (0u64, 0u64);
-    for (id, file) in pc.files.iter().enumerate() {
+    for (id, file) in k.pagecache.files.iter().enumerate() {
         let Some(file) = file else { continue };
         let mut nr_cached = 0;
         for (index, &raw) in file.pages.iter().enumerate() {
@@ -735,21 +743,39 @@ fn check_page_cache(k: &Kernel) -> Result<(), String> {
         }
         dirty += file.dirty.len() as u64;
         cached += nr_cached as u64;
-        for m in &file.i_mmap {
-            let vf = k.mms.get(m.mm as usize).and_then(|mm| {
-                mm.vma_file(m.vma)
-                    .zip(mm.vmas.get(m.vma as usize)?.as_ref())
-            });
-            let ok = vf.is_some_and(|(v, vma)| {
-                v.file as usize == id && v.pgoff == m.pgoff && vma.nr_pages == m.nr_pages
-            });
-            if !ok {
-                return Err(format!(
-                    "file {id}: i_mmap entry {m:?} is not a live VMA mapping it"
-                ));
-            }
+        check_i_mmap(k, id, &file.i_mmap)?;
+    }
+    Ok((cached, dirty))
+}
+
+/// Each i_mmap entry of file `id` is a live VMA mapping that file at that offset and length.
+fn check_i_mmap(
+    k: &Kernel,
+    id: usize,
+    i_mmap: &[super::filemap::FileMapping],
+) -> Result<(), String> {
+    for m in i_mmap {
+        let vf = k.mms.get(m.mm as usize).and_then(|mm| {
+            mm.vma_file(m.vma)
+                .zip(mm.vmas.get(m.vma as usize)?.as_ref())
+        });
+        let ok = vf.is_some_and(|(v, vma)| {
+            v.file as usize == id && v.pgoff == m.pgoff && vma.nr_pages == m.nr_pages
+        });
+        if !ok {
+            return Err(format!(
+                "file {id}: i_mmap entry {m:?} is not a live VMA mapping it"
+            ));
         }
     }
+    Ok(())
+}
+
+/// Every FILE folio sits in its file's slot; the node's page-cache, mapped, dirty and
+/// swap-cache counters match the folios (`cached` and `dirty` from the files' side).
+fn check_file_folios(k: &Kernel, cached: u64, dirty: u64) -> Result<(), String> {
+    let f = &k.folios;
+    let pc = &k.pagecache;
     let (mut folios, mut mapped, mut swapcache) = (0u64, 0u64, 0u64);
     for pfn in 0..k.nodes.total_pages() {
         if !f.test(pfn, flags::ALLOCATED) {
@@ -789,6 +815,12 @@ fn check_page_cache(k: &Kernel) -> Result<(), String> {
             return Err(format!("{name}: counter {counter}, actual {actual}"));
         }
     }
+    Ok(())
+}
+
+/// Every file VMA is live and in its file's i_mmap.
+fn check_file_vmas_listed(k: &Kernel) -> Result<(), String> {
+    let pc = &k.pagecache;
     for (mm_id, mm) in k.mms.iter().enumerate() {
         for (vma, vf) in mm.vma_files.iter().enumerate() {
             let Some(vf) = vf else { continue };
