@@ -19,7 +19,7 @@ use crate::settings::HostGuard;
 use crate::Refusal;
 use anyhow::{bail, Context, Result};
 use foliosim::scenario::{Bytes, MemcgSpec, SwapDeviceKind, SwapDeviceSpec};
-use foliosim::workload::trace::Trace;
+use foliosim::workload::trace::{Event, Trace};
 use std::ffi::CString;
 use std::time::{Duration, Instant};
 
@@ -151,22 +151,7 @@ fn record_holding(
     if let Some(reason) = stop_reason {
         bail!("{reason}");
     }
-    let (raw, lost) = perf::merge(&streams, &tp);
-    let name = std::path::Path::new(&cmd[0])
-        .file_name()
-        .map_or(cmd[0].clone(), |n| n.to_string_lossy().into_owned());
-    let (events, stats) = build::build(&raw, child.pid as u32, &name);
-    if events.is_empty() {
-        bail!(
-            "record: no events of `{}` were captured (did it exec?)",
-            cmd[0]
-        );
-    }
-    if lost > 0 {
-        notes.push(format!(
-            "{lost} records were lost (the ring buffers overflowed): the trace misses some faults or syscalls; retry with a larger --buffer-mib"
-        ));
-    }
+    let (events, stats, lost) = build_events(cmd, &streams, &tp, child.pid, &mut notes)?;
     let status = root_status.unwrap_or(0);
     let (exit_code, signal) = if libc::WIFSIGNALED(status) {
         (None, Some(libc::WTERMSIG(status)))
@@ -190,6 +175,34 @@ fn record_holding(
         stats,
         notes,
     })
+}
+
+/// The trace's events from the ring buffers' records, merged in time order and built into
+/// the program's tree (build.rs); also the build's statistics and the records lost (noted).
+fn build_events(
+    cmd: &[String],
+    streams: &[(u32, Vec<u8>)],
+    tp: &perf::Tracepoints,
+    pid: libc::pid_t,
+    notes: &mut Vec<String>,
+) -> Result<(Vec<Event>, build::BuildStats, u64)> {
+    let (raw, lost) = perf::merge(streams, tp);
+    let name = std::path::Path::new(&cmd[0])
+        .file_name()
+        .map_or(cmd[0].clone(), |n| n.to_string_lossy().into_owned());
+    let (events, stats) = build::build(&raw, pid as u32, &name);
+    if events.is_empty() {
+        bail!(
+            "record: no events of `{}` were captured (did it exec?)",
+            cmd[0]
+        );
+    }
+    if lost > 0 {
+        notes.push(format!(
+            "{lost} records were lost (the ring buffers overflowed): the trace misses some faults or syscalls; retry with a larger --buffer-mib"
+        ));
+    }
+    Ok((events, stats, lost))
 }
 
 /// With a memory limit, the memcg the program runs in (and, when the host has no swap, a
