@@ -28,11 +28,9 @@ pub fn kernel(text: &str) -> Kernel {
     Kernel::new(&parse(text))
 }
 
-/// The scheduler's time slice the tests run tasks with (3 ms).
-pub const SLICE_NS: u64 = 3_000_000;
-
 /// Run `tasks` on `k` to their end (seed 1, 3 ms slices, invariants checked).
 pub fn run_tasks_checked(k: &mut Kernel, tasks: &mut Vec<Task>) -> SchedStats {
+    const SLICE_NS: u64 = 3_000_000;
     run_tasks(k, tasks, 1, SLICE_NS, true, &mut |_, _| {})
         .unwrap_or_else(|e| panic!("run_tasks: {e}"))
 }

@@ -10,7 +10,7 @@ use foliosim_model::mm::memory::touch;
 use foliosim_model::mm::mmap::ThpAdvice;
 use foliosim_model::mm::oom_kill::{mm_pgtables_pages, OomConstraint};
 use foliosim_model::mm::{Kernel, MmError};
-use foliosim_model::sched::{run_tasks, Task};
+use foliosim_model::sched::Task;
 use foliosim_model::workload::{Op, TaskSpec};
 use foliosim_model::{RunResult, Scenario, SimError};
 
@@ -421,15 +421,7 @@ fn a_killed_process_ends_every_thread_wherever_it_is() {
     let mut tasks: Vec<Task> = Vec::new();
     foliosim_model::spawn_tasks(&mut k, &mut tasks, 0, ContentClass::Usemem, specs);
     k.mms[tasks[0].mm as usize].oom_score_adj = 1000;
-    let stats = run_tasks(
-        &mut k,
-        &mut tasks,
-        1,
-        crate::common::SLICE_NS,
-        true,
-        &mut |_, _| {},
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    let stats = crate::common::run_tasks_checked(&mut k, &mut tasks);
     assert_eq!(k.oom.kills.len(), 1);
     assert_eq!(k.oom.kills[0].mm, tasks[0].mm);
     assert_eq!(k.oom.kills[0].rss_pages, 6000);
