@@ -19,7 +19,7 @@ use crate::settings::HostGuard;
 use crate::Refusal;
 use anyhow::{bail, Context, Result};
 use foliosim::scenario::{Bytes, MemcgSpec, SwapDeviceKind, SwapDeviceSpec};
-use foliosim::workload::trace::Trace;
+use foliosim::workload::trace::{Event, Trace};
 use std::ffi::CString;
 use std::time::{Duration, Instant};
 
@@ -118,34 +118,161 @@ fn record_holding(
 ) -> Result<Recording> {
     let tp = perf::tracepoints(guard)?;
     let mut notes = vec![];
-    let memcg = match opts.memcg_limit {
-        None => None,
-        Some(limit) => {
-            let cg = Memcg::create(
-                guard,
-                &MemcgSpec::with_max("record", Some(Bytes(limit))),
-                None,
-            )?;
-            if crate::swapdev::active_swaps()?.is_empty() {
-                let spec = SwapDeviceSpec {
-                    priority: -2,
-                    ..SwapDeviceSpec::new(SwapDeviceKind::Zram, Bytes((4 * limit).max(1 << 30)))
-                };
-                let area = crate::swapdev::create(guard, 0, &spec, "lzo-rle")?;
-                notes.push(format!(
-                    "the host had no swap: {} ({} MiB zram) swapped for the memcg, removed after",
-                    area.path,
-                    spec.size.0 >> 20
-                ));
+    let memcg = record_memcg(guard, opts, &mut notes)?;
+    let child = spawn_held(cmd, opts)?;
+    let mut session = match open_session(&child, memcg.as_ref(), &tp, opts) {
+        Ok(s) => s,
+        Err(e) => {
+            child.kill_tree();
+            reap_all();
+            // SAFETY: closing our fds; prctl on ourselves.
+            unsafe {
+                libc::close(child.start_w);
+                libc::close(child.err_r);
+                libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 0);
             }
-            notes.push(format!(
-                "ran in memcg {} (max {} MiB)",
-                cg.path.display(),
-                limit >> 20
-            ));
-            Some(cg)
+            return Err(e);
         }
     };
+    let started = Instant::now();
+    let exec_errno = child.release();
+    let (root_status, stop_reason) = follow(&mut session, &child, opts, started, progress);
+    let wall_ns = started.elapsed().as_nanos() as u64;
+    // SAFETY: prctl on ourselves.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 0) };
+    let streams = session.finish();
+    if let Some(errno) = exec_errno {
+        bail!(
+            "cannot run `{}`: {}",
+            cmd[0],
+            std::io::Error::from_raw_os_error(errno)
+        );
+    }
+    if let Some(reason) = stop_reason {
+        bail!("{reason}");
+    }
+    let (events, stats, lost) = build_events(cmd, &streams, &tp, child.pid, &mut notes)?;
+    let status = root_status.unwrap_or(0);
+    let (exit_code, signal) = if libc::WIFSIGNALED(status) {
+        (None, Some(libc::WTERMSIG(status)))
+    } else {
+        (Some(libc::WEXITSTATUS(status)), None)
+    };
+    let header = trace_header(cmd, opts, lost, (exit_code, signal), &stats);
+    let trace = Trace { header, events };
+    // What we wrote must read back: a bug in the builder is ours, not the user's trace's.
+    let text = trace.to_text();
+    Trace::parse(&text)
+        .context("record: the trace built from the recording does not parse (a foliosim bug)")?;
+    Ok(Recording {
+        events: trace.events.len(),
+        trace,
+        command: cmd.to_vec(),
+        exit_code,
+        signal,
+        wall_ns,
+        lost_records: lost,
+        stats,
+        notes,
+    })
+}
+
+/// The trace's events from the ring buffers' records, merged in time order and built into
+/// the program's tree (build.rs); also the build's statistics and the records lost (noted).
+fn build_events(
+    cmd: &[String],
+    streams: &[(u32, Vec<u8>)],
+    tp: &perf::Tracepoints,
+    pid: libc::pid_t,
+    notes: &mut Vec<String>,
+) -> Result<(Vec<Event>, build::BuildStats, u64)> {
+    let (raw, lost) = perf::merge(streams, tp);
+    let name = std::path::Path::new(&cmd[0])
+        .file_name()
+        .map_or(cmd[0].clone(), |n| n.to_string_lossy().into_owned());
+    let (events, stats) = build::build(&raw, pid as u32, &name);
+    if events.is_empty() {
+        bail!(
+            "record: no events of `{}` were captured (did it exec?)",
+            cmd[0]
+        );
+    }
+    if lost > 0 {
+        notes.push(format!(
+            "{lost} records were lost (the ring buffers overflowed): the trace misses some faults or syscalls; retry with a larger --buffer-mib"
+        ));
+    }
+    Ok((events, stats, lost))
+}
+
+/// With a memory limit, the memcg the program runs in (and, when the host has no swap, a
+/// zram device so the limit can swap); the notes say what was set up.
+fn record_memcg(
+    guard: &mut HostGuard,
+    opts: &RecordOptions,
+    notes: &mut Vec<String>,
+) -> Result<Option<Memcg>> {
+    let Some(limit) = opts.memcg_limit else {
+        return Ok(None);
+    };
+    let cg = Memcg::create(
+        guard,
+        &MemcgSpec::with_max("record", Some(Bytes(limit))),
+        None,
+    )?;
+    if crate::swapdev::active_swaps()?.is_empty() {
+        let spec = SwapDeviceSpec {
+            priority: -2,
+            ..SwapDeviceSpec::new(SwapDeviceKind::Zram, Bytes((4 * limit).max(1 << 30)))
+        };
+        let area = crate::swapdev::create(guard, 0, &spec, "lzo-rle")?;
+        notes.push(format!(
+            "the host had no swap: {} ({} MiB zram) swapped for the memcg, removed after",
+            area.path,
+            spec.size.0 >> 20
+        ));
+    }
+    notes.push(format!(
+        "ran in memcg {} (max {} MiB)",
+        cg.path.display(),
+        limit >> 20
+    ));
+    Ok(Some(cg))
+}
+
+/// The program, forked and held before its exec until we are tracing it: it runs when
+/// `start_w` closes, and writes its exec errno to `err_r` if exec fails.
+struct HeldChild {
+    pid: libc::pid_t,
+    start_w: i32,
+    err_r: i32,
+}
+
+impl HeldChild {
+    /// SIGKILL to the program's process group (it made its own) and to the program.
+    fn kill_tree(&self) {
+        // SAFETY: signals to our child and its group.
+        unsafe {
+            libc::kill(-self.pid, libc::SIGKILL);
+            libc::kill(self.pid, libc::SIGKILL);
+        }
+    }
+
+    /// Lets the program exec; returns its exec errno if exec failed.
+    fn release(&self) -> Option<i32> {
+        // SAFETY: releasing the child (EOF on its pipe).
+        unsafe { libc::close(self.start_w) };
+        let mut exec_errno = 0i32;
+        // SAFETY: read of the child's exec error (EOF when exec succeeded: the fd is CLOEXEC).
+        let n = unsafe { libc::read(self.err_r, (&mut exec_errno as *mut i32).cast(), 4) };
+        unsafe { libc::close(self.err_r) };
+        (n == 4).then_some(exec_errno)
+    }
+}
+
+/// Forks the program in its own process group with default signals, THP disabled (every
+/// first touch faults on its own) and a parent-death SIGKILL, held before its exec.
+fn spawn_held(cmd: &[String], opts: &RecordOptions) -> Result<HeldChild> {
     let argv: Vec<CString> = cmd
         .iter()
         .map(|a| CString::new(a.as_bytes()))
@@ -188,49 +315,46 @@ fn record_holding(
         libc::close(start_r);
         libc::close(err_w);
     }
-    let kill_tree = || {
-        // SAFETY: SIGKILL to the process group of our child (it made its own group).
-        unsafe {
-            libc::kill(-pid, libc::SIGKILL);
-            libc::kill(pid, libc::SIGKILL);
-        }
-    };
-    let setup = (|| -> Result<perf::Session> {
-        if let Some(cg) = &memcg {
-            std::fs::write(cg.procs_file(), pid.to_string())
-                .with_context(|| format!("moving the program into {}", cg.path.display()))?;
-        }
-        // Orphans of the program are reparented to us, so we wait for the whole tree.
-        // SAFETY: prctl on ourselves.
-        unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
-        let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-        let mib = opts
-            .buffer_mib
-            .unwrap_or_else(|| (256 / cpus).clamp(4, 32).next_power_of_two().min(32));
-        let pages = mib * 256;
-        perf::Session::open(pid, &tp, &syscalls(), pages)
-    })();
-    let mut session = match setup {
-        Ok(s) => s,
-        Err(e) => {
-            kill_tree();
-            reap_all();
-            // SAFETY: closing our fds; prctl on ourselves.
-            unsafe {
-                libc::close(start_w);
-                libc::close(err_r);
-                libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 0);
-            }
-            return Err(e);
-        }
-    };
-    let started = Instant::now();
-    // SAFETY: releasing the child (EOF on its pipe).
-    unsafe { libc::close(start_w) };
-    let mut exec_errno = 0i32;
-    // SAFETY: read of the child's exec error (EOF when exec succeeded: the fd is CLOEXEC).
-    let n = unsafe { libc::read(err_r, (&mut exec_errno as *mut i32).cast(), 4) };
-    unsafe { libc::close(err_r) };
+    Ok(HeldChild {
+        pid,
+        start_w,
+        err_r,
+    })
+}
+
+/// The held program moved into the memcg, ourselves made its subreaper, and the perf session
+/// opened on it with ring buffers sized by the CPU count (or --buffer-mib).
+fn open_session(
+    child: &HeldChild,
+    memcg: Option<&Memcg>,
+    tp: &perf::Tracepoints,
+    opts: &RecordOptions,
+) -> Result<perf::Session> {
+    if let Some(cg) = memcg {
+        std::fs::write(cg.procs_file(), child.pid.to_string())
+            .with_context(|| format!("moving the program into {}", cg.path.display()))?;
+    }
+    // Orphans of the program are reparented to us, so we wait for the whole tree.
+    // SAFETY: prctl on ourselves.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1) };
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let mib = opts
+        .buffer_mib
+        .unwrap_or_else(|| (256 / cpus).clamp(4, 32).next_power_of_two().min(32));
+    let pages = mib * 256;
+    perf::Session::open(child.pid, tp, &syscalls(), pages)
+}
+
+/// Drains the session until the whole process tree has exited, killing it on a signal or at
+/// the timeout, with progress every 100 ms. Returns the program's wait status and why it was
+/// stopped, if it was.
+fn follow(
+    session: &mut perf::Session,
+    child: &HeldChild,
+    opts: &RecordOptions,
+    started: Instant,
+    progress: &mut dyn FnMut(&Progress),
+) -> (Option<i32>, Option<String>) {
     let mut root_status = None;
     let mut last_progress = Instant::now();
     let mut counted = (0u64, 0u64);
@@ -247,13 +371,13 @@ fn record_holding(
                 ));
             }
             if stop_reason.is_some() {
-                kill_tree();
+                child.kill_tree();
             }
         }
         let mut st = 0;
         // SAFETY: reaping our children (the program, and its orphans: we are a subreaper).
         let reaped = unsafe { libc::waitpid(-1, &mut st, libc::WNOHANG) };
-        if reaped == pid {
+        if reaped == child.pid {
             root_status = Some(st);
         }
         if reaped < 0 {
@@ -272,43 +396,18 @@ fn record_holding(
             });
         }
     }
-    let wall_ns = started.elapsed().as_nanos() as u64;
-    // SAFETY: prctl on ourselves.
-    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 0) };
-    let streams = session.finish();
-    if n == 4 {
-        bail!(
-            "cannot run `{}`: {}",
-            cmd[0],
-            std::io::Error::from_raw_os_error(exec_errno)
-        );
-    }
-    if let Some(reason) = stop_reason {
-        bail!("{reason}");
-    }
-    let (raw, lost) = perf::merge(&streams, &tp);
-    let name = std::path::Path::new(&cmd[0])
-        .file_name()
-        .map_or(cmd[0].clone(), |n| n.to_string_lossy().into_owned());
-    let (events, stats) = build::build(&raw, pid as u32, &name);
-    if events.is_empty() {
-        bail!(
-            "record: no events of `{}` were captured (did it exec?)",
-            cmd[0]
-        );
-    }
-    if lost > 0 {
-        notes.push(format!(
-            "{lost} records were lost (the ring buffers overflowed): the trace misses some faults or syscalls; retry with a larger --buffer-mib"
-        ));
-    }
-    let status = root_status.unwrap_or(0);
-    let (exit_code, signal) = if libc::WIFSIGNALED(status) {
-        (None, Some(libc::WTERMSIG(status)))
-    } else {
-        (Some(libc::WEXITSTATUS(status)), None)
-    };
-    let mut header = vec![
+    (root_status, stop_reason)
+}
+
+/// The trace's header: what was run, on which kernel, how it was recorded, and how it ended.
+fn trace_header(
+    cmd: &[String],
+    opts: &RecordOptions,
+    lost: u64,
+    (exit_code, signal): (Option<i32>, Option<i32>),
+    stats: &build::BuildStats,
+) -> Vec<(String, String)> {
+    vec![
         ("command".to_string(), shell_words(cmd)),
         ("kernel".to_string(), kernel_release()),
         (
@@ -333,30 +432,14 @@ fn record_holding(
             },
         ),
         ("page_size".to_string(), "4096".to_string()),
-    ];
-    header.push((
-        "faults".to_string(),
-        format!(
-            "{} ({} kept; {} loads outside any known mapping dropped)",
-            stats.faults, stats.faults_kept, stats.faults_unknown_loads
+        (
+            "faults".to_string(),
+            format!(
+                "{} ({} kept; {} loads outside any known mapping dropped)",
+                stats.faults, stats.faults_kept, stats.faults_unknown_loads
+            ),
         ),
-    ));
-    let trace = Trace { header, events };
-    // What we wrote must read back: a bug in the builder is ours, not the user's trace's.
-    let text = trace.to_text();
-    Trace::parse(&text)
-        .context("record: the trace built from the recording does not parse (a foliosim bug)")?;
-    Ok(Recording {
-        events: trace.events.len(),
-        trace,
-        command: cmd.to_vec(),
-        exit_code,
-        signal,
-        wall_ns,
-        lost_records: lost,
-        stats,
-        notes,
-    })
+    ]
 }
 
 fn reap_all() {

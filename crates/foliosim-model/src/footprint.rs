@@ -165,7 +165,6 @@ struct WorkloadCounts {
 }
 
 fn counts(s: &Scenario, w: &WorkloadSpec) -> WorkloadCounts {
-    let m = |a: u64, b: u64| a.saturating_mul(b);
     match w {
         WorkloadSpec::Usemem {
             nproc,
@@ -174,53 +173,9 @@ fn counts(s: &Scenario, w: &WorkloadSpec) -> WorkloadCounts {
             sleep_s,
             repeat,
             ..
-        } => {
-            let n = *nproc as u64;
-            // Every thread (`-t`) maps its own `size`.
-            let tasks = m(n, (*threads).max(1) as u64);
-            let ops = 5 + (*repeat).max(0) as u64 + (*sleep_s > 0) as u64 + (*threads > 0) as u64;
-            WorkloadCounts {
-                field: "nproc x size",
-                value: format!("{nproc} x {}", format_size(size.0)),
-                mapped_pages: m(tasks, size.pages()),
-                ops: m(tasks, ops),
-                marks: m(tasks, 2),
-                samples: 0,
-                tasks,
-                processes: n,
-            }
-        }
+        } => usemem_counts(*nproc, size, *threads, *sleep_s, *repeat),
         WorkloadSpec::ThpSwapAllocatorTest { iterations, .. } => {
-            // The program grows linearly with the iterations: measure two and extrapolate.
-            let program = |iterations: u32| -> (u64, u64) {
-                let mut one = w.clone();
-                if let WorkloadSpec::ThpSwapAllocatorTest { iterations: i, .. } = &mut one {
-                    *i = iterations;
-                }
-                let tasks = crate::workload::tasks(&one, s.seed);
-                let ops = tasks.iter().flat_map(|t| &t.ops);
-                let mapped = ops
-                    .clone()
-                    .map(|op| match op {
-                        Op::Mmap { nr_pages, .. } => *nr_pages as u64,
-                        _ => 0,
-                    })
-                    .sum();
-                (ops.count() as u64, mapped)
-            };
-            let ((ops_one, mapped), (ops_two, _)) = (program(1), program(2));
-            let per_iteration = ops_two - ops_one;
-            WorkloadCounts {
-                field: "iterations",
-                value: iterations.to_string(),
-                mapped_pages: mapped,
-                ops: ops_one
-                    .saturating_add(m((*iterations as u64).saturating_sub(1), per_iteration)),
-                marks: *iterations as u64 + 1,
-                samples: 0,
-                tasks: 1,
-                processes: 1,
-            }
+            thp_swap_allocator_test_counts(s, w, *iterations)
         }
         WorkloadSpec::Kbuild {
             jobs,
@@ -229,70 +184,13 @@ fn counts(s: &Scenario, w: &WorkloadSpec) -> WorkloadCounts {
             phases,
             compiler,
             ..
-        } => {
-            let slots = (*jobs_concurrent).min(*jobs) as u64;
-            let (job_pages, job_ops) = match compiler {
-                KbuildCompiler::OneHeap => (rss_max.pages(), 2 * *phases as u64 + 4),
-                KbuildCompiler::Cc1 => {
-                    use crate::workload::kbuild_cc1::{mapped_pages_max, ops_max};
-                    let pages = rss_max.pages();
-                    (mapped_pages_max(pages), ops_max(pages, *phases as u64) + 4)
-                }
-            };
-            WorkloadCounts {
-                field: "jobs x phases",
-                value: format!("{jobs} x {phases}"),
-                mapped_pages: m(slots, job_pages),
-                ops: m(*jobs as u64, job_ops).saturating_add(slots),
-                marks: *jobs as u64,
-                samples: 0,
-                tasks: slots,
-                processes: slots,
-            }
-        }
+        } => kbuild_counts(*jobs, *jobs_concurrent, rss_max, *phases, *compiler),
         WorkloadSpec::Thpscale {
             threads,
             total_size,
             ..
-        } => {
-            let g = Geometry::new(*threads, total_size.0);
-            let t = *threads as u64;
-            let per_thread = g.thread_pages as u64;
-            WorkloadCounts {
-                field: "total_size",
-                value: format_size(total_size.0),
-                mapped_pages: m(t, per_thread + per_thread / 2 + 512 + per_thread / 4),
-                ops: m(t, 16 + per_thread / 512 + 5 * g.nr_hpages as u64),
-                marks: 0,
-                samples: m(t, g.nr_hpages as u64),
-                tasks: t,
-                processes: 1,
-            }
-        }
-        WorkloadSpec::Trace { path, .. } => {
-            // The replay's own tasks (the trace is parsed once and cached): what they map,
-            // summed (an upper bound: VMAs unmapped on the way are counted too).
-            let tasks = crate::workload::tasks_for(w, s);
-            let ops = tasks.iter().flat_map(|t| &t.ops);
-            WorkloadCounts {
-                field: "path",
-                value: path.clone(),
-                mapped_pages: ops
-                    .clone()
-                    .map(|op| match op {
-                        Op::Mmap { nr_pages, .. } | Op::MmapFile { nr_pages, .. } => {
-                            *nr_pages as u64
-                        }
-                        _ => 0,
-                    })
-                    .sum(),
-                ops: ops.count() as u64,
-                marks: tasks.len() as u64,
-                samples: 0,
-                tasks: tasks.len() as u64,
-                processes: tasks.iter().filter(|t| t.shares_mm_with.is_none()).count() as u64,
-            }
-        }
+        } => thpscale_counts(*threads, total_size),
+        WorkloadSpec::Trace { path, .. } => trace_counts(s, w, path),
         WorkloadSpec::FileRead {
             file,
             nproc,
@@ -302,96 +200,260 @@ fn counts(s: &Scenario, w: &WorkloadSpec) -> WorkloadCounts {
             read_pages,
             ..
         } => {
-            let file_pages = s
-                .files
-                .iter()
-                .find(|f| &f.name == file)
-                .map_or(0, |f| f.size.pages());
-            let n = *nproc as u64;
-            let step = if !*mmap {
+            let step_pages = if !*mmap {
                 *read_pages as u64 * *stride_pages as u64
             } else {
                 *stride_pages as u64
             };
-            let per_pass = if *mmap && *stride_pages == 1 {
-                n
-            } else {
-                file_pages.div_ceil(step.max(1)) + n
-            };
-            WorkloadCounts {
-                field: "passes",
-                value: passes.to_string(),
-                mapped_pages: if *mmap { file_pages } else { 0 },
-                ops: m(*passes as u64, per_pass).saturating_add(m(n, 8)),
-                marks: m(n, 2),
-                samples: 0,
-                tasks: n,
-                processes: n,
-            }
+            let one_page_steps = *mmap && *stride_pages == 1;
+            file_read_counts(
+                s,
+                file,
+                *nproc,
+                *mmap,
+                (step_pages, one_page_steps),
+                *passes,
+            )
         }
         WorkloadSpec::Xsbench {
             lookups, threads, ..
-        } => {
-            let tasks = crate::workload::tasks_for(w, s);
-            let t = *threads as u64;
-            let mapped: u64 = tasks[0]
-                .ops
-                .iter()
-                .map(|op| match op {
-                    Op::Mmap { nr_pages, .. } => *nr_pages as u64,
-                    _ => 0,
-                })
-                .sum();
-            WorkloadCounts {
-                field: "size",
-                value: format!("{lookups} lookups"),
-                // The PTEs, and the special sets of the accessed ranges (5 bytes a page).
-                mapped_pages: mapped + mapped * 5 / 8,
-                ops: tasks.iter().map(|t| t.ops.len() as u64).sum(),
-                marks: m(t, 2),
-                samples: 0,
-                tasks: t,
-                processes: 1,
-            }
-        }
-        WorkloadSpec::Registered { name, .. } => {
-            // Count what its program does: every mapping is live at once (an upper bound).
-            let tasks = crate::workload::tasks_for(w, s);
-            let mapped = tasks.iter().flat_map(|t| &t.ops).map(|op| match op {
-                crate::workload::Op::Mmap { nr_pages, .. } => *nr_pages as u64,
-                _ => 0,
-            });
-            let nr_tasks = tasks.len() as u64;
-            WorkloadCounts {
-                field: "name",
-                value: name.name().into(),
-                mapped_pages: mapped.sum(),
-                ops: tasks.iter().map(|t| t.ops.len() as u64).sum(),
-                marks: m(nr_tasks, 2),
-                samples: 0,
-                tasks: nr_tasks,
-                processes: tasks.iter().filter(|t| t.shares_mm_with.is_none()).count() as u64,
-            }
-        }
+        } => xsbench_counts(s, w, *lookups, *threads),
+        WorkloadSpec::Registered { name, .. } => registered_counts(s, w, name.name()),
         WorkloadSpec::TlbShootdown {
             threads,
             iterations,
             ops_per_iteration,
             pages,
             ..
-        } => {
-            let t = *threads as u64;
-            WorkloadCounts {
-                field: "iterations",
-                value: iterations.to_string(),
-                mapped_pages: 2 * *pages as u64,
-                ops: m(*iterations as u64, 3 * *ops_per_iteration as u64 + 3 * t),
-                marks: m(t, 2),
-                samples: 0,
-                tasks: t,
-                processes: 1,
-            }
+        } => tlb_shootdown_counts(*threads, *iterations, *ops_per_iteration, *pages),
+    }
+}
+
+/// A product that saturates: a huge scenario's estimate stays a huge number.
+fn sat_mul(a: u64, b: u64) -> u64 {
+    a.saturating_mul(b)
+}
+
+/// The pages an op list maps with Mmap (anonymous mappings only).
+fn anon_mapped_pages<'a>(ops: impl Iterator<Item = &'a Op>) -> u64 {
+    ops.map(|op| match op {
+        Op::Mmap { nr_pages, .. } => *nr_pages as u64,
+        _ => 0,
+    })
+    .sum()
+}
+
+/// usemem: every process, and every thread (`-t`) of it, maps its own `size`.
+fn usemem_counts(
+    nproc: u32,
+    size: &crate::scenario::Bytes,
+    threads: i64,
+    sleep_s: i64,
+    repeat: i64,
+) -> WorkloadCounts {
+    let n = nproc as u64;
+    let tasks = sat_mul(n, threads.max(1) as u64);
+    let ops = 5 + repeat.max(0) as u64 + (sleep_s > 0) as u64 + (threads > 0) as u64;
+    WorkloadCounts {
+        field: "nproc x size",
+        value: format!("{nproc} x {}", format_size(size.0)),
+        mapped_pages: sat_mul(tasks, size.pages()),
+        ops: sat_mul(tasks, ops),
+        marks: sat_mul(tasks, 2),
+        samples: 0,
+        tasks,
+        processes: n,
+    }
+}
+
+/// thp_swap_allocator_test: the program grows linearly with the iterations, so measure one
+/// and two and extrapolate.
+fn thp_swap_allocator_test_counts(
+    s: &Scenario,
+    w: &WorkloadSpec,
+    iterations: u32,
+) -> WorkloadCounts {
+    let program = |iterations: u32| -> (u64, u64) {
+        let mut one = w.clone();
+        if let WorkloadSpec::ThpSwapAllocatorTest { iterations: i, .. } = &mut one {
+            *i = iterations;
         }
+        let tasks = crate::workload::tasks(&one, s.seed);
+        let ops = tasks.iter().flat_map(|t| &t.ops);
+        (ops.clone().count() as u64, anon_mapped_pages(ops))
+    };
+    let ((ops_one, mapped), (ops_two, _)) = (program(1), program(2));
+    let per_iteration = ops_two - ops_one;
+    WorkloadCounts {
+        field: "iterations",
+        value: iterations.to_string(),
+        mapped_pages: mapped,
+        ops: ops_one.saturating_add(sat_mul(
+            (iterations as u64).saturating_sub(1),
+            per_iteration,
+        )),
+        marks: iterations as u64 + 1,
+        samples: 0,
+        tasks: 1,
+        processes: 1,
+    }
+}
+
+/// kbuild: `jobs_concurrent` compiler slots at once, each up to `rss_max`.
+fn kbuild_counts(
+    jobs: u32,
+    jobs_concurrent: u32,
+    rss_max: &crate::scenario::Bytes,
+    phases: u32,
+    compiler: KbuildCompiler,
+) -> WorkloadCounts {
+    let slots = jobs_concurrent.min(jobs) as u64;
+    let (job_pages, job_ops) = match compiler {
+        KbuildCompiler::OneHeap => (rss_max.pages(), 2 * phases as u64 + 4),
+        KbuildCompiler::Cc1 => {
+            use crate::workload::kbuild_cc1::{mapped_pages_max, ops_max};
+            let pages = rss_max.pages();
+            (mapped_pages_max(pages), ops_max(pages, phases as u64) + 4)
+        }
+    };
+    WorkloadCounts {
+        field: "jobs x phases",
+        value: format!("{jobs} x {phases}"),
+        mapped_pages: sat_mul(slots, job_pages),
+        ops: sat_mul(jobs as u64, job_ops).saturating_add(slots),
+        marks: jobs as u64,
+        samples: 0,
+        tasks: slots,
+        processes: slots,
+    }
+}
+
+/// thpscale: each thread's share of the total, its fragmenting mappings, and a latency sample
+/// per huge page.
+fn thpscale_counts(threads: u32, total_size: &crate::scenario::Bytes) -> WorkloadCounts {
+    let g = Geometry::new(threads, total_size.0);
+    let t = threads as u64;
+    let per_thread = g.thread_pages as u64;
+    WorkloadCounts {
+        field: "total_size",
+        value: format_size(total_size.0),
+        mapped_pages: sat_mul(t, per_thread + per_thread / 2 + 512 + per_thread / 4),
+        ops: sat_mul(t, 16 + per_thread / 512 + 5 * g.nr_hpages as u64),
+        marks: 0,
+        samples: sat_mul(t, g.nr_hpages as u64),
+        tasks: t,
+        processes: 1,
+    }
+}
+
+/// A trace replay: its own tasks (the trace is parsed once and cached), what they map, summed
+/// (an upper bound: VMAs unmapped on the way are counted too).
+fn trace_counts(s: &Scenario, w: &WorkloadSpec, path: &str) -> WorkloadCounts {
+    let tasks = crate::workload::tasks_for(w, s);
+    let ops = tasks.iter().flat_map(|t| &t.ops);
+    WorkloadCounts {
+        field: "path",
+        value: path.to_string(),
+        mapped_pages: ops
+            .clone()
+            .map(|op| match op {
+                Op::Mmap { nr_pages, .. } | Op::MmapFile { nr_pages, .. } => *nr_pages as u64,
+                _ => 0,
+            })
+            .sum(),
+        ops: ops.count() as u64,
+        marks: tasks.len() as u64,
+        samples: 0,
+        tasks: tasks.len() as u64,
+        processes: tasks.iter().filter(|t| t.shares_mm_with.is_none()).count() as u64,
+    }
+}
+
+/// A registered workload: count what its program does; every mapping is live at once (an
+/// upper bound).
+fn registered_counts(s: &Scenario, w: &WorkloadSpec, name: &str) -> WorkloadCounts {
+    let tasks = crate::workload::tasks_for(w, s);
+    let nr_tasks = tasks.len() as u64;
+    WorkloadCounts {
+        field: "name",
+        value: name.into(),
+        mapped_pages: anon_mapped_pages(tasks.iter().flat_map(|t| &t.ops)),
+        ops: tasks.iter().map(|t| t.ops.len() as u64).sum(),
+        marks: sat_mul(nr_tasks, 2),
+        samples: 0,
+        tasks: nr_tasks,
+        processes: tasks.iter().filter(|t| t.shares_mm_with.is_none()).count() as u64,
+    }
+}
+
+/// file_read: `nproc` readers over the file, `passes` times, one op per step of
+/// `step_pages` (one op per reader per pass when an mmap reader touches every page).
+fn file_read_counts(
+    s: &Scenario,
+    file: &str,
+    nproc: u32,
+    mmap: bool,
+    (step_pages, one_page_steps): (u64, bool),
+    passes: u32,
+) -> WorkloadCounts {
+    let file_pages = s
+        .files
+        .iter()
+        .find(|f| f.name == file)
+        .map_or(0, |f| f.size.pages());
+    let n = nproc as u64;
+    let per_pass = if one_page_steps {
+        n
+    } else {
+        file_pages.div_ceil(step_pages.max(1)) + n
+    };
+    WorkloadCounts {
+        field: "passes",
+        value: passes.to_string(),
+        mapped_pages: if mmap { file_pages } else { 0 },
+        ops: sat_mul(passes as u64, per_pass).saturating_add(sat_mul(n, 8)),
+        marks: sat_mul(n, 2),
+        samples: 0,
+        tasks: n,
+        processes: n,
+    }
+}
+
+/// XSBench: the grid its first task maps, with the PTEs and the special sets of the accessed
+/// ranges (5 bytes a page).
+fn xsbench_counts(s: &Scenario, w: &WorkloadSpec, lookups: u64, threads: u32) -> WorkloadCounts {
+    let tasks = crate::workload::tasks_for(w, s);
+    let t = threads as u64;
+    let mapped = anon_mapped_pages(tasks[0].ops.iter());
+    WorkloadCounts {
+        field: "size",
+        value: format!("{lookups} lookups"),
+        mapped_pages: mapped + mapped * 5 / 8,
+        ops: tasks.iter().map(|t| t.ops.len() as u64).sum(),
+        marks: sat_mul(t, 2),
+        samples: 0,
+        tasks: t,
+        processes: 1,
+    }
+}
+
+/// tlb_shootdown: two mappings of `pages`, and each iteration's ops and barriers.
+fn tlb_shootdown_counts(
+    threads: u32,
+    iterations: u32,
+    ops_per_iteration: u32,
+    pages: u32,
+) -> WorkloadCounts {
+    let t = threads as u64;
+    WorkloadCounts {
+        field: "iterations",
+        value: iterations.to_string(),
+        mapped_pages: 2 * pages as u64,
+        ops: sat_mul(iterations as u64, 3 * ops_per_iteration as u64 + 3 * t),
+        marks: sat_mul(t, 2),
+        samples: 0,
+        tasks: t,
+        processes: 1,
     }
 }
 

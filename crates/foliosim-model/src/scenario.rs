@@ -2127,206 +2127,273 @@ impl Scenario {
     ) -> Result<(), ScenarioError> {
         let field = |name: &str| format!("workload[{i}].{name}");
         match w {
-            WorkloadSpec::Usemem {
-                nproc,
-                size,
-                threads,
-                sleep_s,
-                repeat,
-                ..
-            } => {
-                if *nproc == 0 || *nproc > 100_000 {
-                    return Err(invalid(field("nproc"), nproc, "1 ..= 100000"));
-                }
-                if size.0 < PAGE_SIZE || size.0 > 1 << 42 {
-                    return Err(invalid(field("size"), format_size(size.0), "4K ..= 4T"));
-                }
-                if !(0..=4096).contains(threads) || *nproc as i64 * (*threads).max(1) > 100_000 {
-                    return Err(invalid(
-                        field("threads"),
-                        threads,
-                        "0 ..= 4096, with nproc x threads at most 100000",
-                    ));
-                }
-                if !(0..=(MAX_TIME_NS / 1_000_000_000) as i64).contains(sleep_s) {
-                    return Err(invalid(
-                        field("sleep_s"),
-                        sleep_s,
-                        "0 ..= 1000 seconds (usemem's -1, for ever, never ends the run)",
-                    ));
-                }
-                if !(1..=10_000).contains(repeat) {
-                    return Err(invalid(field("repeat"), repeat, "1 ..= 10000"));
-                }
-            }
+            WorkloadSpec::Usemem { .. } => Self::check_usemem(&field, w),
             WorkloadSpec::ThpSwapAllocatorTest { iterations, .. } => {
                 if *iterations == 0 || *iterations > 100_000 {
                     return Err(invalid(field("iterations"), iterations, "1 ..= 100000"));
                 }
+                Ok(())
             }
-            WorkloadSpec::Kbuild {
-                jobs,
-                jobs_concurrent,
-                rss_min,
-                rss_max,
-                phases,
-                user_ns_per_page,
-                tmpfs,
-                ..
-            } => {
-                check_time_ns(&field("user_ns_per_page"), Some(*user_ns_per_page))?;
-                if *jobs == 0 || *jobs > 1_000_000 {
-                    return Err(invalid(field("jobs"), jobs, "1 ..= 1000000"));
-                }
-                if *jobs_concurrent == 0 || *jobs_concurrent > 4096 {
-                    return Err(invalid(
-                        field("jobs_concurrent"),
-                        jobs_concurrent,
-                        "1 ..= 4096",
-                    ));
-                }
-                if rss_min.0 < PAGE_SIZE || rss_min.0 > 1 << 36 {
-                    return Err(invalid(
-                        field("rss_min"),
-                        format_size(rss_min.0),
-                        "4K ..= 64G",
-                    ));
-                }
-                if rss_max < rss_min || rss_max.0 > 1 << 36 {
-                    return Err(invalid(
-                        field("rss_max"),
-                        format_size(rss_max.0),
-                        format!("rss_min ({}) ..= 64G", format_size(rss_min.0)),
-                    ));
-                }
-                if *phases == 0 || *phases > 1000 {
-                    return Err(invalid(field("phases"), phases, "1 ..= 1000"));
-                }
-                if let Some(name) = tmpfs {
-                    // The object sizes are checked above the schema (validate.rs).
-                    tmpfs::find(&self.tmpfs, &field("tmpfs"), name)?;
-                }
-            }
-            WorkloadSpec::Thpscale {
-                threads,
-                total_size,
-                file,
-                ..
-            } => {
-                let spec = self.file_spec(file, field("file"))?;
-                if *threads == 0 || *threads > 4096 {
-                    return Err(invalid(field("threads"), threads, "1 ..= 4096"));
-                }
-                // thpscale exits when a thread's share rounds down to no 2 MiB.
-                let min = *threads as u64 * (2 << 20);
-                if total_size.0 < min || total_size.0 > 1 << 42 {
-                    return Err(invalid(
-                        field("total_size"),
-                        format_size(total_size.0),
-                        format!("{} (2M per thread) ..= 4T", format_size(min)),
-                    ));
-                }
-                let needed = total_size.0 + (16 << 20);
-                if spec.size.0 < needed {
-                    return Err(invalid(
-                        format!("file `{file}` size"),
-                        format_size(spec.size.0),
-                        format!(
-                            "at least total_size + 16M = {} (thpscale maps a quarter of each thread's share at its offset)",
-                            format_size(needed)
-                        ),
-                    ));
-                }
-            }
-            WorkloadSpec::Xsbench {
-                isotopes,
-                gridpoints,
-                lookups,
-                threads,
-                chunk_lookups,
-                lookup_compute_ns,
-                ..
-            } => {
-                if let Some(n) = isotopes.filter(|&n| n != 68 && !(355..=100_000).contains(&n)) {
-                    return Err(invalid(
-                        field("isotopes"),
-                        n,
-                        "68 (H-M small's fuel) or 355 ..= 100000 (H-M large's material table names isotopes up to 354)",
-                    ));
-                }
-                if let Some(g) = gridpoints.filter(|&g| g == 0 || g > 10_000_000) {
-                    return Err(invalid(field("gridpoints"), g, "1 ..= 10000000"));
-                }
-                if *lookups == 0 || *lookups > 1 << 40 {
-                    return Err(invalid(field("lookups"), lookups, "1 ..= 2^40"));
-                }
-                if *threads == 0 || *threads > 4096 {
-                    return Err(invalid(field("threads"), threads, "1 ..= 4096"));
-                }
-                if chunk_lookups == &Some(0) {
-                    return Err(invalid(field("chunk_lookups"), 0, ">= 1"));
-                }
-                check_time_ns(&field("lookup_compute_ns"), *lookup_compute_ns)?;
-            }
-            WorkloadSpec::TlbShootdown {
-                threads,
-                iterations,
-                ops_per_iteration,
-                pages,
-                spin_ns,
-                lead_ns,
-                ..
-            } => {
-                if *threads < 2 || *threads > 1024 {
-                    return Err(invalid(field("threads"), threads, "2 ..= 1024"));
-                }
-                for (name, v, max) in [
-                    ("iterations", *iterations, 1_000_000),
-                    ("ops_per_iteration", *ops_per_iteration, 10_000),
-                    ("pages", *pages, 33),
-                ] {
-                    if v == 0 || v > max {
-                        return Err(invalid(field(name), v, format!("1 ..= {max}")));
-                    }
-                }
-                check_time_ns(&field("spin_ns"), Some(*spin_ns))?;
-                check_time_ns(&field("lead_ns"), Some(*lead_ns))?;
-            }
+            WorkloadSpec::Kbuild { .. } => self.check_kbuild(&field, w),
+            WorkloadSpec::Thpscale { .. } => self.check_thpscale(&field, w),
+            WorkloadSpec::Xsbench { .. } => Self::check_xsbench(&field, w),
+            WorkloadSpec::TlbShootdown { .. } => Self::check_tlb_shootdown(&field, w),
             // Checked above the schema, where the trace's reader and the registered workloads'
             // generators are (validate.rs).
-            WorkloadSpec::Trace { .. } | WorkloadSpec::Registered { .. } => {}
-            WorkloadSpec::FileRead {
-                file,
-                nproc,
-                stride_pages,
-                passes,
-                read_pages,
-                ..
-            } => {
-                let pages = self.file_spec(file, field("file"))?.size.pages();
-                // Each task maps or reads its own share of the file: at least a page.
-                if *nproc as u64 > pages {
-                    return Err(invalid(
-                        field("nproc"),
-                        nproc,
-                        format!("1 ..= {pages} (each task reads a share of the {pages} pages of file `{file}`)"),
-                    ));
-                }
-                for (name, v, max) in [
-                    ("nproc", *nproc, 4096),
-                    ("stride_pages", *stride_pages, 1 << 20),
-                    ("passes", *passes, 1000),
-                    ("read_pages", *read_pages, 1 << 20),
-                ] {
-                    if v == 0 || v > max {
-                        return Err(invalid(field(name), v, format!("1 ..= {max}")));
-                    }
-                }
-            }
+            WorkloadSpec::Trace { .. } | WorkloadSpec::Registered { .. } => Ok(()),
+            WorkloadSpec::FileRead { .. } => self.check_file_read(&field, w),
+        }
+    }
+
+    /// usemem: processes, the size each maps, threads, the sleep and the store passes.
+    fn check_usemem(field: &dyn Fn(&str) -> String, w: &WorkloadSpec) -> Result<(), ScenarioError> {
+        let WorkloadSpec::Usemem {
+            nproc,
+            size,
+            threads,
+            sleep_s,
+            repeat,
+            ..
+        } = w
+        else {
+            unreachable!("check_usemem checks Usemem workloads only")
+        };
+        if *nproc == 0 || *nproc > 100_000 {
+            return Err(invalid(field("nproc"), nproc, "1 ..= 100000"));
+        }
+        if size.0 < PAGE_SIZE || size.0 > 1 << 42 {
+            return Err(invalid(field("size"), format_size(size.0), "4K ..= 4T"));
+        }
+        if !(0..=4096).contains(threads) || *nproc as i64 * (*threads).max(1) > 100_000 {
+            return Err(invalid(
+                field("threads"),
+                threads,
+                "0 ..= 4096, with nproc x threads at most 100000",
+            ));
+        }
+        if !(0..=(MAX_TIME_NS / 1_000_000_000) as i64).contains(sleep_s) {
+            return Err(invalid(
+                field("sleep_s"),
+                sleep_s,
+                "0 ..= 1000 seconds (usemem's -1, for ever, never ends the run)",
+            ));
+        }
+        if !(1..=10_000).contains(repeat) {
+            return Err(invalid(field("repeat"), repeat, "1 ..= 10000"));
         }
         Ok(())
     }
 
+    /// kbuild: jobs, their concurrency, RSS range and phases, and the tmpfs it builds on.
+    fn check_kbuild(
+        &self,
+        field: &dyn Fn(&str) -> String,
+        w: &WorkloadSpec,
+    ) -> Result<(), ScenarioError> {
+        let WorkloadSpec::Kbuild {
+            jobs,
+            jobs_concurrent,
+            rss_min,
+            rss_max,
+            phases,
+            user_ns_per_page,
+            tmpfs,
+            ..
+        } = w
+        else {
+            unreachable!("check_kbuild checks Kbuild workloads only")
+        };
+        check_time_ns(&field("user_ns_per_page"), Some(*user_ns_per_page))?;
+        if *jobs == 0 || *jobs > 1_000_000 {
+            return Err(invalid(field("jobs"), jobs, "1 ..= 1000000"));
+        }
+        if *jobs_concurrent == 0 || *jobs_concurrent > 4096 {
+            return Err(invalid(
+                field("jobs_concurrent"),
+                jobs_concurrent,
+                "1 ..= 4096",
+            ));
+        }
+        if rss_min.0 < PAGE_SIZE || rss_min.0 > 1 << 36 {
+            return Err(invalid(
+                field("rss_min"),
+                format_size(rss_min.0),
+                "4K ..= 64G",
+            ));
+        }
+        if rss_max < rss_min || rss_max.0 > 1 << 36 {
+            return Err(invalid(
+                field("rss_max"),
+                format_size(rss_max.0),
+                format!("rss_min ({}) ..= 64G", format_size(rss_min.0)),
+            ));
+        }
+        if *phases == 0 || *phases > 1000 {
+            return Err(invalid(field("phases"), phases, "1 ..= 1000"));
+        }
+        if let Some(name) = tmpfs {
+            // The object sizes are checked above the schema (validate.rs).
+            tmpfs::find(&self.tmpfs, &field("tmpfs"), name)?;
+        }
+        Ok(())
+    }
+
+    /// thpscale: threads, a total of at least 2M per thread, and a file big enough for it.
+    fn check_thpscale(
+        &self,
+        field: &dyn Fn(&str) -> String,
+        w: &WorkloadSpec,
+    ) -> Result<(), ScenarioError> {
+        let WorkloadSpec::Thpscale {
+            threads,
+            total_size,
+            file,
+            ..
+        } = w
+        else {
+            unreachable!("check_thpscale checks Thpscale workloads only")
+        };
+        let spec = self.file_spec(file, field("file"))?;
+        if *threads == 0 || *threads > 4096 {
+            return Err(invalid(field("threads"), threads, "1 ..= 4096"));
+        }
+        // thpscale exits when a thread's share rounds down to no 2 MiB.
+        let min = *threads as u64 * (2 << 20);
+        if total_size.0 < min || total_size.0 > 1 << 42 {
+            return Err(invalid(
+                field("total_size"),
+                format_size(total_size.0),
+                format!("{} (2M per thread) ..= 4T", format_size(min)),
+            ));
+        }
+        let needed = total_size.0 + (16 << 20);
+        if spec.size.0 < needed {
+            return Err(invalid(
+                format!("file `{file}` size"),
+                format_size(spec.size.0),
+                format!(
+                    "at least total_size + 16M = {} (thpscale maps a quarter of each thread's share at its offset)",
+                    format_size(needed)
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// XSBench: its problem's isotopes and gridpoints, lookups, threads and their pacing.
+    fn check_xsbench(
+        field: &dyn Fn(&str) -> String,
+        w: &WorkloadSpec,
+    ) -> Result<(), ScenarioError> {
+        let WorkloadSpec::Xsbench {
+            isotopes,
+            gridpoints,
+            lookups,
+            threads,
+            chunk_lookups,
+            lookup_compute_ns,
+            ..
+        } = w
+        else {
+            unreachable!("check_xsbench checks Xsbench workloads only")
+        };
+        if let Some(n) = isotopes.filter(|&n| n != 68 && !(355..=100_000).contains(&n)) {
+            return Err(invalid(
+                field("isotopes"),
+                n,
+                "68 (H-M small's fuel) or 355 ..= 100000 (H-M large's material table names isotopes up to 354)",
+            ));
+        }
+        if let Some(g) = gridpoints.filter(|&g| g == 0 || g > 10_000_000) {
+            return Err(invalid(field("gridpoints"), g, "1 ..= 10000000"));
+        }
+        if *lookups == 0 || *lookups > 1 << 40 {
+            return Err(invalid(field("lookups"), lookups, "1 ..= 2^40"));
+        }
+        if *threads == 0 || *threads > 4096 {
+            return Err(invalid(field("threads"), threads, "1 ..= 4096"));
+        }
+        if chunk_lookups == &Some(0) {
+            return Err(invalid(field("chunk_lookups"), 0, ">= 1"));
+        }
+        check_time_ns(&field("lookup_compute_ns"), *lookup_compute_ns)?;
+        Ok(())
+    }
+
+    /// tlb_shootdown: threads, iterations, ops per iteration, pages and the timing.
+    fn check_tlb_shootdown(
+        field: &dyn Fn(&str) -> String,
+        w: &WorkloadSpec,
+    ) -> Result<(), ScenarioError> {
+        let WorkloadSpec::TlbShootdown {
+            threads,
+            iterations,
+            ops_per_iteration,
+            pages,
+            spin_ns,
+            lead_ns,
+            ..
+        } = w
+        else {
+            unreachable!("check_tlb_shootdown checks TlbShootdown workloads only")
+        };
+        if *threads < 2 || *threads > 1024 {
+            return Err(invalid(field("threads"), threads, "2 ..= 1024"));
+        }
+        for (name, v, max) in [
+            ("iterations", *iterations, 1_000_000),
+            ("ops_per_iteration", *ops_per_iteration, 10_000),
+            ("pages", *pages, 33),
+        ] {
+            if v == 0 || v > max {
+                return Err(invalid(field(name), v, format!("1 ..= {max}")));
+            }
+        }
+        check_time_ns(&field("spin_ns"), Some(*spin_ns))?;
+        check_time_ns(&field("lead_ns"), Some(*lead_ns))?;
+        Ok(())
+    }
+
+    /// file_read: readers (each with a page of the file at least), stride, passes, read size.
+    fn check_file_read(
+        &self,
+        field: &dyn Fn(&str) -> String,
+        w: &WorkloadSpec,
+    ) -> Result<(), ScenarioError> {
+        let WorkloadSpec::FileRead {
+            file,
+            nproc,
+            stride_pages,
+            passes,
+            read_pages,
+            ..
+        } = w
+        else {
+            unreachable!("check_file_read checks FileRead workloads only")
+        };
+        let pages = self.file_spec(file, field("file"))?.size.pages();
+        // Each task maps or reads its own share of the file: at least a page.
+        if *nproc as u64 > pages {
+            return Err(invalid(
+                field("nproc"),
+                nproc,
+                format!(
+                    "1 ..= {pages} (each task reads a share of the {pages} pages of file `{file}`)"
+                ),
+            ));
+        }
+        for (name, v, max) in [
+            ("nproc", *nproc, 4096),
+            ("stride_pages", *stride_pages, 1 << 20),
+            ("passes", *passes, 1000),
+            ("read_pages", *read_pages, 1 << 20),
+        ] {
+            if v == 0 || v > max {
+                return Err(invalid(field(name), v, format!("1 ..= {max}")));
+            }
+        }
+        Ok(())
+    }
     /// What every `[[workload]]` has: its OOM score and the memcg it names.
     pub(crate) fn check_workload_refs(
         &self,

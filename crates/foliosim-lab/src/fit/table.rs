@@ -278,265 +278,12 @@ impl Table {
     pub fn from_toml_str(text: &str, dir: Option<&Path>) -> Result<Table, FitError> {
         let f: TableFile = toml::from_str(text).map_err(|e| bad("table", e.to_string()))?;
         let e = &f.experiment;
-        let experiment = match (&e.builtin, &e.base) {
-            (Some(b), None) if b == "seed000" => {
-                let scale = e.scale.unwrap_or(1.0);
-                if !(scale > 0.0 && scale <= 4.0) {
-                    return Err(bad(
-                        "experiment.scale",
-                        format!("{scale}; allowed: 0 < scale <= 4"),
-                    ));
-                }
-                Experiment::Seed000 { scale }
-            }
-            (Some(b), None) => {
-                return Err(bad(
-                    "experiment.builtin",
-                    format!("`{b}`; allowed: seed000 (or `base` = a scenario file)"),
-                ))
-            }
-            (None, Some(p)) => {
-                if e.scale.is_some() {
-                    return Err(bad(
-                        "experiment.scale",
-                        "only with `builtin`; size a `base` scenario in its file",
-                    ));
-                }
-                let path = dir.map_or_else(|| Path::new(p).to_path_buf(), |d| d.join(p));
-                let text = crate::footprint::read_toml(&path).map_err(|err| FitError::Io {
-                    path: path.display().to_string(),
-                    message: err.to_string(),
-                })?;
-                let s = Scenario::from_toml_str(&text)
-                    .map_err(|err| bad("experiment.base", format!("{}: {err}", path.display())))?;
-                let value: toml::Value = toml::from_str(&s.to_toml_string())
-                    .map_err(|err| bad("experiment.base", err.to_string()))?;
-                Experiment::Base {
-                    scenario: Box::new(value),
-                }
-            }
-            _ => {
-                return Err(bad(
-                    "experiment",
-                    "exactly one of `builtin` (seed000) and `base` (a scenario file)",
-                ))
-            }
-        };
-        if e.seeds == 0 || e.seeds > 100 {
-            return Err(bad(
-                "experiment.seeds",
-                format!("{}; allowed: 1 ..= 100", e.seeds),
-            ));
-        }
-        if !(e.default_rel_std > 0.0 && e.default_rel_std.is_finite()) {
-            return Err(bad(
-                "experiment.default_rel_std",
-                format!("{}; allowed: a finite number > 0", e.default_rel_std),
-            ));
-        }
-        let mut rows: Vec<Row> = vec![];
-        for (i, r) in f.row.iter().enumerate() {
-            let field = format!("row[{i}]");
-            if r.id.is_empty() || rows.iter().any(|x| x.id == r.id) {
-                return Err(bad(
-                    format!("{field}.id"),
-                    format!("`{}`; allowed: a non-empty id unique in the table", r.id),
-                ));
-            }
-            let mut builder = RowBuilder::default();
-            match &experiment {
-                Experiment::Seed000 { .. } => {
-                    let k = r.kernel.as_deref().unwrap_or("");
-                    builder.kernel =
-                        Some(*seed000::KERNELS.iter().find(|v| v.name() == k).ok_or_else(
-                            || {
-                                bad(
-                                    format!("{field}.kernel"),
-                                    format!("`{k}`; allowed: 6.9, 6.10"),
-                                )
-                            },
-                        )?);
-                    let s = r.size.as_deref().unwrap_or("");
-                    if !seed000::SIZES.contains(&s) {
-                        return Err(bad(
-                            format!("{field}.size"),
-                            format!("`{s}`; allowed: {}", seed000::SIZES.join(", ")),
-                        ));
-                    }
-                    builder.size = Some(s.to_string());
-                    if !r.set.is_empty() {
-                        return Err(bad(
-                            format!("{field}.set"),
-                            "only with a `base` scenario; seed000 rows name `kernel` and `size`",
-                        ));
-                    }
-                }
-                Experiment::Base { .. } => {
-                    if r.kernel.is_some() || r.size.is_some() {
-                        return Err(bad(
-                            field.clone(),
-                            "`kernel`/`size` are for builtin seed000 rows; use `set` with a base",
-                        ));
-                    }
-                    for (k, v) in &r.set {
-                        let path = crate::sweep::axes::parse_key(k)
-                            .map_err(|err| bad(format!("{field}.set"), err.to_string()))?;
-                        builder.set.push((path, v.clone()));
-                    }
-                }
-            }
-            // Residuals are squared: a figure near 1e308 would make the objective infinite.
-            if let Some(v) = r.value.filter(|v| v.is_nan() || v.abs() > MAX_ROW_FIGURE) {
-                return Err(bad(
-                    format!("{field}.value"),
-                    format!("{v}; allowed: a finite number in -1e15 ..= 1e15"),
-                ));
-            }
-            if let Some(s) = r.std.filter(|s| !(*s >= 0.0 && *s <= MAX_ROW_FIGURE)) {
-                return Err(bad(
-                    format!("{field}.std"),
-                    format!("{s}; allowed: a finite number in 0 ..= 1e15"),
-                ));
-            }
-            rows.push(Row {
-                id: r.id.clone(),
-                group: r.group.clone(),
-                value: r.value,
-                std: r.std,
-                metric: r.metric.clone().unwrap_or_else(|| e.metric.clone()),
-                relative_to: r
-                    .relative_to
-                    .clone()
-                    .or_else(|| e.relative_to.clone())
-                    .filter(|s| !s.is_empty()),
-                builder,
-            });
-        }
-        if rows.is_empty() {
-            return Err(bad("row", "no rows; allowed: one [[row]] per scenario"));
-        }
-        for (i, r) in rows.iter().enumerate() {
-            if let Some(base) = &r.relative_to {
-                let Some(b) = rows.iter().find(|x| &x.id == base) else {
-                    return Err(bad(
-                        format!("row[{i}].relative_to"),
-                        format!("`{base}` is not a row id"),
-                    ));
-                };
-                if b.relative_to.is_some() && b.id != r.id && b.relative_to.as_ref() != Some(base) {
-                    return Err(bad(
-                        format!("row[{i}].relative_to"),
-                        format!("`{base}` is itself relative to another row"),
-                    ));
-                }
-                if b.metric != r.metric {
-                    return Err(bad(
-                        format!("row[{i}].relative_to"),
-                        format!("`{base}` measures `{}`, not `{}`", b.metric, r.metric),
-                    ));
-                }
-            }
-        }
-        let mut free = vec![];
-        for (i, fr) in f.free.iter().enumerate() {
-            let x = Free {
-                cost: fr.cost.clone(),
-                low: fr.low,
-                high: fr.high,
-                prior: fr.prior,
-                prior_factor: fr.prior.map(|_| fr.prior_factor.unwrap_or(10.0)),
-                source: fr.source.clone(),
-            };
-            if fr.prior_factor.is_some() && fr.prior.is_none() {
-                return Err(bad(
-                    format!("free[{i}].prior_factor"),
-                    "given without `prior`; allowed: both or neither",
-                ));
-            }
-            check_free(&format!("free[{i}]"), &x)?;
-            if free.iter().any(|y: &Free| y.cost == x.cost) {
-                return Err(bad(
-                    format!("free[{i}].cost"),
-                    format!("`{}` is freed twice", x.cost),
-                ));
-            }
-            free.push(x);
-        }
-        let mut cited = vec![];
-        for (i, c) in f.cited.iter().enumerate() {
-            check_cost_name(&format!("cited[{i}].cost"), &c.cost)?;
-            if !(c.value >= 0.0 && c.value <= 1e12) {
-                return Err(bad(
-                    format!("cited[{i}].value"),
-                    format!("{}; allowed: 0 ..= 1e12 ns", c.value),
-                ));
-            }
-            if cited.iter().any(|y: &Cited| y.cost == c.cost) {
-                return Err(bad(
-                    format!("cited[{i}].cost"),
-                    format!(
-                        "`{}` is cited twice; allowed: one [[cited]] per cost",
-                        c.cost
-                    ),
-                ));
-            }
-            if free.iter().any(|y: &Free| y.cost == c.cost) {
-                return Err(bad(
-                    format!("cited[{i}].cost"),
-                    format!(
-                        "`{}` is also a [[free]] cost; allowed: a cost either cited or freed, not both",
-                        c.cost
-                    ),
-                ));
-            }
-            if c.source.trim().is_empty() {
-                return Err(bad(
-                    format!("cited[{i}].source"),
-                    "empty; a cited cost names its source",
-                ));
-            }
-            cited.push(Cited {
-                cost: c.cost.clone(),
-                value: c.value,
-                source: c.source.clone(),
-            });
-        }
-        let groups: Vec<&str> = rows.iter().map(|r| r.group.as_str()).collect();
-        for (name, g) in [
-            ("split.baseline", &f.split.baseline),
-            ("split.proposal", &f.split.proposal),
-        ] {
-            if let Some(g) = g {
-                if !groups.contains(&g.as_str()) {
-                    return Err(bad(name, format!("`{g}` is no row's group")));
-                }
-            }
-        }
-        let default_fit = match (&f.split.fit, &f.split.baseline) {
-            (Some(ids), _) => ids.clone(),
-            (None, Some(g)) => rows
-                .iter()
-                .filter(|r| &r.group == g && r.value.is_some())
-                .map(|r| r.id.clone())
-                .collect(),
-            (None, None) => rows
-                .iter()
-                .filter(|r| r.value.is_some())
-                .map(|r| r.id.clone())
-                .collect(),
-        };
-        let profile = match &experiment {
-            Experiment::Seed000 { .. } => seed000::scenario(Release::V6_9, "4K", 0.05, 1)
-                .machine
-                .cost_profile
-                .clone(),
-            Experiment::Base { scenario } => scenario
-                .get("machine")
-                .and_then(|m| m.get("cost_profile"))
-                .and_then(|p| p.as_str())
-                .unwrap_or("vm-6.18-2cpu")
-                .to_string(),
-        };
+        let experiment = parse_experiment(e, dir)?;
+        let rows = parse_rows(&f.row, &experiment, e)?;
+        let free = parse_free(&f.free)?;
+        let cited = parse_cited(&f.cited, &free)?;
+        let default_fit = default_fit(&f.split, &rows)?;
+        let profile = experiment_profile(&experiment);
         let t = Table {
             name: f.name,
             source: f.source,
@@ -640,5 +387,323 @@ impl Table {
     /// Is row `i` a reference of a relative figure measured against itself (always 0)?
     pub fn is_own_reference(&self, i: usize) -> bool {
         self.rows[i].relative_to.as_deref() == Some(self.rows[i].id.as_str())
+    }
+}
+
+/// The experiment every row varies: builtin seed000 (at a scale) or a `base` scenario file;
+/// then its seed count and default relative std.
+fn parse_experiment(e: &ExperimentFile, dir: Option<&Path>) -> Result<Experiment, FitError> {
+    let experiment = match (&e.builtin, &e.base) {
+        (Some(b), None) if b == "seed000" => {
+            let scale = e.scale.unwrap_or(1.0);
+            if !(scale > 0.0 && scale <= 4.0) {
+                return Err(bad(
+                    "experiment.scale",
+                    format!("{scale}; allowed: 0 < scale <= 4"),
+                ));
+            }
+            Experiment::Seed000 { scale }
+        }
+        (Some(b), None) => {
+            return Err(bad(
+                "experiment.builtin",
+                format!("`{b}`; allowed: seed000 (or `base` = a scenario file)"),
+            ))
+        }
+        (None, Some(p)) => {
+            if e.scale.is_some() {
+                return Err(bad(
+                    "experiment.scale",
+                    "only with `builtin`; size a `base` scenario in its file",
+                ));
+            }
+            load_base(p, dir)?
+        }
+        _ => {
+            return Err(bad(
+                "experiment",
+                "exactly one of `builtin` (seed000) and `base` (a scenario file)",
+            ))
+        }
+    };
+    if e.seeds == 0 || e.seeds > 100 {
+        return Err(bad(
+            "experiment.seeds",
+            format!("{}; allowed: 1 ..= 100", e.seeds),
+        ));
+    }
+    if !(e.default_rel_std > 0.0 && e.default_rel_std.is_finite()) {
+        return Err(bad(
+            "experiment.default_rel_std",
+            format!("{}; allowed: a finite number > 0", e.default_rel_std),
+        ));
+    }
+    Ok(experiment)
+}
+
+/// A `base` scenario file (relative to the table's directory), validated and kept as TOML.
+fn load_base(p: &str, dir: Option<&Path>) -> Result<Experiment, FitError> {
+    let path = dir.map_or_else(|| Path::new(p).to_path_buf(), |d| d.join(p));
+    let text = crate::footprint::read_toml(&path).map_err(|err| FitError::Io {
+        path: path.display().to_string(),
+        message: err.to_string(),
+    })?;
+    let s = Scenario::from_toml_str(&text)
+        .map_err(|err| bad("experiment.base", format!("{}: {err}", path.display())))?;
+    let value: toml::Value = toml::from_str(&s.to_toml_string())
+        .map_err(|err| bad("experiment.base", err.to_string()))?;
+    Ok(Experiment::Base {
+        scenario: Box::new(value),
+    })
+}
+
+/// The `[[row]]`s: unique ids, a scenario recipe fitting the experiment, finite figures; then
+/// every `relative_to` names a row of the same metric that is not itself relative.
+fn parse_rows(
+    files: &[RowFile],
+    experiment: &Experiment,
+    e: &ExperimentFile,
+) -> Result<Vec<Row>, FitError> {
+    let mut rows: Vec<Row> = vec![];
+    for (i, r) in files.iter().enumerate() {
+        let field = format!("row[{i}]");
+        if r.id.is_empty() || rows.iter().any(|x| x.id == r.id) {
+            return Err(bad(
+                format!("{field}.id"),
+                format!("`{}`; allowed: a non-empty id unique in the table", r.id),
+            ));
+        }
+        let builder = row_builder(&field, r, experiment)?;
+        check_row_figures(&field, r)?;
+        rows.push(Row {
+            id: r.id.clone(),
+            group: r.group.clone(),
+            value: r.value,
+            std: r.std,
+            metric: r.metric.clone().unwrap_or_else(|| e.metric.clone()),
+            relative_to: r
+                .relative_to
+                .clone()
+                .or_else(|| e.relative_to.clone())
+                .filter(|s| !s.is_empty()),
+            builder,
+        });
+    }
+    if rows.is_empty() {
+        return Err(bad("row", "no rows; allowed: one [[row]] per scenario"));
+    }
+    check_relative_to(&rows)?;
+    Ok(rows)
+}
+
+/// How a row builds its scenario: seed000 rows name a kernel and a size, `base` rows `set`
+/// scenario keys.
+fn row_builder(field: &str, r: &RowFile, experiment: &Experiment) -> Result<RowBuilder, FitError> {
+    let mut builder = RowBuilder::default();
+    match experiment {
+        Experiment::Seed000 { .. } => {
+            let k = r.kernel.as_deref().unwrap_or("");
+            builder.kernel = Some(*seed000::KERNELS.iter().find(|v| v.name() == k).ok_or_else(
+                || {
+                    bad(
+                        format!("{field}.kernel"),
+                        format!("`{k}`; allowed: 6.9, 6.10"),
+                    )
+                },
+            )?);
+            let s = r.size.as_deref().unwrap_or("");
+            if !seed000::SIZES.contains(&s) {
+                return Err(bad(
+                    format!("{field}.size"),
+                    format!("`{s}`; allowed: {}", seed000::SIZES.join(", ")),
+                ));
+            }
+            builder.size = Some(s.to_string());
+            if !r.set.is_empty() {
+                return Err(bad(
+                    format!("{field}.set"),
+                    "only with a `base` scenario; seed000 rows name `kernel` and `size`",
+                ));
+            }
+        }
+        Experiment::Base { .. } => {
+            if r.kernel.is_some() || r.size.is_some() {
+                return Err(bad(
+                    field,
+                    "`kernel`/`size` are for builtin seed000 rows; use `set` with a base",
+                ));
+            }
+            for (k, v) in &r.set {
+                let path = crate::sweep::axes::parse_key(k)
+                    .map_err(|err| bad(format!("{field}.set"), err.to_string()))?;
+                builder.set.push((path, v.clone()));
+            }
+        }
+    }
+    Ok(builder)
+}
+
+/// A row's published value and std are finite and in range.
+fn check_row_figures(field: &str, r: &RowFile) -> Result<(), FitError> {
+    // Residuals are squared: a figure near 1e308 would make the objective infinite.
+    if let Some(v) = r.value.filter(|v| v.is_nan() || v.abs() > MAX_ROW_FIGURE) {
+        return Err(bad(
+            format!("{field}.value"),
+            format!("{v}; allowed: a finite number in -1e15 ..= 1e15"),
+        ));
+    }
+    if let Some(s) = r.std.filter(|s| !(*s >= 0.0 && *s <= MAX_ROW_FIGURE)) {
+        return Err(bad(
+            format!("{field}.std"),
+            format!("{s}; allowed: a finite number in 0 ..= 1e15"),
+        ));
+    }
+    Ok(())
+}
+
+/// Each `relative_to` names a row id, of the same metric, not relative to a third row.
+fn check_relative_to(rows: &[Row]) -> Result<(), FitError> {
+    for (i, r) in rows.iter().enumerate() {
+        if let Some(base) = &r.relative_to {
+            let Some(b) = rows.iter().find(|x| &x.id == base) else {
+                return Err(bad(
+                    format!("row[{i}].relative_to"),
+                    format!("`{base}` is not a row id"),
+                ));
+            };
+            if b.relative_to.is_some() && b.id != r.id && b.relative_to.as_ref() != Some(base) {
+                return Err(bad(
+                    format!("row[{i}].relative_to"),
+                    format!("`{base}` is itself relative to another row"),
+                ));
+            }
+            if b.metric != r.metric {
+                return Err(bad(
+                    format!("row[{i}].relative_to"),
+                    format!("`{base}` measures `{}`, not `{}`", b.metric, r.metric),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The `[[free]]` costs the fit moves: bounds, an optional prior, each cost once.
+fn parse_free(files: &[FreeFile]) -> Result<Vec<Free>, FitError> {
+    let mut free = vec![];
+    for (i, fr) in files.iter().enumerate() {
+        let x = Free {
+            cost: fr.cost.clone(),
+            low: fr.low,
+            high: fr.high,
+            prior: fr.prior,
+            prior_factor: fr.prior.map(|_| fr.prior_factor.unwrap_or(10.0)),
+            source: fr.source.clone(),
+        };
+        if fr.prior_factor.is_some() && fr.prior.is_none() {
+            return Err(bad(
+                format!("free[{i}].prior_factor"),
+                "given without `prior`; allowed: both or neither",
+            ));
+        }
+        check_free(&format!("free[{i}]"), &x)?;
+        if free.iter().any(|y: &Free| y.cost == x.cost) {
+            return Err(bad(
+                format!("free[{i}].cost"),
+                format!("`{}` is freed twice", x.cost),
+            ));
+        }
+        free.push(x);
+    }
+    Ok(free)
+}
+
+/// The `[[cited]]` costs held at a published value: named cost, value in range, a source, each
+/// cost once and never also freed.
+fn parse_cited(files: &[CitedFile], free: &[Free]) -> Result<Vec<Cited>, FitError> {
+    let mut cited = vec![];
+    for (i, c) in files.iter().enumerate() {
+        check_cost_name(&format!("cited[{i}].cost"), &c.cost)?;
+        if !(c.value >= 0.0 && c.value <= 1e12) {
+            return Err(bad(
+                format!("cited[{i}].value"),
+                format!("{}; allowed: 0 ..= 1e12 ns", c.value),
+            ));
+        }
+        if cited.iter().any(|y: &Cited| y.cost == c.cost) {
+            return Err(bad(
+                format!("cited[{i}].cost"),
+                format!(
+                    "`{}` is cited twice; allowed: one [[cited]] per cost",
+                    c.cost
+                ),
+            ));
+        }
+        if free.iter().any(|y: &Free| y.cost == c.cost) {
+            return Err(bad(
+                format!("cited[{i}].cost"),
+                format!(
+                    "`{}` is also a [[free]] cost; allowed: a cost either cited or freed, not both",
+                    c.cost
+                ),
+            ));
+        }
+        if c.source.trim().is_empty() {
+            return Err(bad(
+                format!("cited[{i}].source"),
+                "empty; a cited cost names its source",
+            ));
+        }
+        cited.push(Cited {
+            cost: c.cost.clone(),
+            value: c.value,
+            source: c.source.clone(),
+        });
+    }
+    Ok(cited)
+}
+
+/// The `[split]`'s groups name row groups; the rows fitted by default are `split.fit`, else the
+/// baseline group's published rows, else every published row.
+fn default_fit(split: &SplitFile, rows: &[Row]) -> Result<Vec<String>, FitError> {
+    let groups: Vec<&str> = rows.iter().map(|r| r.group.as_str()).collect();
+    for (name, g) in [
+        ("split.baseline", &split.baseline),
+        ("split.proposal", &split.proposal),
+    ] {
+        if let Some(g) = g {
+            if !groups.contains(&g.as_str()) {
+                return Err(bad(name, format!("`{g}` is no row's group")));
+            }
+        }
+    }
+    Ok(match (&split.fit, &split.baseline) {
+        (Some(ids), _) => ids.clone(),
+        (None, Some(g)) => rows
+            .iter()
+            .filter(|r| &r.group == g && r.value.is_some())
+            .map(|r| r.id.clone())
+            .collect(),
+        (None, None) => rows
+            .iter()
+            .filter(|r| r.value.is_some())
+            .map(|r| r.id.clone())
+            .collect(),
+    })
+}
+
+/// The cost profile of the experiment's machine.
+fn experiment_profile(experiment: &Experiment) -> String {
+    match experiment {
+        Experiment::Seed000 { .. } => seed000::scenario(Release::V6_9, "4K", 0.05, 1)
+            .machine
+            .cost_profile
+            .clone(),
+        Experiment::Base { scenario } => scenario
+            .get("machine")
+            .and_then(|m| m.get("cost_profile"))
+            .and_then(|p| p.as_str())
+            .unwrap_or("vm-6.18-2cpu")
+            .to_string(),
     }
 }

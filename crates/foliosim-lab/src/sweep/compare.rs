@@ -6,7 +6,7 @@
 //! significant (two-sided, 5%) are marked `*`. The statistics are stats.rs', as `reproduce`
 //! prints them.
 
-use super::table::{Kind, Table};
+use super::table::{Column, Kind, Table};
 use super::SweepError;
 use crate::stats::{self, Better, CompareTable, Series, Summary, Unit};
 use serde::Serialize;
@@ -95,9 +95,47 @@ fn short_names(axes: &[String]) -> Vec<String> {
 }
 
 pub fn compare(table: &Table, opts: &CompareOptions) -> Result<Comparison, SweepError> {
-    // Axis names as the user may quote them (`sysfs.hugepages."64K"`).
+    let opts = canonical_options(opts);
+    let keep = filtered_rows(table, &opts.filters)?;
+    let column_axes = match &opts.columns {
+        Some(cols) => {
+            for c in cols {
+                check_axis(table, c, "--columns")?;
+            }
+            cols.clone()
+        }
+        None => table.axes.clone(),
+    };
+    let (fixed, group_axes) = split_other_axes(table, &column_axes, &keep)?;
+    let layout = Layout::of(table, &keep, &column_axes, &group_axes)?;
+    let configs = baseline_first(layout.configs.clone(), opts.baseline.as_deref())?;
+    let metrics = chosen_metrics(table, &opts.metrics)?;
+    let (samples, meta) = collect_samples(table, &metrics, &keep, &layout, &configs)?;
+    let series = series_of(&samples, &meta, &group_axes);
+    let title = if column_axes.is_empty() {
+        "sweep".to_string()
+    } else {
+        column_axes.join(" ")
+    };
+    let compare_table = CompareTable::summaries(&title, &configs, &series);
+    let cells = cells_of(&samples, &meta, &configs, &group_axes);
+    let mut rendered = compare_table.render();
+    rendered.push_str(&footer(&column_axes, &configs[0], &fixed, &samples));
+    Ok(Comparison {
+        columns: configs.clone(),
+        baseline: configs[0].clone(),
+        test: TEST_NAME.into(),
+        table: compare_table,
+        cells,
+        rendered,
+    })
+}
+
+/// The options with axis names as the table spells them (the user may quote them:
+/// `sysfs.hugepages."64K"`).
+fn canonical_options(opts: &CompareOptions) -> CompareOptions {
     let canon = super::axes::canonical;
-    let opts = CompareOptions {
+    CompareOptions {
         metrics: opts.metrics.clone(),
         columns: opts
             .columns
@@ -109,30 +147,37 @@ pub fn compare(table: &Table, opts: &CompareOptions) -> Result<Comparison, Sweep
             .iter()
             .map(|(a, v)| (canon(a), v.clone()))
             .collect(),
-    };
-    let col = |name: &str| {
-        table.column(name).ok_or_else(|| {
-            SweepError::Invalid(format!(
-                "compare: no column `{name}`; axes: {}",
-                table.axes.join(", ")
-            ))
-        })
-    };
-    let axis_check = |name: &str, what: &str| {
-        if table.axes.iter().any(|a| a == name) {
-            Ok(())
-        } else {
-            Err(SweepError::Invalid(format!(
-                "compare: {what} `{name}` is not an axis of the sweep; allowed: {}",
-                table.axes.join(", ")
-            )))
-        }
-    };
-    // Rows kept by the filters.
+    }
+}
+
+/// The table's column `name`, or an error naming the axes.
+fn column<'t>(table: &'t Table, name: &str) -> Result<&'t Column, SweepError> {
+    table.column(name).ok_or_else(|| {
+        SweepError::Invalid(format!(
+            "compare: no column `{name}`; axes: {}",
+            table.axes.join(", ")
+        ))
+    })
+}
+
+/// `name` (given to option `what`) is an axis of the sweep.
+fn check_axis(table: &Table, name: &str, what: &str) -> Result<(), SweepError> {
+    if table.axes.iter().any(|a| a == name) {
+        Ok(())
+    } else {
+        Err(SweepError::Invalid(format!(
+            "compare: {what} `{name}` is not an axis of the sweep; allowed: {}",
+            table.axes.join(", ")
+        )))
+    }
+}
+
+/// The rows kept by the --where filters (each names an axis and one of its values).
+fn filtered_rows(table: &Table, filters: &[(String, String)]) -> Result<Vec<usize>, SweepError> {
     let mut keep: Vec<usize> = (0..table.rows()).collect();
-    for (axis, value) in &opts.filters {
-        axis_check(axis, "--where")?;
-        let c = col(axis)?;
+    for (axis, value) in filters {
+        check_axis(table, axis, "--where")?;
+        let c = column(table, axis)?;
         let mut values: Vec<String> = c.cells.iter().map(|x| x.label()).collect();
         values.dedup();
         if !values.iter().any(|v| v == value) {
@@ -146,21 +191,20 @@ pub fn compare(table: &Table, opts: &CompareOptions) -> Result<Comparison, Sweep
         }
         keep.retain(|&r| c.cells[r].label() == *value);
     }
-    let column_axes = match &opts.columns {
-        Some(cols) => {
-            for c in cols {
-                axis_check(c, "--columns")?;
-            }
-            cols.clone()
-        }
-        None => table.axes.clone(),
-    };
-    // The other axes split the rows; one left with a single value (by --where) is only named
-    // in the footer.
+    Ok(keep)
+}
+
+/// The axes that are not columns split the rows into groups; one left with a single value (by
+/// --where) is only named in the footer. Returns (those fixed as `axis=value`, the group axes).
+fn split_other_axes(
+    table: &Table,
+    column_axes: &[String],
+    keep: &[usize],
+) -> Result<(Vec<String>, Vec<String>), SweepError> {
     let mut fixed = vec![];
     let mut group_axes = vec![];
     for a in table.axes.iter().filter(|a| !column_axes.contains(a)) {
-        let c = col(a)?;
+        let c = column(table, a)?;
         let first = keep.first().map(|&r| c.cells[r].label());
         if keep.iter().all(|&r| Some(c.cells[r].label()) == first) {
             fixed.push(format!("{a}={}", first.unwrap_or_default()));
@@ -168,32 +212,61 @@ pub fn compare(table: &Table, opts: &CompareOptions) -> Result<Comparison, Sweep
             group_axes.push(a.clone());
         }
     }
-    let labels_of = |axes: &[String], row: usize| -> Result<Vec<String>, SweepError> {
-        axes.iter()
-            .map(|a| Ok(col(a)?.cells[row].label()))
-            .collect()
-    };
-    // Configurations and groups, in order of first appearance (the plan's order).
-    let mut configs: Vec<String> = vec![];
-    let mut groups: Vec<Vec<String>> = vec![];
-    let mut row_config = vec![];
-    let mut row_group = vec![];
-    for &r in &keep {
-        let c = label_of(&labels_of(&column_axes, r)?);
-        let g = labels_of(&group_axes, r)?;
-        if !configs.contains(&c) {
-            configs.push(c.clone());
+    Ok((fixed, group_axes))
+}
+
+/// Configurations and groups, in order of first appearance (the plan's order), and each kept
+/// row's configuration and group.
+struct Layout {
+    configs: Vec<String>,
+    groups: Vec<Vec<String>>,
+    row_config: Vec<String>,
+    row_group: Vec<Vec<String>>,
+}
+
+impl Layout {
+    fn of(
+        table: &Table,
+        keep: &[usize],
+        column_axes: &[String],
+        group_axes: &[String],
+    ) -> Result<Layout, SweepError> {
+        let labels_of = |axes: &[String], row: usize| -> Result<Vec<String>, SweepError> {
+            axes.iter()
+                .map(|a| Ok(column(table, a)?.cells[row].label()))
+                .collect()
+        };
+        let mut l = Layout {
+            configs: vec![],
+            groups: vec![],
+            row_config: vec![],
+            row_group: vec![],
+        };
+        for &r in keep {
+            let c = label_of(&labels_of(column_axes, r)?);
+            let g = labels_of(group_axes, r)?;
+            if !l.configs.contains(&c) {
+                l.configs.push(c.clone());
+            }
+            if !l.groups.contains(&g) {
+                l.groups.push(g.clone());
+            }
+            l.row_config.push(c);
+            l.row_group.push(g);
         }
-        if !groups.contains(&g) {
-            groups.push(g.clone());
+        if l.configs.is_empty() {
+            return Err(SweepError::Invalid("compare: no rows left".into()));
         }
-        row_config.push(c);
-        row_group.push(g);
+        Ok(l)
     }
-    if configs.is_empty() {
-        return Err(SweepError::Invalid("compare: no rows left".into()));
-    }
-    if let Some(b) = &opts.baseline {
+}
+
+/// The configurations with the baseline (--baseline, else the first) moved to the front.
+fn baseline_first(
+    mut configs: Vec<String>,
+    baseline: Option<&str>,
+) -> Result<Vec<String>, SweepError> {
+    if let Some(b) = baseline {
         let Some(i) = configs.iter().position(|c| c == b) else {
             return Err(SweepError::Invalid(format!(
                 "compare: --baseline `{b}` is not a column; allowed: {}",
@@ -203,8 +276,13 @@ pub fn compare(table: &Table, opts: &CompareOptions) -> Result<Comparison, Sweep
         let base = configs.remove(i);
         configs.insert(0, base);
     }
-    // Metrics.
-    let metrics: Vec<String> = if opts.metrics.is_empty() {
+    Ok(configs)
+}
+
+/// The metrics compared: those asked for (each a numeric column), else every throughput and
+/// the simulated time.
+fn chosen_metrics(table: &Table, asked: &[String]) -> Result<Vec<String>, SweepError> {
+    let metrics: Vec<String> = if asked.is_empty() {
         table
             .columns
             .iter()
@@ -212,7 +290,7 @@ pub fn compare(table: &Table, opts: &CompareOptions) -> Result<Comparison, Sweep
             .map(|c| c.name.clone())
             .collect()
     } else {
-        opts.metrics.clone()
+        asked.to_vec()
     };
     let numeric: Vec<&str> = table
         .columns
@@ -228,27 +306,32 @@ pub fn compare(table: &Table, opts: &CompareOptions) -> Result<Comparison, Sweep
             )));
         }
     }
-    let short = short_names(&group_axes);
-    let group_label = |g: &[String]| -> String {
-        short
-            .iter()
-            .zip(g)
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    // Samples per (metric, group) series and configuration.
-    let mut samples: Vec<Vec<Vec<f64>>> = vec![];
+    Ok(metrics)
+}
+
+/// Samples over the seeds per (metric, group) series and configuration, and each series'
+/// (metric, group).
+type Samples = Vec<Vec<Vec<f64>>>;
+type SeriesKeys = Vec<(String, Vec<String>)>;
+
+fn collect_samples(
+    table: &Table,
+    metrics: &[String],
+    keep: &[usize],
+    l: &Layout,
+    configs: &[String],
+) -> Result<(Samples, SeriesKeys), SweepError> {
+    let mut samples: Samples = vec![];
     let mut meta = vec![];
-    for m in &metrics {
-        let c = col(m)?;
-        for g in &groups {
+    for m in metrics {
+        let c = column(table, m)?;
+        for g in &l.groups {
             let per_config: Vec<Vec<f64>> = configs
                 .iter()
                 .map(|conf| {
                     keep.iter()
                         .enumerate()
-                        .filter(|(i, _)| row_config[*i] == *conf && row_group[*i] == *g)
+                        .filter(|(i, _)| l.row_config[*i] == *conf && l.row_group[*i] == *g)
                         .filter_map(|(_, &r)| c.cells[r].as_f64())
                         .collect()
                 })
@@ -257,9 +340,27 @@ pub fn compare(table: &Table, opts: &CompareOptions) -> Result<Comparison, Sweep
             meta.push((m.clone(), g.clone()));
         }
     }
-    let series: Vec<Series> = samples
+    Ok((samples, meta))
+}
+
+/// The table's rows: each series labelled by its metric and group (axes shortened).
+fn series_of<'s>(
+    samples: &'s Samples,
+    meta: &SeriesKeys,
+    group_axes: &[String],
+) -> Vec<Series<'s>> {
+    let short = short_names(group_axes);
+    let group_label = |g: &[String]| -> String {
+        short
+            .iter()
+            .zip(g)
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    samples
         .iter()
-        .zip(&meta)
+        .zip(meta)
         .map(|(s, (m, g))| Series {
             label: if g.is_empty() {
                 m.clone()
@@ -270,15 +371,19 @@ pub fn compare(table: &Table, opts: &CompareOptions) -> Result<Comparison, Sweep
             unit: Unit::of_metric(m),
             samples: s.iter().map(Vec::as_slice).collect(),
         })
-        .collect();
-    let title = if column_axes.is_empty() {
-        "sweep".to_string()
-    } else {
-        column_axes.join(" ")
-    };
-    let compare_table = CompareTable::summaries(&title, &configs, &series);
+        .collect()
+}
+
+/// One cell per series and configuration: its summary, % better than the baseline, and
+/// Welch's t-test against it.
+fn cells_of(
+    samples: &Samples,
+    meta: &SeriesKeys,
+    configs: &[String],
+    group_axes: &[String],
+) -> Vec<Cell> {
     let mut cells = vec![];
-    for (s, (m, g)) in samples.iter().zip(&meta) {
+    for (s, (m, g)) in samples.iter().zip(meta) {
         let summaries: Vec<Option<Summary>> = s.iter().map(|v| Summary::of(v)).collect();
         let base = summaries[0];
         for (i, (conf, sum)) in configs.iter().zip(&summaries).enumerate() {
@@ -307,14 +412,19 @@ pub fn compare(table: &Table, opts: &CompareOptions) -> Result<Comparison, Sweep
             });
         }
     }
+    cells
+}
+
+/// The footer: the column axes, the baseline, axes fixed for all runs, what % and `*` mean,
+/// and the seeds per configuration.
+fn footer(column_axes: &[String], baseline: &str, fixed: &[String], samples: &Samples) -> String {
     let seeds: std::collections::BTreeSet<usize> = samples.iter().flatten().map(Vec::len).collect();
     let seeds_text = seeds
         .iter()
         .map(usize::to_string)
         .collect::<Vec<_>>()
         .join(" or ");
-    let mut rendered = compare_table.render();
-    rendered.push_str(&format!(
+    format!(
         "\ncolumns: {}; baseline {}{}; % = better than the baseline (higher is better for \
          *_per_s, lower for the rest; n/a: the baseline is 0)\n* = Amean differs from the baseline's: {TEST_NAME} ({} \
          seeds per configuration)\n",
@@ -323,22 +433,14 @@ pub fn compare(table: &Table, opts: &CompareOptions) -> Result<Comparison, Sweep
         } else {
             column_axes.join(", ")
         },
-        configs[0],
+        baseline,
         if fixed.is_empty() {
             String::new()
         } else {
             format!("; all runs {}", fixed.join(", "))
         },
         seeds_text
-    ));
-    Ok(Comparison {
-        columns: configs.clone(),
-        baseline: configs[0].clone(),
-        test: TEST_NAME.into(),
-        table: compare_table,
-        cells,
-        rendered,
-    })
+    )
 }
 
 #[cfg(test)]

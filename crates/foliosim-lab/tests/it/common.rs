@@ -14,3 +14,14 @@ pub fn shipped_scenario(file: &str) -> Scenario {
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     Scenario::from_toml_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
+
+/// A scenario from TOML text, validated (a failure names the scenario's error).
+pub fn parse(text: &str) -> Scenario {
+    Scenario::from_toml_str(text).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Run to completion; a failure names the kernel and seed.
+pub fn run(s: &Scenario) -> foliosim::RunResult {
+    foliosim::run(s)
+        .unwrap_or_else(|e| panic!("kernel {} seed {}: {e}", s.kernel.version.name(), s.seed))
+}

@@ -29,7 +29,7 @@ fn sampling_and_timelines_change_no_result() {
     for file in ["usemem-64k-small.toml", "page-cache-pressure.toml"] {
         let mut s = scenario(file);
         s.check_invariants = true;
-        let plain = foliosim::run(&s).unwrap();
+        let plain = crate::common::run(&s);
         assert!(plain.timeseries.is_none());
         let timeline = run_opts(&s, Some(1_000_000));
         assert_eq!(
@@ -38,7 +38,7 @@ fn sampling_and_timelines_change_no_result() {
             "{file}: timeline on"
         );
         s.report.sample_interval = Some(SampleInterval::Every(1_000_000));
-        let sampled = foliosim::run(&s).unwrap();
+        let sampled = crate::common::run(&s);
         assert_eq!(
             without_timeseries(&sampled),
             plain.to_json(),
@@ -58,7 +58,7 @@ fn sampling_and_timelines_change_no_result() {
 fn time_series_rows_sit_on_the_interval_and_counters_only_grow() {
     let mut s = scenario("usemem-64k-small.toml");
     s.report.sample_interval = Some(SampleInterval::Every(5_000_000));
-    let r = foliosim::run(&s).unwrap();
+    let r = crate::common::run(&s);
     let ts = r.timeseries.unwrap();
     assert_eq!(ts.interval_ns, 5_000_000);
     assert_eq!(ts.requested_interval, "5ms");
@@ -84,7 +84,7 @@ fn time_series_rows_sit_on_the_interval_and_counters_only_grow() {
     assert!(free.iter().min() < free.first(), "free memory never fell");
     assert!(ts.columns.contains_key("memcg/bench/usage_pages"));
     // The JSON carries it; a run without sampling has no such key.
-    let json: Value = serde_json::from_str(&foliosim::run(&s).unwrap().to_json()).unwrap();
+    let json: Value = serde_json::from_str(&crate::common::run(&s).to_json()).unwrap();
     assert_eq!(json["timeseries"]["t_ns"].as_array().unwrap().len(), n);
 }
 
@@ -92,7 +92,7 @@ fn time_series_rows_sit_on_the_interval_and_counters_only_grow() {
 fn auto_interval_keeps_a_few_hundred_rows() {
     let mut s = scenario("thp-swap-allocator-test.toml");
     s.report.sample_interval = Some(SampleInterval::Auto);
-    let r = foliosim::run(&s).unwrap();
+    let r = crate::common::run(&s);
     let ts = r.timeseries.unwrap();
     assert!(ts.t_ns.len() <= 401, "{} rows", ts.t_ns.len());
     assert!(ts.t_ns.len() >= 100, "{} rows", ts.t_ns.len());
@@ -263,7 +263,7 @@ fn a_capped_timeline_says_so() {
         .any(|e| e["ph"] == "i"));
     assert_eq!(
         run.result.to_json(),
-        foliosim::run(&s).unwrap().to_json(),
+        crate::common::run(&s).to_json(),
         "capping changes nothing either"
     );
 }
@@ -272,7 +272,7 @@ fn a_capped_timeline_says_so() {
 fn run_report_is_one_self_contained_page() {
     let mut s = scenario("usemem-64k-small.toml");
     s.report.sample_interval = Some(SampleInterval::Auto);
-    let r = foliosim::run(&s).unwrap();
+    let r = crate::common::run(&s);
     let v = foliosim::report::html::Versions {
         foliosim: "test".into(),
         git_rev: None,
@@ -302,7 +302,7 @@ fn run_report_is_one_self_contained_page() {
         "seed = 1",
         &s.to_toml_string(),
         &s.machine.cost_profile,
-        &foliosim::run(&s).unwrap(),
+        &crate::common::run(&s),
         &v,
     );
     assert_eq!(page, again, "deterministic bytes");
@@ -408,7 +408,7 @@ fn time_series_rates_never_exceed_the_cpus() {
         *size = foliosim::scenario::Bytes(16 << 20);
     }
     s.report.sample_interval = Some(SampleInterval::Every(2_000));
-    let r = foliosim::run(&s).unwrap();
+    let r = crate::common::run(&s);
     let ts = r.timeseries.as_ref().unwrap();
     let cpus = s.machine.cpus as f64;
     let tasks = 24.0;

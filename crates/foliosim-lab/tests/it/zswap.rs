@@ -3,13 +3,13 @@
 //! run has the invariant checker on (every swapped page in exactly one of zswap, the device,
 //! the zero map or the swap cache; pool pages owned once).
 
-use foliosim::{run, RunResult, Scenario};
+use foliosim::{RunResult, Scenario};
 use foliosim_lab::reproduce::seed002::{scenario, Config};
 
 fn small(config: Config, size: &str) -> RunResult {
     let mut s = scenario(config, size, 0.01, 1);
     s.check_invariants = true;
-    run(&s).unwrap()
+    crate::common::run(&s)
 }
 
 #[test]
@@ -39,7 +39,7 @@ fn on_6_10_zswap_rejects_large_folios_and_they_go_whole_to_the_device() {
     let mut s = scenario(Config::ZswapLz4, "64K", 0.01, 1);
     s.kernel.zswap_large_folios = None; // 6.10's own policy: reject
     s.check_invariants = true;
-    let r = run(&s).unwrap();
+    let r = crate::common::run(&s);
     assert_eq!(r.counter("hugepages-64kB/stats/zswpout"), 0);
     assert!(r.counter("hugepages-64kB/stats/swpout") > 0);
     assert_eq!(r.counter("hugepages-64kB/stats/swpout_fallback"), 0);
@@ -49,7 +49,7 @@ const POOL_LIMIT: &str = include_str!("../../../../scenarios/zswap-pool-limit.to
 
 #[test]
 fn a_full_pool_rejects_stores_to_the_device_and_writes_back_to_the_accept_threshold() {
-    let r = run(&Scenario::from_toml_str(POOL_LIMIT).unwrap()).unwrap();
+    let r = crate::common::run(&crate::common::parse(POOL_LIMIT));
     let z = r.zswap.as_ref().unwrap();
     assert!(z.pool_limit_hit > 0, "{z:?}");
     assert!(z.written_back_pages > 0, "{z:?}");
@@ -86,7 +86,7 @@ user_ns_per_page = 1000
 phases = 3
 memcg = "m"
 "#;
-    let r = run(&Scenario::from_toml_str(text).unwrap()).unwrap();
+    let r = crate::common::run(&crate::common::parse(text));
     assert!(r.counter("zswpin") > 0);
     assert_eq!(r.counter("pswpin"), 0, "every swapped page was in zswap");
     assert_eq!(r.memcg_stats["m"]["zswpin"], r.counter("zswpin"));
@@ -140,14 +140,15 @@ fn the_shrinker_writes_cold_entries_back_under_memcg_reclaim() {
             "max_pool_percent = 50\nshrinker_enabled = true",
         )
         .replace("size = \"96M\"", "size = \"64M\"");
-    let r = run(&Scenario::from_toml_str(&text).unwrap()).unwrap();
+    let r = crate::common::run(&crate::common::parse(&text));
     let z = r.zswap.as_ref().unwrap();
     assert_eq!(z.pool_limit_hit, 0, "the pool never filled: {z:?}");
     assert!(r.counter("zswpwb") > 0, "{z:?}");
     assert_eq!(r.memcg_stats["m"]["zswpwb"], r.counter("zswpwb"));
     // Without the shrinker nothing is written back.
-    let off = run(&Scenario::from_toml_str(&text.replace("shrinker_enabled = true", "")).unwrap())
-        .unwrap();
+    let off = crate::common::run(&crate::common::parse(
+        &text.replace("shrinker_enabled = true", ""),
+    ));
     assert_eq!(off.counter("zswpwb"), 0);
 }
 
@@ -159,9 +160,9 @@ fn on_cgroup_v1_zswap_is_charged_to_no_memcg_and_swaps_out_only_the_excess() {
     );
     let mut s = Scenario::from_toml_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     s.check_invariants = true;
-    let v2 = run(&s).unwrap();
+    let v2 = crate::common::run(&s);
     s.kernel.cgroup = foliosim::scenario::CgroupVersion::V1;
-    let v1 = run(&s).unwrap();
+    let v1 = crate::common::run(&s);
     // Two 256 MiB processes, each in a 128 MiB memcg: v1 pushes out the 128 MiB excess
     // (32768 pages each, as this host does live); v2 also makes room for what zswap holds.
     // Each memcg's last reclaim may overshoot its 32-page target by a 64K folio: with no

@@ -22,7 +22,7 @@
 //! clean or read-only page (COW, dirtying after swap-in) changes no page state.
 
 use super::folio::{flags, FolioTable};
-use super::memory::handle_mm_fault;
+use super::memory::{handle_mm_fault, VmFault};
 use super::mmap::{Pte, Vma};
 use super::{Kernel, MmError};
 use crate::engine::rng::SimRng;
@@ -250,17 +250,21 @@ fn ensure_set<'a>(
     set
 }
 
-/// An access met page `index` of `vma` listed as special with `listed` kinds: handle what the
+/// An access met the page of `vmf`, listed as special with `listed` kinds: handle what the
 /// page still is. Ok(false): the page was plainly mapped after all (a stale member).
 pub fn access_special(
     k: &mut Kernel,
     ctx: &mut Ctx,
-    mm: u32,
-    vma: u32,
-    index: u32,
-    write: bool,
+    vmf: &VmFault,
     listed: SpecialKinds,
 ) -> Result<bool, MmError> {
+    let VmFault {
+        mm,
+        vma,
+        index,
+        write,
+        ..
+    } = *vmf;
     let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
     let now = classify(pte);
     if now & listed & NOT_PRESENT != 0 {
@@ -273,7 +277,7 @@ pub fn access_special(
         k.folios.set(head, flags::YOUNG);
     }
     if now & listed & PROT_NONE != 0 {
-        super::memory::handle_pte_fault(k, ctx, mm, vma, index, write);
+        super::memory::handle_pte_fault(k, ctx, vmf);
         return Ok(true);
     }
     Ok(false)
@@ -377,7 +381,8 @@ pub fn access_step(
     );
     let index = set.pick(who.rng);
     let listed = set.remove(index);
-    access_special(k, ctx, a.mm, a.vma, index, a.write, listed)?;
+    let vmf = VmFault::new(a.mm, a.vma, index, a.write);
+    access_special(k, ctx, &vmf, listed)?;
     charge_plain(k, ctx, a, 1, huge_frac, who);
     done += 1;
     Ok(done)

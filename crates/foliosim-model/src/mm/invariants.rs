@@ -24,11 +24,29 @@ use super::workingset::{slot_folio, slot_shadow};
 use super::Kernel;
 
 pub fn check(k: &Kernel) -> Result<(), String> {
-    let nr = k.nodes.total_pages() as usize;
-    let f = &k.folios;
-    // The allocator's own bookkeeping (buddy lists, pageblock types, pcp lists), and which
-    // pages it holds free, node by node.
-    let mut free = vec![false; nr];
+    let free = free_pages(k)?;
+    super::invariants_node::check(k, &free)?;
+    let held = held_pages(k, &free)?;
+    check_io_times(k)?;
+    let (owner, memcg_pages) = check_folio_coverage(k, &free, &held)?;
+    check_migrc(k, &free)?;
+    check_writeback(k)?;
+    check_pins(k)?;
+    check_memcg_counters(k, &memcg_pages)?;
+    check_lru_lists(k, &memcg_pages)?;
+    let swap_refs = check_ptes(k, &owner)?;
+    check_thp(k)?;
+    check_page_cache(k)?;
+    super::invariants_shmem::check(k)?;
+    check_swap_maps(k, &swap_refs)?;
+    check_tlb_and_access(k)?;
+    Ok(())
+}
+
+/// The allocator's own bookkeeping (buddy lists, pageblock types, pcp lists), and which pages
+/// it holds free, node by node.
+fn free_pages(k: &Kernel) -> Result<Vec<bool>, String> {
+    let mut free = vec![false; k.nodes.total_pages() as usize];
     for nid in 0..k.nodes.nr_nodes() {
         let zone_free = k
             .node_zone(nid)
@@ -48,12 +66,13 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             free[p] |= zone_free[p];
         }
     }
-    super::invariants_node::check(k, &free)?;
-    // Pages: free or covered by exactly one live folio.
-    let mut owner = vec![NIL; nr];
-    let mut memcg_pages = vec![0u64; k.memcgs.len()];
-    // Pages the kernel holds outside folios: zsmalloc pools (zswap, zram) and brd.
-    let mut held = vec![false; nr];
+    Ok(free)
+}
+
+/// Pages the kernel holds outside folios: zsmalloc pools (zswap, zram), brd, khugepaged's
+/// preallocated THP and kernel memory; each held once and none free.
+fn held_pages(k: &Kernel, free: &[bool]) -> Result<Vec<bool>, String> {
+    let mut held = vec![false; free.len()];
     k.zswap
         .pool
         .check()
@@ -93,7 +112,13 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             }
         }
     }
-    // A completion time exactly for the folios under writeback or read (mm/folio.rs).
+    Ok(held)
+}
+
+/// A completion time exactly for the folios under writeback or read (mm/folio.rs); scattered
+/// swap slots only on swap-cache folios, one per page.
+fn check_io_times(k: &Kernel) -> Result<(), String> {
+    let f = &k.folios;
     let io = flags::WRITEBACK | flags::LOCKED;
     if let Some(p) = f.writeback_done_pfns().find(|&p| !f.test(p, io)) {
         return Err(format!("pfn {p} has a writeback time but is under no I/O"));
@@ -113,6 +138,20 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             ));
         }
     }
+    Ok(())
+}
+
+/// Pages: free, held, or covered by exactly one live folio. Returns each page's folio head
+/// (NIL if none) and the pages each memcg's folios hold.
+fn check_folio_coverage(
+    k: &Kernel,
+    free: &[bool],
+    held: &[bool],
+) -> Result<(Vec<u32>, Vec<u64>), String> {
+    let nr = free.len();
+    let f = &k.folios;
+    let mut owner = vec![NIL; nr];
+    let mut memcg_pages = vec![0u64; k.memcgs.len()];
     let mut pfn = 0usize;
     while pfn < nr {
         if f.test(pfn as u32, flags::ALLOCATED) {
@@ -130,25 +169,7 @@ pub fn check(k: &Kernel) -> Result<(), String> {
                 owner[p] = pfn as u32;
             }
             memcg_pages[f.memcg(pfn) as usize] += n as u64;
-            let fl = f.flags[pfn];
-            if fl & flags::ISOLATED != 0 {
-                return Err(format!(
-                    "folio {pfn} is isolated for migration between steps (LRU: {})",
-                    fl & flags::LRU != 0
-                ));
-            }
-            if fl & flags::LRU == 0 {
-                return Err(format!("folio {pfn} is not on an LRU list between steps"));
-            }
-            if f.mapcount(pfn) == 0
-                && fl & (flags::SWAPCACHE | flags::FILE) == 0
-                && !super::shmem::is_shmem(k, pfn as u32)
-            {
-                return Err(format!(
-                    "folio {pfn} (order {}) is neither mapped nor in the swap cache: leaked",
-                    f.order[pfn]
-                ));
-            }
+            check_live_folio(k, pfn)?;
             pfn += n;
         } else {
             if !free[pfn] && !held[pfn] {
@@ -157,9 +178,37 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             pfn += 1;
         }
     }
-    check_migrc(k, &free)?;
-    check_writeback(k)?;
-    // Pins are held on live folios only.
+    Ok((owner, memcg_pages))
+}
+
+/// A live folio between steps: not isolated, on an LRU, and mapped or cached (else leaked).
+fn check_live_folio(k: &Kernel, pfn: usize) -> Result<(), String> {
+    let f = &k.folios;
+    let fl = f.flags[pfn];
+    if fl & flags::ISOLATED != 0 {
+        return Err(format!(
+            "folio {pfn} is isolated for migration between steps (LRU: {})",
+            fl & flags::LRU != 0
+        ));
+    }
+    if fl & flags::LRU == 0 {
+        return Err(format!("folio {pfn} is not on an LRU list between steps"));
+    }
+    if f.mapcount(pfn) == 0
+        && fl & (flags::SWAPCACHE | flags::FILE) == 0
+        && !super::shmem::is_shmem(k, pfn as u32)
+    {
+        return Err(format!(
+            "folio {pfn} (order {}) is neither mapped nor in the swap cache: leaked",
+            f.order[pfn]
+        ));
+    }
+    Ok(())
+}
+
+/// Pins are held on live folios only.
+fn check_pins(k: &Kernel) -> Result<(), String> {
+    let f = &k.folios;
     for (&head, &pins) in &f.pins {
         if !f.test(head, flags::ALLOCATED) || pins == 0 {
             return Err(format!(
@@ -167,32 +216,16 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             ));
         }
     }
-    check_memcg_counters(k, &memcg_pages)?;
-    // LRU lists hold exactly the live folios of their memcg.
+    Ok(())
+}
+
+/// One LRU list as the check sees it: the list, whether it is a file list, whether an
+/// active one, its node, and its MGLRU generation (None for the classic lists).
+type LruListRef<'a> = (&'a super::lruvec::LruList, bool, bool, usize, Option<usize>);
+
+/// LRU lists hold exactly the live folios of their memcg.
+fn check_lru_lists(k: &Kernel, memcg_pages: &[u64]) -> Result<(), String> {
     for (id, cg) in k.memcgs.iter().enumerate() {
-        let mut lru_pages = 0;
-        let lists = cg.lruvecs().enumerate().flat_map(|(nid, lv)| {
-            [
-                (&lv.inactive_anon, false, false, nid, None),
-                (&lv.active_anon, false, true, nid, None),
-                (&lv.inactive_file, true, false, nid, None),
-                (&lv.active_file, true, true, nid, None),
-            ]
-            .into_iter()
-            // MGLRU: every folio on a generation list has that generation (so lies between
-            // its type's min_seq and max_seq, lru_gen::LruGen::check) and no PG_active.
-            .chain((0..lru_gen::MAX_NR_GENS as usize).flat_map(move |gen| {
-                [false, true].map(|file| {
-                    (
-                        &lv.lrugen.folios[gen][file as usize],
-                        file,
-                        false,
-                        nid,
-                        Some(gen),
-                    )
-                })
-            }))
-        });
         for cg_lv in cg.lruvecs() {
             cg_lv
                 .lrugen
@@ -205,29 +238,9 @@ pub fn check(k: &Kernel) -> Result<(), String> {
                 ));
             }
         }
-        for (list, file, active, nid, gen) in lists {
-            let mut pages = 0;
-            for head in list.iter(f) {
-                if f.memcg(head as usize) as usize != id
-                    || f.test(head, flags::ACTIVE) != active
-                    || f.test(head, flags::FILE) != file
-                    || k.nodes.nid(head) != nid
-                    || lru_gen::folio_lru_gen(f, head) != gen
-                {
-                    return Err(format!(
-                        "folio {head} is on the wrong LRU list of memcg {}",
-                        cg.name
-                    ));
-                }
-                pages += f.nr_pages(head) as u64;
-            }
-            if pages != list.nr_pages {
-                return Err(format!(
-                    "memcg {} LRU list counts {} pages, holds {pages}",
-                    cg.name, list.nr_pages
-                ));
-            }
-            lru_pages += pages;
+        let mut lru_pages = 0;
+        for list in memcg_lru_lists(cg) {
+            lru_pages += check_lru_list(k, id, &cg.name, list)?;
         }
         if lru_pages != memcg_pages[id] {
             return Err(format!(
@@ -236,8 +249,68 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             ));
         }
     }
-    // PTEs: present PTEs map the right page of a folio owned here; swap PTEs counted per slot.
-    let mut mapped = vec![0u32; nr];
+    Ok(())
+}
+
+/// Every LRU list of a memcg, node by node: the four classic lists, then the MGLRU
+/// generations (every folio on a generation list has that generation, so lies between its
+/// type's min_seq and max_seq, lru_gen::LruGen::check, and no PG_active).
+fn memcg_lru_lists(cg: &super::memcontrol::MemCgroup) -> impl Iterator<Item = LruListRef<'_>> {
+    cg.lruvecs().enumerate().flat_map(|(nid, lv)| {
+        [
+            (&lv.inactive_anon, false, false, nid, None),
+            (&lv.active_anon, false, true, nid, None),
+            (&lv.inactive_file, true, false, nid, None),
+            (&lv.active_file, true, true, nid, None),
+        ]
+        .into_iter()
+        .chain((0..lru_gen::MAX_NR_GENS as usize).flat_map(move |gen| {
+            [false, true].map(|file| {
+                (
+                    &lv.lrugen.folios[gen][file as usize],
+                    file,
+                    false,
+                    nid,
+                    Some(gen),
+                )
+            })
+        }))
+    })
+}
+
+/// One LRU list: each folio belongs to it (memcg, type, activity, node, generation) and the
+/// list's page count is right. Returns the pages it holds.
+fn check_lru_list(k: &Kernel, id: usize, name: &str, l: LruListRef<'_>) -> Result<u64, String> {
+    let f = &k.folios;
+    let (list, file, active, nid, gen) = l;
+    let mut pages = 0;
+    for head in list.iter(f) {
+        if f.memcg(head as usize) as usize != id
+            || f.test(head, flags::ACTIVE) != active
+            || f.test(head, flags::FILE) != file
+            || k.nodes.nid(head) != nid
+            || lru_gen::folio_lru_gen(f, head) != gen
+        {
+            return Err(format!(
+                "folio {head} is on the wrong LRU list of memcg {name}"
+            ));
+        }
+        pages += f.nr_pages(head) as u64;
+    }
+    if pages != list.nr_pages {
+        return Err(format!(
+            "memcg {name} LRU list counts {} pages, holds {pages}",
+            list.nr_pages
+        ));
+    }
+    Ok(pages)
+}
+
+/// PTEs: present PTEs map the right page of a folio owned here, mapcounts equal the PTEs
+/// mapping each folio; swap PTEs are counted per slot (returned for the swap_map check).
+fn check_ptes(k: &Kernel, owner: &[u32]) -> Result<Vec<Vec<u8>>, String> {
+    let f = &k.folios;
+    let mut mapped = vec![0u32; owner.len()];
     let mut swap_refs: Vec<Vec<u8>> = k
         .swap
         .devices
@@ -245,60 +318,8 @@ pub fn check(k: &Kernel) -> Result<(), String> {
         .map(|d| vec![0u8; d.map.swap_map.len()])
         .collect();
     super::shmem::swap::count_swap_refs(&k.shmem, &mut swap_refs)?;
-    for (mm_id, mm) in k.mms.iter().enumerate() {
-        let (mut rss, mut swapents, mut rss_file) = (0u64, 0u64, 0u64);
-        for (vma_id, vma) in mm.vmas.iter().enumerate() {
-            let Some(vma) = vma else { continue };
-            let vma_file = mm.vma_file(vma_id as u32);
-            for (index, pte) in vma.ptes.iter().enumerate() {
-                if pte.is_present() {
-                    let p = pte.pfn() as usize;
-                    let head = owner[p];
-                    if head == NIL {
-                        return Err(format!("mm {mm_id} vma {vma_id} page {index} maps pfn {p}, which is in no folio"));
-                    }
-                    let h = head as usize;
-                    if f.test(head, flags::FILE) {
-                        let expect = vma_file.map(|v| (v.file, v.pgoff + index as u32));
-                        if expect != Some((f.owner_mm(h), f.owner_index(h))) {
-                            return Err(format!("mm {mm_id} vma {vma_id} page {index} maps page {} of file {}, the VMA maps {expect:?}", f.owner_index(h), f.owner_mm(h)));
-                        }
-                        mapped[h] += 1;
-                        rss_file += 1;
-                        continue;
-                    }
-                    let expect = (
-                        f.owner_mm(h) as usize,
-                        f.owner_vma(h) as usize,
-                        f.owner_index(h) as usize + (p - h),
-                    );
-                    if expect != (mm_id, vma_id, index) {
-                        return Err(format!("pfn {p} mapped at mm {mm_id} vma {vma_id} page {index}, rmap says {expect:?}"));
-                    }
-                    mapped[h] += 1;
-                    rss += 1;
-                } else if pte.is_swap() {
-                    let e = pte.swap_entry();
-                    let r = &mut swap_refs[e.dev()][e.offset() as usize];
-                    *r = r
-                        .checked_add(1)
-                        .ok_or("more than 255 swap PTEs on one slot")?;
-                    swapents += 1;
-                }
-            }
-        }
-        if rss != mm.rss_anon || swapents != mm.swap_ents || rss_file != mm.rss_file {
-            return Err(format!(
-                "mm {mm_id}: rss {} / swapents {} / file rss {} but PTEs say {rss} / {swapents} / {rss_file}",
-                mm.rss_anon, mm.swap_ents, mm.rss_file
-            ));
-        }
-        // An OOM victim's memory is gone once its mm is (the kill frees it at once).
-        if mm.oom_victim && mm.mm_users == 0 && mm.vmas.iter().any(|v| v.is_some()) {
-            return Err(format!(
-                "mm {mm_id}: OOM-killed and exited, but VMAs remain"
-            ));
-        }
+    for mm_id in 0..k.mms.len() {
+        check_mm_ptes(k, mm_id, owner, &mut mapped, &mut swap_refs)?;
     }
     for (h, &ptes) in mapped.iter().enumerate() {
         if f.test(h as u32, flags::ALLOCATED) && f.mapcount(h) as u32 != ptes {
@@ -308,10 +329,97 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             ));
         }
     }
-    check_thp(k)?;
-    check_page_cache(k)?;
-    super::invariants_shmem::check(k)?;
-    // swap_map against PTEs and the swap cache.
+    Ok(swap_refs)
+}
+
+/// One mm's page tables against its rss counters; an exited OOM victim has no VMAs left.
+fn check_mm_ptes(
+    k: &Kernel,
+    mm_id: usize,
+    owner: &[u32],
+    mapped: &mut [u32],
+    swap_refs: &mut [Vec<u8>],
+) -> Result<(), String> {
+    let mm = &k.mms[mm_id];
+    let (mut rss, mut swapents, mut rss_file) = (0u64, 0u64, 0u64);
+    for (vma_id, vma) in mm.vmas.iter().enumerate() {
+        let Some(vma) = vma else { continue };
+        for (index, pte) in vma.ptes.iter().enumerate() {
+            if pte.is_present() {
+                let at = (mm_id, vma_id, index);
+                let is_file = check_present_pte(k, at, pte.pfn() as usize, owner)?;
+                mapped[owner[pte.pfn() as usize] as usize] += 1;
+                if is_file {
+                    rss_file += 1;
+                } else {
+                    rss += 1;
+                }
+            } else if pte.is_swap() {
+                let e = pte.swap_entry();
+                let r = &mut swap_refs[e.dev()][e.offset() as usize];
+                *r = r
+                    .checked_add(1)
+                    .ok_or("more than 255 swap PTEs on one slot")?;
+                swapents += 1;
+            }
+        }
+    }
+    if rss != mm.rss_anon || swapents != mm.swap_ents || rss_file != mm.rss_file {
+        return Err(format!(
+            "mm {mm_id}: rss {} / swapents {} / file rss {} but PTEs say {rss} / {swapents} / {rss_file}",
+            mm.rss_anon, mm.swap_ents, mm.rss_file
+        ));
+    }
+    // An OOM victim's memory is gone once its mm is (the kill frees it at once).
+    if mm.oom_victim && mm.mm_users == 0 && mm.vmas.iter().any(|v| v.is_some()) {
+        return Err(format!(
+            "mm {mm_id}: OOM-killed and exited, but VMAs remain"
+        ));
+    }
+    Ok(())
+}
+
+/// A present PTE at (mm, vma, page index) maps pfn `p`: a page of a live folio whose rmap
+/// (anon: mm, vma, index; file: file, offset) points back here. Returns whether it is a
+/// file page.
+fn check_present_pte(
+    k: &Kernel,
+    (mm_id, vma_id, index): (usize, usize, usize),
+    p: usize,
+    owner: &[u32],
+) -> Result<bool, String> {
+    let f = &k.folios;
+    let head = owner[p];
+    if head == NIL {
+        return Err(format!(
+            "mm {mm_id} vma {vma_id} page {index} maps pfn {p}, which is in no folio"
+        ));
+    }
+    let h = head as usize;
+    if f.test(head, flags::FILE) {
+        let vma_file = k.mms[mm_id].vma_file(vma_id as u32);
+        let expect = vma_file.map(|v| (v.file, v.pgoff + index as u32));
+        if expect != Some((f.owner_mm(h), f.owner_index(h))) {
+            return Err(format!("mm {mm_id} vma {vma_id} page {index} maps page {} of file {}, the VMA maps {expect:?}", f.owner_index(h), f.owner_mm(h)));
+        }
+        return Ok(true);
+    }
+    let expect = (
+        f.owner_mm(h) as usize,
+        f.owner_vma(h) as usize,
+        f.owner_index(h) as usize + (p - h),
+    );
+    if expect != (mm_id, vma_id, index) {
+        return Err(format!(
+            "pfn {p} mapped at mm {mm_id} vma {vma_id} page {index}, rmap says {expect:?}"
+        ));
+    }
+    Ok(false)
+}
+
+/// swap_map against PTEs and the swap cache, device by device, then each allocator's
+/// cluster bookkeeping and where each slot's data is.
+fn check_swap_maps(k: &Kernel, swap_refs: &[Vec<u8>]) -> Result<(), String> {
     let slot_cached: std::collections::BTreeSet<u32> = k
         .swap
         .slot_cache
@@ -330,42 +438,7 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             if b != 0 {
                 inuse += 1;
             }
-            if swap_count(b) != swap_refs[d][slot] {
-                return Err(format!(
-                    "swap {d} slot {slot}: swap_map count {} but {} swap PTEs",
-                    swap_count(b),
-                    swap_refs[d][slot]
-                ));
-            }
-            if slot_shadow(map.swap_cache[slot]).is_some() && b == 0 {
-                return Err(format!(
-                    "swap {d} slot {slot}: free but holds a shadow entry"
-                ));
-            }
-            let cached = map.cached_folio(slot as u32).unwrap_or(NIL);
-            if cached != NIL {
-                let h = cached as usize;
-                let here = super::folio::SwapEntry::new(d, slot as u32);
-                let ok = f.test(cached, flags::SWAPCACHE)
-                    && match f.scattered.get(&cached) {
-                        Some(slots) => slots.contains(&here),
-                        None => {
-                            let e = f.swap_entry(cached);
-                            e.dev() == d
-                                && (e.offset()..e.offset() + f.nr_pages(cached))
-                                    .contains(&(slot as u32))
-                        }
-                    };
-                if !ok {
-                    return Err(format!("swap {d} slot {slot}: swap cache points at folio {h}, which does not own it"));
-                }
-            }
-            let has_cache = b & SWAP_HAS_CACHE != 0;
-            let expect_cache = cached != NIL
-                || slot_cached.contains(&super::folio::SwapEntry::new(d, slot as u32).raw());
-            if has_cache != expect_cache {
-                return Err(format!("swap {d} slot {slot}: HAS_CACHE is {has_cache}, swap cache / slot cache presence is {expect_cache}"));
-            }
+            check_swap_slot(k, d, slot, swap_refs[d][slot], &slot_cached)?;
         }
         if inuse != map.inuse_pages {
             return Err(format!(
@@ -378,7 +451,58 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             .map_err(|e| format!("swap {d} allocator {}: {e}", dev.allocator.name()))?;
         check_slot_data(k, d)?;
     }
-    check_tlb_and_access(k)?;
+    Ok(())
+}
+
+/// One swap slot: its swap_map count equals the swap PTEs on it, a free slot holds no shadow,
+/// the swap cache points at a folio that owns the slot, and SWAP_HAS_CACHE is set exactly
+/// when the slot is in the swap cache or a per-CPU slot cache.
+fn check_swap_slot(
+    k: &Kernel,
+    d: usize,
+    slot: usize,
+    ptes: u8,
+    slot_cached: &std::collections::BTreeSet<u32>,
+) -> Result<(), String> {
+    let f = &k.folios;
+    let map = &k.swap.devices[d].map;
+    let b = map.swap_map[slot];
+    if swap_count(b) != ptes {
+        return Err(format!(
+            "swap {d} slot {slot}: swap_map count {} but {} swap PTEs",
+            swap_count(b),
+            ptes
+        ));
+    }
+    if slot_shadow(map.swap_cache[slot]).is_some() && b == 0 {
+        return Err(format!(
+            "swap {d} slot {slot}: free but holds a shadow entry"
+        ));
+    }
+    let here = super::folio::SwapEntry::new(d, slot as u32);
+    let cached = map.cached_folio(slot as u32).unwrap_or(NIL);
+    if cached != NIL {
+        let h = cached as usize;
+        let ok = f.test(cached, flags::SWAPCACHE)
+            && match f.scattered.get(&cached) {
+                Some(slots) => slots.contains(&here),
+                None => {
+                    let e = f.swap_entry(cached);
+                    e.dev() == d
+                        && (e.offset()..e.offset() + f.nr_pages(cached)).contains(&(slot as u32))
+                }
+            };
+        if !ok {
+            return Err(format!(
+                "swap {d} slot {slot}: swap cache points at folio {h}, which does not own it"
+            ));
+        }
+    }
+    let has_cache = b & SWAP_HAS_CACHE != 0;
+    let expect_cache = cached != NIL || slot_cached.contains(&here.raw());
+    if has_cache != expect_cache {
+        return Err(format!("swap {d} slot {slot}: HAS_CACHE is {has_cache}, swap cache / slot cache presence is {expect_cache}"));
+    }
     Ok(())
 }
 
@@ -574,10 +698,18 @@ fn check_thp(k: &Kernel) -> Result<(), String> {
 
 /// The page cache against the folio table and the file VMAs.
 fn check_page_cache(k: &Kernel) -> Result<(), String> {
+    let (cached, dirty) = check_cached_files(k)?;
+    check_file_folios(k, cached, dirty)?;
+    check_file_vmas_listed(k)
+}
+
+/// Every cached slot holds an order-0 FILE folio of that file and offset, dirty exactly when
+/// tagged; nr_cached counts them; i_mmap lists live VMAs mapping the file. Returns the pages
+/// cached and the pages tagged dirty, over all files.
+fn check_cached_files(k: &Kernel) -> Result<(u64, u64), String> {
     let f = &k.folios;
-    let pc = &k.pagecache;
     let (mut cached, mut dirty) = (0u64, 0u64);
-    for (id, file) in pc.files.iter().enumerate() {
+    for (id, file) in k.pagecache.files.iter().enumerate() {
         let Some(file) = file else { continue };
         let mut nr_cached = 0;
         for (index, &raw) in file.pages.iter().enumerate() {
@@ -612,21 +744,39 @@ fn check_page_cache(k: &Kernel) -> Result<(), String> {
         }
         dirty += file.dirty.len() as u64;
         cached += nr_cached as u64;
-        for m in &file.i_mmap {
-            let vf = k.mms.get(m.mm as usize).and_then(|mm| {
-                mm.vma_file(m.vma)
-                    .zip(mm.vmas.get(m.vma as usize)?.as_ref())
-            });
-            let ok = vf.is_some_and(|(v, vma)| {
-                v.file as usize == id && v.pgoff == m.pgoff && vma.nr_pages == m.nr_pages
-            });
-            if !ok {
-                return Err(format!(
-                    "file {id}: i_mmap entry {m:?} is not a live VMA mapping it"
-                ));
-            }
+        check_i_mmap(k, id, &file.i_mmap)?;
+    }
+    Ok((cached, dirty))
+}
+
+/// Each i_mmap entry of file `id` is a live VMA mapping that file at that offset and length.
+fn check_i_mmap(
+    k: &Kernel,
+    id: usize,
+    i_mmap: &[super::filemap::FileMapping],
+) -> Result<(), String> {
+    for m in i_mmap {
+        let vf = k.mms.get(m.mm as usize).and_then(|mm| {
+            mm.vma_file(m.vma)
+                .zip(mm.vmas.get(m.vma as usize)?.as_ref())
+        });
+        let ok = vf.is_some_and(|(v, vma)| {
+            v.file as usize == id && v.pgoff == m.pgoff && vma.nr_pages == m.nr_pages
+        });
+        if !ok {
+            return Err(format!(
+                "file {id}: i_mmap entry {m:?} is not a live VMA mapping it"
+            ));
         }
     }
+    Ok(())
+}
+
+/// Every FILE folio sits in its file's slot; the node's page-cache, mapped, dirty and
+/// swap-cache counters match the folios (`cached` and `dirty` from the files' side).
+fn check_file_folios(k: &Kernel, cached: u64, dirty: u64) -> Result<(), String> {
+    let f = &k.folios;
+    let pc = &k.pagecache;
     let (mut folios, mut mapped, mut swapcache) = (0u64, 0u64, 0u64);
     for pfn in 0..k.nodes.total_pages() {
         if !f.test(pfn, flags::ALLOCATED) {
@@ -666,6 +816,12 @@ fn check_page_cache(k: &Kernel) -> Result<(), String> {
             return Err(format!("{name}: counter {counter}, actual {actual}"));
         }
     }
+    Ok(())
+}
+
+/// Every file VMA is live and in its file's i_mmap.
+fn check_file_vmas_listed(k: &Kernel) -> Result<(), String> {
+    let pc = &k.pagecache;
     for (mm_id, mm) in k.mms.iter().enumerate() {
         for (vma, vf) in mm.vma_files.iter().enumerate() {
             let Some(vf) = vf else { continue };

@@ -67,38 +67,45 @@ pub fn touch(
     end: u32,
     write: bool,
 ) -> Result<u32, MmError> {
-    touch_timed(k, ctx, mm, vma, index, end, write).map(|(covered, _)| covered)
+    let vmf = VmFault::new(mm, vma, index, write);
+    touch_timed(k, ctx, &vmf, end).map(|(covered, _)| covered)
 }
 
-/// [`touch`], also returning the time of the task's own loads and stores (user time: the
+/// [`touch`] of the page of `vmf` (a store if `vmf.write`), faulting if it is not mapped as
+/// the access needs; also returns the time of the task's own loads and stores (user time: the
 /// faults they took are system time).
 pub fn touch_timed(
     k: &mut Kernel,
     ctx: &mut Ctx,
-    mm: u32,
-    vma: u32,
-    index: u32,
+    vmf: &VmFault,
     end: u32,
-    write: bool,
 ) -> Result<(u32, u64), MmError> {
+    let VmFault {
+        mm,
+        vma,
+        index,
+        write,
+        ..
+    } = *vmf;
     let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
     // A file VMA's unmapped and page-cache pages fault through the page cache
     // (mm/filemap/fault.rs); its anonymous (COW) pages are handled below.
     if k.mms[mm as usize].vma_file(vma).is_some()
         && (pte.is_none() || super::filemap::fault::maps_file_page(k, pte))
     {
-        return super::filemap::fault::touch_file(k, ctx, mm, vma, index, end, write);
+        return super::filemap::fault::touch_file(k, ctx, vmf, end);
     }
     let covered = if !pte.is_present() {
+        // A user access: its allocation may stop to give up the CPU.
         let vmf = VmFault {
             preemptible: true,
-            ..VmFault::new(mm, vma, index, write)
+            ..*vmf
         };
         let (start, order) = handle_fault(k, ctx, vmf)?;
         (start + (1 << order)).min(end) - index
     } else if !pte.is_plain_for(write) {
         // A NUMA hinting PTE, or a store to a write-protected one.
-        handle_pte_fault(k, ctx, mm, vma, index, write);
+        handle_pte_fault(k, ctx, vmf);
         1
     } else {
         // A fault that stopped (mm/preempt.rs) finds its page mapped meanwhile: it is over.
@@ -131,14 +138,21 @@ pub fn touch_timed(
 
 /// handle_pte_fault on a present PTE that the access cannot use: a NUMA hinting fault
 /// (do_numa_page), then, for a store, a write-protect fault (do_wp_page).
-pub fn handle_pte_fault(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, index: u32, write: bool) {
+pub fn handle_pte_fault(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault) {
+    let VmFault {
+        mm,
+        vma,
+        index,
+        write,
+        ..
+    } = *vmf;
     let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
     if pte.is_protnone() {
-        super::numa_balancing::do_numa_page(k, ctx, mm, vma, index);
+        super::numa_balancing::do_numa_page(k, ctx, vmf);
     }
     let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
     if write && pte.is_present() && pte.is_wrprotect() {
-        super::numa_balancing::do_wp_page(k, ctx, mm, vma, index);
+        super::numa_balancing::do_wp_page(k, ctx, vmf);
     }
     let head = k
         .folios
@@ -401,7 +415,7 @@ fn do_swap_page(
         swap_update_readahead(k, mm, vma, index, head);
         let idx = k.folios.swap_page_index(head, entry);
         if k.cfg.map_swapcache_folio_whole {
-            if let Some(start) = swapcache_folio_range(k, mm, vma, index, head, idx) {
+            if let Some(start) = swapcache_folio_range(k, vmf, head, idx) {
                 map_swapcache_folio(k, ctx, vmf, start, head);
                 return Ok((start, k.folios.order[head as usize] as u32));
             }
@@ -504,17 +518,11 @@ fn map_swapcache_page(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault, page: u32, e
     free_swap_after_fault(k, ctx, head, write);
 }
 
-/// do_swap_page (6.10+): may the large swap-cache folio `head`, whose page `idx` the fault at
-/// `index` wants, be mapped whole? Its range must lie in the VMA and the fault's PMD, and its
+/// do_swap_page (6.10+): may the large swap-cache folio `head`, whose page `idx` the fault
+/// `vmf` wants, be mapped whole? Its range must lie in the VMA and the fault's PMD, and its
 /// PTEs must still be the folio's slots in order (swap_pte_batch). Returns its first index.
-fn swapcache_folio_range(
-    k: &Kernel,
-    mm: u32,
-    vma: u32,
-    index: u32,
-    head: u32,
-    idx: u32,
-) -> Option<u32> {
+fn swapcache_folio_range(k: &Kernel, vmf: &VmFault, head: u32, idx: u32) -> Option<u32> {
+    let VmFault { mm, vma, index, .. } = *vmf;
     let nr = k.folios.nr_pages(head);
     if nr == 1 || k.folios.scattered.contains_key(&head) {
         return None;

@@ -19,6 +19,7 @@
 
 use super::folio::flags;
 use super::gfp::Gfp;
+use super::memory::VmFault;
 use super::migrate::{folio_isolate_lru, migrate_pages, putback_movable_pages};
 use super::migrate::{MigrateMode, MigrateReason, MigrationTarget};
 use super::mmap::Pte;
@@ -312,7 +313,8 @@ fn change_prot_numa(k: &mut Kernel, mm: u32, vma: u32, start: u32, end: u32, now
 
 /// do_numa_page: a task touched a PROT_NONE page. Promote its folio if it is hot and node 0
 /// has room, else (or if that fails) restore the PTE.
-pub fn do_numa_page(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, index: u32) {
+pub fn do_numa_page(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault) {
+    let VmFault { mm, vma, index, .. } = *vmf;
     let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
     debug_assert!(pte.is_protnone());
     ctx.spend(k.cost.numa_hint_fault_ns);
@@ -523,7 +525,8 @@ pub fn demote_folio_list(
 
 /// A write through a write-protected PTE of an exclusive anonymous folio (do_wp_page's reuse):
 /// the PTE becomes writable and dirty; MIGRC's owed flush is done first (migrc_flush).
-pub fn do_wp_page(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, index: u32) {
+pub fn do_wp_page(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault) {
+    let VmFault { mm, vma, index, .. } = *vmf;
     super::migrate::flush::migrc::migrc_flush(k, ctx);
     ctx.spend(k.cost.wp_fault_reuse_ns);
     k.vmstat.count(VmEvent::Pgfault, 1);

@@ -48,7 +48,7 @@ use crate::mm::preempt::TaskResume;
 use crate::mm::vmscan::kswapd::post_kswapd_wakeup;
 use crate::mm::{invariants, Kernel, MmError};
 use queue::Queues;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use task::State;
 use user::UserNext;
 
@@ -99,40 +99,140 @@ pub fn run_tasks_observed(
     slice_ns: u64,
     check_invariants: bool,
     progress: &mut dyn FnMut(u64, u64),
-    mut observer: Option<&mut dyn RunObserver>,
+    observer: Option<&mut dyn RunObserver>,
 ) -> Result<SchedStats, SimError> {
-    let ncpus = k.nr_cpus();
-    let mut rng = SimRng::stream(seed, "sched");
-    let mut live_users = tasks.len();
-    count_mm_users(k, tasks);
-    let start_ns = (0..tasks.len())
-        .map(|tid| match tid {
-            0 => k.workload_start_ns,
-            _ => k.workload_start_ns + rng.below(slice_ns / START_JITTER_SLICES),
-        })
-        .collect();
-    let mut q = Queues::new(ncpus, slice_ns, start_ns);
-    let first_kthread = tasks.len();
-    let kthread_tid = start_kthreads(k, tasks, &mut q);
-    let mut steps = 0u64;
-    let mut end_ns = 0u64;
-    // When the observer wants to be called next, and whether it wants every step.
-    let mut observe_at_ns = u64::MAX;
-    let mut observe_steps = false;
-    let mut max_steps = u64::MAX;
-    if let Some(o) = observer.as_deref_mut() {
-        o.start(tasks, ncpus);
-        observe_at_ns = 0;
-        observe_steps = o.wants_steps();
-        max_steps = o.max_steps();
+    let mut s = Sched::start(k, tasks, seed, slice_ns, observer);
+    while s.live_users > 0 {
+        let (cpu, now_ns) = s.pick_cpu(k, tasks)?;
+        let mut step = s.begin_step(k, tasks, cpu, now_ns);
+        let next = s.run_task(k, tasks, &mut step)?;
+        s.account_step(k, tasks, &mut step);
+        let (released, gone_now) = s.settle_task(k, tasks, &step, next);
+        s.after_step(k, tasks, &step, released, gone_now);
+        if check_invariants && s.steps.is_multiple_of(CHECK_EVERY_STEPS) {
+            invariants::check(k).map_err(|e| SimError::Invariant {
+                at_ns: step.ctx.now_ns,
+                steps: s.steps,
+                what: e,
+            })?;
+        }
+        if s.steps & 0xffff == 0 {
+            progress(s.steps, s.end_ns);
+        }
+        check_limits(s.steps, s.max_steps, s.end_ns, step.ctx.now_ns)?;
     }
-    // Tasks asleep at each barrier, by barrier id.
-    let mut barriers: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
-    // Barriers a killed task will never reach (oom.rs).
-    let mut dead_barriers = std::collections::BTreeSet::new();
-    while live_users > 0 {
+    if check_invariants {
+        invariants::check(k).map_err(|e| SimError::Invariant {
+            at_ns: s.end_ns,
+            steps: s.steps,
+            what: e,
+        })?;
+    }
+    Ok(SchedStats {
+        steps: s.steps,
+        simulated_ns: tasks
+            .iter()
+            .filter_map(|t| t.exited_at_ns)
+            .max()
+            .unwrap_or(0),
+    })
+}
+
+/// The scheduler's state across a run: run queues and sleepers, the tasks at barriers, the
+/// run's counters, and the observer with when it wants to be called next.
+struct Sched<'o> {
+    q: Queues,
+    rng: SimRng,
+    seed: u64,
+    slice_ns: u64,
+    live_users: usize,
+    first_kthread: usize,
+    /// Task ids of the kernel threads, by thread.
+    kthread_tid: Vec<usize>,
+    steps: u64,
+    end_ns: u64,
+    /// Tasks asleep at each barrier, by barrier id.
+    barriers: BTreeMap<u32, Vec<usize>>,
+    /// Barriers a killed task will never reach (oom.rs).
+    dead_barriers: BTreeSet<u32>,
+    observer: Option<&'o mut dyn RunObserver>,
+    /// When the observer wants to be called next, and whether it wants every step.
+    observe_at_ns: u64,
+    observe_steps: bool,
+    max_steps: u64,
+}
+
+/// One step as the scheduler books it: the CPU, the task, its context, and when it began,
+/// how long interrupts took, where its own work began, and its user time before it.
+struct Step {
+    cpu: usize,
+    tid: usize,
+    ctx: Ctx,
+    begin_ns: u64,
+    irq_ns: u64,
+    busy_from_ns: u64,
+    user_before_ns: u64,
+    /// Time spent off the CPU (waits), and when the CPU is free again: set by account_step.
+    off_ns: u64,
+    release_ns: u64,
+}
+
+impl<'o> Sched<'o> {
+    /// Mm users counted, user tasks staggered by their start jitter, a task per kernel
+    /// thread, and the observer started.
+    fn start(
+        k: &mut Kernel,
+        tasks: &mut Vec<Task>,
+        seed: u64,
+        slice_ns: u64,
+        mut observer: Option<&'o mut dyn RunObserver>,
+    ) -> Sched<'o> {
+        let ncpus = k.nr_cpus();
+        let mut rng = SimRng::stream(seed, "sched");
+        let live_users = tasks.len();
+        count_mm_users(k, tasks);
+        let start_ns = (0..tasks.len())
+            .map(|tid| match tid {
+                0 => k.workload_start_ns,
+                _ => k.workload_start_ns + rng.below(slice_ns / START_JITTER_SLICES),
+            })
+            .collect();
+        let mut q = Queues::new(ncpus, slice_ns, start_ns);
+        let first_kthread = tasks.len();
+        let kthread_tid = start_kthreads(k, tasks, &mut q);
+        let (mut observe_at_ns, mut observe_steps, mut max_steps) = (u64::MAX, false, u64::MAX);
+        if let Some(o) = observer.as_deref_mut() {
+            o.start(tasks, ncpus);
+            observe_at_ns = 0;
+            observe_steps = o.wants_steps();
+            max_steps = o.max_steps();
+        }
+        Sched {
+            q,
+            rng,
+            seed,
+            slice_ns,
+            live_users,
+            first_kthread,
+            kthread_tid,
+            steps: 0,
+            end_ns: 0,
+            barriers: BTreeMap::new(),
+            dead_barriers: BTreeSet::new(),
+            observer,
+            observe_at_ns,
+            observe_steps,
+            max_steps,
+        }
+    }
+
+    /// The CPU with the earliest next event, its clock brought to it (an idle CPU waits for
+    /// a runnable task or the first sleeper); sleepers due by then woken, the observer called
+    /// when its time has come.
+    fn pick_cpu(&mut self, k: &Kernel, tasks: &mut [Task]) -> Result<(usize, u64), SimError> {
+        let q = &mut self.q;
         let Some(cpu) = q.next_cpu() else {
-            return Err(deadlock(tasks, &barriers, end_ns));
+            return Err(deadlock(tasks, &self.barriers, self.end_ns));
         };
         if q.cpus[cpu].current.is_none() {
             // Idle until a queued task is runnable or the first sleeper wakes.
@@ -142,13 +242,20 @@ pub fn run_tasks_observed(
         }
         let now_ns = q.cpus[cpu].now_ns;
         q.wake_sleepers(tasks, now_ns);
-        if now_ns >= observe_at_ns {
-            if let Some(o) = observer.as_deref_mut() {
-                observe_at_ns = o.at(k, tasks, now_ns);
+        if now_ns >= self.observe_at_ns {
+            if let Some(o) = self.observer.as_deref_mut() {
+                self.observe_at_ns = o.at(k, tasks, now_ns);
             }
         }
-        preempt_current(k, tasks, &mut q, cpu, now_ns);
-        let c = &mut q.cpus[cpu];
+        Ok((cpu, now_ns))
+    }
+
+    /// Before the task's work: a woken task preempts the running one, an idle CPU switches
+    /// a runnable task in, interrupts taken meanwhile are paid, and the tick's need_resched
+    /// time is set.
+    fn begin_step(&mut self, k: &mut Kernel, tasks: &mut [Task], cpu: usize, now_ns: u64) -> Step {
+        let q = &mut self.q;
+        preempt_current(k, tasks, q, cpu, now_ns);
         let mut ctx = Ctx {
             cpu,
             now_ns,
@@ -160,9 +267,9 @@ pub fn run_tasks_observed(
             iowait_ns: 0,
             resched_at_ns: u64::MAX,
         };
-        let tid = match c.current {
+        let tid = match q.cpus[cpu].current {
             Some(tid) => tid,
-            None => switch_in(k, tasks, &mut q, &mut ctx, &mut rng, slice_ns),
+            None => switch_in(k, tasks, q, &mut ctx, &mut self.rng, self.slice_ns),
         };
         let begin_ns = ctx.now_ns;
         let irq_ns = std::mem::take(&mut k.percpu[cpu].irq_ns);
@@ -173,172 +280,201 @@ pub fn run_tasks_observed(
         if q.queued() > q.idle_cpus() {
             ctx.resched_at_ns = q.cpus[cpu].slice_end_ns;
         }
-        let busy_from_ns = ctx.now_ns;
+        Step {
+            cpu,
+            tid,
+            busy_from_ns: ctx.now_ns,
+            ctx,
+            begin_ns,
+            irq_ns,
+            user_before_ns: tasks[tid].user_ns,
+            off_ns: 0,
+            release_ns: 0,
+        }
+    }
+
+    /// The task's step: a user task's op or fault, or a kernel thread's piece of work; a
+    /// task the OOM killer chose while it ran exits now, on its own clock.
+    fn run_task(
+        &self,
+        k: &mut Kernel,
+        tasks: &mut [Task],
+        st: &mut Step,
+    ) -> Result<Next, SimError> {
+        let (tid, ctx) = (st.tid, &mut st.ctx);
         let t = &mut tasks[tid];
-        let user_before_ns = t.user_ns;
-        let wake_ns = q.sleepers.first().map_or(u64::MAX, |s| s.0);
+        let wake_ns = self.q.sleepers.first().map_or(u64::MAX, |s| s.0);
         let next = match &mut t.body {
             Body::User(p) => {
-                let outcome = user_step(
-                    k,
-                    &mut ctx,
-                    (tid as u32, seed),
-                    t.mm,
-                    p,
-                    &mut t.user_ns,
+                let run = user::Running {
+                    tid: tid as u32,
+                    seed: self.seed,
+                    mm: t.mm,
+                    user_ns: &mut t.user_ns,
                     wake_ns,
-                    &mut t.resume,
-                );
-                user_next(k, &mut ctx, t, outcome, user_before_ns, busy_from_ns)?
+                };
+                let outcome = user_step(k, ctx, run, p, &mut t.resume);
+                user_next(k, ctx, t, outcome, st.user_before_ns, st.busy_from_ns)?
             }
             Body::Kernel(kind) => {
-                k.kthreads.set_asleep(tid - first_kthread, false);
-                match kthread::run(k, &mut ctx, *kind) {
+                k.kthreads.set_asleep(tid - self.first_kthread, false);
+                match kthread::run(k, ctx, *kind) {
                     KthreadNext::Run => Next::Run,
                     KthreadNext::Wait => Next::Sleep(None),
                     KthreadNext::SleepNs(ns) => Next::Sleep(Some(ns)),
                 }
             }
         };
-        // A task the OOM killer chose while it ran exits now, on its own clock.
-        let next = if oom_kill::exit_if_victim(k, &mut ctx, t.mm) {
-            Next::Exit
-        } else {
-            next
-        };
-        k.free_released_slots(&mut ctx);
+        if oom_kill::exit_if_victim(k, ctx, t.mm) {
+            return Ok(Next::Exit);
+        }
+        Ok(next)
+    }
+
+    /// After the task's work: swap slots released in the step freed, kswapd's wake-up
+    /// posted, the step's CPU time booked to the task as system and user time (its waits
+    /// as iowait and sleep), and the observer shown the step when it wants every one.
+    fn account_step(&mut self, k: &mut Kernel, tasks: &mut [Task], st: &mut Step) {
+        let ctx = &mut st.ctx;
+        k.free_released_slots(ctx);
         post_kswapd_wakeup(k, ctx.now_ns);
-        steps += 1;
-        let off_ns = ctx.off_cpu_ns();
-        let busy_ns = ctx.now_ns - busy_from_ns - off_ns;
-        t.sys_ns += busy_ns - (t.user_ns - user_before_ns);
+        self.steps += 1;
+        let t = &mut tasks[st.tid];
+        st.off_ns = ctx.off_cpu_ns();
+        let busy_ns = ctx.now_ns - st.busy_from_ns - st.off_ns;
+        t.sys_ns += busy_ns - (t.user_ns - st.user_before_ns);
         t.vruntime_ns += queue::weighted_ns(busy_ns, t.weight);
         t.iowait_ns += ctx.iowait_ns;
         t.sleep_ns += ctx.sleep_ns;
-        let release_ns = ctx.now_ns - off_ns;
-        if observe_steps {
-            if let Some(o) = observer.as_deref_mut() {
+        st.release_ns = ctx.now_ns - st.off_ns;
+        if self.observe_steps {
+            if let Some(o) = self.observer.as_deref_mut() {
                 o.step(
                     k,
                     &StepTrace {
-                        cpu,
-                        tid,
-                        begin_ns,
-                        irq_ns,
-                        busy_from_ns,
-                        release_ns,
+                        cpu: st.cpu,
+                        tid: st.tid,
+                        begin_ns: st.begin_ns,
+                        irq_ns: st.irq_ns,
+                        busy_from_ns: st.busy_from_ns,
+                        release_ns: st.release_ns,
                         end_ns: ctx.now_ns,
-                        user_ns: t.user_ns - user_before_ns,
+                        user_ns: t.user_ns - st.user_before_ns,
                         iowait_ns: ctx.iowait_ns,
                         sleep_ns: ctx.sleep_ns,
                     },
                 );
             }
         }
-        let c = &mut q.cpus[cpu];
-        c.now_ns = release_ns;
+    }
+
+    /// Where the task goes after its step: its CPU is free from `release_ns`; it runs on,
+    /// goes to the back of the queue at its slice's end, sleeps (waits, timers, barriers) or
+    /// exits. Returns the tasks a barrier released, and whether the task never existed (a
+    /// barrier whose partner was killed before starting it).
+    fn settle_task(
+        &mut self,
+        k: &mut Kernel,
+        tasks: &mut [Task],
+        st: &Step,
+        next: Next,
+    ) -> (Vec<usize>, bool) {
+        let (cpu, tid, now_ns) = (st.cpu, st.tid, st.ctx.now_ns);
+        let t = &mut tasks[tid];
+        let q = &mut self.q;
+        q.cpus[cpu].now_ns = st.release_ns;
         q.refresh(cpu);
-        let c = &mut q.cpus[cpu];
-        end_ns = end_ns.max(ctx.now_ns);
+        self.end_ns = self.end_ns.max(now_ns);
         let next = match next {
             // Woken while running: the wake-up is not lost.
             Next::Sleep(_) if std::mem::take(&mut t.woken) => Next::Run,
             next => next,
         };
         // The last party at a barrier releases the others and runs on.
-        let (next, released, gone_now) = at_barrier(next, t, tid, &mut barriers, &dead_barriers);
+        let (next, released, gone_now) =
+            at_barrier(next, t, tid, &mut self.barriers, &self.dead_barriers);
         if let Next::Sleep(_) = next {
-            k.kthreads.set_asleep(tid - first_kthread, true);
+            k.kthreads.set_asleep(tid - self.first_kthread, true);
         }
-        let slice_over = ctx.now_ns >= c.slice_end_ns || c.preempt;
+        let c = &q.cpus[cpu];
+        let slice_over = now_ns >= c.slice_end_ns || c.preempt;
         t.state = match next {
             Next::Exit => {
-                t.exited_at_ns = Some(ctx.now_ns);
-                live_users -= 1;
+                t.exited_at_ns = Some(now_ns);
+                self.live_users -= 1;
                 State::Exited
             }
             Next::Sleep(None) => State::Waiting,
             Next::Barrier { .. } => State::AtBarrier,
             Next::Sleep(Some(ns)) => {
-                q.sleep_until(ctx.now_ns + ns, tid);
+                q.sleep_until(now_ns + ns, tid);
                 State::TimedWait
             }
-            Next::Run if off_ns > 0 => {
-                q.sleep_until(ctx.now_ns, tid);
+            Next::Run if st.off_ns > 0 => {
+                q.sleep_until(now_ns, tid);
                 State::Sleeping
             }
             Next::Run if slice_over && q.queued() > q.idle_cpus() => {
-                q.push_back(tid, ctx.now_ns);
+                q.push_back(tid, now_ns);
                 State::Runnable
             }
             Next::Run => State::Running,
         };
         if t.state != State::Running {
             if t.state != State::Runnable {
-                q.set_runnable_at(tid, ctx.now_ns);
+                q.set_runnable_at(tid, now_ns);
             }
             let c = &mut q.cpus[cpu];
             c.current = None;
             c.preempt = false;
             q.refresh(cpu);
-            switch_out(k, cpu, t, release_ns);
+            switch_out(k, cpu, t, st.release_ns);
         }
+        (released, gone_now)
+    }
+
+    /// What the step left for others: tasks a barrier released woken, a task that never
+    /// existed ended with its barriers, kernel threads the mm code woke (in posting order),
+    /// and the tasks of processes the OOM killer chose ended.
+    fn after_step(
+        &mut self,
+        k: &mut Kernel,
+        tasks: &mut [Task],
+        st: &Step,
+        released: Vec<usize>,
+        gone_now: bool,
+    ) {
+        let now_ns = st.ctx.now_ns;
         for other in released {
-            q.wake(tasks, other, ctx.now_ns);
+            self.q.wake(tasks, other, now_ns);
         }
         if gone_now {
-            live_users -= oom::release_barriers(
+            self.live_users -= oom::release_barriers(
                 tasks,
-                &mut q,
-                &mut barriers,
-                &mut dead_barriers,
-                vec![(tid, 0)],
-                ctx.now_ns,
+                &mut self.q,
+                &mut self.barriers,
+                &mut self.dead_barriers,
+                vec![(st.tid, 0)],
+                now_ns,
             );
         }
         if !k.kthreads.pending().is_empty() {
             for &(i, at_ns) in k.kthreads.pending() {
-                q.wake_kthread(tasks, kthread_tid[i], at_ns);
+                self.q.wake_kthread(tasks, self.kthread_tid[i], at_ns);
             }
             k.kthreads.clear_pending();
         }
         if k.oom.has_new() {
-            live_users -= oom::end_killed_tasks(
+            self.live_users -= oom::end_killed_tasks(
                 k,
                 tasks,
-                &mut q,
-                &mut barriers,
-                &mut dead_barriers,
-                ctx.now_ns,
+                &mut self.q,
+                &mut self.barriers,
+                &mut self.dead_barriers,
+                now_ns,
             );
         }
-        if check_invariants && steps.is_multiple_of(CHECK_EVERY_STEPS) {
-            invariants::check(k).map_err(|e| SimError::Invariant {
-                at_ns: ctx.now_ns,
-                steps,
-                what: e,
-            })?;
-        }
-        if steps & 0xffff == 0 {
-            progress(steps, end_ns);
-        }
-        check_limits(steps, max_steps, end_ns, ctx.now_ns)?;
     }
-    if check_invariants {
-        invariants::check(k).map_err(|e| SimError::Invariant {
-            at_ns: end_ns,
-            steps,
-            what: e,
-        })?;
-    }
-    Ok(SchedStats {
-        steps,
-        simulated_ns: tasks
-            .iter()
-            .filter_map(|t| t.exited_at_ns)
-            .max()
-            .unwrap_or(0),
-    })
 }
 
 /// A woken task preempts the one running on `cpu` before its next step.
@@ -523,19 +659,15 @@ fn check_limits(steps: u64, max_steps: u64, end_ns: u64, now_ns: u64) -> Result<
 }
 
 /// One step of a user task, whose kernel-side state (mm/preempt.rs) is `current` meanwhile.
-#[allow(clippy::too_many_arguments)]
 fn user_step(
     k: &mut Kernel,
     ctx: &mut Ctx,
-    task: (u32, u64),
-    mm: u32,
+    run: user::Running,
     p: &mut UserProgram,
-    user_ns: &mut u64,
-    wake_ns: u64,
     resume: &mut Box<TaskResume>,
 ) -> Result<UserNext, MmError> {
     std::mem::swap(&mut k.current, resume);
-    let r = user::step(k, ctx, task, mm, p, user_ns, wake_ns);
+    let r = user::step(k, ctx, run, p);
     std::mem::swap(&mut k.current, resume);
     r
 }

@@ -16,9 +16,8 @@ use foliosim_model::mm::mmap::ThpAdvice;
 use foliosim_model::mm::page_alloc::{alloc_pages, AllocFlags, PAGEBLOCK_NR_PAGES};
 use foliosim_model::mm::vmstat::VmEvent;
 use foliosim_model::mm::Kernel;
-use foliosim_model::sched::{run_tasks, Task};
+use foliosim_model::sched::Task;
 use foliosim_model::workload::Op;
-use foliosim_model::Scenario;
 use std::collections::BTreeMap;
 
 /// 32768 pages, 64 pageblocks; no swap (unless a test adds it), so reclaim frees nothing and
@@ -58,7 +57,7 @@ fn kernel_with_swap(sysfs: &str, sysctl: &str, swap: &str) -> Kernel {
         .replace("{swap}", swap)
         .replace("{sysfs}", sysfs)
         .replace("{sysctl}", sysctl);
-    Kernel::new(&Scenario::from_toml_str(&text).unwrap_or_else(|e| panic!("{e}")))
+    crate::common::kernel(&text)
 }
 
 /// Write `FRAG_PAGES` of 4 KiB folios (VMA 0, MADV_NOHUGEPAGE), then drop two pages of every
@@ -111,7 +110,7 @@ fn thp_phase() -> Vec<Op> {
 fn run(k: &mut Kernel, ops: Vec<Op>) -> u32 {
     let mm = k.new_mm(0, ContentClass::Usemem);
     let mut tasks = vec![Task::new("t".into(), mm, 0, ops)];
-    run_tasks(k, &mut tasks, 1, 3_000_000, true, &mut |_, _| {}).unwrap();
+    crate::common::run_tasks_checked(k, &mut tasks);
     mm
 }
 
@@ -426,7 +425,7 @@ fn kernel_v4_1() -> Kernel {
         .replace("{swap}", "")
         .replace("{sysfs}", "")
         .replace("{sysctl}", "");
-    Kernel::new(&Scenario::from_toml_str(&text).unwrap_or_else(|e| panic!("{e}")))
+    crate::common::kernel(&text)
 }
 
 /// Fragment memory and take every free pageblock, so only compaction can make one.

@@ -45,7 +45,7 @@ size = "64M"
 memcg = "bench"
 "#
     );
-    Scenario::from_toml_str(&text).unwrap_or_else(|e| panic!("{e}"))
+    crate::common::parse(&text)
 }
 
 use crate::common::run;

@@ -44,7 +44,7 @@ nproc = 1
 size = "1M"
 "#
     );
-    Scenario::from_toml_str(&text).unwrap_or_else(|e| panic!("{e}"))
+    crate::common::parse(&text)
 }
 
 /// What the scheduler does after a step: post kswapd's wake-up, take the posted wake-ups.

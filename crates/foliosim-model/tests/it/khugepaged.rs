@@ -11,9 +11,9 @@ use foliosim_model::mm::madvise::Advice;
 use foliosim_model::mm::mmap::ThpAdvice;
 use foliosim_model::mm::vmstat::{MthpStat, VmEvent};
 use foliosim_model::mm::Kernel;
-use foliosim_model::sched::{run_tasks, SchedStats, Task};
+use foliosim_model::sched::{SchedStats, Task};
+use foliosim_model::spawn_tasks;
 use foliosim_model::workload::{Op, TaskSpec};
-use foliosim_model::{spawn_tasks, Scenario};
 
 const MS: u64 = 1_000_000;
 const S: u64 = 1_000_000_000;
@@ -39,7 +39,7 @@ size = "1M"
 "#;
 
 fn kernel(text: &str) -> Kernel {
-    Kernel::new(&Scenario::from_toml_str(text).unwrap())
+    crate::common::kernel(text)
 }
 
 fn process(name: &str, ops: Vec<Op>) -> TaskSpec {
@@ -61,7 +61,7 @@ fn thread_of(leader: usize, name: &str, ops: Vec<Op>) -> TaskSpec {
 fn run(k: &mut Kernel, specs: Vec<TaskSpec>) -> (Vec<Task>, SchedStats) {
     let mut tasks = Vec::new();
     spawn_tasks(k, &mut tasks, 0, ContentClass::Usemem, specs);
-    let stats = run_tasks(k, &mut tasks, 1, 3 * MS, true, &mut |_, _| {}).unwrap();
+    let stats = crate::common::run_tasks_checked(k, &mut tasks);
     (tasks, stats)
 }
 

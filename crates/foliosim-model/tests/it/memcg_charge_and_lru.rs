@@ -41,7 +41,7 @@ memcg = "a"
 madv_hugepage = {madv_hugepage}
 "#
     );
-    let s = Scenario::from_toml_str(&text).unwrap_or_else(|e| panic!("{e}"));
+    let s = crate::common::parse(&text);
     foliosim_model::run(&s).unwrap_or_else(|e| panic!("{size} {defrag}: {e}"))
 }
 

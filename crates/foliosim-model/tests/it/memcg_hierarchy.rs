@@ -24,8 +24,7 @@ version = "6.18"
 {workloads}
 "#
     );
-    let s = Scenario::from_toml_str(&text).unwrap_or_else(|e| panic!("{e}"));
-    foliosim_model::run(&s).unwrap_or_else(|e| panic!("{e}"))
+    crate::common::run(&crate::common::parse(&text))
 }
 
 fn usemem(memcg: &str, nproc: u32, size: &str) -> String {

@@ -10,20 +10,17 @@ use foliosim_model::mm::memory::touch;
 use foliosim_model::mm::mmap::ThpAdvice;
 use foliosim_model::mm::oom_kill::{mm_pgtables_pages, OomConstraint};
 use foliosim_model::mm::{Kernel, MmError};
-use foliosim_model::sched::{run_tasks, Task};
+use foliosim_model::sched::Task;
 use foliosim_model::workload::{Op, TaskSpec};
 use foliosim_model::{RunResult, Scenario, SimError};
 
 const OOM_MEMCG: &str = include_str!("../../../../scenarios/oom-memcg.toml");
 
-fn scenario(text: &str) -> Scenario {
-    let mut s = crate::common::parse(text);
-    s.check_invariants = true;
-    s
-}
+use crate::common::checked;
 
+/// Run a scenario from TOML text with the invariants checked.
 fn run(text: &str) -> RunResult {
-    crate::common::run(&scenario(text))
+    crate::common::run(&checked(text))
 }
 
 /// Three usemem processes of `size` in memcg `jobs` (memory.max `max`, no swap), the third
@@ -168,7 +165,7 @@ fn with_every_process_protected_the_run_ends_with_a_clear_error() {
         "memcg = \"jobs\"\n\n",
         "memcg = \"jobs\"\noom_score_adj = -1000\n\n",
     );
-    let err = foliosim_model::run(&scenario(&text)).unwrap_err();
+    let err = foliosim_model::run(&checked(&text)).unwrap_err();
     match &err {
         SimError::Mm {
             error: MmError::MemcgOomNoVictim { memcg },
@@ -185,7 +182,7 @@ fn with_every_process_protected_the_run_ends_with_a_clear_error() {
 
 #[test]
 fn kernel_oom_fail_gives_the_error_of_old() {
-    let err = foliosim_model::run(&scenario(&three_in_a_memcg(
+    let err = foliosim_model::run(&checked(&three_in_a_memcg(
         "160M",
         "100M",
         0,
@@ -215,7 +212,7 @@ kind = "usemem"
 nproc = 2
 size = "100M"
 "#;
-    match foliosim_model::run(&scenario(global)).unwrap_err() {
+    match foliosim_model::run(&checked(global)).unwrap_err() {
         SimError::Mm {
             error: MmError::GlobalOom,
             ..
@@ -264,17 +261,17 @@ fn bad_oom_fields_name_the_field() {
     let err = Scenario::from_toml_str(&text).unwrap_err().to_string();
     assert!(err.contains("memcg[0].oom_group"), "{err}");
     // The fields survive a round trip, and default ones are not written.
-    let s = scenario(&three_in_a_memcg("160M", "100M", -5, "oom = \"fail\""));
+    let s = checked(&three_in_a_memcg("160M", "100M", -5, "oom = \"fail\""));
     let again = Scenario::from_toml_str(&s.to_toml_string()).unwrap();
     assert_eq!(again.workloads[1].oom_score_adj(), -5);
     assert_eq!(again.kernel.oom, foliosim_model::scenario::OomPolicy::Fail);
-    let plain = scenario(&three_in_a_memcg("160M", "100M", 0, "")).to_toml_string();
+    let plain = checked(&three_in_a_memcg("160M", "100M", 0, "")).to_toml_string();
     assert!(!plain.contains("oom"), "{plain}");
 }
 
 /// A kernel with memcg `m` (memory.max 64 MiB) and no swap.
 fn small_kernel() -> Kernel {
-    Kernel::new(&scenario(
+    Kernel::new(&checked(
         r#"
 [machine]
 cpus = 2
@@ -424,8 +421,7 @@ fn a_killed_process_ends_every_thread_wherever_it_is() {
     let mut tasks: Vec<Task> = Vec::new();
     foliosim_model::spawn_tasks(&mut k, &mut tasks, 0, ContentClass::Usemem, specs);
     k.mms[tasks[0].mm as usize].oom_score_adj = 1000;
-    let stats = run_tasks(&mut k, &mut tasks, 1, 3_000_000, true, &mut |_, _| {})
-        .unwrap_or_else(|e| panic!("{e}"));
+    let stats = crate::common::run_tasks_checked(&mut k, &mut tasks);
     assert_eq!(k.oom.kills.len(), 1);
     assert_eq!(k.oom.kills[0].mm, tasks[0].mm);
     assert_eq!(k.oom.kills[0].rss_pages, 6000);

@@ -12,7 +12,6 @@ use foliosim_model::mm::swap_devstore::ZRAM_GFP;
 use foliosim_model::mm::vmscan::kswapd::{kswapd_run, kswapd_should_run};
 use foliosim_model::mm::vmstat::VmEvent;
 use foliosim_model::mm::Kernel;
-use foliosim_model::Scenario;
 
 /// 64 MiB: min_free_kbytes 1024 -> watermarks min 256, low 320, high 384 pages.
 const SMALL: &str = r#"
@@ -38,7 +37,7 @@ fn ctx() -> Ctx {
 }
 
 fn kernel(text: &str) -> Kernel {
-    Kernel::new(&Scenario::from_toml_str(text).unwrap())
+    crate::common::kernel(text)
 }
 
 /// Allocate unmovable order-0 pages (nothing reclaimable holds them) until the allocator

@@ -1,8 +1,6 @@
 //! Which swap devices take a large folio whole: a swap file on a filesystem never does (it is not
 //! SWP_BLKDEV), in every release; a block device does from 6.10 on.
 
-use foliosim_model::{run, Scenario};
-
 fn usemem(kernel: &str, kind: &str, size: &str) -> foliosim_model::RunResult {
     // 4K is the base page, not a knob: with no size enabled, faults map 4K.
     let enabled = if size == "4K" {
@@ -33,9 +31,7 @@ size = "64M"
 memcg = "a"
 "#
     );
-    let mut s = Scenario::from_toml_str(&toml).unwrap();
-    s.check_invariants = true;
-    run(&s).unwrap()
+    crate::common::run(&crate::common::checked(&toml))
 }
 
 #[test]

@@ -4,7 +4,7 @@
 use foliosim_model::content::ContentClass;
 use foliosim_model::mm::mmap::ThpAdvice;
 use foliosim_model::mm::Kernel;
-use foliosim_model::sched::{run_tasks, Task};
+use foliosim_model::sched::Task;
 use foliosim_model::workload::Op;
 use foliosim_model::Scenario;
 
@@ -60,7 +60,7 @@ fn read_back_faults(version: &str) -> (u64, Kernel) {
         touch(false),
     ];
     let mut tasks = vec![Task::new("t".into(), mm, 0, ops)];
-    run_tasks(&mut k, &mut tasks, 1, 3_000_000, true, &mut |_, _| {}).unwrap();
+    crate::common::run_tasks_checked(&mut k, &mut tasks);
     let c = k.vm_events().to_map();
     assert_eq!(c["pswpout"], 64, "{version}: every page written out");
     assert_eq!(c["pswpin"], 0, "{version}: read back from the swap cache");

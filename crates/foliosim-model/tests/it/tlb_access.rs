@@ -28,11 +28,7 @@ nproc = 1
 size = "1M"
 "#
     );
-    Kernel::new(&Scenario::from_toml_str(&text).unwrap())
-}
-
-fn run(k: &mut Kernel, tasks: &mut Vec<Task>) {
-    run_tasks(k, tasks, 1, 3 * MS, true, &mut |_, _| {}).unwrap();
+    crate::common::kernel(&text)
 }
 
 fn access(vma: u32, nr: u32, count: u64) -> Op {
@@ -59,7 +55,7 @@ fn one_task(ops: Vec<Op>) -> (u64, u64, Kernel) {
     let mut k = kernel(1);
     let mm = k.new_mm(0, ContentClass::Usemem);
     let mut tasks = vec![Task::new("t".into(), mm, 0, ops)];
-    run(&mut k, &mut tasks);
+    crate::common::run_tasks_checked(&mut k, &mut tasks);
     let pgfault = k.vm_events().to_map()["pgfault"];
     (tasks[0].user_ns, pgfault, k)
 }
@@ -196,7 +192,7 @@ fn flushes_empty_the_hot_set_of_the_cpus_they_reach() {
         Task::new("t0".into(), mm, 0, t0),
         Task::new("t1".into(), mm, 0, t1),
     ];
-    run(&mut k, &mut tasks);
+    crate::common::run_tasks_checked(&mut k, &mut tasks);
     let r = k.tlb_cache.report().unwrap();
     let received: u64 = r.shootdowns_per_cpu.iter().sum();
     assert!(received >= 50, "{r:?}");
@@ -264,7 +260,7 @@ fn mprotect_drops_permission_with_a_flush_and_forbids_stores() {
 }
 
 fn scenario(workload: &str) -> Scenario {
-    Scenario::from_toml_str(&scenario_text(workload)).unwrap_or_else(|e| panic!("{e}"))
+    crate::common::parse(&scenario_text(workload))
 }
 
 fn scenario_text(workload: &str) -> String {

@@ -8,7 +8,6 @@ use foliosim_model::content::ContentClass;
 use foliosim_model::mm::mmap::ThpAdvice;
 use foliosim_model::mm::vmstat::MthpStat;
 use foliosim_model::mm::Kernel;
-use foliosim_model::sched::run_tasks;
 use foliosim_model::workload::{Op, TaskSpec};
 use foliosim_model::{spawn_tasks, Scenario};
 
@@ -66,7 +65,7 @@ fn unmap_part_of_each_on(mut k: Kernel, nr: u32) -> Kernel {
     };
     let mut tasks = Vec::new();
     spawn_tasks(&mut k, &mut tasks, 0, ContentClass::Usemem, vec![spec]);
-    run_tasks(&mut k, &mut tasks, 1, 3_000_000, true, &mut |_, _| {}).unwrap();
+    crate::common::run_tasks_checked(&mut k, &mut tasks);
     k
 }
 

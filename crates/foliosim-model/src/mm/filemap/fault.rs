@@ -27,19 +27,23 @@ use crate::scenario::{PAGE_SIZE, PMD_ORDER};
 /// window around it.
 pub const FAULT_AROUND_PAGES: u32 = 16;
 
-/// The task touches page `index` of file VMA `vma` (a store if `write`), whose PTE is none
-/// or maps a page-cache page. Returns how many pages from `index` on (up to `end`) this step
-/// covered: the fault, then the following pages already mapped as needed; and the time of the
-/// task's own accesses (user time).
+/// The task touches the page of `vmf` in a file VMA (a store if `vmf.write`), whose PTE is
+/// none or maps a page-cache page. Returns how many pages from `vmf.index` on (up to `end`)
+/// this step covered: the fault, then the following pages already mapped as needed; and the
+/// time of the task's own accesses (user time).
 pub fn touch_file(
     k: &mut Kernel,
     ctx: &mut Ctx,
-    mm: u32,
-    vma: u32,
-    index: u32,
+    vmf: &VmFault,
     end: u32,
-    write: bool,
 ) -> Result<(u32, u64), MmError> {
+    let VmFault {
+        mm,
+        vma,
+        index,
+        write,
+        ..
+    } = *vmf;
     let vf = k.mms[mm as usize]
         .vma_file(vma)
         .expect("touch_file on a file VMA");
@@ -50,7 +54,7 @@ pub fn touch_file(
         let pfn = pte.pfn();
         if write && !vf.shared {
             k.vmstat.count(VmEvent::Pgfault, 1);
-            wp_page_copy(k, ctx, &VmFault::new(mm, vma, index, true), pfn)?;
+            wp_page_copy(k, ctx, vmf, pfn)?;
         } else {
             if write && !k.folios.test(pfn, flags::DIRTY) {
                 // do_wp_page -> wp_page_shared: page_mkwrite dirties the page.
@@ -111,7 +115,7 @@ pub(crate) fn do_fault(
 fn do_read_fault(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault, vf: VmaFile) -> Result<(), MmError> {
     let VmFault { mm, vma, index, .. } = *vmf;
     ctx.spend(k.cost.filemap_fault_ns);
-    if fault_around(k, ctx, mm, vma, vf, index) {
+    if fault_around(k, ctx, vmf, vf) {
         return Ok(());
     }
     let pfn = filemap_fault(k, ctx, mm, vf.file, vf.pgoff + index)?;
@@ -181,11 +185,12 @@ fn wp_page_copy(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault, pfn: u32) -> Resul
 }
 
 /// do_fault_around -> filemap_map_pages: map every cached, read, unmarked page of the
-/// 16-page window around `index` whose PTE is none (a PG_readahead page is left for its
-/// fault, which starts the next window). Pages mapped this way are hits for mmap_miss. On
-/// x86 the prefaulted PTEs are young; arm64 maps them old. Returns whether `index` itself
-/// was mapped.
-fn fault_around(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, vf: VmaFile, index: u32) -> bool {
+/// 16-page window around the fault's page whose PTE is none (a PG_readahead page is left for
+/// its fault, which starts the next window). Pages mapped this way are hits for mmap_miss. On
+/// x86 the prefaulted PTEs are young; arm64 maps them old. Returns whether the fault's page
+/// itself was mapped.
+fn fault_around(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault, vf: VmaFile) -> bool {
+    let VmFault { mm, vma, index, .. } = *vmf;
     let vma_pages = k.mms[mm as usize].vma(vma).nr_pages;
     let from = index & !(FAULT_AROUND_PAGES - 1);
     let to = (from + FAULT_AROUND_PAGES).min(vma_pages);
