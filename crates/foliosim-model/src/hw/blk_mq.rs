@@ -4,11 +4,11 @@
 //! blk_attempt_plug_merge / the elevator's back merge), a bio larger than max_sectors_kb is
 //! split (bio_split_to_limits). Writes pass writeback throttling first (block/blk-wbt.c):
 //! a swap write (REQ_SWAP is in REQ_HIPRIO) may have rq_depth.max_depth writes in flight,
-//! RWB_DEF_DEPTH (16) at wbt's default scale step; wbt's latency-driven scaling of that
-//! depth is not modelled. The device serves one request at a time per direction's
+//! a depth wbt scales every monitoring window (hw/blk_wbt.rs). The device serves one request at a time per direction's
 //! timing: a per-request command cost plus the bytes at its bandwidth, then a completion
 //! latency that overlaps with the next request's service (the device's internal parallelism).
 
+use super::blk_wbt::{Wbt, WbtStats};
 use crate::engine::{Ctx, WaitKind};
 use crate::scenario::PAGE_SIZE;
 use serde::Serialize;
@@ -60,10 +60,9 @@ pub struct QueueStats {
     /// Submissions that found every tag taken and slept.
     pub tag_waits: u64,
     pub tag_wait_ns: u64,
+    /// Writeback throttling's windows and depth changes.
+    pub wbt: WbtStats,
 }
-
-/// RWB_DEF_DEPTH: wbt's default write depth.
-const RWB_DEF_DEPTH: u32 = 16;
 
 pub struct RequestQueue {
     /// /sys/block/<dev>/queue/nr_requests: tags a submitter can hold.
@@ -75,8 +74,8 @@ pub struct RequestQueue {
     busy_until_ns: u64,
     /// Completion times of the requests in flight other than the open one, by direction.
     in_flight: [BinaryHeap<Reverse<u64>>; 2],
-    /// wbt's rq_depth.max_depth: writes in flight before a writer sleeps in wbt_wait.
-    pub wbt_max_depth: u32,
+    /// Writeback throttling: writes in flight before a writer sleeps in wbt_wait.
+    pub wbt: Wbt,
     open: Option<OpenRequest>,
     idle_at_ns: u64,
     pub stats: QueueStats,
@@ -88,6 +87,7 @@ impl RequestQueue {
         max_request_bytes: u64,
         read: DirTiming,
         write: DirTiming,
+        rotational: bool,
     ) -> Self {
         RequestQueue {
             nr_requests: nr_requests.max(1),
@@ -96,7 +96,7 @@ impl RequestQueue {
             write,
             busy_until_ns: 0,
             in_flight: [BinaryHeap::new(), BinaryHeap::new()],
-            wbt_max_depth: RWB_DEF_DEPTH.min(nr_requests.max(1)),
+            wbt: Wbt::for_queue(rotational, nr_requests.max(1)),
             open: None,
             idle_at_ns: 0,
             stats: QueueStats::default(),
@@ -146,26 +146,31 @@ impl RequestQueue {
         Some(o.done_ns)
     }
 
-    /// wbt_wait, then blk_mq_get_tag: a write with wbt_max_depth writes in flight, or any
+    /// wbt_wait, then blk_mq_get_tag: a write with wbt's limit of writes in flight, or any
     /// request with every tag held, io_schedule()s until a request that frees its way
-    /// completes.
+    /// completes (or, for wbt, until its window timer may raise the limit: rwb_wake_all).
     fn get_tag(&mut self, ctx: &mut Ctx, dir: Dir) {
         loop {
             self.retire(ctx.now_ns);
-            let writes_full =
-                dir == Dir::Write && self.in_flight_of(Dir::Write) >= self.wbt_max_depth as usize;
+            self.wbt.advance(ctx.now_ns);
+            let writes_full = dir == Dir::Write
+                && self.in_flight_of(Dir::Write) >= self.wbt.write_limit() as usize;
             let tags_full = self.in_flight_requests() >= self.nr_requests as usize;
             if !writes_full && !tags_full {
+                if dir == Dir::Write {
+                    self.wbt.on_write_issued(ctx.now_ns);
+                }
                 return;
             }
-            let first_done = if tags_full {
+            let wake_ns = if tags_full {
                 self.first_completion_ns(None)
             } else {
-                self.first_completion_ns(Some(Dir::Write))
+                let timer = self.wbt.window_end_ns().unwrap_or(u64::MAX);
+                self.first_completion_ns(Some(Dir::Write)).min(timer)
             };
             self.stats.tag_waits += 1;
-            self.stats.tag_wait_ns += first_done.saturating_sub(ctx.now_ns);
-            ctx.wait_until(first_done, WaitKind::Io);
+            self.stats.tag_wait_ns += wake_ns.saturating_sub(ctx.now_ns);
+            ctx.wait_until(wake_ns, WaitKind::Io);
         }
     }
 
@@ -220,6 +225,8 @@ impl RequestQueue {
             done_ns,
         });
         self.idle_at_ns = self.idle_at_ns.max(done_ns);
+        self.wbt.on_dispatch(ctx.now_ns, dir == Dir::Read, done_ns);
+        self.stats.wbt = self.wbt.stats.clone();
         done_ns
     }
 
@@ -247,7 +254,7 @@ mod tests {
     }
 
     fn queue(depth: u32) -> RequestQueue {
-        RequestQueue::new(depth, 1 << 20, timing(50_000), timing(10_000))
+        RequestQueue::new(depth, 1 << 20, timing(50_000), timing(10_000), true)
     }
 
     #[test]
@@ -272,7 +279,7 @@ mod tests {
     #[test]
     fn swap_writes_wait_at_wbt_depth_while_reads_still_get_tags() {
         let mut q = queue(64);
-        assert_eq!(q.wbt_max_depth, 16);
+        assert_eq!(q.wbt.write_limit(), 16);
         let mut ctx = Ctx::new(0, 0);
         for i in 0..16 {
             q.submit(&mut ctx, Dir::Write, Some(i * 10), PAGE_SIZE);
@@ -283,6 +290,32 @@ mod tests {
         q.submit(&mut ctx, Dir::Write, Some(1000), PAGE_SIZE);
         assert_eq!(ctx.now_ns, 12_000, "the 17th write waits for the first");
         assert!(q.in_flight_of(Dir::Write) <= 16);
+    }
+
+    #[test]
+    fn a_writer_held_at_wbt_depth_gets_in_when_a_write_only_window_raises_it() {
+        // Writes that complete 300 ms after service: none completes in the first window.
+        let mut q = RequestQueue::new(64, 1 << 20, timing(50_000), timing(300_000_000), true);
+        let mut ctx = Ctx::new(0, 0);
+        for i in 0..16 {
+            q.submit(&mut ctx, Dir::Write, Some(i * 10), PAGE_SIZE);
+        }
+        q.submit(&mut ctx, Dir::Write, Some(1000), PAGE_SIZE);
+        // The window armed by the first write ends at 100 ms: LAT_UNKNOWN_WRITES, depth 31.
+        assert_eq!(
+            ctx.now_ns, 100_000_000,
+            "woken by wb_timer_fn, not a completion"
+        );
+        assert_eq!(q.wbt.write_limit(), 31);
+        for i in 0..14 {
+            q.submit(&mut ctx, Dir::Write, Some(2000 + i * 10), PAGE_SIZE);
+        }
+        assert_eq!(
+            ctx.now_ns, 100_000_000,
+            "31 writes in flight without another wait"
+        );
+        assert_eq!(q.in_flight_of(Dir::Write), 31);
+        assert_eq!(q.stats.wbt.scale_ups, 1);
     }
 
     #[test]

@@ -176,5 +176,11 @@ fn request_queue(spec: &SwapDeviceSpec) -> RequestQueue {
         }
     }
     let nr_requests = spec.nr_requests.unwrap_or(t.nr_requests);
-    RequestQueue::new(nr_requests, t.max_request_bytes, t.read, t.write)
+    RequestQueue::new(
+        nr_requests,
+        t.max_request_bytes,
+        t.read,
+        t.write,
+        t.rotational,
+    )
 }

@@ -16,6 +16,8 @@ pub struct ProfileTimings {
     pub nr_requests: u32,
     /// max_sectors_kb in bytes.
     pub max_request_bytes: u64,
+    /// /sys/block/<dev>/queue/rotational: picks wbt's latency target (hw/blk_wbt.rs).
+    pub rotational: bool,
 }
 
 /// Published figures of one direction.
@@ -123,6 +125,16 @@ pub fn timings(profile: DeviceProfile) -> ProfileTimings {
         write: write.timing(),
         nr_requests,
         max_request_bytes,
+        rotational: rotational(profile),
+    }
+}
+
+/// Does the queue report itself rotational? A disk does, SSDs do not; this VM's virtio-blk
+/// disk does too (/sys/block/vda/queue/rotational reads 1, wbt_lat_usec 75000, 2026-11-28).
+fn rotational(profile: DeviceProfile) -> bool {
+    match profile {
+        DeviceProfile::Nvme | DeviceProfile::SataSsd => false,
+        DeviceProfile::Hdd | DeviceProfile::VirtioBlkVm => true,
     }
 }
 
