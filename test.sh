@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # All tests: Rust unit, property and integration tests (invariant checking on; the fuzz corpus
-# replayed by tests/fuzz_corpus.rs), then Python. Fuzzing itself is a long run, like the soak:
+# replayed by tests/it/fuzz_corpus.rs), then Python. Fuzzing itself is a long run, like the soak:
 # tools/fuzz.sh (docs/fuzz-and-soak.md).
 set -euo pipefail
 cd "$(dirname "$0")"

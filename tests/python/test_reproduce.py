@@ -4,7 +4,7 @@ Each seed runs at the smallest scale (0.02) with one seed per configuration. Wal
 the 2-core dev machine with `foliosim reproduce <seed> --scale 0.02 --seeds 1 --jobs 1`
 (the machine shared): 000 1.2 s, 001 0.3 s, 002 1.8 s, 003 19 s, 004 296 s. Seed 004 is too
 slow for this suite: only its argument errors are tested here (its table's shape:
-crates/foliosim-lab/tests/seed004_shape.rs).
+crates/foliosim-lab/tests/it/seed004_shape.rs).
 """
 
 import functools

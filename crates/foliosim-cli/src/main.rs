@@ -5,12 +5,13 @@ use clap::{Parser, Subcommand, ValueEnum};
 use foliosim::Scenario;
 use foliosim_lab::reproduce::seed000;
 use indicatif::{ProgressBar, ProgressStyle};
-use std::time::Instant;
 
 mod fit;
 mod progress;
 mod record;
 mod report_out;
+mod reproduce;
+mod run;
 mod soak;
 mod sweep;
 
@@ -34,44 +35,7 @@ enum Format {
 #[derive(Subcommand)]
 enum Command {
     /// Run one scenario (TOML) and print its counters.
-    Run {
-        scenario: std::path::PathBuf,
-        #[arg(long, value_enum, default_value = "table")]
-        format: Format,
-        /// Override the scenario's seed.
-        #[arg(long)]
-        seed: Option<u64>,
-        /// Check the model's invariants while running (slow).
-        #[arg(long)]
-        check_invariants: bool,
-        /// Run on the live kernel instead of the sim (root only; changes and then restores
-        /// sysfs knobs, swap devices and memcgs).
-        #[arg(long)]
-        live: bool,
-        /// Live: kill the workload and restore the host after this many seconds.
-        #[arg(long, value_name = "SECONDS")]
-        timeout: Option<f64>,
-        /// Live: allow turning zswap on for scenarios that enable it. zswap is off again after
-        /// the run, but the host then swaps mTHP in as order 0 until reboot.
-        #[arg(long)]
-        enable_zswap: bool,
-        /// Sim: load named costs from a file written by `foliosim calibrate`.
-        #[arg(long, value_name = "FILE")]
-        costs: Option<std::path::PathBuf>,
-        /// Record every counter every DURATION of simulated time (e.g. 100ms, or auto), as
-        /// `vmstat 1` does; kept in the JSON (`timeseries`) and printed after the table.
-        #[arg(long, value_name = "DURATION")]
-        sample_interval: Option<String>,
-        /// Write the run's per-CPU activity as Chrome trace-event JSON (Perfetto opens it).
-        #[arg(long, value_name = "FILE")]
-        timeline: Option<std::path::PathBuf>,
-        /// Stop recording the timeline past this many events (bounds the file).
-        #[arg(long, value_name = "N", default_value_t = foliosim::report::timeline::DEFAULT_MAX_EVENTS)]
-        timeline_max_events: usize,
-        /// Write a self-contained HTML report (tables, plots, the scenario, versions).
-        #[arg(long, value_name = "FILE")]
-        html: Option<std::path::PathBuf>,
-    },
+    Run(run::RunArgs),
     /// Run scenarios on the sim and on the live kernel and compare their counters side by side.
     /// Where the host's state decides what a scenario leaves open, the sim is run like the host
     /// and the scenario's output says so: mTHP swap-in (probed once: 6.18 loses it for good
@@ -124,45 +88,7 @@ enum Command {
         live: bool,
     },
     /// Run a seed document's experiment and print its table beside ours.
-    Reproduce {
-        /// Which seed: 000 (swap-out mTHP without splitting), 001 (THP faults left to
-        /// khugepaged: thpscale), 002 (zswap stores mTHP), 003 (the mTHP swap allocator) or
-        /// 004 (MIGRC: deferred TLB flushes of tiering migrations, XSBench; --scale scales
-        /// its lookups, not its memory).
-        seed_doc: String,
-        /// Multiply every size of the experiment (memory per process, memcg limit, swap).
-        #[arg(long, default_value_t = 1.0)]
-        scale: f64,
-        /// Runs per configuration, seeds 1..=N.
-        #[arg(long, default_value_t = 5)]
-        seeds: u32,
-        #[arg(long, value_enum, default_value = "table")]
-        format: Format,
-        #[arg(long)]
-        check_invariants: bool,
-        /// Override a named cost of the profile, e.g. --cost tlb_flush_ipi_ns=0 (repeatable).
-        #[arg(long = "cost", value_name = "NAME=NS")]
-        costs: Vec<String>,
-        /// Load named costs from a costs file (`foliosim fit --output`, `foliosim calibrate`);
-        /// `--cost` pairs override it.
-        #[arg(long = "costs", value_name = "FILE")]
-        costs_file: Option<std::path::PathBuf>,
-        /// Record the counters of each configuration's seed-1 run every DURATION of simulated
-        /// time (e.g. 100ms, or auto); JSON output gets a `timeseries` list.
-        #[arg(long, value_name = "DURATION")]
-        sample_interval: Option<String>,
-        /// Write a self-contained HTML report: the seed's table beside ours, plots, the
-        /// scenarios and versions (samples time series with `auto` unless told otherwise).
-        #[arg(long, value_name = "FILE")]
-        html: Option<std::path::PathBuf>,
-        /// Runs at a time (default: every core); the output is the same whatever N.
-        #[arg(long, value_name = "N")]
-        jobs: Option<usize>,
-        /// Run every configuration on this machine profile (`machine.profile`: this-vm,
-        /// sapphire-rapids-2s-112c, ampere-altra-80c, intel-4c-2015, epyc-2s).
-        #[arg(long, value_name = "NAME")]
-        machine_profile: Option<String>,
-    },
+    Reproduce(reproduce::ReproduceArgs),
     /// Print a scenario with every default filled in, then (as `#` lines) the release table's
     /// switches and every resolved default with what chose it. `--kernel 6.6` alone: a release.
     #[command(arg_required_else_help = true)]
@@ -238,7 +164,7 @@ fn parse_costs(pairs: &[String]) -> Result<std::collections::BTreeMap<String, f6
             .with_context(|| format!("--cost `{pair}`: `{value}` is not a number of ns"))?;
         costs.insert(name.trim().to_string(), value);
     }
-    let mut probe = seed000::scenario(foliosim::scenario::KernelVersion::V6_10, "4K", 0.05, 1);
+    let mut probe = seed000::scenario(foliosim::scenario::Release::V6_10, "4K", 0.05, 1);
     probe.costs = costs.clone();
     probe.validate().context("--cost")?;
     Ok(costs)
@@ -308,197 +234,8 @@ fn error_text(e: &anyhow::Error) -> String {
 
 fn run_command() -> Result<()> {
     match Cli::parse().command {
-        Command::Run {
-            scenario,
-            format,
-            seed,
-            check_invariants,
-            live,
-            timeout,
-            enable_zswap,
-            costs,
-            sample_interval,
-            timeline,
-            timeline_max_events,
-            html,
-        } => {
-            let mut s = load(&scenario)?;
-            if let Some(text) = &sample_interval {
-                s.report.sample_interval = Some(report_out::parse_interval(text)?);
-            }
-            if html.is_some() && s.report.sample_interval.is_none() {
-                s.report.sample_interval = Some(foliosim::report::spec::SampleInterval::Auto);
-            }
-            if let Some(seed) = seed {
-                s.seed = seed;
-            }
-            s.check_invariants |= check_invariants;
-            if live {
-                let opts = foliosim_live::LiveOptions {
-                    allow_live: true,
-                    timeout: timeout.map(std::time::Duration::from_secs_f64),
-                    enable_zswap,
-                };
-                return run_live(&s, &opts, format);
-            }
-            if let Some(path) = costs {
-                apply_costs_file(&mut s, &path)?;
-            }
-            let bar = ProgressBar::new_spinner();
-            bar.set_style(ProgressStyle::with_template("{spinner} {msg}").unwrap());
-            let wall = Instant::now();
-            let opts = foliosim::RunOptions {
-                timeline: timeline.is_some().then_some(
-                    foliosim::report::timeline::TimelineOptions {
-                        max_events: timeline_max_events,
-                    },
-                ),
-                ..Default::default()
-            };
-            let run = foliosim::run_with(&s, &opts, &mut |steps, sim_ns| {
-                bar.set_message(format!(
-                    "{steps} steps, {:.2} simulated s",
-                    sim_ns as f64 / 1e9
-                ));
-                bar.tick();
-            })?;
-            bar.finish_and_clear();
-            let wall_s = wall.elapsed().as_secs_f64();
-            let result = run.result;
-            match format {
-                Format::Json => println!("{}", result.to_json()),
-                Format::Table => {
-                    print!("{}", result.to_table());
-                    if let Some(ts) = &result.timeseries {
-                        print!("\n{}", ts.to_table());
-                    }
-                }
-            }
-            if let (Some(path), Some(tl)) = (&timeline, &run.timeline) {
-                report_out::write_timeline(path, tl)?;
-            }
-            if let Some(path) = &html {
-                let text = foliosim::footprint::read_toml(&scenario)?;
-                let page = foliosim::report::html::run_report(
-                    &scenario.display().to_string(),
-                    &text,
-                    &s.to_toml_string(),
-                    &s.machine.cost_profile,
-                    &result,
-                    &report_out::versions(),
-                );
-                report_out::write(path, &page, "HTML report")?;
-            }
-            // Wall-clock figures go to stderr: they are not results and vary run to run.
-            eprintln!("engine: {}", result.speed_line(wall_s));
-        }
-        Command::Reproduce {
-            seed_doc,
-            scale,
-            seeds,
-            format,
-            check_invariants,
-            costs,
-            costs_file,
-            sample_interval,
-            html,
-            jobs,
-            machine_profile,
-        } => {
-            let mut interval = sample_interval
-                .as_deref()
-                .map(report_out::parse_interval)
-                .transpose()?;
-            if html.is_some() && interval.is_none() {
-                interval = Some(foliosim::report::spec::SampleInterval::Auto);
-            }
-            let which = match seed_doc.trim_start_matches('0') {
-                "" => 0,
-                "1" => 1,
-                "2" => 2,
-                "3" => 3,
-                "4" => 4,
-                _ => bail!(
-                    "reproduce: seed `{seed_doc}` is not available; allowed: 000, 001, 002, 003, 004"
-                ),
-            };
-            foliosim_lab::reproduce::check_scale("reproduce: --scale", scale)
-                .map_err(anyhow::Error::msg)?;
-            if seeds == 0 {
-                bail!("reproduce: --seeds must be at least 1");
-            }
-            let jobs = jobs_or_all_cores("reproduce", jobs)?;
-            let bar = progress::Progress::new(&format!("reproduce {which:03}"), "runs", 0);
-            let mut runs = foliosim_lab::reproduce::Runs::new(jobs)
-                .with_progress(|f| bar.finished(f.done, f.total, f.label, f.wall_s))
-                .with_machine_profile(machine_profile);
-            let wall = Instant::now();
-            let mut costs = parse_costs(&costs)?;
-            if let Some(path) = &costs_file {
-                for (name, value) in foliosim_lab::fit::costs_file::load(path)? {
-                    costs.entry(name).or_insert(value);
-                }
-                let mut probe =
-                    seed000::scenario(foliosim::scenario::KernelVersion::V6_10, "4K", 0.05, 1);
-                probe.costs = costs.clone();
-                probe
-                    .validate()
-                    .with_context(|| format!("costs from {}", path.display()))?;
-            }
-            // Every seed's reproduce takes the same arguments; its report is Serialize and
-            // prints its own table.
-            // The seed-1 run of each configuration is kept for time series and the report.
-            macro_rules! rendered {
-                ($reproduce:path) => {{
-                    let (report, runs) =
-                        foliosim_lab::reproduce::capture::capturing(interval, || {
-                            $reproduce(scale, seeds, check_invariants, &costs, &mut runs)
-                        });
-                    let report = report?;
-                    let json = if sample_interval.is_some() {
-                        serde_json::to_string_pretty(&report_out::WithTimeseries {
-                            report: &report,
-                            timeseries: &runs,
-                        })?
-                    } else {
-                        serde_json::to_string_pretty(&report)?
-                    };
-                    (
-                        json,
-                        serde_json::to_value(&report)?,
-                        report.to_table(),
-                        runs,
-                    )
-                }};
-            }
-            let (json, value, table, captured) = match which {
-                0 => rendered!(seed000::reproduce_with_costs),
-                1 => rendered!(foliosim_lab::reproduce::seed001::reproduce),
-                2 => rendered!(foliosim_lab::reproduce::seed002::reproduce),
-                3 => rendered!(foliosim_lab::reproduce::seed003::reproduce),
-                _ => rendered!(foliosim_lab::reproduce::seed004::reproduce),
-            };
-            bar.clear();
-            if let Some(path) = &html {
-                let seed_doc = format!("{which:03}");
-                let cover = foliosim_lab::reproduce::cover_figures(&seed_doc, &value);
-                let page = foliosim::report::html::reproduce_report(
-                    &seed_doc,
-                    &value,
-                    &cover,
-                    &table,
-                    &captured,
-                    &report_out::versions(),
-                );
-                report_out::write(path, &page, "HTML report")?;
-            }
-            match format {
-                Format::Json => println!("{json}"),
-                // The header: which machine profile, and where its costs come from.
-                Format::Table => print!("{}{table}", runs.machine_header()),
-            }
-            eprintln!("wall time {:.1} s", wall.elapsed().as_secs_f64());
-        }
+        Command::Run(args) => return run::run(args),
+        Command::Reproduce(args) => return reproduce::reproduce(args),
         Command::Show { scenario, kernel } => print!("{}", show(scenario.as_deref(), kernel)?),
         Command::Sweep(args) => return sweep::sweep(args),
         Command::Compare(args) => return sweep::compare(args),

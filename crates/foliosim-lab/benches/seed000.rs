@@ -3,7 +3,7 @@
 //! (skip the full-scale part with FOLIOSIM_BENCH_QUICK=1).
 
 use criterion::{criterion_group, Criterion};
-use foliosim::scenario::KernelVersion;
+use foliosim::scenario::Release;
 use foliosim_lab::reproduce::seed000::scenario;
 use std::time::Instant;
 
@@ -11,7 +11,7 @@ fn scaled(c: &mut Criterion) {
     let mut group = c.benchmark_group("seed000_scale_0.05");
     group.sample_size(10);
     for size in ["4K", "64K", "2M"] {
-        let s = scenario(KernelVersion::V6_10, size, 0.05, 1);
+        let s = scenario(Release::V6_10, size, 0.05, 1);
         group.bench_function(size, |b| b.iter(|| foliosim::run(&s).unwrap()));
     }
     group.finish();
@@ -21,7 +21,7 @@ fn full_scale() {
     if std::env::var_os("FOLIOSIM_BENCH_QUICK").is_some() {
         return;
     }
-    for kernel in [KernelVersion::V6_9, KernelVersion::V6_10] {
+    for kernel in [Release::V6_9, Release::V6_10] {
         for size in ["4K", "64K", "2M"] {
             let s = scenario(kernel, size, 1.0, 1);
             let wall = Instant::now();

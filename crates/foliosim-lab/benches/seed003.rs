@@ -9,7 +9,7 @@ use foliosim::engine::rng::SimRng;
 use foliosim::engine::Ctx;
 use foliosim::mm::swap_alloc::new_allocator;
 use foliosim::mm::swapfile::SwapMap;
-use foliosim::scenario::{Kernel, KernelVersion, SwapAllocatorKind};
+use foliosim::scenario::{Kernel, Release, SwapAllocatorKind};
 use foliosim_lab::reproduce::seed003::kbuild_scenario;
 use std::time::Instant;
 
@@ -63,7 +63,7 @@ fn kbuild_speed() {
     if std::env::var_os("FOLIOSIM_BENCH_QUICK").is_some() {
         return;
     }
-    for version in [KernelVersion::V6_12, KernelVersion::V6_18] {
+    for version in [Release::V6_12, Release::V6_18] {
         let kernel = Kernel {
             version,
             ..Kernel::default()

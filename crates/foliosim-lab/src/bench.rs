@@ -10,7 +10,7 @@
 //! and RSS are measured around runs and never reach their results.
 
 use crate::reproduce::{seed000, seed002, seed003};
-use crate::scenario::{Kernel, KernelVersion, Scenario};
+use crate::scenario::{Kernel, Release, Scenario};
 use std::time::Instant;
 
 /// Simulated base page.
@@ -112,18 +112,18 @@ pub fn cases(quick: bool) -> Vec<BenchCase> {
         (1.0, 0.1, 1.0, 1.0)
     };
     let k618 = Kernel {
-        version: KernelVersion::V6_18,
+        version: Release::V6_18,
         ..Kernel::default()
     };
     let case = |name: String, scenario: Scenario| BenchCase { name, scenario };
     vec![
         case(
             format!("seed000 usemem 4K x{s000}"),
-            seed000::scenario(KernelVersion::V6_10, "4K", s000, 1),
+            seed000::scenario(Release::V6_10, "4K", s000, 1),
         ),
         case(
             format!("seed000 usemem 64K x{s000}"),
-            seed000::scenario(KernelVersion::V6_10, "64K", s000, 1),
+            seed000::scenario(Release::V6_10, "64K", s000, 1),
         ),
         case(
             format!("seed002 zswap lz4 64K x{s002}"),

@@ -1,7 +1,7 @@
 //! The fuzz targets' bodies (fuzz/, docs/fuzz-and-soak.md): each takes the fuzzer's bytes as
 //! one input the program reads (a scenario, a costs file, a trace) and must return, whatever
 //! the bytes, without a panic. They live in the library so that a plain `cargo test` replays
-//! the kept corpus through them (tests/fuzz_corpus.rs) without a fuzzer.
+//! the kept corpus through them (tests/it/fuzz_corpus.rs) without a fuzzer.
 //!
 //! An input that parses and validates also runs, bounded by [`Limits`]: checked before the run
 //! (simulator memory, tasks, operations) and during it (steps, deterministic where wall time is

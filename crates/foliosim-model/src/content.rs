@@ -8,7 +8,6 @@
 
 use rand_core::{RngCore, SeedableRng};
 use rand_pcg::Pcg64Mcg;
-use serde::{Deserialize, Serialize};
 
 /// Bytes in one base page (x86-64 and the 4K arm64 configurations the seeds use).
 pub const PAGE_BYTES: usize = crate::scenario::PAGE_SIZE as usize;
@@ -19,26 +18,8 @@ const WORDS_PER_PAGE: u64 = (PAGE_BYTES / 8) as u64;
 /// Real memory of a python3 process, captured on the development VM (data/README.md).
 static PROCESS_SAMPLE: &[u8] = include_bytes!("../data/process-heap.bin");
 
-/// What a page holds.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, Default,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum ContentClass {
-    /// vm-scalability usemem with -w: every 8-byte word holds its word index in the mapping.
-    #[default]
-    Usemem,
-    /// All zero (never written, or cleared): swap's zeromap and zswap store no data.
-    Zero,
-    /// One repeated non-zero 8-byte word (zram's and old zswap's same-filled pages).
-    SameFilled,
-    /// Uniformly random bytes: incompressible (encrypted or already compressed data).
-    Random,
-    /// English-like ASCII text.
-    Text,
-    /// Pages of real process memory (a python3 heap) shipped with the crate.
-    ProcessSample,
-}
+/// What a page holds: plain data of the schema (scenario/spec_types.rs).
+pub use crate::scenario::ContentClass;
 
 /// A content class name that is not one of [`ContentClass::ALL`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -345,6 +345,25 @@ fn counts(s: &Scenario, w: &WorkloadSpec) -> WorkloadCounts {
                 processes: 1,
             }
         }
+        WorkloadSpec::Registered { name, .. } => {
+            // Count what its program does: every mapping is live at once (an upper bound).
+            let tasks = crate::workload::tasks_for(w, s);
+            let mapped = tasks.iter().flat_map(|t| &t.ops).map(|op| match op {
+                crate::workload::Op::Mmap { nr_pages, .. } => *nr_pages as u64,
+                _ => 0,
+            });
+            let nr_tasks = tasks.len() as u64;
+            WorkloadCounts {
+                field: "name",
+                value: name.name().into(),
+                mapped_pages: mapped.sum(),
+                ops: tasks.iter().map(|t| t.ops.len() as u64).sum(),
+                marks: m(nr_tasks, 2),
+                samples: 0,
+                tasks: nr_tasks,
+                processes: tasks.iter().filter(|t| t.shares_mm_with.is_none()).count() as u64,
+            }
+        }
         WorkloadSpec::TlbShootdown {
             threads,
             iterations,

@@ -8,11 +8,16 @@ pub mod content;
 pub mod footprint;
 pub mod hw;
 pub mod mm;
+pub mod registry;
 pub mod report;
 pub mod scenario;
 pub mod sched;
 pub mod stats;
+mod validate;
 pub mod workload;
+
+#[cfg(test)]
+mod limits_tests;
 
 /// The floor below, under the path the model's files name it by (`crate::engine::...`):
 /// docs/architecture.md, "Root re-exports".

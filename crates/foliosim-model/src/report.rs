@@ -3,7 +3,8 @@
 //! and seed is identical byte for byte on every run.
 
 pub mod observers;
-pub mod spec;
+/// The `[report]` table is schema (scenario/report.rs); its old path stays.
+pub use crate::scenario::report as spec;
 pub mod timeline;
 pub mod timeseries;
 

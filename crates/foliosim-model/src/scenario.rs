@@ -6,12 +6,18 @@
 
 mod lru_gen;
 mod numa;
+#[cfg(test)]
+mod plain_data_test;
 pub mod releases;
+pub mod report;
 pub mod resolved;
+mod spec_types;
+pub mod tmpfs;
 pub use lru_gen::LruGenKnobs;
 pub use releases::{MmChange, Release, ReleaseError};
+pub use report::ReportSpec;
+pub use spec_types::{ContentClass, ShootdownOp, ThpAdviceSpec, TlbGeometrySpec, XsbenchSize};
 
-use crate::content::ContentClass;
 use crate::engine::cost::CostModel;
 pub use numa::{
     KernelSysctl, MigrateTlbFlush, NodeSpec, NumaKnobs, PromotedPte, CXL_LATENCY_NS,
@@ -57,7 +63,7 @@ fn check_time_ns(field: &str, value: Option<u64>) -> Result<(), ScenarioError> {
     }
 }
 
-fn invalid(
+pub(crate) fn invalid(
     field: impl Into<String>,
     value: impl fmt::Display,
     allowed: impl Into<String>,
@@ -164,6 +170,9 @@ pub struct Scenario {
     /// are their order here.
     #[serde(default, rename = "file", skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FileSpec>,
+    /// tmpfs mounts (`[[tmpfs]]`, mm/shmem.rs); workloads name the one they write to.
+    #[serde(default, rename = "tmpfs", skip_serializing_if = "Vec::is_empty")]
+    pub tmpfs: Vec<tmpfs::TmpfsSpec>,
     /// Overrides of individual costs of the machine's cost profile, by name (ns).
     #[serde(default)]
     pub costs: BTreeMap<String, f64>,
@@ -171,11 +180,8 @@ pub struct Scenario {
     #[serde(default)]
     pub check_invariants: bool,
     /// What the run records besides its final counters (`[report]`: time series).
-    #[serde(
-        default,
-        skip_serializing_if = "crate::report::spec::ReportSpec::is_default"
-    )]
-    pub report: crate::report::spec::ReportSpec,
+    #[serde(default, skip_serializing_if = "ReportSpec::is_default")]
+    pub report: ReportSpec,
 }
 
 fn default_seed() -> u64 {
@@ -203,7 +209,7 @@ pub struct Machine {
     /// Per-CPU TLB and cache sizes for the TLB model of user accesses (hw/tlb_cache.rs):
     /// `preset` ("golden-cove" | "neoverse-n1"; default: the one of `tlb`) and overrides.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tlb_geometry: Option<crate::hw::tlb_cache::TlbGeometrySpec>,
+    pub tlb_geometry: Option<TlbGeometrySpec>,
     /// Memory bandwidth shared by all CPUs (hw/membw.rs), bytes/s; 0 means unlimited.
     #[serde(default = "default_memory_bandwidth")]
     pub memory_bandwidth_bytes_per_s: u64,
@@ -264,22 +270,33 @@ impl TopologySpec {
             .saturating_mul(self.cores_per_llc)
             .saturating_mul(self.threads_per_core)
     }
-}
 
-impl Machine {
-    /// The machine profile (`this-vm` when none is named); None for an unknown name.
-    pub fn machine_profile(&self) -> Option<&'static crate::hw::profile::MachineProfile> {
-        crate::hw::profile::profile(
-            self.profile
-                .as_deref()
-                .unwrap_or(crate::hw::profile::DEFAULT),
-        )
-    }
-
-    /// The topology in force: the scenario's table, else the profile's.
-    pub fn topology_spec(&self) -> Option<TopologySpec> {
-        self.topology
-            .or_else(|| self.machine_profile().and_then(|p| p.topology))
+    /// Each count 1 ..= 1024, and at most 1024 CPUs in all.
+    pub fn check(&self) -> Result<(), ScenarioError> {
+        let t = self;
+        let fields = [
+            ("sockets", t.sockets),
+            ("llcs_per_socket", t.llcs_per_socket),
+            ("cores_per_llc", t.cores_per_llc),
+            ("threads_per_core", t.threads_per_core),
+        ];
+        for (name, value) in fields {
+            if value == 0 || value > 1024 {
+                return Err(invalid(
+                    format!("machine.topology.{name}"),
+                    value,
+                    "1 ..= 1024",
+                ));
+            }
+        }
+        if t.cpus() > 1024 {
+            return Err(invalid(
+                "machine.topology",
+                t.cpus(),
+                "at most 1024 CPUs (sockets x llcs_per_socket x cores_per_llc x threads_per_core)",
+            ));
+        }
+        Ok(())
     }
 }
 
@@ -597,34 +614,25 @@ impl SwapDeviceSpec {
     }
 }
 
-/// The release a scenario names; every per-release switch comes from its table
-/// (scenario/releases.rs). The old name, kept so reproducers and tests read as before.
-pub type KernelVersion = Release;
-
-/// Which swap slot allocator the kernel runs (mm/swapfile.c); one file each under mm/swap_alloc/.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum SwapAllocatorKind {
-    /// <= 6.9: per-CPU order-0 clusters, PMD-only huge clusters; mTHP split before swap-out.
-    Legacy,
-    /// 6.10 (Ryan Roberts v4): per-CPU, per-order next offset; any order swapped whole.
-    PercpuOrder,
-    /// 6.12 (Chris Li / Kairui Song): free / nonfull[order] / frag[order] / full / discard
-    /// cluster lists, every allocation under si->lock.
-    ClusterListsC12,
-    /// 6.14-6.18: the same lists with a per-CPU cluster fast path; si->lock only for list
-    /// moves, ci->lock for work inside a cluster; one fragment cluster scanned.
-    ClusterListsC18,
-}
+/// Which reclaim-list policy the kernel runs: a name from the registry (mm/vmscan/).
+pub use crate::registry::LruPolicyKind;
+/// Which swap slot allocator the kernel runs (mm/swapfile.c): a name from the registry,
+/// one file each under mm/swap_alloc/.
+pub use crate::registry::SwapAllocatorKind;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Kernel {
     #[serde(default = "default_kernel_version")]
-    pub version: KernelVersion,
+    pub version: Release,
     /// Override of the release's swap allocator.
     #[serde(default)]
     pub swap_allocator: Option<SwapAllocatorKind>,
+    /// Override of the reclaim-list policy (mm/vmscan/ `registry!`): a registered name whose
+    /// `lru_gen` matches `sysfs.lru_gen.enabled`. Default: `mglru` when that is on, else
+    /// `classic`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lru_policy: Option<LruPolicyKind>,
     /// Swap a large folio back in whole on a fault (alloc_swap_folio, 6.13+, synchronous
     /// devices only). Default: the release's (on from 6.13, the release table).
     #[serde(default)]
@@ -714,8 +722,8 @@ pub enum ZswapLargeFolios {
     PerPage,
 }
 
-fn default_kernel_version() -> KernelVersion {
-    KernelVersion::V6_10
+fn default_kernel_version() -> Release {
+    Release::V6_10
 }
 
 impl Default for Kernel {
@@ -723,6 +731,7 @@ impl Default for Kernel {
         Kernel {
             version: default_kernel_version(),
             swap_allocator: None,
+            lru_policy: None,
             swapin_mthp: None,
             zswap_large_folios: None,
             swapout_fallback: SwapoutFallbackKind::Split,
@@ -798,6 +807,10 @@ pub struct Sysfs {
     /// `/sys/kernel/mm/numa/*`.
     #[serde(default)]
     pub numa: NumaKnobs,
+    /// `transparent_hugepage/shmem_enabled` (mm/shmem.rs): only `deny` and `force` act on
+    /// tmpfs mounts.
+    #[serde(default, skip_serializing_if = "tmpfs::ShmemEnabled::is_default")]
+    pub shmem_enabled: tmpfs::ShmemEnabled,
     /// `/sys/kernel/mm/lru_gen/*`: MGLRU or the classic LRU.
     #[serde(default)]
     pub lru_gen: LruGenKnobs,
@@ -1008,6 +1021,13 @@ impl Default for ZramKnobs {
 }
 
 impl Scenario {
+    /// The reclaim-list policy: `kernel.lru_policy`, else what `sysfs.lru_gen.enabled` picks.
+    pub fn lru_policy(&self) -> LruPolicyKind {
+        self.kernel
+            .lru_policy
+            .unwrap_or(LruPolicyKind::of_lru_gen(self.sysfs.lru_gen.enabled()))
+    }
+
     /// `[machine.disk]` and the `[[file]]`s on it.
     fn validate_files(&self) -> Result<(), ScenarioError> {
         if let Some(disk) = &self.machine.disk {
@@ -1083,7 +1103,7 @@ impl Scenario {
 
     /// The knobs the live backend writes to the host: zram/zswap compressors, zswap pool,
     /// khugepaged. Ranges are the kernel's own.
-    fn validate_host_knobs(&self) -> Result<(), ScenarioError> {
+    pub(crate) fn validate_host_knobs(&self) -> Result<(), ScenarioError> {
         let sysfs = &self.sysfs;
         let compressors = COMPRESSORS.join(", ");
         if !COMPRESSORS.contains(&sysfs.zram.comp_algorithm.as_str()) {
@@ -1201,6 +1221,7 @@ impl Default for Sysfs {
             zswap: ZswapKnobs::default(),
             zram: ZramKnobs::default(),
             numa: NumaKnobs::default(),
+            shmem_enabled: Default::default(),
             lru_gen: LruGenKnobs::default(),
         }
     }
@@ -1477,6 +1498,15 @@ pub enum WorkloadSpec {
         user_ns_per_page: u64,
         #[serde(default = "default_kbuild_phases")]
         phases: u32,
+        /// The `[[tmpfs]]` the build tree is on: each job writes its object file there (sized
+        /// log-uniformly in [object_size_min, object_size_max]) and the last slot reads them
+        /// all (the link). Absent: no files.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tmpfs: Option<String>,
+        #[serde(default = "default_kbuild_object_size_min")]
+        object_size_min: Bytes,
+        #[serde(default = "default_kbuild_object_size_max")]
+        object_size_max: Bytes,
         /// What the tasks write into their pages (decides compressibility); absent = the
         /// workload's own pattern (WorkloadSpec::content).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1493,7 +1523,7 @@ pub enum WorkloadSpec {
     Xsbench {
         /// `-s`: "small" (68 isotopes), "large" (355 x 11303, 5.9 GB) or "XL" (238847 points).
         #[serde(default)]
-        size: crate::workload::xsbench::XsbenchSize,
+        size: XsbenchSize,
         /// Override the size's isotopes (68, or 355 and more: the material tables need them).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         isotopes: Option<u32>,
@@ -1507,7 +1537,7 @@ pub enum WorkloadSpec {
         threads: u32,
         /// MADV_HUGEPAGE ("hugepage") or MADV_NOHUGEPAGE ("nohugepage") the grids.
         #[serde(default)]
-        thp: crate::workload::xsbench::ThpAdviceSpec,
+        thp: ThpAdviceSpec,
         /// User CPU time of a lookup besides its memory accesses; default: an estimate from
         /// the material's nuclides (docs/xsbench.md).
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1527,7 +1557,7 @@ pub enum WorkloadSpec {
     /// run in user space on the other CPUs.
     TlbShootdown {
         /// "munmap", "mprotect", "madv_dontneed" or "madv_pageout" (needs swap).
-        op: crate::workload::tlb_shootdown::ShootdownOp,
+        op: ShootdownOp,
         #[serde(default = "default_two")]
         threads: u32,
         #[serde(default = "default_shootdown_iterations")]
@@ -1570,6 +1600,18 @@ pub enum WorkloadSpec {
         /// (process-sample).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         content: Option<ContentClass>,
+        #[serde(default)]
+        memcg: Option<String>,
+        /// /proc/PID/oom_score_adj of its processes: -1000 (never OOM-killed) ..= 1000.
+        #[serde(default, skip_serializing_if = "is_zero_i32")]
+        oom_score_adj: i32,
+    },
+    /// A workload from the registry (workload/mod.rs `registry!`, docs/extending.md):
+    /// `name` picks it; `params` are its own fields, which it checks.
+    Registered {
+        name: crate::registry::WorkloadKind,
+        #[serde(default, skip_serializing_if = "toml::Table::is_empty")]
+        params: toml::Table,
         #[serde(default)]
         memcg: Option<String>,
         /// /proc/PID/oom_score_adj of its processes: -1000 (never OOM-killed) ..= 1000.
@@ -1624,6 +1666,18 @@ fn default_kbuild_phases() -> u32 {
     4
 }
 
+/// kbuild on tmpfs: the default range of an object file's size (an estimate, docs/shmem.md).
+pub const KBUILD_OBJECT_SIZE_MIN_BYTES: u64 = 16 << 10;
+pub const KBUILD_OBJECT_SIZE_MAX_BYTES: u64 = 1 << 20;
+
+fn default_kbuild_object_size_min() -> Bytes {
+    Bytes(KBUILD_OBJECT_SIZE_MIN_BYTES)
+}
+
+fn default_kbuild_object_size_max() -> Bytes {
+    Bytes(KBUILD_OBJECT_SIZE_MAX_BYTES)
+}
+
 impl WorkloadSpec {
     /// The page content the workload writes: usemem stores each word's index (p[i] = i),
     /// thp_swap_allocator_test memsets 0x11, a compiler's heap is real process memory.
@@ -1639,7 +1693,8 @@ impl WorkloadSpec {
             WorkloadSpec::FileRead { .. }
             | WorkloadSpec::Thpscale { .. }
             | WorkloadSpec::Xsbench { .. }
-            | WorkloadSpec::TlbShootdown { .. } => ContentClass::Usemem,
+            | WorkloadSpec::TlbShootdown { .. }
+            | WorkloadSpec::Registered { .. } => ContentClass::Usemem,
         }
     }
 
@@ -1652,7 +1707,8 @@ impl WorkloadSpec {
             | WorkloadSpec::Thpscale { memcg, .. }
             | WorkloadSpec::Xsbench { memcg, .. }
             | WorkloadSpec::TlbShootdown { memcg, .. }
-            | WorkloadSpec::Trace { memcg, .. } => memcg.as_deref(),
+            | WorkloadSpec::Trace { memcg, .. }
+            | WorkloadSpec::Registered { memcg, .. } => memcg.as_deref(),
         }
     }
 
@@ -1666,93 +1722,22 @@ impl WorkloadSpec {
             | WorkloadSpec::Thpscale { oom_score_adj, .. }
             | WorkloadSpec::Xsbench { oom_score_adj, .. }
             | WorkloadSpec::TlbShootdown { oom_score_adj, .. }
-            | WorkloadSpec::Trace { oom_score_adj, .. } => *oom_score_adj,
+            | WorkloadSpec::Trace { oom_score_adj, .. }
+            | WorkloadSpec::Registered { oom_score_adj, .. } => *oom_score_adj,
         }
     }
 }
 
 impl Scenario {
-    pub fn from_toml_str(text: &str) -> Result<Scenario, ScenarioError> {
-        let scenario: Scenario = toml::from_str(text)?;
-        scenario.validate()?;
-        Ok(scenario)
-    }
-
     pub fn to_toml_string(&self) -> String {
         toml::to_string(self).expect("a scenario always serializes")
     }
 
-    /// `machine.profile`, `[machine.topology]` and `machine.kvm_guest`.
-    fn validate_machine_profile(&self) -> Result<(), ScenarioError> {
-        let m = &self.machine;
-        let profile = m.machine_profile().ok_or_else(|| {
-            invalid(
-                "machine.profile",
-                m.profile.as_deref().unwrap_or_default(),
-                crate::hw::profile::names().join(", "),
-            )
-        })?;
-        if let Some(tlb) = profile.tlb.filter(|&t| t != m.tlb) {
-            let name = |t: TlbKind| match t {
-                TlbKind::X86Ipi => "x86-ipi",
-                TlbKind::Arm64Tlbi => "arm64-tlbi",
-            };
-            return Err(invalid(
-                "machine.tlb",
-                name(m.tlb),
-                format!(
-                    "{} (the architecture of profile {})",
-                    name(tlb),
-                    profile.name
-                ),
-            ));
-        }
-        if let Some(t) = &m.topology {
-            let fields = [
-                ("sockets", t.sockets),
-                ("llcs_per_socket", t.llcs_per_socket),
-                ("cores_per_llc", t.cores_per_llc),
-                ("threads_per_core", t.threads_per_core),
-            ];
-            for (name, value) in fields {
-                if value == 0 || value > 1024 {
-                    return Err(invalid(
-                        format!("machine.topology.{name}"),
-                        value,
-                        "1 ..= 1024",
-                    ));
-                }
-            }
-            if t.cpus() > 1024 {
-                return Err(invalid(
-                    "machine.topology",
-                    t.cpus(),
-                    "at most 1024 CPUs (sockets x llcs_per_socket x cores_per_llc x threads_per_core)",
-                ));
-            }
-        }
-        if let Some(t) = m.topology_spec() {
-            if m.cpus > t.cpus() {
-                return Err(invalid(
-                    "machine.cpus",
-                    m.cpus,
-                    format!("1 ..= {} (the topology's CPUs)", t.cpus()),
-                ));
-            }
-        }
-        if m.kvm_guest && (profile.name == crate::hw::profile::DEFAULT || m.tlb != TlbKind::X86Ipi)
-        {
-            return Err(invalid(
-                "machine.kvm_guest",
-                true,
-                "false with profile this-vm (its costs were measured in its guest) or tlb arm64-tlbi (no IPI flushes)",
-            ));
-        }
-        Ok(())
-    }
+    // The field checks below are the schema's steps of `Scenario::validate` (validate.rs),
+    // which runs them in order with the checks that need the model in between.
 
-    /// Checks what serde's types cannot: ranges, cross references, known names.
-    pub fn validate(&self) -> Result<(), ScenarioError> {
+    /// `[report]` and `[machine]`'s own fields: time slice, CPUs, memory, nodes.
+    pub(crate) fn check_machine_fields(&self) -> Result<(), ScenarioError> {
         self.report.validate()?;
         let m = &self.machine;
         if m.sched_slice_ns < 10_000 || m.sched_slice_ns > 1_000_000_000 {
@@ -1795,8 +1780,12 @@ impl Scenario {
                 "machine.memory plus every node's memory at most 8T",
             ));
         }
-        crate::hw::tlb_cache::TlbGeometry::from_spec(m.tlb_geometry.as_ref(), m.tlb)
-            .map_err(|(field, value, allowed)| invalid(field, value, allowed))?;
+        Ok(())
+    }
+
+    /// `[machine.iaa]`, the compressors that need it, and `machine.cost_profile`.
+    pub(crate) fn check_accelerators(&self) -> Result<(), ScenarioError> {
+        let m = &self.machine;
         if let Some(iaa) = &m.iaa {
             if iaa.sockets == 0 || iaa.sockets > m.cpus || iaa.devices_per_socket == 0 {
                 return Err(invalid(
@@ -1830,77 +1819,71 @@ impl Scenario {
                 CostModel::PROFILES.join(", "),
             )
         })?;
-        self.validate_machine_profile()?;
-        if m.swap_devices.len() > crate::mm::swapfile::MAX_SWAPFILES {
+        Ok(())
+    }
+
+    /// One `[[machine.swap]]` device's fields, after its size (checked against the swap map's
+    /// clusters above the schema).
+    pub(crate) fn check_swap_device(
+        &self,
+        i: usize,
+        dev: &SwapDeviceSpec,
+    ) -> Result<(), ScenarioError> {
+        if dev.bandwidth_bytes_per_s == Some(0) {
             return Err(invalid(
-                "machine.swap",
-                m.swap_devices.len(),
-                "at most 16 devices",
+                format!("machine.swap[{i}].bandwidth_bytes_per_s"),
+                0,
+                "> 0",
             ));
         }
-        for (i, dev) in m.swap_devices.iter().enumerate() {
-            let clusters = dev.size.0 / (PAGE_SIZE * crate::mm::swapfile::SWAPFILE_CLUSTER as u64);
-            if clusters < 2 || dev.size.0 > 1 << 40 {
+        check_time_ns(&format!("machine.swap[{i}].latency_ns"), dev.latency_ns)?;
+        let synchronous = matches!(dev.kind, SwapDeviceKind::Zram | SwapDeviceKind::Ramdisk);
+        if let Some(profile) = dev.profile.filter(|_| synchronous) {
+            return Err(invalid(
+                format!("machine.swap[{i}].profile"),
+                format!("{profile:?} on a {:?} device", dev.kind).to_lowercase(),
+                "a profile only for kind = \"ssd\", \"hdd\", \"file\" or \"loop\"",
+            ));
+        }
+        if dev.nr_requests.is_some_and(|n| n == 0 || n > 65_536) {
+            return Err(invalid(
+                format!("machine.swap[{i}].nr_requests"),
+                dev.nr_requests.unwrap_or(0),
+                "1 ..= 65536",
+            ));
+        }
+        if dev.discard && dev.kind != SwapDeviceKind::Ssd {
+            return Err(invalid(
+                format!("machine.swap[{i}].discard"),
+                format!("true on a {:?} device", dev.kind).to_lowercase(),
+                "true only for kind = \"ssd\"",
+            ));
+        }
+        if let Some(eb) = dev.erase_block {
+            let ok = eb.0.is_power_of_two() && eb.0 >= 64 << 10 && eb.0 <= 64 << 20;
+            if dev.kind != SwapDeviceKind::Ssd || !ok {
                 return Err(invalid(
-                    format!("machine.swap[{i}].size"),
-                    format_size(dev.size.0),
-                    "4M ..= 1T (at least two 2 MiB swap clusters)",
+                    format!("machine.swap[{i}].erase_block"),
+                    format_size(eb.0),
+                    "a power of two 64K ..= 64M, on kind = \"ssd\" only",
                 ));
-            }
-            if dev.bandwidth_bytes_per_s == Some(0) {
-                return Err(invalid(
-                    format!("machine.swap[{i}].bandwidth_bytes_per_s"),
-                    0,
-                    "> 0",
-                ));
-            }
-            check_time_ns(&format!("machine.swap[{i}].latency_ns"), dev.latency_ns)?;
-            let synchronous = matches!(dev.kind, SwapDeviceKind::Zram | SwapDeviceKind::Ramdisk);
-            if let Some(profile) = dev.profile.filter(|_| synchronous) {
-                return Err(invalid(
-                    format!("machine.swap[{i}].profile"),
-                    format!("{profile:?} on a {:?} device", dev.kind).to_lowercase(),
-                    "a profile only for kind = \"ssd\", \"hdd\", \"file\" or \"loop\"",
-                ));
-            }
-            if dev.nr_requests.is_some_and(|n| n == 0 || n > 65_536) {
-                return Err(invalid(
-                    format!("machine.swap[{i}].nr_requests"),
-                    dev.nr_requests.unwrap_or(0),
-                    "1 ..= 65536",
-                ));
-            }
-            if dev.discard && dev.kind != SwapDeviceKind::Ssd {
-                return Err(invalid(
-                    format!("machine.swap[{i}].discard"),
-                    format!("true on a {:?} device", dev.kind).to_lowercase(),
-                    "true only for kind = \"ssd\"",
-                ));
-            }
-            if let Some(eb) = dev.erase_block {
-                let ok = eb.0.is_power_of_two() && eb.0 >= 64 << 10 && eb.0 <= 64 << 20;
-                if dev.kind != SwapDeviceKind::Ssd || !ok {
-                    return Err(invalid(
-                        format!("machine.swap[{i}].erase_block"),
-                        format_size(eb.0),
-                        "a power of two 64K ..= 64M, on kind = \"ssd\" only",
-                    ));
-                }
-            }
-            if dev.mthp_reserve_percent > 0 {
-                let cluster_lists = matches!(
-                    self.kernel.swap_allocator(),
-                    SwapAllocatorKind::ClusterListsC12 | SwapAllocatorKind::ClusterListsC18
-                );
-                if dev.mthp_reserve_percent > 90 || !cluster_lists {
-                    return Err(invalid(
-                        format!("machine.swap[{i}].mthp_reserve_percent"),
-                        dev.mthp_reserve_percent,
-                        "0 ..= 90, with a cluster-lists allocator (kernel 6.12 / 6.18)",
-                    ));
-                }
             }
         }
+        if dev.mthp_reserve_percent > 0 {
+            let takes_reserve = self.kernel.swap_allocator().entry().mthp_reserve;
+            if dev.mthp_reserve_percent > 90 || !takes_reserve {
+                return Err(invalid(
+                    format!("machine.swap[{i}].mthp_reserve_percent"),
+                    dev.mthp_reserve_percent,
+                    "0 ..= 90, with a cluster-lists allocator (kernel 6.12 / 6.18)",
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// `[costs]`: known names, values that cannot overflow simulated time.
+    pub(crate) fn check_costs(&self) -> Result<(), ScenarioError> {
         for name in self.costs.keys() {
             if !CostModel::NAMES.contains(&name.as_str()) {
                 return Err(invalid(
@@ -1919,7 +1902,11 @@ impl Scenario {
                 ));
             }
         }
-        self.validate_host_knobs()?;
+        Ok(())
+    }
+
+    /// `[sysfs]` against the kernel release: per-size mTHP, MGLRU, the defrag modes.
+    pub(crate) fn check_sysfs(&self) -> Result<(), ScenarioError> {
         let mut sizes_seen = std::collections::BTreeSet::new();
         for size in self.sysfs.hugepages.keys() {
             let bytes = Bytes::parse(size)
@@ -1996,6 +1983,11 @@ impl Scenario {
                 ));
             }
         }
+        Ok(())
+    }
+
+    /// `[[memcg]]`: how many, unique names, v2-only files on v1, parents, limits.
+    pub(crate) fn check_memcgs(&self) -> Result<(), ScenarioError> {
         // mem_cgroup_alloc_id: ids 1 ..= MEM_CGROUP_ID_MAX (65535, a u16), the root's included.
         if self.memcgs.len() > MAX_MEMCGS {
             return Err(invalid(
@@ -2068,7 +2060,13 @@ impl Scenario {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// `[[file]]`s, and at least one `[[workload]]`.
+    pub(crate) fn check_files_and_workloads(&self) -> Result<(), ScenarioError> {
         self.validate_files()?;
+        tmpfs::validate(&self.tmpfs, self.sysfs.lru_gen.enabled())?;
         if self.workloads.is_empty() {
             return Err(invalid(
                 "workload",
@@ -2076,29 +2074,8 @@ impl Scenario {
                 "at least one [[workload]] table",
             ));
         }
-        for (i, w) in self.workloads.iter().enumerate() {
-            self.validate_workload(i, w)?;
-        }
-        // The simulator's own memory, on any host (run() also checks this host's).
-        let footprint = crate::footprint::estimate(self);
-        let total = footprint.total_bytes();
-        if total > crate::footprint::STATIC_MAX_BYTES {
-            let part = footprint
-                .largest()
-                .expect("machine.memory is always counted");
-            return Err(invalid(
-                part.field.clone(),
-                &part.value,
-                format!(
-                    "a scenario the simulator holds in at most 1 TiB of its own memory; this one needs about {} ({})",
-                    crate::footprint::human_bytes(total),
-                    footprint.summary()
-                ),
-            ));
-        }
         Ok(())
     }
-
     /// The `[[file]]` named `name`, or an error naming `field` and the files there are.
     fn file_spec(&self, name: &str, field: String) -> Result<&FileSpec, ScenarioError> {
         self.files.iter().find(|f| f.name == name).ok_or_else(|| {
@@ -2118,7 +2095,13 @@ impl Scenario {
         })
     }
 
-    fn validate_workload(&self, i: usize, w: &WorkloadSpec) -> Result<(), ScenarioError> {
+    /// One `[[workload]]`'s own fields, by kind; xsbench's grid size and a trace's file are
+    /// checked above the schema (validate.rs), then `check_workload_refs`.
+    pub(crate) fn check_workload_fields(
+        &self,
+        i: usize,
+        w: &WorkloadSpec,
+    ) -> Result<(), ScenarioError> {
         let field = |name: &str| format!("workload[{i}].{name}");
         match w {
             WorkloadSpec::Usemem {
@@ -2165,6 +2148,7 @@ impl Scenario {
                 rss_max,
                 phases,
                 user_ns_per_page,
+                tmpfs,
                 ..
             } => {
                 check_time_ns(&field("user_ns_per_page"), Some(*user_ns_per_page))?;
@@ -2194,6 +2178,10 @@ impl Scenario {
                 }
                 if *phases == 0 || *phases > 1000 {
                     return Err(invalid(field("phases"), phases, "1 ..= 1000"));
+                }
+                if let Some(name) = tmpfs {
+                    // The object sizes are checked above the schema (validate.rs).
+                    tmpfs::find(&self.tmpfs, &field("tmpfs"), name)?;
                 }
             }
             WorkloadSpec::Thpscale {
@@ -2256,21 +2244,6 @@ impl Scenario {
                     return Err(invalid(field("chunk_lookups"), 0, ">= 1"));
                 }
                 check_time_ns(&field("lookup_compute_ns"), *lookup_compute_ns)?;
-                let g = crate::workload::xsbench::Grids::new(
-                    match w {
-                        WorkloadSpec::Xsbench { size, .. } => *size,
-                        _ => unreachable!(),
-                    },
-                    *isotopes,
-                    *gridpoints,
-                );
-                if g.index_grid_bytes / PAGE_SIZE >= u32::MAX as u64 {
-                    return Err(invalid(
-                        field("gridpoints"),
-                        g.gridpoints,
-                        "a size whose index grid stays below 16 TiB",
-                    ));
-                }
             }
             WorkloadSpec::TlbShootdown {
                 threads,
@@ -2296,10 +2269,9 @@ impl Scenario {
                 check_time_ns(&field("spin_ns"), Some(*spin_ns))?;
                 check_time_ns(&field("lead_ns"), Some(*lead_ns))?;
             }
-            WorkloadSpec::Trace { .. } => {
-                crate::workload::trace::validate(w)
-                    .map_err(|(name, value, allowed)| invalid(field(name), value, allowed))?;
-            }
+            // Checked above the schema, where the trace's reader and the registered workloads'
+            // generators are (validate.rs).
+            WorkloadSpec::Trace { .. } | WorkloadSpec::Registered { .. } => {}
             WorkloadSpec::FileRead {
                 file,
                 nproc,
@@ -2329,6 +2301,16 @@ impl Scenario {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// What every `[[workload]]` has: its OOM score and the memcg it names.
+    pub(crate) fn check_workload_refs(
+        &self,
+        i: usize,
+        w: &WorkloadSpec,
+    ) -> Result<(), ScenarioError> {
+        let field = |name: &str| format!("workload[{i}].{name}");
         let adj = w.oom_score_adj();
         if !(-1000..=1000).contains(&adj) {
             return Err(invalid(

@@ -4,7 +4,7 @@
 use super::FitError;
 use crate::engine::cost::CostModel;
 use crate::reproduce::seed000;
-use crate::scenario::KernelVersion;
+use crate::scenario::Release;
 use crate::Scenario;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -46,7 +46,7 @@ pub struct Row {
 
 #[derive(Debug, Clone, Default)]
 pub(crate) struct RowBuilder {
-    pub kernel: Option<KernelVersion>,
+    pub kernel: Option<Release>,
     pub size: Option<String>,
     pub set: Vec<(Vec<String>, toml::Value)>,
 }
@@ -526,7 +526,7 @@ impl Table {
                 .collect(),
         };
         let profile = match &experiment {
-            Experiment::Seed000 { .. } => seed000::scenario(KernelVersion::V6_9, "4K", 0.05, 1)
+            Experiment::Seed000 { .. } => seed000::scenario(Release::V6_9, "4K", 0.05, 1)
                 .machine
                 .cost_profile
                 .clone(),

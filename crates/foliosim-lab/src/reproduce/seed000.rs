@@ -6,7 +6,7 @@
 use super::GIB;
 use crate::reproduce::{run_grid, Runs};
 use crate::scenario::{
-    format_size, Bytes, Kernel, KernelVersion, Machine, MemcgSpec, Scenario, SwapDeviceKind,
+    format_size, Bytes, Kernel, Machine, MemcgSpec, Release, Scenario, SwapDeviceKind,
     SwapDeviceSpec, Sysfs, ThpDefrag, TlbKind, WorkloadSpec,
 };
 use crate::{RunResult, SimError};
@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 pub const ALTRA_MEMORY_BANDWIDTH_BYTES_PER_S: u64 = 204_800_000_000;
 
 pub const SIZES: [&str; 3] = ["4K", "64K", "2M"];
-pub const KERNELS: [KernelVersion; 2] = [KernelVersion::V6_9, KernelVersion::V6_10];
+pub const KERNELS: [Release; 2] = [Release::V6_9, Release::V6_10];
 
 /// The seed's 24-run table (mean and std of throughput relative to base-4K, %), and the first
 /// 6-run means; keyed by (kernel, size).
@@ -41,7 +41,7 @@ pub fn scaled(bytes: u64, scale: f64, floor: u64) -> Bytes {
 
 /// The experiment's scenario for one kernel, folio size and seed. `scale` multiplies every size
 /// (memory per process, memcg limit, swap, machine memory).
-pub fn scenario(kernel: KernelVersion, size: &str, scale: f64, seed: u64) -> Scenario {
+pub fn scenario(kernel: Release, size: &str, scale: f64, seed: u64) -> Scenario {
     Scenario {
         seed,
         machine: Machine {
@@ -90,6 +90,7 @@ pub fn scenario(kernel: KernelVersion, size: &str, scale: f64, seed: u64) -> Sce
         )],
         workloads: vec![super::usemem_70x1g(scale)],
         files: vec![],
+        tmpfs: vec![],
         costs: BTreeMap::new(),
         check_invariants: false,
         report: Default::default(),

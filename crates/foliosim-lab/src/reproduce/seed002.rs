@@ -13,8 +13,8 @@ use crate::reproduce::seed000::{mean_std, scaled};
 use crate::reproduce::GIB;
 use crate::reproduce::{run_grid, Runs};
 use crate::scenario::{
-    format_size, Bytes, IaaSpec, Kernel, KernelVersion, Machine, MemcgSpec, Scenario,
-    SwapDeviceKind, SwapDeviceSpec, Sysfs, WorkloadSpec, ZswapKnobs, ZswapLargeFolios,
+    format_size, Bytes, IaaSpec, Kernel, Machine, MemcgSpec, Release, Scenario, SwapDeviceKind,
+    SwapDeviceSpec, Sysfs, WorkloadSpec, ZswapKnobs, ZswapLargeFolios,
 };
 use crate::{RunResult, SimError};
 use serde::Serialize;
@@ -114,7 +114,7 @@ pub fn scenario(config: Config, size: &str, scale: f64, seed: u64) -> Scenario {
             ..Machine::default()
         },
         kernel: Kernel {
-            version: KernelVersion::V6_10,
+            version: Release::V6_10,
             zswap_large_folios: Some(if zswap {
                 ZswapLargeFolios::PerPageRfc
             } else {
@@ -137,6 +137,7 @@ pub fn scenario(config: Config, size: &str, scale: f64, seed: u64) -> Scenario {
         }],
         workloads: vec![super::usemem_70x1g(scale)],
         files: vec![],
+        tmpfs: vec![],
         costs: BTreeMap::new(),
         check_invariants: false,
         report: Default::default(),

@@ -12,8 +12,8 @@
 use super::seed000::mean_std;
 use super::Runs;
 use crate::scenario::{
-    Bytes, Kernel, KernelVersion, Machine, MemcgSpec, Scenario, SwapDeviceKind, SwapDeviceSpec,
-    Sysfs, ThpDefrag, WorkloadSpec,
+    Bytes, Kernel, Machine, MemcgSpec, Release, Scenario, SwapDeviceKind, SwapDeviceSpec, Sysfs,
+    ThpDefrag, WorkloadSpec,
 };
 use crate::workload::FallbackPoint;
 use crate::{RunResult, SimError};
@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 const TEST_SWAP_BYTES: u64 = 64 << 20;
 const TEST_ITERATIONS: u32 = 100;
 
-fn kernel(version: KernelVersion, swapin_mthp: Option<bool>) -> Kernel {
+fn kernel(version: Release, swapin_mthp: Option<bool>) -> Kernel {
     Kernel {
         version,
         swapin_mthp,
@@ -63,6 +63,7 @@ pub fn allocator_test_scenario(
             oom_score_adj: 0,
         }],
         files: vec![],
+        tmpfs: vec![],
         costs: BTreeMap::new(),
         check_invariants: false,
         report: Default::default(),
@@ -125,11 +126,15 @@ pub fn kbuild_scenario(kernel: Kernel, size: &str, scale: f64, seed: u64) -> Sce
             rss_max: Bytes(((256u64 << 20) as f64 * scale) as u64).max(Bytes(2 << 20)),
             user_ns_per_page: 40_000,
             phases: KBUILD_PHASES,
+            tmpfs: None,
+            object_size_min: Bytes(crate::workload::kbuild::OBJECT_SIZE_MIN_BYTES),
+            object_size_max: Bytes(crate::workload::kbuild::OBJECT_SIZE_MAX_BYTES),
             memcg: Some("build".into()),
             content: None,
             oom_score_adj: 0,
         }],
         files: vec![],
+        tmpfs: vec![],
         costs: BTreeMap::new(),
         check_invariants: false,
         report: Default::default(),
@@ -193,28 +198,28 @@ pub struct Report {
 }
 
 /// (kernel, swapin_mthp override, expected shape without -a, with -a)
-fn allocator_test_configs() -> Vec<(KernelVersion, Option<bool>, &'static str, &'static str)> {
+fn allocator_test_configs() -> Vec<(Release, Option<bool>, &'static str, &'static str)> {
     vec![
         (
-            KernelVersion::V6_10,
+            Release::V6_10,
             None,
             "~100% from iteration 1",
             "~86% in iteration 1, then 100%",
         ),
         (
-            KernelVersion::V6_12,
+            Release::V6_12,
             None,
             "0%, 42%, 68%, 82%, then 90-97% from ~6",
             "~0% (occasional 0.4-3.6%)",
         ),
         (
-            KernelVersion::V6_18,
+            Release::V6_18,
             Some(false),
             "as 6.12 (no mTHP swap-in): climbing to 90%+",
             "~0%",
         ),
         (
-            KernelVersion::V6_18,
+            Release::V6_18,
             Some(true),
             "0% every iteration, swpout ~945-953",
             "~0%",
@@ -251,12 +256,8 @@ pub fn reproduce(
         ((TEST_ITERATIONS as f64 * scale).round() as u32).clamp(5, 10 * TEST_ITERATIONS);
     let kbuild_jobs = 96 * KBUILD_JOBS_PER_SLOT;
     let configs = allocator_test_configs();
-    let fallback_kernels = [
-        KernelVersion::V6_10,
-        KernelVersion::V6_12,
-        KernelVersion::V6_18,
-    ];
-    let lock_kernels = [KernelVersion::V6_12, KernelVersion::V6_18];
+    let fallback_kernels = [Release::V6_10, Release::V6_12, Release::V6_18];
+    let lock_kernels = [Release::V6_12, Release::V6_18];
     // Every run of the three experiments, in the order their results are read back below.
     let mut planned = Vec::new();
     for &(version, swapin, _, _) in &configs {
@@ -329,7 +330,7 @@ pub fn reproduce(
             fallback_percent_total: FallbackPoint::new(0, 0, total_out, total_fb).fallback_percent,
             series: r.workloads[0].fallback_series.clone(),
             expected: match version {
-                KernelVersion::V6_10 => "~99%",
+                Release::V6_10 => "~99%",
                 _ => "~1% to ~90% (<10% for 64K), growing with fragmentation",
             }
             .into(),
@@ -346,7 +347,7 @@ pub fn reproduce(
             .map(|r| r.workloads[0].elapsed_ns_max as f64 / 1e9)
             .collect();
         let (elapsed_s, elapsed_s_std) = mean_std(&elapsed);
-        let before = version == KernelVersion::V6_12;
+        let before = version == Release::V6_12;
         lock_split.push(LockSplitRow {
             kernel: version.name(),
             allocator: allocator_name(&runs[0]),

@@ -19,8 +19,8 @@ use crate::reproduce::seed000::mean_std;
 use crate::reproduce::GIB;
 use crate::reproduce::{run_grid, Runs};
 use crate::scenario::{
-    Bytes, Kernel, KernelSysctl, KernelVersion, Machine, MigrateTlbFlush, NodeSpec, NumaKnobs,
-    Scenario, Sysctl, Sysfs, ThpEnabled, TlbKind, WorkloadSpec,
+    Bytes, Kernel, KernelSysctl, Machine, MigrateTlbFlush, NodeSpec, NumaKnobs, Release, Scenario,
+    Sysctl, Sysfs, ThpEnabled, TlbKind, WorkloadSpec,
 };
 use crate::workload::xsbench::{ThpAdviceSpec, XsbenchSize};
 use crate::{RunResult, SimError};
@@ -129,7 +129,7 @@ pub fn scenario(config: Config, scale: f64, seed: u64) -> Scenario {
             ..Machine::default()
         },
         kernel: Kernel {
-            version: KernelVersion::V6_9,
+            version: Release::V6_9,
             migrate_tlb_flush: config.policy(),
             ..Kernel::default()
         },
@@ -151,6 +151,7 @@ pub fn scenario(config: Config, scale: f64, seed: u64) -> Scenario {
         memcgs: vec![],
         workloads: vec![xsbench(scale)],
         files: vec![],
+        tmpfs: vec![],
         costs: BTreeMap::new(),
         check_invariants: false,
         report: Default::default(),

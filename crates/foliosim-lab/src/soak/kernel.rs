@@ -2,26 +2,20 @@
 //! and sysctl knobs, within what each release allows.
 
 use super::gen::Gen;
+use crate::mm::swap_alloc::SWAP_ALLOCATORS;
 use crate::scenario::{
-    CgroupVersion, Kernel, KernelSysctl, KernelVersion, KhugepagedKnobs, LruGenKnobs,
-    MigrateTlbFlush, MmChange, NumaKnobs, OomPolicy, PromotedPte, SwapAllocatorKind,
-    SwapoutFallbackKind, Sysctl, Sysfs, ThpDefrag, ThpEnabled, ThpFaultAllocKind, VmSysctl,
-    ZramKnobs, ZswapKnobs, ZswapLargeFolios, COMPRESSORS,
+    CgroupVersion, Kernel, KernelSysctl, KhugepagedKnobs, LruGenKnobs, MigrateTlbFlush, MmChange,
+    NumaKnobs, OomPolicy, PromotedPte, Release, SwapoutFallbackKind, Sysctl, Sysfs, ThpDefrag,
+    ThpEnabled, ThpFaultAllocKind, VmSysctl, ZramKnobs, ZswapKnobs, ZswapLargeFolios, COMPRESSORS,
 };
 use std::collections::BTreeMap;
 
-pub const VERSIONS: [KernelVersion; 5] = [
-    KernelVersion::V4_1,
-    KernelVersion::V6_9,
-    KernelVersion::V6_10,
-    KernelVersion::V6_12,
-    KernelVersion::V6_18,
-];
-pub const ALLOCATORS: [SwapAllocatorKind; 4] = [
-    SwapAllocatorKind::Legacy,
-    SwapAllocatorKind::PercpuOrder,
-    SwapAllocatorKind::ClusterListsC12,
-    SwapAllocatorKind::ClusterListsC18,
+pub const VERSIONS: [Release; 5] = [
+    Release::V4_1,
+    Release::V6_9,
+    Release::V6_10,
+    Release::V6_12,
+    Release::V6_18,
 ];
 pub const ZSWAP_STORES: [ZswapLargeFolios; 3] = [
     ZswapLargeFolios::Reject,
@@ -43,7 +37,10 @@ const SIZES: [&str; 9] = [
 pub fn kernel(g: &mut Gen) -> Kernel {
     Kernel {
         version: g.pick(&VERSIONS),
-        swap_allocator: g.maybe(50, |g| g.pick(&ALLOCATORS)),
+        // Every registered allocator (mm/swap_alloc/mod.rs), so a new one is soaked too.
+        swap_allocator: g.maybe(50, |g| crate::registry::Choice(g.pick(SWAP_ALLOCATORS))),
+        // The LRU policy follows sysfs.lru_gen (drawn below), as the kernel chooses it.
+        lru_policy: None,
         swapin_mthp: g.maybe(40, |g| g.chance(50)),
         zswap_large_folios: g.maybe(50, |g| g.pick(&ZSWAP_STORES)),
         swapout_fallback: g.pick(&[
@@ -61,7 +58,7 @@ pub fn kernel(g: &mut Gen) -> Kernel {
 }
 
 /// `iaa`: the machine has IAA (deflate-iaa is a zswap compressor then).
-pub fn sysfs(g: &mut Gen, version: KernelVersion, iaa: bool) -> Sysfs {
+pub fn sysfs(g: &mut Gen, version: Release, iaa: bool) -> Sysfs {
     let mthp = version.has(MmChange::AnonMthp);
     let mut hugepages = BTreeMap::new();
     for size in SIZES {
@@ -112,13 +109,14 @@ pub fn sysfs(g: &mut Gen, version: KernelVersion, iaa: bool) -> Sysfs {
         },
         // Drawn by `lru_gen` from a stream of its own: a draw here would change every
         // generated scenario after it.
+        shmem_enabled: Default::default(),
         lru_gen: Default::default(),
     }
 }
 
 /// `[sysfs.lru_gen]`: MGLRU in about a third of the cases whose kernel has it, sometimes with
 /// min_ttl_ms. `g` is a stream of its own, so the other draws of a seed stay as they were.
-pub fn lru_gen(g: &mut Gen, version: KernelVersion) -> LruGenKnobs {
+pub fn lru_gen(g: &mut Gen, version: Release) -> LruGenKnobs {
     if !version.has(MmChange::LruGen) || !g.chance(35) {
         return LruGenKnobs::default();
     }

@@ -14,7 +14,7 @@ pub mod workloads;
 
 pub use run::{run_case, write_case, Verdict};
 
-use crate::scenario::{Scenario, SwapAllocatorKind, WorkloadSpec};
+use crate::scenario::{Scenario, WorkloadSpec};
 use crate::workload::trace::{Trace, MEM_PREFIX};
 use gen::Gen;
 use std::collections::BTreeMap;
@@ -61,10 +61,7 @@ pub fn case(seed: u64) -> Case {
         })
         .collect();
     let disk_bytes = (!files.is_empty()).then(|| files.iter().map(|f| f.size.0).sum());
-    let cluster_lists = matches!(
-        kernel.swap_allocator(),
-        SwapAllocatorKind::ClusterListsC12 | SwapAllocatorKind::ClusterListsC18
-    );
+    let cluster_lists = kernel.swap_allocator().entry().mthp_reserve;
     let machine = machine::machine(&mut g, cluster_lists, disk_bytes);
     let mut sysfs = kernel::sysfs(&mut g, kernel.version, machine.iaa.is_some());
     sysfs.lru_gen = kernel::lru_gen(&mut Gen::new(seed, "soak-lru_gen"), kernel.version);
@@ -95,6 +92,7 @@ pub fn case(seed: u64) -> Case {
             memcgs,
             workloads: specs,
             files,
+            tmpfs: Vec::new(),
             costs,
             check_invariants: true,
             report,

@@ -541,7 +541,7 @@ pub fn lzo1x_decompress(src: &[u8], max_out: usize) -> Result<Vec<u8>, &'static 
 
 /// Pages compressed per (codec, class). The slowest sample (deflate of usemem pages) takes
 /// ~21 ms once per process; every sample's mean is within 0.3% of a 1024-page sample's
-/// (tests/compressor.rs `sample_mean_converges`).
+/// (tests/it/compressor.rs `sample_mean_converges`).
 pub const SAMPLE_PAGES: usize = 128;
 
 /// Compressed lengths of a deterministic sample of pages of one class under one codec.

@@ -30,7 +30,7 @@
 
 use crate::engine::cost::CostModel;
 use crate::scenario::{Bytes, TlbKind};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::collections::BTreeMap;
 
 /// No task's hot set is loaded.
@@ -48,32 +48,8 @@ const LINE_BYTES: f64 = 64.0;
 /// Bytes of one page-table entry (PTE or PMD).
 const PT_ENTRY_BYTES: f64 = 8.0;
 
-/// `[machine.tlb_geometry]`: a preset and overrides of any of its fields.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct TlbGeometrySpec {
-    /// "golden-cove" (x86 server, Sapphire Rapids) or "neoverse-n1"; absent: the one of
-    /// `machine.tlb` (x86-ipi: golden-cove, arm64-tlbi: neoverse-n1).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub preset: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub l1d_4k_entries: Option<u32>,
-    /// 0: 2 MiB translations share the 4 KiB array (a fully associative L1 dTLB).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub l1d_2m_entries: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub l1i_4k_entries: Option<u32>,
-    /// The second-level TLB, shared by 4 KiB and 2 MiB translations, code and data.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stlb_entries: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub l1d_bytes: Option<Bytes>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub l2_bytes: Option<Bytes>,
-    /// The last-level cache's share of one CPU.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub llc_bytes_per_cpu: Option<Bytes>,
-}
+/// `[machine.tlb_geometry]`: plain data of the schema (scenario/spec_types.rs).
+pub use crate::scenario::TlbGeometrySpec;
 
 /// One CPU's TLB and cache sizes.
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -20,9 +20,11 @@ pub struct KernelConfig {
     pub defer_partial_split: bool,
     /// Zap takes a PTE-mapped large folio's run of PTEs at once (6.9+), else PTE by PTE.
     pub zap_batches_ptes: bool,
-    /// Reclaim (4.3+) and async migration (6.3+) flush the TLB once for a batch of unmapped
+    /// Reclaim (4.3+, try_to_unmap_flush) flushes the TLB once for a batch of unmapped
     /// folios; before, once per folio.
     pub tlb_batched_unmap: bool,
+    /// 6.3+ (migrate_pages_batch): async migration unmaps a batch, then flushes once.
+    pub migrate_batched_flush: bool,
     /// 6.10+: a fault maps a large folio found in the swap cache whole (do_swap_page).
     pub map_swapcache_folio_whole: bool,
     /// 6.4+ (4d4b6d66db): a cleared inaccessible PTE needs no flush.
@@ -76,6 +78,10 @@ pub struct KernelConfig {
     /// How zswap drives the IAA accelerators: one synchronous job per page, or a folio's
     /// pages batched.
     pub iaa_mode: IaaMode,
+    /// shmem_writeout swaps a large folio whole (6.12+), else splits it first.
+    pub shmem_swapout_large: bool,
+    /// Which large orders tmpfs's huge= gives write(2) (mm/shmem.rs).
+    pub tmpfs_orders: super::shmem::TmpfsOrders,
 }
 
 impl KernelConfig {
@@ -99,11 +105,14 @@ impl KernelConfig {
             defer_partial_split: release.has(MmChange::ThpDeferredSplit),
             zap_batches_ptes: release.has(MmChange::ZapPteBatch),
             tlb_batched_unmap: release.has(MmChange::TtuBatchFlush),
+            migrate_batched_flush: release.has(MmChange::MigrateBatchFlush),
             map_swapcache_folio_whole: release.has(MmChange::SwapcacheMapWhole),
             tlb_skip_inaccessible: release.has(MmChange::TlbSkipInaccessible),
             // alloc_swap_folio falls back to order 0 once zswap has been enabled.
             swapin_mthp: kernel.swapin_mthp() && !scenario.sysfs.zswap.enabled,
             zeromap: release.has(MmChange::SwapZeromap),
+            shmem_swapout_large: release.has(MmChange::ShmemSwapoutLarge),
+            tmpfs_orders: super::shmem::TmpfsOrders::of(release),
             thp_swap: kernel.thp_swap,
             gfp_transhuge: gfp::Gfp::transhuge_of(release),
             slowpath: page_alloc::slowpath_of(release),
@@ -115,7 +124,7 @@ impl KernelConfig {
             migrate_flush: migrate::flush::policy_of(kernel.migrate_tlb_flush),
             swapout_fallback: swapout_fallback::policy(kernel.swapout_fallback),
             thp_fault_alloc: thp_fault_alloc::policy(kernel.thp_fault_alloc),
-            lru_policy: vmscan::lru_policy::policy(scenario.sysfs.lru_gen.enabled()),
+            lru_policy: scenario.lru_policy().entry().policy,
             tlb: tlb::arch(scenario.machine.tlb),
             thp_orders: scenario.sysfs.orders_enabled(false),
             thp_orders_madvised: scenario.sysfs.orders_enabled(true),

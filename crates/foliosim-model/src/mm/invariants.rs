@@ -139,7 +139,10 @@ pub fn check(k: &Kernel) -> Result<(), String> {
             if fl & flags::LRU == 0 {
                 return Err(format!("folio {pfn} is not on an LRU list between steps"));
             }
-            if f.mapcount(pfn) == 0 && fl & (flags::SWAPCACHE | flags::FILE) == 0 {
+            if f.mapcount(pfn) == 0
+                && fl & (flags::SWAPCACHE | flags::FILE) == 0
+                && !super::shmem::is_shmem(k, pfn as u32)
+            {
                 return Err(format!(
                     "folio {pfn} (order {}) is neither mapped nor in the swap cache: leaked",
                     f.order[pfn]
@@ -240,6 +243,7 @@ pub fn check(k: &Kernel) -> Result<(), String> {
         .iter()
         .map(|d| vec![0u8; d.map.swap_map.len()])
         .collect();
+    super::shmem::swap::count_swap_refs(&k.shmem, &mut swap_refs)?;
     for (mm_id, mm) in k.mms.iter().enumerate() {
         let (mut rss, mut swapents, mut rss_file) = (0u64, 0u64, 0u64);
         for (vma_id, vma) in mm.vmas.iter().enumerate() {
@@ -305,6 +309,7 @@ pub fn check(k: &Kernel) -> Result<(), String> {
     }
     check_thp(k)?;
     check_page_cache(k)?;
+    super::invariants_shmem::check(k)?;
     // swap_map against PTEs and the swap cache.
     let slot_cached: std::collections::BTreeSet<u32> = k
         .swap

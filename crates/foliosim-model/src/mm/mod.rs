@@ -10,6 +10,7 @@ pub mod gfp;
 pub mod gup;
 pub mod huge_memory;
 pub mod invariants;
+pub mod invariants_shmem;
 pub mod khugepaged;
 pub mod kmem;
 pub mod kthread;
@@ -33,6 +34,7 @@ pub mod pgtable;
 pub mod preempt;
 pub mod readahead;
 pub mod rmap;
+pub mod shmem;
 pub mod shrinker;
 pub mod slub;
 pub mod swap_alloc;
@@ -128,6 +130,15 @@ pub enum MmError {
     },
     #[error("SIGBUS: access to page {index} of file {file}, beyond its end")]
     Sigbus { file: u32, index: u32 },
+    // tmpfs (mm/shmem.rs).
+    #[error("ENOSPC: tmpfs {mount} is full (its size= is reached)")]
+    TmpfsFull { mount: u32 },
+    #[error("no tmpfs {mount}: the scenario has fewer [[tmpfs]] mounts")]
+    NoSuchTmpfs { mount: u32 },
+    #[error("no tmpfs file {file}: write it first")]
+    NoSuchShmemFile { file: u32 },
+    #[error("tmpfs file {file} is on tmpfs {mount}, not the one written to")]
+    ShmemFileOnOtherMount { file: u32, mount: u32 },
 }
 
 /// The vm sysctls at the start of the run: the scenario's, else the kernel's at boot, with
@@ -213,6 +224,8 @@ pub struct Kernel {
     pub khugepaged: Khugepaged,
     /// Files, their cached pages and the disk (mm/filemap/).
     pub pagecache: filemap::PageCache,
+    /// tmpfs mounts and shmem inodes (mm/shmem.rs).
+    pub shmem: shmem::Shmem,
     /// The OOM killer's policy and the kills of the run (mm/oom_kill.rs).
     pub oom: oom_kill::OomKiller,
     /// The running task's fault and allocation stopped to give up the CPU (mm/preempt.rs).
@@ -414,6 +427,7 @@ impl Kernel {
             kthreads,
             zswap,
             pagecache,
+            shmem: shmem::Shmem::new(scenario),
             deferred_split: vec![DeferredSplitQueue::default(); 1 + scenario.memcgs.len()],
             khugepaged: Khugepaged::new(scenario),
             oom: oom_kill::OomKiller::new(scenario.kernel.oom),
@@ -435,6 +449,12 @@ impl Kernel {
             for (name, value) in self.kmem.gauges() {
                 m.insert(name.to_string(), value);
             }
+        }
+        if self.shmem.enabled {
+            let sh = &self.shmem;
+            m.extend(sh.stats.to_map(sh.nr_pages, sh.nr_thp_pages));
+            // NR_FILE_PAGES counts shmem too.
+            *m.get_mut("nr_file_pages").expect("a gauge") += sh.nr_pages;
         }
         m
     }
@@ -467,6 +487,9 @@ impl Kernel {
     /// in its VMA as the key that picks it out of the class.
     pub fn page_content(&self, pfn: u32, i: u32) -> (ContentClass, u64) {
         let (mm, vma, index) = self.folios.owner(pfn as usize);
+        if vma == shmem::SHMEM_OWNER {
+            return shmem::page_content(self, pfn, i);
+        }
         let key = (vma as u64) << 32 | (index + i) as u64;
         (self.mms[mm as usize].content, key)
     }

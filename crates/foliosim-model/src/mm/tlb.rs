@@ -123,7 +123,7 @@ pub struct TlbUnmapBatch {
 
 impl TlbUnmapBatch {
     /// A batch for reclaim as the release has it: `batched` from 4.3 (TTU_BATCH_FLUSH), before
-    /// which try_to_unmap flushed every folio's PTEs at once (Kernel::tlb_batched_unmap).
+    /// which try_to_unmap flushed every folio's PTEs at once (KernelConfig::tlb_batched_unmap).
     pub fn new(batched: bool) -> TlbUnmapBatch {
         TlbUnmapBatch {
             immediate: !batched,

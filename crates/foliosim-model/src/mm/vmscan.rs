@@ -5,10 +5,17 @@
 
 pub mod file;
 pub mod kswapd;
-pub mod lru_classic;
-pub mod lru_gen;
 pub mod lru_policy;
 pub mod scan_count;
+
+// The reclaim-list policies a scenario may name (`kernel.lru_policy`): one file each, one
+// word here (docs/extending.md).
+crate::registry::registry!(LRU_POLICIES: lru_policy::LruPolicyEntry =
+    lru_classic,
+    lru_gen,
+    #[cfg(test)]
+    lru_classic_no_workingset, // docs/extending.md's worked example: test builds only
+);
 
 use super::folio::{flags, FolioTable};
 use super::gfp::{Gfp, GfpZone};
@@ -707,7 +714,13 @@ pub fn shrink_folio_list(
                 demote.push(pfn);
                 continue;
             }
-            if !k.folios.test(pfn, flags::SWAPCACHE) && !add_to_swap(k, ctx, pfn, &mut list) {
+            let swap_backed = if super::shmem::in_page_cache(k, pfn) {
+                // pageout() -> shmem_writeout: into the swap cache, or redirty.
+                super::shmem::swap::shmem_writeout(k, ctx, pfn, &mut list)
+            } else {
+                k.folios.test(pfn, flags::SWAPCACHE) || add_to_swap(k, ctx, pfn, &mut list)
+            };
+            if !swap_backed {
                 // activate_locked_split: no slot even for order 0.
                 result.putback.push((pfn, true));
                 continue;

@@ -202,14 +202,15 @@ pub enum MmChange {
     ThpDeferredSplit,
     Kcompactd,
     ThpDefragMadvise,
-    CompactionFinishAtFreeBlock,
     OomDetectionRework,
     CompactionSkipOnFailure,
     GfpTranshugeRetry,
     ThpDefragDeferMadvise,
+    CompactionFinishAtFreeBlock,
     CompactionFastSearch,
     LruGen,
     CompactionFinishPageblock,
+    MigrateBatchFlush,
     TlbSkipInaccessible,
     AnonMthp,
     ZapPteBatch,
@@ -217,9 +218,12 @@ pub enum MmChange {
     SwapAllOrders,
     SwapClusterLists,
     SwapZeromap,
+    ShmemSwapoutLarge,
     ZswapLargeFolios,
     SwapinMthp,
+    TmpfsLargeFolios,
     SwapPercpuClusterFastPath,
+    TmpfsHugePmdFirst,
 }
 
 /// One row of the table: a change, what the model switches with it, where it came from.
@@ -257,14 +261,12 @@ const fn row(
 /// The table, oldest first. Ids are mainline ids as cited in later commits' Fixes: tags or in
 /// mainline logs; where none could be confirmed the field is empty and the title stands.
 #[rustfmt::skip]
-pub const TABLE: [Row; 22] = {
+pub const TABLE: [Row; 26] = {
     use MmChange::*;
     [
-        // Disagreement (left for the lead): the model's one switch also batches the flush of
-        // async migration, which came only in 6.3 (migrate_pages_batch); 4.3-6.2 batch it early.
         row(TtuBatchFlush, "ttu-batch-flush", (4, 3), "72b252aed506",
             "mm: send one IPI per CPU to TLB flush all entries after unmapping pages",
-            "reclaim and migration flush the TLB once per batch of unmapped folios"),
+            "reclaim flushes the TLB once per batch of unmapped folios"),
         row(ThpDeferredSplit, "thp-deferred-split", (4, 5), "9a982250f773",
             "thp: introduce deferred_split_huge_page()",
             "a partly unmapped THP waits on the deferred split queue (THP refcounting rework)"),
@@ -274,17 +276,14 @@ pub const TABLE: [Row; 22] = {
         row(ThpDefragMadvise, "thp-defrag-madvise", (4, 6), "444eb2a449ef",
             "mm: thp: set THP defrag by default to madvise and add a stall-free defrag option",
             "defrag defaults to madvise (before: always); defrag=defer exists"),
-        // The model's era comment dates this to 4.6; the upstream commit was not identified.
-        row(CompactionFinishAtFreeBlock, "compaction-finish-at-free-block", (4, 6), "",
-            "__compact_finished stops at a free block of the order",
-            "compaction stops once a free block fits (before: at the low watermark)"),
         // Disagreement: the model's modern slow path also has compaction priorities, which
         // came in 4.8 (mm, compaction: introduce direct compaction priority); 4.7 gets them early.
         row(OomDetectionRework, "oom-detection-rework", (4, 7), "0a0337e0d1d1",
             "mm, oom: rework oom detection",
             "__alloc_pages_slowpath with should_reclaim_retry, compaction priorities"),
-        // Posted March 2016 (v2), merged for 4.7; id not confirmed.
-        row(CompactionSkipOnFailure, "compaction-skip-on-failure", (4, 7), "",
+        // Id from a blame of mm/compaction.c (skip_on_failure, committed 2016-05-19, before
+        // 4.7-rc1 of 2016-05-29).
+        row(CompactionSkipOnFailure, "compaction-skip-on-failure", (4, 7), "fdd048e12c9a",
             "mm, compaction: skip blocks where isolation fails in async direct compaction",
             "async direct compaction leaves an order-aligned chunk at its first failure"),
         row(GfpTranshugeRetry, "gfp-transhuge-retry", (4, 8), "2516035499b9",
@@ -293,6 +292,12 @@ pub const TABLE: [Row; 22] = {
         row(ThpDefragDeferMadvise, "thp-defrag-defer-madvise", (4, 11), "21440d7eb904",
             "mm, thp: add new defer+madvise defrag option",
             "defrag=defer+madvise exists"),
+        // Posted February 2017 (v2) and March (v3), in the mm tree's since-4.11 branch, so
+        // merged for 4.12; 4.8-4.11 checked the watermark of the allocation's alloc_flags
+        // (min for direct compaction), the model the low one. Mainline id not confirmed.
+        row(CompactionFinishAtFreeBlock, "compaction-finish-at-free-block", (4, 12), "",
+            "mm, compaction: remove redundant watermark check in compact_finished()",
+            "compaction stops once a free block fits (before: at the watermark, then a free block)"),
         row(CompactionFastSearch, "compaction-fast-search", (5, 1), "5e1f0f098b46",
             "mm, compaction: capture a page under direct compaction (and its series)",
             "free-list fast search, capture, free-scanner stride; need_resched no longer aborts"),
@@ -302,6 +307,9 @@ pub const TABLE: [Row; 22] = {
         row(CompactionFinishPageblock, "compaction-finish-pageblock", (6, 2), "cfccd2e63e7e",
             "mm, compaction: finish pageblocks on complete migration failure",
             "a pageblock migrated from is scanned to its end"),
+        row(MigrateBatchFlush, "migrate-batch-flush", (6, 3), "7e12beb8ca2a",
+            "migrate_pages: batch flushing TLB",
+            "async migration unmaps a batch of folios, then flushes the TLB once"),
         row(TlbSkipInaccessible, "tlb-skip-inaccessible", (6, 4), "4d4b6d66db63",
             "mm,unmap: avoid flushing TLB in batch if PTE is inaccessible",
             "a cleared PROT_NONE PTE adds nothing to the batched flush"),
@@ -311,7 +319,8 @@ pub const TABLE: [Row; 22] = {
         row(ZapPteBatch, "zap-pte-batch", (6, 9), "10ebac4f95e7",
             "mm/memory: optimize unmap/zap with PTE-mapped THP",
             "zap removes the rmap of a run of a large folio's PTEs at once"),
-        // Mainline id not confirmed (several mm-unstable ids circulate).
+        // Mainline id not confirmed: the logs and blames found carry mm-unstable and
+        // linux-next ids only (e.g. 508758960b8d in a 2024 blame of mm/memory.c).
         row(SwapcacheMapWhole, "swapcache-map-whole", (6, 10), "",
             "mm: swap: entirely map large folios found in swapcache",
             "a fault on a large folio in the swap cache maps all of it"),
@@ -324,15 +333,30 @@ pub const TABLE: [Row; 22] = {
         row(SwapZeromap, "swap-zeromap", (6, 12), "0ca0c24e3211",
             "mm: store zero pages to be swapped out in a bitmap",
             "a zero-filled page swapped out is a bit in the zeromap, no I/O"),
+        // Baolin Wang's series, merged for 6.12; mainline id not confirmed.
+        row(ShmemSwapoutLarge, "shmem-swapout-large", (6, 12), "",
+            "mm: shmem: support large folio swap out",
+            "shmem_writeout swaps a large folio whole (before: splits it first)"),
         row(ZswapLargeFolios, "zswap-large-folios", (6, 13), "b7c0ccdfbafd",
             "mm: zswap: support large folios in zswap_store()",
             "zswap stores a large folio page by page (before: rejects it)"),
         row(SwapinMthp, "swapin-mthp", (6, 13), "242d12c98174",
             "mm: support large folios swap-in for sync io devices",
             "a fault swaps a large folio in whole from a synchronous device"),
-        row(SwapPercpuClusterFastPath, "swap-percpu-cluster", (6, 14), "1b7e90020eb7",
+        row(TmpfsLargeFolios, "tmpfs-large-folios", (6, 14), "acd7ccb284b8",
+            "mm: shmem: add large folio support for tmpfs",
+            "huge=always/within_size give write(2) any order up to the write's size (before: PMD only)"),
+        // In linux-next for the 6.18 merge window (next ids 257d03784c41, e361c0cca4fc);
+        // Posted 2025-02-24 (v2), after 6.14-rc1 (2025-02-02): 6.15. 6.14 has the lock series
+        // before it (swap_entries_free under ci->lock, no free-side slot cache), which the
+        // model does not split from this row: 6.14 runs the 6.12 allocator, free side included.
+        row(SwapPercpuClusterFastPath, "swap-percpu-cluster", (6, 15), "1b7e90020eb7",
             "mm, swap: use percpu cluster as allocation fast path",
             "swap allocator cluster-lists-c18: per-CPU cluster fast path, ci->lock inside"),
+        // mainline id not confirmed.
+        row(TmpfsHugePmdFirst, "tmpfs-huge-pmd-first", (6, 18), "",
+            "mm: shmem: fix the strategy for the tmpfs 'huge=' options",
+            "huge=always/within_size try the PMD order first, then every smaller one"),
     ]
 };
 

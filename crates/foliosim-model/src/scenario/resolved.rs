@@ -113,17 +113,18 @@ pub fn defaults(s: &Scenario) -> Vec<Resolved> {
             by_change(s, MmChange::ThpDefragMadvise),
         ),
     );
-    let lru = if s.sysfs.lru_gen.enabled() {
-        "mglru"
-    } else {
-        "classic"
-    };
-    let lru_by = if s.sysfs.lru_gen.enabled.is_some() {
-        "scenario"
+    let lru_by = if s.kernel.lru_policy.is_some() {
+        "scenario (kernel.lru_policy)"
+    } else if s.sysfs.lru_gen.enabled.is_some() {
+        "scenario (sysfs.lru_gen.enabled)"
     } else {
         "default"
     };
-    push("lru (sysfs.lru_gen.enabled)", lru.into(), lru_by.into());
+    push(
+        "kernel.lru_policy",
+        s.lru_policy().name().into(),
+        lru_by.into(),
+    );
     let gfp_retry = release.has(MmChange::GfpTranshugeRetry);
     let gfp = if gfp_retry {
         "GFP_TRANSHUGE"
@@ -207,5 +208,5 @@ pub fn render(s: &Scenario) -> String {
     for r in defaults(s) {
         let _ = writeln!(out, "#   {} = {}: {}", r.key, r.value, r.chosen_by);
     }
-    out
+    out + &crate::registry::registered()
 }

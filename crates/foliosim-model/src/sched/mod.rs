@@ -104,19 +104,7 @@ pub fn run_tasks_observed(
     let ncpus = k.nr_cpus();
     let mut rng = SimRng::stream(seed, "sched");
     let mut live_users = tasks.len();
-    for m in k.mms.iter_mut() {
-        m.mm_users = 0;
-    }
-    for t in tasks.iter_mut() {
-        if t.mm != NIL {
-            if k.numa.tiering {
-                // init_numa_balancing: a process's later tasks are its CLONE_VM threads.
-                let users = k.mms[t.mm as usize].mm_users;
-                t.resume.numa = init_numa_balancing(k, t.mm, users);
-            }
-            k.mms[t.mm as usize].mm_users += 1;
-        }
-    }
+    count_mm_users(k, tasks);
     let start_ns = (0..tasks.len())
         .map(|tid| match tid {
             0 => k.workload_start_ns,
@@ -125,25 +113,7 @@ pub fn run_tasks_observed(
         .collect();
     let mut q = Queues::new(ncpus, slice_ns, start_ns);
     let first_kthread = tasks.len();
-    let kthread_tid: Vec<usize> = k
-        .kthreads
-        .kinds
-        .clone()
-        .into_iter()
-        .enumerate()
-        .map(|(i, kind)| {
-            tasks.push(Task::kthread(kind));
-            q.add_task();
-            k.kthreads.set_asleep(i, true);
-            let tid = tasks.len() - 1;
-            // A thread whose loop starts with a timed sleep (kcompactd's 500 ms).
-            if let Some(ns) = kthread::boot_timer_ns(k, kind) {
-                tasks[tid].state = State::TimedWait;
-                q.sleep_until(ns, tid);
-            }
-            tid
-        })
-        .collect();
+    let kthread_tid = start_kthreads(k, tasks, &mut q);
     let mut steps = 0u64;
     let mut end_ns = 0u64;
     // When the observer wants to be called next, and whether it wants every step.
@@ -162,18 +132,7 @@ pub fn run_tasks_observed(
     let mut dead_barriers = std::collections::BTreeSet::new();
     while live_users > 0 {
         let Some(cpu) = q.next_cpu() else {
-            return Err(SimError::Deadlock {
-                at_ns: end_ns,
-                waiting: barriers
-                    .iter()
-                    .map(|(id, tids)| {
-                        let names: Vec<&str> =
-                            tids.iter().map(|&t| tasks[t].name.as_str()).collect();
-                        format!("barrier {id}: {}", names.join(", "))
-                    })
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            });
+            return Err(deadlock(tasks, &barriers, end_ns));
         };
         if q.cpus[cpu].current.is_none() {
             // Idle until a queued task is runnable or the first sleeper wakes.
@@ -188,16 +147,7 @@ pub fn run_tasks_observed(
                 observe_at_ns = o.at(k, tasks, now_ns);
             }
         }
-        let c = &mut q.cpus[cpu];
-        if std::mem::take(&mut c.preempt) {
-            if let Some(cur) = c.current.take() {
-                // A woken task preempts this one before its next step.
-                switch_out(k, cpu, &tasks[cur], now_ns);
-                tasks[cur].state = State::Runnable;
-                q.push_back(cur, now_ns);
-            }
-            q.refresh(cpu);
-        }
+        preempt_current(k, tasks, &mut q, cpu, now_ns);
         let c = &mut q.cpus[cpu];
         let mut ctx = Ctx {
             cpu,
@@ -211,23 +161,7 @@ pub fn run_tasks_observed(
         };
         let tid = match c.current {
             Some(tid) => tid,
-            None => {
-                let tid = q
-                    .take_runnable(now_ns)
-                    .expect("an idle CPU woke with a runnable task");
-                let c = &mut q.cpus[cpu];
-                let t = &mut tasks[tid];
-                ctx.now_ns += k.cost.context_switch_ns;
-                c.current = Some(tid);
-                // Slices vary +-10% (wakeups, ticks): seeded, so runs differ only by seed.
-                let slice = slice_ns * 9 / 10 + rng.below(slice_ns / 5);
-                c.slice_end_ns = ctx.now_ns + queue::weighted_slice(slice, t.weight);
-                k.percpu[cpu].mm = t.mm;
-                k.kthreads.set_current(cpu, t.kthread_kind());
-                t.state = State::Running;
-                q.refresh(cpu);
-                tid
-            }
+            None => switch_in(k, tasks, &mut q, &mut ctx, &mut rng, slice_ns),
         };
         let begin_ns = ctx.now_ns;
         let irq_ns = std::mem::take(&mut k.percpu[cpu].irq_ns);
@@ -244,7 +178,7 @@ pub fn run_tasks_observed(
         let wake_ns = q.sleepers.first().map_or(u64::MAX, |s| s.0);
         let next = match &mut t.body {
             Body::User(p) => {
-                match user_step(
+                let outcome = user_step(
                     k,
                     &mut ctx,
                     (tid as u32, seed),
@@ -253,34 +187,8 @@ pub fn run_tasks_observed(
                     &mut t.user_ns,
                     wake_ns,
                     &mut t.resume,
-                ) {
-                    Ok(UserNext::Exit) => Next::Exit,
-                    Ok(UserNext::Run) => {
-                        // Back to user space: memory.high reclaim owed by this task's charges,
-                        // and the NUMA scan when the task's tick found its mm's turn come
-                        // (task_tick_numa by its CPU time so far, then task_numa_work).
-                        mem_cgroup_handle_over_high(k, &mut ctx);
-                        if k.numa.tiering {
-                            let runtime_ns = user_before_ns
-                                + t.sys_ns
-                                + (ctx.now_ns - busy_from_ns - ctx.off_cpu_ns());
-                            numa_return_to_user(k, &mut ctx, t.mm, &mut t.resume.numa, runtime_ns);
-                        }
-                        Next::Run
-                    }
-                    // Still in the kernel: stopped in a fault, which goes on in the next step.
-                    Ok(UserNext::Preempted) => Next::Run,
-                    Ok(UserNext::Barrier { id, parties }) => Next::Barrier { id, parties },
-                    // The OOM killer chose this task's process while it allocated.
-                    Err(_) if k.mms[t.mm as usize].oom_victim => Next::Exit,
-                    Err(error) => {
-                        return Err(SimError::Mm {
-                            task: t.name.clone(),
-                            at_ns: ctx.now_ns,
-                            error,
-                        })
-                    }
-                }
+                );
+                user_next(k, &mut ctx, t, outcome, user_before_ns, busy_from_ns)?
             }
             Body::Kernel(kind) => {
                 k.kthreads.set_asleep(tid - first_kthread, false);
@@ -337,32 +245,7 @@ pub fn run_tasks_observed(
             next => next,
         };
         // The last party at a barrier releases the others and runs on.
-        let mut released = Vec::new();
-        let mut gone_now = false;
-        let next = match next {
-            // Its partner was killed: go on, or, if the partner was to start this task (fork,
-            // exec), this task never existed.
-            Next::Barrier { id, .. } if dead_barriers.contains(&id) => {
-                if oom::starts_at_barrier(t) {
-                    gone_now = true;
-                    Next::Exit
-                } else {
-                    Next::Run
-                }
-            }
-            Next::Barrier { id, parties } => {
-                let waiting = barriers.entry(id).or_default();
-                waiting.push(tid);
-                if waiting.len() as u32 >= parties {
-                    released = barriers.remove(&id).unwrap_or_default();
-                    released.retain(|&other| other != tid);
-                    Next::Run
-                } else {
-                    next
-                }
-            }
-            next => next,
-        };
+        let (next, released, gone_now) = at_barrier(next, t, tid, &mut barriers, &dead_barriers);
         if let Next::Sleep(_) = next {
             k.kthreads.set_asleep(tid - first_kthread, true);
         }
@@ -438,18 +321,7 @@ pub fn run_tasks_observed(
         if steps & 0xffff == 0 {
             progress(steps, end_ns);
         }
-        if steps >= max_steps {
-            return Err(SimError::StepLimit {
-                at_ns: end_ns,
-                steps,
-            });
-        }
-        if ctx.now_ns > MAX_SIM_NS {
-            return Err(SimError::TimeLimit {
-                at_ns: ctx.now_ns,
-                steps,
-            });
-        }
+        check_limits(steps, max_steps, end_ns, ctx.now_ns)?;
     }
     if check_invariants {
         invariants::check(k).map_err(|e| SimError::Invariant {
@@ -466,6 +338,187 @@ pub fn run_tasks_observed(
             .max()
             .unwrap_or(0),
     })
+}
+
+/// A woken task preempts the one running on `cpu` before its next step.
+fn preempt_current(k: &mut Kernel, tasks: &mut [Task], q: &mut Queues, cpu: usize, now_ns: u64) {
+    let c = &mut q.cpus[cpu];
+    if std::mem::take(&mut c.preempt) {
+        if let Some(cur) = c.current.take() {
+            switch_out(k, cpu, &tasks[cur], now_ns);
+            tasks[cur].state = State::Runnable;
+            q.push_back(cur, now_ns);
+        }
+        q.refresh(cpu);
+    }
+}
+
+/// An idle CPU takes the first runnable task: a context switch and a fresh slice.
+fn switch_in(
+    k: &mut Kernel,
+    tasks: &mut [Task],
+    q: &mut Queues,
+    ctx: &mut Ctx,
+    rng: &mut SimRng,
+    slice_ns: u64,
+) -> usize {
+    let cpu = ctx.cpu;
+    let tid = q
+        .take_runnable(ctx.now_ns)
+        .expect("an idle CPU woke with a runnable task");
+    let c = &mut q.cpus[cpu];
+    let t = &mut tasks[tid];
+    ctx.now_ns += k.cost.context_switch_ns;
+    c.current = Some(tid);
+    // Slices vary +-10% (wakeups, ticks): seeded, so runs differ only by seed.
+    let slice = slice_ns * 9 / 10 + rng.below(slice_ns / 5);
+    c.slice_end_ns = ctx.now_ns + queue::weighted_slice(slice, t.weight);
+    k.percpu[cpu].mm = t.mm;
+    k.kthreads.set_current(cpu, t.kthread_kind());
+    t.state = State::Running;
+    q.refresh(cpu);
+    tid
+}
+
+/// mm_users of every mm from the tasks that run in it; init_numa_balancing for each when
+/// tiering (a process's later tasks are its CLONE_VM threads).
+fn count_mm_users(k: &mut Kernel, tasks: &mut [Task]) {
+    for m in k.mms.iter_mut() {
+        m.mm_users = 0;
+    }
+    for t in tasks.iter_mut() {
+        if t.mm != NIL {
+            if k.numa.tiering {
+                let users = k.mms[t.mm as usize].mm_users;
+                t.resume.numa = init_numa_balancing(k, t.mm, users);
+            }
+            k.mms[t.mm as usize].mm_users += 1;
+        }
+    }
+}
+
+/// A task per kernel thread, asleep (or on its boot timer); their task ids, by thread.
+fn start_kthreads(k: &mut Kernel, tasks: &mut Vec<Task>, q: &mut Queues) -> Vec<usize> {
+    k.kthreads
+        .kinds
+        .clone()
+        .into_iter()
+        .enumerate()
+        .map(|(i, kind)| {
+            tasks.push(Task::kthread(kind));
+            q.add_task();
+            k.kthreads.set_asleep(i, true);
+            let tid = tasks.len() - 1;
+            // A thread whose loop starts with a timed sleep (kcompactd's 500 ms).
+            if let Some(ns) = kthread::boot_timer_ns(k, kind) {
+                tasks[tid].state = State::TimedWait;
+                q.sleep_until(ns, tid);
+            }
+            tid
+        })
+        .collect()
+}
+
+/// No CPU has work and a task still lives: who waits at which barrier.
+fn deadlock(tasks: &[Task], barriers: &BTreeMap<u32, Vec<usize>>, end_ns: u64) -> SimError {
+    SimError::Deadlock {
+        at_ns: end_ns,
+        waiting: barriers
+            .iter()
+            .map(|(id, tids)| {
+                let names: Vec<&str> = tids.iter().map(|&t| tasks[t].name.as_str()).collect();
+                format!("barrier {id}: {}", names.join(", "))
+            })
+            .collect::<Vec<_>>()
+            .join("; "),
+    }
+}
+
+/// What a user task does after its step: back to user space (memory.high reclaim owed by its
+/// charges, and the NUMA scan when its tick found its mm's turn come: task_tick_numa by its
+/// CPU time so far, then task_numa_work), still in the kernel, at a barrier, or gone.
+fn user_next(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    t: &mut Task,
+    outcome: Result<UserNext, MmError>,
+    user_before_ns: u64,
+    busy_from_ns: u64,
+) -> Result<Next, SimError> {
+    Ok(match outcome {
+        Ok(UserNext::Exit) => Next::Exit,
+        Ok(UserNext::Run) => {
+            mem_cgroup_handle_over_high(k, ctx);
+            if k.numa.tiering {
+                let runtime_ns =
+                    user_before_ns + t.sys_ns + (ctx.now_ns - busy_from_ns - ctx.off_cpu_ns());
+                numa_return_to_user(k, ctx, t.mm, &mut t.resume.numa, runtime_ns);
+            }
+            Next::Run
+        }
+        // Still in the kernel: stopped in a fault, which goes on in the next step.
+        Ok(UserNext::Preempted) => Next::Run,
+        Ok(UserNext::Barrier { id, parties }) => Next::Barrier { id, parties },
+        // The OOM killer chose this task's process while it allocated.
+        Err(_) if k.mms[t.mm as usize].oom_victim => Next::Exit,
+        Err(error) => {
+            return Err(SimError::Mm {
+                task: t.name.clone(),
+                at_ns: ctx.now_ns,
+                error,
+            })
+        }
+    })
+}
+
+/// A task arriving at a barrier: the last party releases the others (returned) and runs on.
+/// A barrier whose partner was killed: go on, or, if the partner was to start this task
+/// (fork, exec), this task never existed (the flag: gone now).
+fn at_barrier(
+    next: Next,
+    t: &Task,
+    tid: usize,
+    barriers: &mut BTreeMap<u32, Vec<usize>>,
+    dead_barriers: &std::collections::BTreeSet<u32>,
+) -> (Next, Vec<usize>, bool) {
+    match next {
+        Next::Barrier { id, .. } if dead_barriers.contains(&id) => {
+            if oom::starts_at_barrier(t) {
+                (Next::Exit, Vec::new(), true)
+            } else {
+                (Next::Run, Vec::new(), false)
+            }
+        }
+        Next::Barrier { id, parties } => {
+            let waiting = barriers.entry(id).or_default();
+            waiting.push(tid);
+            if waiting.len() as u32 >= parties {
+                let mut released = barriers.remove(&id).unwrap_or_default();
+                released.retain(|&other| other != tid);
+                (Next::Run, released, false)
+            } else {
+                (next, Vec::new(), false)
+            }
+        }
+        next => (next, Vec::new(), false),
+    }
+}
+
+/// The step limit a caller set, and the simulated clock's.
+fn check_limits(steps: u64, max_steps: u64, end_ns: u64, now_ns: u64) -> Result<(), SimError> {
+    if steps >= max_steps {
+        return Err(SimError::StepLimit {
+            at_ns: end_ns,
+            steps,
+        });
+    }
+    if now_ns > MAX_SIM_NS {
+        return Err(SimError::TimeLimit {
+            at_ns: now_ns,
+            steps,
+        });
+    }
+    Ok(())
 }
 
 /// One step of a user task, whose kernel-side state (mm/preempt.rs) is `current` meanwhile.

@@ -12,6 +12,7 @@ use crate::mm::madvise::madvise;
 use crate::mm::memory::{touch_timed, zap_range};
 use crate::mm::mmap::{exit_mmap, vm_munmap, Pte};
 use crate::mm::mprotect::mprotect;
+use crate::mm::shmem;
 use crate::mm::truncate::drop_pagecache;
 use crate::mm::{Kernel, MmError};
 use crate::workload::{Mark, Op};
@@ -205,6 +206,40 @@ pub(super) fn step(
             ctx.spend(k.cost.syscall_ns);
             drop_pagecache(k, ctx);
         }
+        Op::ShmemWrite {
+            mount,
+            file,
+            first,
+            nr,
+        } => {
+            if p.cursor == 0 {
+                ctx.spend(k.cost.syscall_ns);
+            }
+            let m = &k.mms[mm as usize];
+            let target = shmem::WriteTarget {
+                mount,
+                inode: file,
+                memcg: m.memcg,
+                content: m.content,
+            };
+            p.cursor += shmem::shmem_write_step(k, ctx, target, first + p.cursor, first + nr)?;
+            if p.cursor < nr {
+                return Ok(UserNext::Run);
+            }
+            p.cursor = 0;
+        }
+        Op::ShmemRead { file, first, nr } => {
+            if p.cursor == 0 {
+                ctx.spend(k.cost.syscall_ns);
+            }
+            let memcg = k.mms[mm as usize].memcg;
+            p.cursor += shmem::shmem_read_step(k, ctx, file, memcg, first + p.cursor, first + nr)?;
+            if p.cursor < nr {
+                return Ok(UserNext::Run);
+            }
+            p.cursor = 0;
+        }
+        Op::ShmemUnlink { file } => shmem::shmem_unlink(k, ctx, file)?,
         Op::Access {
             vma,
             first,

@@ -8,12 +8,38 @@
 use super::{mthp_swpout_counts, FallbackPoint, Op, TaskMarks, TaskSpec, WorkloadResult};
 use crate::engine::rng::SimRng;
 use crate::mm::mmap::ThpAdvice;
-use crate::scenario::WorkloadSpec;
+use crate::scenario::tmpfs::TmpfsSpec;
+use crate::scenario::{format_size, Bytes, ScenarioError, WorkloadSpec, PAGE_SIZE};
 
 /// Intervals of the fallback-over-time series.
 const SERIES_POINTS: u64 = 10;
 
-pub fn tasks(spec: &WorkloadSpec, seed: u64) -> Vec<TaskSpec> {
+/// Default object file sizes of a build on tmpfs. Estimate: the .o files of an x86-64
+/// defconfig build are mostly tens of KiB to about a MiB (a few, like built-in.a, far more).
+pub const OBJECT_SIZE_MIN_BYTES: u64 = crate::scenario::KBUILD_OBJECT_SIZE_MIN_BYTES;
+pub const OBJECT_SIZE_MAX_BYTES: u64 = crate::scenario::KBUILD_OBJECT_SIZE_MAX_BYTES;
+
+/// `object_size_min ..= object_size_max`, each 4K ..= 1G.
+pub fn validate_objects(field: &str, min: Bytes, max: Bytes) -> Result<(), ScenarioError> {
+    let ok = min.0 >= PAGE_SIZE && min <= max && max.0 <= 1 << 30;
+    if ok {
+        return Ok(());
+    }
+    Err(ScenarioError::Invalid {
+        field: field.into(),
+        value: format!("{} ..= {}", format_size(min.0), format_size(max.0)),
+        allowed: "object_size_min ..= object_size_max within 4K ..= 1G".into(),
+    })
+}
+
+/// A log-uniform draw in [lo, hi] pages: many small, a few large.
+fn log_uniform(rng: &mut SimRng, lo: u64, hi: u64) -> u32 {
+    let (lo, hi) = ((lo as f64).ln(), (hi as f64).ln());
+    let u = rng.below(1 << 30) as f64 / (1u64 << 30) as f64;
+    ((lo + u * (hi - lo)).exp() as u32).max(1)
+}
+
+pub fn tasks(spec: &WorkloadSpec, seed: u64, tmpfs: &[TmpfsSpec]) -> Vec<TaskSpec> {
     let WorkloadSpec::Kbuild {
         jobs,
         jobs_concurrent,
@@ -22,11 +48,20 @@ pub fn tasks(spec: &WorkloadSpec, seed: u64) -> Vec<TaskSpec> {
         user_ns_per_page,
         phases,
         memcg,
+        tmpfs: tmpfs_name,
+        object_size_min,
+        object_size_max,
         ..
     } = spec
     else {
         unreachable!("kbuild::tasks of another workload")
     };
+    // The build tree's mount; absent from `tmpfs` (a backend without it): no files.
+    let mount = tmpfs_name
+        .as_ref()
+        .and_then(|n| tmpfs.iter().position(|m| &m.name == n));
+    let mut objects = Vec::new();
+    let mut obj_rng = SimRng::stream(seed, "kbuild/objects");
     let mut rng = SimRng::stream(seed, "kbuild");
     let slots = (*jobs_concurrent).min(*jobs);
     let mut programs: Vec<Vec<Op>> = vec![Vec::new(); slots as usize];
@@ -60,8 +95,23 @@ pub fn tasks(spec: &WorkloadSpec, seed: u64) -> Vec<TaskSpec> {
                 write: true,
             });
         }
+        if let Some(mount) = mount {
+            // The compiler writes its object file into the build tree before it exits.
+            let (lo, hi) = (object_size_min.pages(), object_size_max.pages());
+            let nr = log_uniform(&mut obj_rng, lo, hi);
+            ops.push(Op::ShmemWrite {
+                mount: mount as u32,
+                file: job,
+                first: 0,
+                nr,
+            });
+            objects.push((job, nr));
+        }
         ops.push(Op::Munmap { vma: 0 });
         ops.push(Op::Mark((job / slots) as usize));
+    }
+    if !objects.is_empty() {
+        link(&mut programs, &objects, jobs.div_ceil(slots) as usize);
     }
     programs
         .into_iter()
@@ -76,6 +126,22 @@ pub fn tasks(spec: &WorkloadSpec, seed: u64) -> Vec<TaskSpec> {
             }
         })
         .collect()
+}
+
+/// Every slot waits for the others; then the first reads every object file (the link) and
+/// marks the build's end with mark `end_mark`.
+fn link(programs: &mut [Vec<Op>], objects: &[(u32, u32)], end_mark: usize) {
+    let parties = programs.len() as u32;
+    for ops in programs.iter_mut() {
+        ops.push(Op::Barrier { id: 0, parties });
+    }
+    let first = &mut programs[0];
+    first.extend(
+        objects
+            .iter()
+            .map(|&(file, nr)| Op::ShmemRead { file, first: 0, nr }),
+    );
+    first.push(Op::Mark(end_mark));
 }
 
 pub fn report(_spec: &WorkloadSpec, marks: &[TaskMarks]) -> WorkloadResult {

@@ -10,6 +10,13 @@ pub mod trace;
 pub mod usemem;
 pub mod xsbench;
 
+// Workloads a scenario names as `kind = "registered"`, `name = "..."`: one file each, one
+// word here (docs/extending.md). The built-in kinds above are WorkloadSpec variants.
+crate::registry::registry!(WORKLOADS: WorkloadEntry =
+    #[cfg(test)]
+    strided_write, // docs/extending.md's worked example: test builds only
+);
+
 use crate::engine::cost::CostModel;
 use crate::mm::madvise::Advice;
 use crate::mm::mmap::ThpAdvice;
@@ -123,6 +130,25 @@ pub enum Op {
     },
     /// `echo 1 > /proc/sys/vm/drop_caches`: drop clean, unmapped page cache.
     DropCaches,
+    // tmpfs (mm/shmem.rs); a tmpfs file id is the workload's own number, shared by all tasks.
+    /// write(2) of pages [first, first + nr) of tmpfs file `file` on `[[tmpfs]]` number
+    /// `mount`, creating the file at its first write and extending it.
+    ShmemWrite {
+        mount: u32,
+        file: u32,
+        first: u32,
+        nr: u32,
+    },
+    /// read(2) of pages [first, first + nr) of tmpfs file `file`.
+    ShmemRead {
+        file: u32,
+        first: u32,
+        nr: u32,
+    },
+    /// unlink(2) of tmpfs file `file` (its last name: the inode is evicted).
+    ShmemUnlink {
+        file: u32,
+    },
     // User accesses through the TLB model (mm/access.rs, hw/tlb_cache.rs).
     /// `count` loads (stores if `write`) at uniformly random pages of [first, first + nr) of
     /// `vma`, `mlp` of them in flight at once (1: each waits for the one before, as a binary
@@ -255,34 +281,95 @@ pub struct TaskOutput<'a> {
     pub latencies: &'a [(u8, u64)],
 }
 
+/// A registered workload's task builder (WorkloadEntry::tasks).
+pub type TasksFn =
+    fn(params: &toml::Table, memcg: Option<&str>, seed: u64) -> Result<Vec<TaskSpec>, String>;
+
+/// What the registry knows of one registered workload.
+pub struct WorkloadEntry {
+    /// `name`'s spelling in a `kind = "registered"` workload.
+    pub name: &'static str,
+    pub doc: &'static str,
+    /// Its tasks from its `params` (an error names the param and what it allows), in `memcg`,
+    /// with `seed` for any random choice.
+    pub tasks: TasksFn,
+    /// Its result from each task's marks (`throughput_report` for a mark 0 .. mark 1 phase).
+    pub report: fn(params: &toml::Table, marks: &[TaskMarks]) -> WorkloadResult,
+}
+
+impl crate::registry::Entry for WorkloadEntry {
+    const WHAT: &'static str = "workload";
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn doc(&self) -> &'static str {
+        self.doc
+    }
+    fn all() -> &'static [&'static Self] {
+        WORKLOADS
+    }
+}
+
+/// A registered workload, chosen by name.
+pub type WorkloadKind = crate::registry::Choice<WorkloadEntry>;
+
+/// The result of a workload whose tasks each move `bytes_per_task` between marks 0 and 1:
+/// throughput summed over tasks, as usemem's is.
+pub fn throughput_report(kind: &str, bytes_per_task: u64, marks: &[TaskMarks]) -> WorkloadResult {
+    let mut throughput = 0.0;
+    let mut elapsed_max = 0;
+    for m in marks {
+        if let (Some(Some(start)), Some(Some(end))) = (m.first(), m.get(1)) {
+            let elapsed = (end.at_ns - start.at_ns).max(1);
+            throughput += bytes_per_task as f64 * 1e9 / elapsed as f64;
+            elapsed_max = elapsed_max.max(elapsed);
+        }
+    }
+    WorkloadResult {
+        kind: kind.into(),
+        throughput_bytes_per_s: throughput,
+        elapsed_ns_max: elapsed_max,
+        tasks: marks.len() as u32,
+        ..WorkloadResult::default()
+    }
+}
+
 /// The tasks of a workload; `seed` drives any random choices it makes (its own stream).
 /// A workload reading a `[[file]]` has none here (it needs the scenario's files: `tasks_for`).
 pub fn tasks(spec: &WorkloadSpec, seed: u64) -> Vec<TaskSpec> {
     let cost = CostModel::profile(Machine::default().cost_profile.as_str()).expect("a profile");
-    tasks_with(spec, seed, &[], &cost)
+    tasks_with(spec, seed, &[], &[], &cost)
 }
 
 /// The tasks of workload `spec` of `scenario` (its seed, `[[file]]`s and costs).
 pub fn tasks_for(spec: &WorkloadSpec, scenario: &Scenario) -> Vec<TaskSpec> {
     let cost = CostModel::of_scenario(scenario);
-    tasks_with(spec, scenario.seed, &scenario.files, &cost)
+    tasks_with(spec, scenario.seed, &scenario.files, &scenario.tmpfs, &cost)
 }
 
 fn tasks_with(
     spec: &WorkloadSpec,
     seed: u64,
     files: &[FileSpec],
+    tmpfs: &[crate::scenario::tmpfs::TmpfsSpec],
     cost: &CostModel,
 ) -> Vec<TaskSpec> {
     match spec {
         WorkloadSpec::FileRead { .. } => file_read::tasks(spec, files),
         WorkloadSpec::Usemem { .. } => usemem::tasks(spec),
         WorkloadSpec::ThpSwapAllocatorTest { .. } => thp_swap_allocator_test::tasks(spec, seed),
-        WorkloadSpec::Kbuild { .. } => kbuild::tasks(spec, seed),
+        WorkloadSpec::Kbuild { .. } => kbuild::tasks(spec, seed, tmpfs),
         WorkloadSpec::Thpscale { .. } => thpscale::tasks(spec, files),
         WorkloadSpec::Trace { .. } => trace::tasks(spec),
         WorkloadSpec::Xsbench { .. } => xsbench::tasks(spec, cost),
         WorkloadSpec::TlbShootdown { .. } => tlb_shootdown::tasks(spec),
+        WorkloadSpec::Registered {
+            name,
+            params,
+            memcg,
+            ..
+        } => (name.entry().tasks)(params, memcg.as_deref(), seed)
+            .expect("scenario validation built these tasks once"),
     }
 }
 
@@ -323,6 +410,7 @@ pub fn report(spec: &WorkloadSpec, outputs: &[TaskOutput], files: &[FileSpec]) -
         WorkloadSpec::Trace { .. } => trace::report(spec, marks),
         WorkloadSpec::Xsbench { .. } => xsbench::report(spec, marks),
         WorkloadSpec::TlbShootdown { .. } => tlb_shootdown::report(spec, marks),
+        WorkloadSpec::Registered { name, params, .. } => (name.entry().report)(params, marks),
     }
 }
 

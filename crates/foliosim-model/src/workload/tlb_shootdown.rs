@@ -26,22 +26,14 @@ use crate::mm::madvise::Advice;
 use crate::mm::mmap::ThpAdvice;
 use crate::mm::mprotect::Prot;
 use crate::scenario::WorkloadSpec;
-use serde::{Deserialize, Serialize};
 
 const MARK_START: usize = 0;
 const MARK_END: usize = 1;
 const VMA_SHARED: u32 = 0;
 const VMA_FRESH: u32 = 1;
 
-/// What thread 0 does to the memory.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ShootdownOp {
-    Munmap,
-    Mprotect,
-    MadvDontneed,
-    MadvPageout,
-}
+/// `op`: plain data of the schema (scenario/spec_types.rs).
+pub use crate::scenario::ShootdownOp;
 
 pub fn tasks(spec: &WorkloadSpec) -> Vec<TaskSpec> {
     let WorkloadSpec::TlbShootdown {

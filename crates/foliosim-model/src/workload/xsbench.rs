@@ -26,7 +26,7 @@ use super::{Op, TaskMarks, TaskSpec, WorkloadResult};
 use crate::engine::cost::CostModel;
 use crate::mm::mmap::ThpAdvice;
 use crate::scenario::{WorkloadSpec, PAGE_SIZE};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 const MARK_START: usize = 0;
 const MARK_END: usize = 1;
@@ -52,27 +52,8 @@ const SORT_COMPARE_NS: f64 = 5.0;
 /// Chunks per thread at most: larger runs take larger chunks (the ops are materialised).
 const MAX_CHUNKS_PER_THREAD: u64 = 20_000;
 
-/// `-s`: the H-M benchmark size (io.c).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum XsbenchSize {
-    #[serde(rename = "small")]
-    Small,
-    #[default]
-    #[serde(rename = "large")]
-    Large,
-    #[serde(rename = "XL")]
-    Xl,
-}
-
-/// MADV_HUGEPAGE / MADV_NOHUGEPAGE on the grids (XSBench itself advises nothing).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ThpAdviceSpec {
-    #[default]
-    Default,
-    Hugepage,
-    Nohugepage,
-}
+/// `size` and `thp`: plain data of the schema (scenario/spec_types.rs).
+pub use crate::scenario::{ThpAdviceSpec, XsbenchSize};
 
 impl ThpAdviceSpec {
     pub fn advice(self) -> ThpAdvice {

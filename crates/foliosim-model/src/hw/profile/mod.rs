@@ -10,7 +10,7 @@ mod intel_4c_2015;
 mod sapphire_rapids_2s_112c;
 
 use crate::engine::cost::{CostModel, Provenance};
-use crate::scenario::{TlbKind, TopologySpec};
+use crate::scenario::{Machine, TlbKind, TopologySpec};
 use std::collections::BTreeMap;
 
 /// One cost a machine profile sets, with its source.
@@ -61,6 +61,21 @@ pub fn names() -> Vec<&'static str> {
 
 pub fn profile(name: &str) -> Option<&'static MachineProfile> {
     PROFILES.iter().copied().find(|p| p.name == name)
+}
+
+/// Where the schema's `machine.profile` name meets the profiles: here, so the schema names
+/// nothing of hw/.
+impl Machine {
+    /// The machine profile (`this-vm` when none is named); None for an unknown name.
+    pub fn machine_profile(&self) -> Option<&'static MachineProfile> {
+        profile(self.profile.as_deref().unwrap_or(DEFAULT))
+    }
+
+    /// The topology in force: the scenario's table, else the profile's.
+    pub fn topology_spec(&self) -> Option<TopologySpec> {
+        self.topology
+            .or_else(|| self.machine_profile().and_then(|p| p.topology))
+    }
 }
 
 impl MachineProfile {

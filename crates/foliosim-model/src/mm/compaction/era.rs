@@ -1,5 +1,5 @@
 //! What compaction did differently before Mel Gorman's 5.1 rework ("Increase success rates and
-//! reduce latency of compaction", 2019) and the changes of 4.4-4.6, for the 4.1 profile: one
+//! reduce latency of compaction", 2019) and the changes of 4.4-4.12, for the 4.1 profile: one
 //! switch per kernel change, so each can be read against the code it gates.
 
 use crate::scenario::{MmChange, Release};
@@ -22,8 +22,8 @@ pub struct CompactionEra {
     /// 6.2 ("finish pageblocks on complete migration failure"): a pageblock migrated from is
     /// scanned to its end when the scanner comes back to it or a migration in it failed.
     pub finish_pageblock: bool,
-    /// Before 4.6 (__compact_finished): the run goes on until the low watermark is met at
-    /// the order, before looking for a free block.
+    /// Before 4.12 (__compact_finished, "remove redundant watermark check"): the run goes on
+    /// until the low watermark is met at the order, before looking for a free block.
     pub finish_at_low_watermark: bool,
 }
 

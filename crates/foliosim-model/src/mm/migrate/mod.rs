@@ -332,7 +332,7 @@ fn migrate_pages_batch(
                 continue;
             }
             // Batched since 6.3 (migrate_pages_batch); before, each folio was flushed.
-            let batched = mode == MigrateMode::Async && k.cfg.tlb_batched_unmap;
+            let batched = mode == MigrateMode::Async && k.cfg.migrate_batched_flush;
             let adds = (tlb.adds_writable, tlb.adds_read_only);
             match migrate_folio_unmap(k, ctx, src, target, mode, batched.then_some(&mut tlb)) {
                 Ok((dst, was_mapped)) => {

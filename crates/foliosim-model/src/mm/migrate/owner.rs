@@ -18,12 +18,17 @@ pub enum OwnerKind {
     /// A page-cache folio (mm/filemap/): its file's slot, and the PTEs of every VMA in the
     /// file's i_mmap that maps its index.
     File,
+    /// A shmem folio (mm/shmem.rs): its inode's slots, or the swap cache's once shmem_writeout
+    /// moved it there; never mapped (tmpfs is reached by read(2) and write(2) only).
+    Shmem,
 }
 
 /// The kind of owner of the folio at `pfn`.
 pub fn owner_kind(k: &Kernel, pfn: u32) -> OwnerKind {
     if k.folios.test(pfn, flags::FILE) {
         OwnerKind::File
+    } else if crate::mm::shmem::is_shmem(k, pfn) {
+        OwnerKind::Shmem
     } else {
         OwnerKind::Anon
     }
@@ -36,6 +41,7 @@ pub fn unmap(k: &mut Kernel, ctx: &mut Ctx, src: u32, tlb: Option<&mut TlbUnmapB
     match owner_kind(k, src) {
         OwnerKind::Anon => anon_unmap(k, ctx, src, tlb),
         OwnerKind::File => file_unmap(k, ctx, src, tlb),
+        OwnerKind::Shmem => {}
     }
 }
 
@@ -48,6 +54,10 @@ pub fn move_mapping(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
             let (file, index) = (f.owner_mm(src as usize), f.owner_index(src as usize));
             k.pagecache.file_mut(file).pages[index as usize] = dst;
         }
+        OwnerKind::Shmem => {
+            shmem_move_mapping(k, src, dst);
+            anon_move_mapping(k, ctx, src, dst);
+        }
     }
 }
 
@@ -56,7 +66,23 @@ pub fn remap(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
     match owner_kind(k, src) {
         OwnerKind::Anon => anon_remap(k, ctx, src, dst),
         OwnerKind::File => file_remap(k, ctx, src, dst),
+        OwnerKind::Shmem => {}
     }
+}
+
+/// The shmem half of __folio_migrate_mapping: the inode's slots of a folio in its page cache.
+fn shmem_move_mapping(k: &mut Kernel, src: u32, dst: u32) {
+    if !crate::mm::shmem::in_page_cache(k, src) {
+        return;
+    }
+    let f = &k.folios;
+    let (inode, first, nr) = (
+        f.owner_mm(src as usize),
+        f.owner_index(src as usize),
+        f.nr_pages(src),
+    );
+    let slots = &mut k.shmem.inode_mut(inode).folios;
+    slots[first as usize..(first + nr) as usize].fill(dst);
 }
 
 fn anon_unmap(k: &mut Kernel, ctx: &mut Ctx, src: u32, tlb: Option<&mut TlbUnmapBatch>) {

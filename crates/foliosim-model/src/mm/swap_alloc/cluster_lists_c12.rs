@@ -6,7 +6,7 @@
 
 use super::cluster_lists::{ClusterLists, List, NR_ORDERS};
 use super::discard::DiscardQueue;
-use super::SwapAllocator;
+use super::{SwapAllocator, SwapAllocatorEntry};
 use crate::engine::cost::CostModel;
 use crate::engine::Ctx;
 use crate::mm::folio::SwapEntry;
@@ -31,6 +31,14 @@ struct Work {
     probes: u64,
     list_moves: u64,
 }
+
+/// The registry's row (mod.rs `registry!`).
+pub const ENTRY: SwapAllocatorEntry = SwapAllocatorEntry {
+    name: "cluster-lists-c12",
+    doc: "6.12 (Chris Li / Kairui Song): free/nonfull/frag/full/discard cluster lists under si->lock",
+    mthp_reserve: true,
+    new: |map, ncpus, reserve| Box::new(ClusterListsC12::new(map, ncpus, reserve)),
+};
 
 impl ClusterListsC12 {
     pub fn new(map: &SwapMap, ncpus: usize, reserve_percent: u32) -> ClusterListsC12 {

@@ -1,4 +1,4 @@
-//! The cluster-list allocator of 6.14-6.18 (spec-swap.md §5.2): a per-CPU fast path that
+//! The cluster-list allocator of 6.15-6.18 (spec-swap.md §5.2): a per-CPU fast path that
 //! keeps allocating in the cluster this CPU used last (under that cluster's ci->lock only),
 //! and a slow path that isolates clusters from the lists: nonfull[order] first, one free
 //! cluster, then only one fragment cluster; order 0 finally steals from higher orders.
@@ -10,7 +10,7 @@
 
 use super::cluster_lists::{ClusterLists, List, NR_ORDERS};
 use super::discard::DiscardQueue;
-use super::SwapAllocator;
+use super::{SwapAllocator, SwapAllocatorEntry};
 use crate::engine::cost::CostModel;
 use crate::engine::lock::{LockStats, SimLock};
 use crate::engine::Ctx;
@@ -28,6 +28,14 @@ pub struct ClusterListsC18 {
     global_cluster_lock: Option<SimLock>,
     discard: DiscardQueue,
 }
+
+/// The registry's row (mod.rs `registry!`).
+pub const ENTRY: SwapAllocatorEntry = SwapAllocatorEntry {
+    name: "cluster-lists-c18",
+    doc: "6.14-6.18: the cluster lists with a per-CPU cluster fast path; ci->lock inside a cluster",
+    mthp_reserve: true,
+    new: |map, ncpus, reserve| Box::new(ClusterListsC18::new(map, ncpus, reserve)),
+};
 
 impl ClusterListsC18 {
     pub fn new(map: &SwapMap, ncpus: usize, reserve_percent: u32) -> ClusterListsC18 {

@@ -3,7 +3,7 @@
 //! every mTHP before it asks for slots. Zap frees swap PTEs one at a time.
 
 use super::cluster_freelist::ClusterFreelist;
-use super::SwapAllocator;
+use super::{SwapAllocator, SwapAllocatorEntry};
 use crate::engine::cost::CostModel;
 use crate::engine::Ctx;
 use crate::mm::folio::SwapEntry;
@@ -13,6 +13,14 @@ use crate::scenario::PMD_ORDER;
 pub struct Legacy {
     clusters: ClusterFreelist,
 }
+
+/// The registry's row (mod.rs `registry!`).
+pub const ENTRY: SwapAllocatorEntry = SwapAllocatorEntry {
+    name: "legacy",
+    doc: "<= 6.9: per-CPU order-0 clusters, PMD-only huge clusters; mTHP split before swap-out",
+    mthp_reserve: false,
+    new: |map, ncpus, _reserve| Box::new(Legacy::new(map, ncpus)),
+};
 
 impl Legacy {
     pub fn new(map: &SwapMap, ncpus: usize) -> Legacy {

@@ -1,20 +1,29 @@
 //! Swap slot allocator policies (the allocation half of mm/swapfile.c). The scenario's kernel
 //! profile picks one per device; nothing outside this module asks which one it is.
+//!
+//! Every allocator is one file with a `pub const ENTRY: SwapAllocatorEntry` and one word in
+//! the `registry!` below (docs/extending.md).
 
 pub mod cluster_freelist;
 pub mod cluster_lists;
-pub mod cluster_lists_c12;
-pub mod cluster_lists_c18;
 pub mod discard;
-pub mod legacy;
-pub mod percpu_order;
+
+crate::registry::registry!(SWAP_ALLOCATORS: SwapAllocatorEntry =
+    legacy,
+    percpu_order,
+    cluster_lists_c12,
+    cluster_lists_c18,
+    #[cfg(test)]
+    first_fit, // docs/extending.md's worked example: registered in test builds only
+);
 
 use super::folio::SwapEntry;
 use super::swapfile::{SwapMap, SWAPFILE_CLUSTER};
 use crate::engine::cost::CostModel;
 use crate::engine::lock::LockStats;
 use crate::engine::Ctx;
-use crate::scenario::{SwapAllocatorKind, PMD_ORDER};
+use crate::registry::{Choice, Entry};
+use crate::scenario::PMD_ORDER;
 
 pub trait SwapAllocator {
     fn name(&self) -> &'static str;
@@ -69,26 +78,49 @@ pub trait SwapAllocator {
     }
 }
 
-/// The policy for one device; `mthp_reserve_percent` only exists for the cluster lists
-/// (scenario validation says so).
+/// What the registry knows of one allocator.
+pub struct SwapAllocatorEntry {
+    /// `kernel.swap_allocator`'s spelling; the allocator's `name()` returns the same.
+    pub name: &'static str,
+    pub doc: &'static str,
+    /// Takes `machine.swap[].mthp_reserve_percent` (scenario validation refuses it elsewhere).
+    pub mthp_reserve: bool,
+    /// swapon: the policy for `map` on `ncpus` CPUs with the device's mTHP reserve percent.
+    pub new: fn(map: &SwapMap, ncpus: usize, mthp_reserve_percent: u32) -> Box<dyn SwapAllocator>,
+}
+
+impl Entry for SwapAllocatorEntry {
+    const WHAT: &'static str = "swap allocator";
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn doc(&self) -> &'static str {
+        self.doc
+    }
+    fn all() -> &'static [&'static Self] {
+        SWAP_ALLOCATORS
+    }
+}
+
+/// Which swap slot allocator the kernel runs: a registered entry, chosen by name.
+pub type SwapAllocatorKind = Choice<SwapAllocatorEntry>;
+
+/// The upstream allocators under the names the release table and tests use.
+#[allow(non_upper_case_globals)]
+impl SwapAllocatorKind {
+    pub const Legacy: Self = Choice(&legacy::ENTRY);
+    pub const PercpuOrder: Self = Choice(&percpu_order::ENTRY);
+    pub const ClusterListsC12: Self = Choice(&cluster_lists_c12::ENTRY);
+    pub const ClusterListsC18: Self = Choice(&cluster_lists_c18::ENTRY);
+}
+
+/// The policy for one device; `mthp_reserve_percent` only exists for allocators whose entry
+/// says so (scenario validation checks).
 pub fn new_allocator(
     kind: SwapAllocatorKind,
     map: &SwapMap,
     ncpus: usize,
     mthp_reserve_percent: u32,
 ) -> Box<dyn SwapAllocator> {
-    match kind {
-        SwapAllocatorKind::Legacy => Box::new(legacy::Legacy::new(map, ncpus)),
-        SwapAllocatorKind::PercpuOrder => Box::new(percpu_order::PercpuOrder::new(map, ncpus)),
-        SwapAllocatorKind::ClusterListsC12 => Box::new(cluster_lists_c12::ClusterListsC12::new(
-            map,
-            ncpus,
-            mthp_reserve_percent,
-        )),
-        SwapAllocatorKind::ClusterListsC18 => Box::new(cluster_lists_c18::ClusterListsC18::new(
-            map,
-            ncpus,
-            mthp_reserve_percent,
-        )),
-    }
+    (kind.entry().new)(map, ncpus, mthp_reserve_percent)
 }

@@ -4,7 +4,7 @@
 //! contiguous swap PTEs together (free_swap_and_cache_nr).
 
 use super::cluster_freelist::ClusterFreelist;
-use super::SwapAllocator;
+use super::{SwapAllocator, SwapAllocatorEntry};
 use crate::engine::cost::CostModel;
 use crate::engine::Ctx;
 use crate::mm::folio::SwapEntry;
@@ -13,6 +13,14 @@ use crate::mm::swapfile::SwapMap;
 pub struct PercpuOrder {
     clusters: ClusterFreelist,
 }
+
+/// The registry's row (mod.rs `registry!`).
+pub const ENTRY: SwapAllocatorEntry = SwapAllocatorEntry {
+    name: "percpu-order",
+    doc: "6.10 (Ryan Roberts v4): per-CPU, per-order next offset; any order swapped whole",
+    mthp_reserve: false,
+    new: |map, ncpus, _reserve| Box::new(PercpuOrder::new(map, ncpus)),
+};
 
 impl PercpuOrder {
     pub fn new(map: &SwapMap, ncpus: usize) -> PercpuOrder {

@@ -3,13 +3,21 @@
 //! shrink_inactive_list with get_scan_count (scan_count.rs).
 
 use super::file::FileRef;
-use super::lru_policy::LruPolicy;
+use super::lru_policy::{LruPolicy, LruPolicyEntry};
 use super::scan_count::ScanControl;
 use super::{FolioReferences, ShrinkCount};
 use crate::engine::Ctx;
 use crate::mm::folio::flags;
 use crate::mm::workingset::{self, Shadow};
 use crate::mm::Kernel;
+
+/// The registry's row (vmscan.rs `registry!`).
+pub const ENTRY: LruPolicyEntry = LruPolicyEntry {
+    name: "classic",
+    doc: "active and inactive lists per type (shrink_lruvec, get_scan_count)",
+    lru_gen: false,
+    policy: &ClassicLru,
+};
 
 pub struct ClassicLru;
 

@@ -1,6 +1,7 @@
 //! The reclaim-list policy: how folios are ordered for reclaim and what reclaim does with
-//! them. Two implementations, chosen by `[sysfs.lru_gen] enabled`: the classic active and
-//! inactive lists (lru_classic.rs) and MGLRU's generations (lru_gen/).
+//! them. The registered implementations (vmscan.rs `registry!`): the classic active and
+//! inactive lists (lru_classic.rs) and MGLRU's generations (lru_gen/), chosen by
+//! `kernel.lru_policy`, else by `[sysfs.lru_gen] enabled`.
 //!
 //! Adding, isolating and putting back folios are Lruvec's list operations (mm/lruvec.rs),
 //! which follow a folio's generation bits as lruvec_add_folio / lruvec_del_folio do; this
@@ -12,8 +13,10 @@ use super::{FolioReferences, ShrinkCount};
 use crate::engine::Ctx;
 use crate::mm::workingset::Shadow;
 use crate::mm::Kernel;
+use crate::registry::{Choice, Entry};
 
-pub trait LruPolicy: Sync {
+/// RefUnwindSafe: a Scenario names its policy (LruPolicyEntry) and crosses catch_unwind.
+pub trait LruPolicy: Sync + std::panic::RefUnwindSafe {
     /// "classic" or "mglru".
     fn name(&self) -> &'static str;
 
@@ -51,11 +54,43 @@ pub trait LruPolicy: Sync {
     fn workingset_refault(&self, k: &mut Kernel, pfn: u32, shadow: Shadow);
 }
 
-/// The policy of a scenario.
-pub fn policy(lru_gen_enabled: bool) -> &'static dyn LruPolicy {
-    if lru_gen_enabled {
-        &super::lru_gen::LruGenPolicy
-    } else {
-        &super::lru_classic::ClassicLru
+/// What the registry (vmscan.rs `registry!`) knows of one reclaim-list policy.
+pub struct LruPolicyEntry {
+    /// `kernel.lru_policy`'s spelling; the policy's `name()` returns the same.
+    pub name: &'static str,
+    pub doc: &'static str,
+    /// Runs on MGLRU's generations: needs `sysfs.lru_gen.enabled = true` (else false).
+    pub lru_gen: bool,
+    pub policy: &'static dyn LruPolicy,
+}
+
+impl Entry for LruPolicyEntry {
+    const WHAT: &'static str = "LRU policy";
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn doc(&self) -> &'static str {
+        self.doc
+    }
+    fn all() -> &'static [&'static Self] {
+        super::LRU_POLICIES
+    }
+}
+
+/// Which reclaim-list policy the kernel runs: a registered entry, chosen by name.
+pub type LruPolicyKind = Choice<LruPolicyEntry>;
+
+#[allow(non_upper_case_globals)]
+impl LruPolicyKind {
+    pub const Classic: Self = Choice(&super::lru_classic::ENTRY);
+    pub const Mglru: Self = Choice(&super::lru_gen::ENTRY);
+
+    /// The default of a scenario that names none: what `sysfs.lru_gen.enabled` selects.
+    pub fn of_lru_gen(lru_gen_enabled: bool) -> Self {
+        if lru_gen_enabled {
+            Self::Mglru
+        } else {
+            Self::Classic
+        }
     }
 }

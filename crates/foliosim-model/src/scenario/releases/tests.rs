@@ -97,15 +97,16 @@ fn serializes_as_the_string_it_was_written_as() {
 /// The profiles the model had before the table, unchanged at its five releases.
 #[test]
 fn derived_defaults_at_the_old_releases() {
-    use SwapAllocatorKind::*;
+    type A = SwapAllocatorKind;
     let alloc = |v: Release| v.swap_allocator().0;
-    assert_eq!(alloc(Release::V4_1), Legacy);
-    assert_eq!(alloc(Release::V6_9), Legacy);
-    assert_eq!(alloc(Release::V6_10), PercpuOrder);
-    assert_eq!(alloc(Release::V6_12), ClusterListsC12);
-    assert_eq!(alloc(Release::V6_18), ClusterListsC18);
-    assert_eq!(alloc(r("6.13")), ClusterListsC12);
-    assert_eq!(alloc(r("6.14")), ClusterListsC18);
+    assert_eq!(alloc(Release::V4_1), A::Legacy);
+    assert_eq!(alloc(Release::V6_9), A::Legacy);
+    assert_eq!(alloc(Release::V6_10), A::PercpuOrder);
+    assert_eq!(alloc(Release::V6_12), A::ClusterListsC12);
+    assert_eq!(alloc(Release::V6_18), A::ClusterListsC18);
+    assert_eq!(alloc(r("6.13")), A::ClusterListsC12);
+    assert_eq!(alloc(r("6.14")), A::ClusterListsC12);
+    assert_eq!(alloc(r("6.15")), A::ClusterListsC18);
     assert_eq!(
         Release::V6_12.zswap_large_folios(),
         ZswapLargeFolios::Reject

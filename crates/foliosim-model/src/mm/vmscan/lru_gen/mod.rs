@@ -18,7 +18,7 @@ pub mod aging;
 pub mod evict;
 pub mod refault;
 
-use super::lru_policy::LruPolicy;
+use super::lru_policy::{LruPolicy, LruPolicyEntry};
 use super::scan_count::ScanControl;
 use super::ShrinkCount;
 use crate::engine::Ctx;
@@ -264,6 +264,14 @@ impl LruGen {
         Ok(())
     }
 }
+
+/// The registry's row (vmscan.rs `registry!`).
+pub const ENTRY: LruPolicyEntry = LruPolicyEntry {
+    name: "mglru",
+    doc: "multi-gen LRU: generations aged by page-table walks (needs sysfs.lru_gen.enabled)",
+    lru_gen: true,
+    policy: &LruGenPolicy,
+};
 
 /// The MGLRU reclaim policy.
 pub struct LruGenPolicy;

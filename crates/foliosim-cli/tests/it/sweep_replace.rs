@@ -2,11 +2,10 @@
 //! --force; a sweep with more seeds resumes it. `compare` prints human units.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 fn foliosim(args: &[&str], out: &Path) -> (bool, String, String) {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    let o = Command::new(env!("CARGO_BIN_EXE_foliosim"))
+    let repo = crate::common::repo();
+    let o = crate::common::foliosim()
         .args(args)
         .arg(out)
         .current_dir(repo)

@@ -2,10 +2,10 @@
 //! line per finished run on stderr when it is not a terminal (here: a pipe).
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 fn foliosim(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_foliosim"))
+    let out = crate::common::foliosim()
         .args(args)
         .output()
         .expect("running foliosim");
@@ -55,7 +55,7 @@ fn reproduce_gives_the_same_bytes_on_one_or_two_threads_and_shows_progress() {
 
 #[test]
 fn jobs_zero_is_refused_with_the_allowed_values() {
-    let out = Command::new(env!("CARGO_BIN_EXE_foliosim"))
+    let out = crate::common::foliosim()
         .args(["reproduce", "000", "--scale", "0.02", "--jobs", "0"])
         .output()
         .unwrap();

@@ -231,7 +231,7 @@ fn more_free_costs_than_rows_allow_is_an_error_before_any_run() {
 #[test]
 fn seed004_base_scenario_is_the_reproduce_scenario() {
     use foliosim_lab::reproduce::seed004::{scenario, Config};
-    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let repo = crate::common::repo();
     let text = std::fs::read_to_string(repo.join("tables/seed004-xsbench.toml")).unwrap();
     let file = foliosim::Scenario::from_toml_str(&text).unwrap();
     let builtin = scenario(Config::Eager, 0.002, 1);
@@ -246,7 +246,7 @@ fn seed004_base_scenario_is_the_reproduce_scenario() {
 /// figures off one run per kernel. A metric no run has is a clear error naming the row.
 #[test]
 fn rows_of_one_scenario_share_its_runs() {
-    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let repo = crate::common::repo();
     let table = |metric2: &str| {
         format!(
             "name = \"shared\"\n[experiment]\nbase = \"scenarios/seed000-usemem-small.toml\"\n\
@@ -275,7 +275,7 @@ fn rows_of_one_scenario_share_its_runs() {
 /// seed), and MIGRC cuts the shootdowns per lookup against eager, as the table's rows expect.
 #[test]
 fn seed004_table_rows_read_their_metrics() {
-    let repo = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let repo = crate::common::repo();
     let mut t = Table::load(&repo.join("tables/seed004.toml")).unwrap();
     t.seeds = 1;
     let rows: Vec<usize> = (0..t.rows.len()).collect();

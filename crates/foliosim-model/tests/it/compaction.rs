@@ -479,7 +479,7 @@ fn on_4_1_a_thp_fault_falls_back_without_reclaim_when_compaction_is_deferred_or_
     let held = fragmented_and_full(&mut k, &mut ctx);
     assert!(held.len() > 4, "{} free pageblocks", held.len());
     // 4.1's THP fault under defrag=always: GFP_TRANSHUGE with __GFP_NORETRY.
-    let fault_gfp = Gfp::transhuge_of(foliosim_model::scenario::KernelVersion::V4_1);
+    let fault_gfp = Gfp::transhuge_of(foliosim_model::scenario::Release::V4_1);
     let allocstall =
         |k: &Kernel| ev(k, VmEvent::AllocstallNormal) + ev(k, VmEvent::AllocstallMovable);
     let before = |k: &Kernel| {

@@ -6,7 +6,7 @@ use foliosim_model::{run, RunResult, Scenario};
 
 /// zswap with a pool of 2% of 256M in front of zram: the pool fills and stores fail, which
 /// queues the shrink worker.
-const POOL_LIMIT: &str = include_str!("../../../scenarios/zswap-pool-limit.toml");
+const POOL_LIMIT: &str = include_str!("../../../../scenarios/zswap-pool-limit.toml");
 
 /// Two kernel-build jobs on one CPU in a memcg too small for both: their phases swap out to
 /// an SSD and read back from it.

@@ -4,7 +4,7 @@
 //! full-scale table). At this scale MIGRC's cut is smaller than at 0.01 (-32% against -81%):
 //! the pages first written at init, never eligible for a deferred flush, are a larger share
 //! of the demotions. Invariants off: over 5.9 GB they make this a 150 s test instead of 9 s;
-//! tests/tiering.rs checks MIGRC's invariants on a small machine.
+//! tests/it/tiering.rs checks MIGRC's invariants on a small machine.
 
 use foliosim_lab::reproduce::seed004::{reproduce, Report};
 use std::collections::BTreeMap;

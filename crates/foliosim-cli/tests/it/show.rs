@@ -1,10 +1,8 @@
 //! `foliosim show`: a bare release prints the release table's switches and the resolved
 //! defaults with what chose them; a release outside 4.1-6.18 is an error naming the field.
 
-use std::process::Command;
-
 fn show(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_foliosim"))
+    let out = crate::common::foliosim()
         .arg("show")
         .args(args)
         .env_remove("RUST_BACKTRACE")
@@ -32,7 +30,7 @@ fn show_kernel_6_6_prints_every_switch() {
         "kernel.swapin_mthp = false: release table: swapin-mthp",
         "kernel.zswap_large_folios = reject: release table",
         "sysfs.defrag = madvise: release table: thp-defrag-madvise (4.6, 444eb2a449ef) on",
-        "lru (sysfs.lru_gen.enabled) = classic: default",
+        "kernel.lru_policy = classic: default",
         "kernel.thp_fault_alloc = direct: default",
     ] {
         assert!(out.contains(key), "{key} in\n{out}");

@@ -11,7 +11,7 @@ use foliosim_model::mm::page_alloc::alloc_pages;
 use foliosim_model::mm::{invariants, Kernel, MmError};
 use foliosim_model::sched::{run_tasks, SimError, Task};
 use foliosim_model::workload::Op;
-use foliosim_model::{engine::Ctx, RunResult, Scenario};
+use foliosim_model::{engine::Ctx, Scenario};
 
 const MIB_PAGES: u32 = 256;
 
@@ -44,9 +44,7 @@ fn ops_scenario(memory: &str, file_mib: u32, rest: &str) -> Scenario {
     scenario(memory, file_mib, &format!("{rest}\n{READ_MMAP}"))
 }
 
-fn run(s: &Scenario) -> RunResult {
-    foliosim_model::run(s).unwrap_or_else(|e| panic!("{e}"))
-}
+use crate::common::run;
 
 /// A kernel after its tasks ran, and when they ended.
 struct Ran {

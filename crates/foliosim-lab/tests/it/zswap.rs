@@ -45,7 +45,7 @@ fn on_6_10_zswap_rejects_large_folios_and_they_go_whole_to_the_device() {
     assert_eq!(r.counter("hugepages-64kB/stats/swpout_fallback"), 0);
 }
 
-const POOL_LIMIT: &str = include_str!("../../../scenarios/zswap-pool-limit.toml");
+const POOL_LIMIT: &str = include_str!("../../../../scenarios/zswap-pool-limit.toml");
 
 #[test]
 fn a_full_pool_rejects_stores_to_the_device_and_writes_back_to_the_accept_threshold() {

@@ -8,10 +8,7 @@ use foliosim::{RunOptions, RunResult, Scenario};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-fn scenario(file: &str) -> Scenario {
-    let path = format!("{}/../../scenarios/{file}", env!("CARGO_MANIFEST_DIR"));
-    Scenario::from_toml_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
+use crate::common::shipped_scenario as scenario;
 
 fn run_opts(s: &Scenario, timeline: Option<usize>) -> foliosim::Run {
     let opts = RunOptions {

@@ -3,14 +3,14 @@
 //! whole (no swpout_fallback), pays for it in bios (one per run of adjacent slots) and gets
 //! the folio back page by page (its PTEs do not hold contiguous entries).
 
-use foliosim::scenario::{Kernel, KernelVersion, SwapAllocatorKind, SwapoutFallbackKind};
+use foliosim::scenario::{Kernel, Release, SwapAllocatorKind, SwapoutFallbackKind};
 use foliosim::RunResult;
 use foliosim_lab::reproduce::seed003::allocator_test_scenario;
 
 fn run(fallback: SwapoutFallbackKind) -> RunResult {
     // 6.18 swaps mTHP in whole; 6.10's allocator fragments the device.
     let kernel = Kernel {
-        version: KernelVersion::V6_18,
+        version: Release::V6_18,
         swap_allocator: Some(SwapAllocatorKind::PercpuOrder),
         swapout_fallback: fallback,
         ..Kernel::default()

@@ -14,16 +14,16 @@ use foliosim_model::sched::{run_tasks, Task};
 use foliosim_model::workload::{Op, TaskSpec};
 use foliosim_model::{RunResult, Scenario, SimError};
 
-const OOM_MEMCG: &str = include_str!("../../../scenarios/oom-memcg.toml");
+const OOM_MEMCG: &str = include_str!("../../../../scenarios/oom-memcg.toml");
 
 fn scenario(text: &str) -> Scenario {
-    let mut s = Scenario::from_toml_str(text).unwrap_or_else(|e| panic!("{e}"));
+    let mut s = crate::common::parse(text);
     s.check_invariants = true;
     s
 }
 
 fn run(text: &str) -> RunResult {
-    foliosim_model::run(&scenario(text)).unwrap_or_else(|e| panic!("{e}"))
+    crate::common::run(&scenario(text))
 }
 
 /// Three usemem processes of `size` in memcg `jobs` (memory.max `max`, no swap), the third

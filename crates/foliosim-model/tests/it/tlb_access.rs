@@ -364,10 +364,10 @@ fn xsbench_reports_lookups_per_second() {
 #[test]
 fn shipped_scenarios_parse() {
     for text in [
-        include_str!("../../../scenarios/xsbench-small.toml"),
-        include_str!("../../../scenarios/validate/tlb-munmap.toml"),
-        include_str!("../../../scenarios/validate/tlb-mprotect.toml"),
-        include_str!("../../../scenarios/validate/tlb-madv-dontneed.toml"),
+        include_str!("../../../../scenarios/xsbench-small.toml"),
+        include_str!("../../../../scenarios/validate/tlb-munmap.toml"),
+        include_str!("../../../../scenarios/validate/tlb-mprotect.toml"),
+        include_str!("../../../../scenarios/validate/tlb-madv-dontneed.toml"),
     ] {
         Scenario::from_toml_str(text).unwrap_or_else(|e| panic!("{e}"));
     }

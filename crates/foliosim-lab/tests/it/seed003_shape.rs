@@ -3,17 +3,13 @@
 //! iteration; "near 100" is >= 95 %; "climbing" is <= 5 % in iteration 1 and >= 80 % by
 //! iteration 10 (the seed: 0, 42, 68, 82, then 90-97 %).
 
-use foliosim::scenario::{Kernel, KernelVersion};
+use foliosim::scenario::{Kernel, Release};
 use foliosim::workload::FallbackPoint;
 use foliosim_lab::reproduce::seed003::{allocator_test_scenario, kbuild_scenario};
 
 const ITERATIONS: u32 = 10;
 
-fn fallback(
-    version: KernelVersion,
-    swapin_mthp: Option<bool>,
-    aligned: bool,
-) -> Vec<FallbackPoint> {
+fn fallback(version: Release, swapin_mthp: Option<bool>, aligned: bool) -> Vec<FallbackPoint> {
     let kernel = Kernel {
         version,
         swapin_mthp,
@@ -32,7 +28,7 @@ fn percents(series: &[FallbackPoint]) -> Vec<f64> {
 #[test]
 fn v4_fails_almost_always_once_free_clusters_are_gone() {
     for aligned in [false, true] {
-        let p = percents(&fallback(KernelVersion::V6_10, None, aligned));
+        let p = percents(&fallback(Release::V6_10, None, aligned));
         assert!(p[0] >= 50.0, "-a {aligned}: iteration 1 {p:?}");
         assert!(p[1..].iter().all(|&x| x >= 95.0), "-a {aligned}: {p:?}");
     }
@@ -40,7 +36,7 @@ fn v4_fails_almost_always_once_free_clusters_are_gone() {
 
 #[test]
 fn cluster_lists_with_aligned_swapin_stay_near_zero() {
-    for version in [KernelVersion::V6_12, KernelVersion::V6_18] {
+    for version in [Release::V6_12, Release::V6_18] {
         let series = fallback(version, Some(false), true);
         let p = percents(&series);
         assert!(p.iter().all(|&x| x <= 5.0), "{}: {p:?}", version.name());
@@ -54,7 +50,7 @@ fn cluster_lists_with_aligned_swapin_stay_near_zero() {
 
 #[test]
 fn cluster_lists_without_aligned_swapin_fragment_over_iterations() {
-    for version in [KernelVersion::V6_12, KernelVersion::V6_18] {
+    for version in [Release::V6_12, Release::V6_18] {
         let p = percents(&fallback(version, Some(false), false));
         assert!(p[0] <= 5.0, "{}: {p:?}", version.name());
         assert!(p[9] >= 80.0, "{}: {p:?}", version.name());
@@ -63,7 +59,7 @@ fn cluster_lists_without_aligned_swapin_fragment_over_iterations() {
 
 #[test]
 fn mthp_swapin_keeps_fallback_at_zero() {
-    let series = fallback(KernelVersion::V6_18, Some(true), false);
+    let series = fallback(Release::V6_18, Some(true), false);
     assert!(series.iter().all(|s| s.swpout_fallback == 0), "{series:?}");
     // Nearly all 960 regions are resident 64K folios at each page-out.
     assert!(series.iter().all(|s| s.swpout >= 900), "{series:?}");
@@ -89,7 +85,7 @@ fn lock_split_makes_the_build_faster() {
             .sum();
         (r.workloads[0].elapsed_ns_max, r.cpu_sys_ns, wait)
     };
-    let (c12, c18) = (run(KernelVersion::V6_12), run(KernelVersion::V6_18));
+    let (c12, c18) = (run(Release::V6_12), run(Release::V6_18));
     eprintln!("make -j96 x0.25 (elapsed ns, sys ns, si->lock wait ns): C12 {c12:?} C18 {c18:?}");
     assert!(c12.2 > 10 * c18.2.max(1), "si->lock wait {c12:?} {c18:?}");
     assert!(c18.0 < c12.0, "elapsed C12 {} ns, C18 {} ns", c12.0, c18.0);
@@ -117,11 +113,14 @@ fn kbuild_fallback_drops_with_the_cluster_lists() {
         );
         FallbackPoint::new(0, 0, out, fb).fallback_percent
     };
-    let (v4, c12) = (share(KernelVersion::V6_10), share(KernelVersion::V6_12));
+    let (v4, c12) = (share(Release::V6_10), share(Release::V6_12));
     eprintln!("kbuild 64K x0.25 fallback: 6.10 {v4:.1}%, 6.12 {c12:.1}%");
+    // The seed's ~99% is the fragmented device's; our share includes the build's warm-up
+    // before the device fragments (docs/seed003-lock-split.md: 100% from the second tenth on),
+    // so only "most" is asserted here. The cluster lists: the seed's own bound, under 10%.
     assert!(v4 > 50.0, "6.10 fallback {v4:.1}%");
     assert!(
-        c12 < v4 / 2.0,
-        "6.12 fallback {c12:.1}% against 6.10 {v4:.1}%"
+        c12 < 10.0,
+        "6.12 fallback {c12:.1}% (seed: under 10% for 64K)"
     );
 }

@@ -5,7 +5,7 @@
 //! sample_interval = "100ms"   # or "auto"; unset: no time series
 //! ```
 
-use crate::scenario::ScenarioError;
+use super::ScenarioError;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 

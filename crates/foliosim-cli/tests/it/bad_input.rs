@@ -18,7 +18,7 @@
 //! directory); `args` are split on spaces after `{dir}` is replaced.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 const TIME_LIMIT: Duration = Duration::from_secs(60);
@@ -81,7 +81,7 @@ fn check(case: &Case, dir: &Path) -> Option<String> {
         std::fs::write(dir.join(file), content).unwrap();
     }
     let args = case.args.replace("{dir}", &dir.display().to_string());
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_foliosim"));
+    let mut cmd = crate::common::foliosim();
     cmd.args(args.split_whitespace())
         .current_dir(dir)
         // Set for other programs; the CLI must still print no backtrace unless asked.

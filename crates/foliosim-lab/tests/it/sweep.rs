@@ -174,7 +174,7 @@ fn bad_axes_fail_before_any_run() {
 
 #[test]
 fn the_shipped_axes_file_plans_seed_000_as_a_sweep() {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let repo = crate::common::repo();
     let base = std::fs::read_to_string(repo.join("scenarios/seed000-usemem-small.toml")).unwrap();
     let base = Scenario::from_toml_str(&base).unwrap();
     let text =
@@ -195,7 +195,7 @@ fn the_shipped_axes_file_plans_seed_000_as_a_sweep() {
         .filter(|r| r.axes[0].1 == "6.10" && r.axes[1].1 == "64K")
     {
         let want = foliosim_lab::reproduce::seed000::scenario(
-            foliosim::scenario::KernelVersion::V6_10,
+            foliosim::scenario::Release::V6_10,
             "64K",
             0.05,
             r.seed,

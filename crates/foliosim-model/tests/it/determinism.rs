@@ -4,7 +4,7 @@
 use foliosim_model::{RunResult, Scenario};
 use std::collections::BTreeMap;
 
-const SMALL: &str = include_str!("../../../scenarios/usemem-64k-small.toml");
+const SMALL: &str = include_str!("../../../../scenarios/usemem-64k-small.toml");
 
 /// The small usemem scenario with the given kernel and folio size ("4K", "64K", "2M"),
 /// invariants checked.
@@ -48,10 +48,7 @@ memcg = "bench"
     Scenario::from_toml_str(&text).unwrap_or_else(|e| panic!("{e}"))
 }
 
-fn run(s: &Scenario) -> RunResult {
-    foliosim_model::run(s)
-        .unwrap_or_else(|e| panic!("kernel {} seed {}: {e}", s.kernel.version.name(), s.seed))
-}
+use crate::common::run;
 
 #[test]
 fn repository_scenario_matches_the_helper() {

@@ -317,10 +317,7 @@ fn minimal_scenario_parses_with_defaults() {
     assert_eq!(s.machine.memory.0, 16 << 30);
     assert_eq!(s.machine.sched_slice_ns, 3_000_000);
     assert!(s.machine.swap_devices.is_empty());
-    assert_eq!(
-        s.kernel.version,
-        foliosim_model::scenario::KernelVersion::V6_10
-    );
+    assert_eq!(s.kernel.version, foliosim_model::scenario::Release::V6_10);
     assert_eq!(s.workloads.len(), 1);
     assert!(!s.check_invariants);
 }
