@@ -7,8 +7,12 @@
 //! 75 ms for a rotational one (wbt_default_latency_nsec); 0 turns wbt off (wbt_set_min_lat).
 //! Windows are evaluated lazily, in order, when a submitter next looks; completions are known
 //! when a request is dispatched, so each window sees exactly the completions that fell in it.
-//! Not modelled: the wake rule of a device with a write-back cache (wbt_rqw_done wakes sleepers
-//! only when no write is in flight), balance_dirty_pages' recent sleep (wb_recent_wait).
+//! A writer over the limit sleeps (rq_qos_wait); wbt_rqw_done wakes the sleepers when enough
+//! tracked writes completed: on a queue with a write-back cache (QUEUE_FLAG_WC) only when none
+//! is left in flight, otherwise once in flight drops below wb_normal by wb_background / 2; a
+//! scale-up wakes them too (rwb_wake_all). Not modelled: balance_dirty_pages' recent sleep
+//! (wb_recent_wait, which would lift the write-back-cache rule to wb_normal), the lower limits
+//! of background and normal writeback (every write here is a swap write, or is timed as one).
 
 use serde::Serialize;
 use std::cmp::Reverse;
@@ -62,9 +66,14 @@ pub struct Wbt {
     min_lat_ns: u64,
     /// blk_queue_depth: the tag count.
     queue_depth: u32,
+    /// QUEUE_FLAG_WC: the device reports a volatile write cache (write_cache "write back").
+    write_cache: bool,
     scale_step: i32,
     scaled_max: bool,
     max_depth: u32,
+    /// calc_wb_limits: the normal and background writeback limits, from max_depth.
+    wb_normal: u32,
+    wb_background: u32,
     cur_win_ns: u64,
     /// The armed blk_stat window [start, end); None while the timer is idle.
     window: Option<(u64, u64)>,
@@ -74,24 +83,30 @@ pub struct Wbt {
     pending_writes: u32,
     /// rwb->sync_issue: the tracked read's issue and completion.
     sync_read: Option<(u64, u64)>,
+    /// When a scale-up last woke every sleeper (rwb_wake_all at that window's end).
+    woke_all_ns: Option<u64>,
     pub stats: WbtStats,
 }
 
 impl Wbt {
     /// wbt_init: depth RWB_DEF_DEPTH (limited by the queue), step 0, timer idle.
-    pub fn new(min_lat_ns: u64, queue_depth: u32) -> Self {
+    pub fn new(min_lat_ns: u64, queue_depth: u32, write_cache: bool) -> Self {
         let mut w = Wbt {
             min_lat_ns,
             queue_depth: queue_depth.max(1),
+            write_cache,
             scale_step: 0,
             scaled_max: false,
             max_depth: 0,
+            wb_normal: 0,
+            wb_background: 0,
             cur_win_ns: RWB_WINDOW_NS,
             window: None,
             unknown_cnt: 0,
             pending: BinaryHeap::new(),
             pending_writes: 0,
             sync_read: None,
+            woke_all_ns: None,
             stats: WbtStats::default(),
         };
         w.calc_max_depth();
@@ -99,14 +114,13 @@ impl Wbt {
         w
     }
 
-    /// The default for a queue: min_lat_nsec by rotational flag (wbt_default_latency_nsec).
-    pub fn for_queue(rotational: bool, queue_depth: u32) -> Self {
-        let min_lat_ns = if rotational {
+    /// wbt_default_latency_nsec: the read latency target by the rotational flag.
+    pub fn default_min_lat_ns(rotational: bool) -> u64 {
+        if rotational {
             MIN_LAT_ROT_NS
         } else {
             MIN_LAT_NONROT_NS
-        };
-        Wbt::new(min_lat_ns, queue_depth)
+        }
     }
 
     /// get_limit for a REQ_HIPRIO write: writes it lets in flight (no limit when off).
@@ -118,13 +132,50 @@ impl Wbt {
         }
     }
 
+    /// When a scale-up last woke every writer asleep in wbt (rwb_wake_all).
+    pub fn woke_all_ns(&self) -> Option<u64> {
+        self.woke_all_ns
+    }
+
     /// When the armed window ends (the next time the limit may change).
     pub fn window_end_ns(&self) -> Option<u64> {
         self.window.map(|(_, end)| end)
     }
 
-    /// rq_depth_calc_max_depth: returns true when the depth hit its ceiling (3/4 of the tags).
+    /// wbt_rqw_done with sleepers: does a completion that leaves `inflight` tracked writes in
+    /// flight wake them? A write-back cache drains to 0 first (unless wb_recent_wait).
+    pub fn rqw_done_wakes(&self, inflight: u32) -> bool {
+        let limit = if self.write_cache { 0 } else { self.wb_normal };
+        if inflight > 0 && inflight >= limit {
+            return false;
+        }
+        inflight == 0 || limit - inflight >= self.wb_background / 2
+    }
+
+    /// The most tracked writes in flight at which a completion wakes the sleepers.
+    pub fn wake_inflight(&self) -> u32 {
+        (0..self.max_depth.max(1))
+            .rev()
+            .find(|&n| self.rqw_done_wakes(n))
+            .unwrap_or(0)
+    }
+
+    /// rq_depth_calc_max_depth, then calc_wb_limits: returns true when the depth hit its
+    /// ceiling (3/4 of the tags).
     fn calc_max_depth(&mut self) -> bool {
+        let at_max = self.rq_depth_calc_max_depth();
+        (self.wb_normal, self.wb_background) = if self.min_lat_ns == 0 {
+            (0, 0)
+        } else if self.max_depth <= 2 {
+            (self.max_depth, 1)
+        } else {
+            ((self.max_depth + 1) / 2, (self.max_depth + 3) / 4)
+        };
+        at_max
+    }
+
+    /// rq_depth_calc_max_depth.
+    fn rq_depth_calc_max_depth(&mut self) -> bool {
         let qd = self.queue_depth;
         if qd == 1 {
             self.max_depth = if self.scale_step > 0 { 1 } else { 2 };
@@ -246,6 +297,7 @@ impl Wbt {
     fn wb_timer_fn(&mut self, end_ns: u64, stat: WindowStat) {
         self.stats.windows += 1;
         let inflight = self.pending_writes;
+        let ups = self.stats.scale_ups;
         match self.latency_exceeded(end_ns, stat, inflight) {
             LatStatus::Exceeded => self.scale_down(true),
             LatStatus::Ok | LatStatus::UnknownWrites => self.scale_up(),
@@ -259,6 +311,9 @@ impl Wbt {
                     }
                 }
             }
+        }
+        if self.stats.scale_ups > ups {
+            self.woke_all_ns = Some(end_ns);
         }
         if self.scale_step != 0 || inflight > 0 {
             self.arm(end_ns);
@@ -310,7 +365,7 @@ mod tests {
 
     #[test]
     fn the_depth_follows_rq_depth_calc_max_depth() {
-        let mut w = Wbt::new(MIN_LAT_ROT_NS, 256);
+        let mut w = Wbt::new(MIN_LAT_ROT_NS, 256, false);
         assert_eq!(w.write_limit(), 16);
         let mut depths = vec![];
         for _ in 0..6 {
@@ -325,16 +380,16 @@ mod tests {
         w.scale_down(true);
         assert_eq!(w.write_limit(), 8, "1 + (15 >> 1)");
         assert_eq!(
-            Wbt::new(0, 256).write_limit(),
+            Wbt::new(0, 256, false).write_limit(),
             u32::MAX,
             "min_lat 0: wbt off"
         );
-        assert_eq!(Wbt::new(MIN_LAT_NONROT_NS, 8).write_limit(), 8);
+        assert_eq!(Wbt::new(MIN_LAT_NONROT_NS, 8, false).write_limit(), 8);
     }
 
     #[test]
     fn write_only_windows_scale_up_and_a_slow_read_scales_down() {
-        let mut w = Wbt::for_queue(true, 64);
+        let mut w = Wbt::new(MIN_LAT_ROT_NS, 64, false);
         w.on_write_issued(0);
         // Writes completing through four windows, no reads: LAT_UNKNOWN_WRITES each time.
         for i in 0..40 {
@@ -360,7 +415,7 @@ mod tests {
 
     #[test]
     fn a_read_within_target_lets_the_depth_grow_and_an_idle_queue_drifts_back() {
-        let mut w = Wbt::for_queue(false, 64);
+        let mut w = Wbt::new(MIN_LAT_NONROT_NS, 64, false);
         w.on_write_issued(0);
         for i in 0..3 {
             w.on_dispatch(i * MS, false, 10 * MS + i * MS);
@@ -375,6 +430,33 @@ mod tests {
         assert_eq!(w.write_limit(), 16);
         w.advance(700 * MS);
         assert_eq!(w.window_end_ns(), None);
+    }
+
+    #[test]
+    fn wbt_rqw_done_wakes_at_zero_with_a_write_back_cache_else_below_wb_normal() {
+        let wc = Wbt::new(MIN_LAT_ROT_NS, 256, true);
+        assert_eq!(
+            (wc.wb_normal, wc.wb_background),
+            (8, 4),
+            "calc_wb_limits of 16"
+        );
+        assert!(wc.rqw_done_wakes(0));
+        assert!(!wc.rqw_done_wakes(1));
+        assert_eq!(wc.wake_inflight(), 0);
+        let mut nowc = Wbt::new(MIN_LAT_ROT_NS, 256, false);
+        // limit wb_normal 8: 7 is below it but 8 - 7 < 4 / 2; 6 wakes.
+        assert!(!nowc.rqw_done_wakes(8) && !nowc.rqw_done_wakes(7));
+        assert!(nowc.rqw_done_wakes(6) && nowc.rqw_done_wakes(0));
+        assert_eq!(nowc.wake_inflight(), 6);
+        for _ in 0..4 {
+            nowc.scale_up();
+        }
+        // Depth 192: wb_normal 96, wb_background 48, so the sleepers wake at 72.
+        assert_eq!(
+            (nowc.max_depth, nowc.wb_normal, nowc.wb_background),
+            (192, 96, 48)
+        );
+        assert_eq!(nowc.wake_inflight(), 72);
     }
 
     #[test]

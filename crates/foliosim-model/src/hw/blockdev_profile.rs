@@ -18,6 +18,9 @@ pub struct ProfileTimings {
     pub max_request_bytes: u64,
     /// /sys/block/<dev>/queue/rotational: picks wbt's latency target (hw/blk_wbt.rs).
     pub rotational: bool,
+    /// /sys/block/<dev>/queue/write_cache is "write back" (QUEUE_FLAG_WC): wbt wakes its
+    /// sleeping writers only once no tracked write is in flight (hw/blk_wbt.rs).
+    pub write_cache: bool,
 }
 
 /// Published figures of one direction.
@@ -126,8 +129,14 @@ pub fn timings(profile: DeviceProfile) -> ProfileTimings {
         nr_requests,
         max_request_bytes,
         rotational: rotational(profile),
+        write_cache: true,
     }
 }
+
+// write_cache: this VM's vda reads "write back" (/sys/block/vda/queue/write_cache,
+// 2026-11-28). The others are an estimate: SATA and NVMe SSDs and desktop disks ship with
+// their volatile write cache enabled, which sd (sd_read_cache_type) and nvme (the VWC bit)
+// report as "write back"; a drive with power-loss protection or the cache off would not.
 
 /// Does the queue report itself rotational? A disk does, SSDs do not; this VM's virtio-blk
 /// disk does too (/sys/block/vda/queue/rotational reads 1, wbt_lat_usec 75000, 2026-11-28).
