@@ -169,7 +169,8 @@ impl Wbt {
         } else if self.max_depth <= 2 {
             (self.max_depth, 1)
         } else {
-            ((self.max_depth + 1) / 2, (self.max_depth + 3) / 4)
+            // calc_wb_limits: (max_depth + 1) / 2 and (max_depth + 3) / 4.
+            (self.max_depth.div_ceil(2), self.max_depth.div_ceil(4))
         };
         at_max
     }
