@@ -576,6 +576,11 @@ pub struct SwapDeviceSpec {
     /// default the profile's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nr_requests: Option<u32>,
+    /// /sys/block/<dev>/queue/wbt_lat_usec: writeback throttling's read latency target in µs
+    /// (hw/blk_wbt.rs); 0 turns wbt off. Default the kernel's: 75000 when the profile is
+    /// rotational, 2000 when not (wbt_default_latency_nsec).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wbt_lat_usec: Option<u64>,
 }
 
 /// Published or measured timings of an asynchronous block device (hw/blockdev_profile.rs).
@@ -591,6 +596,9 @@ pub enum DeviceProfile {
     /// The calibration VM's virtio-blk disk, measured with fio (docs/calibration-vm.md).
     VirtioBlkVm,
 }
+
+/// The largest wbt_lat_usec accepted (1000 s): a bound so that µs -> ns cannot overflow.
+const MAX_WBT_LAT_USEC: u64 = 1_000_000_000;
 
 fn default_swap_priority() -> i32 {
     -2
@@ -610,6 +618,7 @@ impl SwapDeviceSpec {
             mthp_reserve_percent: 0,
             profile: None,
             nr_requests: None,
+            wbt_lat_usec: None,
         }
     }
 }
@@ -1874,6 +1883,22 @@ impl Scenario {
                 dev.nr_requests.unwrap_or(0),
                 "1 ..= 65536",
             ));
+        }
+        if let Some(us) = dev.wbt_lat_usec {
+            if synchronous {
+                return Err(invalid(
+                    format!("machine.swap[{i}].wbt_lat_usec"),
+                    format!("{us} on a {:?} device", dev.kind).to_lowercase(),
+                    "wbt_lat_usec only for kind = \"ssd\", \"hdd\", \"file\" or \"loop\"",
+                ));
+            }
+            if us > MAX_WBT_LAT_USEC {
+                return Err(invalid(
+                    format!("machine.swap[{i}].wbt_lat_usec"),
+                    us,
+                    "0 (wbt off) ..= 1000000000",
+                ));
+            }
         }
         if dev.discard && dev.kind != SwapDeviceKind::Ssd {
             return Err(invalid(

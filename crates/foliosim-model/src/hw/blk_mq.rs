@@ -4,11 +4,13 @@
 //! blk_attempt_plug_merge / the elevator's back merge), a bio larger than max_sectors_kb is
 //! split (bio_split_to_limits). Writes pass writeback throttling first (block/blk-wbt.c):
 //! a swap write (REQ_SWAP is in REQ_HIPRIO) may have rq_depth.max_depth writes in flight,
-//! RWB_DEF_DEPTH (16) at wbt's default scale step; wbt's latency-driven scaling of that
-//! depth is not modelled. The device serves one request at a time per direction's
+//! a depth wbt scales every monitoring window; a writer that sleeps there waits, with every
+//! writer after it, until wbt_rqw_done's rule wakes them (hw/blk_wbt.rs). The device serves
+//! one request at a time per direction's
 //! timing: a per-request command cost plus the bytes at its bandwidth, then a completion
 //! latency that overlaps with the next request's service (the device's internal parallelism).
 
+use super::blk_wbt::{Wbt, WbtStats};
 use crate::engine::{Ctx, WaitKind};
 use crate::scenario::PAGE_SIZE;
 use serde::Serialize;
@@ -52,18 +54,30 @@ struct OpenRequest {
     done_ns: u64,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 /// What the queue did, beside the device's request counts.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct QueueStats {
     /// Bios merged into a request already queued (no request of their own).
     pub merged_bios: u64,
-    /// Submissions that found every tag taken and slept.
+    /// Submissions that slept for a tag or in wbt (each wake that slept again counts again).
     pub tag_waits: u64,
+    /// Of those, sleeps in wbt_wait (over its limit or behind its sleepers).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub wbt_waits: u64,
     pub tag_wait_ns: u64,
+    /// Write requests (after merging) and the sum of their times from taking a tag to
+    /// completion, as /sys/block/<dev>/stat's write I/Os and write ticks count them.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub write_rqs: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub write_ticks_ns: u64,
+    /// Writeback throttling's windows and depth changes.
+    pub wbt: WbtStats,
 }
-
-/// RWB_DEF_DEPTH: wbt's default write depth.
-const RWB_DEF_DEPTH: u32 = 16;
 
 pub struct RequestQueue {
     /// /sys/block/<dev>/queue/nr_requests: tags a submitter can hold.
@@ -75,8 +89,12 @@ pub struct RequestQueue {
     busy_until_ns: u64,
     /// Completion times of the requests in flight other than the open one, by direction.
     in_flight: [BinaryHeap<Reverse<u64>>; 2],
-    /// wbt's rq_depth.max_depth: writes in flight before a writer sleeps in wbt_wait.
-    pub wbt_max_depth: u32,
+    /// Writeback throttling: writes in flight before a writer sleeps in wbt_wait.
+    pub wbt: Wbt,
+    /// Writers sleep in wbt's rq_wait over [since, until): a writer that comes then queues
+    /// behind them (rq_qos_wait: waitqueue_active) until a completion or a scale-up wakes
+    /// them all. An interval, not a flag: tasks may submit out of time order.
+    wbt_sleep: Option<(u64, u64)>,
     open: Option<OpenRequest>,
     idle_at_ns: u64,
     pub stats: QueueStats,
@@ -88,6 +106,7 @@ impl RequestQueue {
         max_request_bytes: u64,
         read: DirTiming,
         write: DirTiming,
+        wbt: Wbt,
     ) -> Self {
         RequestQueue {
             nr_requests: nr_requests.max(1),
@@ -96,7 +115,8 @@ impl RequestQueue {
             write,
             busy_until_ns: 0,
             in_flight: [BinaryHeap::new(), BinaryHeap::new()],
-            wbt_max_depth: RWB_DEF_DEPTH.min(nr_requests.max(1)),
+            wbt,
+            wbt_sleep: None,
             open: None,
             idle_at_ns: 0,
             stats: QueueStats::default(),
@@ -140,33 +160,75 @@ impl RequestQueue {
         self.busy_until_ns += timing.transfer_ns(bytes);
         o.bytes += bytes;
         o.end_page += bytes / PAGE_SIZE;
-        o.done_ns = self.busy_until_ns + timing.latency_ns;
+        let done_ns = self.busy_until_ns + timing.latency_ns;
+        if dir == Dir::Write {
+            self.stats.write_ticks_ns += done_ns.saturating_sub(o.done_ns);
+        }
+        o.done_ns = done_ns;
         self.idle_at_ns = self.idle_at_ns.max(o.done_ns);
         self.stats.merged_bios += 1;
         Some(o.done_ns)
     }
 
-    /// wbt_wait, then blk_mq_get_tag: a write with wbt_max_depth writes in flight, or any
-    /// request with every tag held, io_schedule()s until a request that frees its way
-    /// completes.
+    /// wbt_wait, then blk_mq_get_tag: a write with wbt's limit of writes in flight (or behind
+    /// writers already asleep there), or any request with every tag held, io_schedule()s
+    /// until what it waits for happens: a completion that frees a tag, the completion at which
+    /// wbt_rqw_done wakes wbt's sleepers, or a window timer that may raise the limit.
     fn get_tag(&mut self, ctx: &mut Ctx, dir: Dir) {
         loop {
             self.retire(ctx.now_ns);
-            let writes_full =
-                dir == Dir::Write && self.in_flight_of(Dir::Write) >= self.wbt_max_depth as usize;
+            self.wbt_wakeups(ctx.now_ns);
+            let now = ctx.now_ns;
+            let behind_sleepers = self
+                .wbt_sleep
+                .filter(|&(since, until)| since <= now && now < until);
+            let writes_full = dir == Dir::Write
+                && (behind_sleepers.is_some()
+                    || self.in_flight_of(Dir::Write) >= self.wbt.write_limit() as usize);
             let tags_full = self.in_flight_requests() >= self.nr_requests as usize;
             if !writes_full && !tags_full {
+                if dir == Dir::Write {
+                    self.wbt.on_write_issued(now);
+                }
                 return;
             }
-            let first_done = if tags_full {
-                self.first_completion_ns(None)
+            let wake_ns = if writes_full {
+                let until = behind_sleepers.map_or_else(|| self.wbt_wake_ns(), |(_, u)| u);
+                let since = behind_sleepers.map_or(now, |(s, _)| s);
+                self.wbt_sleep = Some((since, until));
+                self.stats.wbt_waits += 1;
+                until.min(self.wbt.window_end_ns().unwrap_or(u64::MAX))
             } else {
-                self.first_completion_ns(Some(Dir::Write))
+                self.first_completion_ns(None)
             };
             self.stats.tag_waits += 1;
-            self.stats.tag_wait_ns += first_done.saturating_sub(ctx.now_ns);
-            ctx.wait_until(first_done, WaitKind::Io);
+            self.stats.tag_wait_ns += wake_ns.saturating_sub(now);
+            ctx.wait_until(wake_ns, WaitKind::Io);
         }
+    }
+
+    /// Run wbt's window timers to `now_ns`; a scale-up wakes every sleeper (rwb_wake_all),
+    /// ending their interval at that window's end.
+    fn wbt_wakeups(&mut self, now_ns: u64) {
+        self.wbt.advance(now_ns);
+        if let (Some((since, until)), Some(woke)) = (self.wbt_sleep, self.wbt.woke_all_ns()) {
+            if since <= woke && woke < until {
+                self.wbt_sleep = Some((since, woke));
+            }
+        }
+    }
+
+    /// When wbt's sleepers wake: the completion that leaves wake_inflight() writes in flight.
+    fn wbt_wake_ns(&self) -> u64 {
+        let mut done: Vec<u64> = self.in_flight[Dir::Write as usize]
+            .iter()
+            .map(|r| r.0)
+            .chain(self.open.filter(|o| o.dir == Dir::Write).map(|o| o.done_ns))
+            .collect();
+        done.sort_unstable();
+        let keep = self.wbt.wake_inflight() as usize;
+        let nth = done.len().saturating_sub(keep + 1);
+        done.get(nth).copied().unwrap_or(0)
     }
 
     /// The first completion among requests in flight (of `dir`, or any).
@@ -220,6 +282,12 @@ impl RequestQueue {
             done_ns,
         });
         self.idle_at_ns = self.idle_at_ns.max(done_ns);
+        if dir == Dir::Write {
+            self.stats.write_rqs += 1;
+            self.stats.write_ticks_ns += done_ns - ctx.now_ns;
+        }
+        self.wbt.on_dispatch(ctx.now_ns, dir == Dir::Read, done_ns);
+        self.stats.wbt = self.wbt.stats.clone();
         done_ns
     }
 
@@ -236,6 +304,7 @@ impl RequestQueue {
 
 #[cfg(test)]
 mod tests {
+    use super::super::blk_wbt::MIN_LAT_ROT_NS;
     use super::*;
 
     fn timing(latency_ns: u64) -> DirTiming {
@@ -247,7 +316,8 @@ mod tests {
     }
 
     fn queue(depth: u32) -> RequestQueue {
-        RequestQueue::new(depth, 1 << 20, timing(50_000), timing(10_000))
+        let wbt = Wbt::new(MIN_LAT_ROT_NS, depth, false);
+        RequestQueue::new(depth, 1 << 20, timing(50_000), timing(10_000), wbt)
     }
 
     #[test]
@@ -272,7 +342,7 @@ mod tests {
     #[test]
     fn swap_writes_wait_at_wbt_depth_while_reads_still_get_tags() {
         let mut q = queue(64);
-        assert_eq!(q.wbt_max_depth, 16);
+        assert_eq!(q.wbt.write_limit(), 16);
         let mut ctx = Ctx::new(0, 0);
         for i in 0..16 {
             q.submit(&mut ctx, Dir::Write, Some(i * 10), PAGE_SIZE);
@@ -281,8 +351,68 @@ mod tests {
         q.submit(&mut ctx, Dir::Read, None, PAGE_SIZE);
         assert_eq!(ctx.iowait_ns, 0, "a read is not write-throttled");
         q.submit(&mut ctx, Dir::Write, Some(1000), PAGE_SIZE);
-        assert_eq!(ctx.now_ns, 12_000, "the 17th write waits for the first");
+        // Write i completes at 2 µs * (i + 1) + 10 µs. No write cache: wbt_rqw_done wakes
+        // the writer once in flight < wb_normal (8) by wb_background / 2 (2): 6 left, at the
+        // 10th completion.
+        assert_eq!(
+            ctx.now_ns, 30_000,
+            "the 17th write waits for 10 completions"
+        );
         assert!(q.in_flight_of(Dir::Write) <= 16);
+        assert_eq!(q.stats.wbt_waits, 1);
+    }
+
+    /// 16 writes in flight on a queue with (or without) a write-back cache; returns when a
+    /// 17th write got in and when a write from another CPU, 1 µs after the first completion
+    /// (15 in flight, below the limit), got in.
+    fn wbt_wake_times(write_cache: bool) -> (u64, u64) {
+        let wbt = Wbt::new(MIN_LAT_ROT_NS, 64, write_cache);
+        let mut q = RequestQueue::new(64, 1 << 20, timing(50_000), timing(10_000), wbt);
+        let mut ctx = Ctx::new(0, 0);
+        for i in 0..16 {
+            q.submit(&mut ctx, Dir::Write, Some(i * 10), PAGE_SIZE);
+        }
+        q.submit(&mut ctx, Dir::Write, Some(1000), PAGE_SIZE);
+        let mut other = Ctx::new(1, 13_000);
+        q.submit(&mut other, Dir::Write, Some(2000), PAGE_SIZE);
+        (ctx.now_ns, other.now_ns)
+    }
+
+    #[test]
+    fn a_write_back_cache_wakes_wbt_sleepers_only_when_no_write_is_in_flight() {
+        // Write-back cache: wbt_rqw_done's limit is 0, so the sleeper waits for all 16 (the
+        // last completes at 2 µs * 16 + 10 µs); the later writer queues behind it although
+        // 15 < 16 are in flight (rq_qos_wait: waitqueue_active), and both get in together.
+        assert_eq!(wbt_wake_times(true), (42_000, 42_000));
+        // Without one: woken at 6 in flight (the 10th completion), the later writer with it.
+        assert_eq!(wbt_wake_times(false), (30_000, 30_000));
+    }
+
+    #[test]
+    fn a_writer_held_at_wbt_depth_gets_in_when_a_write_only_window_raises_it() {
+        // Writes that complete 300 ms after service: none completes in the first window.
+        let wbt = Wbt::new(MIN_LAT_ROT_NS, 64, false);
+        let mut q = RequestQueue::new(64, 1 << 20, timing(50_000), timing(300_000_000), wbt);
+        let mut ctx = Ctx::new(0, 0);
+        for i in 0..16 {
+            q.submit(&mut ctx, Dir::Write, Some(i * 10), PAGE_SIZE);
+        }
+        q.submit(&mut ctx, Dir::Write, Some(1000), PAGE_SIZE);
+        // The window armed by the first write ends at 100 ms: LAT_UNKNOWN_WRITES, depth 31.
+        assert_eq!(
+            ctx.now_ns, 100_000_000,
+            "woken by wb_timer_fn, not a completion"
+        );
+        assert_eq!(q.wbt.write_limit(), 31);
+        for i in 0..14 {
+            q.submit(&mut ctx, Dir::Write, Some(2000 + i * 10), PAGE_SIZE);
+        }
+        assert_eq!(
+            ctx.now_ns, 100_000_000,
+            "31 writes in flight without another wait"
+        );
+        assert_eq!(q.in_flight_of(Dir::Write), 31);
+        assert_eq!(q.stats.wbt.scale_ups, 1);
     }
 
     #[test]

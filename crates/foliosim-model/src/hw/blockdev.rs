@@ -4,6 +4,7 @@
 //! hw/blockdev_profile.rs).
 
 use super::blk_mq::{Dir, RequestQueue};
+use super::blk_wbt::Wbt;
 use super::blockdev_profile;
 use super::membw::{SharedBandwidth, Stream};
 use super::ssd_ftl::{Ftl, FtlStats};
@@ -159,7 +160,7 @@ impl BlockDevice {
 
 /// The request queue of an asynchronous device: its profile (default by kind), the spec's
 /// overrides of latency and bandwidth (both directions; no per-request cost then, as before
-/// profiles), its nr_requests.
+/// profiles), its nr_requests and wbt_lat_usec (default by the profile's rotational flag).
 fn request_queue(spec: &SwapDeviceSpec) -> RequestQueue {
     let profile = spec.profile.unwrap_or(match spec.kind {
         SwapDeviceKind::Hdd => DeviceProfile::Hdd,
@@ -175,6 +176,10 @@ fn request_queue(spec: &SwapDeviceSpec) -> RequestQueue {
             d.bandwidth_bytes_per_s = bw;
         }
     }
-    let nr_requests = spec.nr_requests.unwrap_or(t.nr_requests);
-    RequestQueue::new(nr_requests, t.max_request_bytes, t.read, t.write)
+    let nr_requests = spec.nr_requests.unwrap_or(t.nr_requests).max(1);
+    let min_lat_ns = spec
+        .wbt_lat_usec
+        .map_or(Wbt::default_min_lat_ns(t.rotational), |us| us * 1000);
+    let wbt = Wbt::new(min_lat_ns, nr_requests, t.write_cache);
+    RequestQueue::new(nr_requests, t.max_request_bytes, t.read, t.write, wbt)
 }

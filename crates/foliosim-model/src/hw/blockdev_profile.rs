@@ -16,6 +16,11 @@ pub struct ProfileTimings {
     pub nr_requests: u32,
     /// max_sectors_kb in bytes.
     pub max_request_bytes: u64,
+    /// /sys/block/<dev>/queue/rotational: picks wbt's latency target (hw/blk_wbt.rs).
+    pub rotational: bool,
+    /// /sys/block/<dev>/queue/write_cache is "write back" (QUEUE_FLAG_WC): wbt wakes its
+    /// sleeping writers only once no tracked write is in flight (hw/blk_wbt.rs).
+    pub write_cache: bool,
 }
 
 /// Published figures of one direction.
@@ -123,6 +128,22 @@ pub fn timings(profile: DeviceProfile) -> ProfileTimings {
         write: write.timing(),
         nr_requests,
         max_request_bytes,
+        rotational: rotational(profile),
+        write_cache: true,
+    }
+}
+
+// write_cache: this VM's vda reads "write back" (/sys/block/vda/queue/write_cache,
+// 2026-11-28). The others are an estimate: SATA and NVMe SSDs and desktop disks ship with
+// their volatile write cache enabled, which sd (sd_read_cache_type) and nvme (the VWC bit)
+// report as "write back"; a drive with power-loss protection or the cache off would not.
+
+/// Does the queue report itself rotational? A disk does, SSDs do not; this VM's virtio-blk
+/// disk does too (/sys/block/vda/queue/rotational reads 1, wbt_lat_usec 75000, 2026-11-28).
+fn rotational(profile: DeviceProfile) -> bool {
+    match profile {
+        DeviceProfile::Nvme | DeviceProfile::SataSsd => false,
+        DeviceProfile::Hdd | DeviceProfile::VirtioBlkVm => true,
     }
 }
 

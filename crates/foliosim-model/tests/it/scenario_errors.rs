@@ -774,3 +774,34 @@ fn migrate_tlb_flush_unknown() {
     );
     expect_err("flush lazy", &t, &["migrate_tlb_flush", "lazy", "eager"]);
 }
+
+#[test]
+fn wbt_lat_usec_only_on_queued_devices_and_bounded() {
+    let on_ramdisk = replace(
+        "size = \"512M\"\n",
+        "size = \"512M\"\nwbt_lat_usec = 2000\n",
+    );
+    expect_err(
+        "wbt_lat_usec on ramdisk",
+        &on_ramdisk,
+        &["machine.swap[0].wbt_lat_usec", "only for kind"],
+    );
+    let huge = replace(
+        "kind = \"ramdisk\"\nsize = \"512M\"\n",
+        "kind = \"file\"\nsize = \"512M\"\nwbt_lat_usec = 2000000000\n",
+    );
+    expect_err(
+        "wbt_lat_usec too large",
+        &huge,
+        &[
+            "machine.swap[0].wbt_lat_usec",
+            "2000000000",
+            "0 (wbt off) ..= 1000000000",
+        ],
+    );
+    let off = replace(
+        "kind = \"ramdisk\"\nsize = \"512M\"\n",
+        "kind = \"file\"\nsize = \"512M\"\nwbt_lat_usec = 0\n",
+    );
+    assert!(Scenario::from_toml_str(&off).is_ok(), "0 turns wbt off");
+}
