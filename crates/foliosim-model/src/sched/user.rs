@@ -69,9 +69,32 @@ pub(super) fn step(
     }
     // Some(next): the op is not finished (or ends the program's run); None: on to the next op.
     let next = match op {
-        Op::Touch { .. } => touch(k, ctx, &mut t, p, &op)?,
+        Op::Touch {
+            vma,
+            first,
+            nr,
+            write,
+        } => touch(k, ctx, &mut t, p, vma, first..first + nr, write)?,
         Op::Compute { ns } => compute(k, ctx, &mut t, p, ns),
-        Op::Access { .. } => access_op(k, ctx, &mut t, p, &op)?,
+        Op::Access {
+            vma,
+            first,
+            nr,
+            count,
+            write,
+            mlp,
+        } => {
+            let a = access::Access {
+                mm,
+                vma,
+                first,
+                nr,
+                count,
+                write,
+                mlp,
+            };
+            access_op(k, ctx, &mut t, p, &a)?
+        }
         Op::Exit => return Ok(exit_task(k, ctx, mm)),
         Op::Barrier { id, parties } => {
             p.pc += 1;
@@ -105,39 +128,30 @@ pub(super) fn step(
     Ok(UserNext::Run)
 }
 
-/// A Touch: fault in the next pages of the range (as many as one step covers); the task's
-/// own loads and stores run in user mode, its faults are system time.
+/// A Touch of `pages` of `vma`: fault in the next ones (as many as one step covers); the
+/// task's own loads and stores run in user mode, its faults are system time.
 fn touch(
     k: &mut Kernel,
     ctx: &mut Ctx,
     t: &mut Running,
     p: &mut UserProgram,
-    op: &Op,
+    vma: u32,
+    pages: std::ops::Range<u32>,
+    write: bool,
 ) -> Result<Option<UserNext>, MmError> {
-    let Op::Touch {
-        vma,
-        first,
-        nr,
-        write,
-    } = *op
-    else {
-        unreachable!("touch runs Op::Touch only, not {op:?}")
-    };
-    if !k.mms[t.mm as usize].vma(vma).prot.allows(write) {
-        return Err(MmError::SegvProt { vma });
-    }
+    check_prot(k, t.mm, vma, write)?;
     let (covered, store_ns) = match touch_timed(
         k,
         ctx,
-        &VmFault::new(t.mm, vma, first + p.cursor, write),
-        first + nr,
+        &VmFault::new(t.mm, vma, pages.start + p.cursor, write),
+        pages.end,
     ) {
         Err(MmError::Resched) => return Ok(Some(UserNext::Preempted)),
         covered => covered?,
     };
     *t.user_ns += store_ns;
     p.cursor += covered;
-    if p.cursor < nr {
+    if p.cursor < pages.len() as u32 {
         return Ok(Some(UserNext::Run));
     }
     p.cursor = 0;
@@ -178,35 +192,13 @@ fn access_op(
     ctx: &mut Ctx,
     t: &mut Running,
     p: &mut UserProgram,
-    op: &Op,
+    a: &access::Access,
 ) -> Result<Option<UserNext>, MmError> {
-    let Op::Access {
-        vma,
-        first,
-        nr,
-        count,
-        write,
-        mlp,
-    } = *op
-    else {
-        unreachable!("access_op runs Op::Access only, not {op:?}")
-    };
-    if !k.mms[t.mm as usize].vma(vma).prot.allows(write) {
-        return Err(MmError::SegvProt { vma });
-    }
+    check_prot(k, a.mm, a.vma, a.write)?;
     let (tid, seed) = (t.tid, t.seed);
     let rng = p
         .rng
         .get_or_insert_with(|| SimRng::stream(seed, &format!("access/{tid}")));
-    let a = access::Access {
-        mm: t.mm,
-        vma,
-        first,
-        nr,
-        count,
-        write,
-        mlp,
-    };
     let mut who = access::Accessor {
         task: tid,
         hot: p.hot_set,
@@ -215,12 +207,21 @@ fn access_op(
         ns_per_access: &mut p.ns_per_access,
         user_ns: t.user_ns,
     };
-    p.accessed = access::access_step(k, ctx, &a, p.accessed, &mut who)?;
-    if p.accessed < count {
+    p.accessed = access::access_step(k, ctx, a, p.accessed, &mut who)?;
+    if p.accessed < a.count {
         return Ok(Some(UserNext::Run));
     }
     p.accessed = 0;
     Ok(None)
+}
+
+/// A user access to `vma` its protection forbids: SIGSEGV (SEGV_ACCERR).
+fn check_prot(k: &Kernel, mm: u32, vma: u32, write: bool) -> Result<(), MmError> {
+    if k.mms[mm as usize].vma(vma).prot.allows(write) {
+        Ok(())
+    } else {
+        Err(MmError::SegvProt { vma })
+    }
 }
 
 /// An Exit: the last thread out (mmput) tears the address space down (exit_mmap).

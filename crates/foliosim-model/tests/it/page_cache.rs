@@ -59,6 +59,36 @@ impl Ran {
     }
 }
 
+/// mmap of a file's first `nr_pages` (shared or private) as `vma`.
+fn map_file(vma: u32, file: u32, nr_pages: u32, shared: bool) -> Op {
+    Op::MmapFile {
+        vma,
+        file,
+        offset_pages: 0,
+        nr_pages,
+        shared,
+    }
+}
+
+/// An anonymous mapping of `nr_pages` as `vma`, THP as the scenario says.
+fn map_anon(vma: u32, nr_pages: u32) -> Op {
+    Op::Mmap {
+        vma,
+        nr_pages,
+        thp: Default::default(),
+    }
+}
+
+/// Read or write every page of the first `nr` of `vma`.
+fn touch_all(vma: u32, nr: u32, write: bool) -> Op {
+    Op::Touch {
+        vma,
+        first: 0,
+        nr,
+        write,
+    }
+}
+
 /// Run one task per entry of `programs` (in the root memcg) on the kernel of `s`, to
 /// completion, invariants checked; the kernel is returned for inspection.
 fn run_ops(s: &Scenario, programs: Vec<Vec<Op>>) -> Result<Ran, SimError> {
@@ -153,30 +183,10 @@ fn anon_pressure_without_swap_reclaims_clean_file_pages() {
     let k = run_ops(
         &s,
         vec![vec![
-            Op::MmapFile {
-                vma: 0,
-                file: 0,
-                offset_pages: 0,
-                nr_pages: file,
-                shared: true,
-            },
-            Op::Touch {
-                vma: 0,
-                first: 0,
-                nr: file,
-                write: false,
-            },
-            Op::Mmap {
-                vma: 1,
-                nr_pages: anon,
-                thp: Default::default(),
-            },
-            Op::Touch {
-                vma: 1,
-                first: 0,
-                nr: anon,
-                write: true,
-            },
+            map_file(0, 0, file, true),
+            touch_all(0, file, false),
+            map_anon(1, anon),
+            touch_all(1, anon, true),
         ]],
     )
     .unwrap();
@@ -218,17 +228,8 @@ size = "512M"
                 first: 0,
                 nr: file,
             },
-            Op::Mmap {
-                vma: 0,
-                nr_pages: anon,
-                thp: Default::default(),
-            },
-            Op::Touch {
-                vma: 0,
-                first: 0,
-                nr: anon,
-                write: true,
-            },
+            map_anon(0, anon),
+            touch_all(0, anon, true),
         ]],
     )
     .unwrap();
@@ -247,26 +248,12 @@ fn dirty_shared_pages_are_written_back_by_the_flusher() {
     let pages = 16 * MIB_PAGES;
     let k = run_ops(
         &s,
-        vec![vec![
-            Op::MmapFile {
-                vma: 0,
-                file: 0,
-                offset_pages: 0,
-                nr_pages: pages,
-                shared: true,
-            },
-            Op::Touch {
-                vma: 0,
-                first: 0,
-                nr: pages,
-                write: true,
-            },
-        ]
-        .into_iter()
-        // Past dirty_expire_centisecs (30 s): kupdate writes the file back. (In short
-        // steps: a step sees only the wake-ups known when it starts.)
-        .chain(std::iter::repeat_n(Op::Compute { ns: 100_000_000 }, 400))
-        .collect()],
+        vec![vec![map_file(0, 0, pages, true), touch_all(0, pages, true)]
+            .into_iter()
+            // Past dirty_expire_centisecs (30 s): kupdate writes the file back. (In short
+            // steps: a step sees only the wake-ups known when it starts.)
+            .chain(std::iter::repeat_n(Op::Compute { ns: 100_000_000 }, 400))
+            .collect()],
     )
     .unwrap();
     assert_eq!(k.counter("nr_dirtied"), pages as u64);
@@ -289,31 +276,11 @@ fn dirty_pages_under_pressure_are_written_then_reclaimed() {
     let k = run_ops(
         &s,
         vec![vec![
-            Op::MmapFile {
-                vma: 0,
-                file: 0,
-                offset_pages: 0,
-                nr_pages: file,
-                shared: true,
-            },
-            Op::Touch {
-                vma: 0,
-                first: 0,
-                nr: file,
-                write: true,
-            },
+            map_file(0, 0, file, true),
+            touch_all(0, file, true),
             Op::Munmap { vma: 0 },
-            Op::Mmap {
-                vma: 1,
-                nr_pages: anon,
-                thp: Default::default(),
-            },
-            Op::Touch {
-                vma: 1,
-                first: 0,
-                nr: anon,
-                write: true,
-            },
+            map_anon(1, anon),
+            touch_all(1, anon, true),
         ]],
     )
     .unwrap();
@@ -344,19 +311,8 @@ fn drop_caches_drops_what_is_not_mapped() {
                 first: 0,
                 nr: pages,
             },
-            Op::MmapFile {
-                vma: 0,
-                file: 0,
-                offset_pages: 0,
-                nr_pages: 1024,
-                shared: false,
-            },
-            Op::Touch {
-                vma: 0,
-                first: 0,
-                nr: 1024,
-                write: false,
-            },
+            map_file(0, 0, 1024, false),
+            touch_all(0, 1024, false),
             Op::DropCaches,
         ]],
     )
@@ -374,25 +330,14 @@ fn a_private_mapping_copies_the_pages_it_writes() {
     let k = run_ops(
         &s,
         vec![vec![
-            Op::MmapFile {
-                vma: 0,
-                file: 0,
-                offset_pages: 0,
-                nr_pages: pages,
-                shared: false,
-            },
+            map_file(0, 0, pages, false),
             Op::Touch {
                 vma: 0,
                 first: 0,
                 nr: pages / 2,
                 write: false,
             },
-            Op::Touch {
-                vma: 0,
-                first: 0,
-                nr: pages,
-                write: true,
-            },
+            touch_all(0, pages, true),
         ]],
     )
     .unwrap();
@@ -418,13 +363,7 @@ fn pinning_a_file_mapping_faults_in_page_cache_pages() {
     let k = run_ops(
         &s,
         vec![vec![
-            Op::MmapFile {
-                vma: 0,
-                file: 0,
-                offset_pages: 0,
-                nr_pages: pages,
-                shared: true,
-            },
+            map_file(0, 0, pages, true),
             Op::Pin {
                 vma: 0,
                 first: 0,
@@ -468,21 +407,7 @@ fn migrating_a_page_cache_folio_moves_the_slot_and_the_ptes() {
     let s = ops_scenario("64M", 1, "");
     let mut r = run_ops(
         &s,
-        vec![vec![
-            Op::MmapFile {
-                vma: 0,
-                file: 0,
-                offset_pages: 0,
-                nr_pages: 256,
-                shared: true,
-            },
-            Op::Touch {
-                vma: 0,
-                first: 0,
-                nr: 256,
-                write: true,
-            },
-        ]],
+        vec![vec![map_file(0, 0, 256, true), touch_all(0, 256, true)]],
     )
     .unwrap();
     let k = &mut r.k;
@@ -547,13 +472,7 @@ fn bad_file_operations_are_errors() {
         MmError::FileExists { file: 0 }
     );
     let beyond = vec![
-        Op::MmapFile {
-            vma: 0,
-            file: 0,
-            offset_pages: 0,
-            nr_pages: 512,
-            shared: true,
-        },
+        map_file(0, 0, 512, true),
         Op::Touch {
             vma: 0,
             first: 300,
