@@ -554,7 +554,7 @@ fn is_tlb_scenario(scenario: &Scenario) -> bool {
     scenario
         .workloads
         .iter()
-        .any(|w| matches!(w, foliosim::scenario::WorkloadSpec::TlbShootdown { .. }))
+        .any(|w| matches!(w, foliosim::scenario::WorkloadSpec::TlbShootdown(_)))
 }
 
 /// The "TLB shootdowns" line of /proc/interrupts (IPIs received), all CPUs and per CPU: policy

@@ -20,7 +20,11 @@ use crate::mm::swapfile::SwapMap;
 use crate::mm::vmstat::VmStat;
 use crate::mm::zram::Zram;
 use crate::mm::zswap::Zswap;
-use crate::scenario::{format_size, KbuildCompiler, Scenario, SwapDeviceKind, WorkloadSpec};
+use crate::scenario::{
+    format_size, FileReadSpec, KbuildCompiler, KbuildSpec, Scenario, SwapDeviceKind,
+    ThpSwapAllocatorTestSpec, ThpscaleSpec, TlbShootdownSpec, UsememSpec, WorkloadSpec,
+    XsbenchSpec,
+};
 use crate::sched::Task;
 use crate::workload::{thpscale::Geometry, Op};
 use std::mem::size_of;
@@ -166,66 +170,15 @@ struct WorkloadCounts {
 
 fn counts(s: &Scenario, w: &WorkloadSpec) -> WorkloadCounts {
     match w {
-        WorkloadSpec::Usemem {
-            nproc,
-            size,
-            threads,
-            sleep_s,
-            repeat,
-            ..
-        } => usemem_counts(*nproc, size, *threads, *sleep_s, *repeat),
-        WorkloadSpec::ThpSwapAllocatorTest { iterations, .. } => {
-            thp_swap_allocator_test_counts(s, w, *iterations)
-        }
-        WorkloadSpec::Kbuild {
-            jobs,
-            jobs_concurrent,
-            rss_max,
-            phases,
-            compiler,
-            ..
-        } => kbuild_counts(*jobs, *jobs_concurrent, rss_max, *phases, *compiler),
-        WorkloadSpec::Thpscale {
-            threads,
-            total_size,
-            ..
-        } => thpscale_counts(*threads, total_size),
-        WorkloadSpec::Trace { path, .. } => trace_counts(s, w, path),
-        WorkloadSpec::FileRead {
-            file,
-            nproc,
-            mmap,
-            stride_pages,
-            passes,
-            read_pages,
-            ..
-        } => {
-            let step_pages = if !*mmap {
-                *read_pages as u64 * *stride_pages as u64
-            } else {
-                *stride_pages as u64
-            };
-            let one_page_steps = *mmap && *stride_pages == 1;
-            file_read_counts(
-                s,
-                file,
-                *nproc,
-                *mmap,
-                (step_pages, one_page_steps),
-                *passes,
-            )
-        }
-        WorkloadSpec::Xsbench {
-            lookups, threads, ..
-        } => xsbench_counts(s, w, *lookups, *threads),
-        WorkloadSpec::Registered { name, .. } => registered_counts(s, w, name.name()),
-        WorkloadSpec::TlbShootdown {
-            threads,
-            iterations,
-            ops_per_iteration,
-            pages,
-            ..
-        } => tlb_shootdown_counts(*threads, *iterations, *ops_per_iteration, *pages),
+        WorkloadSpec::Usemem(u) => usemem_counts(u),
+        WorkloadSpec::ThpSwapAllocatorTest(a) => thp_swap_allocator_test_counts(s, a),
+        WorkloadSpec::Kbuild(b) => kbuild_counts(b),
+        WorkloadSpec::Thpscale(t) => thpscale_counts(t),
+        WorkloadSpec::Trace(t) => trace_counts(s, w, &t.path),
+        WorkloadSpec::FileRead(f) => file_read_counts(s, f),
+        WorkloadSpec::Xsbench(x) => xsbench_counts(s, w, x),
+        WorkloadSpec::Registered(r) => registered_counts(s, w, r.name.name()),
+        WorkloadSpec::TlbShootdown(t) => tlb_shootdown_counts(t),
     }
 }
 
@@ -244,13 +197,15 @@ fn anon_mapped_pages<'a>(ops: impl Iterator<Item = &'a Op>) -> u64 {
 }
 
 /// usemem: every process, and every thread (`-t`) of it, maps its own `size`.
-fn usemem_counts(
-    nproc: u32,
-    size: &crate::scenario::Bytes,
-    threads: i64,
-    sleep_s: i64,
-    repeat: i64,
-) -> WorkloadCounts {
+fn usemem_counts(u: &UsememSpec) -> WorkloadCounts {
+    let UsememSpec {
+        nproc,
+        size,
+        threads,
+        sleep_s,
+        repeat,
+        ..
+    } = *u;
     let n = nproc as u64;
     let tasks = sat_mul(n, threads.max(1) as u64);
     let ops = 5 + repeat.max(0) as u64 + (sleep_s > 0) as u64 + (threads > 0) as u64;
@@ -268,16 +223,13 @@ fn usemem_counts(
 
 /// thp_swap_allocator_test: the program grows linearly with the iterations, so measure one
 /// and two and extrapolate.
-fn thp_swap_allocator_test_counts(
-    s: &Scenario,
-    w: &WorkloadSpec,
-    iterations: u32,
-) -> WorkloadCounts {
+fn thp_swap_allocator_test_counts(s: &Scenario, a: &ThpSwapAllocatorTestSpec) -> WorkloadCounts {
+    let iterations = a.iterations;
     let program = |iterations: u32| -> (u64, u64) {
-        let mut one = w.clone();
-        if let WorkloadSpec::ThpSwapAllocatorTest { iterations: i, .. } = &mut one {
-            *i = iterations;
-        }
+        let one = WorkloadSpec::ThpSwapAllocatorTest(ThpSwapAllocatorTestSpec {
+            iterations,
+            ..a.clone()
+        });
         let tasks = crate::workload::tasks(&one, s.seed);
         let ops = tasks.iter().flat_map(|t| &t.ops);
         (ops.clone().count() as u64, anon_mapped_pages(ops))
@@ -300,13 +252,15 @@ fn thp_swap_allocator_test_counts(
 }
 
 /// kbuild: `jobs_concurrent` compiler slots at once, each up to `rss_max`.
-fn kbuild_counts(
-    jobs: u32,
-    jobs_concurrent: u32,
-    rss_max: &crate::scenario::Bytes,
-    phases: u32,
-    compiler: KbuildCompiler,
-) -> WorkloadCounts {
+fn kbuild_counts(b: &KbuildSpec) -> WorkloadCounts {
+    let KbuildSpec {
+        jobs,
+        jobs_concurrent,
+        rss_max,
+        phases,
+        compiler,
+        ..
+    } = *b;
     let slots = jobs_concurrent.min(jobs) as u64;
     let (job_pages, job_ops) = match compiler {
         KbuildCompiler::OneHeap => (rss_max.pages(), 2 * phases as u64 + 4),
@@ -330,7 +284,8 @@ fn kbuild_counts(
 
 /// thpscale: each thread's share of the total, its fragmenting mappings, and a latency sample
 /// per huge page.
-fn thpscale_counts(threads: u32, total_size: &crate::scenario::Bytes) -> WorkloadCounts {
+fn thpscale_counts(t: &ThpscaleSpec) -> WorkloadCounts {
+    let (threads, total_size) = (t.threads, t.total_size);
     let g = Geometry::new(threads, total_size.0);
     let t = threads as u64;
     let per_thread = g.thread_pages as u64;
@@ -388,18 +343,26 @@ fn registered_counts(s: &Scenario, w: &WorkloadSpec, name: &str) -> WorkloadCoun
 
 /// file_read: `nproc` readers over the file, `passes` times, one op per step of
 /// `step_pages` (one op per reader per pass when an mmap reader touches every page).
-fn file_read_counts(
-    s: &Scenario,
-    file: &str,
-    nproc: u32,
-    mmap: bool,
-    (step_pages, one_page_steps): (u64, bool),
-    passes: u32,
-) -> WorkloadCounts {
+fn file_read_counts(s: &Scenario, f: &FileReadSpec) -> WorkloadCounts {
+    let FileReadSpec {
+        ref file,
+        nproc,
+        mmap,
+        stride_pages,
+        passes,
+        read_pages,
+        ..
+    } = *f;
+    let step_pages = if mmap {
+        stride_pages as u64
+    } else {
+        read_pages as u64 * stride_pages as u64
+    };
+    let one_page_steps = mmap && stride_pages == 1;
     let file_pages = s
         .files
         .iter()
-        .find(|f| f.name == file)
+        .find(|f| f.name == *file)
         .map_or(0, |f| f.size.pages());
     let n = nproc as u64;
     let per_pass = if one_page_steps {
@@ -421,7 +384,8 @@ fn file_read_counts(
 
 /// XSBench: the grid its first task maps, with the PTEs and the special sets of the accessed
 /// ranges (5 bytes a page).
-fn xsbench_counts(s: &Scenario, w: &WorkloadSpec, lookups: u64, threads: u32) -> WorkloadCounts {
+fn xsbench_counts(s: &Scenario, w: &WorkloadSpec, x: &XsbenchSpec) -> WorkloadCounts {
+    let (lookups, threads) = (x.lookups, x.threads);
     let tasks = crate::workload::tasks_for(w, s);
     let t = threads as u64;
     let mapped = anon_mapped_pages(tasks[0].ops.iter());
@@ -438,12 +402,14 @@ fn xsbench_counts(s: &Scenario, w: &WorkloadSpec, lookups: u64, threads: u32) ->
 }
 
 /// tlb_shootdown: two mappings of `pages`, and each iteration's ops and barriers.
-fn tlb_shootdown_counts(
-    threads: u32,
-    iterations: u32,
-    ops_per_iteration: u32,
-    pages: u32,
-) -> WorkloadCounts {
+fn tlb_shootdown_counts(spec: &TlbShootdownSpec) -> WorkloadCounts {
+    let TlbShootdownSpec {
+        threads,
+        iterations,
+        ops_per_iteration,
+        pages,
+        ..
+    } = *spec;
     let t = threads as u64;
     WorkloadCounts {
         field: "iterations",

@@ -9,7 +9,8 @@
 use crate::hw::profile::DEFAULT as DEFAULT_PROFILE;
 use crate::mm::swapfile::{MAX_SWAPFILES, SWAPFILE_CLUSTER};
 use crate::scenario::{
-    format_size, invalid, Scenario, ScenarioError, TlbKind, WorkloadSpec, PAGE_SIZE,
+    format_size, invalid, KbuildSpec, RegisteredSpec, Scenario, ScenarioError, TlbKind,
+    WorkloadSpec, XsbenchSpec, PAGE_SIZE,
 };
 
 impl Scenario {
@@ -144,12 +145,12 @@ fn check_lru_policy(s: &Scenario) -> Result<(), ScenarioError> {
 fn check_workload_in_model(s: &Scenario, i: usize, w: &WorkloadSpec) -> Result<(), ScenarioError> {
     let field = |name: &str| format!("workload[{i}].{name}");
     match w {
-        WorkloadSpec::Xsbench {
+        WorkloadSpec::Xsbench(XsbenchSpec {
             size,
             isotopes,
             gridpoints,
             ..
-        } => {
+        }) => {
             let g = crate::workload::xsbench::Grids::new(*size, *isotopes, *gridpoints);
             if g.index_grid_bytes / PAGE_SIZE >= u32::MAX as u64 {
                 return Err(invalid(
@@ -159,25 +160,25 @@ fn check_workload_in_model(s: &Scenario, i: usize, w: &WorkloadSpec) -> Result<(
                 ));
             }
         }
-        WorkloadSpec::Kbuild {
+        WorkloadSpec::Kbuild(KbuildSpec {
             tmpfs: Some(_),
             object_size_min,
             object_size_max,
             ..
-        } => {
+        }) => {
             crate::workload::kbuild::validate_objects(
                 &field("object_size_max"),
                 *object_size_min,
                 *object_size_max,
             )?;
         }
-        WorkloadSpec::Registered { name, params, .. } => {
+        WorkloadSpec::Registered(RegisteredSpec { name, params, .. }) => {
             // The workload checks its own params while it builds its tasks.
             (name.entry().tasks)(params, None, s.seed)
                 .map_err(|e| invalid(field("params"), name.name(), e))?;
         }
-        WorkloadSpec::Trace { .. } => {
-            crate::workload::trace::validate(w)
+        WorkloadSpec::Trace(t) => {
+            crate::workload::trace::validate(t)
                 .map_err(|(name, value, allowed)| invalid(field(name), value, allowed))?;
         }
         _ => {}

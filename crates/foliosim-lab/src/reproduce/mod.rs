@@ -7,7 +7,7 @@ pub mod seed002;
 pub mod seed003;
 pub mod seed004;
 
-use crate::scenario::WorkloadSpec;
+use crate::scenario::{UsememSpec, WorkloadSpec};
 use crate::{run, RunResult, Scenario, SimError};
 use std::collections::BTreeMap;
 
@@ -33,7 +33,7 @@ pub fn check_scale(what: &str, scale: f64) -> Result<(), String> {
 /// Seeds 000 and 002's workload: `usemem -n 70 1g` (each process writes its 1 GiB, scaled) in
 /// the memcg `usemem`.
 pub fn usemem_70x1g(scale: f64) -> WorkloadSpec {
-    WorkloadSpec::Usemem {
+    WorkloadSpec::Usemem(UsememSpec {
         nproc: 70,
         size: seed000::scaled(GIB, scale, 2 << 20),
         memcg: Some("usemem".into()),
@@ -44,7 +44,7 @@ pub fn usemem_70x1g(scale: f64) -> WorkloadSpec {
         threads: 0,
         sleep_s: 0,
         repeat: 1,
-    }
+    })
 }
 
 /// A finished run of a reproduction, for a progress report.

@@ -7,7 +7,7 @@ use super::GIB;
 use crate::reproduce::{run_grid, Runs};
 use crate::scenario::{
     format_size, Bytes, Kernel, Machine, MemcgSpec, Release, Scenario, SwapDeviceKind,
-    SwapDeviceSpec, Sysfs, ThpDefrag, TlbKind, WorkloadSpec,
+    SwapDeviceSpec, Sysfs, ThpDefrag, TlbKind, UsememSpec, WorkloadSpec,
 };
 use crate::{RunResult, SimError};
 use serde::Serialize;
@@ -162,7 +162,7 @@ pub fn reproduce_with_costs(
     )?;
     let throughput = |r: &RunResult| r.workloads[0].throughput_bytes_per_s;
     let usemem_bytes = match &scenario(KERNELS[0], SIZES[0], scale, 1).workloads[0] {
-        WorkloadSpec::Usemem { size, .. } => size.0,
+        WorkloadSpec::Usemem(UsememSpec { size, .. }) => size.0,
         _ => unreachable!("seed 000 runs usemem"),
     };
     let base = &results[&(0, 0)];
@@ -246,7 +246,7 @@ impl Report {
         let s = scenario(KERNELS[0], SIZES[0], self.scale, 1);
         let size = |b: Option<Bytes>| b.map_or("-".into(), |b| format_size(b.0));
         let per_proc = match &s.workloads[0] {
-            WorkloadSpec::Usemem { size: b, .. } => size(Some(*b)),
+            WorkloadSpec::Usemem(UsememSpec { size: b, .. }) => size(Some(*b)),
             _ => unreachable!("seed 000 runs usemem"),
         };
         let mut out = format!(

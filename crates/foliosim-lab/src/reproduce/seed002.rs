@@ -14,7 +14,7 @@ use crate::reproduce::GIB;
 use crate::reproduce::{run_grid, Runs};
 use crate::scenario::{
     format_size, Bytes, IaaSpec, Kernel, Machine, MemcgSpec, Release, Scenario, SwapDeviceKind,
-    SwapDeviceSpec, Sysfs, WorkloadSpec, ZswapKnobs, ZswapLargeFolios,
+    SwapDeviceSpec, Sysfs, UsememSpec, WorkloadSpec, ZswapKnobs, ZswapLargeFolios,
 };
 use crate::{RunResult, SimError};
 use serde::Serialize;
@@ -261,7 +261,7 @@ impl Report {
         let s = scenario(Config::ZramLzoRle, "64K", self.scale, 1);
         let size = |b: Option<Bytes>| b.map_or("-".into(), |b| format_size(b.0));
         let per_proc = match &s.workloads[0] {
-            WorkloadSpec::Usemem { size: b, .. } => size(Some(*b)),
+            WorkloadSpec::Usemem(UsememSpec { size: b, .. }) => size(Some(*b)),
             _ => unreachable!("seed 002 runs usemem"),
         };
         let _ = writeln!(

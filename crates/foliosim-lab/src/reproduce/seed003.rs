@@ -12,8 +12,8 @@
 use super::seed000::mean_std;
 use super::Runs;
 use crate::scenario::{
-    Bytes, Kernel, Machine, MemcgSpec, Release, Scenario, SwapDeviceKind, SwapDeviceSpec, Sysfs,
-    ThpDefrag, WorkloadSpec,
+    Bytes, KbuildSpec, Kernel, Machine, MemcgSpec, Release, Scenario, SwapDeviceKind,
+    SwapDeviceSpec, Sysfs, ThpDefrag, ThpSwapAllocatorTestSpec, WorkloadSpec,
 };
 use crate::workload::FallbackPoint;
 use crate::{RunResult, SimError};
@@ -54,14 +54,16 @@ pub fn allocator_test_scenario(
         sysfs: Sysfs::only_size("64K"),
         sysctl: Default::default(),
         memcgs: vec![],
-        workloads: vec![WorkloadSpec::ThpSwapAllocatorTest {
-            aligned_swapin,
-            small_folios: false,
-            iterations,
-            memcg: None,
-            content: None,
-            oom_score_adj: 0,
-        }],
+        workloads: vec![WorkloadSpec::ThpSwapAllocatorTest(
+            ThpSwapAllocatorTestSpec {
+                aligned_swapin,
+                small_folios: false,
+                iterations,
+                memcg: None,
+                content: None,
+                oom_score_adj: 0,
+            },
+        )],
         files: vec![],
         tmpfs: vec![],
         costs: BTreeMap::new(),
@@ -119,7 +121,7 @@ pub fn kbuild_scenario(kernel: Kernel, size: &str, scale: f64, seed: u64) -> Sce
         },
         sysctl: Default::default(),
         memcgs: vec![MemcgSpec::with_max("build", Some(scaled(1 << 30)))],
-        workloads: vec![WorkloadSpec::Kbuild {
+        workloads: vec![WorkloadSpec::Kbuild(KbuildSpec {
             jobs: 96 * KBUILD_JOBS_PER_SLOT,
             jobs_concurrent: 96,
             rss_min: Bytes(((8u64 << 20) as f64 * scale) as u64).max(Bytes(64 << 10)),
@@ -133,7 +135,7 @@ pub fn kbuild_scenario(kernel: Kernel, size: &str, scale: f64, seed: u64) -> Sce
             memcg: Some("build".into()),
             content: None,
             oom_score_adj: 0,
-        }],
+        })],
         files: vec![],
         tmpfs: vec![],
         costs: BTreeMap::new(),

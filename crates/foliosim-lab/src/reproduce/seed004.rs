@@ -20,7 +20,7 @@ use crate::reproduce::GIB;
 use crate::reproduce::{run_grid, Runs};
 use crate::scenario::{
     Bytes, Kernel, KernelSysctl, Machine, MigrateTlbFlush, NodeSpec, NumaKnobs, Release, Scenario,
-    Sysctl, Sysfs, ThpEnabled, TlbKind, WorkloadSpec,
+    Sysctl, Sysfs, ThpEnabled, TlbKind, WorkloadSpec, XsbenchSpec,
 };
 use crate::workload::xsbench::{ThpAdviceSpec, XsbenchSize};
 use crate::{RunResult, SimError};
@@ -160,7 +160,7 @@ pub fn scenario(config: Config, scale: f64, seed: u64) -> Scenario {
 
 /// `XSBench -t 16 -s large`, `scale` x the seed's lookups.
 fn xsbench(scale: f64) -> WorkloadSpec {
-    WorkloadSpec::Xsbench {
+    WorkloadSpec::Xsbench(XsbenchSpec {
         size: XsbenchSize::Large,
         isotopes: None,
         gridpoints: None,
@@ -171,7 +171,7 @@ fn xsbench(scale: f64) -> WorkloadSpec {
         chunk_lookups: None,
         memcg: None,
         oom_score_adj: 0,
-    }
+    })
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -42,7 +42,7 @@ impl Case {
         self.scenario
             .workloads
             .iter()
-            .any(|w| matches!(w, WorkloadSpec::Trace { .. }))
+            .any(|w| matches!(w, WorkloadSpec::Trace(_)))
     }
 }
 

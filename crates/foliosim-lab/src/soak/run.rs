@@ -2,7 +2,7 @@
 
 use super::Case;
 use crate::mm::MmError;
-use crate::scenario::WorkloadSpec;
+use crate::scenario::{TraceSpec, WorkloadSpec};
 use crate::workload::trace::{self, Trace};
 use crate::{RunOptions, SimError};
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -82,7 +82,7 @@ pub fn write_case(case: &Case, dir: &Path, why: &str) -> std::io::Result<PathBuf
         std::fs::write(&trace_file, case.trace.to_text())?;
         let abs = std::fs::canonicalize(&trace_file)?;
         for w in &mut s.workloads {
-            if let WorkloadSpec::Trace { path, .. } = w {
+            if let WorkloadSpec::Trace(TraceSpec { path, .. }) = w {
                 *path = abs.display().to_string();
             }
         }

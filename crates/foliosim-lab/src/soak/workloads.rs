@@ -3,7 +3,10 @@
 
 use super::gen::Gen;
 use crate::content::ContentClass;
-use crate::scenario::{Bytes, CgroupVersion, FileSpec, MemcgSpec, WorkloadSpec};
+use crate::scenario::{
+    Bytes, CgroupVersion, FileReadSpec, FileSpec, KbuildSpec, MemcgSpec, ThpSwapAllocatorTestSpec,
+    ThpscaleSpec, TraceSpec, UsememSpec, WorkloadSpec,
+};
 
 /// Every `kind =` of `[[workload]]`.
 pub const KINDS: [&str; 6] = [
@@ -78,7 +81,7 @@ pub fn workload(
         name
     };
     match kind {
-        "usemem" => WorkloadSpec::Usemem {
+        "usemem" => WorkloadSpec::Usemem(UsememSpec {
             nproc: g.u32(1, 4),
             size: Bytes(g.size(4 << 10, 48 << 20, 4 << 10)),
             memcg,
@@ -90,18 +93,18 @@ pub fn workload(
             threads: 0,
             sleep_s: 0,
             repeat: 1,
-        },
-        "thp_swap_allocator_test" => WorkloadSpec::ThpSwapAllocatorTest {
+        }),
+        "thp_swap_allocator_test" => WorkloadSpec::ThpSwapAllocatorTest(ThpSwapAllocatorTestSpec {
             aligned_swapin: g.chance(50),
             small_folios: g.chance(50),
             content: content(g),
             iterations: g.u32(1, 3),
             memcg,
             oom_score_adj,
-        },
+        }),
         "file_read" => {
             let bytes = g.size(16 << 10, 32 << 20, 4 << 10);
-            WorkloadSpec::FileRead {
+            WorkloadSpec::FileRead(FileReadSpec {
                 file: file(bytes),
                 nproc: g.u32(1, 3),
                 mmap: g.chance(60),
@@ -113,23 +116,23 @@ pub fn workload(
                 drop_caches_after: g.chance(30),
                 memcg,
                 oom_score_adj,
-            }
+            })
         }
         "thpscale" => {
             let threads = g.u32(1, 2);
             let total = threads as u64 * (2 << 20) + (g.range(0, 8) << 20);
-            WorkloadSpec::Thpscale {
+            WorkloadSpec::Thpscale(ThpscaleSpec {
                 threads,
                 total_size: Bytes(total),
                 file: file(total + (16 << 20)),
                 madv_hugepage: g.chance(50),
                 memcg,
                 oom_score_adj,
-            }
+            })
         }
         "kbuild" => {
             let rss_min = g.size(64 << 10, 2 << 20, 4 << 10);
-            WorkloadSpec::Kbuild {
+            WorkloadSpec::Kbuild(KbuildSpec {
                 jobs: g.u32(1, 12),
                 jobs_concurrent: g.u32(1, 3),
                 rss_min: Bytes(rss_min),
@@ -143,9 +146,9 @@ pub fn workload(
                 content: content(g),
                 memcg,
                 oom_score_adj,
-            }
+            })
         }
-        _ => WorkloadSpec::Trace {
+        _ => WorkloadSpec::Trace(TraceSpec {
             path: trace_path.into(),
             scale: g.pick(&[1.0, 1.0, 0.5, 2.0]),
             repeat: g.u32(1, 2),
@@ -154,6 +157,6 @@ pub fn workload(
             content: content(g),
             memcg,
             oom_score_adj,
-        },
+        }),
     }
 }

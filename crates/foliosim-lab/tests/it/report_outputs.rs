@@ -403,9 +403,9 @@ fn time_series_rates_never_exceed_the_cpus() {
     // Many tasks contending on few CPUs, sampled far finer than a step lasts.
     let mut s = scenario("usemem-64k-small.toml");
     s.machine.cpus = 3;
-    if let foliosim::scenario::WorkloadSpec::Usemem { nproc, size, .. } = &mut s.workloads[0] {
-        *nproc = 24;
-        *size = foliosim::scenario::Bytes(16 << 20);
+    if let foliosim::scenario::WorkloadSpec::Usemem(u) = &mut s.workloads[0] {
+        u.nproc = 24;
+        u.size = foliosim::scenario::Bytes(16 << 20);
     }
     s.report.sample_interval = Some(SampleInterval::Every(2_000));
     let r = crate::common::run(&s);

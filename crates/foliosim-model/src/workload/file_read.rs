@@ -5,7 +5,7 @@
 //! measured phase is the reading; throughput is the bytes each task covered over its time.
 
 use super::{Op, TaskMarks, TaskSpec, WorkloadResult};
-use crate::scenario::{FileSpec, WorkloadSpec, PAGE_SIZE};
+use crate::scenario::{FileReadSpec, FileSpec, PAGE_SIZE};
 
 const MARK_START: usize = 0;
 const MARK_END: usize = 1;
@@ -23,8 +23,8 @@ fn share(i: u32, nproc: u32, nr_pages: u32) -> (u32, u32) {
 }
 
 /// The tasks; none when `files` lacks the file (a backend without the scenario's files).
-pub fn tasks(spec: &WorkloadSpec, files: &[FileSpec]) -> Vec<TaskSpec> {
-    let WorkloadSpec::FileRead {
+pub fn tasks(spec: &FileReadSpec, files: &[FileSpec]) -> Vec<TaskSpec> {
+    let FileReadSpec {
         file,
         nproc,
         mmap,
@@ -36,10 +36,7 @@ pub fn tasks(spec: &WorkloadSpec, files: &[FileSpec]) -> Vec<TaskSpec> {
         drop_caches_after,
         memcg,
         ..
-    } = spec
-    else {
-        unreachable!("file_read::tasks of another workload")
-    };
+    } = spec;
     let Some((id, nr_pages)) = find(files, file) else {
         return Vec::new();
     };
@@ -101,16 +98,13 @@ pub fn tasks(spec: &WorkloadSpec, files: &[FileSpec]) -> Vec<TaskSpec> {
 }
 
 /// Pages one pass of task i covers.
-fn pages_per_pass(spec: &WorkloadSpec, len: u32) -> u64 {
-    let WorkloadSpec::FileRead {
+fn pages_per_pass(spec: &FileReadSpec, len: u32) -> u64 {
+    let FileReadSpec {
         mmap,
         stride_pages,
         read_pages,
         ..
-    } = spec
-    else {
-        unreachable!()
-    };
+    } = spec;
     if *mmap {
         len.div_ceil(*stride_pages) as u64
     } else {
@@ -121,16 +115,13 @@ fn pages_per_pass(spec: &WorkloadSpec, len: u32) -> u64 {
     }
 }
 
-pub fn report(spec: &WorkloadSpec, marks: &[TaskMarks], files: &[FileSpec]) -> WorkloadResult {
-    let WorkloadSpec::FileRead {
+pub fn report(spec: &FileReadSpec, marks: &[TaskMarks], files: &[FileSpec]) -> WorkloadResult {
+    let FileReadSpec {
         file,
         nproc,
         passes,
         ..
-    } = spec
-    else {
-        unreachable!("file_read::report of another workload")
-    };
+    } = spec;
     let nr_pages = find(files, file).map_or(0, |(_, n)| n);
     let mut throughput = 0.0;
     let mut elapsed_max = 0;

@@ -11,7 +11,7 @@ use super::{
 use crate::engine::rng::SimRng;
 use crate::mm::mmap::ThpAdvice;
 use crate::scenario::tmpfs::TmpfsSpec;
-use crate::scenario::{format_size, Bytes, KbuildCompiler, ScenarioError, WorkloadSpec, PAGE_SIZE};
+use crate::scenario::{format_size, Bytes, KbuildCompiler, KbuildSpec, ScenarioError, PAGE_SIZE};
 
 /// Intervals of the fallback-over-time series.
 const SERIES_POINTS: u64 = 10;
@@ -41,8 +41,8 @@ fn log_uniform(rng: &mut SimRng, lo: u64, hi: u64) -> u32 {
     ((lo + u * (hi - lo)).exp() as u32).max(1)
 }
 
-pub fn tasks(spec: &WorkloadSpec, seed: u64, tmpfs: &[TmpfsSpec]) -> Vec<TaskSpec> {
-    let WorkloadSpec::Kbuild {
+pub fn tasks(spec: &KbuildSpec, seed: u64, tmpfs: &[TmpfsSpec]) -> Vec<TaskSpec> {
+    let KbuildSpec {
         jobs,
         jobs_concurrent,
         rss_min,
@@ -55,10 +55,7 @@ pub fn tasks(spec: &WorkloadSpec, seed: u64, tmpfs: &[TmpfsSpec]) -> Vec<TaskSpe
         object_size_max,
         compiler,
         ..
-    } = spec
-    else {
-        unreachable!("kbuild::tasks of another workload")
-    };
+    } = spec;
     // The build tree's mount; absent from `tmpfs` (a backend without it): no files.
     let mount = tmpfs_name
         .as_ref()
@@ -159,7 +156,7 @@ fn link(programs: &mut [Vec<Op>], objects: &[(u32, u32)], end_mark: usize) {
     first.push(Op::Mark(end_mark));
 }
 
-pub fn report(_spec: &WorkloadSpec, marks: &[TaskMarks]) -> WorkloadResult {
+pub fn report(_spec: &KbuildSpec, marks: &[TaskMarks]) -> WorkloadResult {
     let mut ends: Vec<_> = marks.iter().flatten().flatten().collect();
     ends.sort_by_key(|m| m.at_ns);
     let elapsed_ns = ends.last().map_or(0, |m| m.at_ns);

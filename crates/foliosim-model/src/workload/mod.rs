@@ -356,20 +356,15 @@ fn tasks_with(
     cost: &CostModel,
 ) -> Vec<TaskSpec> {
     match spec {
-        WorkloadSpec::FileRead { .. } => file_read::tasks(spec, files),
-        WorkloadSpec::Usemem { .. } => usemem::tasks(spec),
-        WorkloadSpec::ThpSwapAllocatorTest { .. } => thp_swap_allocator_test::tasks(spec, seed),
-        WorkloadSpec::Kbuild { .. } => kbuild::tasks(spec, seed, tmpfs),
-        WorkloadSpec::Thpscale { .. } => thpscale::tasks(spec, files),
-        WorkloadSpec::Trace { .. } => trace::tasks(spec),
-        WorkloadSpec::Xsbench { .. } => xsbench::tasks(spec, cost),
-        WorkloadSpec::TlbShootdown { .. } => tlb_shootdown::tasks(spec),
-        WorkloadSpec::Registered {
-            name,
-            params,
-            memcg,
-            ..
-        } => (name.entry().tasks)(params, memcg.as_deref(), seed)
+        WorkloadSpec::FileRead(w) => file_read::tasks(w, files),
+        WorkloadSpec::Usemem(w) => usemem::tasks(w),
+        WorkloadSpec::ThpSwapAllocatorTest(w) => thp_swap_allocator_test::tasks(w, seed),
+        WorkloadSpec::Kbuild(w) => kbuild::tasks(w, seed, tmpfs),
+        WorkloadSpec::Thpscale(w) => thpscale::tasks(w, files),
+        WorkloadSpec::Trace(w) => trace::tasks(w),
+        WorkloadSpec::Xsbench(w) => xsbench::tasks(w, cost),
+        WorkloadSpec::TlbShootdown(w) => tlb_shootdown::tasks(w),
+        WorkloadSpec::Registered(w) => (w.name.entry().tasks)(&w.params, w.memcg.as_deref(), seed)
             .expect("scenario validation built these tasks once"),
     }
 }
@@ -400,18 +395,18 @@ pub fn report(spec: &WorkloadSpec, outputs: &[TaskOutput], files: &[FileSpec]) -
     let marks: Vec<TaskMarks> = outputs.iter().map(|o| o.marks.clone()).collect();
     let marks = &marks[..];
     match spec {
-        WorkloadSpec::Thpscale { .. } => {
+        WorkloadSpec::Thpscale(w) => {
             let latencies: Vec<&[(u8, u64)]> = outputs.iter().map(|o| o.latencies).collect();
-            thpscale::report(spec, &latencies)
+            thpscale::report(w, &latencies)
         }
-        WorkloadSpec::Usemem { .. } => usemem::report(spec, marks),
-        WorkloadSpec::ThpSwapAllocatorTest { .. } => thp_swap_allocator_test::report(spec, marks),
-        WorkloadSpec::Kbuild { .. } => kbuild::report(spec, marks),
-        WorkloadSpec::FileRead { .. } => file_read::report(spec, marks, files),
-        WorkloadSpec::Trace { .. } => trace::report(spec, marks),
-        WorkloadSpec::Xsbench { .. } => xsbench::report(spec, marks),
-        WorkloadSpec::TlbShootdown { .. } => tlb_shootdown::report(spec, marks),
-        WorkloadSpec::Registered { name, params, .. } => (name.entry().report)(params, marks),
+        WorkloadSpec::Usemem(w) => usemem::report(w, marks),
+        WorkloadSpec::ThpSwapAllocatorTest(w) => thp_swap_allocator_test::report(w, marks),
+        WorkloadSpec::Kbuild(w) => kbuild::report(w, marks),
+        WorkloadSpec::FileRead(w) => file_read::report(w, marks, files),
+        WorkloadSpec::Trace(w) => trace::report(w, marks),
+        WorkloadSpec::Xsbench(w) => xsbench::report(w, marks),
+        WorkloadSpec::TlbShootdown(w) => tlb_shootdown::report(w, marks),
+        WorkloadSpec::Registered(w) => (w.name.entry().report)(&w.params, marks),
     }
 }
 

@@ -11,7 +11,7 @@ use super::{mthp_swpout_counts, FallbackPoint, Op, TaskMarks, TaskSpec, Workload
 use crate::engine::rng::SimRng;
 use crate::mm::madvise::Advice;
 use crate::mm::mmap::ThpAdvice;
-use crate::scenario::{WorkloadSpec, PAGE_SIZE};
+use crate::scenario::{ThpSwapAllocatorTestSpec, PAGE_SIZE};
 
 const MEM1: u32 = 0;
 const MEM2: u32 = 1;
@@ -47,17 +47,14 @@ fn random_swapin(ops: &mut Vec<Op>, rng: &mut SimRng, vma: u32, size: u32, align
     }
 }
 
-pub fn tasks(spec: &WorkloadSpec, seed: u64) -> Vec<TaskSpec> {
-    let WorkloadSpec::ThpSwapAllocatorTest {
+pub fn tasks(spec: &ThpSwapAllocatorTestSpec, seed: u64) -> Vec<TaskSpec> {
+    let ThpSwapAllocatorTestSpec {
         aligned_swapin,
         small_folios,
         iterations,
         memcg,
         ..
-    } = spec
-    else {
-        unreachable!("thp_swap_allocator_test::tasks of another workload")
-    };
+    } = spec;
     let mut rng = SimRng::stream(seed, "thp_swap_allocator_test");
     let mut ops = vec![Op::Mmap {
         vma: MEM1,
@@ -119,7 +116,7 @@ pub fn tasks(spec: &WorkloadSpec, seed: u64) -> Vec<TaskSpec> {
     }]
 }
 
-pub fn report(_spec: &WorkloadSpec, marks: &[TaskMarks]) -> WorkloadResult {
+pub fn report(_spec: &ThpSwapAllocatorTestSpec, marks: &[TaskMarks]) -> WorkloadResult {
     let marks: Vec<_> = marks[0].iter().map_while(|m| m.as_ref()).collect();
     let fallback_series = marks
         .windows(2)

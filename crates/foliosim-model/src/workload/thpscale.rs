@@ -20,7 +20,7 @@
 
 use super::{Op, TaskSpec, WorkloadResult};
 use crate::mm::mmap::ThpAdvice;
-use crate::scenario::{Bytes, FileSpec, WorkloadSpec, PAGE_SIZE};
+use crate::scenario::{Bytes, FileSpec, ThpscaleSpec, PAGE_SIZE};
 use crate::stats::Summary;
 use std::collections::BTreeMap;
 
@@ -59,18 +59,15 @@ impl Geometry {
 
 /// The threads; none when `files` lacks the work file (a backend without the scenario's
 /// files).
-pub fn tasks(spec: &WorkloadSpec, files: &[FileSpec]) -> Vec<TaskSpec> {
-    let WorkloadSpec::Thpscale {
+pub fn tasks(spec: &ThpscaleSpec, files: &[FileSpec]) -> Vec<TaskSpec> {
+    let ThpscaleSpec {
         threads,
         total_size,
         file,
         madv_hugepage,
         memcg,
         ..
-    } = spec
-    else {
-        unreachable!("thpscale::tasks called for {spec:?}")
-    };
+    } = spec;
     let Some(file_id) = files.iter().position(|f| &f.name == file) else {
         return Vec::new();
     };
@@ -197,10 +194,8 @@ pub fn samples_us(latencies: &[&[(u8, u64)]]) -> BTreeMap<u8, Vec<f64>> {
     by_series
 }
 
-pub fn report(spec: &WorkloadSpec, latencies: &[&[(u8, u64)]]) -> WorkloadResult {
-    let WorkloadSpec::Thpscale { threads, .. } = spec else {
-        unreachable!()
-    };
+pub fn report(spec: &ThpscaleSpec, latencies: &[&[(u8, u64)]]) -> WorkloadResult {
+    let ThpscaleSpec { threads, .. } = spec;
     let by_series = samples_us(latencies);
     let count = |s: u8| by_series.get(&s).map_or(0, Vec::len);
     let total = count(SERIES_BASE) + count(SERIES_HUGE);

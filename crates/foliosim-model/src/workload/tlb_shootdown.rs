@@ -25,7 +25,7 @@ use super::{Op, TaskMarks, TaskSpec, WorkloadResult};
 use crate::mm::madvise::Advice;
 use crate::mm::mmap::ThpAdvice;
 use crate::mm::mprotect::Prot;
-use crate::scenario::WorkloadSpec;
+use crate::scenario::TlbShootdownSpec;
 
 const MARK_START: usize = 0;
 const MARK_END: usize = 1;
@@ -35,8 +35,8 @@ const VMA_FRESH: u32 = 1;
 /// `op`: plain data of the schema (scenario/spec_types.rs).
 pub use crate::scenario::ShootdownOp;
 
-pub fn tasks(spec: &WorkloadSpec) -> Vec<TaskSpec> {
-    let WorkloadSpec::TlbShootdown {
+pub fn tasks(spec: &TlbShootdownSpec) -> Vec<TaskSpec> {
+    let TlbShootdownSpec {
         op,
         threads,
         iterations,
@@ -45,11 +45,8 @@ pub fn tasks(spec: &WorkloadSpec) -> Vec<TaskSpec> {
         spin_ns,
         lead_ns,
         ..
-    } = spec
-    else {
-        unreachable!("tlb_shootdown of another workload")
-    };
-    let memcg = spec.memcg().map(str::to_string);
+    } = spec;
+    let memcg = spec.memcg.clone();
     let (pages, threads) = (*pages, *threads);
     let mmap = |vma| Op::Mmap {
         vma,
@@ -141,18 +138,15 @@ pub fn tasks(spec: &WorkloadSpec) -> Vec<TaskSpec> {
 
 /// The flushes thread 0's operations make (x86), times the other threads each interrupts:
 /// the shootdowns to expect.
-pub fn expected_shootdowns(spec: &WorkloadSpec) -> u64 {
-    let WorkloadSpec::TlbShootdown {
+pub fn expected_shootdowns(spec: &TlbShootdownSpec) -> u64 {
+    let TlbShootdownSpec {
         op,
         threads,
         iterations,
         ops_per_iteration,
         pages,
         ..
-    } = spec
-    else {
-        return 0;
-    };
+    } = spec;
     let nr_ops = (*iterations as u64) * (*ops_per_iteration as u64);
     let flushes = match op {
         ShootdownOp::Munmap | ShootdownOp::MadvDontneed => nr_ops,
@@ -163,10 +157,8 @@ pub fn expected_shootdowns(spec: &WorkloadSpec) -> u64 {
     flushes * (threads - 1) as u64
 }
 
-pub fn report(spec: &WorkloadSpec, marks: &[TaskMarks]) -> WorkloadResult {
-    let WorkloadSpec::TlbShootdown { threads, .. } = spec else {
-        unreachable!()
-    };
+pub fn report(spec: &TlbShootdownSpec, marks: &[TaskMarks]) -> WorkloadResult {
+    let TlbShootdownSpec { threads, .. } = spec;
     let elapsed = marks
         .iter()
         .filter_map(|m| {

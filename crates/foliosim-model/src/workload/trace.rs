@@ -23,7 +23,7 @@ pub use format::{Event, EventKind, Holes, Trace, TraceAdvice, TraceError, VmaKin
 use super::{Op, TaskMarks, TaskSpec, WorkloadResult};
 use crate::mm::madvise::Advice;
 use crate::mm::mmap::ThpAdvice;
-use crate::scenario::{WorkloadSpec, PAGE_SIZE};
+use crate::scenario::{TraceSpec, PAGE_SIZE};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -125,8 +125,8 @@ pub fn load(path: &str) -> Result<Arc<Trace>, String> {
     Ok(trace)
 }
 
-fn options(spec: &WorkloadSpec) -> (&str, ReplayOptions) {
-    let WorkloadSpec::Trace {
+fn options(spec: &TraceSpec) -> (&str, ReplayOptions) {
+    let TraceSpec {
         path,
         scale,
         repeat,
@@ -134,10 +134,7 @@ fn options(spec: &WorkloadSpec) -> (&str, ReplayOptions) {
         compute,
         memcg,
         ..
-    } = spec
-    else {
-        unreachable!("trace::options of another workload")
-    };
+    } = spec;
     (
         path,
         ReplayOptions {
@@ -151,7 +148,7 @@ fn options(spec: &WorkloadSpec) -> (&str, ReplayOptions) {
 }
 
 /// Scenario checks: (field, value, allowed) of the first bad field.
-pub fn validate(spec: &WorkloadSpec) -> Result<(), (&'static str, String, String)> {
+pub fn validate(spec: &TraceSpec) -> Result<(), (&'static str, String, String)> {
     let (path, o) = options(spec);
     if !(o.scale > 0.0 && o.scale <= 64.0) {
         return Err(("scale", o.scale.to_string(), "0 < scale <= 64".into()));
@@ -177,7 +174,7 @@ pub fn validate(spec: &WorkloadSpec) -> Result<(), (&'static str, String, String
 }
 
 /// The tasks; none if the trace cannot be read (scenario validation reports why).
-pub fn tasks(spec: &WorkloadSpec) -> Vec<TaskSpec> {
+pub fn tasks(spec: &TraceSpec) -> Vec<TaskSpec> {
     let (path, o) = options(spec);
     match load(path).and_then(|t| replay(&t, &o)) {
         Ok(tasks) => tasks,
@@ -600,7 +597,7 @@ pub fn replay(trace: &Trace, o: &ReplayOptions) -> Result<Vec<TaskSpec>, String>
 
 /// Elapsed: from the first task's start to the last task's end; throughput: the bytes the
 /// replay stores to over that time.
-pub fn report(spec: &WorkloadSpec, marks: &[TaskMarks]) -> WorkloadResult {
+pub fn report(spec: &TraceSpec, marks: &[TaskMarks]) -> WorkloadResult {
     let start = marks
         .iter()
         .filter_map(|m| m.get(MARK_START).cloned().flatten())

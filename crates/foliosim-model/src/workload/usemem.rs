@@ -8,7 +8,7 @@
 use super::{Op, TaskMarks, TaskSpec, WorkloadResult};
 use crate::mm::madvise::Advice;
 use crate::mm::mmap::ThpAdvice;
-use crate::scenario::WorkloadSpec;
+use crate::scenario::UsememSpec;
 use serde::Serialize;
 
 const MARK_START: usize = 0;
@@ -17,16 +17,13 @@ const MARK_END: usize = 1;
 /// Bytes of one store of usemem's loop (`sizeof(unsigned long)`); the default `--step`.
 const WORD_BYTES: u64 = 8;
 
-pub fn tasks(spec: &WorkloadSpec) -> Vec<TaskSpec> {
-    let WorkloadSpec::Usemem {
+pub fn tasks(spec: &UsememSpec) -> Vec<TaskSpec> {
+    let UsememSpec {
         nproc,
         threads,
         memcg,
         ..
-    } = spec
-    else {
-        unreachable!("usemem::tasks of another workload")
-    };
+    } = spec;
     // Validated: 0 ..= 4096 threads.
     let per_process = (*threads).max(1) as u32;
     let mut out = Vec::with_capacity((*nproc * per_process) as usize);
@@ -52,8 +49,8 @@ pub fn tasks(spec: &WorkloadSpec) -> Vec<TaskSpec> {
 /// One task's program (do_units): its own mapping (VMA `vma`), the timed store loop, the sleep,
 /// then the free. A thread unmaps its own region (timing_free) as the others run on; a
 /// process's exit unmaps it (exit_mmap), as the munmap before exit would.
-fn task_ops(spec: &WorkloadSpec, vma: u32) -> Vec<Op> {
-    let WorkloadSpec::Usemem {
+fn task_ops(spec: &UsememSpec, vma: u32) -> Vec<Op> {
+    let UsememSpec {
         size,
         madv_hugepage,
         pageout_after_write,
@@ -61,10 +58,7 @@ fn task_ops(spec: &WorkloadSpec, vma: u32) -> Vec<Op> {
         sleep_s,
         repeat,
         ..
-    } = spec
-    else {
-        unreachable!("usemem::task_ops of another workload")
-    };
+    } = spec;
     let nr_pages = size.pages() as u32;
     let thp = if *madv_hugepage {
         ThpAdvice::Hugepage
@@ -139,10 +133,8 @@ fn line(size_bytes: u64, repeat: u64, end_ns: u64) -> UsememLine {
     }
 }
 
-pub fn report(spec: &WorkloadSpec, marks: &[TaskMarks]) -> WorkloadResult {
-    let WorkloadSpec::Usemem { size, repeat, .. } = spec else {
-        unreachable!("usemem::report of another workload")
-    };
+pub fn report(spec: &UsememSpec, marks: &[TaskMarks]) -> WorkloadResult {
+    let UsememSpec { size, repeat, .. } = spec;
     let mut throughput = 0.0;
     let mut elapsed_max = 0;
     let mut lines = Vec::new();
@@ -178,6 +170,13 @@ mod tests {
     const MS: u64 = 1_000_000;
 
     /// 2 CPUs, 64 MiB RAM, a 64 MiB swap device, usemem with `options` in memcg "m".
+    fn usemem(s: &Scenario) -> &crate::scenario::UsememSpec {
+        match &s.workloads[0] {
+            crate::scenario::WorkloadSpec::Usemem(u) => u,
+            w => panic!("the test scenario runs usemem, not {w:?}"),
+        }
+    }
+
     fn scenario(memcg_max: &str, options: &str) -> Scenario {
         Scenario::from_toml_str(&format!(
             r#"
@@ -239,7 +238,7 @@ memcg = "m"
         let mut k = Kernel::new(s);
         let mut tasks = Vec::new();
         let spec = &s.workloads[0];
-        crate::spawn_tasks(&mut k, &mut tasks, 0, spec.content(), super::tasks(spec));
+        crate::spawn_tasks(&mut k, &mut tasks, 0, spec.content(), super::tasks(usemem(s)));
         let mut watch = Watch::default();
         let slice = s.machine.sched_slice_ns;
         run_tasks_observed(
@@ -258,7 +257,7 @@ memcg = "m"
     #[test]
     fn threads_share_one_mm_each_with_its_own_mapping() {
         let s = scenario("64M", "nproc = 2\nsize = \"4M\"\nthreads = 3");
-        let specs = super::tasks(&s.workloads[0]);
+        let specs = super::tasks(usemem(&s));
         assert_eq!(specs.len(), 6, "2 processes x 3 threads");
         let leaders: Vec<_> = specs.iter().map(|t| t.shares_mm_with).collect();
         assert_eq!(leaders, [None, Some(0), Some(0), None, Some(3), Some(3)]);
@@ -275,7 +274,7 @@ memcg = "m"
         // page table for the three mappings.
         assert!(watch.max_rss_anon > 1024, "rss {}", watch.max_rss_anon);
         assert!(watch.max_rss_anon <= 3 * 1024);
-        let lines = &report(&s.workloads[0], &marks(&tasks))
+        let lines = &report(usemem(&s), &marks(&tasks))
             .usemem
             .unwrap()
             .lines;
@@ -350,7 +349,7 @@ memcg = "m"
     fn repeat_runs_the_store_loop_again_and_usemem_counts_it() {
         let spec = |r: i64| scenario("64M", &format!("nproc = 1\nsize = \"4M\"\nrepeat = {r}"));
         let touches = |s: &Scenario| {
-            super::tasks(&s.workloads[0])[0]
+            super::tasks(usemem(&s))[0]
                 .ops
                 .iter()
                 .filter(|op| matches!(op, Op::Touch { .. }))

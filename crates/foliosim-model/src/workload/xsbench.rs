@@ -25,7 +25,7 @@
 use super::{Op, TaskMarks, TaskSpec, WorkloadResult};
 use crate::engine::cost::CostModel;
 use crate::mm::mmap::ThpAdvice;
-use crate::scenario::{WorkloadSpec, PAGE_SIZE};
+use crate::scenario::{XsbenchSpec, PAGE_SIZE};
 use serde::Serialize;
 
 const MARK_START: usize = 0;
@@ -158,8 +158,8 @@ pub struct XsbenchResult {
     pub phase_counters: std::collections::BTreeMap<String, u64>,
 }
 
-fn spec_fields(spec: &WorkloadSpec) -> (Grids, u64, u32, ThpAdviceSpec, Option<u64>, Option<u32>) {
-    let WorkloadSpec::Xsbench {
+fn spec_fields(spec: &XsbenchSpec) -> (Grids, u64, u32, ThpAdviceSpec, Option<u64>, Option<u32>) {
+    let XsbenchSpec {
         size,
         isotopes,
         gridpoints,
@@ -169,10 +169,7 @@ fn spec_fields(spec: &WorkloadSpec) -> (Grids, u64, u32, ThpAdviceSpec, Option<u
         lookup_compute_ns,
         chunk_lookups,
         ..
-    } = spec
-    else {
-        unreachable!("xsbench of another workload")
-    };
+    } = spec;
     (
         Grids::new(*size, *isotopes, *gridpoints),
         *lookups,
@@ -185,9 +182,9 @@ fn spec_fields(spec: &WorkloadSpec) -> (Grids, u64, u32, ThpAdviceSpec, Option<u
 
 /// The workload's tasks; a lookup's arithmetic costs `lookup_compute_ns` or, by default, the
 /// machine's `xsbench_lookup_*` costs.
-pub fn tasks(spec: &WorkloadSpec, cost: &CostModel) -> Vec<TaskSpec> {
+pub fn tasks(spec: &XsbenchSpec, cost: &CostModel) -> Vec<TaskSpec> {
     let (g, lookups, threads, thp, compute_ns, chunk) = spec_fields(spec);
-    let memcg = spec.memcg().map(str::to_string);
+    let memcg = spec.memcg.clone();
     let compute_ns = compute_ns.unwrap_or(
         (cost.xsbench_lookup_base_ns as f64
             + cost.xsbench_lookup_per_nuclide_ns as f64 * g.nuclides_per_lookup) as u64,
@@ -298,7 +295,7 @@ fn lookup_ops(
     }
 }
 
-pub fn report(spec: &WorkloadSpec, marks: &[TaskMarks]) -> WorkloadResult {
+pub fn report(spec: &XsbenchSpec, marks: &[TaskMarks]) -> WorkloadResult {
     let (g, lookups, threads, ..) = spec_fields(spec);
     let at = |m: usize| {
         marks

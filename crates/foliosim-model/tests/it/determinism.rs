@@ -206,12 +206,11 @@ fn hdd_swap_does_not_oom() {
     s.machine.swap_devices[0].kind = foliosim_model::scenario::SwapDeviceKind::Hdd;
     // Small enough to stay quick: 8M written in a 2M memcg needs ~1536 slots of 131071.
     s.memcgs[0].max = Some(foliosim_model::scenario::Bytes(2 << 20));
-    let foliosim_model::scenario::WorkloadSpec::Usemem { nproc, size, .. } = &mut s.workloads[0]
-    else {
+    let foliosim_model::scenario::WorkloadSpec::Usemem(u) = &mut s.workloads[0] else {
         unreachable!("the test scenario runs usemem")
     };
-    *nproc = 1;
-    *size = foliosim_model::scenario::Bytes(8 << 20);
+    u.nproc = 1;
+    u.size = foliosim_model::scenario::Bytes(8 << 20);
     let r = foliosim_model::run(&s).unwrap_or_else(|e| panic!("hdd swap: {e}"));
     assert!(r.counter("pswpout") > 1024);
 }

@@ -280,6 +280,14 @@ thp_enabled = "never"
     )
 }
 
+/// The shootdowns the scenario's tlb_shootdown workload expects.
+fn expected_shootdowns(s: &Scenario) -> u64 {
+    let foliosim_model::scenario::WorkloadSpec::TlbShootdown(w) = &s.workloads[0] else {
+        panic!("the test scenario runs tlb_shootdown");
+    };
+    foliosim_model::workload::tlb_shootdown::expected_shootdowns(w)
+}
+
 #[test]
 fn each_shootdown_op_interrupts_the_other_thread_once() {
     for op in ["munmap", "mprotect", "madv_dontneed"] {
@@ -287,8 +295,7 @@ fn each_shootdown_op_interrupts_the_other_thread_once() {
             "kind = \"tlb_shootdown\"\nop = \"{op}\"\niterations = 20\nops_per_iteration = 5"
         ));
         let r = foliosim_model::run(&s).unwrap();
-        let expected =
-            foliosim_model::workload::tlb_shootdown::expected_shootdowns(&s.workloads[0]);
+        let expected = expected_shootdowns(&s);
         assert_eq!(expected, if op == "mprotect" { 200 } else { 100 });
         let tlb = r.tlb.as_ref().unwrap();
         let got: u64 = tlb.shootdowns_per_cpu.iter().sum();
@@ -311,7 +318,7 @@ fn pageout_flushes_per_dirty_page_and_once_more_for_the_batch() {
     ));
     let s = Scenario::from_toml_str(&text).unwrap();
     let r = foliosim_model::run(&s).unwrap();
-    let expected = foliosim_model::workload::tlb_shootdown::expected_shootdowns(&s.workloads[0]);
+    let expected = expected_shootdowns(&s);
     assert_eq!(expected, 12 * 17 - 1);
     assert_eq!(r.counters["pswpout"], 12 * 16);
     let got: u64 = r.tlb.as_ref().unwrap().shootdowns_per_cpu.iter().sum();
