@@ -373,7 +373,9 @@ fn mincore(region: Region, index: u32) -> Result<bool> {
 /// read(2) of pages [first, first + nr) of a file, 1 MiB at a time.
 fn read_file(path: &std::path::Path, first: u32, nr: u32) -> Result<()> {
     let f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut buf = vec![0u8; 1 << 20];
+    // No larger than the read: with mTHP a buffer's untouched tail would fault in with the
+    // pages read into and be swapped out as zero-filled memory the sim does not have.
+    let mut buf = vec![0u8; (nr as usize * PAGE_SIZE).min(1 << 20)];
     let mut at = first as u64 * PAGE_SIZE as u64;
     let mut left = nr as u64 * PAGE_SIZE as u64;
     while left > 0 {

@@ -109,7 +109,8 @@ pub fn write(path: &Path, first: u32, nr: u32) -> Result<()> {
         .with_context(|| format!("opening {}", path.display()))?;
     const CHUNK_PAGES: u32 = 256;
     let words = PAGE_SIZE / 8;
-    let mut buf = vec![0u8; CHUNK_PAGES as usize * PAGE_SIZE];
+    // Sized to the write and filled whole (see interp::read_file).
+    let mut buf = vec![0u8; CHUNK_PAGES.min(nr) as usize * PAGE_SIZE];
     let mut page = first;
     while page < first + nr {
         let n = CHUNK_PAGES.min(first + nr - page) as usize;
