@@ -25,6 +25,8 @@ pub struct LiveTask {
     pub threads: Vec<LiveThread>,
     /// The run's file directory (`crate::files::path`), for file ops.
     pub file_dir: Option<PathBuf>,
+    /// The run's `[[tmpfs]]` mount directories, in the scenario's order, for shmem ops.
+    pub tmpfs_dirs: Vec<PathBuf>,
     /// Seeds the contents of files the ops create.
     pub seed: u64,
     /// /proc/PID/oom_score_adj of the process (the workload's `oom_score_adj`; 0 leaves it).
@@ -331,8 +333,10 @@ fn child_main(
             .with_context(|| format!("joining {}", procs.display())),
         None => Ok(()),
     };
-    let process =
-        joined.and_then(|()| Process::new(&programs, task.file_dir.clone(), task.seed, shared));
+    let process = joined.and_then(|()| {
+        let dirs = (task.file_dir.clone(), task.tmpfs_dirs.clone());
+        Process::new(&programs, dirs, task.seed, shared)
+    });
     match process {
         Err(e) => report.error = Some(format!("{}: {e:#}", task.name)),
         Ok(process) => {

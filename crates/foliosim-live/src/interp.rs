@@ -5,6 +5,7 @@
 use crate::counters;
 use crate::files;
 use crate::shared_barrier::SharedBarriers;
+use crate::tmpfs;
 use anyhow::{bail, Context, Result};
 use foliosim::mm::madvise::Advice;
 use foliosim::mm::mmap::ThpAdvice;
@@ -85,6 +86,8 @@ pub struct Process {
     barriers: BTreeMap<u32, Barrier>,
     /// Where the run's files are (`files::path`); None: file ops fail.
     file_dir: Option<PathBuf>,
+    /// The run's tmpfs mount directories (crate::tmpfs), by `[[tmpfs]]` index.
+    tmpfs_dirs: Vec<PathBuf>,
     /// VMA ids some thread stores to: file mappings of the others are mapped read-only, as
     /// thpscale maps its work file.
     written: BTreeSet<u32>,
@@ -97,7 +100,7 @@ impl Process {
     /// The shared state of a process running `programs` (one op list per thread).
     pub fn new(
         programs: &[&[Op]],
-        file_dir: Option<PathBuf>,
+        (file_dir, tmpfs_dirs): (Option<PathBuf>, Vec<PathBuf>),
         seed: u64,
         shared: Option<std::sync::Arc<SharedBarriers>>,
     ) -> Result<Process> {
@@ -134,6 +137,7 @@ impl Process {
             vmas: Mutex::new(vec![]),
             barriers,
             file_dir,
+            tmpfs_dirs,
             written,
             seed,
             shared,
@@ -167,6 +171,14 @@ impl Process {
             vmas.resize(i + 1, None);
         }
         vmas[i] = region;
+    }
+
+    fn shmem_path(&self, mount: u32, file: u32) -> Result<PathBuf> {
+        let dir = self
+            .tmpfs_dirs
+            .get(mount as usize)
+            .with_context(|| format!("shmem op on tmpfs[{mount}], which the run did not mount"))?;
+        Ok(tmpfs::path(dir, file))
     }
 
     fn file_path(&self, file: u32) -> Result<PathBuf> {
@@ -361,7 +373,9 @@ fn mincore(region: Region, index: u32) -> Result<bool> {
 /// read(2) of pages [first, first + nr) of a file, 1 MiB at a time.
 fn read_file(path: &std::path::Path, first: u32, nr: u32) -> Result<()> {
     let f = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut buf = vec![0u8; 1 << 20];
+    // No larger than the read: with mTHP a buffer's untouched tail would fault in with the
+    // pages read into and be swapped out as zero-filled memory the sim does not have.
+    let mut buf = vec![0u8; (nr as usize * PAGE_SIZE).min(1 << 20)];
     let mut at = first as u64 * PAGE_SIZE as u64;
     let mut left = nr as u64 * PAGE_SIZE as u64;
     while left > 0 {
@@ -532,6 +546,20 @@ pub fn interpret(proc_: &Process, ops: &[Op], report: &mut ThreadReport) -> Resu
             // The hot set is the sim's description of the code that runs here.
             Op::TlbHotSet { .. } => {}
             Op::Mprotect { vma, prot } => mprotect(proc_.vma(*vma)?, *prot)?,
+            Op::ShmemWrite {
+                mount,
+                file,
+                first,
+                nr,
+            } => tmpfs::write(&proc_.shmem_path(*mount, *file)?, *first, *nr)?,
+            Op::ShmemRead { file, first, nr } => {
+                read_file(&tmpfs::find(&proc_.tmpfs_dirs, *file)?, *first, *nr)?
+            }
+            Op::ShmemUnlink { file } => {
+                let path = tmpfs::find(&proc_.tmpfs_dirs, *file)?;
+                std::fs::remove_file(&path)
+                    .with_context(|| format!("unlinking {}", path.display()))?
+            }
             #[allow(unreachable_patterns)]
             other => bail!("operation {other:?} is not supported by the live backend yet"),
         }

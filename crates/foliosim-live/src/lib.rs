@@ -23,6 +23,7 @@ pub mod run;
 pub mod settings;
 pub mod shared_barrier;
 pub mod swapdev;
+pub mod tmpfs;
 pub mod validate;
 
 pub use run::{preflight, run, LiveOptions, LiveResult};

@@ -9,6 +9,7 @@ use crate::swapdev;
 use crate::Refusal;
 use anyhow::{Context, Result};
 use foliosim::registry::LruPolicyKind;
+use foliosim::scenario::tmpfs::ShmemEnabled;
 use foliosim::scenario::{Bytes, Scenario, ThpEnabled, PAGE_SIZE, PMD_ORDER};
 use foliosim::workload::{self, Op, WorkloadResult};
 use serde::Serialize;
@@ -141,11 +142,14 @@ fn kernel_release() -> String {
         .unwrap_or_else(|_| "unknown".into())
 }
 
-/// Anonymous memory the scenario's tasks map (all at once, as the live backend runs them).
+/// Memory the scenario's tasks map and write to tmpfs (all at once, as the live backend runs
+/// them).
 pub fn footprint_bytes(scenario: &Scenario) -> u64 {
     workload::all_ops(scenario)
         .map(|op| match op {
             Op::Mmap { nr_pages, .. } => nr_pages as u64 * PAGE_SIZE,
+            // tmpfs pages stay in RAM or in swap (zram: in RAM again).
+            Op::ShmemWrite { nr, .. } => nr as u64 * PAGE_SIZE,
             _ => 0,
         })
         .sum()
@@ -363,6 +367,13 @@ pub fn host_settings(scenario: &Scenario) -> Vec<(String, String)> {
     if let Some(d) = s.defrag {
         out.push((format!("{thp}/defrag"), d.name().into()));
     }
+    // tmpfs: only deny and force act on mounts (their huge= decides the rest); written as the
+    // sim resolves it, so a host left at deny or force does not decide the run. The per-size
+    // hugepages-*/shmem_enabled govern only anonymous shmem in 6.18 (not modelled, not written).
+    let shmem = format!("{thp}/shmem_enabled");
+    if Path::new(&shmem).exists() {
+        out.push((shmem, shmem_enabled_name(s.shmem_enabled).into()));
+    }
     let k = &s.khugepaged;
     let kh = |n: &str| format!("{thp}/khugepaged/{n}");
     if let Some(v) = k.defrag {
@@ -449,6 +460,18 @@ pub fn host_settings(scenario: &Scenario) -> Vec<(String, String)> {
     out
 }
 
+/// `shmem_enabled` as the kernel spells it.
+fn shmem_enabled_name(v: ShmemEnabled) -> &'static str {
+    match v {
+        ShmemEnabled::Always => "always",
+        ShmemEnabled::WithinSize => "within_size",
+        ShmemEnabled::Advise => "advise",
+        ShmemEnabled::Never => "never",
+        ShmemEnabled::Deny => "deny",
+        ShmemEnabled::Force => "force",
+    }
+}
+
 /// Run a scenario on the live kernel. The host is restored before this returns, also on error.
 pub fn run(scenario: &Scenario, opts: &LiveOptions) -> Result<LiveResult> {
     preflight(scenario, opts)?;
@@ -531,6 +554,13 @@ fn run_holding(
             disks.extend(crate::diskstat::device_of(&area.path));
         }
     }
+    // Before the memcgs, so a restore (newest first) kills the tasks before it unmounts.
+    let tmpfs_dirs = crate::tmpfs::mount_all(
+        guard,
+        &scenario.tmpfs,
+        scenario.machine.memory,
+        &mut applied,
+    )?;
     let mut memcgs: BTreeMap<String, Memcg> = BTreeMap::new();
     // Parents come first in the scenario (validated), so each parent exists when its
     // children are created; removal (the journal, undone in reverse) takes children first.
@@ -583,6 +613,7 @@ fn run_holding(
                 cpu: None,
                 threads: vec![],
                 file_dir: file_dir.clone(),
+                tmpfs_dirs: tmpfs_dirs.clone(),
                 seed: scenario.seed,
                 oom_score_adj: scenario.workloads[w].oom_score_adj(),
             });

@@ -76,6 +76,9 @@ pub enum Change {
     /// A filesystem we mounted on a directory we created (tracefs, to read tracepoint ids):
     /// unmount it and remove the directory.
     Mount { path: String },
+    /// A scenario's `[[tmpfs]]` mounted on a directory we created: unmount it (its files, and
+    /// the swap entries they hold, go with it) and remove the directory.
+    Tmpfs { path: String },
 }
 
 /// Every kind of change the live backend makes to the host, for reports and for the crash
@@ -106,10 +109,12 @@ pub enum ChangeKind {
     FileDir,
     /// tracefs mounted on a directory of ours.
     TracefsMount,
+    /// A scenario's tmpfs mounted on a directory of ours.
+    TmpfsMount,
 }
 
 impl ChangeKind {
-    pub const ALL: [ChangeKind; 12] = [
+    pub const ALL: [ChangeKind; 13] = [
         ChangeKind::ThpKnob,
         ChangeKind::MthpSizeKnob,
         ChangeKind::ZswapParam,
@@ -122,6 +127,7 @@ impl ChangeKind {
         ChangeKind::Memcg,
         ChangeKind::FileDir,
         ChangeKind::TracefsMount,
+        ChangeKind::TmpfsMount,
     ];
 }
 
@@ -130,7 +136,7 @@ impl Change {
     pub fn survives_reboot(&self) -> bool {
         matches!(
             self,
-            Change::File { .. } | Change::Dir { .. } | Change::Mount { .. }
+            Change::File { .. } | Change::Dir { .. } | Change::Mount { .. } | Change::Tmpfs { .. }
         )
     }
 
@@ -157,6 +163,7 @@ impl Change {
             Change::Cgroup { .. } => ChangeKind::Memcg,
             Change::Dir { .. } => ChangeKind::FileDir,
             Change::Mount { .. } => ChangeKind::TracefsMount,
+            Change::Tmpfs { .. } => ChangeKind::TmpfsMount,
         }
     }
 }
@@ -585,7 +592,10 @@ pub fn check_allowed(c: &Change, state_dir: &Path) -> Result<()> {
             KNOB_ROOTS.iter().any(|r| within(path, Path::new(r))) || ours(path)
         }
         Change::ZramHotAdd { .. } | Change::Zram { .. } => true,
-        Change::File { path } | Change::Dir { path } | Change::Mount { path } => ours(path),
+        Change::File { path }
+        | Change::Dir { path }
+        | Change::Mount { path }
+        | Change::Tmpfs { path } => ours(path),
         Change::Loop { backing_file } => ours(backing_file),
         Change::Swapon { path } => device(path, "zram") || device(path, "loop") || ours(path),
         Change::Cgroup { path } => {
@@ -622,7 +632,7 @@ fn describe(c: &Change) -> String {
         Change::Swapon { path } => format!("swapoff {path}"),
         Change::Cgroup { path } => format!("remove {path}"),
         Change::Dir { path } => format!("remove {path}/"),
-        Change::Mount { path } => format!("umount {path}"),
+        Change::Mount { path } | Change::Tmpfs { path } => format!("umount {path}"),
     }
 }
 
@@ -678,25 +688,28 @@ fn undo(c: &Change) -> Result<()> {
             }
             _ => Ok(()),
         },
-        Change::Mount { path } => {
-            let mounted = fs::read_to_string("/proc/self/mounts")
-                .unwrap_or_default()
-                .lines()
-                .any(|l| l.split_whitespace().nth(1) == Some(path.as_str()));
-            if mounted {
-                let c = std::ffi::CString::new(path.as_str())?;
-                // SAFETY: umount2 of a path we mounted, with a valid C string.
-                if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } != 0 {
-                    bail!("umount {path}: {}", std::io::Error::last_os_error());
-                }
-            }
-            match fs::remove_dir(path) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-                    Err(e).with_context(|| format!("removing {path}"))
-                }
-                _ => Ok(()),
-            }
+        Change::Mount { path } | Change::Tmpfs { path } => unmount_and_rmdir(path),
+    }
+}
+
+/// Unmount what we mounted on `path` (if it is mounted) and remove the directory we made.
+fn unmount_and_rmdir(path: &str) -> Result<()> {
+    let mounted = fs::read_to_string("/proc/self/mounts")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.split_whitespace().nth(1) == Some(path));
+    if mounted {
+        let c = std::ffi::CString::new(path)?;
+        // SAFETY: umount2 of a path we mounted, with a valid C string.
+        if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } != 0 {
+            bail!("umount {path}: {}", std::io::Error::last_os_error());
         }
+    }
+    match fs::remove_dir(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            Err(e).with_context(|| format!("removing {path}"))
+        }
+        _ => Ok(()),
     }
 }
 

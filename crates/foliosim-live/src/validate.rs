@@ -161,6 +161,10 @@ fn is_policy(name: &str) -> bool {
         "thp_fault_alloc",
         "thp_fault_fallback",
         "thp_fault_fallback_charge",
+        // tmpfs: which size shmem_alloc_and_add_folio gets (2M: thp_file_*).
+        "thp_file_alloc",
+        "thp_file_fallback",
+        "thp_file_fallback_charge",
         "zswpout",
     ];
     const MTHP: &[&str] = &[
@@ -170,6 +174,9 @@ fn is_policy(name: &str) -> bool {
         "swpout",
         "swpout_fallback",
         "zswpout",
+        "shmem_alloc",
+        "shmem_fallback",
+        "shmem_fallback_charge",
     ];
     if let Some(rest) = name.strip_prefix("hugepages-") {
         return rest
@@ -900,6 +907,10 @@ mod tests {
         // Whether a charge at the memcg limit may reclaim is policy (defrag, MADV_HUGEPAGE).
         assert!(is_policy("hugepages-64kB/stats/anon_fault_fallback_charge"));
         assert!(is_policy("thp_fault_fallback_charge"));
+        // And which size a tmpfs write gets.
+        assert!(is_policy("hugepages-64kB/stats/shmem_alloc"));
+        assert!(is_policy("thp_file_fallback_charge"));
+        assert!(!is_policy("thp_file_mapped"));
     }
 
     fn scenario(swap: &str, sizes: &str, extra: &str) -> Scenario {

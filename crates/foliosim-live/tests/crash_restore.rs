@@ -98,6 +98,9 @@ fn make_changes(kind: ChangeKind, guard: &mut HostGuard) -> anyhow::Result<()> {
             let defrag = format!("{THP_DIR}/defrag");
             let now = settings::read_knob(&defrag)?;
             guard.set_sysfs(&defrag, other(&now, &["defer", "never"]))?;
+            let shmem = format!("{THP_DIR}/shmem_enabled");
+            let now = settings::read_knob(&shmem)?;
+            guard.set_sysfs(&shmem, other(&now, &["deny", "never"]))?;
             for (knob, max) in [
                 ("pages_to_scan", 1 << 20),
                 ("scan_sleep_millisecs", 1 << 20),
@@ -171,6 +174,11 @@ fn make_changes(kind: ChangeKind, guard: &mut HostGuard) -> anyhow::Result<()> {
         ChangeKind::TracefsMount => {
             foliosim_live::record::perf::mount_tracefs(guard)?;
         }
+        ChangeKind::TmpfsMount => {
+            let dir = guard.dir().join(format!("tmpfs-{}-0", std::process::id()));
+            foliosim_live::tmpfs::mount(guard, &dir, "size=1m,huge=never,mode=0700")?;
+            foliosim_live::tmpfs::write(&foliosim_live::tmpfs::path(&dir, 0), 0, 16)?;
+        }
     }
     Ok(())
 }
@@ -205,6 +213,7 @@ fn host_state() -> Vec<String> {
     let mut knobs = vec![
         format!("{THP_DIR}/enabled"),
         format!("{THP_DIR}/defrag"),
+        format!("{THP_DIR}/shmem_enabled"),
         other_knob(),
     ];
     for k in [
@@ -466,6 +475,7 @@ fn every_change_kind_has_a_crash_test() -> Outcome {
             ChangeKind::Memcg => memcg,
             ChangeKind::FileDir => file_dir,
             ChangeKind::TracefsMount => tracefs_mount,
+            ChangeKind::TmpfsMount => tmpfs_mount,
         };
     }
     // And every journal entry maps to a kind in ALL.
@@ -523,6 +533,9 @@ fn file_dir() -> Outcome {
 fn tracefs_mount() -> Outcome {
     crash_and_restore(ChangeKind::TracefsMount)
 }
+fn tmpfs_mount() -> Outcome {
+    crash_and_restore(ChangeKind::TmpfsMount)
+}
 
 harness_main!(
     every_change_kind_has_a_crash_test,
@@ -539,4 +552,5 @@ harness_main!(
     memcg,
     file_dir,
     tracefs_mount,
+    tmpfs_mount,
 );

@@ -593,6 +593,81 @@ fn record_a_program_and_replay_its_trace_on_both_backends() -> Outcome {
     Ok(())
 }
 
+/// A small cc1 build on a tmpfs mounted `huge=always`, in a tight memcg onto zram.
+const TMPFS_BUILD: &str = r#"
+[machine]
+cpus = 2
+memory = "1G"
+[[machine.swap]]
+kind = "zram"
+size = "256M"
+[sysfs]
+thp_enabled = "never"
+[sysfs.hugepages]
+"64K" = "always"
+"2M" = "never"
+[[memcg]]
+name = "build"
+max = "8M"
+[[tmpfs]]
+name = "build"
+size = "64M"
+huge = "always"
+[[workload]]
+kind = "kbuild"
+compiler = "cc1"
+jobs = 6
+jobs_concurrent = 2
+rss_min = "1M"
+rss_max = "8M"
+user_ns_per_page = 1000
+memcg = "build"
+tmpfs = "build"
+object_size_min = "4K"
+object_size_max = "64K"
+"#;
+
+fn a_build_on_tmpfs_writes_its_objects_there_and_unmounts_it() -> Outcome {
+    require_live()?;
+    let s = scenario(TMPFS_BUILD);
+    let before = host_state(&s);
+    let opts = LiveOptions {
+        allow_live: true,
+        timeout: Some(Duration::from_secs(60)),
+        ..Default::default()
+    };
+    let r = foliosim_live::run(&s, &opts).unwrap();
+    assert_eq!(host_state(&s), before, "host not restored");
+    assert!(r.task_failures.is_empty(), "{:?}", r.task_failures);
+    assert!(
+        r.settings.iter().any(|a| a.contains("huge=always")),
+        "{:?}",
+        r.settings
+    );
+    // Each object file's first write tries a 2M shmem folio once (6.18: PMD order first).
+    let c = |k: &str| r.counters.get(k).copied().unwrap_or(0);
+    assert_eq!(
+        c("thp_file_alloc") + c("thp_file_fallback"),
+        6,
+        "{:?}",
+        r.counters
+    );
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    assert!(
+        !mounts.contains("/tmpfs-"),
+        "a tmpfs left mounted:\n{mounts}"
+    );
+    let left = std::fs::read_dir(settings::state_dir()).unwrap();
+    for e in left.filter_map(|e| e.ok()) {
+        let name = e.file_name().to_string_lossy().into_owned();
+        assert!(
+            !name.starts_with("tmpfs-"),
+            "{name} left in the state directory"
+        );
+    }
+    Ok(())
+}
+
 harness_main!(
     refuses_without_the_explicit_opt_in,
     refuses_to_turn_zswap_on,
@@ -607,4 +682,5 @@ harness_main!(
     swapin_mthp_probe_answers_and_restores_the_host,
     threads_share_a_process_with_barriers_files_and_fault_timing,
     record_a_program_and_replay_its_trace_on_both_backends,
+    a_build_on_tmpfs_writes_its_objects_there_and_unmounts_it,
 );

@@ -216,6 +216,18 @@ fn the_allowed_sets_are_the_backends_own_paths() -> Outcome {
     assert!(!ok(Change::Mount {
         path: "/mnt".into()
     }));
+    assert!(ok(Change::Tmpfs {
+        path: "/var/lib/foliosim/tmpfs-7-0".into()
+    }));
+    assert!(!ok(Change::Tmpfs {
+        path: "/tmp".into()
+    }));
+    assert!(!ok(Change::Tmpfs {
+        path: "/var/lib/foliosim".into()
+    }));
+    assert!(ok(sysfs(
+        "/sys/kernel/mm/transparent_hugepage/shmem_enabled"
+    )));
     assert!(!ok(Change::Loop {
         backing_file: "/home/x.img".into()
     }));
