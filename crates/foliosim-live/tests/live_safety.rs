@@ -480,6 +480,28 @@ fn undoing_a_hot_add_removes_only_the_device_it_made() -> Outcome {
     Ok(())
 }
 
+fn without_hot_add_no_existing_zram_device_is_taken() -> Outcome {
+    let s = Scratch::new("nohotadd");
+    let mut guard = s.guard().unwrap();
+    let result = swapdev::zram_add_via(&mut guard, &s.root.join("no-zram-control"));
+    // Take back whatever was journaled before asserting: a failing test must not reset a
+    // device of this host on its way out.
+    let taken = guard.changes().to_vec();
+    for c in taken.iter().rev() {
+        guard.unrecord(c).unwrap();
+    }
+    assert!(
+        taken.is_empty(),
+        "took a zram device it did not add: {taken:?}"
+    );
+    let err = result.expect_err("without zram-control/hot_add the run must be refused");
+    assert!(
+        format!("{err:#}").contains("never takes a zram device it did not add"),
+        "{err:#}"
+    );
+    Ok(())
+}
+
 // --- 6. Two runs never overlap ---
 
 fn a_second_run_with_another_state_dir_is_refused_while_the_first_holds_the_host() -> Outcome {
@@ -518,6 +540,7 @@ harness_main!(
     after_a_reboot_only_the_files_are_removed,
     an_existing_memcg_of_our_name_is_refused_and_kept,
     undoing_a_hot_add_removes_only_the_device_it_made,
+    without_hot_add_no_existing_zram_device_is_taken,
     a_second_run_with_another_state_dir_is_refused_while_the_first_holds_the_host,
     two_runs_share_the_fixed_host_lock,
 );
