@@ -433,6 +433,29 @@ fn after_a_reboot_only_the_files_are_removed() -> Outcome {
     Ok(())
 }
 
+fn the_state_dir_is_on_disk_with_the_swap_files_beside_the_journal() -> Outcome {
+    // Journal and swap files must outlive a reboot together: the default state directory
+    // (or its nearest existing parent) is no tmpfs, and a run's swap files go in it.
+    let mut dir = Path::new(settings::DEFAULT_STATE_DIR);
+    while !dir.exists() {
+        dir = dir.parent().unwrap();
+    }
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: statfs into a zeroed local with a valid C string.
+    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
+    assert_eq!(unsafe { libc::statfs(c.as_ptr(), &mut fs) }, 0);
+    assert_ne!(
+        fs.f_type,
+        libc::TMPFS_MAGIC,
+        "{} is on tmpfs: a reboot loses the journal",
+        dir.display()
+    );
+    let state = Path::new("/var/lib/foliosim-test");
+    let swap = swapdev::swap_file_path(state, 0);
+    assert_eq!(Path::new(&swap).parent(), Some(state), "{swap}");
+    Ok(())
+}
+
 // --- 5. Nothing pre-existing is adopted ---
 
 fn an_existing_memcg_of_our_name_is_refused_and_kept() -> Outcome {
@@ -538,6 +561,7 @@ harness_main!(
     an_existing_file_directory_is_refused_and_kept,
     an_existing_swap_file_is_refused_and_kept,
     after_a_reboot_only_the_files_are_removed,
+    the_state_dir_is_on_disk_with_the_swap_files_beside_the_journal,
     an_existing_memcg_of_our_name_is_refused_and_kept,
     undoing_a_hot_add_removes_only_the_device_it_made,
     without_hot_add_no_existing_zram_device_is_taken,
