@@ -434,16 +434,26 @@ fn after_a_reboot_only_the_files_are_removed() -> Outcome {
 }
 
 fn the_state_dir_is_on_disk_with_the_swap_files_beside_the_journal() -> Outcome {
-    // Journal and swap files must outlive a reboot together: the default state directory
-    // (or its nearest existing parent) is no tmpfs, and a run's swap files go in it.
-    let mut dir = Path::new(settings::DEFAULT_STATE_DIR);
+    // Journal and swap files must outlive a reboot together: the default state directory is
+    // not where the FHS clears at boot (/run, /tmp; on this VM /run is not even tmpfs, so
+    // the file system alone would not tell), nor on tmpfs, and a run's swap files go in it.
+    let default = Path::new(settings::DEFAULT_STATE_DIR);
+    assert!(
+        !default.starts_with("/run") && !default.starts_with("/tmp"),
+        "{} is cleared at boot: a reboot loses the journal",
+        default.display()
+    );
+    let mut dir = default;
     while !dir.exists() {
         dir = dir.parent().unwrap();
     }
     let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
     // SAFETY: statfs into a zeroed local with a valid C string.
-    let mut fs: libc::statfs = unsafe { std::mem::zeroed() };
-    assert_eq!(unsafe { libc::statfs(c.as_ptr(), &mut fs) }, 0);
+    let (rc, fs) = unsafe {
+        let mut fs: libc::statfs = std::mem::zeroed();
+        (libc::statfs(c.as_ptr(), &mut fs), fs)
+    };
+    assert_eq!(rc, 0, "statfs {}", dir.display());
     assert_ne!(
         fs.f_type,
         libc::TMPFS_MAGIC,
