@@ -483,7 +483,7 @@ fn an_existing_memcg_of_our_name_is_refused_and_kept() -> Outcome {
     }
     // The harm first, so that a failure names it.
     assert!(kept, "restore removed a memcg this run did not create");
-    let err = result.err().expect("an existing memcg must not be adopted");
+    let err = result.expect_err("an existing memcg must not be adopted");
     assert!(format!("{err:#}").contains("already exists"), "{err:#}");
     Ok(())
 }
