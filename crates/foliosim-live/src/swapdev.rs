@@ -80,8 +80,14 @@ pub fn create(
 /// A new zram device, hot_added: a device we did not add may be someone else's (an idle one
 /// still belongs to whoever set it up), so without zram-control we refuse.
 fn zram_add(guard: &mut HostGuard) -> Result<u32> {
-    if !Path::new(ZRAM_CONTROL).exists() {
-        bail!("this kernel's zram has no {ZRAM_CONTROL}/hot_add, and the live backend never takes a zram device it did not add (load zram with hot-add support: modprobe zram, kernel 4.2+)");
+    zram_add_via(guard, Path::new(ZRAM_CONTROL))
+}
+
+/// As `zram_add`, with zram-control at `control` (a test points it at a missing directory).
+#[doc(hidden)]
+pub fn zram_add_via(guard: &mut HostGuard, control: &Path) -> Result<u32> {
+    if !control.exists() {
+        bail!("this kernel's zram has no {}/hot_add, and the live backend never takes a zram device it did not add (load zram with hot-add support: modprobe zram, kernel 4.2+)", control.display());
     }
     let existing = zram_ids();
     let expected = lowest_free_id(&existing);
@@ -90,7 +96,7 @@ fn zram_add(guard: &mut HostGuard) -> Result<u32> {
         expected: Some(expected),
     })?;
     // Reading hot_add creates a device and returns its id.
-    let id: u32 = read_knob(&format!("{ZRAM_CONTROL}/hot_add"))?
+    let id: u32 = read_knob(&format!("{}/hot_add", control.display()))?
         .parse()
         .context("zram hot_add returned no id")?;
     guard.record(Change::Zram {

@@ -156,15 +156,23 @@ fn a_journal_naming_a_path_outside_the_allowed_sets_restores_nothing() -> Outcom
             },
         ],
     );
-    let err = s
-        .guard()
+    let result = s.guard();
+    // The harm first, so that a failure names it.
+    assert_eq!(
+        std::fs::read_to_string(&victim_knob).unwrap(),
+        "precious",
+        "a knob outside the allowed set was written"
+    );
+    assert!(
+        victim_file.exists(),
+        "a file outside the state dir was removed"
+    );
+    // Refused whole: not even the entry that was ours was acted on.
+    assert!(ours.exists(), "part of a refused journal was restored");
+    let err = result
         .err()
         .expect("a journal naming foreign paths must be refused");
     assert!(format!("{err:#}").contains("never changes"), "{err:#}");
-    assert_eq!(std::fs::read_to_string(&victim_knob).unwrap(), "precious");
-    assert!(victim_file.exists());
-    // Refused whole: not even the entry that was ours was acted on.
-    assert!(ours.exists());
     Ok(())
 }
 
@@ -314,14 +322,24 @@ fn a_file_is_never_written_through_a_premade_symlink() -> Outcome {
     std::fs::write(&target, "precious").unwrap();
     let link = s.root.join("file0");
     std::os::unix::fs::symlink(&target, &link).unwrap();
-    let err = foliosim_live::files::create(&link, 4096, 1).unwrap_err();
+    let result = foliosim_live::files::create(&link, 4096, 1);
+    // The harm first, so that a failure names it.
+    let len = std::fs::metadata(&target).unwrap().len();
+    assert_eq!(
+        len, 8,
+        "the symlink's target was written through ({len} bytes)"
+    );
+    let err = result.expect_err("a premade symlink must be refused");
     assert!(format!("{err:#}").contains("must not exist"), "{err:#}");
-    assert_eq!(std::fs::read_to_string(&target).unwrap(), "precious");
     // A dangling one too (O_CREAT would create its target).
     let dangling = s.root.join("file1");
     std::os::unix::fs::symlink(s.root.join("nowhere"), &dangling).unwrap();
-    assert!(foliosim_live::files::create(&dangling, 4096, 1).is_err());
-    assert!(!s.root.join("nowhere").exists());
+    let result = foliosim_live::files::create(&dangling, 4096, 1);
+    assert!(
+        !s.root.join("nowhere").exists(),
+        "a dangling symlink's target was created"
+    );
+    assert!(result.is_err());
     Ok(())
 }
 
@@ -347,13 +365,15 @@ fn an_existing_file_directory_is_refused_and_kept() -> Outcome {
     std::fs::create_dir(&taken).unwrap();
     std::fs::write(taken.join("theirs"), "precious").unwrap();
     let scenario = Scenario::from_toml_str(FILE_SCENARIO).unwrap();
-    let err = foliosim_live::run::create_files(&mut guard, &scenario, &mut vec![]).unwrap_err();
-    assert!(format!("{err:#}").contains("must not exist"), "{err:#}");
+    let result = foliosim_live::run::create_files(&mut guard, &scenario, &mut vec![]);
     guard.restore().unwrap();
-    assert_eq!(
-        std::fs::read_to_string(taken.join("theirs")).unwrap(),
-        "precious"
+    // The harm first, so that a failure names it.
+    assert!(
+        taken.join("theirs").exists(),
+        "restore removed a directory this run did not create"
     );
+    let err = result.expect_err("an existing file directory must be refused, not adopted");
+    assert!(format!("{err:#}").contains("must not exist"), "{err:#}");
     Ok(())
 }
 
@@ -363,10 +383,16 @@ fn an_existing_swap_file_is_refused_and_kept() -> Outcome {
     let taken = swapdev::swap_file_path(guard.dir(), 0);
     std::fs::write(&taken, "precious").unwrap();
     let spec = SwapDeviceSpec::new(SwapDeviceKind::File, Bytes(1 << 20));
-    let err = swapdev::create(&mut guard, 0, &spec, "lzo-rle").unwrap_err();
-    assert!(format!("{err:#}").contains("must not exist"), "{err:#}");
+    let result = swapdev::create(&mut guard, 0, &spec, "lzo-rle");
     guard.restore().unwrap();
+    // The harm first, so that a failure names it.
+    assert!(
+        Path::new(&taken).exists(),
+        "restore removed a swap file this run did not create"
+    );
     assert_eq!(std::fs::read_to_string(&taken).unwrap(), "precious");
+    let err = result.expect_err("an existing swap file must be refused");
+    assert!(format!("{err:#}").contains("must not exist"), "{err:#}");
     Ok(())
 }
 
@@ -419,6 +445,39 @@ fn after_a_reboot_only_the_files_are_removed() -> Outcome {
     Ok(())
 }
 
+fn the_state_dir_is_on_disk_with_the_swap_files_beside_the_journal() -> Outcome {
+    // Journal and swap files must outlive a reboot together: the default state directory is
+    // not where the FHS clears at boot (/run, /tmp; on this VM /run is not even tmpfs, so
+    // the file system alone would not tell), nor on tmpfs, and a run's swap files go in it.
+    let default = Path::new(settings::DEFAULT_STATE_DIR);
+    assert!(
+        !default.starts_with("/run") && !default.starts_with("/tmp"),
+        "{} is cleared at boot: a reboot loses the journal",
+        default.display()
+    );
+    let mut dir = default;
+    while !dir.exists() {
+        dir = dir.parent().unwrap();
+    }
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: statfs into a zeroed local with a valid C string.
+    let (rc, fs) = unsafe {
+        let mut fs: libc::statfs = std::mem::zeroed();
+        (libc::statfs(c.as_ptr(), &mut fs), fs)
+    };
+    assert_eq!(rc, 0, "statfs {}", dir.display());
+    assert_ne!(
+        fs.f_type,
+        libc::TMPFS_MAGIC,
+        "{} is on tmpfs: a reboot loses the journal",
+        dir.display()
+    );
+    let state = Path::new("/var/lib/foliosim-test");
+    let swap = swapdev::swap_file_path(state, 0);
+    assert_eq!(Path::new(&swap).parent(), Some(state), "{swap}");
+    Ok(())
+}
+
 // --- 5. Nothing pre-existing is adopted ---
 
 fn an_existing_memcg_of_our_name_is_refused_and_kept() -> Outcome {
@@ -428,13 +487,16 @@ fn an_existing_memcg_of_our_name_is_refused_and_kept() -> Outcome {
     let (root, _) = cgroup::memory_root().unwrap();
     let taken = cgroup::memcg_path(&root, std::process::id(), None, "taken");
     std::fs::create_dir(&taken).unwrap();
-    let err = cgroup::Memcg::create(&mut guard, &MemcgSpec::with_max("taken", None), None)
-        .expect_err("an existing memcg must not be adopted");
-    assert!(format!("{err:#}").contains("already exists"), "{err:#}");
+    let result = cgroup::Memcg::create(&mut guard, &MemcgSpec::with_max("taken", None), None);
     guard.restore().unwrap();
     let kept = taken.exists();
-    std::fs::remove_dir(&taken).unwrap();
+    if kept {
+        std::fs::remove_dir(&taken).unwrap();
+    }
+    // The harm first, so that a failure names it.
     assert!(kept, "restore removed a memcg this run did not create");
+    let err = result.expect_err("an existing memcg must not be adopted");
+    assert!(format!("{err:#}").contains("already exists"), "{err:#}");
     Ok(())
 }
 
@@ -459,6 +521,28 @@ fn undoing_a_hot_add_removes_only_the_device_it_made() -> Outcome {
     assert!(
         !ids.contains(&ours.zram_id.unwrap()),
         "our zram device was left"
+    );
+    Ok(())
+}
+
+fn without_hot_add_no_existing_zram_device_is_taken() -> Outcome {
+    let s = Scratch::new("nohotadd");
+    let mut guard = s.guard().unwrap();
+    let result = swapdev::zram_add_via(&mut guard, &s.root.join("no-zram-control"));
+    // Take back whatever was journaled before asserting: a failing test must not reset a
+    // device of this host on its way out.
+    let taken = guard.changes().to_vec();
+    for c in taken.iter().rev() {
+        guard.unrecord(c).unwrap();
+    }
+    assert!(
+        taken.is_empty(),
+        "took a zram device it did not add: {taken:?}"
+    );
+    let err = result.expect_err("without zram-control/hot_add the run must be refused");
+    assert!(
+        format!("{err:#}").contains("never takes a zram device it did not add"),
+        "{err:#}"
     );
     Ok(())
 }
@@ -499,8 +583,10 @@ harness_main!(
     an_existing_file_directory_is_refused_and_kept,
     an_existing_swap_file_is_refused_and_kept,
     after_a_reboot_only_the_files_are_removed,
+    the_state_dir_is_on_disk_with_the_swap_files_beside_the_journal,
     an_existing_memcg_of_our_name_is_refused_and_kept,
     undoing_a_hot_add_removes_only_the_device_it_made,
+    without_hot_add_no_existing_zram_device_is_taken,
     a_second_run_with_another_state_dir_is_refused_while_the_first_holds_the_host,
     two_runs_share_the_fixed_host_lock,
 );
