@@ -146,6 +146,58 @@ pub const GLOBAL_CLUSTER_LOCK: LockCosts = LockCosts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::CpuLedger;
+    use crate::mm::invariants::check_cpu_time_booked;
+
+    #[test]
+    fn the_check_catches_time_without_a_bucket_or_in_the_wrong_mode() {
+        let ledger = CpuLedger::default();
+        ledger.add(CpuCost::UserCompute.into(), 5);
+        ledger.add(CpuCost::Syscall.into(), 3);
+        assert_eq!(check_cpu_time_booked(&ledger, 8, 5), Ok(()));
+        assert!(
+            check_cpu_time_booked(&ledger, 9, 5).is_err(),
+            "1 ns unbooked"
+        );
+        assert!(
+            check_cpu_time_booked(&ledger, 8, 3).is_err(),
+            "user time booked as sys"
+        );
+    }
+
+    /// usemem swapping to zram under a memcg limit.
+    #[test]
+    fn a_swapping_run_names_every_ns_of_its_cpu_time() {
+        let text = "seed = 1\n[machine]\ncpus = 4\nmemory = \"256M\"\n\
+             [[machine.swap]]\nkind = \"zram\"\nsize = \"128M\"\n\
+             [[memcg]]\nname = \"m\"\nmax = \"32M\"\n\
+             [[workload]]\nkind = \"usemem\"\nnproc = 4\nsize = \"12M\"\nmemcg = \"m\"\n";
+        let r = crate::run(&crate::Scenario::from_toml_str(text).unwrap()).unwrap();
+        let kthreads_ns: u64 = r.kernel_threads.iter().map(|t| t.sys_ns).sum();
+        let total_ns = r.cpu_user_ns + r.cpu_sys_ns + kthreads_ns;
+        assert_eq!(r.cpu_time_ns.values().sum::<u64>(), total_ns);
+        let known = |name: &str| {
+            CpuCost::ALL.iter().any(|c| name.starts_with(c.name()))
+                || name == "user: page walks and STLB lookups"
+        };
+        assert!(
+            r.cpu_time_ns.keys().all(|n| known(n)),
+            "{:?}",
+            r.cpu_time_ns
+        );
+        for name in [
+            "do_anonymous_page (less clear_page)",
+            "shrink_folio_list",
+            "swap_writepage: zram compress",
+            "lruvec->lru_lock held (lru_move_ns)",
+        ] {
+            assert!(
+                r.cpu_time_ns.get(name) > Some(&0),
+                "{name}: {:?}",
+                r.cpu_time_ns
+            );
+        }
+    }
 
     #[test]
     fn buckets_are_numbered_in_order_with_distinct_names() {

@@ -214,7 +214,7 @@ impl SharedBandwidth {
 mod tests {
     use super::*;
 
-    fn ctx(cpu: usize, now_ns: u64) -> Ctx {
+    fn ctx(cpu: usize, now_ns: u64) -> Ctx<'static> {
         Ctx::new(cpu, now_ns)
     }
 

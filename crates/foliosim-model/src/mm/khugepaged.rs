@@ -457,7 +457,7 @@ mod tests {
 
     /// PMD THP for MADV_HUGEPAGE only; mm 0 with VMA 0 of two ranges (`thp`), range 0 faulted
     /// with 4K pages.
-    fn setup(thp: ThpAdvice) -> (Kernel, Ctx) {
+    fn setup(thp: ThpAdvice) -> (Kernel, Ctx<'static>) {
         let text = r#"
 [machine]
 cpus = 2

@@ -150,7 +150,7 @@ mod tests {
     }
 
     /// Two CPUs 100 ns apart.
-    fn at(cpu: usize, now_ns: u64) -> Ctx {
+    fn at(cpu: usize, now_ns: u64) -> Ctx<'static> {
         let table = crate::engine::line::HandoffTable::intern(2, |f, t| (f != t) as u32 * 100);
         Ctx {
             line: Some(table),

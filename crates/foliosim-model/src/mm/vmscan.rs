@@ -951,7 +951,7 @@ mod tests {
     use crate::scenario::Scenario;
 
     /// A 6.18 kernel swapping to an NVMe SSD, one mm with `pages` 4K pages written.
-    fn swapping_to_ssd(pages: u32) -> (Kernel, Ctx, u32) {
+    fn swapping_to_ssd(pages: u32) -> (Kernel, Ctx<'static>, u32) {
         let text = r#"
 [machine]
 cpus = 2
