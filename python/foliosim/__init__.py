@@ -137,8 +137,9 @@ class Result:
     Attributes: ``raw`` (the JSON as a dict), ``counters`` (DataFrame ``counter``, ``value``:
     /proc/vmstat and ``hugepages-<size>kB/stats/*`` deltas, kernel names), ``workloads``
     (DataFrame, one row per workload), ``locks`` (DataFrame, one row per lock instance),
-    ``swap_devices`` (DataFrame), ``simulated_s``, ``steps``, ``seed``, ``kernel``,
-    ``swap_allocator``.
+    ``swap_devices`` (DataFrame), ``cpu_time`` (DataFrame ``work``, ``ns``, ``share``: the CPU
+    time by the kernel or user work that spent it, largest first, adding up to user + sys time),
+    ``simulated_s``, ``steps``, ``seed``, ``kernel``, ``swap_allocator``.
     """
 
     def __init__(self, json_text: str):
@@ -159,6 +160,15 @@ class Result:
         self.workloads = pd.DataFrame(raw.get("workloads", []))
         self.locks = pd.DataFrame(raw.get("locks", []))
         self.swap_devices = pd.DataFrame(raw.get("swap_devices", []))
+        cpu = sorted(raw.get("cpu_time_ns", {}).items(), key=lambda kv: (-kv[1], kv[0]))
+        total_ns = max(sum(ns for _, ns in cpu), 1)
+        self.cpu_time = pd.DataFrame(
+            {
+                "work": [w for w, _ in cpu],
+                "ns": pd.Series([ns for _, ns in cpu], dtype="int64"),
+                "share": pd.Series([ns / total_ns for _, ns in cpu], dtype="float64"),
+            }
+        )
 
     def timeseries(self) -> pd.DataFrame:
         """Counters over simulated time (run with ``sample_interval=``): one row per sample,

@@ -86,6 +86,11 @@ def test_result_attributes(result):
     assert result.workloads.loc[0, "throughput_bytes_per_s"] > 0
     assert isinstance(result.locks, pd.DataFrame) and len(result.locks) >= 1
     assert {"name", "instance", "acquisitions", "contended"} <= set(result.locks.columns)
+    cpu = result.cpu_time
+    assert list(cpu.columns) == ["work", "ns", "share"] and cpu.ns.is_monotonic_decreasing
+    assert "other" not in set(cpu.work)
+    kthreads_ns = sum(t["sys_ns"] for t in result.raw["kernel_threads"])
+    assert cpu.ns.sum() == result.raw["cpu_user_ns"] + result.raw["cpu_sys_ns"] + kthreads_ns
 
 
 def test_path_and_dict_give_the_same_result(result, small_path):

@@ -5,11 +5,14 @@
 pub mod arch;
 pub mod cost;
 pub mod huge_alloc;
+pub mod ledger;
 pub mod line;
 pub mod lock;
 pub mod prefetch;
 pub mod rng;
 pub mod trace;
+
+pub use ledger::{CostId, CpuLedger};
 
 /// Large blocks (the dense per-pfn arrays) in transparent huge pages: huge_alloc.rs. Defined
 /// here, on the ground floor, so every binary above gets it exactly once.
@@ -32,7 +35,7 @@ pub enum WaitKind {
 /// the CPU). Waits that sleep (`wait_until`) advance it as well, but are recorded apart: the
 /// scheduler gives the CPU to other tasks for that long.
 #[derive(Debug, Clone, Copy)]
-pub struct Ctx {
+pub struct Ctx<'l> {
     pub cpu: usize,
     pub now_ns: u64,
     /// When the current step started: no step still to run starts earlier.
@@ -53,11 +56,21 @@ pub struct Ctx {
     /// From when the scheduler wants the CPU back for another runnable task (TIF_NEED_RESCHED
     /// set by the tick at the end of the slice); u64::MAX when nothing else waits for it.
     pub resched_at_ns: u64,
+    /// Where the CPU time charged in this context is booked, by bucket.
+    pub ledger: &'l CpuLedger,
 }
 
-impl Ctx {
-    /// A context at `now_ns` on `cpu` with nothing charged yet (tests, benches).
-    pub fn new(cpu: usize, now_ns: u64) -> Ctx {
+impl Ctx<'static> {
+    /// A context at `now_ns` on `cpu` with nothing charged yet (tests, benches): its CPU time
+    /// goes to a ledger of this thread's that no run reads.
+    pub fn new(cpu: usize, now_ns: u64) -> Ctx<'static> {
+        Ctx::with_ledger(cpu, now_ns, CpuLedger::scratch())
+    }
+}
+
+impl<'l> Ctx<'l> {
+    /// A context at `now_ns` on `cpu` with nothing charged yet, booking into `ledger`.
+    pub fn with_ledger(cpu: usize, now_ns: u64, ledger: &'l CpuLedger) -> Ctx<'l> {
         Ctx {
             cpu,
             now_ns,
@@ -68,6 +81,7 @@ impl Ctx {
             sleep_ns: 0,
             iowait_ns: 0,
             resched_at_ns: u64::MAX,
+            ledger,
         }
     }
 
@@ -77,9 +91,20 @@ impl Ctx {
         self.now_ns >= self.resched_at_ns
     }
 
+    /// Spend `ns` of CPU time on the work `what` names.
     #[inline]
-    pub fn spend(&mut self, ns: u64) {
+    pub fn spend(&mut self, what: impl Into<CostId>, ns: u64) {
         self.now_ns += ns;
+        self.ledger.add(what.into(), ns);
+    }
+
+    /// Stay on the CPU until `t_ns` (polling a device), the time booked to `what`; no-op when
+    /// that is not in the future.
+    #[inline]
+    pub fn busy_until(&mut self, what: impl Into<CostId>, t_ns: u64) {
+        if let Some(ns) = t_ns.checked_sub(self.now_ns) {
+            self.spend(what, ns);
+        }
     }
 
     /// Sleep off the CPU until `t_ns` (no-op when that is not in the future). The step goes on

@@ -69,10 +69,11 @@ impl Default for SharedLine {
 impl SharedLine {
     const NOBODY: u16 = u16::MAX;
 
-    /// An atomic on this line by `ctx.cpu`: spends and returns one line transfer from the last
-    /// writer by `ctx.line` (0 without a topology, for the first writer, or for the same CPU).
+    /// An atomic on this line by `ctx.cpu`: spends (booked to `what`) and returns one line
+    /// transfer from the last writer by `ctx.line` (0 without a topology, for the first writer,
+    /// or for the same CPU).
     #[inline]
-    pub fn write(&mut self, ctx: &mut Ctx) -> u64 {
+    pub fn write(&mut self, ctx: &mut Ctx, what: crate::CostId) -> u64 {
         let Some(table) = ctx.line else {
             return 0;
         };
@@ -85,7 +86,7 @@ impl SharedLine {
             return 0;
         }
         let ns = table.ns(from as u32, ctx.cpu);
-        ctx.spend(ns);
+        ctx.spend(what, ns);
         ns
     }
 }
@@ -114,13 +115,17 @@ mod tests {
         };
         let mut line = SharedLine::default();
         let (mut a, mut b) = (at(1), at(2));
-        assert_eq!(line.write(&mut a), 0, "the first writer");
-        assert_eq!(line.write(&mut a), 0, "the same CPU again");
-        assert_eq!(line.write(&mut b), 30);
+        assert_eq!(line.write(&mut a, crate::CostId(0)), 0, "the first writer");
+        assert_eq!(
+            line.write(&mut a, crate::CostId(0)),
+            0,
+            "the same CPU again"
+        );
+        assert_eq!(line.write(&mut b, crate::CostId(0)), 30);
         assert_eq!((a.now_ns, b.now_ns), (0, 30));
-        assert_eq!(line.write(&mut a), 30);
+        assert_eq!(line.write(&mut a, crate::CostId(0)), 30);
         // Without a topology (no table) nothing is priced.
         let mut flat = Ctx::new(0, 0);
-        assert_eq!(line.write(&mut flat), 0);
+        assert_eq!(line.write(&mut flat, crate::CostId(0)), 0);
     }
 }

@@ -6,7 +6,7 @@
 //! earliest step still running (`Ctx::step_start_ns`) can no longer matter and are dropped.
 //! The wait is what `perf lock contention` would report for this lock.
 
-use super::Ctx;
+use super::{CostId, Ctx};
 use serde::Serialize;
 use std::collections::VecDeque;
 
@@ -30,9 +30,19 @@ impl LockStats {
     }
 }
 
+/// Where a lock's CPU time is booked: waiting for it (spinning), pulling it from another
+/// CPU's cache (the handoff), and the work done holding it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LockCosts {
+    pub spin: CostId,
+    pub handoff: CostId,
+    pub held: CostId,
+}
+
 #[derive(Debug, Clone)]
 pub struct SimLock {
     pub name: &'static str,
+    pub costs: LockCosts,
     /// [start, end) holds with the holder's CPU, sorted by start.
     holds: Calendar,
     /// CPU of the latest hold booked (who has the lock's cache lines when the calendar is empty).
@@ -41,9 +51,10 @@ pub struct SimLock {
 }
 
 impl SimLock {
-    pub fn new(name: &'static str) -> SimLock {
+    pub fn new(name: &'static str, costs: LockCosts) -> SimLock {
         SimLock {
             name,
+            costs,
             holds: Calendar::default(),
             last_cpu: None,
             stats: LockStats::default(),
@@ -65,6 +76,23 @@ impl SimLock {
     /// that one ends: the queue ahead of it); holds a step booked further in its future do not
     /// delay it, as a queued spinlock would have served the earlier arrival first.
     pub fn hold(&mut self, ctx: &mut Ctx, hold_ns: u64) {
+        let (wait_ns, handoff_ns) = self.book(ctx, ctx.now_ns, hold_ns);
+        ctx.spend(self.costs.spin, wait_ns);
+        ctx.spend(self.costs.handoff, handoff_ns);
+        ctx.spend(self.costs.held, hold_ns);
+    }
+
+    /// A hold across work the caller already spent, from `from_ns` to `ctx.now_ns`: booked
+    /// from `from_ns`, the caller pays only the wait and the handoff on top.
+    pub fn hold_spent_since(&mut self, ctx: &mut Ctx, from_ns: u64) {
+        let (wait_ns, handoff_ns) = self.book(ctx, from_ns, ctx.now_ns - from_ns);
+        ctx.spend(self.costs.spin, wait_ns);
+        ctx.spend(self.costs.handoff, handoff_ns);
+    }
+
+    /// Book a hold of `hold_ns` by `ctx.cpu` arriving at `at_ns` in the calendar; returns
+    /// how long it waited and what the handoff added to the hold.
+    fn book(&mut self, ctx: &Ctx, at_ns: u64, hold_ns: u64) -> (u64, u64) {
         // Every hold that can still delay someone is kept (no cap: a cap dropped holds a long
         // step booked ahead, and undercounted contention at 96 CPUs).
         while self
@@ -74,7 +102,7 @@ impl SimLock {
         {
             self.holds.pop_front();
         }
-        let mut start = ctx.now_ns;
+        let mut start = at_ns;
         // Where the hold goes: after every hold starting by its start. Waiting moves `start`
         // to a hold's end, so the position only moves forward: from the second try on, the
         // holds after it are walked (the queue ahead is short) instead of searched again.
@@ -96,14 +124,15 @@ impl SimLock {
             .checked_sub(1)
             .map(|j| self.holds.get(j).cpu())
             .or(self.last_cpu);
-        let mut hold_ns = hold_ns;
-        if let Some(previous) = previous_cpu.filter(|&c| c != ctx.cpu as u32) {
+        let handoff_ns = match previous_cpu.filter(|&c| c != ctx.cpu as u32) {
+            None => 0,
             // Flat without a topology; else by where the previous holder is (hw/contention.rs).
-            hold_ns += match ctx.handoff {
+            Some(previous) => match ctx.handoff {
                 None => ctx.lock_handoff_ns,
                 Some(table) => table.ns(previous, ctx.cpu),
-            };
-        }
+            },
+        };
+        let hold_ns = hold_ns + handoff_ns;
         if hold_ns > 0 {
             self.holds
                 .insert(i, Hold::new(start, start + hold_ns, ctx.cpu as u32));
@@ -111,17 +140,17 @@ impl SimLock {
                 self.last_cpu = Some(ctx.cpu as u32);
             }
         }
-        let wait_ns = start - ctx.now_ns;
+        let wait_ns = start - at_ns;
         let s = &mut self.stats;
         s.acquisitions += 1;
         if wait_ns > 0 {
-            super::trace::span("lock wait", self.name, ctx.now_ns, start);
+            super::trace::span("lock wait", self.name, at_ns, start);
             s.contended += 1;
             s.wait_ns_total += wait_ns;
             s.wait_ns_max = s.wait_ns_max.max(wait_ns);
         }
         s.hold_ns_total += hold_ns;
-        ctx.now_ns = start + hold_ns;
+        (wait_ns, handoff_ns)
     }
 }
 
@@ -302,6 +331,13 @@ impl Calendar {
 }
 
 #[cfg(test)]
+pub(crate) const TEST_COSTS: LockCosts = LockCosts {
+    spin: CostId(0),
+    handoff: CostId(1),
+    held: CostId(2),
+};
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
@@ -334,7 +370,7 @@ mod tests {
 
     #[test]
     fn second_holder_waits_for_the_first() {
-        let mut lock = SimLock::new("test");
+        let mut lock = SimLock::new("test", TEST_COSTS);
         let mut a = Ctx {
             cpu: 0,
             now_ns: 100,
@@ -345,6 +381,7 @@ mod tests {
             sleep_ns: 0,
             iowait_ns: 0,
             resched_at_ns: u64::MAX,
+            ledger: crate::CpuLedger::scratch(),
         };
         let mut b = Ctx {
             cpu: 1,
@@ -356,6 +393,7 @@ mod tests {
             sleep_ns: 0,
             iowait_ns: 0,
             resched_at_ns: u64::MAX,
+            ledger: crate::CpuLedger::scratch(),
         };
         lock.hold(&mut a, 200);
         assert_eq!(a.now_ns, 300);
@@ -373,6 +411,7 @@ mod tests {
             sleep_ns: 0,
             iowait_ns: 0,
             resched_at_ns: u64::MAX,
+            ledger: crate::CpuLedger::scratch(),
         };
         lock.hold(&mut c, 10);
         assert_eq!(lock.stats.contended, 1, "a late arrival does not wait");
@@ -380,7 +419,7 @@ mod tests {
 
     #[test]
     fn an_early_arrival_is_not_blocked_by_a_later_hold() {
-        let mut lock = SimLock::new("test");
+        let mut lock = SimLock::new("test", TEST_COSTS);
         // A long step already took the lock at 10_000.
         lock.hold(
             &mut Ctx {
@@ -393,6 +432,7 @@ mod tests {
                 sleep_ns: 0,
                 iowait_ns: 0,
                 resched_at_ns: u64::MAX,
+                ledger: crate::CpuLedger::scratch(),
             },
             100,
         );
@@ -407,6 +447,7 @@ mod tests {
             sleep_ns: 0,
             iowait_ns: 0,
             resched_at_ns: u64::MAX,
+            ledger: crate::CpuLedger::scratch(),
         };
         lock.hold(&mut early, 100);
         assert_eq!(early.now_ns, 600);
@@ -421,6 +462,7 @@ mod tests {
             sleep_ns: 0,
             iowait_ns: 0,
             resched_at_ns: u64::MAX,
+            ledger: crate::CpuLedger::scratch(),
         };
         lock.hold(&mut during, 100);
         assert_eq!(during.now_ns, 10_200);
@@ -432,7 +474,7 @@ mod tests {
         // CPUs 0 and 1 near (10 ns), 2 far (100 ns from either).
         let table =
             crate::line::HandoffTable::intern(3, |f, t| if f / 2 == t / 2 { 10 } else { 100 });
-        let mut lock = SimLock::new("test");
+        let mut lock = SimLock::new("test", TEST_COSTS);
         let at = |cpu, now_ns| Ctx {
             lock_handoff_ns: 7,
             handoff: Some(table),

@@ -5,6 +5,7 @@
 //! ([`mm`], files named after the kernel's mm/*.c); the result is kernel-named counters.
 
 pub mod content;
+pub mod cpu_cost;
 pub mod footprint;
 pub mod hw;
 pub mod mm;
@@ -185,7 +186,7 @@ pub fn run_with(
             .collect(),
         zswap: k.zswap.enabled.then(|| k.zswap.debugfs()),
         iaa: k.iaa.as_ref().map(|i| i.total_stats()),
-        cpu_time_ns: cpu_time_by_cost(&k, tasks.iter().map(|t| t.user_ns + t.sys_ns).sum()),
+        cpu_time_ns: cpu_time_by_cost(&k, &stats.cpu_ns_by_cost),
         page_alloc: report::PageAllocReport::of(k.node_zone(k.nodes.cpu_node())),
         timeseries,
         oom_kills: oom_kill_reports(&k, &tasks),
@@ -276,54 +277,40 @@ fn alloc_task_stacks(k: &mut Kernel, tasks: &[Task]) -> Result<(), SimError> {
     Ok(())
 }
 
-/// CPU time of the costs charged through hw/membw.rs and mm/tlb/, by cost name; "other" is
-/// the rest of the tasks' CPU time, kernel threads included (faults, reclaim, swap, ...).
-fn cpu_time_by_cost(k: &Kernel, total_ns: u64) -> std::collections::BTreeMap<String, u64> {
+/// The tasks' CPU time by the work that spent it (cpu_cost.rs), one entry per bucket used;
+/// a memory-bandwidth stream's time split into its time alone and its slowdown by the other
+/// CPUs (hw/membw.rs), the user loads and stores into the TLB model's page walks and the rest.
+fn cpu_time_by_cost(k: &Kernel, by_bucket: &[u64]) -> std::collections::BTreeMap<String, u64> {
+    use crate::cpu_cost::CpuCost;
     use crate::hw::membw::Stream;
     let mut m = std::collections::BTreeMap::new();
-    for bus in [&k.membw, &k.tlb_bus] {
-        for s in Stream::ALL {
-            let (busy, alone) = (bus.busy_ns[s as usize], bus.alone_ns[s as usize]);
-            if busy > 0 {
-                *m.entry(s.cost_name().to_string()).or_default() += alone;
-                *m.entry(format!("{} contention", s.cost_name()))
-                    .or_default() += busy - alone;
-            }
-        }
-    }
-    for (name, ns) in crate::mm::tlb::TlbCost::NAMES.iter().zip(k.tlb_ns) {
+    let mut put = |name: &str, ns: u64| {
         if ns > 0 {
             m.insert(name.to_string(), ns);
         }
+    };
+    let streams = Stream::ALL.map(|s| s.bucket());
+    for &c in CpuCost::ALL.iter().filter(|c| !streams.contains(c)) {
+        put(c.name(), by_bucket[c as usize]);
     }
-    for (name, ns) in line_transfer_ns(k) {
-        if ns > 0 {
-            m.insert(name.into(), ns);
-        }
+    for s in Stream::ALL {
+        let busy = k.membw.busy_ns[s as usize] + k.tlb_bus.busy_ns[s as usize];
+        let alone = k.membw.alone_ns[s as usize] + k.tlb_bus.alone_ns[s as usize];
+        let name = s.bucket().name();
+        assert_eq!(
+            busy,
+            by_bucket[s.bucket() as usize],
+            "{name}: bus and ledger"
+        );
+        put(name, alone);
+        put(&format!("{name} contention"), busy - alone);
     }
-    if let Some(walk_ns) = k.tlb_cache.report().map(|r| r.walk_ns).filter(|&ns| ns > 0) {
-        m.insert("page walks and STLB lookups (user)".into(), walk_ns);
+    let access_ns = by_bucket[CpuCost::UserAccess as usize];
+    if let Some(walk_ns) = k.tlb_cache.report().map(|r| r.walk_ns.min(access_ns)) {
+        put(CpuCost::UserAccess.name(), access_ns - walk_ns);
+        put("user: page walks and STLB lookups", walk_ns);
     }
-    let charged: u64 = m.values().sum();
-    m.insert("other".into(), total_ns.saturating_sub(charged));
     m
-}
-
-/// CPU time of the shared lines' transfers (hw/contention.rs), by where the kernel writes
-/// them; all 0 without a topology.
-fn line_transfer_ns(k: &Kernel) -> [(&'static str, u64); 3] {
-    let vmstat_ns = (0..k.nodes.nr_nodes())
-        .map(|nid| k.node_zone(nid).nr_free_stat.transfer_ns)
-        .sum();
-    let mmap_ns = k.mms.iter().map(|m| m.mmap_lock.line_ns).sum();
-    [
-        (
-            "line transfers: page_counter charge/uncharge",
-            k.counter_lines.transfer_ns,
-        ),
-        ("line transfers: vmstat NR_FREE_PAGES folds", vmstat_ns),
-        ("line transfers: mmap_lock count", mmap_ns),
-    ]
 }
 
 pub fn lock_reports(k: &Kernel) -> Vec<LockReport> {

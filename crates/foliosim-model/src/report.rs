@@ -96,9 +96,10 @@ pub struct RunResult {
     /// IAA devices' work (iaa_crypto wq_stats summed), when the machine has them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub iaa: Option<crate::hw::iaa::IaaDeviceStats>,
-    /// CPU time by named cost, for the costs charged through the memory-bandwidth and TLB
-    /// models ("... contention" is the extra time of sharing), and the rest of the CPU time of
-    /// every task, kernel threads included.
+    /// The CPU time of every task, kernel threads included, by the work that spent it
+    /// (cpu_cost.rs: kernel functions, cost-table fields, "<lock> spin/handoff/held", "user:
+    /// ..."); "... contention" is a memory-bandwidth stream's extra time of sharing. The
+    /// values add up to the tasks' user and system time.
     pub cpu_time_ns: BTreeMap<String, u64>,
     /// The page allocator at the end of the run.
     pub page_alloc: PageAllocReport,
@@ -188,7 +189,19 @@ impl RunResult {
         )
     }
 
-    /// A human table: workloads, then non-zero counters, then contended locks.
+    /// `cpu_time_ns`, the largest first (ties by name).
+    pub fn cpu_time_by_time(&self) -> Vec<(&str, u64)> {
+        let mut v: Vec<(&str, u64)> = self
+            .cpu_time_ns
+            .iter()
+            .map(|(n, &ns)| (n.as_str(), ns))
+            .collect();
+        v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+        v
+    }
+
+    /// A human table: workloads, then non-zero counters, then contended locks, then the CPU
+    /// time by the work that spent it.
     pub fn to_table(&self) -> String {
         let mut out = String::new();
         out.push_str(&format!(
@@ -274,6 +287,15 @@ impl RunResult {
                 l.stats.contended,
                 l.stats.wait_ns_total as f64 / 1e6,
                 l.stats.wait_ns_max as f64 / 1e3
+            ));
+        }
+        let total_ns: u64 = self.cpu_time_ns.values().sum();
+        out.push_str("\nCPU time by the work that spent it                   ms   share\n");
+        for (name, ns) in self.cpu_time_by_time() {
+            out.push_str(&format!(
+                "{name:<48} {:>10.3} {:>6.1}%\n",
+                ns as f64 / 1e6,
+                100.0 * ns as f64 / total_ns.max(1) as f64
             ));
         }
         out

@@ -604,6 +604,26 @@ pub fn reproduce_report(
 }
 
 /// A JSON array of objects as a table (workloads, locks, kernel threads).
+/// The run's CPU time by the work that spent it, the largest first, as perf report would list it.
+fn cpu_time_table(r: &RunResult) -> String {
+    let total_ns: u64 = r.cpu_time_ns.values().sum();
+    let rows: Vec<Value> = r
+        .cpu_time_by_time()
+        .into_iter()
+        .map(|(name, ns)| {
+            serde_json::json!({
+                "work": name,
+                "ms": (ns as f64 / 1e3).round() / 1e3,
+                "share %": (1000.0 * ns as f64 / total_ns.max(1) as f64).round() / 10.0,
+            })
+        })
+        .collect();
+    json_table(
+        "CPU time by the work that spent it (user and sys, kernel threads included)",
+        &Value::Array(rows),
+    )
+}
+
 fn json_table(title: &str, v: &Value) -> String {
     let Value::Array(items) = v else {
         return String::new();
@@ -674,6 +694,7 @@ pub fn run_report(
         a.retain(|l| l["acquisitions"].as_u64().unwrap_or(0) > 0);
     }
     body.push_str(&json_table("locks (perf lock contention)", &locks));
+    body.push_str(&cpu_time_table(r));
     body.push_str(
         "<h3>counters (non-zero; /proc/vmstat and per-size mTHP stats)</h3><div class=\"cols\">",
     );

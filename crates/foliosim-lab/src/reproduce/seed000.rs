@@ -290,18 +290,13 @@ impl Report {
             ));
         }
         out.push_str("\nCPU time by cost, ms per GiB written (all CPUs; \"contention\": extra time of sharing)\n");
-        out.push_str(&format!("{:<44}", "cost"));
+        out.push_str(&format!("{:<48}", "cost"));
         for r in &self.rows {
             out.push_str(&format!(" {:>9}", format!("{} {}", r.kernel, r.size)));
         }
         out.push('\n');
-        let names: std::collections::BTreeSet<&String> = self
-            .rows
-            .iter()
-            .flat_map(|r| r.cpu_ms_per_gib.keys())
-            .collect();
-        for name in names {
-            out.push_str(&format!("{name:<44}"));
+        for name in self.cpu_costs_by_time() {
+            out.push_str(&format!("{name:<48}"));
             for r in &self.rows {
                 out.push_str(&format!(
                     " {:>9.1}",
@@ -311,6 +306,21 @@ impl Report {
             out.push('\n');
         }
         out
+    }
+}
+
+impl Report {
+    /// The CPU-time buckets of every row, the largest summed over the rows first.
+    fn cpu_costs_by_time(&self) -> Vec<&String> {
+        let mut sums: BTreeMap<&String, f64> = BTreeMap::new();
+        for r in &self.rows {
+            for (name, ms) in &r.cpu_ms_per_gib {
+                *sums.entry(name).or_default() += ms;
+            }
+        }
+        let mut names: Vec<(&String, f64)> = sums.into_iter().collect();
+        names.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(b.0)));
+        names.into_iter().map(|(n, _)| n).collect()
     }
 }
 

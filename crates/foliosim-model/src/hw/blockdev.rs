@@ -8,6 +8,7 @@ use super::blk_wbt::Wbt;
 use super::blockdev_profile;
 use super::membw::{SharedBandwidth, Stream};
 use super::ssd_ftl::{Ftl, FtlStats};
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 use crate::scenario::{DeviceProfile, SwapDeviceKind, SwapDeviceSpec, PAGE_SIZE};
 use serde::Serialize;
@@ -100,7 +101,7 @@ impl BlockDevice {
     ) -> Completion {
         if self.kind == SwapDeviceKind::Ramdisk {
             // brd: the submitting CPU copies the data, reading and writing every byte.
-            ctx.spend(self.latency_ns);
+            ctx.spend(CpuCost::BlockRequest, self.latency_ns);
             membw.transfer(
                 ctx,
                 Stream::RamdiskCopy,
@@ -112,7 +113,7 @@ impl BlockDevice {
         let Some(queue) = &mut self.queue else {
             // zram: the per-page work (compression, zsmalloc) is the driver's, charged by
             // mm/swap_devstore.rs per page and content; the device adds its per-request cost.
-            ctx.spend(self.latency_ns);
+            ctx.spend(CpuCost::BlockRequest, self.latency_ns);
             return Completion::Sync;
         };
         let done_ns = queue.submit(ctx, dir, pos, bytes);

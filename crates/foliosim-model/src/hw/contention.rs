@@ -89,7 +89,7 @@ mod tests {
     fn ns_per_acquisition(cpus: &[usize]) -> f64 {
         let t = topology();
         let table = handoff_table(&t, &cost());
-        let mut lock = SimLock::new("test");
+        let mut lock = SimLock::new("test", crate::cpu_cost::ZONE_LOCK);
         let mut end_ns = 0;
         for _round in 0..50 {
             for &cpu in cpus {

@@ -11,6 +11,7 @@
 //! run steps out of time order by up to one step, so the demand seen is the last complete
 //! window's, not the instant's; a CPU silent for more than a window counts as idle.
 
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 
 /// Window over which each CPU's demand is measured. Long against one step (tens of µs) so the
@@ -54,14 +55,14 @@ impl Stream {
         Stream::CopyPage,
     ];
 
-    /// The cost whose time the transfer charges when alone.
-    pub fn cost_name(self) -> &'static str {
+    /// The CPU-time bucket of the transfer, named by the cost it charges when alone.
+    pub fn bucket(self) -> CpuCost {
         match self {
-            Stream::ClearPage => "clear_page_ns",
-            Stream::UserStore => "user_write_page_ns",
-            Stream::RamdiskCopy => "ramdisk copy (bandwidth_bytes_per_s)",
-            Stream::TlbBroadcast => "tlb_dsb_ns",
-            Stream::CopyPage => "copy_page_ns",
+            Stream::ClearPage => CpuCost::MembwClearPage,
+            Stream::UserStore => CpuCost::MembwUserStore,
+            Stream::RamdiskCopy => CpuCost::MembwRamdiskCopy,
+            Stream::TlbBroadcast => CpuCost::MembwTlbBroadcast,
+            Stream::CopyPage => CpuCost::MembwCopyPage,
         }
     }
 }
@@ -126,7 +127,7 @@ impl SharedBandwidth {
                     d.alone_ns += alone_ns;
                     self.busy_ns[what as usize] += ns;
                     self.alone_ns[what as usize] += alone_ns;
-                    ctx.spend(ns);
+                    ctx.spend(what.bucket(), ns);
                     return ns;
                 }
             }
@@ -146,7 +147,7 @@ impl SharedBandwidth {
                 self.account(ctx.cpu, ctx.now_ns, units, alone_ns, alone_ns);
                 self.busy_ns[what as usize] += alone_ns;
                 self.alone_ns[what as usize] += alone_ns;
-                ctx.spend(alone_ns);
+                ctx.spend(what.bucket(), alone_ns);
                 return alone_ns;
             }
             let key = (window, self.generation, units.to_bits(), alone_ns);
@@ -171,7 +172,7 @@ impl SharedBandwidth {
         self.account(ctx.cpu, ctx.now_ns, units, alone_ns, ns);
         self.busy_ns[what as usize] += ns;
         self.alone_ns[what as usize] += alone_ns;
-        ctx.spend(ns);
+        ctx.spend(what.bucket(), ns);
         ns
     }
 
@@ -213,7 +214,7 @@ impl SharedBandwidth {
 mod tests {
     use super::*;
 
-    fn ctx(cpu: usize, now_ns: u64) -> Ctx {
+    fn ctx(cpu: usize, now_ns: u64) -> Ctx<'static> {
         Ctx::new(cpu, now_ns)
     }
 

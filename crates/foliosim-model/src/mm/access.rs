@@ -25,6 +25,7 @@ use super::folio::{flags, FolioTable};
 use super::memory::{handle_mm_fault, VmFault};
 use super::mmap::{Pte, Vma};
 use super::{Kernel, MmError};
+use crate::cpu_cost::CpuCost;
 use crate::engine::rng::SimRng;
 use crate::engine::Ctx;
 use crate::hw::tlb_cache::{HotSet, RandomAccess};
@@ -312,7 +313,7 @@ pub struct Accessor<'a> {
 pub fn run_user(k: &mut Kernel, ctx: &mut Ctx, task: u32, mm: u32, hot: HotSet, user_ns: &mut u64) {
     let r = k.tlb_cache.run_user(ctx.cpu, task, mm, hot, &k.cost);
     if r.ns > 0 {
-        ctx.spend(r.ns);
+        ctx.spend(CpuCost::UserAccess, r.ns);
         *user_ns += r.ns;
     }
 }
@@ -413,7 +414,7 @@ fn charge_plain(
         },
         &k.cost,
     );
-    ctx.spend(cost.ns);
+    ctx.spend(CpuCost::UserAccess, cost.ns);
     *who.user_ns += cost.ns;
     *who.ns_per_access = cost.ns_per_access;
 }

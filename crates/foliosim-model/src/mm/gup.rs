@@ -10,6 +10,7 @@
 
 use super::memory::handle_mm_fault;
 use super::{Kernel, MmError};
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 
 /// pin_user_pages_fast over pages [first, first + nr) of `vma`, faulting in (for write) those
@@ -31,7 +32,7 @@ pub fn pin_user_pages_fast(
         }
         let head = k.folios.head_of(pte.pfn());
         *k.folios.pins.entry(head).or_insert(0) += 1;
-        ctx.spend(k.cost.gup_pin_page_ns);
+        ctx.spend(CpuCost::PinUserPages, k.cost.gup_pin_page_ns);
         index += 1;
     }
     Ok(())
@@ -51,7 +52,7 @@ pub fn unpin_user_pages(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first:
             if *pins == 0 {
                 k.folios.pins.remove(&head);
             }
-            ctx.spend(k.cost.gup_pin_page_ns);
+            ctx.spend(CpuCost::PinUserPages, k.cost.gup_pin_page_ns);
         }
     }
 }

@@ -8,6 +8,7 @@ use super::gfp::Gfp;
 use super::mmap::{ThpAdvice, Vma};
 use super::vmstat::{MthpStat, VmEvent};
 use super::{Kernel, KernelConfig};
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 use crate::scenario::{ThpDefrag, PMD_ORDER};
 use std::collections::VecDeque;
@@ -86,7 +87,7 @@ pub fn split_huge_pmd(k: &mut Kernel, ctx: &mut Ctx, mm: u32, head: u32) {
     debug_assert!(k.folios.test(head, flags::PMD_MAPPED));
     k.folios.clear(head, flags::PMD_MAPPED);
     k.vmstat.count(VmEvent::ThpSplitPmd, 1);
-    ctx.spend(k.cost.pmd_split_ns);
+    ctx.spend(CpuCost::SplitHugePmd, k.cost.pmd_split_ns);
     let arch = k.cfg.tlb;
     arch.split_pmd(k, ctx, mm);
 }
@@ -128,13 +129,16 @@ pub fn split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: Option<&mut Ve
         Vec::new()
     };
     let (mm, vma, index, memcg) = (f.owner_mm(i), f.owner_vma(i), f.owner_index(i), f.memcg(i));
-    ctx.spend(k.cost.split_folio_ns + k.cost.split_page_ns * nr as u64);
+    ctx.spend(
+        CpuCost::SplitHugePage,
+        k.cost.split_folio_ns + k.cost.split_page_ns * nr as u64,
+    );
     let was_mapped = f.mapcount(i) > 0;
     let pmd_mapped = f.test(pfn, flags::PMD_MAPPED);
     if f.test(pfn, flags::PMD_MAPPED) {
         f.clear(pfn, flags::PMD_MAPPED);
         k.vmstat.count(VmEvent::ThpSplitPmd, 1);
-        ctx.spend(k.cost.pmd_split_ns);
+        ctx.spend(CpuCost::SplitHugePmd, k.cost.pmd_split_ns);
     }
     let inherited = f.flags[i] & (flags::DIRTY | flags::YOUNG | flags::REFERENCED | flags::ACTIVE);
     let on_lru = f.test(pfn, flags::LRU);

@@ -23,6 +23,29 @@ use super::vmscan::lru_gen;
 use super::workingset::{slot_folio, slot_shadow};
 use super::Kernel;
 
+/// The ledger's buckets add up to the tasks' CPU time (`user_ns + sys_ns`), and its user
+/// buckets to their user time: no CPU time is charged without a bucket, none twice.
+pub fn check_cpu_time_booked(
+    ledger: &crate::engine::CpuLedger,
+    cpu_ns: u64,
+    user_ns: u64,
+) -> Result<(), String> {
+    use crate::cpu_cost::CpuCost;
+    let booked_ns = ledger.total_ns();
+    let booked_user_ns: u64 = CpuCost::ALL
+        .iter()
+        .filter(|c| c.is_user())
+        .map(|&c| ledger.ns(c.into()))
+        .sum();
+    if (booked_ns, booked_user_ns) != (cpu_ns, user_ns) {
+        return Err(format!(
+            "CPU time by bucket {booked_ns} ns (user {booked_user_ns}) != the tasks' {cpu_ns} ns \
+             (user {user_ns})"
+        ));
+    }
+    Ok(())
+}
+
 pub fn check(k: &Kernel) -> Result<(), String> {
     let free = free_pages(k)?;
     super::invariants_node::check(k, &free)?;

@@ -35,6 +35,7 @@ use super::kthread::{KthreadKind, KthreadNext};
 use super::mmap::Vma;
 use super::vmstat::VmEvent;
 use super::{Kernel, KernelConfig};
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 use crate::scenario::{Scenario, PMD_ORDER};
 
@@ -317,7 +318,10 @@ fn scan_slot_piece(k: &mut Kernel, ctx: &mut Ctx, s: &mut DoScan) -> Option<bool
     } else {
         // The RFC's scan gives up on a range once half its pages (node_load 256) are on a
         // node without THPs: the model's one node.
-        ctx.spend(k.cost.khugepaged_scan_pmd_ns + k.cost.khugepaged_scan_pte_ns * 256);
+        ctx.spend(
+            CpuCost::KhugepagedScan,
+            k.cost.khugepaged_scan_pmd_ns + k.cost.khugepaged_scan_pte_ns * 256,
+        );
         ScanResult::Fail
     };
     if result == ScanResult::Succeed {
@@ -374,7 +378,7 @@ fn hpage_collapse_scan_pmd(
     start: u32,
     mmap_locked: &mut bool,
 ) -> ScanResult {
-    ctx.spend(k.cost.khugepaged_scan_pmd_ns);
+    ctx.spend(CpuCost::KhugepagedScan, k.cost.khugepaged_scan_pmd_ns);
     let kh = &k.khugepaged;
     let ptes = &k.mms[mm as usize].vma(vma).ptes[start as usize..(start + HPAGE_PMD_NR) as usize];
     // find_pmd_or_thp_or_none, and the range inside the VMA.
@@ -424,7 +428,10 @@ fn hpage_collapse_scan_pmd(
             referenced += 1;
         }
     }
-    ctx.spend(k.cost.khugepaged_scan_pte_ns * examined);
+    ctx.spend(
+        CpuCost::KhugepagedScan,
+        k.cost.khugepaged_scan_pte_ns * examined,
+    );
     match result {
         ScanResult::ExceedNonePte => k.vmstat.count(VmEvent::ThpScanExceedNonePte, 1),
         ScanResult::ExceedSwapPte => k.vmstat.count(VmEvent::ThpScanExceedSwapPte, 1),
@@ -450,7 +457,7 @@ mod tests {
 
     /// PMD THP for MADV_HUGEPAGE only; mm 0 with VMA 0 of two ranges (`thp`), range 0 faulted
     /// with 4K pages.
-    fn setup(thp: ThpAdvice) -> (Kernel, Ctx) {
+    fn setup(thp: ThpAdvice) -> (Kernel, Ctx<'static>) {
         let text = r#"
 [machine]
 cpus = 2

@@ -157,7 +157,7 @@ mod tests {
     use crate::mm::slub::{kmem_cache_alloc, kmem_cache_free, lookup_file, prune_sb, Cache};
     use crate::Scenario;
 
-    fn kernel(kernel_memory: bool) -> (Kernel, Ctx) {
+    fn kernel(kernel_memory: bool) -> (Kernel, Ctx<'static>) {
         let text = format!(
             r#"
 [machine]

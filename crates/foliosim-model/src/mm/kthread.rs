@@ -115,7 +115,7 @@ pub fn run(k: &mut Kernel, ctx: &mut Ctx, kind: KthreadKind) -> KthreadNext {
             if *left == 0 {
                 return KthreadNext::Wait;
             }
-            ctx.spend(ns);
+            ctx.spend(crate::cpu_cost::CpuCost::Test, ns);
             *left -= 1;
             if *left == 0 {
                 KthreadNext::Wait
@@ -125,7 +125,7 @@ pub fn run(k: &mut Kernel, ctx: &mut Ctx, kind: KthreadKind) -> KthreadNext {
         }
         #[cfg(test)]
         KthreadKind::TestTimer { period_ns } => {
-            ctx.spend(10_000);
+            ctx.spend(crate::cpu_cost::CpuCost::Test, 10_000);
             KthreadNext::SleepNs(period_ns)
         }
     }

@@ -143,7 +143,7 @@ impl Lruvec {
             file_cost: 0,
             nonresident_age: 0,
             refaults: [0; 2],
-            lru_lock: SimLock::new("lruvec->lru_lock"),
+            lru_lock: SimLock::new("lruvec->lru_lock", crate::cpu_cost::LRU_LOCK),
             lrugen: LruGen::default(),
             writeback: BinaryHeap::new(),
         }

@@ -21,6 +21,7 @@ use super::swap_readahead::{free_swap_after_fault, swap_update_readahead, swap_v
 use super::swap_state::{folio_delete_from_swap_cache, folio_swapped};
 use super::vmstat::{MthpStat, VmEvent};
 use super::{Kernel, MmError};
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 use crate::hw::membw::Stream;
 use crate::scenario::{PAGE_SIZE, PMD_ORDER};
@@ -373,7 +374,7 @@ pub(super) fn map_new_folio(
     // The measured fault includes clear_page of every page: that part is memory traffic.
     let fault_ns = k.cost.fault_folio_ns(order);
     let clear_ns = (k.cost.clear_page_ns * nr as u64).min(fault_ns);
-    ctx.spend(fault_ns - clear_ns);
+    ctx.spend(CpuCost::DoAnonymousPage, fault_ns - clear_ns);
     k.membw.transfer(
         ctx,
         Stream::ClearPage,
@@ -404,7 +405,7 @@ fn do_swap_page(
         ..
     } = *vmf;
     if resumed.is_none() {
-        ctx.spend(k.cost.swapin_fault_ns);
+        ctx.spend(CpuCost::DoSwapPage, k.cost.swapin_fault_ns);
     }
     let memcg = k.mms[mm as usize].memcg;
     let dirty = if write { flags::DIRTY } else { 0 };
@@ -731,7 +732,7 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
             super::access::pte_cleared(v, index, count);
             cleared = Some((cleared.map_or(index, |c| c.0), index + count - 1));
             m.rss_anon -= count as u64;
-            ctx.spend(k.cost.zap_pte_ns * entries as u64);
+            ctx.spend(CpuCost::ZapPteRange, k.cost.zap_pte_ns * entries as u64);
             if mapcount == 0 {
                 release_unmapped_folio(k, ctx, head);
             } else if mapcount < nr_folio {
@@ -752,7 +753,7 @@ pub fn zap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, n
             let ptes = &mut k.mms[mm as usize].vma_mut(vma).ptes;
             clear_ptes(&mut ptes[index as usize..(index + run) as usize]);
             k.mms[mm as usize].swap_ents -= run as u64;
-            ctx.spend(k.cost.zap_pte_ns * run as u64);
+            ctx.spend(CpuCost::ZapPteRange, k.cost.zap_pte_ns * run as u64);
             // free_swap_and_cache_nr: drop the references, then reclaim cache-only folios.
             for head in k.swap.put_refs(ctx, &k.cost, entry, run) {
                 if k.folios.mapcount(head as usize) == 0 {

@@ -12,6 +12,7 @@ use super::memory::zap_range;
 use super::mmap_lock::MmapLock;
 use super::{filemap, Kernel};
 use crate::content::ContentClass;
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 
 /// A page table entry: none, present (pfn), or a swap entry. A present PTE is writable and
@@ -309,7 +310,7 @@ fn unmap_vma(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32) -> u64 {
     else {
         return 0;
     };
-    ctx.spend(k.cost.syscall_ns);
+    ctx.spend(CpuCost::Syscall, k.cost.syscall_ns);
     k.mms[mm as usize].mmap_lock.write_lock(ctx);
     let span = zap_range(k, ctx, mm, vma, 0, nr);
     filemap::unlink_file_vma(k, mm, vma);

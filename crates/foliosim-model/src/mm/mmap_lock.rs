@@ -26,6 +26,7 @@
 //! lock instead, lock_vma_under_rcu; the model's faults take the mmap_lock, so its line
 //! stands for both.)
 
+use crate::cpu_cost::CpuCost;
 use crate::engine::line::SharedLine;
 use crate::engine::lock::LockStats;
 use crate::engine::{Ctx, WaitKind};
@@ -57,7 +58,7 @@ impl MmapLock {
             self.wait(ctx, self.write_end_ns);
         }
         if ctx.line.is_some() {
-            self.line_ns += self.count_line.write(ctx);
+            self.line_ns += self.count_line.write(ctx, CpuCost::LineMmapCount.into());
         }
     }
 
@@ -93,7 +94,7 @@ impl MmapLock {
             self.wait(ctx, self.read_end_ns);
         }
         if priced {
-            self.line_ns += self.count_line.write(ctx);
+            self.line_ns += self.count_line.write(ctx, CpuCost::LineMmapCount.into());
         }
         self.write_start_ns = if priced { arrival_ns } else { ctx.now_ns };
         self.write_acquired_ns = ctx.now_ns;
@@ -127,7 +128,7 @@ mod tests {
         let mut lock = MmapLock::default();
         let mut writer = Ctx::new(0, 1_000);
         lock.write_lock(&mut writer);
-        writer.spend(500);
+        writer.spend(CpuCost::Test, 500);
         lock.write_unlock(&writer);
         // Arrives during the hold: sleeps (not CPU time) until 1_500.
         let mut reader = Ctx::new(1, 1_200);
@@ -149,7 +150,7 @@ mod tests {
     }
 
     /// Two CPUs 100 ns apart.
-    fn at(cpu: usize, now_ns: u64) -> Ctx {
+    fn at(cpu: usize, now_ns: u64) -> Ctx<'static> {
         let table = crate::engine::line::HandoffTable::intern(2, |f, t| (f != t) as u32 * 100);
         Ctx {
             line: Some(table),
@@ -162,7 +163,7 @@ mod tests {
         let mut lock = MmapLock::default();
         let mut r0 = at(0, 1_000);
         lock.read_lock(&mut r0);
-        r0.spend(4_000);
+        r0.spend(CpuCost::Test, 4_000);
         lock.read_unlock(&r0, 1_000);
         // Another CPU's reader pulls the line over; the same CPU's next one does not.
         let mut r1 = at(1, 2_000);
@@ -176,7 +177,7 @@ mod tests {
         let mut w = at(0, 3_000);
         lock.write_lock(&mut w);
         assert_eq!((w.now_ns, w.sleep_ns), (5_100, 2_000));
-        w.spend(900);
+        w.spend(CpuCost::Test, 900);
         lock.write_unlock(&w);
         assert_eq!(lock.stats.hold_ns_total, 900);
         // A reader arriving while the writer waited queues behind it, to its release.
@@ -191,7 +192,7 @@ mod tests {
         let mut lock = MmapLock::default();
         let mut r = Ctx::new(0, 1_000);
         lock.read_lock(&mut r);
-        r.spend(4_000);
+        r.spend(CpuCost::Test, 4_000);
         lock.read_unlock(&r, 1_000);
         let mut w = Ctx::new(1, 3_000);
         lock.write_lock(&mut w);

@@ -58,6 +58,7 @@ pub mod zswap;
 pub mod zswap_store;
 
 use crate::content::ContentClass;
+use crate::cpu_cost::CpuCost;
 use crate::engine::cost::CostModel;
 use crate::engine::Ctx;
 use crate::hw::blockdev::BlockDevice;
@@ -237,8 +238,6 @@ pub struct Kernel {
     pub counter_lines: memcontrol::page_counter::CounterLines,
     /// Who pays what for IPIs (hw/ipi.rs).
     pub ipi: crate::hw::ipi::Ipi,
-    /// CPU time of TLB work by `tlb::TlbCost`, for reports.
-    pub tlb_ns: [u64; 4],
     /// Every CPU's TLB contents and PMU counts (hw/tlb_cache.rs): every flush above reaches
     /// it; user accesses (mm/access.rs) are costed by it.
     pub tlb_cache: crate::hw::tlb_cache::TlbCache,
@@ -445,7 +444,6 @@ impl Kernel {
             ipi: crate::hw::ipi::Ipi {
                 kvm_guest: scenario.machine.kvm_guest,
             },
-            tlb_ns: [0; 4],
             tlb_cache: crate::hw::tlb_cache::TlbCache::new(
                 crate::hw::tlb_cache::TlbGeometry::from_spec(
                     scenario.machine.tlb_geometry.as_ref(),
@@ -637,6 +635,9 @@ impl Kernel {
         f.release(pfn);
         memcontrol::uncharge(self, ctx, memcg as u16, 1 << order);
         self.free_pages(ctx, pfn, order);
-        ctx.spend(self.cost.folio_free_ns + self.cost.page_free_ns * (1u64 << order));
+        ctx.spend(
+            CpuCost::FreeFolio,
+            self.cost.folio_free_ns + self.cost.page_free_ns * (1u64 << order),
+        );
     }
 }

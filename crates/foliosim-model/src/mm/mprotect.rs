@@ -6,6 +6,7 @@
 //! (can_change_pte_writable: exclusive anon pages).
 
 use super::Kernel;
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 
 /// A VMA's protection, from none to read-write (PROT_EXEC is not modelled).
@@ -30,7 +31,7 @@ impl Prot {
 
 /// mprotect of all of `vma` to `prot`.
 pub fn mprotect(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, prot: Prot) {
-    ctx.spend(k.cost.syscall_ns);
+    ctx.spend(CpuCost::Syscall, k.cost.syscall_ns);
     k.mms[mm as usize].mmap_lock.write_lock(ctx);
     super::tlb::flush_tlb_batched_pending(k, ctx, mm);
     let arch = k.cfg.tlb;
@@ -49,7 +50,7 @@ pub fn mprotect(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, prot: Prot) {
         }
     }
     // A PTE rewrite costs as a PTE unmap (estimate).
-    ctx.spend(k.cost.pte_unmap_ns * present);
+    ctx.spend(CpuCost::ChangeProtection, k.cost.pte_unmap_ns * present);
     if let (true, Some((a, b))) = (needs_flush, span) {
         arch.flush_range(k, ctx, mm, (b - a + 1) as u64);
     }

@@ -28,6 +28,7 @@ use super::page_alloc::{AllocFlags, Wmark};
 use super::vmscan::kswapd::wakeup_kswapd;
 use super::vmstat::VmEvent;
 use super::Kernel;
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 use crate::scenario::{Scenario, PAGE_SIZE};
 
@@ -278,7 +279,10 @@ pub fn task_numa_work(k: &mut Kernel, ctx: &mut Ctx, mm: u32, p: &mut TaskNuma) 
     }
     k.mms[mm as usize].numa_scan_offset = (vma, index);
     k.vmstat.count(VmEvent::NumaPteUpdates, updated_total);
-    ctx.spend(k.cost.numa_pte_update_ns * updated_total);
+    ctx.spend(
+        CpuCost::ChangeProtNuma,
+        k.cost.numa_pte_update_ns * updated_total,
+    );
 }
 
 /// change_pte_range with MM_CP_PROT_NUMA in tiering mode: present PTEs of lower-tier pages
@@ -317,7 +321,7 @@ pub fn do_numa_page(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault) {
     let VmFault { mm, vma, index, .. } = *vmf;
     let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];
     debug_assert!(pte.is_protnone());
-    ctx.spend(k.cost.numa_hint_fault_ns);
+    ctx.spend(CpuCost::DoNumaPage, k.cost.numa_hint_fault_ns);
     k.vmstat.count(VmEvent::NumaHintFaults, 1);
     let head = k.folios.head_of(pte.pfn());
     let src_nid = k.nodes.nid(head);
@@ -528,7 +532,7 @@ pub fn demote_folio_list(
 pub fn do_wp_page(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault) {
     let VmFault { mm, vma, index, .. } = *vmf;
     super::migrate::flush::migrc::migrc_flush(k, ctx);
-    ctx.spend(k.cost.wp_fault_reuse_ns);
+    ctx.spend(CpuCost::DoWpPage, k.cost.wp_fault_reuse_ns);
     k.vmstat.count(VmEvent::Pgfault, 1);
     let pte = &mut k.mms[mm as usize].vma_mut(vma).ptes[index as usize];
     *pte = Pte::present(pte.pfn());

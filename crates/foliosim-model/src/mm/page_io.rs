@@ -8,6 +8,7 @@ use super::vmstat::{MthpStat, VmEvent};
 use super::zswap::{invalidate_range, zswap_load, zswap_store};
 use super::Kernel;
 use crate::content::ContentClass;
+use crate::cpu_cost::CpuCost;
 use crate::engine::{Ctx, WaitKind};
 use crate::hw::blockdev::Completion;
 use crate::scenario::{PAGE_SIZE, PMD_ORDER};
@@ -35,7 +36,7 @@ pub fn swap_writepage(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     if k.cfg.zeromap {
         // is_folio_zero_filled stops at the first non-zero word: only zero pages cost a scan.
         let zero_pages = contents.iter().filter(|&&(c, key)| c.is_zero(key)).count() as u64;
-        ctx.spend(k.cost.page_scan_ns * zero_pages);
+        ctx.spend(CpuCost::SwapZeroCheck, k.cost.page_scan_ns * zero_pages);
         if zero_pages == nr as u64 {
             for (first, n) in k.folios.swap_runs(pfn) {
                 invalidate_range(k, ctx, first, n);
@@ -56,7 +57,7 @@ pub fn swap_writepage(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     let mut done_ns = None;
     let mut written = 0usize;
     for (first, n) in k.folios.swap_runs(pfn) {
-        ctx.spend(k.cost.bio_submit_ns);
+        ctx.spend(CpuCost::SubmitBio, k.cost.bio_submit_ns);
         let pages = &contents[written..written + n as usize];
         let Some(completion) = write_to_device(k, ctx, first, pages) else {
             // Refused (zram/brd out of memory): what earlier bios stored is dropped too.
@@ -122,7 +123,7 @@ pub fn swap_read_folio(k: &mut Kernel, ctx: &mut Ctx, first: SwapEntry, order: u
     let nr = 1u64 << order;
     let data = k.swap.devices[first.dev()].map.data[first.offset() as usize];
     if data == SlotData::Zero {
-        ctx.spend(k.cost.clear_page_ns * nr);
+        ctx.spend(CpuCost::SwapZeroFill, k.cost.clear_page_ns * nr);
         k.vmstat.count(VmEvent::SwpinZero, nr);
         k.memcgs[memcg as usize].count(VmEvent::SwpinZero, nr);
         return;
@@ -130,7 +131,7 @@ pub fn swap_read_folio(k: &mut Kernel, ctx: &mut Ctx, first: SwapEntry, order: u
     if order == 0 && zswap_load(k, ctx, first, memcg) {
         return;
     }
-    ctx.spend(k.cost.bio_submit_ns);
+    ctx.spend(CpuCost::SubmitBio, k.cost.bio_submit_ns);
     super::swap_devstore::load_pages(k, ctx, first, nr as u32);
     let bdev = &mut k.swap.devices[first.dev()].bdev;
     if let Completion::At(done_ns) = bdev.read(ctx, &mut k.membw, nr * PAGE_SIZE) {
@@ -156,7 +157,7 @@ pub fn swap_read_batch(k: &mut Kernel, ctx: &mut Ctx, reads: &mut [(SwapEntry, u
         let (e, pfn) = reads[i];
         let data = k.swap.devices[e.dev()].map.data[e.offset() as usize];
         if data == SlotData::Zero {
-            ctx.spend(k.cost.clear_page_ns);
+            ctx.spend(CpuCost::SwapZeroFill, k.cost.clear_page_ns);
             k.vmstat.count(VmEvent::SwpinZero, 1);
             k.memcgs[memcg as usize].count(VmEvent::SwpinZero, 1);
             k.folios.clear(pfn, flags::LOCKED);
@@ -179,7 +180,7 @@ pub fn swap_read_batch(k: &mut Kernel, ctx: &mut Ctx, reads: &mut [(SwapEntry, u
         } {
             n += 1;
         }
-        ctx.spend(k.cost.bio_submit_ns);
+        ctx.spend(CpuCost::SubmitBio, k.cost.bio_submit_ns);
         super::swap_devstore::load_pages(k, ctx, e, n as u32);
         let bytes = n as u64 * PAGE_SIZE;
         let done = k.swap.devices[e.dev()].bdev.read(ctx, &mut k.membw, bytes);

@@ -21,6 +21,7 @@ use super::folio::flags;
 use super::kthread::{KthreadKind, KthreadNext};
 use super::vmstat::VmEvent;
 use super::Kernel;
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 use crate::hw::blockdev::Completion;
 use crate::mm::filemap::KIB_PER_PAGE;
@@ -259,7 +260,10 @@ fn submit_write(k: &mut Kernel, ctx: &mut Ctx, id: u32, pfns: &[u32]) {
         return;
     };
     let nr = pfns.len() as u64;
-    ctx.spend(k.cost.bio_submit_ns + k.cost.writeback_page_ns * nr);
+    ctx.spend(
+        CpuCost::Writeback,
+        k.cost.bio_submit_ns + k.cost.writeback_page_ns * nr,
+    );
     let block = k.pagecache.file_mut(id).disk_start + k.folios.owner_index(first as usize) as u64;
     let disk = k.pagecache.disk.as_mut().expect("files live on the disk");
     let completion = disk.bdev.write(ctx, &mut k.membw, block, nr * PAGE_SIZE);

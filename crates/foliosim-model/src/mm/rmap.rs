@@ -6,6 +6,7 @@ use super::huge_memory::split_huge_pmd;
 use super::mmap::Pte;
 use super::tlb::TlbUnmapBatch;
 use super::Kernel;
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 
 /// try_to_unmap(folio, TTU_BATCH_FLUSH [| TTU_SPLIT_HUGE_PMD]): replace every PTE mapping the
@@ -40,7 +41,7 @@ pub fn try_to_unmap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, tlb: &mut TlbUnmapB
     super::access::pte_cleared(mm_struct.vma_mut(vma), index, nr);
     mm_struct.rss_anon -= unmapped as u64;
     mm_struct.swap_ents += unmapped as u64;
-    ctx.spend(k.cost.pte_unmap_ns * unmapped as u64);
+    ctx.spend(CpuCost::TryToUnmap, k.cost.pte_unmap_ns * unmapped as u64);
     let (order, dirty) = (f.order[pfn as usize] as u32, f.test(pfn, flags::DIRTY));
     tlb.add(k, ctx, mm, order, unmapped, dirty);
 }

@@ -20,6 +20,7 @@ use super::memcontrol::try_charge;
 use super::page_alloc::alloc_pages;
 use super::{Kernel, MmError};
 use crate::content::ContentClass;
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 use crate::scenario::releases::MmChange;
 use crate::scenario::tmpfs::{ShmemEnabled, ShmemHuge};
@@ -329,7 +330,7 @@ fn add_to_page_cache(
     }
     i.nr_pages += nr as u64;
     account(k, memcg, order, nr as i64);
-    ctx.spend(k.cost.filemap_add_folio_ns);
+    ctx.spend(CpuCost::FilemapAddFolio, k.cost.filemap_add_folio_ns);
     k.folio_add_lru(ctx, pfn);
     Ok(())
 }
@@ -397,7 +398,7 @@ pub fn shmem_write_step(
     for x in index..last {
         let pfn = get_folio(k, ctx, w.inode, x, w.memcg, Some(end))?.expect("allocated");
         k.folios.set(pfn, flags::DIRTY);
-        ctx.spend(k.cost.file_read_page_ns);
+        ctx.spend(CpuCost::FilemapRead, k.cost.file_read_page_ns);
     }
     Ok(last - index)
 }
@@ -427,7 +428,7 @@ pub fn shmem_read_step(
         if let Some(pfn) = get_folio(k, ctx, inode, x, memcg, None)? {
             super::filemap::folio_mark_accessed(k, ctx, pfn);
         }
-        ctx.spend(k.cost.file_read_page_ns);
+        ctx.spend(CpuCost::FilemapRead, k.cost.file_read_page_ns);
     }
     // Past i_size the read ends.
     Ok(if last >= size.min(end) {
@@ -494,7 +495,7 @@ pub fn shmem_unlink(k: &mut Kernel, ctx: &mut Ctx, inode: u32) -> Result<(), MmE
     }
     let alloced = i.nr_pages + i.swapped;
     k.shmem.mounts[i.mount as usize].used_pages -= alloced;
-    ctx.spend(k.cost.syscall_ns);
+    ctx.spend(CpuCost::Syscall, k.cost.syscall_ns);
     Ok(())
 }
 

@@ -68,7 +68,7 @@ pub(crate) mod tests {
     use crate::Scenario;
 
     /// `n` PMD THPs faulted in one VMA, then the second half of each zapped: `n` folios queued.
-    pub(crate) fn half_unmapped_thps(n: u32) -> (Kernel, Ctx) {
+    pub(crate) fn half_unmapped_thps(n: u32) -> (Kernel, Ctx<'static>) {
         let text = r#"
 [machine]
 cpus = 1

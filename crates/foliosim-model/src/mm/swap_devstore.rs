@@ -11,6 +11,7 @@ use super::zram::Zram;
 use super::zsmalloc::ZsPageSource as PageSource;
 use super::Kernel;
 use crate::content::ContentClass;
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 use crate::hw::compressor::size_sample;
 use crate::hw::compressor::CodecCost;
@@ -45,11 +46,11 @@ pub const BRD_GFP: Gfp = Gfp(Gfp::GFP_NOIO.0 | Gfp::ZERO.0 | Gfp::HIGHMEM.0);
 
 /// The buddy allocator as a page source for a store working under reclaim: no direct reclaim,
 /// but the reserve below the min watermark is open to it (PF_MEMALLOC).
-pub struct ZonePages<'a> {
+pub struct ZonePages<'a, 'l> {
     /// The allocating CPU's node.
     pub pgdat: &'a mut crate::mm::mmzone::PgData,
     pub folios: &'a FolioTable,
-    pub ctx: &'a mut Ctx,
+    pub ctx: &'a mut Ctx<'l>,
     pub gfp: Gfp,
 }
 
@@ -67,7 +68,7 @@ macro_rules! zone_pages {
 }
 pub(crate) use zone_pages;
 
-impl PageSource for ZonePages<'_> {
+impl PageSource for ZonePages<'_, '_> {
     fn alloc_page(&mut self) -> Option<u32> {
         let pgdat = &mut *self.pgdat;
         alloc_pages_memalloc(
@@ -108,6 +109,7 @@ pub fn store_pages(
                 let same = class.same_filled(key);
                 let (compress_ns, _) = cost.codec_ns(zram.codec, class);
                 pages.ctx.spend(
+                    CpuCost::ZramCompress,
                     cost.zram_write_page_ns + if same { cost.page_scan_ns } else { compress_ns },
                 );
                 let len = size_sample(zram.codec, class).compressed_len(key);
@@ -150,7 +152,10 @@ pub fn load_pages(k: &mut Kernel, ctx: &mut Ctx, first: SwapEntry, nr: u32) {
     let dev = &k.swap.devices[first.dev()];
     if let RamStore::Zram(zram) = &dev.store {
         for slot in first.offset()..first.offset() + nr {
-            ctx.spend(k.cost.zram_read_page_ns + zram.read_cost_ns(slot, &k.cost));
+            ctx.spend(
+                CpuCost::ZramDecompress,
+                k.cost.zram_read_page_ns + zram.read_cost_ns(slot, &k.cost),
+            );
         }
     }
 }

@@ -6,6 +6,7 @@ use super::folio::{SwapEntry, NIL};
 use super::swap_alloc::SwapAllocator;
 use super::swap_devstore::RamStore;
 use super::workingset::{slot_folio, slot_shadow, Shadow};
+use crate::cpu_cost::CpuCost;
 use crate::engine::cost::CostModel;
 use crate::engine::lock::SimLock;
 use crate::engine::Ctx;
@@ -125,7 +126,7 @@ impl SwapMap {
             discard,
             discarded_clusters: Vec::new(),
             slot_free_notify: false,
-            lock: SimLock::new("si->lock"),
+            lock: SimLock::new("si->lock", crate::cpu_cost::SI_LOCK),
         }
     }
 
@@ -372,7 +373,7 @@ impl Swap {
             );
             map.swap_cache[slot as usize] = pfn;
         }
-        ctx.spend(cost.swap_map_update_ns * nr as u64);
+        ctx.spend(CpuCost::SwapMapUpdate, cost.swap_map_update_ns * nr as u64);
     }
 
     /// swapcache_prepare + the swap cache insert of a swap-in: slot `entry`, which PTEs refer
@@ -392,7 +393,7 @@ impl Swap {
         );
         *b |= SWAP_HAS_CACHE;
         let old = std::mem::replace(&mut map.swap_cache[entry.offset() as usize], pfn);
-        ctx.spend(cost.swap_map_update_ns);
+        ctx.spend(CpuCost::SwapMapUpdate, cost.swap_map_update_ns);
         slot_shadow(old)
     }
 
@@ -413,7 +414,7 @@ impl Swap {
             debug_assert!(slot_folio(map.swap_cache[slot as usize]).is_some());
             map.swap_cache[slot as usize] = pfn;
         }
-        ctx.spend(cost.swap_map_update_ns * nr as u64);
+        ctx.spend(CpuCost::SwapMapUpdate, cost.swap_map_update_ns * nr as u64);
     }
 
     /// The swap cache's slot `entry` now holds the page at `pfn` (a split folio's page).
@@ -458,7 +459,7 @@ impl Swap {
         let map = &mut self.devices[entry.dev()].map;
         let left = shadow.map_or(NIL, Shadow::raw);
         map.swap_cache[entry.offset() as usize..(entry.offset() + nr) as usize].fill(left);
-        ctx.spend(cost.swap_map_update_ns * nr as u64);
+        ctx.spend(CpuCost::SwapMapUpdate, cost.swap_map_update_ns * nr as u64);
         self.clear_cache_flag(ctx, cost, entry, nr);
     }
 
@@ -500,7 +501,7 @@ impl Swap {
                 .iter()
                 .all(|&b| b == 1);
         let mut cache_only = Vec::new();
-        ctx.spend(cost.swap_map_update_ns * nr as u64);
+        ctx.spend(CpuCost::SwapMapUpdate, cost.swap_map_update_ns * nr as u64);
         self.drop_slots(ctx, cost, entry, nr, whole, |slot, b, cached| {
             assert!(
                 swap_count(*b) > 0,

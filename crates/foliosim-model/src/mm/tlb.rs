@@ -8,6 +8,7 @@ mod arm64;
 mod x86;
 
 use super::Kernel;
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 use crate::scenario::TlbKind;
 
@@ -62,29 +63,25 @@ pub trait TlbArch: Sync {
     }
 }
 
-/// TLB work charged outside the shared broadcast channel, for the CPU-time report.
+/// TLB work charged outside the shared broadcast channel, by its CPU-time bucket.
 #[derive(Clone, Copy)]
 pub enum TlbCost {
-    LocalFlush = 0,
-    Ipi = 1,
-    TlbiIssue = 2,
-    ContptePtes = 3,
-}
-
-impl TlbCost {
-    pub const NAMES: [&'static str; 4] = [
-        "tlb_flush_local_ns",
-        "tlb_flush_ipi_ns (+ tlb_ipi_extra_cpu_ns)",
-        "tlbi_issue_ns",
-        "contpte_convert PTE rewrite (pte_unmap_ns)",
-    ];
+    LocalFlush,
+    Ipi,
+    TlbiIssue,
+    ContptePtes,
 }
 
 /// Spend `ns` of TLB work of kind `what`.
 #[inline]
-pub(crate) fn charge(k: &mut Kernel, ctx: &mut Ctx, what: TlbCost, ns: u64) {
-    ctx.spend(ns);
-    k.tlb_ns[what as usize] += ns;
+pub(crate) fn charge(ctx: &mut Ctx, what: TlbCost, ns: u64) {
+    let bucket = match what {
+        TlbCost::LocalFlush => CpuCost::TlbLocalFlush,
+        TlbCost::Ipi => CpuCost::TlbIpi,
+        TlbCost::TlbiIssue => CpuCost::TlbiIssue,
+        TlbCost::ContptePtes => CpuCost::ContptePtes,
+    };
+    ctx.spend(bucket, ns);
 }
 
 pub fn arch(kind: TlbKind) -> &'static dyn TlbArch {

@@ -31,6 +31,7 @@ use super::swap_state::{folio_add_to_swap_cache, folio_delete_from_swap_cache};
 use super::tlb::TlbUnmapBatch;
 use super::vmstat::{MthpStat, VmEvent};
 use super::{filemap, preempt, workingset, Kernel};
+use crate::cpu_cost::CpuCost;
 use crate::engine::{trace, Ctx, WaitKind};
 use crate::scenario::PMD_ORDER;
 use std::collections::VecDeque;
@@ -526,7 +527,7 @@ fn shrink_active_list(
         k.vmstat.count(VmEvent::Pgrefill, scanned);
     }
     if !file {
-        ctx.spend(k.cost.folio_referenced_ns * moved);
+        ctx.spend(CpuCost::FolioReferenced, k.cost.folio_referenced_ns * moved);
     }
     k.memcgs[memcg as usize]
         .lruvec
@@ -707,7 +708,7 @@ pub fn shrink_folio_list(
                 k.folios.clear(pfn, flags::WRITEBACK | flags::RECLAIM);
             }
             if reclaim != Reclaim::Pageout {
-                ctx.spend(k.cost.folio_referenced_ns);
+                ctx.spend(CpuCost::FolioReferenced, k.cost.folio_referenced_ns);
                 clear_flush_young(k, ctx, pfn);
                 let policy = k.cfg.lru_policy;
                 let refs = policy.folio_check_references(k, ctx, pfn);
@@ -754,7 +755,7 @@ pub fn shrink_folio_list(
                 result.putback.push((pfn, true));
                 continue;
             }
-            ctx.spend(k.cost.shrink_folio_ns);
+            ctx.spend(CpuCost::ShrinkFolioList, k.cost.shrink_folio_ns);
             if k.folios.mapcount(pfn as usize) > 0 {
                 try_to_unmap(k, ctx, pfn, &mut tlb);
             }
@@ -950,7 +951,7 @@ mod tests {
     use crate::scenario::Scenario;
 
     /// A 6.18 kernel swapping to an NVMe SSD, one mm with `pages` 4K pages written.
-    fn swapping_to_ssd(pages: u32) -> (Kernel, Ctx, u32) {
+    fn swapping_to_ssd(pages: u32) -> (Kernel, Ctx<'static>, u32) {
         let text = r#"
 [machine]
 cpus = 2

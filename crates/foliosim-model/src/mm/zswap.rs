@@ -16,6 +16,7 @@ use super::zsmalloc::{Handle, ZsConfig, ZsPool};
 use super::zswap_store::{policy, ZswapLargeFolioPolicy};
 use super::Kernel;
 use crate::content::ContentClass;
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 use crate::hw::compressor::CodecCost;
 use crate::hw::compressor::{size_sample, Codec};
@@ -265,7 +266,7 @@ fn offload_compress(k: &mut Kernel, ctx: &mut Ctx, nr: u32) {
             k.cfg.iaa_mode,
         )
         .expect("IAA jobs of a folio's pages");
-    ctx.now_ns = ctx.now_ns.max(t.done_at_ns);
+    ctx.busy_until(CpuCost::IaaPoll, t.done_at_ns);
 }
 
 /// zswap_store_page: compress page `i` of the folio and publish its entry.
@@ -279,13 +280,16 @@ fn store_page(
     writeback_ok: bool,
 ) -> bool {
     let (class, key) = k.page_content(pfn, i);
-    ctx.spend(k.cost.zswap_store_page_ns);
+    ctx.spend(CpuCost::ZswapStore, k.cost.zswap_store_page_ns);
     let len = if k.zswap.policy.same_filled_in_zswap() && class.same_filled(key) {
-        ctx.spend(k.cost.page_scan_ns);
+        ctx.spend(CpuCost::ZswapStore, k.cost.page_scan_ns);
         k.zswap.stats.same_filled_pages += 1;
         0
     } else {
-        ctx.spend(k.cost.codec_ns(k.zswap.codec, class).0);
+        ctx.spend(
+            CpuCost::ZswapCompress,
+            k.cost.codec_ns(k.zswap.codec, class).0,
+        );
         let len = size_sample(k.zswap.codec, class).compressed_len(key);
         if len as u64 >= PAGE_SIZE {
             // Incompressible: kept as is while the memcg may write back (keeps LRU order).
@@ -375,7 +379,7 @@ fn invalidate_entries(k: &mut Kernel, ctx: &mut Ctx, first: SwapEntry, nr: u32) 
     for i in 0..nr {
         let slot = SwapEntry::new(first.dev(), first.offset() + i);
         if k.zswap.has_entry(slot) {
-            ctx.spend(k.cost.zswap_invalidate_ns);
+            ctx.spend(CpuCost::ZswapInvalidate, k.cost.zswap_invalidate_ns);
             free_entry(k, ctx, slot);
             k.swap.devices[slot.dev()].map.data[slot.offset() as usize] = SlotData::None;
         }
@@ -388,7 +392,7 @@ pub fn zswap_load(k: &mut Kernel, ctx: &mut Ctx, slot: SwapEntry, memcg: u16) ->
     if !k.zswap.has_entry(slot) {
         return false;
     }
-    ctx.spend(k.cost.zswap_load_page_ns);
+    ctx.spend(CpuCost::ZswapLoad, k.cost.zswap_load_page_ns);
     decompress_entry(k, ctx, slot);
     free_entry(k, ctx, slot);
     k.swap.devices[slot.dev()].map.data[slot.offset() as usize] = SlotData::None;
@@ -421,9 +425,9 @@ fn decompress_entry(k: &mut Kernel, ctx: &mut Ctx, slot: SwapEntry) {
                 IaaMode::Sync,
             )
             .expect("one IAA job");
-        ctx.now_ns = ctx.now_ns.max(t.done_at_ns);
+        ctx.busy_until(CpuCost::IaaPoll, t.done_at_ns);
     } else {
-        ctx.spend(k.cost.codec_ns(k.zswap.codec, class).1);
+        ctx.spend(CpuCost::ZswapLoad, k.cost.codec_ns(k.zswap.codec, class).1);
     }
 }
 
@@ -438,7 +442,7 @@ fn writeback_entry(k: &mut Kernel, ctx: &mut Ctx, slot: SwapEntry) -> bool {
     let memcg = t.memcg[s];
     let content = (ContentClass::from_index(t.class[s]), t.key[s] as u64);
     decompress_entry(k, ctx, slot);
-    ctx.spend(k.cost.bio_submit_ns);
+    ctx.spend(CpuCost::SubmitBio, k.cost.bio_submit_ns);
     if write_to_device(k, ctx, slot, &[content]).is_none() {
         return false;
     }

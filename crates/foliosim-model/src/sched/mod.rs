@@ -38,7 +38,7 @@ pub use observe::{RunObserver, StepTrace};
 pub use task::{Body, Task, UserProgram};
 
 use crate::engine::rng::SimRng;
-use crate::engine::Ctx;
+use crate::engine::{CpuLedger, Ctx};
 use crate::mm::folio::NIL;
 use crate::mm::kthread::{self, KthreadNext};
 use crate::mm::memcontrol::mem_cgroup_handle_over_high;
@@ -62,6 +62,8 @@ pub struct SchedStats {
     pub steps: u64,
     /// When the last user task exited.
     pub simulated_ns: u64,
+    /// The tasks' CPU time by bucket (`cpu_cost::CpuCost`, indexed by its number).
+    pub cpu_ns_by_cost: Vec<u64>,
 }
 
 /// What a task does after its step.
@@ -101,7 +103,8 @@ pub fn run_tasks_observed(
     progress: &mut dyn FnMut(u64, u64),
     observer: Option<&mut dyn RunObserver>,
 ) -> Result<SchedStats, SimError> {
-    let mut s = Sched::start(k, tasks, seed, slice_ns, observer);
+    let ledger = CpuLedger::default();
+    let mut s = Sched::start(k, tasks, seed, slice_ns, observer, &ledger);
     while s.live_users > 0 {
         let (cpu, now_ns) = s.pick_cpu(k, tasks)?;
         let mut step = s.begin_step(k, tasks, cpu, now_ns);
@@ -128,7 +131,17 @@ pub fn run_tasks_observed(
             what: e,
         })?;
     }
+    let cpu_ns = tasks.iter().map(|t| t.user_ns + t.sys_ns).sum();
+    let user_ns = tasks.iter().map(|t| t.user_ns).sum();
+    invariants::check_cpu_time_booked(&ledger, cpu_ns, user_ns).map_err(|e| {
+        SimError::Invariant {
+            at_ns: s.end_ns,
+            steps: s.steps,
+            what: e,
+        }
+    })?;
     Ok(SchedStats {
+        cpu_ns_by_cost: ledger.snapshot(),
         steps: s.steps,
         simulated_ns: tasks
             .iter()
@@ -140,8 +153,10 @@ pub fn run_tasks_observed(
 
 /// The scheduler's state across a run: run queues and sleepers, the tasks at barriers, the
 /// run's counters, and the observer with when it wants to be called next.
-struct Sched<'o> {
+struct Sched<'o, 'l> {
     q: Queues,
+    /// Where the steps' CPU time is booked.
+    ledger: &'l CpuLedger,
     rng: SimRng,
     seed: u64,
     slice_ns: u64,
@@ -164,10 +179,10 @@ struct Sched<'o> {
 
 /// One step as the scheduler books it: the CPU, the task, its context, and when it began,
 /// how long interrupts took, where its own work began, and its user time before it.
-struct Step {
+struct Step<'l> {
     cpu: usize,
     tid: usize,
-    ctx: Ctx,
+    ctx: Ctx<'l>,
     begin_ns: u64,
     irq_ns: u64,
     busy_from_ns: u64,
@@ -177,7 +192,7 @@ struct Step {
     release_ns: u64,
 }
 
-impl<'o> Sched<'o> {
+impl<'o, 'l> Sched<'o, 'l> {
     /// Mm users counted, user tasks staggered by their start jitter, a task per kernel
     /// thread, and the observer started.
     fn start(
@@ -186,7 +201,8 @@ impl<'o> Sched<'o> {
         seed: u64,
         slice_ns: u64,
         mut observer: Option<&'o mut dyn RunObserver>,
-    ) -> Sched<'o> {
+        ledger: &'l CpuLedger,
+    ) -> Sched<'o, 'l> {
         let ncpus = k.nr_cpus();
         let mut rng = SimRng::stream(seed, "sched");
         let live_users = tasks.len();
@@ -209,6 +225,7 @@ impl<'o> Sched<'o> {
         }
         Sched {
             q,
+            ledger,
             rng,
             seed,
             slice_ns,
@@ -253,7 +270,13 @@ impl<'o> Sched<'o> {
     /// Before the task's work: a woken task preempts the running one, an idle CPU switches
     /// a runnable task in, interrupts taken meanwhile are paid, and the tick's need_resched
     /// time is set.
-    fn begin_step(&mut self, k: &mut Kernel, tasks: &mut [Task], cpu: usize, now_ns: u64) -> Step {
+    fn begin_step(
+        &mut self,
+        k: &mut Kernel,
+        tasks: &mut [Task],
+        cpu: usize,
+        now_ns: u64,
+    ) -> Step<'l> {
         let q = &mut self.q;
         preempt_current(k, tasks, q, cpu, now_ns);
         let mut ctx = Ctx {
@@ -266,6 +289,7 @@ impl<'o> Sched<'o> {
             sleep_ns: 0,
             iowait_ns: 0,
             resched_at_ns: u64::MAX,
+            ledger: self.ledger,
         };
         let tid = match q.cpus[cpu].current {
             Some(tid) => tid,
@@ -299,7 +323,7 @@ impl<'o> Sched<'o> {
         &self,
         k: &mut Kernel,
         tasks: &mut [Task],
-        st: &mut Step,
+        st: &mut Step<'l>,
     ) -> Result<Next, SimError> {
         let (tid, ctx) = (st.tid, &mut st.ctx);
         let t = &mut tasks[tid];
@@ -334,7 +358,7 @@ impl<'o> Sched<'o> {
     /// After the task's work: swap slots released in the step freed, kswapd's wake-up
     /// posted, the step's CPU time booked to the task as system and user time (its waits
     /// as iowait and sleep), and the observer shown the step when it wants every one.
-    fn account_step(&mut self, k: &mut Kernel, tasks: &mut [Task], st: &mut Step) {
+    fn account_step(&mut self, k: &mut Kernel, tasks: &mut [Task], st: &mut Step<'l>) {
         let ctx = &mut st.ctx;
         k.free_released_slots(ctx);
         post_kswapd_wakeup(k, ctx.now_ns);
@@ -376,7 +400,7 @@ impl<'o> Sched<'o> {
         &mut self,
         k: &mut Kernel,
         tasks: &mut [Task],
-        st: &Step,
+        st: &Step<'l>,
         next: Next,
     ) -> (Vec<usize>, bool) {
         let (cpu, tid, now_ns) = (st.cpu, st.tid, st.ctx.now_ns);
@@ -440,7 +464,7 @@ impl<'o> Sched<'o> {
         &mut self,
         k: &mut Kernel,
         tasks: &mut [Task],
-        st: &Step,
+        st: &Step<'l>,
         released: Vec<usize>,
         gone_now: bool,
     ) {

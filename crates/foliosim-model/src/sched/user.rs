@@ -1,6 +1,7 @@
 //! One step of a user task: one operation of its program, or one fault's worth of a Touch.
 
 use super::task::UserProgram;
+use crate::cpu_cost::CpuCost;
 use crate::engine::rng::SimRng;
 use crate::engine::{Ctx, WaitKind};
 use crate::hw::tlb_cache::HotSet;
@@ -63,7 +64,7 @@ pub(super) fn step(
         if matches!(op, Op::Touch { .. } | Op::Pin { .. } | Op::Mincore { .. }) {
             return Err(MmError::SegvUnmapped { vma });
         }
-        ctx.spend(k.cost.syscall_ns);
+        ctx.spend(CpuCost::Syscall, k.cost.syscall_ns);
         p.pc += 1;
         return Ok(UserNext::Run);
     }
@@ -174,12 +175,12 @@ fn compute(
     let stop_ns = t.wake_ns.min(ctx.resched_at_ns);
     if stop_ns > ctx.now_ns && stop_ns - ctx.now_ns < left_ns {
         let run_ns = stop_ns - ctx.now_ns;
-        ctx.spend(run_ns);
+        ctx.spend(CpuCost::UserCompute, run_ns);
         *t.user_ns += run_ns;
         p.computed_ns += run_ns;
         return Some(UserNext::Run);
     }
-    ctx.spend(left_ns);
+    ctx.spend(CpuCost::UserCompute, left_ns);
     *t.user_ns += left_ns;
     p.computed_ns = 0;
     None
@@ -243,7 +244,7 @@ fn mm_syscall(k: &mut Kernel, ctx: &mut Ctx, mm: u32, op: &Op) -> Result<(), MmE
     match *op {
         Op::Mmap { vma, nr_pages, thp } => {
             k.mms[mm as usize].try_mmap(vma, nr_pages, thp)?;
-            ctx.spend(k.cost.syscall_ns);
+            ctx.spend(CpuCost::Syscall, k.cost.syscall_ns);
         }
         Op::Madvise {
             vma,
@@ -251,21 +252,21 @@ fn mm_syscall(k: &mut Kernel, ctx: &mut Ctx, mm: u32, op: &Op) -> Result<(), MmE
             nr,
             advice,
         } => {
-            ctx.spend(k.cost.syscall_ns);
+            ctx.spend(CpuCost::Syscall, k.cost.syscall_ns);
             madvise(k, ctx, mm, vma, first, nr, advice);
         }
         Op::Munmap { vma } => vm_munmap(k, ctx, mm, vma),
         Op::MunmapRange { vma, first, nr } => munmap_range(k, ctx, mm, vma, first, nr),
         Op::Pin { vma, first, nr } => {
-            ctx.spend(k.cost.syscall_ns);
+            ctx.spend(CpuCost::Syscall, k.cost.syscall_ns);
             pin_user_pages_fast(k, ctx, mm, vma, first, nr)?;
         }
         Op::Unpin { vma, first, nr } => {
-            ctx.spend(k.cost.syscall_ns);
+            ctx.spend(CpuCost::Syscall, k.cost.syscall_ns);
             unpin_user_pages(k, ctx, mm, vma, first, nr);
         }
         Op::CompactMemory => {
-            ctx.spend(k.cost.syscall_ns);
+            ctx.spend(CpuCost::Syscall, k.cost.syscall_ns);
             compact_memory(k, ctx);
         }
         Op::Mprotect { vma, prot } => mprotect(k, ctx, mm, vma, prot),
@@ -285,7 +286,7 @@ fn file_op(
 ) -> Result<Option<UserNext>, MmError> {
     match *op {
         Op::CreateFile { file, nr_pages } => {
-            ctx.spend(k.cost.syscall_ns);
+            ctx.spend(CpuCost::Syscall, k.cost.syscall_ns);
             k.pagecache.create(file, nr_pages)?;
         }
         Op::MmapFile {
@@ -295,7 +296,7 @@ fn file_op(
             nr_pages,
             shared,
         } => {
-            ctx.spend(k.cost.syscall_ns);
+            ctx.spend(CpuCost::Syscall, k.cost.syscall_ns);
             if k.kmem.enabled {
                 crate::mm::slub::lookup_file(k, ctx, file)?;
             }
@@ -303,7 +304,7 @@ fn file_op(
         }
         Op::ReadFile { file, first, nr } => {
             if p.cursor == 0 {
-                ctx.spend(k.cost.syscall_ns);
+                ctx.spend(CpuCost::Syscall, k.cost.syscall_ns);
                 if k.kmem.enabled {
                     crate::mm::slub::lookup_file(k, ctx, file)?;
                 }
@@ -313,7 +314,7 @@ fn file_op(
             return Ok(advance_cursor(p, done, nr));
         }
         Op::DropCaches => {
-            ctx.spend(k.cost.syscall_ns);
+            ctx.spend(CpuCost::Syscall, k.cost.syscall_ns);
             drop_pagecache(k, ctx);
         }
         _ => unreachable!("file_op runs file calls only, not {op:?}"),
@@ -337,7 +338,7 @@ fn shmem_op(
             nr,
         } => {
             if p.cursor == 0 {
-                ctx.spend(k.cost.syscall_ns);
+                ctx.spend(CpuCost::Syscall, k.cost.syscall_ns);
             }
             let m = &k.mms[mm as usize];
             let target = shmem::WriteTarget {
@@ -351,7 +352,7 @@ fn shmem_op(
         }
         Op::ShmemRead { file, first, nr } => {
             if p.cursor == 0 {
-                ctx.spend(k.cost.syscall_ns);
+                ctx.spend(CpuCost::Syscall, k.cost.syscall_ns);
             }
             let memcg = k.mms[mm as usize].memcg;
             let done = shmem::shmem_read_step(k, ctx, file, memcg, first + p.cursor, first + nr)?;
@@ -384,7 +385,7 @@ fn program_op(
 ) -> Option<UserNext> {
     match *op {
         Op::Sleep { ns } => {
-            ctx.spend(k.cost.syscall_ns);
+            ctx.spend(CpuCost::Syscall, k.cost.syscall_ns);
             ctx.wait_until(ctx.now_ns + ns, WaitKind::Sleep);
         }
         Op::Mark(m) => {
@@ -395,7 +396,7 @@ fn program_op(
         }
         Op::TimerStart => p.timer_start_ns = ctx.now_ns,
         Op::Mincore { vma, index } => {
-            ctx.spend(k.cost.syscall_ns);
+            ctx.spend(CpuCost::Syscall, k.cost.syscall_ns);
             p.mincore_resident = k.mms[mm as usize].vma(vma).ptes[index as usize].is_present();
         }
         Op::RecordLatency {
@@ -443,7 +444,7 @@ fn unmapped_vma(k: &Kernel, mm: u32, op: &Op) -> Option<u32> {
 /// munmap of part of a VMA: zap the pages (splitting the PMD of a THP cut in part) and leave
 /// holes where the kernel would split the VMA.
 fn munmap_range(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, first: u32, nr: u32) {
-    ctx.spend(k.cost.syscall_ns);
+    ctx.spend(CpuCost::Syscall, k.cost.syscall_ns);
     k.mms[mm as usize].mmap_lock.write_lock(ctx);
     let span = zap_range(k, ctx, mm, vma, first, nr);
     if span > 0 {

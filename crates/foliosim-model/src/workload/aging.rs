@@ -196,7 +196,6 @@ fn reset_counters(k: &mut Kernel) {
         bus.busy_ns = Default::default();
         bus.alone_ns = Default::default();
     }
-    k.tlb_ns = Default::default();
 }
 
 #[cfg(test)]

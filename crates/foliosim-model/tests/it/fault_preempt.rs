@@ -56,7 +56,7 @@ fn end_step(k: &mut Kernel, ctx: &Ctx) {
 /// A kernel whose one anonymous VMA of `nr_pages` (order 0 only) is touched up to the point
 /// where the next allocation needs direct reclaim. Returns the kernel, the mm and the next
 /// page index.
-fn under_pressure(nr_pages: u32) -> (Kernel, u32, Ctx) {
+fn under_pressure(nr_pages: u32) -> (Kernel, u32, Ctx<'static>) {
     let mut s = swap_scenario(1, 3_000_000);
     s.sysfs.hugepages.clear();
     let mut k = Kernel::new(&s);

@@ -42,7 +42,7 @@ const VMA_PAGES: u32 = 1024;
 
 struct Sim {
     k: Kernel,
-    ctx: Ctx,
+    ctx: Ctx<'static>,
 }
 
 impl Sim {

@@ -32,7 +32,7 @@ nproc = 1
 size = "4M"
 "#;
 
-fn ctx() -> Ctx {
+fn ctx() -> Ctx<'static> {
     Ctx::new(0, 0)
 }
 

@@ -352,7 +352,7 @@ fn rotational_device_order0_uses_every_slot() {
     }
 }
 
-fn ctx_at(cpu: usize, now_ns: u64) -> Ctx {
+fn ctx_at(cpu: usize, now_ns: u64) -> Ctx<'static> {
     Ctx::new(cpu, now_ns)
 }
 

@@ -8,6 +8,7 @@ use super::skip::{isolation_suitable, update_pageblock_skip};
 use super::{
     pageblock_end_pfn, pageblock_start_pfn, CompactControl, Contended, COMPACT_CLUSTER_MAX,
 };
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 use crate::mm::folio::flags;
 use crate::mm::migrate::MigrateMode;
@@ -51,7 +52,7 @@ fn isolate_freepages_block(
             break;
         }
         nr_scanned += 1;
-        ctx.spend(k.cost.compact_scan_pfn_ns);
+        ctx.spend(CpuCost::CompactScan, k.cost.compact_scan_pfn_ns);
         let f = &k.folios;
         if f.test(pfn, flags::ALLOCATED) && f.order[pfn as usize] > 0 {
             // A large folio: skip it at once.
@@ -179,7 +180,10 @@ fn fast_isolate_freepages(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl
             page = Some(high_pfn);
             last_seen = page;
         }
-        ctx.spend(k.cost.compact_scan_pfn_ns * order_scanned as u64);
+        ctx.spend(
+            CpuCost::CompactScan,
+            k.cost.compact_scan_pfn_ns * order_scanned as u64,
+        );
         // Reorder so the next search starts with what this one did not see.
         if let Some(pfn) = last_seen {
             k.pgdat[cc.nid]

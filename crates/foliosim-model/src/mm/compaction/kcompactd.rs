@@ -9,6 +9,7 @@
 use super::fragmentation::{fragmentation_score_node, fragmentation_score_wmark};
 use super::suitable::compaction_suit_allocation_order;
 use super::{compact_zone, CompactControl, CompactResult, COMPACT_MAX_DEFER_SHIFT};
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 use crate::mm::gfp::Gfp;
 use crate::mm::kthread::{KthreadKind, KthreadNext};
@@ -67,7 +68,7 @@ pub fn kcompactd_run(k: &mut Kernel, ctx: &mut Ctx, nid: usize) -> KthreadNext {
         return KthreadNext::SleepNs(timer_ns - ctx.now_ns);
     }
     let mut timeout_ns = HPAGE_FRAG_CHECK_INTERVAL_NS;
-    ctx.spend(k.cost.fragmentation_score_ns);
+    ctx.spend(CpuCost::FragmentationScore, k.cost.fragmentation_score_ns);
     if should_proactive_compact_node(k, nid) {
         let prev_score = fragmentation_score_node(k.pgdat[nid].zone.free_area());
         compact_node(k, ctx, nid, true);

@@ -12,6 +12,7 @@ use super::skip::{
 use super::{
     pageblock_end_pfn, pageblock_start_pfn, CompactControl, Contended, COMPACT_CLUSTER_MAX,
 };
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 use crate::mm::folio::flags;
 use crate::mm::migrate::{folio_isolate_lru, putback_movable_pages, MigrateMode};
@@ -139,7 +140,10 @@ fn fast_find_migrateblock(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl
                 .rotate_free_list(o, MigrateType::Movable, free_pfn, false);
         }
     }
-    ctx.spend(k.cost.compact_scan_pfn_ns * nr_scanned as u64);
+    ctx.spend(
+        CpuCost::CompactScan,
+        k.cost.compact_scan_pfn_ns * nr_scanned as u64,
+    );
     cc.total_migrate_scanned += nr_scanned as u64;
     match found {
         Some((_, free_pfn)) => {
@@ -239,7 +243,7 @@ fn isolate_migratepages_block(
             next_skip_pfn = block_end_pfn(low_pfn, cc.order);
         }
         nr_scanned += 1;
-        ctx.spend(k.cost.compact_scan_pfn_ns);
+        ctx.spend(CpuCost::CompactScan, k.cost.compact_scan_pfn_ns);
         if valid_page.is_none() && low_pfn.is_multiple_of(PAGEBLOCK_NR_PAGES) {
             if !isolation_suitable(k, cc, low_pfn) {
                 low_pfn = end_pfn;
@@ -276,7 +280,7 @@ fn isolate_migratepages_block(
                 if cc.mode == MigrateMode::Async && lru_lock.stats.contended > before {
                     cc.contended = Contended::Lock;
                 }
-                ctx.spend(k.cost.compact_isolate_folio_ns);
+                ctx.spend(CpuCost::CompactIsolate, k.cost.compact_isolate_folio_ns);
                 folio_isolate_lru(k, head);
                 let nr = k.folios.nr_pages(head);
                 cc.migratepages.push(head);

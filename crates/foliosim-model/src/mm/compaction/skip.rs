@@ -6,6 +6,7 @@
 //! (compact_blockskip_flush), or when compaction restarts after the longest deferral.
 
 use super::{pageblock_end_pfn, pageblock_start_pfn, CompactControl, ZoneCompaction};
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 use crate::mm::folio::flags;
 use crate::mm::migrate::MigrateMode;
@@ -94,7 +95,7 @@ fn reset_isolation_pfn(
     let end = (pageblock_end_pfn(pfn) - 1).min(zone.start_pfn + zone.nr_pages - 1);
     let mut p = start;
     while p <= end {
-        ctx.spend(k.cost.compact_scan_pfn_ns);
+        ctx.spend(CpuCost::CompactScan, k.cost.compact_scan_pfn_ns);
         let lru = check_source
             && k.folios
                 .folio_of(p)

@@ -19,6 +19,7 @@ use super::super::tlb::TlbUnmapBatch;
 use super::super::vmstat::VmEvent;
 use super::super::{Kernel, MmError};
 use super::{filemap_add_folio, folio_read_pending, folio_wait_locked, map_file_pte, read_pages};
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 use crate::hw::membw::Stream;
 use crate::scenario::{PAGE_SIZE, PMD_ORDER};
@@ -59,7 +60,7 @@ pub fn touch_file(
             if write && !k.folios.test(pfn, flags::DIRTY) {
                 // do_wp_page -> wp_page_shared: page_mkwrite dirties the page.
                 k.vmstat.count(VmEvent::Pgfault, 1);
-                ctx.spend(k.cost.filemap_fault_ns);
+                ctx.spend(CpuCost::FilemapFault, k.cost.filemap_fault_ns);
                 folio_mark_dirty(k, ctx, pfn);
                 balance_dirty_pages_ratelimited(k, ctx);
             }
@@ -114,7 +115,7 @@ pub(crate) fn do_fault(
 /// finds or reads the page, and finish_fault maps it.
 fn do_read_fault(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault, vf: VmaFile) -> Result<(), MmError> {
     let VmFault { mm, vma, index, .. } = *vmf;
-    ctx.spend(k.cost.filemap_fault_ns);
+    ctx.spend(CpuCost::FilemapFault, k.cost.filemap_fault_ns);
     if fault_around(k, ctx, vmf, vf) {
         return Ok(());
     }
@@ -132,7 +133,7 @@ fn do_shared_fault(
     vf: VmaFile,
 ) -> Result<(), MmError> {
     let VmFault { mm, vma, index, .. } = *vmf;
-    ctx.spend(k.cost.filemap_fault_ns);
+    ctx.spend(CpuCost::FilemapFault, k.cost.filemap_fault_ns);
     let pfn = filemap_fault(k, ctx, mm, vf.file, vf.pgoff + index)?;
     folio_mark_dirty(k, ctx, pfn);
     map_file_pte(k, mm, vma, index, pfn, true);
@@ -147,7 +148,7 @@ fn do_cow_fault(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault, vf: VmaFile) -> Re
     let VmFault { mm, index, .. } = *vmf;
     let memcg = k.mms[mm as usize].memcg;
     let anon = alloc_order0_charged(k, ctx, memcg)?;
-    ctx.spend(k.cost.filemap_fault_ns);
+    ctx.spend(CpuCost::FilemapFault, k.cost.filemap_fault_ns);
     if let Err(e) = filemap_fault(k, ctx, mm, vf.file, vf.pgoff + index) {
         crate::mm::memcontrol::uncharge(k, ctx, memcg, 1);
         k.free_pages(ctx, anon, 0);
@@ -219,7 +220,10 @@ fn fault_around(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault, vf: VmaFile) -> bo
     }
     let ra = &mut k.pagecache.file_mut(vf.file).ra;
     ra.mmap_miss = ra.mmap_miss.saturating_sub(mapped);
-    ctx.spend(k.cost.fault_around_page_ns * mapped as u64);
+    ctx.spend(
+        CpuCost::FilemapMapPages,
+        k.cost.fault_around_page_ns * mapped as u64,
+    );
     self_mapped
 }
 

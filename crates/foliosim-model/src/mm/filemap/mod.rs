@@ -23,6 +23,7 @@ use super::readahead::RaState;
 use super::vmstat::VmEvent;
 use super::workingset::{slot_folio, slot_shadow, Shadow};
 use super::{Kernel, MmError};
+use crate::cpu_cost::CpuCost;
 use crate::engine::{Ctx, WaitKind};
 use crate::hw::blockdev::{BlockDevice, Completion};
 use crate::scenario::{Scenario, SwapDeviceSpec, TlbKind, PAGE_SIZE};
@@ -249,7 +250,7 @@ pub fn filemap_add_folio(
     k.folios.init(pfn, 0, memcg, (file, NIL, index));
     k.folios.set(pfn, flags::FILE | flags::LOCKED);
     k.folios.set_writeback_done_ns(pfn, u64::MAX);
-    ctx.spend(k.cost.filemap_add_folio_ns);
+    ctx.spend(CpuCost::FilemapAddFolio, k.cost.filemap_add_folio_ns);
     if let Some(shadow) = slot_shadow(old).filter(|_| !gfp.contains(Gfp::WRITE)) {
         super::workingset::workingset_refault(k, pfn, shadow);
     }
@@ -270,7 +271,7 @@ pub fn filemap_remove_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, shadow: Opt
     f.pages[index as usize] = shadow.map_or(NIL, Shadow::raw);
     f.nr_cached -= 1;
     k.pagecache.nr_pages -= 1;
-    ctx.spend(k.cost.filemap_remove_folio_ns);
+    ctx.spend(CpuCost::FilemapRemoveFolio, k.cost.filemap_remove_folio_ns);
     k.folio_free(ctx, pfn);
 }
 
@@ -282,7 +283,7 @@ pub fn read_pages(k: &mut Kernel, ctx: &mut Ctx, pfns: &[u32]) {
         return;
     }
     let nr = pfns.len() as u64;
-    ctx.spend(k.cost.bio_submit_ns);
+    ctx.spend(CpuCost::SubmitBio, k.cost.bio_submit_ns);
     let disk = k.pagecache.disk.as_mut().expect("files live on the disk");
     let done_ns = match disk.bdev.read(ctx, &mut k.membw, nr * PAGE_SIZE) {
         Completion::At(t) => t,

@@ -6,6 +6,7 @@ use super::super::readahead::{page_cache_async_ra, page_cache_sync_ra};
 use super::super::{Kernel, MmError};
 use super::fault::{filemap_create_folio, pin, unpin};
 use super::{folio_mark_accessed, folio_read_pending, folio_wait_locked};
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 use crate::mm::folio::flags;
 
@@ -57,7 +58,7 @@ pub fn filemap_read_step(
         }
     }
     let n = batch.len() as u32;
-    ctx.spend(k.cost.file_read_page_ns * n as u64);
+    ctx.spend(CpuCost::FilemapRead, k.cost.file_read_page_ns * n as u64);
     k.pagecache.file_mut(file).ra.prev_page = Some(index + n - 1);
     Ok(if index + n >= nr_pages {
         end - index

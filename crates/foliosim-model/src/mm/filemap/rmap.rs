@@ -9,6 +9,7 @@ use super::super::mmap::Pte;
 use super::super::tlb::TlbUnmapBatch;
 use super::super::Kernel;
 use super::folio_mark_accessed;
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 
 /// Call `f(k, mm, vma, vma_index)` for each VMA of file `file` covering page `index`.
@@ -38,7 +39,7 @@ pub fn folio_referenced_file(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) -> u32 {
         f.clear(pfn, flags::YOUNG);
         return 0;
     }
-    ctx.spend(k.cost.folio_referenced_ns);
+    ctx.spend(CpuCost::FolioReferenced, k.cost.folio_referenced_ns);
     let young = f.test(pfn, flags::YOUNG);
     f.clear(pfn, flags::YOUNG);
     young as u32
@@ -61,7 +62,7 @@ pub fn try_to_unmap_file(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, tlb: &mut TlbU
             crate::mm::access::pte_cleared(m.vma_mut(vma), vi, 1);
             m.rss_file -= 1;
             unmapped += 1;
-            ctx.spend(k.cost.pte_unmap_ns);
+            ctx.spend(CpuCost::TryToUnmap, k.cost.pte_unmap_ns);
             tlb.add(k, ctx, mm, 0, 1, dirty);
         }
     });
@@ -83,7 +84,7 @@ pub fn zap_file_pte(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, vma_index:
     m.vma_mut(vma).ptes[vma_index as usize] = Pte::NONE;
     crate::mm::access::pte_cleared(m.vma_mut(vma), vma_index, 1);
     m.rss_file -= 1;
-    ctx.spend(k.cost.zap_pte_ns);
+    ctx.spend(CpuCost::ZapPteRange, k.cost.zap_pte_ns);
     let mc = k.folios.mapcount_mut(pfn as usize);
     *mc -= 1;
     let unmapped = *mc == 0;

@@ -18,6 +18,7 @@
 //! 6. Map the new folio by the PMD (map_anon_folio_pmd_nopf: rmap, LRU) and release the lock.
 
 use super::{vma_allowable_pmd, ScanResult, HPAGE_PMD_NR};
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 use crate::hw::membw::Stream;
 use crate::mm::folio::flags;
@@ -92,7 +93,7 @@ pub(super) fn collapse_huge_page(
         }
     }
     k.mms[mm as usize].mmap_lock.write_lock(ctx);
-    ctx.spend(k.cost.khugepaged_collapse_ns);
+    ctx.spend(CpuCost::CollapseHugePage, k.cost.khugepaged_collapse_ns);
     let arch = k.cfg.tlb;
     arch.collapse_flush(k, ctx, mm);
     tlb_remove_table_sync_one(k, ctx);
@@ -163,7 +164,7 @@ fn tlb_remove_table_sync_one(k: &mut Kernel, ctx: &mut Ctx) {
     );
     let ns = k.ipi.send_ns(&k.cost, others, farthest);
     if ns > 0 {
-        charge(k, ctx, TlbCost::Ipi, ns);
+        charge(ctx, TlbCost::Ipi, ns);
     }
 }
 
@@ -221,7 +222,10 @@ fn isolate(
             referenced += 1;
         }
     }
-    ctx.spend(k.cost.khugepaged_scan_pte_ns * examined);
+    ctx.spend(
+        CpuCost::KhugepagedScan,
+        k.cost.khugepaged_scan_pte_ns * examined,
+    );
     if result == ScanResult::Succeed && referenced == 0 {
         result = ScanResult::LackReferencedPage;
     }
@@ -259,7 +263,7 @@ fn copy_and_free_sources(k: &mut Kernel, ctx: &mut Ctx, mm: u32, vma: u32, start
         k.mms[mm as usize].vma_mut(vma).ptes[index as usize] = Pte::NONE;
         k.mms[mm as usize].rss_anon -= 1;
         *k.folios.mapcount_mut(head as usize) -= 1;
-        ctx.spend(k.cost.zap_pte_ns);
+        ctx.spend(CpuCost::CollapseHugePage, k.cost.zap_pte_ns);
         // free_swap_cache + folio_putback_lru (__collapse_huge_page_copy_succeeded): isolated,
         // so off the LRU; one the swap cache keeps (a PTE elsewhere still refers to a slot of
         // it) goes back on the LRU.

@@ -6,6 +6,7 @@
 //! (`CounterLines`).
 
 use super::{MemCgroup, NO_PARENT, ROOT_MEMCG};
+use crate::cpu_cost::CpuCost;
 use crate::engine::line::SharedLine;
 use crate::engine::Ctx;
 
@@ -118,7 +119,8 @@ impl CounterLines {
         }
         let mut id = memcg;
         loop {
-            self.transfer_ns += self.memory[id as usize].write(ctx);
+            self.transfer_ns +=
+                self.memory[id as usize].write(ctx, CpuCost::LinePageCounter.into());
             let parent = memcgs[id as usize].parent;
             if Some(id) == stop || parent == NO_PARENT {
                 break;

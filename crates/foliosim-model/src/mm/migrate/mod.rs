@@ -27,6 +27,7 @@ use super::huge_memory::{can_split_folio, split_folio};
 use super::tlb::TlbUnmapBatch;
 use super::vmstat::VmEvent;
 use super::Kernel;
+use crate::cpu_cost::CpuCost;
 use crate::engine::{Ctx, WaitKind};
 use crate::hw::membw::Stream;
 use crate::scenario::{PAGE_SIZE, PMD_ORDER};
@@ -473,7 +474,7 @@ fn migrate_folio_move(
         (2 * nr * PAGE_SIZE) as f64,
         k.cost.copy_page_ns * nr,
     );
-    ctx.spend(k.cost.migrate_folio_ns);
+    ctx.spend(CpuCost::MigrateFolio, k.cost.migrate_folio_ns);
     // The new folio: same owner, memcg (mem_cgroup_migrate moves the charge), state.
     let owner = f.owner(i);
     let (memcg, mapcount) = (f.memcg(i), f.mapcount(i));

@@ -2,6 +2,7 @@
 //! remaps (try_to_migrate, __folio_migrate_mapping, remove_migration_ptes). The generic part of
 //! a move (the copy, the folio's state, the LRU, freeing the source) is in mod.rs.
 
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 use crate::mm::filemap::rmap::for_each_pte;
 use crate::mm::folio::flags;
@@ -91,7 +92,7 @@ fn anon_unmap(k: &mut Kernel, ctx: &mut Ctx, src: u32, tlb: Option<&mut TlbUnmap
     let (mm, order, mapped) = (f.owner_mm(i), f.order[i] as u32, f.mapcount(i) as u32);
     let (pmd, dirty) = (f.test(src, flags::PMD_MAPPED), f.test(src, flags::DIRTY));
     let entries = if pmd { 1 } else { mapped };
-    ctx.spend(k.cost.pte_unmap_ns * entries as u64);
+    ctx.spend(CpuCost::MigrateFolio, k.cost.pte_unmap_ns * entries as u64);
     match tlb {
         Some(batch) if !pmd => {
             let access = anon_pte_access(k, src);
@@ -171,7 +172,10 @@ fn anon_remap(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
         k.folios.mapcount(i) as u32,
         "folio {src}: mapcount disagrees with its PTEs"
     );
-    ctx.spend(k.cost.pte_unmap_ns * if pmd { 1 } else { remapped as u64 });
+    ctx.spend(
+        CpuCost::MigrateFolio,
+        k.cost.pte_unmap_ns * if pmd { 1 } else { remapped as u64 },
+    );
 }
 
 /// The mms whose PTEs map the page-cache folio at `pfn` (one entry per PTE).
@@ -192,7 +196,10 @@ fn file_mappers(k: &mut Kernel, pfn: u32) -> Vec<u32> {
 fn file_unmap(k: &mut Kernel, ctx: &mut Ctx, src: u32, tlb: Option<&mut TlbUnmapBatch>) {
     let mms = file_mappers(k, src);
     let dirty = k.folios.test(src, flags::DIRTY);
-    ctx.spend(k.cost.pte_unmap_ns * mms.len() as u64);
+    ctx.spend(
+        CpuCost::MigrateFolio,
+        k.cost.pte_unmap_ns * mms.len() as u64,
+    );
     match tlb {
         Some(batch) => {
             for mm in mms {
@@ -221,5 +228,5 @@ fn file_remap(k: &mut Kernel, ctx: &mut Ctx, src: u32, dst: u32) {
             remapped += 1;
         }
     });
-    ctx.spend(k.cost.pte_unmap_ns * remapped);
+    ctx.spend(CpuCost::MigrateFolio, k.cost.pte_unmap_ns * remapped);
 }

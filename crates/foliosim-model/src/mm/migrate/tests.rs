@@ -60,7 +60,7 @@ fn target() -> FromAllocator {
 }
 
 /// A kernel with one mm whose VMA 0 (`thp`) has `pages` pages written.
-fn setup(thp: ThpAdvice, pages: u32) -> (Kernel, Ctx, u32) {
+fn setup(thp: ThpAdvice, pages: u32) -> (Kernel, Ctx<'static>, u32) {
     let mut k = Kernel::new(&Scenario::from_toml_str(SMALL).unwrap());
     let mut ctx = Ctx::new(0, 0);
     let mm = k.new_mm(0, ContentClass::Usemem);

@@ -107,7 +107,7 @@ impl Zone {
             wmark: Watermarks::default(),
             watermark_boost: 0,
             boosted_watermark: false,
-            lock: SimLock::new("zone->lock"),
+            lock: SimLock::new("zone->lock", crate::cpu_cost::ZONE_LOCK),
             events: VmStat::default(),
             extfrag: ExtfragStats::default(),
             thp_avail: true,

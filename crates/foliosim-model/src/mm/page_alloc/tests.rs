@@ -7,7 +7,7 @@ use crate::mm::gfp::Gfp;
 use crate::mm::vmscan::kswapd::KswapdState;
 use proptest::prelude::*;
 
-fn ctx() -> Ctx {
+fn ctx() -> Ctx<'static> {
     Ctx::new(0, 0)
 }
 
@@ -23,7 +23,7 @@ const UNMOVABLE: Gfp = Gfp::GFP_KERNEL;
 struct Mem {
     z: Zone,
     f: FolioTable,
-    c: Ctx,
+    c: Ctx<'static>,
     kswapd: KswapdState,
 }
 

@@ -7,6 +7,7 @@
 //! differs only for fork's swap_duplicate, which never meets a shmem entry here).
 
 use super::{account, is_shmem, Shmem, SHMEM_OWNER};
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 use crate::mm::filemap::folio_wait_locked;
 use crate::mm::folio::{flags, SwapEntry, NIL};
@@ -98,7 +99,10 @@ fn split(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, list: &mut VecDeque<u32>) {
     let order = f.order[i] as u32;
     let nr = 1u32 << order;
     let (inode, first, memcg) = (f.owner_mm(i), f.owner_index(i), f.memcg(i));
-    ctx.spend(k.cost.split_folio_ns + k.cost.split_page_ns * nr as u64);
+    ctx.spend(
+        CpuCost::SplitHugePage,
+        k.cost.split_folio_ns + k.cost.split_page_ns * nr as u64,
+    );
     let inherited = f.flags[i] & (flags::DIRTY | flags::REFERENCED | flags::ACTIVE);
     f.set_order(pfn, 0);
     for sub in 1..nr {

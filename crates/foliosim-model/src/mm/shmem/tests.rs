@@ -4,7 +4,7 @@ use super::*;
 use crate::mm::invariants;
 use crate::mm::vmscan::{putback_folios, shrink_folio_list, Reclaim};
 
-fn kernel(version: &str, huge: &str, swap: &str) -> (Kernel, Ctx) {
+fn kernel(version: &str, huge: &str, swap: &str) -> (Kernel, Ctx<'static>) {
     let text = format!(
         r#"
 [machine]

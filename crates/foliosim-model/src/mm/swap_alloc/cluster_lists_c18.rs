@@ -42,10 +42,10 @@ impl ClusterListsC18 {
         let lists = ClusterLists::new(map, reserve_percent);
         let rotational = !map.solidstate;
         ClusterListsC18 {
-            ci_locks: vec![SimLock::new("ci->lock"); lists.nr_clusters() as usize],
+            ci_locks: vec![SimLock::new("ci->lock", crate::cpu_cost::CI_LOCK); lists.nr_clusters() as usize],
             lists,
             next: vec![[None; NR_ORDERS]; if rotational { 1 } else { ncpus }],
-            global_cluster_lock: rotational.then(|| SimLock::new("global_cluster_lock")),
+            global_cluster_lock: rotational.then(|| SimLock::new("global_cluster_lock", crate::cpu_cost::GLOBAL_CLUSTER_LOCK)),
             discard: DiscardQueue::default(),
         }
     }
@@ -255,12 +255,7 @@ impl SwapAllocator for ClusterListsC18 {
             }
             if let Some(lock) = &mut self.global_cluster_lock {
                 // Held across the whole allocation: book it from where it started.
-                let mut at = Ctx {
-                    now_ns: lock_start_ns,
-                    ..*ctx
-                };
-                lock.hold(&mut at, ctx.now_ns - lock_start_ns);
-                ctx.now_ns = ctx.now_ns.max(at.now_ns);
+                lock.hold_spent_since(ctx, lock_start_ns);
             }
             match found {
                 Some(offset) => out.push(SwapEntry::new(map.id, offset)),

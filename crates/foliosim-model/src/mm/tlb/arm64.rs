@@ -34,7 +34,7 @@ impl Arm64Tlbi {
     /// __flush_tlb_range of `nr` pages, synchronous: per-page TLBIs (Neoverse N1 has no
     /// FEAT_TLBIRANGE) and a DSB.
     fn flush_range_sync(k: &mut Kernel, ctx: &mut Ctx, nr: u32) {
-        charge(k, ctx, TlbCost::TlbiIssue, k.cost.tlbi_issue_ns * nr as u64);
+        charge(ctx, TlbCost::TlbiIssue, k.cost.tlbi_issue_ns * nr as u64);
         k.tlb_cache.tlbi_broadcast(nr as u64);
         Self::dsb(k, ctx);
     }
@@ -42,7 +42,7 @@ impl Arm64Tlbi {
     /// TLBI ASIDE1IS of `mm` and its DSB: every CPU drops `mm`'s translations (a full flush
     /// where it has `mm` loaded).
     fn flush_asid(k: &mut Kernel, ctx: &mut Ctx, mm: u32) {
-        charge(k, ctx, TlbCost::TlbiIssue, k.cost.tlbi_issue_ns);
+        charge(ctx, TlbCost::TlbiIssue, k.cost.tlbi_issue_ns);
         k.tlb_cache.tlbi_broadcast(1);
         for cpu in 0..k.nr_cpus() {
             if k.percpu[cpu].mm == mm {
@@ -66,12 +66,12 @@ impl TlbArch for Arm64Tlbi {
             // contpte_convert per block: 16 clears, a synchronous range flush, 16 writes.
             for _ in 0..nr >> CONT_PTE_ORDER {
                 let ns = k.cost.pte_unmap_ns * (2 << CONT_PTE_ORDER);
-                charge(k, ctx, TlbCost::ContptePtes, ns);
+                charge(ctx, TlbCost::ContptePtes, ns);
                 Self::flush_range_sync(k, ctx, 1 << CONT_PTE_ORDER);
             }
         }
         // arch_tlbbatch_add_pending: __flush_tlb_page_nosync per PTE.
-        charge(k, ctx, TlbCost::TlbiIssue, k.cost.tlbi_issue_ns * nr as u64);
+        charge(ctx, TlbCost::TlbiIssue, k.cost.tlbi_issue_ns * nr as u64);
         k.tlb_cache.tlbi_broadcast(nr as u64);
     }
 
@@ -110,7 +110,7 @@ impl TlbArch for Arm64Tlbi {
         // TLBIs for the block, so one per page either way. Every PTE is young here: the
         // workload touched each page once since the last check.
         let nr = 1u64 << order;
-        charge(k, ctx, TlbCost::TlbiIssue, k.cost.tlbi_issue_ns * nr);
+        charge(ctx, TlbCost::TlbiIssue, k.cost.tlbi_issue_ns * nr);
     }
 
     fn collapse_flush(&self, k: &mut Kernel, ctx: &mut Ctx, mm: u32) {

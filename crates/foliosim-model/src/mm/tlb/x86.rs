@@ -74,7 +74,7 @@ fn flush_tlb_mms(k: &mut Kernel, ctx: &mut Ctx, mms: &[u32]) {
 /// The flush of `mms` here and on the other CPUs of their mm_cpumask: whole TLBs (None), or
 /// `Some(nr)` pages one INVLPG at a time (flush_tlb_func below the ceiling).
 fn shootdown(k: &mut Kernel, ctx: &mut Ctx, mms: &[u32], pages: Option<u64>) {
-    charge(k, ctx, TlbCost::LocalFlush, k.cost.tlb_flush_local_ns);
+    charge(ctx, TlbCost::LocalFlush, k.cost.tlb_flush_local_ns);
     match pages {
         None => k.vmstat.count(VmEvent::NrTlbLocalFlushAll, 1),
         Some(nr) => k.vmstat.count(VmEvent::NrTlbLocalFlushOne, nr),
@@ -110,7 +110,7 @@ fn shootdown(k: &mut Kernel, ctx: &mut Ctx, mms: &[u32], pages: Option<u64>) {
     if remote > 0 {
         // The IPIs go out together; the sender waits for the slowest ack (hw/ipi.rs).
         let ns = k.ipi.send_ns(&k.cost, remote, farthest);
-        charge(k, ctx, TlbCost::Ipi, ns);
+        charge(ctx, TlbCost::Ipi, ns);
         k.vmstat.count(VmEvent::NrTlbRemoteFlush, 1);
         k.vmstat.count(VmEvent::NrTlbRemoteFlushReceived, remote);
     }

@@ -8,6 +8,7 @@
 
 use super::scan_count::{ReclaimStat, ScanControl};
 use super::{Reclaim, ShrinkResult};
+use crate::cpu_cost::CpuCost;
 use crate::engine::{Ctx, WaitKind};
 use crate::mm::filemap::rmap::{folio_referenced_file, try_to_unmap_file};
 use crate::mm::filemap::{filemap_remove_folio, folio_read_pending};
@@ -120,7 +121,7 @@ pub fn shrink_file_folio_list(
             }
             FileRef::Reclaim | FileRef::ReclaimClean => {}
         }
-        ctx.spend(k.cost.shrink_file_folio_ns);
+        ctx.spend(CpuCost::ShrinkFolioList, k.cost.shrink_file_folio_ns);
         if k.folios.mapcount(pfn as usize) > 0 {
             try_to_unmap_file(k, ctx, pfn, &mut tlb);
         }

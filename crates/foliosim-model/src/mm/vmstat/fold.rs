@@ -12,6 +12,7 @@
 //! NR_ANON_MAPPED), the memcg stats' rstat updates, and vmstat_update's periodic fold of the
 //! leftovers (once a second per CPU).
 
+use crate::cpu_cost::CpuCost;
 use crate::engine::line::SharedLine;
 use crate::engine::Ctx;
 
@@ -72,7 +73,8 @@ impl ZoneStatItem {
     #[cold]
     fn fold(&mut self, ctx: &mut Ctx) {
         self.folds += 1;
-        self.transfer_ns += self.zone_line.write(ctx) + self.global_line.write(ctx);
+        self.transfer_ns += self.zone_line.write(ctx, CpuCost::LineVmstat.into())
+            + self.global_line.write(ctx, CpuCost::LineVmstat.into());
     }
 }
 

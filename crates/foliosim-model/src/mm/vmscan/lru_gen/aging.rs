@@ -13,6 +13,7 @@ use super::{
     clear_refs, folio_lru_gen, lru_gen_from_seq, LruGen, LRU_GEN_ANON, LRU_GEN_FILE, MAX_NR_GENS,
     MIN_LRU_BATCH,
 };
+use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 use crate::mm::folio::{flags, FolioTable};
 use crate::mm::lruvec::Lruvec;
@@ -210,7 +211,7 @@ fn walk_mm(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, max_seq: u64, can_swap: bo
         }
     }
     k.memcgs[memcg as usize].lruvec.lrugen.nr_walked_ptes += entries;
-    ctx.spend(entries * k.cost.lru_gen_walk_pte_ns);
+    ctx.spend(CpuCost::LruGenWalk, entries * k.cost.lru_gen_walk_pte_ns);
 }
 
 /// lru_gen_look_around: eviction's rmap walk found the isolated anonymous folio `pfn`
@@ -299,5 +300,5 @@ pub fn lru_gen_look_around(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     for head in young {
         crate::mm::access::young_cleared(k, head);
     }
-    ctx.spend(scanned * k.cost.lru_gen_walk_pte_ns);
+    ctx.spend(CpuCost::LruGenWalk, scanned * k.cost.lru_gen_walk_pte_ns);
 }
