@@ -334,12 +334,18 @@ pub fn lock_reports(k: &Kernel) -> Vec<LockReport> {
         }
     }
     for cg in &k.memcgs {
-        let l = &cg.lruvec.lru_lock;
-        locks.push(LockReport {
-            name: l.name.into(),
-            instance: format!("memcg {}", cg.name),
-            stats: l.stats.clone(),
-        });
+        for (nid, lv) in cg.lruvecs().enumerate() {
+            let node = if k.nr_nodes() > 1 {
+                format!(" node {nid}")
+            } else {
+                String::new()
+            };
+            locks.push(LockReport {
+                name: lv.lru_lock.name.into(),
+                instance: format!("memcg {}{node}", cg.name),
+                stats: lv.lru_lock.stats.clone(),
+            });
+        }
     }
     // mmap_lock: shown when some fault waited for a writer (khugepaged's collapse, munmap).
     let mut mmap = lock::LockStats::default();

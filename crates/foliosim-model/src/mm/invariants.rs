@@ -875,25 +875,36 @@ fn check_file_vmas_listed(k: &Kernel) -> Result<(), String> {
 /// zswap pages and the charge stock CPUs hold for it, plus its children's memory.current (the
 /// root counts only its own); memory.swap.current is the slots charged to it plus its
 /// children's (the root's is never charged).
+/// workingset_age_nonresident ages a lruvec and every ancestor's on the same node: no
+/// memcg's age on node `nid` is below its children's sum there.
+fn check_nonresident_age(k: &Kernel, nid: usize) -> Result<(), String> {
+    let mut children_age = vec![0u64; k.memcgs.len()];
+    for cg in k.memcgs.iter().filter(|cg| !cg.is_root()) {
+        children_age[cg.parent as usize] += cg.lruvec_of(nid).nonresident_age;
+    }
+    for (id, cg) in k.memcgs.iter().enumerate() {
+        let age = cg.lruvec_of(nid).nonresident_age;
+        if age < children_age[id] {
+            return Err(format!(
+                "memcg {} node {nid}: nonresident_age {age} below its children's sum {}",
+                cg.name, children_age[id]
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn check_memcg_counters(k: &Kernel, memcg_pages: &[u64]) -> Result<(), String> {
     let n = k.memcgs.len();
     let slots = k.swap_cgroup.counts(n);
     let mut children_usage = vec![0u64; n];
     let mut children_swap = vec![0u64; n];
-    let mut children_age = vec![0u64; n];
     for cg in k.memcgs.iter().filter(|cg| !cg.is_root()) {
         children_usage[cg.parent as usize] += cg.usage_pages;
         children_swap[cg.parent as usize] += cg.swap_usage_pages;
-        children_age[cg.parent as usize] += cg.lruvec.nonresident_age;
     }
-    // workingset_age_nonresident ages a lruvec and every ancestor.
-    for (id, cg) in k.memcgs.iter().enumerate() {
-        if cg.lruvec.nonresident_age < children_age[id] {
-            return Err(format!(
-                "memcg {}: nonresident_age {} below its children's sum {}",
-                cg.name, cg.lruvec.nonresident_age, children_age[id]
-            ));
-        }
+    for nid in 0..k.nr_nodes() {
+        check_nonresident_age(k, nid)?;
     }
     for (id, cg) in k.memcgs.iter().enumerate() {
         let own = memcg_pages[id] + cg.zswap_charged_pages() + k.memcg_stock.held_pages(id as u16);

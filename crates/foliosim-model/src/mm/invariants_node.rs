@@ -1,8 +1,10 @@
 //! Per-node invariants (pglist_data, mm/mmzone.rs), called from invariants::check with the
 //! free-page map it built: the nodes tile the pfns, each node's free pages are its zone's,
-//! only nodes with kswapd threads ever have one woken, and zone_statistics's counters agree.
+//! only nodes with kswapd threads ever have one woken or are scanned by reclaim, each node's
+//! reclaim steals no more than it scans, and zone_statistics's counters agree.
 
-use super::mmzone::NumaStat;
+use super::mmzone::{NumaStat, PgData};
+use super::vmstat::VmEvent;
 use super::Kernel;
 
 pub fn check(k: &Kernel, free: &[bool]) -> Result<(), String> {
@@ -29,6 +31,7 @@ pub fn check(k: &Kernel, free: &[bool]) -> Result<(), String> {
                 "node {nid} has no kswapd or kcompactd, yet one was woken"
             ));
         }
+        check_reclaim_counts(p)?;
         let s = &p.numa_stat;
         let placed = s[NumaStat::Hit as usize] + s[NumaStat::Miss as usize];
         let by_cpu = s[NumaStat::Local as usize] + s[NumaStat::Other as usize];
@@ -44,6 +47,37 @@ pub fn check(k: &Kernel, free: &[bool]) -> Result<(), String> {
         return Err(format!(
             "numa_miss {miss} != numa_foreign {foreign} over the nodes"
         ));
+    }
+    Ok(())
+}
+
+/// A node's reclaim counters: nothing scanned on a node without kswapd (memory-only nodes are
+/// never reclaimed), and no more stolen than scanned, per reclaimer and per type.
+fn check_reclaim_counts(p: &PgData) -> Result<(), String> {
+    let ev = |e| p.zone.events.get(e);
+    let nid = p.node_id;
+    let scanned = ev(VmEvent::PgscanAnon) + ev(VmEvent::PgscanFile);
+    if !p.has_kthreads && scanned > 0 {
+        return Err(format!(
+            "node {nid} has no kswapd, yet reclaim scanned {scanned} pages"
+        ));
+    }
+    for (scan, steal) in [
+        (VmEvent::PgscanKswapd, VmEvent::PgstealKswapd),
+        (VmEvent::PgscanDirect, VmEvent::PgstealDirect),
+        (VmEvent::PgscanKhugepaged, VmEvent::PgstealKhugepaged),
+        (VmEvent::PgscanAnon, VmEvent::PgstealAnon),
+        (VmEvent::PgscanFile, VmEvent::PgstealFile),
+    ] {
+        if ev(steal) > ev(scan) {
+            return Err(format!(
+                "node {nid}: {} {} above {} {}",
+                steal.name(),
+                ev(steal),
+                scan.name(),
+                ev(scan)
+            ));
+        }
     }
     Ok(())
 }

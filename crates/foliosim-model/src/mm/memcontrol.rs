@@ -150,10 +150,8 @@ pub struct MemCgroup {
     pub memory_events: [u64; MemcgEvent::ALL.len()],
     /// memory.oom.group
     pub oom_group: bool,
-    /// Node 0's LRU lists (the lists reclaim scans).
-    pub lruvec: Lruvec,
-    /// The LRU lists on nodes 1.. (`lower_lruvecs[n - 1]`), never reclaimed (mm/numa.rs).
-    pub lower_lruvecs: Vec<Lruvec>,
+    /// The LRU lists per node (mem_cgroup_per_node's lruvec), indexed by nid.
+    lruvecs: Vec<Lruvec>,
     /// This memcg's own counts of [`MEMCG_EVENTS`].
     events: VmStat,
 }
@@ -162,30 +160,27 @@ impl MemCgroup {
     /// mem_cgroup_lruvec(memcg, NODE_DATA(nid)).
     #[inline]
     pub fn lruvec_mut(&mut self, nid: usize) -> &mut Lruvec {
-        if nid == 0 {
-            &mut self.lruvec
-        } else {
-            &mut self.lower_lruvecs[nid - 1]
-        }
+        &mut self.lruvecs[nid]
     }
 
     /// mem_cgroup_lruvec(memcg, NODE_DATA(nid)), to read.
     #[inline]
     pub fn lruvec_of(&self, nid: usize) -> &Lruvec {
-        if nid == 0 {
-            &self.lruvec
-        } else {
-            &self.lower_lruvecs[nid - 1]
-        }
+        &self.lruvecs[nid]
     }
 
-    /// Every node's lists, node 0's first.
+    /// Every node's lists, in nid order.
     pub fn lruvecs(&self) -> impl Iterator<Item = &Lruvec> {
-        std::iter::once(&self.lruvec).chain(self.lower_lruvecs.iter())
+        self.lruvecs.iter()
+    }
+
+    /// Every node's lists, to change.
+    pub fn lruvecs_mut(&mut self) -> impl Iterator<Item = &mut Lruvec> {
+        self.lruvecs.iter_mut()
     }
 
     pub fn set_nr_nodes(&mut self, nr_nodes: usize) {
-        self.lower_lruvecs = (1..nr_nodes).map(|_| Lruvec::new()).collect();
+        self.lruvecs = (0..nr_nodes).map(|_| Lruvec::new()).collect();
     }
 
     pub fn from_spec(spec: &MemcgSpec, cgroup: CgroupVersion) -> MemCgroup {
@@ -231,8 +226,7 @@ impl MemCgroup {
             on_dfl: true,
             memory_events: [0; MemcgEvent::ALL.len()],
             oom_group: false,
-            lruvec: Lruvec::new(),
-            lower_lruvecs: Vec::new(),
+            lruvecs: vec![Lruvec::new()],
             events: VmStat::default(),
         }
     }

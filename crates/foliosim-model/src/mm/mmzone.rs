@@ -7,6 +7,7 @@ use super::compaction::kcompactd::KcompactdState;
 use super::compaction::ZoneCompaction;
 use super::page_alloc::Zone;
 use super::vmscan::kswapd::KswapdState;
+use super::vmstat::VmEvent;
 use super::Kernel;
 
 /// enum numa_stat_item, as zone_statistics counts them (no interleave policy yet, so
@@ -24,6 +25,20 @@ pub enum NumaStat {
     /// Allocated here by a CPU of another node.
     Other,
 }
+
+/// The reclaim counters each node keeps (its zone's events; /proc/vmstat sums them).
+pub const NODE_RECLAIM_EVENTS: [VmEvent; 10] = [
+    VmEvent::PgstealKswapd,
+    VmEvent::PgstealDirect,
+    VmEvent::PgstealKhugepaged,
+    VmEvent::PgstealAnon,
+    VmEvent::PgstealFile,
+    VmEvent::PgscanKswapd,
+    VmEvent::PgscanDirect,
+    VmEvent::PgscanKhugepaged,
+    VmEvent::PgscanAnon,
+    VmEvent::PgscanFile,
+];
 
 pub const NR_NUMA_STAT: usize = 5;
 pub const NUMA_STAT_NAMES: [&str; NR_NUMA_STAT] = [
@@ -121,8 +136,10 @@ impl Kernel {
         self.pgdat[zone_nid].numa_stat[local as usize] += 1;
     }
 
-    /// /sys/devices/system/node/nodeN/vmstat (the model's part): the NUMA counters and the
-    /// free pages of node `nid`.
+    /// /sys/devices/system/node/nodeN/vmstat (the model's part): the NUMA counters, the free
+    /// pages of node `nid`, and its share of reclaim's pgscan_* / pgsteal_*. Those are
+    /// global vm events in 6.18; counting them per node follows "mm: move pgscan and pgsteal
+    /// to node stats" (JP Kobryn, v2, Feb 2026), with 6.18's rule of which reclaim counts.
     pub fn node_vmstat(&self, nid: usize) -> Vec<(&'static str, u64)> {
         let p = &self.pgdat[nid];
         let mut v: Vec<(&'static str, u64)> = NUMA_STAT_NAMES
@@ -132,6 +149,11 @@ impl Kernel {
             .collect();
         v.push(("nr_free_pages", p.zone.nr_free_pages()));
         v.push(("nr_anon_transparent_hugepages", self.nr_anon_thps(nid)));
+        v.extend(
+            NODE_RECLAIM_EVENTS
+                .iter()
+                .map(|&e| (e.name(), p.zone.events.get(e))),
+        );
         v
     }
 

@@ -380,7 +380,7 @@ impl Kernel {
         for cg in memcgs.iter_mut() {
             cg.set_nr_nodes(nodes.nr_nodes());
             // lru_gen_init_lruvec: lrugen->enabled = lru_gen_enabled().
-            for lv in std::iter::once(&mut cg.lruvec).chain(cg.lower_lruvecs.iter_mut()) {
+            for lv in cg.lruvecs_mut() {
                 lv.lrugen.enabled = scenario.sysfs.lru_gen.enabled();
             }
         }
@@ -401,7 +401,8 @@ impl Kernel {
             "pfns must fit 31 bits (validation allows 8T)"
         );
         let nr_memcgs = memcgs.len();
-        let workingset = workingset::ShadowPacking::new(nr_memcgs, nodes.total_pages() as u64);
+        let workingset =
+            workingset::ShadowPacking::new(nr_memcgs, nodes.nr_nodes(), nodes.total_pages() as u64);
         for p in &pgdat {
             p.zone.advise_sparse_below(dense_order);
         }

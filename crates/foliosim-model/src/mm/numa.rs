@@ -23,6 +23,8 @@ pub struct Nodes {
     pub latency_ns: Vec<u64>,
     /// node_state(nid, N_CPU): the node has CPUs (node 0 holds every CPU for now).
     pub has_cpus: Vec<bool>,
+    /// cpu_to_node of every CPU (all node 0's for now).
+    pub cpu_nid: Vec<usize>,
     /// Each node's zonelist (node_zonelists[ZONELIST_FALLBACK]): the node itself, then the
     /// others nearest first (build_zonelists; the lower tiers in node order).
     pub zonelist: Vec<Vec<usize>>,
@@ -54,6 +56,7 @@ impl Nodes {
             start_pfn,
             latency_ns,
             has_cpus,
+            cpu_nid: vec![0; scenario.machine.cpus as usize],
             zonelist,
             demotion_enabled: scenario.sysfs.numa.demotion_enabled.unwrap_or(false),
         }
@@ -84,8 +87,8 @@ impl Nodes {
 
     /// cpu_to_node(cpu).
     #[inline]
-    pub fn cpu_to_node(&self, _cpu: usize) -> usize {
-        self.cpu_node()
+    pub fn cpu_to_node(&self, cpu: usize) -> usize {
+        self.cpu_nid[cpu]
     }
 
     /// numa_node_id() for a caller without its CPU at hand: the one node with CPUs. Every use

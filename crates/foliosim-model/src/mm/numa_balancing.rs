@@ -207,9 +207,9 @@ fn update_task_scan_period(k: &mut Kernel, ctx: &Ctx, mm: u32) {
     k.mms[mm as usize].numa_next_scan_ns = ctx.now_ns + p.numa_scan_period_ms * 1_000_000;
 }
 
-/// can_demote: reclaim on node 0 may move folios a tier down.
-pub fn can_demote(k: &Kernel) -> bool {
-    k.nodes.demotion_enabled && k.nodes.next_demotion_node(k.nodes.cpu_node()).is_some()
+/// can_demote: reclaim on node `nid` may move folios a tier down.
+pub fn can_demote(k: &Kernel, nid: usize) -> bool {
+    k.nodes.demotion_enabled && k.nodes.next_demotion_node(nid).is_some()
 }
 
 /// task_numa_work, run when task `p` of `mm` returns to user space after task_tick_numa found
@@ -493,15 +493,16 @@ impl MigrationTarget for DemotionTarget {
     }
 }
 
-/// demote_folio_list: migrate reclaim's chosen folios one tier down (MR_DEMOTION, async).
+/// demote_folio_list: migrate reclaim's chosen folios of node `src_nid` one tier down (MR_DEMOTION, async).
 /// Returns the pages demoted; the folios left in `folios` failed and go back to reclaim.
 pub fn demote_folio_list(
     k: &mut Kernel,
     ctx: &mut Ctx,
     folios: &mut Vec<u32>,
+    src_nid: usize,
     kswapd: bool,
 ) -> u64 {
-    let Some(nid) = k.nodes.next_demotion_node(k.nodes.cpu_node()) else {
+    let Some(nid) = k.nodes.next_demotion_node(src_nid) else {
         return 0;
     };
     for &pfn in folios.iter() {

@@ -85,7 +85,6 @@ pub fn swap_writepage(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     if let Some(done_ns) = done_ns {
         k.folios.set(pfn, flags::WRITEBACK);
         k.folios.set_writeback_done_ns(pfn, done_ns);
-        // MADV_PAGEOUT writes folios of any node; reclaim's are node 0's.
         let nid = k.nodes.nid(pfn);
         k.memcgs[memcg]
             .lruvec_mut(nid)

@@ -115,7 +115,8 @@ pub fn background_thresh(k: &Kernel) -> u64 {
     let file: u64 = k
         .memcgs
         .iter()
-        .map(|cg| cg.lruvec.lru_pages(true, false) + cg.lruvec.lru_pages(true, true))
+        .flat_map(|cg| cg.lruvecs())
+        .map(|lv| lv.lru_pages(true, false) + lv.lru_pages(true, true))
         .sum();
     // The reclaimable nodes' free memory above their high watermarks.
     let free: u64 = k

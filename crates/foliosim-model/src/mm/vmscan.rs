@@ -84,7 +84,8 @@ pub struct ShrinkResult {
 }
 
 /// try_to_free_mem_cgroup_pages: reclaim at least max(nr_pages, SWAP_CLUSTER_MAX) pages from
-/// the memcg's subtree, raising scan pressure (lowering priority) until done; if nothing came
+/// the memcg's subtree on each node of the local zonelist (shrink_zones), raising scan
+/// pressure (lowering priority) until done; if nothing came
 /// back while memcgs were left alone for their memory.low, once more breaking into it
 /// (do_try_to_free_pages' memcg_low_reclaim retry). Returns pages reclaimed.
 pub fn try_to_free_mem_cgroup_pages(
@@ -97,21 +98,24 @@ pub fn try_to_free_mem_cgroup_pages(
     let start_ns = ctx.now_ns;
     let mut reclaimed = 0;
     let mut low_reclaim = false;
+    let zonelist = k.nodes.reclaim_zonelist_vec(k.numa_node_id(ctx), Gfp(0));
     loop {
         let mut low_skipped = false;
         for priority in (0..=DEF_PRIORITY).rev() {
-            let nid = k.numa_node_id(ctx);
-            let mut sc = scan_count::prepare_scan_control(
-                k,
-                nid,
-                Some(memcg),
-                Reclaim::Memcg,
-                priority,
-                true,
-            );
-            sc.memcg_low_reclaim = low_reclaim;
-            reclaimed += shrink_node_memcgs(k, ctx, nr_to_reclaim - reclaimed, &mut sc).reclaimed;
-            low_skipped |= sc.memcg_low_skipped;
+            for &nid in &zonelist {
+                let mut sc = scan_count::prepare_scan_control(
+                    k,
+                    nid,
+                    Some(memcg),
+                    Reclaim::Memcg,
+                    priority,
+                    true,
+                );
+                sc.memcg_low_reclaim = low_reclaim;
+                let want = nr_to_reclaim.saturating_sub(reclaimed).max(1);
+                reclaimed += shrink_node_memcgs(k, ctx, want, &mut sc).reclaimed;
+                low_skipped |= sc.memcg_low_skipped;
+            }
             if reclaimed >= nr_to_reclaim {
                 break;
             }
@@ -121,7 +125,9 @@ pub fn try_to_free_mem_cgroup_pages(
         }
         low_reclaim = true;
     }
-    workingset::snapshot_refaults(k, Some(memcg));
+    for &nid in &zonelist {
+        workingset::snapshot_refaults(k, Some(memcg), nid);
+    }
     trace::span("memcg reclaim", "", start_ns, ctx.now_ns);
     reclaimed
 }
@@ -279,7 +285,9 @@ pub fn do_try_to_free_pages(
             k.pgdat[zone_nid].kswapd.kswapd_failures = 0;
         }
     }
-    workingset::snapshot_refaults(k, None);
+    for &zone_nid in &zonelist {
+        workingset::snapshot_refaults(k, None, zone_nid);
+    }
     trace::span("direct reclaim", "", start_ns, ctx.now_ns);
     Some(dr.reclaimed)
 }
@@ -427,7 +435,7 @@ pub(crate) fn shrink_lruvec_classic(
     sc: &mut scan_count::ScanControl,
 ) -> ShrinkCount {
     use scan_count::{ACTIVE_ANON, ACTIVE_FILE, INACTIVE_ANON, INACTIVE_FILE};
-    let lv = &mut k.memcgs[memcg as usize].lruvec;
+    let lv = k.memcgs[memcg as usize].lruvec_mut(sc.nid);
     let rotated = lv.end_writeback(&mut k.folios, ctx.now_ns);
     k.vmstat.count(VmEvent::Pgrotated, rotated);
     let mut nr = scan_count::get_scan_count(k, sc, memcg);
@@ -444,7 +452,7 @@ pub(crate) fn shrink_lruvec_classic(
             let file = lru >= INACTIVE_FILE;
             if lru == ACTIVE_ANON || lru == ACTIVE_FILE {
                 if sc.may_deactivate(file) {
-                    shrink_active_list(k, ctx, memcg, n, file, sc.reclaim);
+                    shrink_active_list(k, ctx, memcg, sc.nid, n, file, sc.reclaim);
                 }
             } else {
                 done += shrink_inactive_list(k, ctx, memcg, n, sc, file);
@@ -474,17 +482,17 @@ pub(crate) fn shrink_lruvec_classic(
             nr[lru] -= nr[lru].min(scanned);
         }
     }
-    let lv = &k.memcgs[memcg as usize].lruvec;
+    let lv = k.memcgs[memcg as usize].lruvec_of(sc.nid);
     if !k.swap.devices.is_empty()
         && inactive_is_low_pages(lv.inactive_anon.nr_pages, lv.active_anon.nr_pages)
     {
-        shrink_active_list(k, ctx, memcg, SWAP_CLUSTER_MAX, false, sc.reclaim);
+        shrink_active_list(k, ctx, memcg, sc.nid, SWAP_CLUSTER_MAX, false, sc.reclaim);
     }
     done
 }
 
 /// shrink_active_list: move `nr_to_scan` pages' worth of folios from the tail of the active
-/// list of `file` folios (else anon) to the inactive head, counted as pgrefill (the memcg's;
+/// list of `file` folios (else anon) of `memcg` on node `nid` to the inactive head, counted as pgrefill (the memcg's;
 /// /proc/vmstat's only outside memcg reclaim) and pgdeactivate. folio_referenced clears their
 /// young bits, but every folio is deactivated regardless (only executable file folios would
 /// stay, and the model maps none); PG_referenced stays, so one more access before reclaim
@@ -493,6 +501,7 @@ fn shrink_active_list(
     k: &mut Kernel,
     ctx: &mut Ctx,
     memcg: u16,
+    nid: usize,
     nr_to_scan: u64,
     file: bool,
     reclaim: Reclaim,
@@ -501,10 +510,11 @@ fn shrink_active_list(
     let mut moved = 0u64;
     while scanned < nr_to_scan {
         let cg = &mut k.memcgs[memcg as usize];
-        let Some(pfn) = cg.lruvec.list(file, true).tail() else {
+        let lv = cg.lruvec_mut(nid);
+        let Some(pfn) = lv.list(file, true).tail() else {
             break;
         };
-        cg.lruvec.list(file, true).remove(&mut k.folios, pfn);
+        lv.list(file, true).remove(&mut k.folios, pfn);
         if file {
             filemap::rmap::folio_referenced_file(k, ctx, pfn);
         } else {
@@ -514,7 +524,9 @@ fn shrink_active_list(
         k.folios.clear(pfn, flags::ACTIVE | flags::YOUNG);
         super::access::young_cleared(k, pfn);
         let cg = &mut k.memcgs[memcg as usize];
-        cg.lruvec.list(file, false).add_head(&mut k.folios, pfn);
+        cg.lruvec_mut(nid)
+            .list(file, false)
+            .add_head(&mut k.folios, pfn);
         let nr = k.folios.nr_pages(pfn) as u64;
         scanned += nr;
         moved += 1;
@@ -530,7 +542,7 @@ fn shrink_active_list(
         ctx.spend(CpuCost::FolioReferenced, k.cost.folio_referenced_ns * moved);
     }
     k.memcgs[memcg as usize]
-        .lruvec
+        .lruvec_mut(nid)
         .lru_lock
         .hold(ctx, k.cost.lru_move_ns * moved);
 }
@@ -552,14 +564,15 @@ fn shrink_inactive_list(
     let reclaim = sc.reclaim;
     // Writes that completed while this reclaim ran have rotated their folios to the tail
     // (folio_end_writeback runs at completion, not once per priority).
+    let nid = sc.nid;
     let rotated = k.memcgs[memcg as usize]
-        .lruvec
+        .lruvec_mut(nid)
         .end_writeback(&mut k.folios, ctx.now_ns);
     k.vmstat.count(VmEvent::Pgrotated, rotated);
     let mut list = Vec::with_capacity(nr_to_scan.min(SWAP_CLUSTER_MAX) as usize);
     let mut scanned = 0;
     while scanned < nr_to_scan {
-        let lv = &mut k.memcgs[memcg as usize].lruvec;
+        let lv = k.memcgs[memcg as usize].lruvec_mut(nid);
         let Some(pfn) = lv.list(file, false).tail() else {
             break;
         };
@@ -571,7 +584,7 @@ fn shrink_inactive_list(
         return ShrinkCount::default();
     }
     k.memcgs[memcg as usize]
-        .lruvec
+        .lruvec_mut(nid)
         .lru_lock
         .hold(ctx, k.cost.lru_move_ns * list.len() as u64);
     let (pgscan, pgsteal) = match reclaim {
@@ -589,9 +602,11 @@ fn shrink_inactive_list(
     };
     let global = matches!(reclaim, Reclaim::Global | Reclaim::Kswapd);
     k.memcgs[memcg as usize].count(pgscan, scanned);
-    k.vmstat.count(pgscan_type, scanned);
+    // Node stats (PGSCAN_* and PGSTEAL_* are node_stat_items): /proc/vmstat sums the nodes'.
+    let node_events = &mut k.pgdat[nid].zone.events;
+    node_events.count(pgscan_type, scanned);
     if global {
-        k.vmstat.count(pgscan, scanned);
+        node_events.count(pgscan, scanned);
     }
     let mut stat = scan_count::ReclaimStat::default();
     let result = if file {
@@ -603,14 +618,16 @@ fn shrink_inactive_list(
         r
     };
     k.memcgs[memcg as usize].count(pgsteal, result.nr_reclaimed);
-    k.vmstat.count(pgsteal_type, result.nr_reclaimed);
+    let node_events = &mut k.pgdat[nid].zone.events;
+    node_events.count(pgsteal_type, result.nr_reclaimed);
     if global {
-        k.vmstat.count(pgsteal, result.nr_reclaimed);
+        node_events.count(pgsteal, result.nr_reclaimed);
     }
     putback_folios(k, ctx, &result.putback, true);
     scan_count::lru_note_cost(
         k,
         memcg,
+        nid,
         file,
         result.nr_pageout,
         scanned - result.nr_reclaimed,
@@ -637,21 +654,23 @@ fn shrink_inactive_list(
     }
 }
 
-/// move_folios_to_lru: return kept folios to their memcg's lists, the lru_lock taken once per
-/// memcg for the whole list (the caller holds it across the loop; it relocks only when the next
+/// move_folios_to_lru: return kept folios to their lruvecs (memcg and node), the lru_lock
+/// taken once per lruvec for the whole list (the caller holds it across the loop; it relocks only when the next
 /// folio belongs to another lruvec).
 /// `move_to_lru`: reclaim's move_folios_to_lru, where an active folio ages its lruvec
 /// (workingset_age_nonresident); MADV_PAGEOUT's folio_putback_lru does not.
 pub fn putback_folios(k: &mut Kernel, ctx: &mut Ctx, putback: &[(u32, bool)], move_to_lru: bool) {
-    let mut moved_per_memcg: Vec<(usize, u64)> = Vec::new();
+    let mut moved_per_lruvec: Vec<(usize, usize, u64)> = Vec::new();
     for &(pfn, active) in putback {
         let memcg = k.folios.memcg(pfn as usize) as usize;
-        match moved_per_memcg.iter_mut().find(|(m, _)| *m == memcg) {
-            Some((_, n)) => *n += 1,
-            None => moved_per_memcg.push((memcg, 1)),
-        }
-        // MADV_PAGEOUT isolates folios of any node; reclaim's are node 0's.
         let nid = k.nodes.nid(pfn);
+        match moved_per_lruvec
+            .iter_mut()
+            .find(|(m, n, _)| *m == memcg && *n == nid)
+        {
+            Some((_, _, moved)) => *moved += 1,
+            None => moved_per_lruvec.push((memcg, nid, 1)),
+        }
         let cg = &mut k.memcgs[memcg];
         if active {
             let nr = k.folios.nr_pages(pfn) as u64;
@@ -667,9 +686,9 @@ pub fn putback_folios(k: &mut Kernel, ctx: &mut Ctx, putback: &[(u32, bool)], mo
             cg.lruvec_mut(nid).lruvec_add_folio(&mut k.folios, pfn);
         }
     }
-    for (memcg, moved) in moved_per_memcg {
+    for (memcg, nid, moved) in moved_per_lruvec {
         k.memcgs[memcg]
-            .lruvec
+            .lruvec_mut(nid)
             .lru_lock
             .hold(ctx, k.cost.lru_move_ns * moved);
     }
@@ -690,7 +709,9 @@ pub fn shrink_folio_list(
     let mut result = ShrinkResult::default();
     // Before reclaiming a folio, try to move it a tier down (do_demote_pass); the folios that
     // fail to demote go round again to be reclaimed.
-    let mut do_demote = reclaim != Reclaim::Pageout && numa_balancing::can_demote(k);
+    // Reclaim's list is one node's (MADV_PAGEOUT's may mix nodes, but it never demotes).
+    let nid = list.front().map_or(0, |&pfn| k.nodes.nid(pfn));
+    let mut do_demote = reclaim != Reclaim::Pageout && numa_balancing::can_demote(k, nid);
     let mut demote = Vec::new();
     'retry: loop {
         while let Some(pfn) = list.pop_front() {
@@ -790,7 +811,7 @@ pub fn shrink_folio_list(
             break 'retry;
         }
         result.nr_reclaimed +=
-            numa_balancing::demote_folio_list(k, ctx, &mut demote, reclaim == Reclaim::Kswapd);
+            numa_balancing::demote_folio_list(k, ctx, &mut demote, nid, reclaim == Reclaim::Kswapd);
         if demote.is_empty() {
             break 'retry;
         }
@@ -979,7 +1000,7 @@ size = "4M"
 
     /// isolate_lru_folios of one folio, shrink_folio_list, move_folios_to_lru.
     fn shrink_one(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, reclaim: Reclaim) -> ShrinkResult {
-        k.memcgs[0].lruvec.del_folio(&mut k.folios, pfn);
+        k.memcgs[0].lruvec_mut(0).del_folio(&mut k.folios, pfn);
         let result = shrink_folio_list(k, ctx, vec![pfn], reclaim, 0);
         putback_folios(k, ctx, &result.putback, true);
         result
@@ -1001,7 +1022,7 @@ size = "4M"
         assert!(k.folios.test(pfn, flags::ACTIVE) && k.folios.test(pfn, flags::RECLAIM));
         crate::mm::invariants::check(&k).unwrap();
         // folio_end_writeback: PG_reclaim cleared, rotated to the inactive tail.
-        let lv = &mut k.memcgs[0].lruvec;
+        let lv = k.memcgs[0].lruvec_mut(0);
         assert_eq!(lv.end_writeback(&mut k.folios, done_ns - 1), 0);
         assert_eq!(lv.end_writeback(&mut k.folios, done_ns), 1);
         assert!(!k

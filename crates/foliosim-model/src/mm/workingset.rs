@@ -41,8 +41,8 @@ pub fn slot_shadow(raw: u32) -> Option<Shadow> {
     (raw != NIL && raw & SHADOW_BIT != 0).then_some(Shadow(raw))
 }
 
-/// A shadow entry: the evicting lruvec's memcg, its age at eviction (in buckets) and whether
-/// the folio was in the workingset (PG_workingset).
+/// A shadow entry: the evicting lruvec's memcg and node, its age at eviction (in buckets) and
+/// whether the folio was in the workingset (PG_workingset).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Shadow(u32);
 
@@ -54,53 +54,83 @@ impl Shadow {
 }
 
 /// How a shadow packs (pack_shadow / workingset_init): bit 31 marks it, bit 0 is clear, bit 1
-/// is PG_workingset, then the memcg id in as many bits as the scenario's memcgs need, then the
-/// eviction age. When the age's bits cannot count every page of memory, its low
-/// `bucket_order` bits are dropped, as the kernel does when its entry runs short of bits.
+/// is PG_workingset, then the memcg id in as many bits as the scenario's memcgs need, the node
+/// id in as many as its nodes need (NODES_SHIFT; none on one node), then the eviction age.
+/// When the age's bits cannot count every page of memory, its low `bucket_order` bits are
+/// dropped, as the kernel does when its entry runs short of bits.
 #[derive(Clone, Copy, Debug)]
 pub struct ShadowPacking {
     memcg_bits: u32,
+    node_bits: u32,
     eviction_bits: u32,
     bucket_order: u32,
 }
 
+/// What a shadow holds (unpack_shadow).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unpacked {
+    pub memcg: u16,
+    pub nid: usize,
+    /// The classic LRU's age at eviction, or MGLRU's token.
+    pub token: u64,
+    pub workingset: bool,
+}
+
+/// Bits to number `n` things 0..n.
+fn bits_for(n: usize) -> u32 {
+    usize::BITS - n.saturating_sub(1).leading_zeros()
+}
+
 impl ShadowPacking {
-    /// For `nr_memcgs` memcgs (root included) on a machine of `total_pages`.
-    pub fn new(nr_memcgs: usize, total_pages: u64) -> ShadowPacking {
-        let memcg_bits = usize::BITS - nr_memcgs.saturating_sub(1).leading_zeros();
-        let eviction_bits = PAYLOAD_BITS - memcg_bits;
+    /// For `nr_memcgs` memcgs (root included) and `nr_nodes` nodes on a machine of
+    /// `total_pages`.
+    pub fn new(nr_memcgs: usize, nr_nodes: usize, total_pages: u64) -> ShadowPacking {
+        let memcg_bits = bits_for(nr_memcgs);
+        let node_bits = bits_for(nr_nodes);
+        let eviction_bits = PAYLOAD_BITS - memcg_bits - node_bits;
         // fls_long(totalram_pages() - 1)
         let max_order = u64::BITS - total_pages.saturating_sub(1).leading_zeros();
         ShadowPacking {
             memcg_bits,
+            node_bits,
             eviction_bits,
             bucket_order: max_order.saturating_sub(eviction_bits),
         }
     }
 
-    fn pack(&self, memcg: u16, age: u64, workingset: bool) -> Shadow {
-        self.pack_token(memcg, age >> self.bucket_order, workingset)
+    fn pack(&self, memcg: u16, nid: usize, age: u64, workingset: bool) -> Shadow {
+        self.pack_token(memcg, nid, age >> self.bucket_order, workingset)
     }
 
-    /// (memcg, the age at eviction with its dropped bits 0, workingset).
-    fn unpack(&self, s: Shadow) -> (u16, u64, bool) {
-        let (memcg, eviction, workingset) = self.unpack_token(s);
-        (memcg, eviction << self.bucket_order, workingset)
+    /// The shadow's fields, its token the age at eviction with its dropped bits 0.
+    fn unpack(&self, s: Shadow) -> Unpacked {
+        let u = self.unpack_token(s);
+        Unpacked {
+            token: u.token << self.bucket_order,
+            ..u
+        }
     }
 
     /// pack_shadow of a value stored as is, masked to the bits there are (EVICTION_MASK):
     /// the classic LRU's bucketed age, or MGLRU's token.
-    pub(crate) fn pack_token(&self, memcg: u16, token: u64, workingset: bool) -> Shadow {
-        let payload = ((token & self.token_mask()) as u32) << self.memcg_bits | memcg as u32;
-        Shadow(SHADOW_BIT | payload << 2 | (workingset as u32) << 1)
+    pub(crate) fn pack_token(&self, memcg: u16, nid: usize, token: u64, ws: bool) -> Shadow {
+        debug_assert!((nid as u64) < 1 << self.node_bits || nid == 0);
+        let eviction = ((token & self.token_mask()) as u32) << self.node_bits | nid as u32;
+        let payload = eviction << self.memcg_bits | memcg as u32;
+        Shadow(SHADOW_BIT | payload << 2 | (ws as u32) << 1)
     }
 
-    /// (memcg, the stored value, workingset).
-    pub(crate) fn unpack_token(&self, s: Shadow) -> (u16, u64, bool) {
+    /// The stored fields (unpack_shadow).
+    pub(crate) fn unpack_token(&self, s: Shadow) -> Unpacked {
         let payload = (s.0 & !SHADOW_BIT) >> 2;
         let memcg = payload & ((1 << self.memcg_bits) - 1);
-        let token = (payload >> self.memcg_bits) as u64;
-        (memcg as u16, token, s.0 & 2 != 0)
+        let eviction = payload >> self.memcg_bits;
+        Unpacked {
+            memcg: memcg as u16,
+            nid: (eviction & ((1 << self.node_bits) - 1)) as usize,
+            token: (eviction >> self.node_bits) as u64,
+            workingset: s.0 & 2 != 0,
+        }
     }
 
     /// EVICTION_MASK: the bits a stored value keeps.
@@ -140,11 +170,7 @@ pub fn workingset_activation(k: &mut Kernel, pfn: u32) {
 /// workingset_eviction, as __remove_mapping calls it: the shadow the folio at `pfn` leaves in
 /// its cache slots when reclaim on behalf of `target` (ROOT_MEMCG for global reclaim and
 /// MADV_PAGEOUT) evicts it, made by the LRU policy (classic_eviction, or MGLRU's token).
-/// None for a lower node's folio (MADV_PAGEOUT takes any): shadows keep no node id.
 pub fn workingset_eviction(k: &mut Kernel, pfn: u32, target: u16) -> Option<Shadow> {
-    if k.nodes.nid(pfn) != 0 {
-        return None;
-    }
     let policy = k.cfg.lru_policy;
     policy.workingset_eviction(k, pfn, target)
 }
@@ -157,26 +183,31 @@ pub fn workingset_refault(k: &mut Kernel, pfn: u32, shadow: Shadow) {
     policy.workingset_refault(k, pfn, shadow);
 }
 
-/// The classic LRU's eviction: the shadow is stamped with the target lruvec's age, which the
-/// eviction advances.
+/// The classic LRU's eviction: the shadow is stamped with the age of the target's lruvec on
+/// the folio's node, which the eviction advances.
 pub(crate) fn classic_eviction(k: &mut Kernel, pfn: u32, target: u16) -> Shadow {
-    debug_assert_eq!(k.nodes.nid(pfn), 0, "shadows keep no node id");
-    let age = k.memcgs[target as usize].lruvec.nonresident_age;
+    let nid = k.nodes.nid(pfn);
+    let age = k.memcgs[target as usize].lruvec_of(nid).nonresident_age;
     let nr = k.folios.nr_pages(pfn) as u64;
-    age_nonresident(k, target, 0, nr);
-    k.workingset
-        .pack(target, age, k.folios.test(pfn, flags::WORKINGSET))
+    age_nonresident(k, target, nid, nr);
+    let workingset = k.folios.test(pfn, flags::WORKINGSET);
+    k.workingset.pack(target, nid, age, workingset)
 }
 
 /// workingset_test_recent: would the evicted page have stayed resident had the workingset it
-/// competes with (in the evicting memcg, hierarchically) had all that memory? Some(the
-/// shadow's workingset bit) if so. File pages compete with the active file list and, while
+/// competes with (in the evicting lruvec: its memcg, hierarchically, on its node) had all
+/// that memory? Some(the shadow's workingset bit) if so. File pages compete with the active file list and, while
 /// the memcg can swap, with all anon; anon pages with all file and the active anon list.
 pub fn workingset_test_recent(k: &Kernel, shadow: Shadow, file: bool) -> Option<bool> {
-    let (memcg, eviction, workingset) = k.workingset.unpack(shadow);
-    let now = k.memcgs[memcg as usize].lruvec.nonresident_age;
+    let Unpacked {
+        memcg,
+        nid,
+        token: eviction,
+        workingset,
+    } = k.workingset.unpack(shadow);
+    let now = k.memcgs[memcg as usize].lruvec_of(nid).nonresident_age;
     let distance = k.workingset.distance(eviction, now);
-    let size = target_sizes(k, Some(memcg));
+    let size = target_sizes(k, Some(memcg), nid);
     let mut workingset_size = size[ACTIVE_FILE];
     if !file {
         workingset_size += size[INACTIVE_FILE];
@@ -209,7 +240,7 @@ pub(crate) fn classic_refault(k: &mut Kernel, pfn: u32, shadow: Shadow) {
     count(k, memcg, activate, nr);
     if workingset {
         k.folios.set(pfn, flags::WORKINGSET);
-        lru_note_cost(k, memcg, file, nr, 0);
+        lru_note_cost(k, memcg, nid, file, nr, 0);
         count(k, memcg, restore, nr);
     }
 }
@@ -248,13 +279,14 @@ pub fn activations(k: &Kernel, memcg: u16) -> [u64; 2] {
     sum
 }
 
-/// snapshot_refaults: the end of a reclaim run for `target` (None: global) remembers its
-/// activations, so the next run deactivates a type's active list only if its pages refaulted
-/// into activation since (or its inactive list is low).
-pub fn snapshot_refaults(k: &mut Kernel, target: Option<u16>) {
+/// snapshot_refaults: the end of a reclaim run for `target` (None: global) on node `nid`
+/// remembers its activations in its lruvec there, so the next run deactivates a type's active
+/// list only if its pages refaulted into activation since (or its inactive list is low). The
+/// activations are the memcg's on every node (the model keeps no per-node count of them).
+pub fn snapshot_refaults(k: &mut Kernel, target: Option<u16>, nid: usize) {
     let memcg = target.unwrap_or(ROOT_MEMCG);
     let now = activations(k, memcg);
-    k.memcgs[memcg as usize].lruvec.refaults = now;
+    k.memcgs[memcg as usize].lruvec_mut(nid).refaults = now;
 }
 
 #[cfg(test)]
@@ -263,9 +295,9 @@ mod tests {
 
     #[test]
     fn a_shadow_is_never_a_folio_nor_nil() {
-        let p = ShadowPacking::new(300, 1 << 20);
+        let p = ShadowPacking::new(300, 1, 1 << 20);
         for (memcg, age, ws) in [(0, 0, false), (299, u64::MAX, true), (7, 12345, true)] {
-            let s = p.pack(memcg, age, ws);
+            let s = p.pack(memcg, 0, age, ws);
             assert_ne!(s.raw(), NIL);
             assert_eq!(slot_folio(s.raw()), None);
             assert_eq!(slot_shadow(s.raw()), Some(s));
@@ -279,21 +311,41 @@ mod tests {
     #[test]
     fn pack_unpack_round_trip_within_a_bucket() {
         // 2^28 pages (1 TiB) and 9 memcg bits leave 20 bits of age: buckets of 2^8 pages.
-        let p = ShadowPacking::new(300, 1 << 28);
+        let p = ShadowPacking::new(300, 1, 1 << 28);
         assert_eq!((p.memcg_bits, p.eviction_bits, p.bucket_order), (9, 20, 8));
-        let (memcg, age, ws) = p.unpack(p.pack(299, 0x12345, true));
-        assert_eq!((memcg, age, ws), (299, 0x12300, true));
+        let u = p.unpack(p.pack(299, 0, 0x12345, true));
+        assert_eq!(
+            (u.memcg, u.nid, u.token, u.workingset),
+            (299, 0, 0x12300, true)
+        );
         // A small machine keeps every page of age.
-        let p = ShadowPacking::new(1, 1 << 20);
+        let p = ShadowPacking::new(1, 1, 1 << 20);
         assert_eq!(p.bucket_order, 0);
-        assert_eq!(p.unpack(p.pack(0, 777, false)), (0, 777, false));
+        let u = p.unpack(p.pack(0, 0, 777, false));
+        assert_eq!((u.memcg, u.token, u.workingset), (0, 777, false));
+    }
+
+    #[test]
+    fn a_shadow_carries_its_node_in_the_bits_the_nodes_need() {
+        // Three nodes take two bits from the age: one node takes none.
+        let one = ShadowPacking::new(4, 1, 1 << 20);
+        let three = ShadowPacking::new(4, 3, 1 << 20);
+        assert_eq!((one.node_bits, three.node_bits), (0, 2));
+        assert_eq!(three.eviction_bits + 2, one.eviction_bits);
+        for nid in 0..3 {
+            let u = three.unpack(three.pack(3, nid, 4242, nid == 1));
+            assert_eq!(
+                (u.memcg, u.nid, u.token, u.workingset),
+                (3, nid, 4242, nid == 1)
+            );
+        }
     }
 
     #[test]
     fn distance_counts_across_the_wrap_of_the_stored_age() {
-        let p = ShadowPacking::new(2, 1 << 20);
+        let p = ShadowPacking::new(2, 1, 1 << 20);
         let span = 1u64 << (p.eviction_bits + p.bucket_order);
-        let (_, eviction, _) = p.unpack(p.pack(1, span - 10, false));
+        let eviction = p.unpack(p.pack(1, 0, span - 10, false)).token;
         // The age went on past what the shadow can hold: 30 pages later.
         assert_eq!(p.distance(eviction, span + 20), 30);
         assert_eq!(p.distance(eviction, span - 10), 0);

@@ -186,7 +186,9 @@ fn reset_counters(k: &mut Kernel) {
     }
     k.counter_lines.transfer_ns = 0;
     for cg in &mut k.memcgs {
-        cg.lruvec.lru_lock.stats = Default::default();
+        for lv in cg.lruvecs_mut() {
+            lv.lru_lock.stats = Default::default();
+        }
     }
     for m in &mut k.mms {
         m.mmap_lock.stats = Default::default();

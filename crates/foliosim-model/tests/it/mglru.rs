@@ -173,7 +173,7 @@ fn mglru_runs_are_deterministic() {
     let b = run_hot_and_stream(&s, 16, 128, 16);
     assert_eq!(a.vm_events().to_map(), b.vm_events().to_map());
     let gens = |k: &Kernel| {
-        let lg = &k.memcgs[0].lruvec.lrugen;
+        let lg = &k.memcgs[0].lruvec_of(0).lrugen;
         (lg.max_seq, lg.min_seq, lg.nr_pages())
     };
     assert_eq!(gens(&a), gens(&b));

@@ -274,7 +274,8 @@ fn isolate_migratepages_block(
                         }
                     }
                 }
-                let lru_lock = &mut k.memcgs[memcg as usize].lruvec.lru_lock;
+                let nid = k.nodes.nid(head);
+                let lru_lock = &mut k.memcgs[memcg as usize].lruvec_mut(nid).lru_lock;
                 let before = lru_lock.stats.contended;
                 lru_lock.hold(ctx, k.cost.lru_move_ns);
                 if cc.mode == MigrateMode::Async && lru_lock.stats.contended > before {

@@ -334,8 +334,10 @@ pub(super) fn slowpath_retry(
         if costly && !gfp.contains(Gfp::RETRY_MAYFAIL) {
             return None;
         }
+        let nid = k.numa_node_id(ctx);
         let retry = should_reclaim_retry(
             k,
+            nid,
             order,
             st.alloc_flags,
             progress > 0,
@@ -343,6 +345,7 @@ pub(super) fn slowpath_retry(
         ) || (progress > 0
             && should_compact_retry(
                 k,
+                nid,
                 order,
                 st.compact_result,
                 &mut st.compact_priority,
@@ -502,7 +505,7 @@ fn drain_all_pages(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp) {
 /// zone_reclaimable_pages: node `nid`'s file LRU pages, and the anon ones when there is swap
 /// or a lower tier (can_reclaim_anon_pages) to reclaim them to.
 pub fn zone_reclaimable_pages(k: &Kernel, nid: usize) -> u64 {
-    let swap = k.swap.nr_swap_pages() > 0 || crate::mm::numa_balancing::can_demote(k);
+    let swap = k.swap.nr_swap_pages() > 0 || crate::mm::numa_balancing::can_demote(k, nid);
     k.memcgs
         .iter()
         .map(|cg| {
@@ -518,6 +521,7 @@ pub fn zone_reclaimable_pages(k: &Kernel, nid: usize) -> u64 {
 /// everything reclaimable could meet the min watermark at this order.
 fn should_reclaim_retry(
     k: &Kernel,
+    nid: usize,
     order: u32,
     alloc_flags: AllocFlags,
     did_some_progress: bool,
@@ -532,8 +536,8 @@ fn should_reclaim_retry(
         // unreserve_highatomic_pageblock(force): nothing reserved in the model.
         return false;
     }
-    // Any zone of the zonelist that could meet its min watermark with everything reclaimed.
-    let nid = k.nodes.cpu_node();
+    // Any zone of node `nid`'s zonelist that could meet its min watermark with everything
+    // reclaimed.
     k.nodes.reclaim_zonelist(nid, Gfp(0)).any(|n| {
         let zone = &k.pgdat[n].zone;
         let available = zone_reclaimable_pages(k, n) + zone.nr_free_pages();
@@ -545,6 +549,7 @@ fn should_reclaim_retry(
 /// should_compact_retry (CONFIG_COMPACTION).
 fn should_compact_retry(
     k: &Kernel,
+    nid: usize,
     order: u32,
     result: CompactResult,
     priority: &mut CompactPriority,
@@ -555,7 +560,7 @@ fn should_compact_retry(
     }
     if result == CompactResult::Skipped {
         // Not enough free pages to migrate into: retry if reclaim could change that.
-        return compaction::compaction_zonelist_suitable(k, k.nodes.cpu_node(), Gfp(0), order);
+        return compaction::compaction_zonelist_suitable(k, nid, Gfp(0), order);
     }
     if result == CompactResult::Success {
         // Raced with another allocation: retry a few times (costly: a quarter as many).

@@ -175,7 +175,7 @@ fn balance(k: &mut Kernel, ctx: &mut Ctx, nid: usize, order: u32) -> (u64, u32) 
             // reclaimed (nothing at all without page cache).
             let may_swap = nr_boost_reclaim == 0;
             let policy = k.cfg.lru_policy;
-            policy.age_node(k, ctx);
+            policy.age_node(k, ctx, nid);
             // kswapd_shrink_node
             let nr_to_reclaim = k.pgdat[nid]
                 .zone
@@ -210,7 +210,7 @@ fn balance(k: &mut Kernel, ctx: &mut Ctx, nid: usize, order: u32) -> (u64, u32) 
     if matches!(ended, Ended::Gave) && nr_reclaimed == 0 {
         k.pgdat[nid].kswapd.kswapd_failures += 1;
     }
-    crate::mm::workingset::snapshot_refaults(k, None);
+    crate::mm::workingset::snapshot_refaults(k, None, nid);
     if nr_reclaimed > 0 {
         k.pgdat[nid].kswapd.kswapd_failures = 0;
     }
@@ -225,23 +225,123 @@ fn balance(k: &mut Kernel, ctx: &mut Ctx, nid: usize, order: u32) -> (u64, u32) 
     (nr_reclaimed, sc_order)
 }
 
-/// kswapd_age_node: while the node's inactive anon list is low, deactivate a batch from every
-/// memcg's active list so pages get a chance to be referenced before reclaim.
-pub(crate) fn kswapd_age_node_classic(k: &mut Kernel, ctx: &mut Ctx) {
+/// kswapd_age_node: while node `nid`'s inactive anon list is low, deactivate a batch from every
+/// memcg's active list there so pages get a chance to be referenced before reclaim.
+pub(crate) fn kswapd_age_node_classic(k: &mut Kernel, ctx: &mut Ctx, nid: usize) {
     // can_age_anon_pages: swap to reclaim them to, or a lower tier to demote them to.
-    if k.swap.nr_swap_pages() == 0 && !crate::mm::numa_balancing::can_demote(k) {
+    if k.swap.nr_swap_pages() == 0 && !crate::mm::numa_balancing::can_demote(k, nid) {
         return;
     }
     let (inactive, active) = k.memcgs.iter().fold((0, 0), |(i, a), cg| {
         (
-            i + cg.lruvec.lru_pages(false, false),
-            a + cg.lruvec.lru_pages(false, true),
+            i + cg.lruvec_of(nid).lru_pages(false, false),
+            a + cg.lruvec_of(nid).lru_pages(false, true),
         )
     });
     if !inactive_is_low_pages(inactive, active) {
         return;
     }
     for memcg in 0..k.memcgs.len() as u16 {
-        shrink_active_list(k, ctx, memcg, SWAP_CLUSTER_MAX, false, Reclaim::Kswapd);
+        shrink_active_list(k, ctx, memcg, nid, SWAP_CLUSTER_MAX, false, Reclaim::Kswapd);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::content::ContentClass;
+    use crate::mm::memory::touch;
+    use crate::mm::mmap::ThpAdvice;
+    use crate::scenario::Scenario;
+
+    /// Two nodes of 64M with CPU 1 on node 1 (set by hand: the scenario cannot yet put CPUs
+    /// on a second node), swapping to an SSD.
+    fn two_nodes_cpu1_on_node1() -> Kernel {
+        let text = r#"
+[machine]
+cpus = 2
+memory = "64M"
+[[machine.node]]
+memory = "64M"
+[[machine.swap]]
+kind = "ssd"
+size = "128M"
+profile = "nvme"
+[kernel]
+version = "6.18"
+[[workload]]
+kind = "usemem"
+nproc = 1
+size = "4M"
+"#;
+        let mut k = Kernel::new(&Scenario::from_toml_str(text).unwrap());
+        k.nodes.has_cpus[1] = true;
+        k.nodes.cpu_nid[1] = 1;
+        k.pgdat[1].has_kthreads = true;
+        k
+    }
+
+    /// The node's counter `name` from its nodeN/vmstat.
+    fn node_stat(k: &Kernel, nid: usize, name: &str) -> u64 {
+        let v = k.node_vmstat(nid);
+        v.iter().find(|(n, _)| *n == name).expect("a node stat").1
+    }
+
+    #[test]
+    fn kswapd1_reclaims_node_1_and_leaves_node_0_alone() {
+        let mut k = two_nodes_cpu1_on_node1();
+        let mut ctx = Ctx::new(1, 0);
+        let mm = k.new_mm(0, ContentClass::Usemem);
+        let pages = k.nodes.node_pages(1);
+        k.mms[mm as usize].mmap(0, pages, ThpAdvice::NoHugepage);
+        // CPU 1 faults on node 1 until it is below its high watermark (still above low: the
+        // fast path has not spilled to node 0).
+        let high = k.node_zone(1).wmark_pages(Wmark::High);
+        let mut index = 0;
+        while k.node_zone(1).nr_free_pages() >= high {
+            touch(&mut k, &mut ctx, mm, 0, index, pages, true).unwrap();
+            index += 1;
+        }
+        let node0_lru: Vec<u64> = k
+            .memcgs
+            .iter()
+            .map(|cg| cg.lruvec_of(0).nr_pages())
+            .collect();
+        assert_eq!(
+            node0_lru.iter().sum::<u64>(),
+            0,
+            "nothing was allocated on node 0"
+        );
+        let node0_free = k.node_zone(0).nr_free_pages();
+        let node1_lru_before = k.memcgs[0].lruvec_of(1).nr_pages();
+        assert!(node1_lru_before >= index as u64);
+        let node1 = &mut k.pgdat[1];
+        wakeup_kswapd(&node1.zone, &mut node1.kswapd, Gfp::GFP_HIGHUSER_MOVABLE, 0);
+        assert!(kswapd_should_run(&k, 1) && !kswapd_should_run(&k, 0));
+        // Its first passes find the pages young; their swap writes complete later.
+        let mut reclaimed = 0;
+        for _ in 0..20 {
+            if !kswapd_should_run(&k, 1) {
+                break;
+            }
+            reclaimed += kswapd_run(&mut k, &mut ctx, 1);
+            ctx.now_ns += 100_000_000;
+        }
+        assert!(!kswapd_should_run(&k, 1), "node 1 balanced");
+        assert!(reclaimed > 0);
+        assert_eq!(node_stat(&k, 1, "pgsteal_kswapd"), reclaimed);
+        assert!(node_stat(&k, 1, "pgscan_kswapd") >= reclaimed);
+        assert!(k.memcgs[0].lruvec_of(1).nr_pages() < node1_lru_before);
+        for name in ["pgscan_kswapd", "pgsteal_kswapd", "pgscan_direct"] {
+            assert_eq!(node_stat(&k, 0, name), 0, "{name} on node 0");
+        }
+        let after: Vec<u64> = k
+            .memcgs
+            .iter()
+            .map(|cg| cg.lruvec_of(0).nr_pages())
+            .collect();
+        assert_eq!(after, node0_lru);
+        assert_eq!(k.node_zone(0).nr_free_pages(), node0_free);
+        crate::mm::invariants::check(&k).unwrap();
     }
 }

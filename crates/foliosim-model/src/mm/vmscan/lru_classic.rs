@@ -37,8 +37,8 @@ impl LruPolicy for ClassicLru {
         super::shrink_lruvec_classic(k, ctx, memcg, nr_to_reclaim, sc)
     }
 
-    fn age_node(&self, k: &mut Kernel, ctx: &mut Ctx) {
-        super::kswapd::kswapd_age_node_classic(k, ctx);
+    fn age_node(&self, k: &mut Kernel, ctx: &mut Ctx, nid: usize) {
+        super::kswapd::kswapd_age_node_classic(k, ctx, nid);
     }
 
     fn folio_check_references(&self, k: &mut Kernel, _ctx: &mut Ctx, pfn: u32) -> FolioReferences {

@@ -39,8 +39,8 @@ impl LruPolicy for ClassicNoWorkingset {
         ClassicLru.shrink_lruvec(k, ctx, memcg, nr_to_reclaim, sc)
     }
 
-    fn age_node(&self, k: &mut Kernel, ctx: &mut Ctx) {
-        ClassicLru.age_node(k, ctx)
+    fn age_node(&self, k: &mut Kernel, ctx: &mut Ctx, nid: usize) {
+        ClassicLru.age_node(k, ctx, nid)
     }
 
     fn folio_check_references(&self, k: &mut Kernel, ctx: &mut Ctx, pfn: u32) -> FolioReferences {

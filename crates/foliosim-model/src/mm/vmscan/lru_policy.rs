@@ -21,7 +21,7 @@ pub trait LruPolicy: Sync + std::panic::RefUnwindSafe {
     fn name(&self) -> &'static str;
 
     /// shrink_lruvec (classic) or lru_gen_shrink_lruvec / try_to_shrink_lruvec (MGLRU):
-    /// reclaim about `nr_to_reclaim` pages from node 0's lruvec of `memcg`.
+    /// reclaim about `nr_to_reclaim` pages from `memcg`'s lruvec on node `sc.nid`.
     fn shrink_lruvec(
         &self,
         k: &mut Kernel,
@@ -31,8 +31,9 @@ pub trait LruPolicy: Sync + std::panic::RefUnwindSafe {
         sc: &mut ScanControl,
     ) -> ShrinkCount;
 
-    /// kswapd's aging before reclaim: kswapd_age_node (age_active_anon) or lru_gen_age_node.
-    fn age_node(&self, k: &mut Kernel, ctx: &mut Ctx);
+    /// kswapd's aging of node `nid` before reclaim: kswapd_age_node (age_active_anon) or
+    /// lru_gen_age_node.
+    fn age_node(&self, k: &mut Kernel, ctx: &mut Ctx, nid: usize);
 
     /// folio_check_references of an isolated anonymous folio, after its young bits were
     /// flushed (clear_flush_young): what shrink_folio_list does with it.
@@ -45,8 +46,8 @@ pub trait LruPolicy: Sync + std::panic::RefUnwindSafe {
     fn folio_mark_accessed(&self, k: &mut Kernel, ctx: &mut Ctx, pfn: u32);
 
     /// workingset_eviction (called through mm/workingset.rs): the shadow reclaim on behalf of
-    /// `target` leaves in the cache slots of the node-0 folio at `pfn` it evicts (None:
-    /// nothing to remember).
+    /// `target` leaves in the cache slots of the folio at `pfn` it evicts (None: nothing to
+    /// remember).
     fn workingset_eviction(&self, k: &mut Kernel, pfn: u32, target: u16) -> Option<Shadow>;
 
     /// workingset_refault: the new folio at `pfn`, not yet on an LRU, took a slot that held

@@ -81,9 +81,9 @@ impl ScanControl {
     }
 }
 
-/// The target's list sizes: a memcg's subtree's, or for global reclaim the node's (the root
-/// memcg's hierarchical counts).
-pub(crate) fn target_sizes(k: &Kernel, target: Option<u16>) -> [u64; 4] {
+/// The target's list sizes on node `nid`: a memcg's subtree's, or for global reclaim the
+/// node's (the root memcg's hierarchical counts).
+pub(crate) fn target_sizes(k: &Kernel, target: Option<u16>, nid: usize) -> [u64; 4] {
     let one = |lv: &Lruvec| {
         [
             lv.lru_pages(false, false),
@@ -96,7 +96,7 @@ pub(crate) fn target_sizes(k: &Kernel, target: Option<u16>) -> [u64; 4] {
     let root = target.unwrap_or(ROOT_MEMCG);
     k.memcg_tree.subtree(root).fold([0; 4], |mut acc, i| {
         let cg = &k.memcgs[k.memcg_tree.preorder[i] as usize];
-        for (a, b) in acc.iter_mut().zip(one(&cg.lruvec)) {
+        for (a, b) in acc.iter_mut().zip(one(cg.lruvec_of(nid))) {
             *a += b;
         }
         acc
@@ -112,14 +112,8 @@ pub fn prepare_scan_control(
     priority: u32,
     may_swap: bool,
 ) -> ScanControl {
-    // The LRU scan walks each memcg's node-0 lists (`MemCgroup::lruvec`): only node 0 has
-    // CPUs, so only node 0 is reclaimed (mm/numa.rs); per-node LRU scanning is not built yet.
-    assert_eq!(
-        nid, 0,
-        "reclaim of node {nid}: per-node LRU scanning is not modelled"
-    );
-    let lv = &k.memcgs[target.unwrap_or(ROOT_MEMCG) as usize].lruvec;
-    let size = target_sizes(k, target);
+    let lv = k.memcgs[target.unwrap_or(ROOT_MEMCG) as usize].lruvec_of(nid);
+    let size = target_sizes(k, target, nid);
     // Refaults into activation since the target's last reclaim mean a new workingset is
     // forming: deactivate that type's stale active pages even if its inactive list is not low.
     let refaults = crate::mm::workingset::activations(k, target.unwrap_or(ROOT_MEMCG));
@@ -174,7 +168,8 @@ pub fn get_scan_count(k: &Kernel, sc: &ScanControl, memcg: u16) -> [u64; 4] {
     // can_reclaim_anon_pages: swap space the memcg may use (memory.swap.max), or a lower tier
     // to demote to.
     let no_anon = !sc.may_swap
-        || (swap::get_nr_swap_pages(k, memcg) == 0 && !crate::mm::numa_balancing::can_demote(k));
+        || (swap::get_nr_swap_pages(k, memcg) == 0
+            && !crate::mm::numa_balancing::can_demote(k, sc.nid));
     let balance = if no_anon || (sc.cgroup_reclaim() && swappiness == 0) {
         Balance::File
     } else if sc.priority == 0 && swappiness > 0 {
@@ -194,7 +189,7 @@ pub fn get_scan_count(k: &Kernel, sc: &ScanControl, memcg: u16) -> [u64; 4] {
         let fp = (MAX_SWAPPINESS - swappiness) * (total + 1) / (file_cost + 1);
         Balance::Fract(ap, fp)
     };
-    let lv = &k.memcgs[memcg as usize].lruvec;
+    let lv = k.memcgs[memcg as usize].lruvec_of(sc.nid);
     let sizes = [
         lv.inactive_anon.nr_pages,
         lv.active_anon.nr_pages,
@@ -231,10 +226,18 @@ fn apply_proportional_protection(size: u64, protection: u64, cgroup_size: u64) -
     scan.max(SWAP_CLUSTER_MAX)
 }
 
-/// lru_note_cost: reclaiming `file` pages of `memcg` cost `nr_io` pages of I/O and
-/// `nr_rotated` pages put back; recorded in the memcg's lruvec and every ancestor's up to the
-/// root, halving both costs once they exceed a quarter of the lruvec's (hierarchical) pages.
-pub fn lru_note_cost(k: &mut Kernel, memcg: u16, file: bool, nr_io: u64, nr_rotated: u64) {
+/// lru_note_cost: reclaiming `file` pages of `memcg` on node `nid` cost `nr_io` pages of I/O
+/// and `nr_rotated` pages put back; recorded in the memcg's lruvec there and every ancestor's
+/// up to the root, halving both costs once they exceed a quarter of the lruvec's
+/// (hierarchical) pages.
+pub fn lru_note_cost(
+    k: &mut Kernel,
+    memcg: u16,
+    nid: usize,
+    file: bool,
+    nr_io: u64,
+    nr_rotated: u64,
+) {
     let cost = nr_io * SWAP_CLUSTER_MAX + nr_rotated;
     if cost == 0 {
         return;
@@ -247,12 +250,12 @@ pub fn lru_note_cost(k: &mut Kernel, memcg: u16, file: bool, nr_io: u64, nr_rota
             .subtree(id)
             .map(|i| {
                 k.memcgs[k.memcg_tree.preorder[i] as usize]
-                    .lruvec
+                    .lruvec_of(nid)
                     .nr_pages()
             })
             .sum();
         let cg = &mut k.memcgs[id as usize];
-        let lv = &mut cg.lruvec;
+        let lv = cg.lruvec_mut(nid);
         if file {
             lv.file_cost += cost;
         } else {

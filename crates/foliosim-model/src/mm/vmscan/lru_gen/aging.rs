@@ -136,31 +136,32 @@ fn inc_max_seq(lg: &mut LruGen, f: &mut FolioTable, can_swap: bool, now_ns: u64)
     lg.nr_aging += 1;
 }
 
-/// try_to_inc_max_seq on node 0's lruvec of `memcg`: walk its mms' page tables, then
+/// try_to_inc_max_seq on `memcg`'s lruvec on node `nid`: walk its mms' page tables, then
 /// inc_max_seq. False if another aging got there first (max_seq moved on).
 pub fn try_to_inc_max_seq(
     k: &mut Kernel,
     ctx: &mut Ctx,
     memcg: u16,
+    nid: usize,
     max_seq: u64,
     can_swap: bool,
 ) -> bool {
-    if max_seq != k.memcgs[memcg as usize].lruvec.lrugen.max_seq {
+    if max_seq != k.memcgs[memcg as usize].lruvec_of(nid).lrugen.max_seq {
         return false;
     }
-    walk_mm(k, ctx, memcg, max_seq, can_swap);
-    let cg = &mut k.memcgs[memcg as usize];
-    inc_max_seq(&mut cg.lruvec.lrugen, &mut k.folios, can_swap, ctx.now_ns);
-    cg.lruvec.lru_lock.hold(ctx, k.cost.lru_move_ns);
+    walk_mm(k, ctx, memcg, nid, max_seq, can_swap);
+    let lv = k.memcgs[memcg as usize].lruvec_mut(nid);
+    inc_max_seq(&mut lv.lrugen, &mut k.folios, can_swap, ctx.now_ns);
+    lv.lru_lock.hold(ctx, k.cost.lru_move_ns);
     true
 }
 
 /// walk_mm over every mm of `memcg` (its mm_list): each present PTE of the VMAs it may
-/// age (anonymous ones only when it can swap) whose folio is young, of this memcg and
-/// node 0: accessed bit cleared (the Access ops' OLD kind notes it), folio to generation
+/// age (anonymous ones only when it can swap) whose folio is young, of this memcg and on
+/// node `nid` (get_pfn_folio): accessed bit cleared (the Access ops' OLD kind notes it), folio to generation
 /// `max_seq` (folio_update_gen). should_skip_mm: mms with fewer than MIN_LRU_BATCH pages of
 /// the types aged are skipped. Cost: lru_gen_walk_pte_ns per entry looked at.
-fn walk_mm(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, max_seq: u64, can_swap: bool) {
+fn walk_mm(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nid: usize, max_seq: u64, can_swap: bool) {
     let new_gen = lru_gen_from_seq(max_seq);
     let mut young = Vec::new();
     let mut entries = 0u64;
@@ -180,7 +181,7 @@ fn walk_mm(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, max_seq: u64, can_swap: bo
                 continue;
             }
             let f = &mut k.folios;
-            let lv = &mut k.memcgs[memcg as usize].lruvec;
+            let lv = k.memcgs[memcg as usize].lruvec_mut(nid);
             let mut index = 0usize;
             while index < vma.ptes.len() {
                 let pte = vma.ptes[index];
@@ -196,7 +197,7 @@ fn walk_mm(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, max_seq: u64, can_swap: bo
                 }
                 if !f.test(head, flags::YOUNG)
                     || f.memcg(head as usize) != memcg
-                    || k.nodes.nid(head) != 0
+                    || k.nodes.nid(head) != nid
                     || (!f.test(head, flags::FILE) && !can_swap)
                 {
                     continue;
@@ -210,7 +211,7 @@ fn walk_mm(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, max_seq: u64, can_swap: bo
             }
         }
     }
-    k.memcgs[memcg as usize].lruvec.lrugen.nr_walked_ptes += entries;
+    k.memcgs[memcg as usize].lruvec_mut(nid).lrugen.nr_walked_ptes += entries;
     ctx.spend(CpuCost::LruGenWalk, entries * k.cost.lru_gen_walk_pte_ns);
 }
 

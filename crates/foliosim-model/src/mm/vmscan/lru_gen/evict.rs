@@ -28,7 +28,7 @@ use crate::mm::Kernel;
 
 const DEF_PRIORITY: u32 = 12;
 
-/// lru_gen_shrink_lruvec / try_to_shrink_lruvec on node 0's lruvec of `memcg`: evict in
+/// lru_gen_shrink_lruvec / try_to_shrink_lruvec on `memcg`'s lruvec on node `sc.nid`: evict in
 /// batches until get_nr_to_scan's budget is spent, the aging ran, or (root reclaim) enough
 /// was reclaimed.
 pub fn lru_gen_shrink_lruvec(
@@ -72,7 +72,7 @@ fn get_swappiness(k: &Kernel, sc: &ScanControl) -> u64 {
     if !sc.may_swap {
         return 0;
     }
-    if k.swap.nr_swap_pages() < MIN_LRU_BATCH && !crate::mm::numa_balancing::can_demote(k) {
+    if k.swap.nr_swap_pages() < MIN_LRU_BATCH && !crate::mm::numa_balancing::can_demote(k, sc.nid) {
         return 0;
     }
     k.cfg.swappiness as u64
@@ -126,13 +126,13 @@ fn get_nr_to_scan(
     sc: &ScanControl,
     swappiness: u64,
 ) -> i64 {
-    let lg = &k.memcgs[memcg as usize].lruvec.lrugen;
+    let lg = &k.memcgs[memcg as usize].lruvec_of(sc.nid).lrugen;
     let (run_aging, size) = should_run_aging(lg, swappiness);
     if !run_aging || sc.priority == DEF_PRIORITY {
         return (size >> sc.priority) as i64;
     }
     let max_seq = lg.max_seq;
-    if try_to_inc_max_seq(k, ctx, memcg, max_seq, swappiness != 0) {
+    if try_to_inc_max_seq(k, ctx, memcg, sc.nid, max_seq, swappiness != 0) {
         -1
     } else {
         0
@@ -225,7 +225,7 @@ fn sort_folio(
     sc: &mut ScanControl,
 ) -> bool {
     let f = &mut k.folios;
-    let lg = &mut k.memcgs[memcg as usize].lruvec.lrugen;
+    let lg = &mut k.memcgs[memcg as usize].lruvec_mut(sc.nid).lrugen;
     let ty = f.test(pfn, flags::FILE) as usize;
     let gen = folio_lru_gen(f, pfn).expect("a folio on a generation");
     let delta = f.nr_pages(pfn) as u64;
@@ -259,13 +259,13 @@ fn sort_folio(
 
 /// isolate_folio: off the LRU for shrink_folio_list; a folio not referenced since it was
 /// last sorted loses its refs; PG_reclaim and PG_referenced are cleared.
-fn isolate_folio(k: &mut Kernel, memcg: u16, pfn: u32) {
+fn isolate_folio(k: &mut Kernel, memcg: u16, nid: usize, pfn: u32) {
     let f = &mut k.folios;
     if !f.test(pfn, flags::REFERENCED) {
         super::clear_refs(f, pfn);
     }
     f.clear(pfn, flags::RECLAIM | flags::REFERENCED);
-    let lv = &mut k.memcgs[memcg as usize].lruvec;
+    let lv = k.memcgs[memcg as usize].lruvec_mut(nid);
     lv.lrugen.del_folio(f, pfn, true);
     f.clear(pfn, flags::LRU | flags::ACTIVE);
 }
@@ -283,7 +283,8 @@ fn scan_folios(
     tier: usize,
     list: &mut Vec<u32>,
 ) -> u64 {
-    let lg = &k.memcgs[memcg as usize].lruvec.lrugen;
+    let nid = sc.nid;
+    let lg = &k.memcgs[memcg as usize].lruvec_of(nid).lrugen;
     if lg.nr_gens(ty) == MIN_NR_GENS {
         return 0;
     }
@@ -291,14 +292,14 @@ fn scan_folios(
     let (mut scanned, mut sorted, mut isolated) = (0u64, 0u64, 0u64);
     let mut remaining = MAX_LRU_BATCH;
     let mut moved = 0u64;
-    while let Some(pfn) = k.memcgs[memcg as usize].lruvec.lrugen.folios[gen][ty].tail() {
+    while let Some(pfn) = k.memcgs[memcg as usize].lruvec_of(nid).lrugen.folios[gen][ty].tail() {
         let delta = k.folios.nr_pages(pfn) as u64;
         scanned += delta;
         moved += 1;
         if sort_folio(k, ctx, memcg, pfn, tier, sc) {
             sorted += delta;
         } else {
-            isolate_folio(k, memcg, pfn);
+            isolate_folio(k, memcg, nid, pfn);
             list.push(pfn);
             isolated += delta;
         }
@@ -308,7 +309,7 @@ fn scan_folios(
         }
     }
     k.memcgs[memcg as usize]
-        .lruvec
+        .lruvec_mut(nid)
         .lru_lock
         .hold(ctx, k.cost.lru_move_ns * moved);
     let pgscan = match sc.reclaim {
@@ -318,15 +319,16 @@ fn scan_folios(
         }
         _ => VmEvent::PgscanDirect,
     };
+    // PGSCAN_* are node stats: /proc/vmstat sums the nodes'.
     if !sc.cgroup_reclaim() {
-        k.vmstat.count(pgscan, isolated);
+        k.pgdat[nid].zone.events.count(pgscan, isolated);
         k.vmstat.count(VmEvent::Pgrefill, sorted);
     }
     let cg = &mut k.memcgs[memcg as usize];
     cg.count(pgscan, isolated);
     cg.count(VmEvent::Pgrefill, sorted);
     let pgscan_type = [VmEvent::PgscanAnon, VmEvent::PgscanFile][ty];
-    k.vmstat.count(pgscan_type, isolated);
+    k.pgdat[nid].zone.events.count(pgscan_type, isolated);
     if isolated > 0 || remaining == 0 {
         scanned
     } else {
@@ -345,7 +347,7 @@ fn isolate_folios(
     swappiness: u64,
     list: &mut Vec<u32>,
 ) -> (usize, u64) {
-    let lg = &k.memcgs[memcg as usize].lruvec.lrugen;
+    let lg = &k.memcgs[memcg as usize].lruvec_of(sc.nid).lrugen;
     let mut tier = None;
     let mut ty = if swappiness == 0 {
         LRU_GEN_FILE
@@ -362,7 +364,7 @@ fn isolate_folios(
     };
     let mut scanned = 0;
     for _ in (swappiness == 0) as usize..2 {
-        let lg = &k.memcgs[memcg as usize].lruvec.lrugen;
+        let lg = &k.memcgs[memcg as usize].lruvec_of(sc.nid).lrugen;
         let t = tier.unwrap_or_else(|| get_tier_idx(lg, ty));
         scanned = scan_folios(k, ctx, memcg, sc, ty, t, list);
         if scanned > 0 {
@@ -386,12 +388,13 @@ fn evict_folios(
     sc: &mut ScanControl,
     swappiness: u64,
 ) -> (u64, u64) {
-    let lv = &mut k.memcgs[memcg as usize].lruvec;
+    let nid = sc.nid;
+    let lv = k.memcgs[memcg as usize].lruvec_mut(nid);
     let rotated = lv.end_writeback(&mut k.folios, ctx.now_ns);
     k.vmstat.count(VmEvent::Pgrotated, rotated);
     let mut list = Vec::new();
     let (ty, mut scanned) = isolate_folios(k, ctx, memcg, sc, swappiness, &mut list);
-    let lg = &mut k.memcgs[memcg as usize].lruvec.lrugen;
+    let lg = &mut k.memcgs[memcg as usize].lruvec_mut(nid).lrugen;
     scanned += try_to_inc_min_seq(lg, swappiness != 0) as u64;
     if evictable_min_seq(lg, swappiness) + MIN_NR_GENS > lg.max_seq {
         scanned = 0;
@@ -487,7 +490,7 @@ fn evict_folios(
         let cg = &mut k.memcgs[k.folios.memcg(pfn as usize) as usize];
         cg.lruvec_mut(nid).lruvec_add_folio(&mut k.folios, pfn);
     }
-    let lv = &mut k.memcgs[memcg as usize].lruvec;
+    let lv = k.memcgs[memcg as usize].lruvec_mut(nid);
     lv.lru_lock
         .hold(ctx, k.cost.lru_move_ns * kept.len() as u64);
     let mut kept_sorted = kept;
@@ -499,17 +502,17 @@ fn evict_folios(
         }
     }
     if !sc.cgroup_reclaim() {
-        k.vmstat.count(pgsteal, reclaimed);
+        k.pgdat[nid].zone.events.count(pgsteal, reclaimed);
     }
     k.memcgs[memcg as usize].count(pgsteal, reclaimed);
-    k.vmstat.count(pgsteal_type, reclaimed);
+    k.pgdat[nid].zone.events.count(pgsteal_type, reclaimed);
     (scanned, reclaimed)
 }
 
-/// lru_gen_age_node (kswapd, before reclaim): with min_ttl_ms set, if every memcg's oldest
-/// file generation is younger than it (or too small to matter), the working set is
-/// protected by an OOM kill instead of being evicted.
-pub fn lru_gen_age_node(k: &mut Kernel, ctx: &mut Ctx) {
+/// lru_gen_age_node (kswapd of node `nid`, before reclaim): with min_ttl_ms set, if every
+/// memcg's oldest file generation there is younger than it (or too small to matter), the
+/// working set is protected by an OOM kill instead of being evicted.
+pub fn lru_gen_age_node(k: &mut Kernel, ctx: &mut Ctx, nid: usize) {
     let min_ttl_ns = k.cfg.lru_gen_min_ttl_ns;
     if min_ttl_ns == 0 {
         return;
@@ -520,7 +523,7 @@ pub fn lru_gen_age_node(k: &mut Kernel, ctx: &mut Ctx) {
         0
     };
     let reclaimable = k.memcgs.iter().any(|cg| {
-        let lg = &cg.lruvec.lrugen;
+        let lg = &cg.lruvec_of(nid).lrugen;
         // lruvec_is_sizable at DEF_PRIORITY
         let total: u64 = evictable_types(swappiness)
             .flat_map(|ty| (lg.min_seq[ty]..=lg.max_seq).map(move |s| (ty, s)))

@@ -292,8 +292,8 @@ impl LruPolicy for LruGenPolicy {
         evict::lru_gen_shrink_lruvec(k, ctx, memcg, nr_to_reclaim, sc)
     }
 
-    fn age_node(&self, k: &mut Kernel, ctx: &mut Ctx) {
-        evict::lru_gen_age_node(k, ctx);
+    fn age_node(&self, k: &mut Kernel, ctx: &mut Ctx, nid: usize) {
+        evict::lru_gen_age_node(k, ctx, nid);
     }
 
     fn folio_check_references(

@@ -12,24 +12,29 @@ use crate::mm::folio::flags;
 use crate::mm::workingset::{count, events, Shadow};
 use crate::mm::Kernel;
 
-/// lru_gen_eviction: the shadow of the folio at `pfn` (evicted from node 0, its own memcg's
-/// lruvec).
+/// lru_gen_eviction: the shadow of the folio at `pfn` (evicted from its own memcg's lruvec on
+/// its node).
 pub fn lru_gen_eviction(k: &mut Kernel, pfn: u32) -> Shadow {
-    debug_assert_eq!(k.nodes.nid(pfn), 0, "shadows keep no node id");
+    let nid = k.nodes.nid(pfn);
     let f = &k.folios;
     let ty = f.test(pfn, flags::FILE) as usize;
     let memcg = f.memcg(pfn as usize);
     let refs = folio_lru_refs(f, pfn);
-    let min_seq = k.memcgs[memcg as usize].lruvec.lrugen.min_seq[ty];
+    let min_seq = k.memcgs[memcg as usize].lruvec_of(nid).lrugen.min_seq[ty];
     let token = min_seq << LRU_REFS_WIDTH | refs.saturating_sub(1) as u64;
-    k.workingset.pack_token(memcg, token, refs != 0)
+    k.workingset.pack_token(memcg, nid, token, refs != 0)
 }
 
 /// lru_gen_refault: the new folio at `pfn` took a slot that held `shadow`. Only a refault into
-/// the lruvec the folio left counts (same memcg, node 0).
+/// the lruvec the folio left counts (same memcg, same node).
 pub fn lru_gen_refault(k: &mut Kernel, pfn: u32, shadow: Shadow) {
-    let (memcg, token, workingset) = k.workingset.unpack_token(shadow);
-    if memcg != k.folios.memcg(pfn as usize) || k.nodes.nid(pfn) != 0 {
+    let crate::mm::workingset::Unpacked {
+        memcg,
+        nid,
+        token,
+        workingset,
+    } = k.workingset.unpack_token(shadow);
+    if memcg != k.folios.memcg(pfn as usize) || k.nodes.nid(pfn) != nid {
         return;
     }
     let file = k.folios.test(pfn, flags::FILE);
@@ -37,7 +42,7 @@ pub fn lru_gen_refault(k: &mut Kernel, pfn: u32, shadow: Shadow) {
     let [refault, activate, restore] = events(file);
     count(k, memcg, refault, delta);
     let mask = k.workingset.token_mask() >> LRU_REFS_WIDTH;
-    let lg = &mut k.memcgs[memcg as usize].lruvec.lrugen;
+    let lg = &mut k.memcgs[memcg as usize].lruvec_mut(nid).lrugen;
     // lru_gen_test_recent
     if token >> LRU_REFS_WIDTH != lg.min_seq[file as usize] & mask {
         return;
