@@ -2,13 +2,13 @@
 //! requests in flight (a submitter that finds no free tag sleeps in blk_mq_get_tag, iowait),
 //! a bio adjacent to the request its submitter issued last is merged into it (the plug's
 //! blk_attempt_plug_merge / the elevator's back merge) while the queue's limits allow it, and
-//! a bio past them is split (bio_split_to_limits; both hw/blk_limits.rs). Writes pass writeback throttling first (block/blk-wbt.c):
-//! a swap write (REQ_SWAP is in REQ_HIPRIO) may have rq_depth.max_depth writes in flight,
-//! a depth wbt scales every monitoring window; a writer that sleeps there waits, with every
-//! writer after it, until wbt_rqw_done's rule wakes them (hw/blk_wbt.rs). The device serves
-//! one request at a time per direction's
-//! timing: a per-request command cost plus the bytes at its bandwidth, then a completion
-//! latency that overlaps with the next request's service (the device's internal parallelism).
+//! a bio past them is split (bio_split_to_limits; both hw/blk_limits.rs). Writes pass
+//! writeback throttling first (block/blk-wbt.c): a swap write (REQ_SWAP is in REQ_HIPRIO) may
+//! have rq_depth.max_depth writes in flight, a depth wbt scales every monitoring window; a
+//! writer that sleeps there waits, with every writer after it, until wbt_rqw_done's rule wakes
+//! them (hw/blk_wbt.rs). The device serves one request at a time per direction's timing: a
+//! per-request command cost plus the bytes at its bandwidth, then a completion latency that
+//! overlaps with the next request's service (the device's internal parallelism).
 
 use super::blk_limits::QueueLimits;
 use super::blk_wbt::{Wbt, WbtStats};
