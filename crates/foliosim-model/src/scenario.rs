@@ -587,6 +587,18 @@ pub struct SwapDeviceSpec {
     /// rotational, 2000 when not (wbt_default_latency_nsec).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wbt_lat_usec: Option<u64>,
+    /// /sys/block/<dev>/queue/max_sectors_kb: the largest request (hw/blk_limits.rs);
+    /// default the profile's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_sectors_kb: Option<u64>,
+    /// /sys/block/<dev>/queue/max_segments: the most segments one request carries; default
+    /// the profile's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_segments: Option<u32>,
+    /// /sys/block/<dev>/queue/max_segment_size in bytes: the largest segment; default the
+    /// profile's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_segment_size: Option<u64>,
 }
 
 /// Published or measured timings of an asynchronous block device (hw/blockdev_profile.rs).
@@ -601,6 +613,41 @@ pub enum DeviceProfile {
     Hdd,
     /// The calibration VM's virtio-blk disk, measured with fio (docs/calibration-vm.md).
     VirtioBlkVm,
+}
+
+/// max_sectors_kb, max_segments and max_segment_size of a queued device, within what the
+/// block layer accepts (queue_max_sectors_store: at least a page; blk_validate_limits:
+/// max_segment_size at least BLK_MIN_SEGMENT_SIZE; nr_phys_segments is an unsigned short).
+fn check_queue_limits(
+    i: usize,
+    dev: &SwapDeviceSpec,
+    synchronous: bool,
+) -> Result<(), ScenarioError> {
+    let fields = [
+        ("max_sectors_kb", dev.max_sectors_kb, 4, 4 << 20),
+        ("max_segments", dev.max_segments.map(u64::from), 1, 65_535),
+        (
+            "max_segment_size",
+            dev.max_segment_size,
+            4096,
+            u32::MAX as u64,
+        ),
+    ];
+    for (name, value, min, max) in fields {
+        let Some(v) = value else { continue };
+        let field = format!("machine.swap[{i}].{name}");
+        if synchronous {
+            return Err(invalid(
+                field,
+                format!("{v} on a {:?} device", dev.kind).to_lowercase(),
+                format!("{name} only for kind = \"ssd\", \"hdd\", \"file\" or \"loop\""),
+            ));
+        }
+        if !(min..=max).contains(&v) {
+            return Err(invalid(field, v, format!("{min} ..= {max}")));
+        }
+    }
+    Ok(())
 }
 
 /// The largest wbt_lat_usec accepted (1000 s): a bound so that µs -> ns cannot overflow.
@@ -625,6 +672,9 @@ impl SwapDeviceSpec {
             profile: None,
             nr_requests: None,
             wbt_lat_usec: None,
+            max_sectors_kb: None,
+            max_segments: None,
+            max_segment_size: None,
         }
     }
 }
@@ -1525,6 +1575,7 @@ impl Scenario {
                 ));
             }
         }
+        check_queue_limits(i, dev, synchronous)?;
         if dev.discard && dev.kind != SwapDeviceKind::Ssd {
             return Err(invalid(
                 format!("machine.swap[{i}].discard"),

@@ -1,15 +1,16 @@
 //! The request queue of an asynchronous block device (block/blk-mq.c): at most `nr_requests`
 //! requests in flight (a submitter that finds no free tag sleeps in blk_mq_get_tag, iowait),
 //! a bio adjacent to the request its submitter issued last is merged into it (the plug's
-//! blk_attempt_plug_merge / the elevator's back merge), a bio larger than max_sectors_kb is
-//! split (bio_split_to_limits). Writes pass writeback throttling first (block/blk-wbt.c):
-//! a swap write (REQ_SWAP is in REQ_HIPRIO) may have rq_depth.max_depth writes in flight,
-//! a depth wbt scales every monitoring window; a writer that sleeps there waits, with every
-//! writer after it, until wbt_rqw_done's rule wakes them (hw/blk_wbt.rs). The device serves
-//! one request at a time per direction's
-//! timing: a per-request command cost plus the bytes at its bandwidth, then a completion
-//! latency that overlaps with the next request's service (the device's internal parallelism).
+//! blk_attempt_plug_merge / the elevator's back merge) while the queue's limits allow it, and
+//! a bio past them is split (bio_split_to_limits; both hw/blk_limits.rs). Writes pass
+//! writeback throttling first (block/blk-wbt.c): a swap write (REQ_SWAP is in REQ_HIPRIO) may
+//! have rq_depth.max_depth writes in flight, a depth wbt scales every monitoring window; a
+//! writer that sleeps there waits, with every writer after it, until wbt_rqw_done's rule wakes
+//! them (hw/blk_wbt.rs). The device serves one request at a time per direction's timing: a
+//! per-request command cost plus the bytes at its bandwidth, then a completion latency that
+//! overlaps with the next request's service (the device's internal parallelism).
 
+use super::blk_limits::QueueLimits;
 use super::blk_wbt::{Wbt, WbtStats};
 use crate::engine::{Ctx, WaitKind};
 use crate::scenario::PAGE_SIZE;
@@ -43,14 +44,18 @@ pub enum Dir {
     Write,
 }
 
-/// The request the device took last, still open to back merges from its submitter.
+/// The request a CPU issued last, open to back merges from that CPU's bios until it
+/// completes: the plug's request, then the elevator's queued request (mq-deadline back-merges
+/// a bio into any request still waiting whose end is the bio's start: each CPU's swap bios
+/// continue its own cluster, so its last request is the one they reach).
 #[derive(Debug, Clone, Copy)]
 struct OpenRequest {
-    cpu: usize,
     dir: Dir,
     /// The page (slot or block) right after its last one.
     end_page: u64,
     bytes: u64,
+    /// nr_phys_segments: the sum of its bios' segments.
+    segments: u32,
     done_ns: u64,
 }
 
@@ -82,8 +87,8 @@ pub struct QueueStats {
 pub struct RequestQueue {
     /// /sys/block/<dev>/queue/nr_requests: tags a submitter can hold.
     pub nr_requests: u32,
-    /// max_sectors_kb in bytes: the largest request.
-    pub max_request_bytes: u64,
+    /// How large a request may grow.
+    pub limits: QueueLimits,
     pub read: DirTiming,
     pub write: DirTiming,
     busy_until_ns: u64,
@@ -95,7 +100,8 @@ pub struct RequestQueue {
     /// behind them (rq_qos_wait: waitqueue_active) until a completion or a scale-up wakes
     /// them all. An interval, not a flag: tasks may submit out of time order.
     wbt_sleep: Option<(u64, u64)>,
-    open: Option<OpenRequest>,
+    /// Per CPU (indexed by it): its open request.
+    open: Vec<Option<OpenRequest>>,
     idle_at_ns: u64,
     pub stats: QueueStats,
 }
@@ -103,21 +109,21 @@ pub struct RequestQueue {
 impl RequestQueue {
     pub fn new(
         nr_requests: u32,
-        max_request_bytes: u64,
+        limits: QueueLimits,
         read: DirTiming,
         write: DirTiming,
         wbt: Wbt,
     ) -> Self {
         RequestQueue {
             nr_requests: nr_requests.max(1),
-            max_request_bytes: max_request_bytes.max(PAGE_SIZE),
+            limits,
             read,
             write,
             busy_until_ns: 0,
             in_flight: [BinaryHeap::new(), BinaryHeap::new()],
             wbt,
             wbt_sleep: None,
-            open: None,
+            open: Vec::new(),
             idle_at_ns: 0,
             stats: QueueStats::default(),
         }
@@ -133,7 +139,7 @@ impl RequestQueue {
         let mut pos = pos;
         let mut done_ns = ctx.now_ns;
         while left > 0 {
-            let chunk = left.min(self.max_request_bytes);
+            let chunk = left.min(self.limits.max_bio_bytes());
             self.get_tag(ctx, dir);
             done_ns = self.dispatch(ctx, dir, pos, chunk);
             left -= chunk;
@@ -143,14 +149,13 @@ impl RequestQueue {
     }
 
     /// blk_attempt_plug_merge: a bio that continues the submitter's last request, while that
-    /// request is in flight and stays within max_sectors_kb, extends it (the device serves
+    /// request is in flight and ll_back_merge_fn lets it grow, extends it (the device serves
     /// the added bytes right after; no tag, no per-request cost).
     fn back_merge(&mut self, ctx: &Ctx, dir: Dir, pos: Option<u64>, bytes: u64) -> Option<u64> {
         let pos = pos?;
-        let o = self.open.as_mut()?;
-        let fits = o.bytes + bytes <= self.max_request_bytes;
-        if o.cpu != ctx.cpu || o.dir != dir || o.end_page != pos || !fits || o.done_ns <= ctx.now_ns
-        {
+        let o = self.open.get_mut(ctx.cpu)?.as_mut()?;
+        let fits = self.limits.back_mergeable(o.bytes, o.segments, bytes);
+        if o.dir != dir || o.end_page != pos || !fits || o.done_ns <= ctx.now_ns {
             return None;
         }
         let timing = match dir {
@@ -159,6 +164,7 @@ impl RequestQueue {
         };
         self.busy_until_ns += timing.transfer_ns(bytes);
         o.bytes += bytes;
+        o.segments += self.limits.bio_segments(bytes);
         o.end_page += bytes / PAGE_SIZE;
         let done_ns = self.busy_until_ns + timing.latency_ns;
         if dir == Dir::Write {
@@ -223,7 +229,7 @@ impl RequestQueue {
         let mut done: Vec<u64> = self.in_flight[Dir::Write as usize]
             .iter()
             .map(|r| r.0)
-            .chain(self.open.filter(|o| o.dir == Dir::Write).map(|o| o.done_ns))
+            .chain(self.opens(Some(Dir::Write)).map(|o| o.done_ns))
             .collect();
         done.sort_unstable();
         let keep = self.wbt.wake_inflight() as usize;
@@ -239,11 +245,16 @@ impl RequestQueue {
             .enumerate()
             .filter(|(d, _)| dir.is_none_or(|dir| dir as usize == *d))
             .filter_map(|(_, h)| h.peek().map(|r| r.0));
-        let open = self
-            .open
-            .filter(|o| dir.is_none_or(|dir| dir == o.dir))
-            .map(|o| o.done_ns);
+        let open = self.opens(dir).map(|o| o.done_ns);
         heaps.chain(open).min().unwrap_or(0)
+    }
+
+    /// The CPUs' open requests (of `dir`, or any).
+    fn opens(&self, dir: Option<Dir>) -> impl Iterator<Item = &OpenRequest> {
+        self.open
+            .iter()
+            .flatten()
+            .filter(move |o| dir.is_none_or(|dir| dir == o.dir))
     }
 
     /// blk_mq_end_request for every request done by `now_ns`: its tag is free again.
@@ -253,18 +264,23 @@ impl RequestQueue {
                 h.pop();
             }
         }
-        if self.open.is_some_and(|o| o.done_ns <= now_ns) {
-            self.open = None;
+        for o in &mut self.open {
+            if o.is_some_and(|o| o.done_ns <= now_ns) {
+                *o = None;
+            }
         }
     }
 
     fn in_flight_of(&self, dir: Dir) -> usize {
-        self.in_flight[dir as usize].len() + self.open.is_some_and(|o| o.dir == dir) as usize
+        self.in_flight[dir as usize].len() + self.opens(Some(dir)).count()
     }
 
     /// The device takes a new request (holding a tag): served after what it has queued.
     fn dispatch(&mut self, ctx: &Ctx, dir: Dir, pos: Option<u64>, bytes: u64) -> u64 {
-        if let Some(o) = self.open.take() {
+        if self.open.len() <= ctx.cpu {
+            self.open.resize(ctx.cpu + 1, None);
+        }
+        if let Some(o) = self.open[ctx.cpu].take() {
             self.in_flight[o.dir as usize].push(Reverse(o.done_ns));
         }
         let timing = match dir {
@@ -274,11 +290,11 @@ impl RequestQueue {
         let start_ns = self.busy_until_ns.max(ctx.now_ns);
         self.busy_until_ns = start_ns + timing.service_ns(bytes);
         let done_ns = self.busy_until_ns + timing.latency_ns;
-        self.open = Some(OpenRequest {
-            cpu: ctx.cpu,
+        self.open[ctx.cpu] = Some(OpenRequest {
             dir,
             end_page: pos.map_or(u64::MAX, |p| p + bytes / PAGE_SIZE),
             bytes,
+            segments: self.limits.bio_segments(bytes),
             done_ns,
         });
         self.idle_at_ns = self.idle_at_ns.max(done_ns);
@@ -293,7 +309,7 @@ impl RequestQueue {
 
     /// Requests holding a tag (some may have completed since the last submission).
     pub fn in_flight_requests(&self) -> usize {
-        self.in_flight[0].len() + self.in_flight[1].len() + self.open.is_some() as usize
+        self.in_flight[0].len() + self.in_flight[1].len() + self.opens(None).count()
     }
 
     /// When every request submitted so far has completed.
@@ -315,9 +331,16 @@ mod tests {
         }
     }
 
+    /// 1 MiB requests of at most 128 segments.
+    const LIMITS: QueueLimits = QueueLimits {
+        max_sectors_bytes: 1 << 20,
+        max_segments: 128,
+        max_segment_bytes: 1 << 20,
+    };
+
     fn queue(depth: u32) -> RequestQueue {
         let wbt = Wbt::new(MIN_LAT_ROT_NS, depth, false);
-        RequestQueue::new(depth, 1 << 20, timing(50_000), timing(10_000), wbt)
+        RequestQueue::new(depth, LIMITS, timing(50_000), timing(10_000), wbt)
     }
 
     #[test]
@@ -367,7 +390,7 @@ mod tests {
     /// (15 in flight, below the limit), got in.
     fn wbt_wake_times(write_cache: bool) -> (u64, u64) {
         let wbt = Wbt::new(MIN_LAT_ROT_NS, 64, write_cache);
-        let mut q = RequestQueue::new(64, 1 << 20, timing(50_000), timing(10_000), wbt);
+        let mut q = RequestQueue::new(64, LIMITS, timing(50_000), timing(10_000), wbt);
         let mut ctx = Ctx::new(0, 0);
         for i in 0..16 {
             q.submit(&mut ctx, Dir::Write, Some(i * 10), PAGE_SIZE);
@@ -392,7 +415,7 @@ mod tests {
     fn a_writer_held_at_wbt_depth_gets_in_when_a_write_only_window_raises_it() {
         // Writes that complete 300 ms after service: none completes in the first window.
         let wbt = Wbt::new(MIN_LAT_ROT_NS, 64, false);
-        let mut q = RequestQueue::new(64, 1 << 20, timing(50_000), timing(300_000_000), wbt);
+        let mut q = RequestQueue::new(64, LIMITS, timing(50_000), timing(300_000_000), wbt);
         let mut ctx = Ctx::new(0, 0);
         for i in 0..16 {
             q.submit(&mut ctx, Dir::Write, Some(i * 10), PAGE_SIZE);
@@ -428,6 +451,17 @@ mod tests {
     }
 
     #[test]
+    fn a_request_of_page_bios_closes_at_max_segments() {
+        let mut q = queue(64);
+        let mut ctx = Ctx::new(0, 0);
+        for slot in 0..129 {
+            q.submit(&mut ctx, Dir::Write, Some(slot), PAGE_SIZE);
+        }
+        // 128 single-segment bios fill one request (512 KiB, below max_sectors_kb).
+        assert_eq!((q.stats.write_rqs, q.stats.merged_bios), (2, 127));
+    }
+
+    #[test]
     fn an_adjacent_bio_from_the_same_cpu_is_merged_and_a_large_one_split() {
         let mut q = queue(32);
         let mut ctx = Ctx::new(0, 0);
@@ -440,6 +474,9 @@ mod tests {
         let mut other = Ctx::new(1, 0);
         q.submit(&mut other, Dir::Write, Some(2), PAGE_SIZE);
         assert_eq!(q.in_flight_requests(), 2);
+        // ... and the first CPU's request still takes that CPU's next bio.
+        q.submit(&mut ctx, Dir::Write, Some(2), PAGE_SIZE);
+        assert_eq!((q.stats.merged_bios, q.in_flight_requests()), (2, 2));
         // 2 MiB with 1 MiB requests: two requests.
         q.submit(&mut ctx, Dir::Write, Some(1000), 2 << 20);
         assert_eq!(q.in_flight_requests(), 4);

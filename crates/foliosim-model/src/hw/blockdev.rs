@@ -3,6 +3,7 @@
 //! rotational disk (asynchronous, behind a request queue: hw/blk_mq.rs, timed by a profile,
 //! hw/blockdev_profile.rs).
 
+use super::blk_limits::QueueLimits;
 use super::blk_mq::{Dir, RequestQueue};
 use super::blk_wbt::Wbt;
 use super::blockdev_profile;
@@ -161,7 +162,8 @@ impl BlockDevice {
 
 /// The request queue of an asynchronous device: its profile (default by kind), the spec's
 /// overrides of latency and bandwidth (both directions; no per-request cost then, as before
-/// profiles), its nr_requests and wbt_lat_usec (default by the profile's rotational flag).
+/// profiles), its queue limits, nr_requests and wbt_lat_usec (default by the profile's
+/// rotational flag).
 fn request_queue(spec: &SwapDeviceSpec) -> RequestQueue {
     let profile = spec.profile.unwrap_or(match spec.kind {
         SwapDeviceKind::Hdd => DeviceProfile::Hdd,
@@ -182,5 +184,22 @@ fn request_queue(spec: &SwapDeviceSpec) -> RequestQueue {
         .wbt_lat_usec
         .map_or(Wbt::default_min_lat_ns(t.rotational), |us| us * 1000);
     let wbt = Wbt::new(min_lat_ns, nr_requests, t.write_cache);
-    RequestQueue::new(nr_requests, t.max_request_bytes, t.read, t.write, wbt)
+    RequestQueue::new(
+        nr_requests,
+        queue_limits(spec, t.limits),
+        t.read,
+        t.write,
+        wbt,
+    )
+}
+
+/// The profile's max_sectors_kb, max_segments and max_segment_size, each overridable.
+fn queue_limits(spec: &SwapDeviceSpec, profile: QueueLimits) -> QueueLimits {
+    QueueLimits {
+        max_sectors_bytes: spec
+            .max_sectors_kb
+            .map_or(profile.max_sectors_bytes, |kb| kb << 10),
+        max_segments: spec.max_segments.unwrap_or(profile.max_segments),
+        max_segment_bytes: spec.max_segment_size.unwrap_or(profile.max_segment_bytes),
+    }
 }

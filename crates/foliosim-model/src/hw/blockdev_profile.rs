@@ -4,6 +4,7 @@
 //! latency: 1 / IOPS(QD32) = per-request cost + 4 KiB / bandwidth, and
 //! 1 / IOPS(QD1) = that + the completion latency.
 
+use super::blk_limits::QueueLimits;
 use super::blk_mq::DirTiming;
 use crate::scenario::DeviceProfile;
 
@@ -14,8 +15,8 @@ pub struct ProfileTimings {
     pub write: DirTiming,
     /// nr_requests: the default tag count a submitter can take.
     pub nr_requests: u32,
-    /// max_sectors_kb in bytes.
-    pub max_request_bytes: u64,
+    /// max_sectors_kb, max_segments, max_segment_size.
+    pub limits: QueueLimits,
     /// /sys/block/<dev>/queue/rotational: picks wbt's latency target (hw/blk_wbt.rs).
     pub rotational: bool,
     /// /sys/block/<dev>/queue/write_cache is "write back" (QUEUE_FLAG_WC): wbt wakes its
@@ -45,12 +46,40 @@ impl Figures {
 }
 
 const MB: u64 = 1_000_000;
-/// BLK_DEF_MAX_SECTORS_CAP (2560 sectors): the kernel's cap on max_sectors_kb when the device
-/// allows more.
+/// BLK_DEF_MAX_SECTORS_CAP (2560 sectors before 6.17): the kernel's cap on max_sectors_kb when
+/// the device allows more. 6.17 raised it to 4 MiB (9b8b84879d4a "block: Increase
+/// BLK_DEF_MAX_SECTORS_CAP"); the profiles keep the older figure.
 const BLK_DEF_MAX_BYTES: u64 = 1280 << 10;
+/// max_segment_size without a device limit: the virt boundary's or the DMA layer's UINT_MAX.
+const UNLIMITED_SEGMENT_BYTES: u64 = u32::MAX as u64;
+
+/// nvme-pci: NVME_MAX_SEGS (128, drivers/nvme/host/pci.c as of 6.12-6.16; not checked against
+/// 6.18), segments unbounded in size (virt_boundary_mask set).
+const NVME_LIMITS: QueueLimits = QueueLimits {
+    max_sectors_bytes: BLK_DEF_MAX_BYTES,
+    max_segments: 128,
+    max_segment_bytes: UNLIMITED_SEGMENT_BYTES,
+};
+
+/// A SATA disk on AHCI: sg_tablesize AHCI_MAX_SG (168, drivers/ata/ahci.h) and the SCSI
+/// host's default max_segment_size, BLK_MAX_SEGMENT_SIZE (64 KiB).
+const AHCI_LIMITS: QueueLimits = QueueLimits {
+    max_sectors_bytes: BLK_DEF_MAX_BYTES,
+    max_segments: 168,
+    max_segment_bytes: 64 << 10,
+};
+
+/// This VM's vda: `cat /sys/block/vda/queue/{max_sectors_kb,max_segments,max_segment_size}`
+/// 4096, 254 (virtio-blk's seg_max from the host, here the virtqueue size less 2) and
+/// 4294967295 (2026-11-28).
+const VIRTIO_VM_LIMITS: QueueLimits = QueueLimits {
+    max_sectors_bytes: 4096 << 10,
+    max_segments: 254,
+    max_segment_bytes: UNLIMITED_SEGMENT_BYTES,
+};
 
 pub fn timings(profile: DeviceProfile) -> ProfileTimings {
-    let (read, write, nr_requests, max_request_bytes) = match profile {
+    let (read, write, nr_requests, limits) = match profile {
         // Samsung 980 1TB (PCIe 3.0 NVMe), Samsung's figures as quoted in
         // https://www.guru3d.com/articles-pages/samsung-980-1tb-nvme-ssd-review,2.html:
         // 3500/3000 MB/s sequential, 4K QD1 17k/54k IOPS, QD32 500k/480k IOPS (read/write).
@@ -68,7 +97,7 @@ pub fn timings(profile: DeviceProfile) -> ProfileTimings {
                 bandwidth_bytes_per_s: 3000 * MB,
             },
             1023,
-            BLK_DEF_MAX_BYTES,
+            NVME_LIMITS,
         ),
         // SATA: Samsung 870 EVO 1TB, 560/530 MB/s, QD32 98k/88k IOPS
         // (http://www.cdrlabs.com/reviews/samsung-870-evo-1tb-solid-state-drive/print.html);
@@ -86,7 +115,7 @@ pub fn timings(profile: DeviceProfile) -> ProfileTimings {
                 bandwidth_bytes_per_s: 530 * MB,
             },
             64,
-            BLK_DEF_MAX_BYTES,
+            AHCI_LIMITS,
         ),
         // A 7200 rpm disk, an estimate: a random 4K access is an average seek (~8.5 ms, a
         // typical desktop-disk datasheet figure) plus half a turn (4.17 ms at 7200 rpm),
@@ -103,11 +132,11 @@ pub fn timings(profile: DeviceProfile) -> ProfileTimings {
                 bandwidth_bytes_per_s: 200 * MB,
             },
             64,
-            BLK_DEF_MAX_BYTES,
+            AHCI_LIMITS,
         ),
         // This VM's /dev/vda (virtio-blk, ext4), fio with O_DIRECT on a file in /var/tmp
-        // (docs/calibration-vm.md "Block device"); nr_requests 256 and max_sectors_kb 4096
-        // read from /sys/block/vda/queue.
+        // (docs/calibration-vm.md "Block device"); nr_requests 256 read from
+        // /sys/block/vda/queue.
         DeviceProfile::VirtioBlkVm => (
             Figures {
                 iops_qd1: VIRTIO_READ_QD1_IOPS,
@@ -120,14 +149,14 @@ pub fn timings(profile: DeviceProfile) -> ProfileTimings {
                 bandwidth_bytes_per_s: VIRTIO_WRITE_BYTES_PER_S,
             },
             256,
-            4096 << 10,
+            VIRTIO_VM_LIMITS,
         ),
     };
     ProfileTimings {
         read: read.timing(),
         write: write.timing(),
         nr_requests,
-        max_request_bytes,
+        limits,
         rotational: rotational(profile),
         write_cache: true,
     }

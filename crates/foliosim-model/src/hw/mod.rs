@@ -1,4 +1,5 @@
 //! Hardware models, apart from kernel policy.
+pub mod blk_limits;
 pub mod blk_mq;
 pub mod blk_wbt;
 pub mod blockdev;

@@ -805,3 +805,30 @@ fn wbt_lat_usec_only_on_queued_devices_and_bounded() {
     );
     assert!(Scenario::from_toml_str(&off).is_ok(), "0 turns wbt off");
 }
+
+#[test]
+fn queue_limits_only_on_queued_devices_and_bounded() {
+    let on_ramdisk = replace("size = \"512M\"\n", "size = \"512M\"\nmax_segments = 128\n");
+    expect_err(
+        "max_segments on ramdisk",
+        &on_ramdisk,
+        &["machine.swap[0].max_segments", "only for kind"],
+    );
+    for (field, bad, allowed) in [
+        ("max_segments", "0", "1 ..= 65535"),
+        ("max_sectors_kb", "2", "4 ..= 4194304"),
+        ("max_segment_size", "512", "4096 ..= 4294967295"),
+    ] {
+        let t = replace(
+            "kind = \"ramdisk\"\nsize = \"512M\"\n",
+            &format!("kind = \"file\"\nsize = \"512M\"\n{field} = {bad}\n"),
+        );
+        let name = format!("machine.swap[0].{field}");
+        expect_err(field, &t, &[name.as_str(), bad, allowed]);
+    }
+    let ok = replace(
+        "kind = \"ramdisk\"\nsize = \"512M\"\n",
+        "kind = \"file\"\nsize = \"512M\"\nmax_sectors_kb = 1280\nmax_segments = 254\n",
+    );
+    assert!(Scenario::from_toml_str(&ok).is_ok());
+}
