@@ -91,6 +91,11 @@ cost_model! {
     shrink_folio_ns = 2300;
     /// folio_referenced(): the rmap walk of one folio, test-and-clear young. estimate.
     folio_referenced_ns = 250;
+    /// folio_referenced_one's step to each further PTE mapping a large folio: 6.18's
+    /// page_vma_mapped_walk visits every PTE and ptep_clear_flush_young_notify tests and
+    /// clears each one's accessed bit. estimate: as lru_gen_walk_pte_ns, the same per-PTE
+    /// read and test-and-clear.
+    folio_referenced_pte_ns = 15;
     /// Moving one folio between LRU lists under the lru_lock (activate / deactivate). estimate.
     lru_move_ns = 80;
     /// MGLRU's page-table walk (walk_pte_range) and lru_gen_look_around, per present PTE looked
