@@ -519,7 +519,8 @@ impl CostModel {
     ];
 
     /// A bare-metal x86 server (seed 003's make -j96 box: 96 hardware threads, no hypervisor).
-    /// Every cost is this VM's except the shootdown IPI, which is a VM exit on each side here:
+    /// Every cost is this VM's except its measured CPU-to-CPU costs (`with_unmeasured_hw`) and
+    /// the shootdown IPI, which is a VM exit on each side here:
     /// docs/calibration-split-tlb.md measured 12 µs in this guest, about 10x a bare-metal
     /// shootdown, so 1.2 µs (estimate), and each further target CPU costs one x2APIC ICR write
     /// (~0.1 µs, estimate) instead of an exit.
