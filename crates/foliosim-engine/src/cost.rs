@@ -91,6 +91,11 @@ cost_model! {
     shrink_folio_ns = 2300;
     /// folio_referenced(): the rmap walk of one folio, test-and-clear young. estimate.
     folio_referenced_ns = 250;
+    /// folio_referenced_one's step to each further PTE mapping a large folio: 6.18's
+    /// page_vma_mapped_walk visits every PTE and ptep_clear_flush_young_notify tests and
+    /// clears each one's accessed bit. estimate: as lru_gen_walk_pte_ns, the same per-PTE
+    /// read and test-and-clear.
+    folio_referenced_pte_ns = 15;
     /// Moving one folio between LRU lists under the lru_lock (activate / deactivate). estimate.
     lru_move_ns = 80;
     /// MGLRU's page-table walk (walk_pte_range) and lru_gen_look_around, per present PTE looked
@@ -104,23 +109,28 @@ cost_model! {
     /// left make -j96 sys time unchanged (6446 -> 6409 s, "mm, swap: remove swap slot cache"):
     /// the per-slot work is the same with and without the cache.
     swap_alloc_ns = 300;
-    /// A lock hold by a CPU other than the previous holder: the lock word and the data it
-    /// guards (a few cache lines) migrate between cores, ~50-100 ns each on one socket.
-    /// estimate (typical x86 core-to-core line transfer).
-    lock_handoff_ns = 200;
+    /// A lock hold by a CPU other than the previous holder: the lock word and the first line
+    /// of the data it guards migrate between the two CPUs. measured: `foliosim calibrate
+    /// --live --hw-only`, the two vCPUs taking strict turns at a spinning lock whose holder
+    /// updates one guarded line, median of 4 runs (86, 253, 255, 473 ns; load average 5-16 on
+    /// the 2 vCPUs from other builds; docs/machine-profiles.md).
+    lock_handoff_ns = 254;
     // Cache-line transfer between two CPUs by how far apart they are (hw/topology.rs), used
     // only when the machine has a topology: a lock handoff moves its lines at these costs
-    // instead of `lock_handoff_ns` (hw/contention.rs). This VM's values make every distance
-    // cost what `lock_handoff_ns` costs today, so a topology alone moves nothing.
+    // instead of `lock_handoff_ns` (hw/contention.rs).
     /// One line to the SMT sibling of the same core (through the shared L1/L2). estimate:
-    /// lock_handoff_ns over the 2 lines of a handoff (this VM has no known topology).
-    line_transfer_smt_ns = 100;
-    /// One line between two cores sharing the last-level cache. estimate: as above.
-    line_transfer_llc_ns = 100;
-    /// One line between two last-level caches of one socket (CCXs, dies). estimate: as above.
-    line_transfer_die_ns = 100;
-    /// One line between two sockets. estimate: as above.
-    line_transfer_socket_ns = 100;
+    /// this VM's measured `line_transfer_llc_ns` (its two vCPUs share an LLC; it has no SMT
+    /// sibling, other LLC or socket to measure).
+    line_transfer_smt_ns = 117;
+    /// One line between two cores sharing the last-level cache. measured: `foliosim calibrate
+    /// --live --hw-only`, the two vCPUs bouncing one line by compare-and-swap, round trip / 2,
+    /// median of 5 runs (35, 104, 117, 126, 200 ns: the host places the vCPUs on one CCX or
+    /// two, and the machine was loaded; docs/machine-profiles.md).
+    line_transfer_llc_ns = 117;
+    /// One line between two last-level caches of one socket (CCXs, dies). estimate: as smt.
+    line_transfer_die_ns = 117;
+    /// One line between two sockets. estimate: as smt.
+    line_transfer_socket_ns = 117;
     /// Taking one allocated range: writing HAS_CACHE over its swap_map bytes, cluster count,
     /// inuse_pages and nr_swap_pages accounting (cluster_alloc_range). estimate.
     swap_alloc_range_ns = 100;
@@ -158,11 +168,14 @@ cost_model! {
     /// Each further remote CPU of the same shootdown: the IPIs go out together, each costing
     /// one more ICR write exit. estimate (a 2-vCPU machine has only one remote CPU).
     tlb_ipi_extra_cpu_ns = 1500;
-    /// A shootdown's receiver besides its flush (`tlb_flush_local_ns`): the interrupt's entry
-    /// and exit, booked to the receiving CPU. 0: estimate (on bare metal a few hundred cycles,
-    /// inside the measured flush); in a KVM guest each delivery exits to the host, a cost no
-    /// public measurement gives (seed 004's fit frees it: tables/seed004.toml).
-    tlb_ipi_receive_ns = 0;
+    /// A shootdown's receiver besides its flush (`tlb_flush_local_ns`): the interrupt's
+    /// delivery, entry and exit, booked to the receiving CPU. In this KVM guest the delivery
+    /// exits to the host: a bare IPI (membarrier) takes as long from the receiver as a
+    /// shootdown (tools/microbench/ipi_gap.c). measured: `foliosim calibrate --live --hw-only`
+    /// and `ipi_gap mprotect`, the median time a thread on the other vCPU lost per shootdown,
+    /// one gap per IPI counted in /proc/interrupts, median of 8 runs (2.8-4.9 µs, 3.76 µs),
+    /// less `tlb_flush_local_ns` (docs/machine-profiles.md).
+    tlb_ipi_receive_ns = 3510;
     /// `machine.kvm_guest`: one VM exit an IPI costs on each side when the guest's machine
     /// costs are bare-metal ones (the ICR write that sends it, the injection that delivers it;
     /// no posted interrupts). estimate: as tlb_ipi_extra_cpu_ns, one ICR-write exit on this VM.
@@ -476,11 +489,38 @@ impl CostModel {
     /// contpte blocks must be unfolded (mm/tlb/arm64.rs). The x86-only costs (IPI, mm_cpumask
     /// window) are unused there.
     fn arm64_vm_8cpu() -> CostModel {
-        CostModel::vm_6_18_2cpu()
+        CostModel::vm_6_18_2cpu().with_unmeasured_hw()
     }
 
+    /// The CPU-to-CPU costs measured on this VM (lock handoff, line transfers, an IPI's
+    /// receive) are of its host's placement of two vCPUs and of its IPI exits: not of another
+    /// machine. The profiles of other machines keep the estimates this VM had before they
+    /// were measured (a handoff of 2 lines of 100 ns, a receive inside the measured flush).
+    fn with_unmeasured_hw(self) -> CostModel {
+        CostModel {
+            lock_handoff_ns: 200,
+            line_transfer_smt_ns: 100,
+            line_transfer_llc_ns: 100,
+            line_transfer_die_ns: 100,
+            line_transfer_socket_ns: 100,
+            tlb_ipi_receive_ns: 0,
+            ..self
+        }
+    }
+
+    /// The costs `with_unmeasured_hw` sets: estimates in every profile but this VM's.
+    const UNMEASURED_HW: [&'static str; 6] = [
+        "lock_handoff_ns",
+        "line_transfer_smt_ns",
+        "line_transfer_llc_ns",
+        "line_transfer_die_ns",
+        "line_transfer_socket_ns",
+        "tlb_ipi_receive_ns",
+    ];
+
     /// A bare-metal x86 server (seed 003's make -j96 box: 96 hardware threads, no hypervisor).
-    /// Every cost is this VM's except the shootdown IPI, which is a VM exit on each side here:
+    /// Every cost is this VM's except its measured CPU-to-CPU costs (`with_unmeasured_hw`) and
+    /// the shootdown IPI, which is a VM exit on each side here:
     /// docs/calibration-split-tlb.md measured 12 µs in this guest, about 10x a bare-metal
     /// shootdown, so 1.2 µs (estimate), and each further target CPU costs one x2APIC ICR write
     /// (~0.1 µs, estimate) instead of an exit.
@@ -488,7 +528,7 @@ impl CostModel {
         CostModel {
             tlb_flush_ipi_ns: 1200,
             tlb_ipi_extra_cpu_ns: 100,
-            ..CostModel::vm_6_18_2cpu()
+            ..CostModel::vm_6_18_2cpu().with_unmeasured_hw()
         }
     }
 
@@ -497,6 +537,9 @@ impl CostModel {
     pub fn provenance(profile: &str, name: &str) -> Option<Provenance> {
         match (profile, name) {
             ("x86-server", "tlb_flush_ipi_ns" | "tlb_ipi_extra_cpu_ns") => {
+                Some(Provenance::Estimate)
+            }
+            ("x86-server" | "arm64-vm-8cpu", n) if Self::UNMEASURED_HW.contains(&n) => {
                 Some(Provenance::Estimate)
             }
             _ => Provenance::of_doc(CostModel::doc(name)?),
@@ -567,7 +610,14 @@ mod tests {
         assert_eq!(of("fault_4k_ns"), Some(Provenance::Measured));
         assert_eq!(of("tlb_dsb_ns"), Some(Provenance::Cited));
         assert_eq!(of("split_folio_ns"), Some(Provenance::Fitted));
-        assert_eq!(of("lock_handoff_ns"), Some(Provenance::Estimate));
+        assert_eq!(of("lock_handoff_ns"), Some(Provenance::Measured));
+        for profile in ["x86-server", "arm64-vm-8cpu"] {
+            assert_eq!(
+                CostModel::provenance(profile, "lock_handoff_ns"),
+                Some(Provenance::Estimate),
+                "{profile}: measured on this VM only"
+            );
+        }
         assert_eq!(Provenance::of_doc("no word of it"), None);
     }
 }

@@ -37,7 +37,7 @@ impl Ipi {
     }
 
     /// What one receiver pays besides the work the IPI asks of it: interrupt entry and exit
-    /// (`tlb_ipi_receive_ns`, 0 on this VM where the measured flush holds it), and in a KVM
+    /// (`tlb_ipi_receive_ns`: on this VM the delivery's exits, measured), and in a KVM
     /// guest the injection's exit.
     pub fn receive_ns(&self, cost: &CostModel) -> u64 {
         cost.tlb_ipi_receive_ns

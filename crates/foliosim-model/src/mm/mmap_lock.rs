@@ -10,21 +10,20 @@
 //! are rare (a collapse every few seconds at most), and a newer writer first waits for the one
 //! in progress.
 //!
-//! With a machine topology (`Ctx::line`) the rwsem is also priced as the machine runs it:
-//! - every down_read and down_write is an atomic on `sem->count` (rwsem_read_trylock's
-//!   atomic_long_add_return, rwsem_write_trylock's cmpxchg), one line with the owner field:
-//!   it moves from the CPU that last took the lock (`SharedLine`). The up_read at the end of
-//!   the same step finds the line still here and is not priced apart.
-//! - a writer waits for the readers in progress at its arrival (rwsem_down_write_slowpath
-//!   sleeps until the count has no reader): the model keeps the read hold that ends last
-//!   (`read_unlock`), and the writer waits for it when it is in progress; and readers arriving
-//!   while the writer waits queue behind it (a waiting writer sets RWSEM_FLAG_WAITERS and
-//!   rwsem_down_read_slowpath queues them), so the write window starts at its arrival.
+//! As the kernel's rwsem, a writer also waits for the readers in progress at its arrival
+//! (rwsem_down_write_slowpath sleeps until the count has no reader): the model keeps the read
+//! hold that ends last (`read_unlock`), and the writer waits for it when it is in progress;
+//! and readers arriving while the writer waits queue behind it (a waiting writer sets
+//! RWSEM_FLAG_WAITERS and rwsem_down_read_slowpath queues them), so the write window starts
+//! at its arrival. This is the rwsem's mechanism, not a hardware cost: every run has it.
 //!
-//! Without a topology neither is modelled: readers in progress do not delay a writer, and
-//! results stay those of the model before issue 29. (Since 6.4 most faults take the VMA's
-//! lock instead, lock_vma_under_rcu; the model's faults take the mmap_lock, so its line
-//! stands for both.)
+//! With a machine topology (`Ctx::line`) the count's line is also priced: every down_read and
+//! down_write is an atomic on `sem->count` (rwsem_read_trylock's atomic_long_add_return,
+//! rwsem_write_trylock's cmpxchg), one line with the owner field: it moves from the CPU that
+//! last took the lock (`SharedLine`). The up_read at the end of the same step finds the line
+//! still here and is not priced apart. Without a topology there is no price for it. (Since
+//! 6.4 most faults take the VMA's lock instead, lock_vma_under_rcu; the model's faults take
+//! the mmap_lock, so its line stands for both.)
 
 use crate::cpu_cost::CpuCost;
 use crate::engine::line::SharedLine;
@@ -33,8 +32,8 @@ use crate::engine::{Ctx, WaitKind};
 
 #[derive(Debug, Clone, Default)]
 pub struct MmapLock {
-    /// The latest write window, [start, end) (from the writer's arrival with a topology, else
-    /// from its acquisition); end is u64::MAX while it is held.
+    /// The latest write window, [start, end) from the writer's arrival; end is u64::MAX
+    /// while it is held.
     write_start_ns: u64,
     write_end_ns: u64,
     /// When the latest write hold was acquired (its hold time starts there).
@@ -62,11 +61,11 @@ impl MmapLock {
         }
     }
 
-    /// mmap_read_unlock at `ctx.now_ns` of a read hold taken at `start_ns` (with a topology:
-    /// writers arriving within it wait for it).
+    /// mmap_read_unlock at `ctx.now_ns` of a read hold taken at `start_ns` (writers arriving
+    /// within it wait for it).
     #[inline]
     pub fn read_unlock(&mut self, ctx: &Ctx, start_ns: u64) {
-        if ctx.line.is_some() && ctx.now_ns > self.read_end_ns {
+        if ctx.now_ns > self.read_end_ns {
             self.read_start_ns = start_ns;
             self.read_end_ns = ctx.now_ns;
         }
@@ -82,21 +81,20 @@ impl MmapLock {
         s.wait_ns_max = s.wait_ns_max.max(wait_ns);
     }
 
-    /// mmap_write_lock at `ctx.now_ns` (after a write hold in progress, and with a topology
-    /// after the read hold in progress); release it with `write_unlock` in the same step.
+    /// mmap_write_lock at `ctx.now_ns` (after a write hold in progress and the read hold in
+    /// progress); release it with `write_unlock` in the same step.
     pub fn write_lock(&mut self, ctx: &mut Ctx) {
         let arrival_ns = ctx.now_ns;
         if ctx.now_ns < self.write_end_ns && ctx.now_ns >= self.write_start_ns {
             self.wait(ctx, self.write_end_ns);
         }
-        let priced = ctx.line.is_some();
-        if priced && ctx.now_ns < self.read_end_ns && ctx.now_ns >= self.read_start_ns {
+        if ctx.now_ns < self.read_end_ns && ctx.now_ns >= self.read_start_ns {
             self.wait(ctx, self.read_end_ns);
         }
-        if priced {
+        if ctx.line.is_some() {
             self.line_ns += self.count_line.write(ctx, CpuCost::LineMmapCount.into());
         }
-        self.write_start_ns = if priced { arrival_ns } else { ctx.now_ns };
+        self.write_start_ns = arrival_ns;
         self.write_acquired_ns = ctx.now_ns;
         self.write_end_ns = u64::MAX;
         self.stats.acquisitions += 1;
@@ -188,7 +186,7 @@ mod tests {
     }
 
     #[test]
-    fn without_a_topology_a_writer_does_not_wait_for_readers() {
+    fn without_a_topology_a_writer_waits_for_readers_and_pays_no_line() {
         let mut lock = MmapLock::default();
         let mut r = Ctx::new(0, 1_000);
         lock.read_lock(&mut r);
@@ -196,7 +194,12 @@ mod tests {
         lock.read_unlock(&r, 1_000);
         let mut w = Ctx::new(1, 3_000);
         lock.write_lock(&mut w);
-        assert_eq!(w.now_ns, 3_000);
+        assert_eq!((w.now_ns, w.sleep_ns), (5_000, 2_000));
+        lock.write_unlock(&w);
+        // A reader that arrived while the writer waited queues behind it.
+        let mut late = Ctx::new(0, 4_000);
+        lock.read_lock(&mut late);
+        assert_eq!(late.now_ns, 5_000);
         assert_eq!(lock.line_ns, 0);
     }
 }

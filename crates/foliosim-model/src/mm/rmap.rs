@@ -9,6 +9,20 @@ use super::Kernel;
 use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 
+/// CPU time of folio_referenced on the folio at `pfn`: the walk, plus a step per further PTE
+/// of a PTE-mapped large folio (folio_referenced_one's page_vma_mapped_walk visits each; a
+/// PMD mapping is one entry). Further mappings of a shared folio are not priced apart.
+pub fn folio_referenced_ns(k: &Kernel, pfn: u32) -> u64 {
+    let f = &k.folios;
+    let nr = f.nr_pages(pfn);
+    let ptes = if nr == 1 || f.test(pfn, flags::PMD_MAPPED) {
+        1
+    } else {
+        (f.mapcount(pfn as usize) as u32).min(nr)
+    };
+    k.cost.folio_referenced_ns + k.cost.folio_referenced_pte_ns * ptes.saturating_sub(1) as u64
+}
+
 /// try_to_unmap(folio, TTU_BATCH_FLUSH [| TTU_SPLIT_HUGE_PMD]): replace every PTE mapping the
 /// folio with its swap entry and queue the TLB flush.
 pub fn try_to_unmap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, tlb: &mut TlbUnmapBatch) {
@@ -44,4 +58,31 @@ pub fn try_to_unmap(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, tlb: &mut TlbUnmapB
     ctx.spend(CpuCost::TryToUnmap, k.cost.pte_unmap_ns * unmapped as u64);
     let (order, dirty) = (f.order[pfn as usize] as u32, f.test(pfn, flags::DIRTY));
     tlb.add(k, ctx, mm, order, unmapped, dirty);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scenario::Scenario;
+
+    #[test]
+    fn folio_referenced_steps_over_each_pte_of_a_pte_mapped_large_folio() {
+        let text = "[machine]\nmemory = \"64M\"\n[[workload]]\nkind = \"usemem\"\nnproc = 1\nsize = \"1M\"\n";
+        let mut k = Kernel::new(&Scenario::from_toml_str(text).unwrap());
+        let (walk, step) = (k.cost.folio_referenced_ns, k.cost.folio_referenced_pte_ns);
+        k.folios.init(1024, 0, 0, (0, 0, 0));
+        k.folios.set_mapcount(1024, 1);
+        assert_eq!(folio_referenced_ns(&k, 1024), walk);
+        // 64K, all 16 PTEs mapped: the walk and 15 more steps; 3 mapped: 2 more.
+        k.folios.init(2048, 4, 0, (0, 0, 0));
+        k.folios.set_mapcount(2048, 16);
+        assert_eq!(folio_referenced_ns(&k, 2048), walk + 15 * step);
+        k.folios.set_mapcount(2048, 3);
+        assert_eq!(folio_referenced_ns(&k, 2048), walk + 2 * step);
+        // PMD-mapped: one entry.
+        k.folios.init(4096, 9, 0, (0, 0, 0));
+        k.folios.set_mapcount(4096, 512);
+        k.folios.set(4096, flags::PMD_MAPPED);
+        assert_eq!(folio_referenced_ns(&k, 4096), walk);
+    }
 }

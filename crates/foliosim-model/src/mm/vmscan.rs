@@ -508,6 +508,7 @@ fn shrink_active_list(
 ) {
     let mut scanned = 0;
     let mut moved = 0u64;
+    let mut referenced_ns = 0;
     while scanned < nr_to_scan {
         let cg = &mut k.memcgs[memcg as usize];
         let lv = cg.lruvec_mut(nid);
@@ -518,6 +519,7 @@ fn shrink_active_list(
         if file {
             filemap::rmap::folio_referenced_file(k, ctx, pfn);
         } else {
+            referenced_ns += super::rmap::folio_referenced_ns(k, pfn);
             clear_flush_young(k, ctx, pfn);
         }
         k.folios.set(pfn, flags::WORKINGSET);
@@ -538,9 +540,7 @@ fn shrink_active_list(
     if reclaim != Reclaim::Memcg {
         k.vmstat.count(VmEvent::Pgrefill, scanned);
     }
-    if !file {
-        ctx.spend(CpuCost::FolioReferenced, k.cost.folio_referenced_ns * moved);
-    }
+    ctx.spend(CpuCost::FolioReferenced, referenced_ns);
     k.memcgs[memcg as usize]
         .lruvec_mut(nid)
         .lru_lock
@@ -729,7 +729,10 @@ pub fn shrink_folio_list(
                 k.folios.clear(pfn, flags::WRITEBACK | flags::RECLAIM);
             }
             if reclaim != Reclaim::Pageout {
-                ctx.spend(CpuCost::FolioReferenced, k.cost.folio_referenced_ns);
+                ctx.spend(
+                    CpuCost::FolioReferenced,
+                    super::rmap::folio_referenced_ns(k, pfn),
+                );
                 clear_flush_young(k, ctx, pfn);
                 let policy = k.cfg.lru_policy;
                 let refs = policy.folio_check_references(k, ctx, pfn);

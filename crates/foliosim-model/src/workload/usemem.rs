@@ -238,7 +238,13 @@ memcg = "m"
         let mut k = Kernel::new(s);
         let mut tasks = Vec::new();
         let spec = &s.workloads[0];
-        crate::spawn_tasks(&mut k, &mut tasks, 0, spec.content(), super::tasks(usemem(s)));
+        crate::spawn_tasks(
+            &mut k,
+            &mut tasks,
+            0,
+            spec.content(),
+            super::tasks(usemem(s)),
+        );
         let mut watch = Watch::default();
         let slice = s.machine.sched_slice_ns;
         run_tasks_observed(
@@ -274,10 +280,7 @@ memcg = "m"
         // page table for the three mappings.
         assert!(watch.max_rss_anon > 1024, "rss {}", watch.max_rss_anon);
         assert!(watch.max_rss_anon <= 3 * 1024);
-        let lines = &report(usemem(&s), &marks(&tasks))
-            .usemem
-            .unwrap()
-            .lines;
+        let lines = &report(usemem(&s), &marks(&tasks)).usemem.unwrap().lines;
         assert_eq!(lines.len(), 6, "a line per thread, as usemem prints");
         assert!(k.mms.iter().all(|m| m.rss_anon == 0), "all freed at exit");
     }

@@ -209,8 +209,8 @@ mod tests {
             .provenance_summary("x86-server", &none);
         assert_eq!(
             server.counts[3],
-            vm.counts[3] + 1,
-            "x86-server estimates two IPI costs"
+            vm.counts[3] + 4,
+            "x86-server estimates two IPI costs and the three CPU-to-CPU costs measured here"
         );
         let over = BTreeMap::from([("fault_4k_ns".to_string(), 1.0)]);
         let s = profile("this-vm")

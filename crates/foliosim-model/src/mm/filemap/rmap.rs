@@ -39,7 +39,11 @@ pub fn folio_referenced_file(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) -> u32 {
         f.clear(pfn, flags::YOUNG);
         return 0;
     }
-    ctx.spend(CpuCost::FolioReferenced, k.cost.folio_referenced_ns);
+    ctx.spend(
+        CpuCost::FolioReferenced,
+        crate::mm::rmap::folio_referenced_ns(k, pfn),
+    );
+    let f = &mut k.folios;
     let young = f.test(pfn, flags::YOUNG);
     f.clear(pfn, flags::YOUNG);
     young as u32

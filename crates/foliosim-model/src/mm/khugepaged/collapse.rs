@@ -144,8 +144,8 @@ fn revalidate(k: &Kernel, mm: u32, vma: u32, start: u32) -> Result<(), ScanResul
 /// other CPU, waited for, so that no GUP-fast walker still sees the old page table. Costed as
 /// a shootdown's IPI round (hw/ipi.rs: by the number and spread of the other CPUs) without
 /// the flushes. Each other CPU books the interrupt's entry and exit to whatever it runs next
-/// (`Ipi::receive_ns`: tlb_remove_table_smp_sync itself does nothing); 0 on this VM's costs,
-/// where the measured round holds it.
+/// (`Ipi::receive_ns`: tlb_remove_table_smp_sync itself does nothing; on this VM the
+/// delivery's exits, as a bare IPI measured there costs its receiver what a shootdown does).
 fn tlb_remove_table_sync_one(k: &mut Kernel, ctx: &mut Ctx) {
     let ncpus = k.nr_cpus();
     let others = ncpus as u64 - 1;
