@@ -352,7 +352,7 @@ memcg = "m"
     fn repeat_runs_the_store_loop_again_and_usemem_counts_it() {
         let spec = |r: i64| scenario("64M", &format!("nproc = 1\nsize = \"4M\"\nrepeat = {r}"));
         let touches = |s: &Scenario| {
-            super::tasks(usemem(&s))[0]
+            super::tasks(usemem(s))[0]
                 .ops
                 .iter()
                 .filter(|op| matches!(op, Op::Touch { .. }))
