@@ -309,7 +309,9 @@ fn kill_process(
         };
         exit_mmap(k, &mut exit, mm);
         k.free_released_slots(&mut exit);
-        kill.exit_ns = exit.now_ns - ctx.now_ns;
+        // Its CPU time: the exit may sleep (exit_mmap's mmap_write_lock waits for a fault in
+        // progress), and only the CPU part is booked (to the ledger, and to the victim).
+        kill.exit_ns = exit.now_ns - ctx.now_ns - exit.off_cpu_ns();
     }
     k.oom.kills.push(kill);
 }
