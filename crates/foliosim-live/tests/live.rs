@@ -137,7 +137,13 @@ fn pageout_of_64k_mthp_matches_the_policy_and_restores_the_host() -> Outcome {
     // 2 x 64 MiB of 64K folios, all paged out whole.
     assert_eq!(r.counters["hugepages-64kB/stats/swpout"], 2048);
     assert_eq!(r.counters["hugepages-64kB/stats/swpout_fallback"], 0);
-    assert_eq!(r.counters["pswpout"], 2 * 16384);
+    // pswpout is host-wide: another process swapping meanwhile adds a few pages (8 seen
+    // beside simulator runs); ours are exactly 2 x 16384 and come back whole above.
+    let pswpout = r.counters["pswpout"];
+    assert!(
+        (2 * 16384..=2 * 16384 + 256).contains(&pswpout),
+        "pswpout {pswpout}"
+    );
     assert!(r.workloads[0].throughput_bytes_per_s > 0.0);
     assert!(r.zram.values().any(|z| z["stat/write_ios"] > 0));
     Ok(())
