@@ -120,20 +120,26 @@ fn refuses_a_scenario_that_would_exhaust_the_host() -> Outcome {
     Ok(())
 }
 
+/// Run `s` live (60 s at most), check that the host reads as before and that no task failed.
+fn run_restoring(s: &Scenario, enable_zswap: bool) -> foliosim_live::run::LiveResult {
+    let before = host_state(s);
+    let opts = LiveOptions {
+        allow_live: true,
+        timeout: Some(Duration::from_secs(60)),
+        enable_zswap,
+    };
+    let r = foliosim_live::run(s, &opts).unwrap();
+    assert_eq!(host_state(s), before, "host not restored");
+    assert!(r.task_failures.is_empty(), "{:?}", r.task_failures);
+    r
+}
+
 fn pageout_of_64k_mthp_matches_the_policy_and_restores_the_host() -> Outcome {
     require_live()?;
     let text =
         std::fs::read_to_string(repo().join("scenarios/validate/pageout-64k-zram.toml")).unwrap();
     let s = scenario(&text);
-    let before = host_state(&s);
-    let opts = LiveOptions {
-        allow_live: true,
-        timeout: Some(Duration::from_secs(60)),
-        ..Default::default()
-    };
-    let r = foliosim_live::run(&s, &opts).unwrap();
-    assert_eq!(host_state(&s), before, "host not restored");
-    assert!(r.task_failures.is_empty(), "{:?}", r.task_failures);
+    let r = run_restoring(&s, false);
     // 2 x 64 MiB of 64K folios, all paged out whole.
     assert_eq!(r.counters["hugepages-64kB/stats/swpout"], 2048);
     assert_eq!(r.counters["hugepages-64kB/stats/swpout_fallback"], 0);
@@ -245,16 +251,8 @@ fn zswap_scenario_runs_with_its_opt_in_and_turns_zswap_off_again() -> Outcome {
     let text = std::fs::read_to_string(repo().join("scenarios/validate/zswap-usemem-64k-lzo.toml"))
         .unwrap();
     let s = scenario(&text);
-    let before = host_state(&s);
     // Turning zswap on ends mTHP swap-in for this boot; the probe test reads that either way.
-    let opts = LiveOptions {
-        allow_live: true,
-        timeout: Some(Duration::from_secs(60)),
-        enable_zswap: true,
-    };
-    let r = foliosim_live::run(&s, &opts).unwrap();
-    assert_eq!(host_state(&s), before, "host not restored");
-    assert!(r.task_failures.is_empty(), "{:?}", r.task_failures);
+    let r = run_restoring(&s, true);
     // Each 256 MiB process in its 128 MiB memcg goes to zswap page by page, nothing to zram.
     assert!(r.counters["zswpout"] >= 2 * 32768, "{:?}", r.counters);
     assert!(r.counters["hugepages-64kB/stats/zswpout"] >= 2 * 2048);
@@ -636,15 +634,7 @@ object_size_max = "64K"
 fn a_build_on_tmpfs_writes_its_objects_there_and_unmounts_it() -> Outcome {
     require_live()?;
     let s = scenario(TMPFS_BUILD);
-    let before = host_state(&s);
-    let opts = LiveOptions {
-        allow_live: true,
-        timeout: Some(Duration::from_secs(60)),
-        ..Default::default()
-    };
-    let r = foliosim_live::run(&s, &opts).unwrap();
-    assert_eq!(host_state(&s), before, "host not restored");
-    assert!(r.task_failures.is_empty(), "{:?}", r.task_failures);
+    let r = run_restoring(&s, false);
     assert!(
         r.settings.iter().any(|a| a.contains("huge=always")),
         "{:?}",

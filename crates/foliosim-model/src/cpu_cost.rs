@@ -116,32 +116,41 @@ impl From<CpuCost> for CostId {
     }
 }
 
+/// The buckets of a lock class: its spinning, its handoffs and its hold.
+const fn lock_costs(spin: CpuCost, handoff: CpuCost, held: CpuCost) -> LockCosts {
+    LockCosts {
+        spin: CostId(spin as u8),
+        handoff: CostId(handoff as u8),
+        held: CostId(held as u8),
+    }
+}
+
 /// The buckets of each lock class.
-pub const ZONE_LOCK: LockCosts = LockCosts {
-    spin: CostId(CpuCost::ZoneLockSpin as u8),
-    handoff: CostId(CpuCost::ZoneLockHandoff as u8),
-    held: CostId(CpuCost::ZoneLockHeld as u8),
-};
-pub const LRU_LOCK: LockCosts = LockCosts {
-    spin: CostId(CpuCost::LruLockSpin as u8),
-    handoff: CostId(CpuCost::LruLockHandoff as u8),
-    held: CostId(CpuCost::LruLockHeld as u8),
-};
-pub const SI_LOCK: LockCosts = LockCosts {
-    spin: CostId(CpuCost::SiLockSpin as u8),
-    handoff: CostId(CpuCost::SiLockHandoff as u8),
-    held: CostId(CpuCost::SiLockHeld as u8),
-};
-pub const CI_LOCK: LockCosts = LockCosts {
-    spin: CostId(CpuCost::CiLockSpin as u8),
-    handoff: CostId(CpuCost::CiLockHandoff as u8),
-    held: CostId(CpuCost::CiLockHeld as u8),
-};
-pub const GLOBAL_CLUSTER_LOCK: LockCosts = LockCosts {
-    spin: CostId(CpuCost::GlobalClusterLockSpin as u8),
-    handoff: CostId(CpuCost::GlobalClusterLockHandoff as u8),
-    held: CostId(CpuCost::GlobalClusterLockHeld as u8),
-};
+pub const ZONE_LOCK: LockCosts = lock_costs(
+    CpuCost::ZoneLockSpin,
+    CpuCost::ZoneLockHandoff,
+    CpuCost::ZoneLockHeld,
+);
+pub const LRU_LOCK: LockCosts = lock_costs(
+    CpuCost::LruLockSpin,
+    CpuCost::LruLockHandoff,
+    CpuCost::LruLockHeld,
+);
+pub const SI_LOCK: LockCosts = lock_costs(
+    CpuCost::SiLockSpin,
+    CpuCost::SiLockHandoff,
+    CpuCost::SiLockHeld,
+);
+pub const CI_LOCK: LockCosts = lock_costs(
+    CpuCost::CiLockSpin,
+    CpuCost::CiLockHandoff,
+    CpuCost::CiLockHeld,
+);
+pub const GLOBAL_CLUSTER_LOCK: LockCosts = lock_costs(
+    CpuCost::GlobalClusterLockSpin,
+    CpuCost::GlobalClusterLockHandoff,
+    CpuCost::GlobalClusterLockHeld,
+);
 
 #[cfg(test)]
 mod tests {
