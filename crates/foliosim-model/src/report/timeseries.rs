@@ -152,17 +152,48 @@ enum TaskKind {
     Other,
 }
 
-/// Amounts of time per column and per sample interval ("bin" `i` is [i, i+1) x interval).
+/// Amounts of time per column, each booked as a spread over a span of simulated time and read
+/// as the cumulative value at a sample time. A spread is a closed form (its share up to `t` is
+/// pro rata by overlap), so booking costs O(1) however many sample intervals the span covers;
+/// a spread is folded into its columns' totals once a sample time reaches its end.
 #[derive(Default)]
 struct Bins {
     index: BTreeMap<String, usize>,
     names: Vec<String>,
-    bins: Vec<Vec<u64>>,
-    /// Booked so far per column, every bin.
+    /// Booked so far per column, every spread.
     booked: Vec<u64>,
-    /// Sum of each column's first `prefix_bins` bins: the value of the row at their end.
-    prefix: Vec<u64>,
-    prefix_bins: usize,
+    /// Per column, the spreads that ended at or before the last sample time read.
+    folded: Vec<u64>,
+    /// Spreads still running at the last sample time read.
+    pending: Vec<Spread>,
+}
+
+/// `total_ns` over [a, end) pro rata, `part_ns` of it to `c_part` and the rest to `c_rest`.
+struct Spread {
+    c_part: usize,
+    c_rest: usize,
+    part_ns: u64,
+    total_ns: u64,
+    a: u64,
+    /// The span's end, at least `a + 1`: an empty span books everything just after `a`.
+    end: u64,
+}
+
+impl Spread {
+    /// (part, rest) booked before `t`: integer shares that reach `total_ns` at the end and
+    /// never put a nanosecond more in an interval than it overlaps the span.
+    fn shares_before(&self, t: u64) -> (u64, u64) {
+        let total = if t <= self.a {
+            0
+        } else if t >= self.end {
+            self.total_ns
+        } else {
+            let span = (self.end - self.a) as u128;
+            (self.total_ns as u128 * (t - self.a) as u128 / span) as u64
+        };
+        let part = (self.part_ns as u128 * total as u128 / self.total_ns as u128) as u64;
+        (part, total - part)
+    }
 }
 
 impl Bins {
@@ -173,33 +204,24 @@ impl Bins {
         let c = self.names.len();
         self.index.insert(name.to_string(), c);
         self.names.push(name.to_string());
-        self.bins.push(Vec::new());
         self.booked.push(0);
-        self.prefix.push(0);
+        self.folded.push(0);
         c
     }
 
-    fn add(&mut self, c: usize, bin: usize, ns: u64) {
-        if ns == 0 {
-            return;
-        }
-        let b = &mut self.bins[c];
-        if b.len() <= bin {
-            b.resize(bin + 1, 0);
-        }
-        b[bin] += ns;
-        self.booked[c] += ns;
+    /// Book `ns` of column `c` at time `t`.
+    fn add(&mut self, c: usize, t: u64, ns: u64) {
+        self.spread(c, ns, t, t);
     }
 
-    /// Spread `ns` of column `c` over [a, b) pro rata by each interval's overlap (integer
-    /// shares that add up to `ns`); an empty span books it at `a`.
-    fn spread(&mut self, c: usize, ns: u64, a: u64, b: u64, interval_ns: u64) {
-        self.spread_split((c, c), 0, ns, a, b, interval_ns);
+    /// Spread `ns` of column `c` over [a, b) pro rata; an empty span books it at `a`.
+    fn spread(&mut self, c: usize, ns: u64, a: u64, b: u64) {
+        self.spread_split((c, c), 0, ns, a, b);
     }
 
     /// Spread `part_ns` to column `c_part` and `total_ns - part_ns` to `c_rest` over [a, b)
-    /// as one spread of `total_ns` split per interval: rounding each column apart could put
-    /// a nanosecond more in an interval than the span has (user and sys of one step).
+    /// as one spread of `total_ns`: rounding each column apart could put a nanosecond more in
+    /// an interval than the span has (user and sys of one step).
     fn spread_split(
         &mut self,
         (c_part, c_rest): (usize, usize),
@@ -207,56 +229,41 @@ impl Bins {
         total_ns: u64,
         a: u64,
         b: u64,
-        interval_ns: u64,
     ) {
         if total_ns == 0 {
             return;
         }
-        let (first, last) = (a / interval_ns, b.saturating_sub(1).max(a) / interval_ns);
-        let span = (b - a).max(1) as u128;
-        let (mut total_before, mut part_before) = (0u64, 0u64);
-        for bin in first..=last {
-            let upto = if bin == last {
-                b.max(a + 1)
-            } else {
-                (bin + 1) * interval_ns
-            };
-            let total = (total_ns as u128 * (upto - a) as u128 / span) as u64;
-            let part = (part_ns as u128 * total as u128 / total_ns as u128) as u64;
-            self.add(c_part, bin as usize, part - part_before);
-            self.add(
-                c_rest,
-                bin as usize,
-                (total - total_before) - (part - part_before),
-            );
-            (total_before, part_before) = (total, part);
-        }
+        self.booked[c_part] += part_ns;
+        self.booked[c_rest] += total_ns - part_ns;
+        let end = b.max(a + 1);
+        self.pending.push(Spread {
+            c_part,
+            c_rest,
+            part_ns,
+            total_ns,
+            a,
+            end,
+        });
     }
 
-    /// Move the prefix to the end of bin `upto` - 1 and return each column's value there.
-    fn value_at_bin(&mut self, upto: usize) -> impl Iterator<Item = (&String, u64)> {
-        for (c, bins) in self.bins.iter().enumerate() {
-            let end = upto.min(bins.len());
-            if end > self.prefix_bins {
-                self.prefix[c] += bins[self.prefix_bins..end].iter().sum::<u64>();
+    /// Each column's value at `t` (time booked before it); `t` never decreases between calls.
+    fn value_at(&mut self, t: u64) -> impl Iterator<Item = (&String, u64)> {
+        let folded = &mut self.folded;
+        self.pending.retain(|s| {
+            if s.end > t {
+                return true;
             }
+            folded[s.c_part] += s.part_ns;
+            folded[s.c_rest] += s.total_ns - s.part_ns;
+            false
+        });
+        let mut values = self.folded.clone();
+        for s in &self.pending {
+            let (part, rest) = s.shares_before(t);
+            values[s.c_part] += part;
+            values[s.c_rest] += rest;
         }
-        self.prefix_bins = self.prefix_bins.max(upto);
-        self.names.iter().zip(self.prefix.iter().copied())
-    }
-
-    /// Bins twice as long: bin `i` becomes the old `2i` and `2i + 1`.
-    fn coarsen(&mut self) {
-        if self.prefix_bins % 2 == 1 {
-            for (c, bins) in self.bins.iter().enumerate() {
-                self.prefix[c] -= bins.get(self.prefix_bins - 1).copied().unwrap_or(0);
-            }
-            self.prefix_bins -= 1;
-        }
-        self.prefix_bins /= 2;
-        for bins in &mut self.bins {
-            *bins = bins.chunks(2).map(|p| p.iter().sum()).collect();
-        }
+        self.names.iter().zip(values)
     }
 }
 
@@ -304,10 +311,10 @@ impl Sampler {
     }
 
     /// A row at `t_ns`: `values` and the time columns up to bin `upto`.
-    fn push(&mut self, t_ns: u64, values: &BTreeMap<String, u64>, upto: usize) {
+    fn push(&mut self, t_ns: u64, values: &BTreeMap<String, u64>, upto_ns: u64) {
         let mut values = values.clone();
         let mut lock_total = 0;
-        for (name, v) in self.time.value_at_bin(upto) {
+        for (name, v) in self.time.value_at(upto_ns) {
             if name.starts_with(LOCK_PREFIX) {
                 lock_total += v;
             }
@@ -351,18 +358,16 @@ impl Sampler {
             keep[i - 1]
         });
         self.next_ns = self.next_ns.next_multiple_of(self.interval_ns);
-        self.time.coarsen();
     }
 
     /// Book what the run counted but no step did (an OOM victim's exit) at `now_ns`.
     fn book_residue(&mut self, k: &Kernel, tasks: &[Task], now_ns: u64) {
-        let bin = (now_ns / self.interval_ns) as usize;
         for (name, total) in time_totals(k, tasks) {
             let c = self.time.column(&name);
             let booked = self.time.booked[c];
             debug_assert!(booked <= total, "{name}: {booked} booked of {total}");
             if total > booked {
-                self.time.add(c, bin, total - booked);
+                self.time.add(c, now_ns, total - booked);
             }
         }
     }
@@ -376,7 +381,7 @@ impl Sampler {
             self.rows.pop();
         }
         let values = sample(k, end_ns);
-        self.push(end_ns, &values, usize::MAX);
+        self.push(end_ns, &values, u64::MAX);
         let mut columns = BTreeMap::new();
         for (c, name) in self.names.iter().enumerate() {
             columns.insert(name.clone(), self.rows.iter().map(|r| r[c]).collect());
@@ -413,8 +418,7 @@ impl Sampler {
         let values = sample(k, now_ns);
         // One row per sample time passed: nothing ran in between when several are.
         while self.next_ns <= now_ns {
-            let upto = (self.next_ns / self.interval_ns) as usize;
-            self.push(self.next_ns, &values, upto);
+            self.push(self.next_ns, &values, self.next_ns);
             self.next_ns += self.interval_ns;
             if self.rows.len() >= self.max_rows {
                 self.coarsen();
@@ -436,8 +440,7 @@ impl Sampler {
         match kind {
             TaskKind::User => {
                 let (a, b) = on_cpu;
-                let i = self.interval_ns;
-                self.time.spread_split((0, 1), s.user_ns, busy_ns, a, b, i);
+                self.time.spread_split((0, 1), s.user_ns, busy_ns, a, b);
             }
             TaskKind::Kthread => self.book(3, busy_ns - s.user_ns, on_cpu),
             TaskKind::Other => {}
@@ -445,10 +448,18 @@ impl Sampler {
         if kind == TaskKind::User {
             self.book(2, s.iowait_ns, off_cpu);
         }
-        // Spinning is CPU time of the step: spread with it, never more CPUs than run.
+        // Spinning is CPU time of the step: spread with it, never more CPUs than run. One
+        // spread per lock: a step that scans a full swap device waits thousands of times.
+        let mut waits: Vec<(&str, u64)> = Vec::new();
         for sp in spans.iter().filter(|sp| sp.name == "lock wait") {
-            let c = self.lock_column(sp.detail);
-            self.book(c, sp.end_ns - sp.start_ns, on_cpu);
+            match waits.iter_mut().find(|(lock, _)| *lock == sp.detail) {
+                Some((_, ns)) => *ns += sp.end_ns - sp.start_ns,
+                None => waits.push((sp.detail, sp.end_ns - sp.start_ns)),
+            }
+        }
+        for (lock, ns) in waits {
+            let c = self.lock_column(lock);
+            self.book(c, ns, on_cpu);
         }
         self.book_mmap_lock_waits(k, s, off_cpu);
     }
@@ -458,7 +469,7 @@ impl Sampler {
     }
 
     fn book(&mut self, c: usize, ns: u64, (a, b): (u64, u64)) {
-        self.time.spread(c, ns, a, b, self.interval_ns);
+        self.time.spread(c, ns, a, b);
     }
 
     /// mmap_lock waits are sleeps of the step (off its CPU). Only the step's own mm can have
@@ -489,6 +500,40 @@ impl Sampler {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Booking costs the same however many intervals a span covers (soak case 7000493:
+    /// steps waiting on an HDD, sampled every 100 us, hung spreading bin by bin).
+    #[test]
+    fn a_spread_over_a_long_span_is_read_pro_rata() {
+        let mut bins = Bins::default();
+        let (sys, user) = (bins.column("sys"), bins.column("user"));
+        bins.spread_split((user, sys), 300, 1_000, 0, 1_000_000_000_000_000);
+        let at = |bins: &mut Bins, t| bins.value_at(t).map(|(_, v)| v).collect::<Vec<_>>();
+        assert_eq!(at(&mut bins, 0), [0, 0]);
+        assert_eq!(at(&mut bins, 500_000_000_000_000), [350, 150]);
+        assert_eq!(bins.pending.len(), 1);
+        assert_eq!(at(&mut bins, u64::MAX), [700, 300]);
+        assert!(bins.pending.is_empty(), "a spread past its end is folded");
+    }
+
+    /// Each interval gets at most its overlap with the span (rates never exceed the CPUs),
+    /// and the shares add up to the amount.
+    #[test]
+    fn shares_never_exceed_the_overlap() {
+        let mut bins = Bins::default();
+        let c = bins.column("x");
+        bins.spread(c, 997, 13, 1_010);
+        bins.add(c, 1_500, 5);
+        let mut before = 0;
+        for t in (0..=2_000).step_by(10) {
+            let v = bins.value_at(t).next().unwrap().1;
+            let overlap = t.clamp(13, 1_010) - t.saturating_sub(10).clamp(13, 1_010);
+            let added = if t == 1_510 { 5 } else { 0 };
+            assert!(v - before <= overlap + added, "t {t}: {}", v - before);
+            before = v;
+        }
+        assert_eq!(before, 1_002);
+    }
 
     #[test]
     fn coarsening_keeps_rows_on_the_doubled_interval() {
