@@ -90,6 +90,24 @@ impl SimLock {
         ctx.spend(self.costs.handoff, handoff_ns);
     }
 
+    /// Put `hold` at position `i`. A CPU taking the lock again the moment it released it
+    /// extends its hold instead: anyone arriving during either waits for the end of both
+    /// alike, and a step taking the lock thousands of times in a row (scanning a full swap
+    /// device's clusters) leaves one hold for later arrivals to wait behind, not thousands.
+    fn place(&mut self, i: usize, hold: Hold) {
+        if let Some(j) = i.checked_sub(1) {
+            let previous = self.holds.get(j);
+            if previous.cpu() == hold.cpu() && previous.end() == hold.start {
+                self.holds.set_end(j, hold.end());
+                return;
+            }
+        }
+        self.holds.insert(i, hold);
+        if i + 1 == self.holds.len() {
+            self.last_cpu = Some(hold.cpu());
+        }
+    }
+
     /// Book a hold of `hold_ns` by `ctx.cpu` arriving at `at_ns` in the calendar; returns
     /// how long it waited and what the handoff added to the hold.
     fn book(&mut self, ctx: &Ctx, at_ns: u64, hold_ns: u64) -> (u64, u64) {
@@ -134,11 +152,7 @@ impl SimLock {
         };
         let hold_ns = hold_ns + handoff_ns;
         if hold_ns > 0 {
-            self.holds
-                .insert(i, Hold::new(start, start + hold_ns, ctx.cpu as u32));
-            if i + 1 == self.holds.len() {
-                self.last_cpu = Some(ctx.cpu as u32);
-            }
+            self.place(i, Hold::new(start, start + hold_ns, ctx.cpu as u32));
         }
         let wait_ns = start - at_ns;
         let s = &mut self.stats;
@@ -226,6 +240,16 @@ impl Calendar {
             Some(&h) => h,
             None => self.right[i - self.left.len()],
         }
+    }
+
+    /// Move hold `i`'s end to `end` (its start stays, so the order holds).
+    #[inline]
+    fn set_end(&mut self, i: usize, end: u64) {
+        let h = match self.left.len() {
+            n if i < n => &mut self.left[i],
+            n => &mut self.right[i - n],
+        };
+        *h = Hold::new(h.start, end, h.cpu());
     }
 
     /// How many holds start at or before `t_ns`.
