@@ -492,7 +492,7 @@ impl FolioTable {
         );
         // Writeback observed late: a folio may go with WRITEBACK still set.
         if self.flags[i] & IO_FLAGS != 0 {
-            self.writeback_done.remove(&pfn);
+            self.forget_io(pfn);
         }
         self.flags[i] = 0;
         let rec = self.rec_mut(i);
@@ -500,8 +500,20 @@ impl FolioTable {
         rec.mapcount = 0;
         // The model's pin holder goes away with the mapping (mm/gup.rs).
         if !self.pins.is_empty() {
-            self.pins.remove(&pfn);
+            self.forget_pin(pfn);
         }
+    }
+
+    // The two maps' removals out of line: inline they kept `release` from being inlined
+    // into every free.
+    #[inline(never)]
+    fn forget_io(&mut self, pfn: u32) {
+        self.writeback_done.remove(&pfn);
+    }
+
+    #[inline(never)]
+    fn forget_pin(&mut self, pfn: u32) {
+        self.pins.remove(&pfn);
     }
 }
 
