@@ -363,7 +363,7 @@ impl FolioTable {
         *fl &= !flag;
         // `flag` is a constant at nearly every call: this folds away unless it is an I/O flag.
         if flag & IO_FLAGS != 0 && io != 0 && *fl & IO_FLAGS == 0 {
-            self.writeback_done.remove(&pfn);
+            self.forget_io(pfn);
         }
     }
     /// When the folio's writeback (WRITEBACK) or read (LOCKED) completes; one of them is set.
@@ -464,12 +464,9 @@ impl FolioTable {
     /// Set up a freshly allocated folio.
     pub fn init(&mut self, pfn: u32, order: u32, memcg: u16, owner: (u32, u32, u32)) {
         let i = pfn as usize;
-        if self.flags[i] & IO_FLAGS != 0 {
-            self.writeback_done.remove(&pfn);
-        }
         assert!(order <= MAX_PAGE_ORDER, "order {order} of pfn {pfn}");
+        let io = std::mem::replace(&mut self.flags[i], flags::ALLOCATED) & IO_FLAGS != 0;
         self.order.0[i] = order as u8;
-        self.flags[i] = flags::ALLOCATED;
         *self.recs.get_mut(order, i) = FolioRec {
             owner_mm: nil0(owner.0),
             owner_vma: nil0(owner.1),
@@ -481,6 +478,9 @@ impl FolioTable {
             memcg,
             lru_gen: 0,
         };
+        if io {
+            self.forget_io(pfn);
+        }
     }
 
     #[inline]
@@ -490,18 +490,30 @@ impl FolioTable {
             self.flags[i] & (flags::LRU | flags::SWAPCACHE) == 0,
             "freeing folio {pfn} still on LRU or in swap cache"
         );
-        // Writeback observed late: a folio may go with WRITEBACK still set.
-        if self.flags[i] & IO_FLAGS != 0 {
-            self.writeback_done.remove(&pfn);
-        }
-        self.flags[i] = 0;
+        let io = std::mem::take(&mut self.flags[i]) & IO_FLAGS != 0;
         let rec = self.rec_mut(i);
         rec.owner_mm = nil0(NIL);
         rec.mapcount = 0;
+        // Writeback observed late: a folio may go with WRITEBACK still set.
+        if io {
+            self.forget_io(pfn);
+        }
         // The model's pin holder goes away with the mapping (mm/gup.rs).
         if !self.pins.is_empty() {
-            self.pins.remove(&pfn);
+            self.forget_pin(pfn);
         }
+    }
+
+    // The two maps' removals out of line: inline they kept `init` and `release` from being
+    // inlined into every allocation and free.
+    #[inline(never)]
+    fn forget_io(&mut self, pfn: u32) {
+        self.writeback_done.remove(&pfn);
+    }
+
+    #[inline(never)]
+    fn forget_pin(&mut self, pfn: u32) {
+        self.pins.remove(&pfn);
     }
 }
 

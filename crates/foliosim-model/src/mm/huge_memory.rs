@@ -41,6 +41,8 @@ pub struct OrderList {
 }
 
 impl FromIterator<u32> for OrderList {
+    // Inline: every fault collects its candidate orders, most often none.
+    #[inline]
     fn from_iter<I: IntoIterator<Item = u32>>(iter: I) -> OrderList {
         let mut list = OrderList {
             orders: [0; PMD_ORDER as usize],

@@ -363,6 +363,7 @@ pub fn memcg_memory_event(k: &mut Kernel, memcg: u16, e: MemcgEvent) {
 
 /// Uncharge `nr_pages` of memory from the memcg and its ancestors (memcg_uncharge, from
 /// uncharge_batch: straight to the counters, not through the stock).
+#[inline]
 pub fn uncharge(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_pages: u64) {
     page_counter::uncharge(&mut k.memcgs, Counter::Memory, memcg, nr_pages);
     k.counter_lines.write_chain(ctx, &k.memcgs, memcg, None);
@@ -380,17 +381,31 @@ pub fn uncharge(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_pages: u64) {
 /// does not use up a retry. Out of retries, a charge that may (not __GFP_RETRY_MAYFAIL, at
 /// most PAGE_ALLOC_COSTLY_ORDER) invokes the OOM killer for mem_over_limit, and retries
 /// afresh while it kills. The root memcg is never limited: its count is its own folios.
+// Out of line: inlined with its stock fast path it cost +80 M instructions (docs/speed.md).
+#[inline(never)]
 pub fn try_charge(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_pages: u64, gfp: Gfp) -> bool {
     if memcg == ROOT_MEMCG {
         k.memcgs[memcg as usize].usage_pages += nr_pages;
         return true;
     }
+    // Two charges in three come from the stock: that path skips the retry loop's set-up.
+    if k.memcg_stock.consume(ctx.cpu, memcg, nr_pages) {
+        return true;
+    }
+    try_charge_counters(k, ctx, memcg, nr_pages, gfp)
+}
+
+/// try_charge after a miss in the stock: the page counters, reclaim and the retries.
+#[inline(never)]
+fn try_charge_counters(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, nr_pages: u64, gfp: Gfp) -> bool {
     let mut batch = nr_pages.max(MEMCG_CHARGE_BATCH);
     let mut retries = MAX_RECLAIM_RETRIES;
     let mut drained = false;
     let mut passed_oom = false;
+    // The caller looked at the stock for the first round.
+    let mut stock_checked = true;
     loop {
-        if k.memcg_stock.consume(ctx.cpu, memcg, nr_pages) {
+        if !std::mem::take(&mut stock_checked) && k.memcg_stock.consume(ctx.cpu, memcg, nr_pages) {
             return true;
         }
         let charged = page_counter::try_charge(&mut k.memcgs, Counter::Memory, memcg, batch);

@@ -21,10 +21,16 @@ pub fn swap_writepage(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     let order = k.folios.order[pfn as usize] as u32;
     let nr = 1u32 << order;
     let memcg = k.folios.memcg(pfn as usize) as usize;
-    // The pages' contents: on the stack up to 64K folios (no allocation per page written).
-    let mut small = [(ContentClass::default(), 0u64); 16];
+    // The pages' contents: on the stack up to 64K folios (no allocation per page written);
+    // a base page's without filling the 16-entry array (32 stores a page written).
+    let one: [(ContentClass, u64); 1];
+    let mut small: [(ContentClass, u64); 16];
     let large: Vec<(ContentClass, u64)>;
-    let contents: &[(ContentClass, u64)] = if nr as usize <= small.len() {
+    let contents: &[(ContentClass, u64)] = if nr == 1 {
+        one = [k.page_content(pfn, 0)];
+        &one
+    } else if nr <= 16 {
+        small = [(ContentClass::default(), 0u64); 16];
         for (i, c) in small[..nr as usize].iter_mut().enumerate() {
             *c = k.page_content(pfn, i as u32);
         }
@@ -106,7 +112,13 @@ pub fn write_to_device(
         return None;
     }
     let dev = &mut k.swap.devices[first.dev()];
-    dev.map.data[first.offset() as usize..(first.offset() + nr) as usize].fill(SlotData::Device);
+    let data = &mut dev.map.data[first.offset() as usize..(first.offset() + nr) as usize];
+    // One slot: a store, where a fill is a call to memset.
+    if let [slot] = data {
+        *slot = SlotData::Device;
+    } else {
+        data.fill(SlotData::Device);
+    }
     Some(dev.bdev.write(
         ctx,
         &mut k.membw,

@@ -706,7 +706,11 @@ pub fn shrink_folio_list(
 ) -> ShrinkResult {
     let mut list: VecDeque<u32> = folios.into();
     let mut tlb = TlbUnmapBatch::new(k.cfg.tlb_batched_unmap);
-    let mut result = ShrinkResult::default();
+    // Sized for the list: grown push by push it reallocated ~2.5 times a call.
+    let mut result = ShrinkResult {
+        putback: Vec::with_capacity(list.len()),
+        ..ShrinkResult::default()
+    };
     // Before reclaiming a folio, try to move it a tier down (do_demote_pass); the folios that
     // fail to demote go round again to be reclaimed.
     // Reclaim's list is one node's (MADV_PAGEOUT's may mix nodes, but it never demotes).

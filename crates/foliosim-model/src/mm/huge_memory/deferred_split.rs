@@ -113,11 +113,17 @@ pub fn folio_unqueue_deferred_split(
     f: &mut FolioTable,
     pfn: u32,
 ) {
+    // Every free asks; few folios are queued: the test inline, the removal out of line.
     if f.test(pfn, flags::PARTIALLY_MAPPED) {
-        let memcg = f.memcg(pfn as usize) as usize;
-        queues[memcg].remove(f, pfn);
-        f.clear(pfn, flags::PARTIALLY_MAPPED);
+        unqueue_partially_mapped(queues, f, pfn);
     }
+}
+
+#[inline(never)]
+fn unqueue_partially_mapped(queues: &mut [DeferredSplitQueue], f: &mut FolioTable, pfn: u32) {
+    let memcg = f.memcg(pfn as usize) as usize;
+    queues[memcg].remove(f, pfn);
+    f.clear(pfn, flags::PARTIALLY_MAPPED);
 }
 
 /// deferred_split_count: the shrinker's count for `memcg`.

@@ -71,6 +71,7 @@ impl Zone {
 
     /// zone_watermark_fast: the order-0 shortcut, then __zone_watermark_ok; a __GFP_HIGH
     /// order-0 request at the min watermark ignores the boost.
+    #[inline]
     pub fn zone_watermark_fast(&self, order: u32, mark: u64, alloc_flags: AllocFlags) -> bool {
         let free = self.area.nr_free_pages as i64;
         if order == 0 {
