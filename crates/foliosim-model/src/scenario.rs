@@ -27,7 +27,7 @@ pub use workload_spec::{
 use crate::engine::cost::CostModel;
 pub use numa::{
     KernelSysctl, MigrateTlbFlush, NodeSpec, NumaKnobs, PromotedPte, CXL_LATENCY_NS,
-    LOCAL_DRAM_LATENCY_NS,
+    LOCAL_DISTANCE, LOCAL_DRAM_LATENCY_NS, REMOTE_DISTANCE,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -225,9 +225,14 @@ pub struct Machine {
     /// The filesystem's disk, holding the `[[file]]`s (mm/filemap/).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disk: Option<DiskSpec>,
-    /// Memory-only nodes 1, 2, ... beside node 0 (`memory`, every CPU): `[[machine.node]]`.
+    /// Nodes 1, 2, ... beside node 0 (`memory`, socket 0's CPUs): `[[machine.node]]`,
+    /// memory-only or a socket's.
     #[serde(default, rename = "node", skip_serializing_if = "Vec::is_empty")]
     pub nodes: Vec<NodeSpec>,
+    /// The node distance table (ACPI SLIT, node_distance): row i, column j from node i's CPUs
+    /// to node j's memory. Default: 10 to itself, 20 to any other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_distance: Option<Vec<Vec<u32>>>,
     /// A named machine (hw/profile/): its topology and the costs it changes, each with its
     /// source. None is `this-vm`: no topology, the cost profile unchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -516,6 +521,7 @@ impl Default for Machine {
             iaa: None,
             disk: None,
             nodes: vec![],
+            node_distance: None,
             profile: None,
             topology: None,
             kvm_guest: false,
@@ -1476,7 +1482,7 @@ impl Scenario {
                 "16M ..= 4T",
             ));
         }
-        numa::validate(&m.nodes, &self.sysctl.kernel)?;
+        numa::validate(&m.nodes, m.node_distance.as_deref(), &self.sysctl.kernel)?;
         // Page frame numbers are 31 bits: a cache slot tells a pfn from a shadow entry by bit 31
         // (mm/workingset.rs).
         let total_memory: u64 = m.memory.0 + m.nodes.iter().map(|n| n.memory.0).sum::<u64>();

@@ -32,6 +32,7 @@ impl Scenario {
         .map_err(|(field, value, allowed)| invalid(field, value, allowed))?;
         self.check_accelerators()?;
         check_machine_profile(self)?;
+        check_node_sockets(self)?;
         check_swap_devices(self)?;
         self.check_costs()?;
         self.validate_host_knobs()?;
@@ -86,6 +87,59 @@ fn check_machine_profile(s: &Scenario) -> Result<(), ScenarioError> {
             "machine.kvm_guest",
             true,
             "false with profile this-vm (its costs were measured in its guest) or tlb arm64-tlbi (no IPI flushes)",
+        ));
+    }
+    Ok(())
+}
+
+/// `machine.node[i].socket`: with any, every socket of the topology but socket 0 (node 0's)
+/// is exactly one node's, and every socket has a CPU of the run (sockets -> NUMA nodes).
+fn check_node_sockets(s: &Scenario) -> Result<(), ScenarioError> {
+    let m = &s.machine;
+    let claimed: Vec<(usize, u32)> = m
+        .nodes
+        .iter()
+        .enumerate()
+        .filter_map(|(i, n)| n.socket.map(|sock| (i, sock)))
+        .collect();
+    let Some(&(first, _)) = claimed.first() else {
+        return Ok(());
+    };
+    let Some(t) = m.topology_spec() else {
+        return Err(invalid(
+            format!("machine.node[{first}].socket"),
+            claimed[0].1,
+            "absent: a socket needs [machine.topology] or a machine.profile with one",
+        ));
+    };
+    for (k, &(i, sock)) in claimed.iter().enumerate() {
+        if sock == 0 || sock >= t.sockets || claimed[..k].iter().any(|&(_, o)| o == sock) {
+            return Err(invalid(
+                format!("machine.node[{i}].socket"),
+                sock,
+                format!(
+                    "1 ..= {}, each socket once (node 0 holds socket 0)",
+                    t.sockets - 1
+                ),
+            ));
+        }
+    }
+    if claimed.len() as u32 != t.sockets - 1 {
+        return Err(invalid(
+            "machine.topology.sockets",
+            t.sockets,
+            format!(
+                "{} (node 0 and the {} nodes with a socket): every socket is a node",
+                claimed.len() + 1,
+                claimed.len()
+            ),
+        ));
+    }
+    if m.cpus < t.sockets {
+        return Err(invalid(
+            "machine.cpus",
+            m.cpus,
+            format!("at least {} (a CPU on every socket's node)", t.sockets),
         ));
     }
     Ok(())

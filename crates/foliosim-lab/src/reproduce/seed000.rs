@@ -65,6 +65,7 @@ pub fn scenario(kernel: Release, size: &str, scale: f64, seed: u64) -> Scenario 
             iaa: None,
             disk: None,
             nodes: vec![],
+            node_distance: None,
             tlb_geometry: None,
             profile: None,
             topology: None,

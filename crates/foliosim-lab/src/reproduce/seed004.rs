@@ -122,6 +122,7 @@ pub fn scenario(config: Config, scale: f64, seed: u64) -> Scenario {
             nodes: vec![NodeSpec {
                 memory: Bytes(8 * GIB),
                 cpus: 0,
+                socket: None,
                 // QEMU's second node is host DRAM: no slower than node 0 unless the host
                 // pinned it to its other socket, which the seed does not say.
                 latency_ns: Some(crate::scenario::LOCAL_DRAM_LATENCY_NS),

@@ -53,10 +53,12 @@ pub fn machine(g: &mut Gen, cluster_lists: bool, disk_bytes: Option<u64>) -> Mac
             .maybe(30, |g| NodeSpec {
                 memory: Bytes(g.pick(&[16u64, 32, 64, 128]) << 20),
                 cpus: 0,
+                socket: None,
                 latency_ns: g.maybe(50, |g| g.range(50, 500)),
             })
             .into_iter()
             .collect(),
+        node_distance: None,
         tlb_geometry: None,
         // Machine profiles and topologies are not drawn: the soak's sequences stay as they
         // were (a topology changes costs, not kernel paths).

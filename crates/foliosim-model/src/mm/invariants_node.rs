@@ -1,7 +1,8 @@
 //! Per-node invariants (pglist_data, mm/mmzone.rs), called from invariants::check with the
 //! free-page map it built: the nodes tile the pfns, each node's free pages are its zone's,
 //! only nodes with kswapd threads ever have one woken or are scanned by reclaim, each node's
-//! reclaim steals no more than it scans, and zone_statistics's counters agree.
+//! reclaim steals no more than it scans, zone_statistics's counters agree, every CPU is on a
+//! node with CPUs, and each zonelist is its node then every other node once.
 
 use super::mmzone::{NumaStat, PgData};
 use super::vmstat::VmEvent;
@@ -15,6 +16,7 @@ pub fn check(k: &Kernel, free: &[bool]) -> Result<(), String> {
             k.nodes.nr_nodes()
         ));
     }
+    check_cpus_and_zonelists(k)?;
     let (mut miss, mut foreign) = (0u64, 0u64);
     for (nid, p) in k.online_pgdats().enumerate() {
         check_span(k, nid)?;
@@ -47,6 +49,28 @@ pub fn check(k: &Kernel, free: &[bool]) -> Result<(), String> {
         return Err(format!(
             "numa_miss {miss} != numa_foreign {foreign} over the nodes"
         ));
+    }
+    Ok(())
+}
+
+/// cpu_to_node names a node with CPUs (and kswapd); node_zonelists[nid] starts at `nid`
+/// and holds each node once.
+fn check_cpus_and_zonelists(k: &Kernel) -> Result<(), String> {
+    let nodes = &k.nodes;
+    if let Some(cpu) = (0..nodes.cpu_nid.len())
+        .find(|&c| !nodes.has_cpus[nodes.cpu_nid[c]] || !k.pgdat[nodes.cpu_nid[c]].has_kthreads)
+    {
+        return Err(format!(
+            "CPU {cpu} is on node {}, a node without CPUs or kswapd",
+            nodes.cpu_nid[cpu]
+        ));
+    }
+    for (nid, list) in nodes.zonelist.iter().enumerate() {
+        let mut sorted = list.clone();
+        sorted.sort_unstable();
+        if list.first() != Some(&nid) || !sorted.iter().copied().eq(0..nodes.nr_nodes()) {
+            return Err(format!("node {nid}'s zonelist {list:?}"));
+        }
     }
     Ok(())
 }

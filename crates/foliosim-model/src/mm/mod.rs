@@ -362,7 +362,7 @@ impl Kernel {
 
         // The page cache: a disk's files, and their flusher thread (page_writeback.rs).
         let pagecache = filemap::PageCache::new(scenario);
-        let nodes = numa::Nodes::new(scenario, nr_pages);
+        let nodes = numa::Nodes::new(scenario, nr_pages, topology.as_ref());
         let kthread_nodes: Vec<usize> = (0..nodes.nr_nodes())
             .filter(|&n| nodes.has_cpus[n])
             .collect();

@@ -356,7 +356,7 @@ fn restore_ptes(k: &mut Kernel, mm: u32, vma: u32, head: u32) {
 /// when it faulted within the (adaptive) hot threshold of its scan and the rate limit allows.
 fn should_numa_migrate_memory(k: &mut Kernel, ctx: &Ctx, head: u32, nr: u64) -> bool {
     let now_ms = ctx.now_ns / 1_000_000;
-    if pgdat_free_space_enough(k) {
+    if pgdat_free_space_enough(k, k.numa_node_id(ctx)) {
         k.numa.nbp_threshold_ms = 0;
         return true;
     }
@@ -403,9 +403,9 @@ fn should_numa_migrate_memory(k: &mut Kernel, ctx: &Ctx, head: u32, nr: u64) -> 
     nb.nr_candidates - nb.nbp_rl_nr_cand < rate_limit
 }
 
-/// pgdat_free_space_enough: node 0 free above its promo watermark by max(1 GiB, 1/16 of it).
-fn pgdat_free_space_enough(k: &Kernel) -> bool {
-    let nid = k.nodes.cpu_node();
+/// pgdat_free_space_enough: the faulting CPU's node (the target, mpol_misplaced's local node)
+/// free above its promo watermark by max(1 GiB, 1/16 of it).
+fn pgdat_free_space_enough(k: &Kernel, nid: usize) -> bool {
     let enough = ((1u64 << 30) / PAGE_SIZE).max(k.pgdat[nid].zone.nr_pages as u64 >> 4);
     k.pgdat[nid].zone.watermark_ok(
         0,
@@ -414,12 +414,12 @@ fn pgdat_free_space_enough(k: &Kernel) -> bool {
     )
 }
 
-/// migrate_misplaced_folio_prepare + migrate_misplaced_folio: if node 0 is balanced with room
-/// for the folio, isolate it and migrate it there; otherwise wake node 0's kswapd (which
-/// demotes) and fail. Counts numa_pages_migrated and pgpromote_success.
+/// migrate_misplaced_folio_prepare + migrate_misplaced_folio: if the faulting CPU's node is
+/// balanced with room for the folio, isolate it and migrate it there; otherwise wake that
+/// node's kswapd (which demotes) and fail. Counts numa_pages_migrated and pgpromote_success.
 fn migrate_misplaced_folio(k: &mut Kernel, ctx: &mut Ctx, head: u32, nr: u64) -> bool {
-    // migrate_balanced_pgdat
-    let nid = k.nodes.cpu_node();
+    // migrate_balanced_pgdat, on the target: the faulting CPU's node (mpol_misplaced).
+    let nid = k.numa_node_id(ctx);
     let mark = k.pgdat[nid].zone.wmark_pages(Wmark::High) + nr;
     if !k.pgdat[nid].zone.watermark_ok(0, mark, AllocFlags(0)) {
         let order = k.folios.order[head as usize] as u32;
@@ -461,8 +461,8 @@ impl MigrationTarget for MisplacedTarget {
             .union(Gfp::NOWARN)
             .union(Gfp::NOMEMALLOC)
             .union(Gfp::NORETRY);
-        // __GFP_THISNODE: the top tier's zone only; the MIGRC check follows the allocation.
-        let nid = k.nodes.cpu_node();
+        // __GFP_THISNODE: the faulting CPU's node only; the MIGRC check follows the allocation.
+        let nid = k.numa_node_id(ctx);
         get_page_from_freelist(k, ctx, nid, gfp, order, AllocFlags::WMARK_MIN)
     }
 

@@ -1,4 +1,5 @@
-//! NUMA in a scenario: memory-only nodes beside node 0 (`[[machine.node]]`), NUMA balancing's
+//! NUMA in a scenario: nodes beside node 0 (`[[machine.node]]`: memory-only, or a socket's),
+//! the node distance table (`machine.node_distance`), NUMA balancing's
 //! sysctls (`[sysctl.kernel]`), the demotion switch (`[sysfs.numa]`), and how migration flushes
 //! the TLB (`kernel.migrate_tlb_flush`).
 
@@ -7,14 +8,19 @@ use serde::{Deserialize, Serialize};
 
 /// A node beyond node 0: memory without CPUs (a CXL expander, or a VM's second node with its
 /// CPUs elsewhere), a lower memory tier than node 0 (memory_tiers: a CPU-less node of higher
-/// abstract distance). Node 0 holds `machine.memory` and every CPU.
+/// abstract distance); or, with `socket`, the memory and CPUs of one socket of the topology.
+/// Node 0 holds `machine.memory` and socket 0's CPUs (every CPU without socket nodes).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NodeSpec {
     pub memory: Bytes,
-    /// CPUs on this node: only 0 is modelled (all CPUs are on node 0).
+    /// CPUs on this node: only 0 (a node's CPUs come from its `socket`).
     #[serde(default)]
     pub cpus: u32,
+    /// The topology's socket whose CPUs are on this node (1 .. sockets - 1; node 0 holds
+    /// socket 0). None: memory-only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket: Option<u32>,
     /// Load-to-use latency of this node's memory from node 0's CPUs. Default: CXL_LATENCY_NS.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency_ns: Option<u64>,
@@ -27,6 +33,11 @@ pub struct NodeSpec {
 pub const CXL_LATENCY_NS: u64 = 220;
 /// Local DRAM load-to-use latency, node 0. Estimate (typical server DDR5, ~100 ns).
 pub const LOCAL_DRAM_LATENCY_NS: u64 = 100;
+/// node_distance of a node to itself (include/linux/topology.h LOCAL_DISTANCE; ACPI SLIT's
+/// normalised local latency).
+pub const LOCAL_DISTANCE: u32 = 10;
+/// node_distance between two nodes without a SLIT (REMOTE_DISTANCE, the kernel's default).
+pub const REMOTE_DISTANCE: u32 = 20;
 
 /// `/proc/sys/kernel/numa_balancing*`. None leaves the host's value (live) and is the kernel's
 /// default in the sim.
@@ -91,7 +102,11 @@ pub enum PromotedPte {
 }
 
 /// Checks of the NUMA settings that need no other section.
-pub(super) fn validate(nodes: &[NodeSpec], sysctl: &KernelSysctl) -> Result<(), ScenarioError> {
+pub(super) fn validate(
+    nodes: &[NodeSpec],
+    distance: Option<&[Vec<u32>]>,
+    sysctl: &KernelSysctl,
+) -> Result<(), ScenarioError> {
     if nodes.len() > 7 {
         return Err(invalid(
             "machine.node",
@@ -104,7 +119,7 @@ pub(super) fn validate(nodes: &[NodeSpec], sysctl: &KernelSysctl) -> Result<(), 
             return Err(invalid(
                 format!("machine.node[{i}].cpus"),
                 n.cpus,
-                "0 (nodes beyond node 0 are memory-only; every CPU is on node 0)",
+                "0 (a node's CPUs are its socket's: machine.node[i].socket)",
             ));
         }
         if n.memory.0 < 16 << 20 || n.memory.0 > 1 << 42 {
@@ -124,6 +139,9 @@ pub(super) fn validate(nodes: &[NodeSpec], sysctl: &KernelSysctl) -> Result<(), 
             }
         }
     }
+    if let Some(d) = distance {
+        validate_distance(d, nodes.len() + 1)?;
+    }
     if let Some(mode) = sysctl.numa_balancing {
         if mode > 3 {
             return Err(invalid(
@@ -136,7 +154,7 @@ pub(super) fn validate(nodes: &[NodeSpec], sysctl: &KernelSysctl) -> Result<(), 
             return Err(invalid(
                 "sysctl.kernel.numa_balancing",
                 mode,
-                "0 or 2: NUMA_BALANCING_NORMAL (task placement across CPU nodes) is not modelled, every CPU is on node 0",
+                "0 or 2: NUMA_BALANCING_NORMAL (task placement across CPU nodes) is not modelled",
             ));
         }
     }
@@ -176,6 +194,42 @@ pub(super) fn validate(nodes: &[NodeSpec], sysctl: &KernelSysctl) -> Result<(), 
         if let Some(v) = value {
             if !(lo..=hi).contains(&v) {
                 return Err(invalid(field, v, format!("{lo} ..= {hi}")));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `machine.node_distance`: one row per node, each of one entry per node; LOCAL_DISTANCE on
+/// the diagonal and more elsewhere, below 255 (unreachable): the kernel's acpi slit_valid.
+fn validate_distance(d: &[Vec<u32>], nr_nodes: usize) -> Result<(), ScenarioError> {
+    if d.len() != nr_nodes {
+        return Err(invalid(
+            "machine.node_distance",
+            format!("{} rows", d.len()),
+            format!("{nr_nodes} rows (one per node: node 0 and each [[machine.node]])"),
+        ));
+    }
+    for (i, row) in d.iter().enumerate() {
+        if row.len() != nr_nodes {
+            return Err(invalid(
+                format!("machine.node_distance[{i}]"),
+                format!("{} entries", row.len()),
+                format!("{nr_nodes} entries (one per node)"),
+            ));
+        }
+        for (j, &v) in row.iter().enumerate() {
+            let ok = if i == j {
+                v == LOCAL_DISTANCE
+            } else {
+                (LOCAL_DISTANCE + 1..=254).contains(&v)
+            };
+            if !ok {
+                return Err(invalid(
+                    format!("machine.node_distance[{i}][{j}]"),
+                    v,
+                    "10 from a node to itself, 11 ..= 254 between two nodes (ACPI SLIT)",
+                ));
             }
         }
     }

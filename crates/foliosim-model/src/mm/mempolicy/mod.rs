@@ -9,9 +9,11 @@
 //! - 5.4 to 6.18 (`thp_node_v5_4.rs`): the local node without reclaim first, then any node when
 //!   the gfp allows direct reclaim (alloc_pages_mpol of 6.18).
 //!
-//! The rule applies on machines with more than one node only: on one node the 5.4+ rule would
-//! re-run reclaim and compaction after the local attempt (the kernel does), which the model's
-//! single-node results have never included (docs/numa-tiering.md).
+//! The rule applies on one node too: alloc_pages_mpol is mm/mempolicy.c's, built on every
+//! CONFIG_NUMA kernel (distro kernels), and tests the order (HPAGE_PMD_ORDER, a fault's
+//! vma_alloc_folio), not the node count (6.18.38, mm/mempolicy.c). On one node 4.1 to 5.3 add
+//! only __GFP_THISNODE, which changes nothing there; 5.4+ make the __GFP_NORETRY local attempt
+//! first and, when it fails and the gfp may reclaim, the full attempt after it.
 
 mod thp_node_v4_1;
 mod thp_node_v5_3;
@@ -48,8 +50,8 @@ pub fn hugepage_policy_of(release: Release) -> &'static dyn HugepageNodePolicy {
     }
 }
 
-/// vma_alloc_folio for an anonymous fault's folio of `order`: a PMD-order folio on a machine
-/// of several nodes follows the release's rule; any other allocation the default local policy.
+/// vma_alloc_folio for an anonymous fault's folio of `order`: a PMD-order folio follows the
+/// release's rule (alloc_pages_mpol); any other order the default local policy.
 pub fn vma_alloc_folio(
     k: &mut Kernel,
     ctx: &mut Ctx,
@@ -57,7 +59,7 @@ pub fn vma_alloc_folio(
     order: u32,
     madvised: bool,
 ) -> Option<u32> {
-    if order == PMD_ORDER && k.nr_nodes() > 1 {
+    if order == PMD_ORDER {
         let policy = k.cfg.hugepage_node_policy;
         return policy.alloc_hugepage(k, ctx, gfp, order, madvised);
     }

@@ -254,15 +254,17 @@ mod tests {
     use crate::mm::mmap::ThpAdvice;
     use crate::scenario::Scenario;
 
-    /// Two nodes of 64M with CPU 1 on node 1 (set by hand: the scenario cannot yet put CPUs
-    /// on a second node), swapping to an SSD.
+    /// Two nodes of 64M, one socket each (CPU 1 on node 1), swapping to an SSD.
     fn two_nodes_cpu1_on_node1() -> Kernel {
         let text = r#"
 [machine]
 cpus = 2
 memory = "64M"
+[machine.topology]
+sockets = 2
 [[machine.node]]
 memory = "64M"
+socket = 1
 [[machine.swap]]
 kind = "ssd"
 size = "128M"
@@ -274,10 +276,9 @@ kind = "usemem"
 nproc = 1
 size = "4M"
 "#;
-        let mut k = Kernel::new(&Scenario::from_toml_str(text).unwrap());
-        k.nodes.has_cpus[1] = true;
-        k.nodes.cpu_nid[1] = 1;
-        k.pgdat[1].has_kthreads = true;
+        let k = Kernel::new(&Scenario::from_toml_str(text).unwrap());
+        assert_eq!((k.nodes.cpu_to_node(0), k.nodes.cpu_to_node(1)), (0, 1));
+        assert!(k.pgdat[1].has_kthreads);
         k
     }
 
