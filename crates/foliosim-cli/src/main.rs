@@ -214,12 +214,16 @@ fn main() -> std::process::ExitCode {
 /// (RUST_BACKTRACE is often set for other programs).
 fn error_text(e: &anyhow::Error) -> String {
     let mut text = format!("Error: {e}");
+    // What was said, unindented: a multi-line cause is indented in `text`, so a later cause
+    // repeating it would not be found there.
+    let mut said = text.clone();
     for cause in e.chain().skip(1) {
         let cause = cause.to_string();
         let cause = cause.trim();
-        if text.contains(cause) {
+        if said.contains(cause) {
             continue;
         }
+        said.push_str(cause);
         if cause.contains('\n') {
             text.push_str(":\n");
             for line in cause.lines() {
