@@ -84,8 +84,9 @@ pub fn fit(args: FitArgs) -> Result<()> {
         }
     }
     if let Some(seeds) = args.seeds {
-        if seeds == 0 {
-            bail!("fit: --seeds must be at least 1");
+        let max = fit::table::MAX_SEEDS;
+        if !(1..=max).contains(&seeds) {
+            bail!("fit: --seeds {seeds}; allowed: 1 ..= {max}");
         }
         table.seeds = seeds;
     }
