@@ -71,6 +71,7 @@ fn parse_free(text: &str) -> Result<Free> {
 }
 
 pub fn fit(args: FitArgs) -> Result<()> {
+    crate::check_output_file("--output", args.output.as_deref())?;
     let mut table = Table::load(&args.table)?;
     if let Some(scale) = args.scale {
         match &mut table.experiment {

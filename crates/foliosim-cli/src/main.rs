@@ -500,3 +500,43 @@ fn jobs_or_all_cores(command: &str, jobs: Option<usize>) -> Result<usize> {
         None => Ok(foliosim_lab::sweep::local::default_jobs()),
     }
 }
+
+/// An output file named on the command line, checked before the work it would hold: an
+/// existing directory or device there is refused now, not after a long run.
+fn check_output_file(flag: &str, path: Option<&std::path::Path>) -> Result<()> {
+    match path {
+        Some(p) if p.exists() && !p.is_file() => bail!(
+            "{flag} {}: not a regular file (a directory or device); allowed: a file to write",
+            p.display()
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// The longest time a duration flag takes (about 31 years): a `Duration` of more panics.
+const MAX_FLAG_SECONDS: f64 = 1e9;
+
+/// A clap value parser for a time in seconds: a finite number in (0, MAX_FLAG_SECONDS].
+fn seconds(text: &str) -> std::result::Result<f64, String> {
+    let s: f64 = text.parse().map_err(|e| format!("{e}"))?;
+    if s > 0.0 && s <= MAX_FLAG_SECONDS {
+        Ok(s)
+    } else {
+        Err(format!(
+            "allowed: a number of seconds > 0, at most {MAX_FLAG_SECONDS:e}"
+        ))
+    }
+}
+
+/// [`seconds`] for a flag in minutes.
+fn minutes(text: &str) -> std::result::Result<f64, String> {
+    seconds(text)
+        .ok()
+        .filter(|m| m * 60.0 <= MAX_FLAG_SECONDS)
+        .ok_or_else(|| {
+            format!(
+                "allowed: a number of minutes > 0, at most {:e}",
+                MAX_FLAG_SECONDS / 60.0
+            )
+        })
+}

@@ -69,6 +69,7 @@ pub fn reproduce(args: ReproduceArgs) -> Result<()> {
     if html.is_some() && interval.is_none() {
         interval = Some(foliosim::report::spec::SampleInterval::Auto);
     }
+    crate::check_output_file("--html", html.as_deref())?;
     let which = seed_number(&seed_doc)?;
     foliosim_lab::reproduce::check_scale("reproduce: --scale", scale)
         .map_err(anyhow::Error::msg)?;
