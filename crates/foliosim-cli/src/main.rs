@@ -322,7 +322,7 @@ const EXIT_INTERRUPTED: i32 = 130;
 
 fn exit_on_interrupt(e: anyhow::Error) -> anyhow::Error {
     if foliosim_live::settings::interrupted() {
-        eprintln!("Error: {e:#}");
+        eprint!("{}", error_text(&e));
         std::process::exit(EXIT_INTERRUPTED);
     }
     e
