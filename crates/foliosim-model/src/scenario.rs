@@ -1472,7 +1472,7 @@ impl Scenario {
             ));
         }
         let min_memory = 16 << 20;
-        let whole_pages = m.memory.0 % PAGE_SIZE == 0;
+        let whole_pages = m.memory.0.is_multiple_of(PAGE_SIZE);
         if m.memory.0 < min_memory || m.memory.0 > 1 << 42 || !whole_pages {
             return Err(invalid(
                 "machine.memory",
