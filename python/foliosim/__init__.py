@@ -17,6 +17,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import math
+import numbers
 import os
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence, Union
@@ -106,6 +107,16 @@ def to_toml(scenario: Mapping[str, Any]) -> str:
     return _foliosim.scenario_toml_from_json(_scenario_json(scenario))
 
 
+def _count(name: str, value: Any) -> Union[int, None]:
+    """An int argument >= 0 (None stays None), or ValueError naming it: the extension's
+    unsigned conversion would raise an OverflowError that names nothing."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 0:
+        raise ValueError(f"{name}: found {value!r}; allowed: a whole number >= 1")
+    return int(value)
+
+
 def _scenario_text(scenario: ScenarioLike) -> str:
     if isinstance(scenario, Mapping):
         return to_toml(scenario)  # validated, every default written out
@@ -119,6 +130,8 @@ def _scenario_text(scenario: ScenarioLike) -> str:
             path = Path(scenario.strip()).expanduser()
             if path.is_file():
                 return path.read_text(encoding="utf-8")
+            if path.exists():
+                raise ValueError(f"scenario: {scenario!r} is not a regular file; allowed: a .toml file")
             raise FileNotFoundError(f"scenario file not found: {scenario!r}")
         return scenario
     raise TypeError(
@@ -338,7 +351,7 @@ def reproduce(
     Raises ValueError for an unknown seed or a bad argument, RuntimeError if a run fails.
     """
     report = json.loads(
-        _foliosim.reproduce_json(seed, float(scale), int(seeds), None if jobs is None else int(jobs))
+        _foliosim.reproduce_json(seed, float(scale), _count("seeds", seeds), _count("jobs", jobs))
     )
     tables = {k: v for k, v in report.items() if isinstance(v, list)}
     if len(tables) == 1:
@@ -429,9 +442,9 @@ def fit(
         free_list,
         bool(loo),
         None if scale is None else float(scale),
-        None if seeds is None else int(seeds),
-        None if jobs is None else int(jobs),
-        int(max_iters),
+        _count("seeds", seeds),
+        _count("jobs", jobs),
+        _count("max_iters", max_iters),
     )
     result = FitResult(json.loads(report_json), costs_toml)
     if output is not None:

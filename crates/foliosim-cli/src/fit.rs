@@ -71,6 +71,7 @@ fn parse_free(text: &str) -> Result<Free> {
 }
 
 pub fn fit(args: FitArgs) -> Result<()> {
+    crate::check_output_file("--output", args.output.as_deref())?;
     let mut table = Table::load(&args.table)?;
     if let Some(scale) = args.scale {
         match &mut table.experiment {
@@ -84,8 +85,9 @@ pub fn fit(args: FitArgs) -> Result<()> {
         }
     }
     if let Some(seeds) = args.seeds {
-        if seeds == 0 {
-            bail!("fit: --seeds must be at least 1");
+        let max = fit::table::MAX_SEEDS;
+        if !(1..=max).contains(&seeds) {
+            bail!("fit: --seeds {seeds}; allowed: 1 ..= {max}");
         }
         table.seeds = seeds;
     }

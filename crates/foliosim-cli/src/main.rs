@@ -214,12 +214,16 @@ fn main() -> std::process::ExitCode {
 /// (RUST_BACKTRACE is often set for other programs).
 fn error_text(e: &anyhow::Error) -> String {
     let mut text = format!("Error: {e}");
+    // What was said, unindented: a multi-line cause is indented in `text`, so a later cause
+    // repeating it would not be found there.
+    let mut said = text.clone();
     for cause in e.chain().skip(1) {
         let cause = cause.to_string();
         let cause = cause.trim();
-        if text.contains(cause) {
+        if said.contains(cause) {
             continue;
         }
+        said.push_str(cause);
         if cause.contains('\n') {
             text.push_str(":\n");
             for line in cause.lines() {
@@ -318,7 +322,7 @@ const EXIT_INTERRUPTED: i32 = 130;
 
 fn exit_on_interrupt(e: anyhow::Error) -> anyhow::Error {
     if foliosim_live::settings::interrupted() {
-        eprintln!("Error: {e:#}");
+        eprint!("{}", error_text(&e));
         std::process::exit(EXIT_INTERRUPTED);
     }
     e
@@ -495,4 +499,44 @@ fn jobs_or_all_cores(command: &str, jobs: Option<usize>) -> Result<usize> {
         Some(n) => Ok(n),
         None => Ok(foliosim_lab::sweep::local::default_jobs()),
     }
+}
+
+/// An output file named on the command line, checked before the work it would hold: an
+/// existing directory or device there is refused now, not after a long run.
+fn check_output_file(flag: &str, path: Option<&std::path::Path>) -> Result<()> {
+    match path {
+        Some(p) if p.exists() && !p.is_file() => bail!(
+            "{flag} {}: not a regular file (a directory or device); allowed: a file to write",
+            p.display()
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// The longest time a duration flag takes (about 31 years): a `Duration` of more panics.
+const MAX_FLAG_SECONDS: f64 = 1e9;
+
+/// A clap value parser for a time in seconds: a finite number in (0, MAX_FLAG_SECONDS].
+fn seconds(text: &str) -> std::result::Result<f64, String> {
+    let s: f64 = text.parse().map_err(|e| format!("{e}"))?;
+    if s > 0.0 && s <= MAX_FLAG_SECONDS {
+        Ok(s)
+    } else {
+        Err(format!(
+            "allowed: a number of seconds > 0, at most {MAX_FLAG_SECONDS:e}"
+        ))
+    }
+}
+
+/// [`seconds`] for a flag in minutes.
+fn minutes(text: &str) -> std::result::Result<f64, String> {
+    seconds(text)
+        .ok()
+        .filter(|m| m * 60.0 <= MAX_FLAG_SECONDS)
+        .ok_or_else(|| {
+            format!(
+                "allowed: a number of minutes > 0, at most {:e}",
+                MAX_FLAG_SECONDS / 60.0
+            )
+        })
 }

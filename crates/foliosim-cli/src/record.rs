@@ -18,7 +18,7 @@ pub struct RecordArgs {
     #[arg(long, value_name = "SIZE")]
     memcg_limit: Option<String>,
     /// Kill the program after this many seconds (the trace is then not written).
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", value_parser = crate::seconds)]
     timeout: Option<f64>,
     /// Ring buffer per CPU in MiB (a power of two); raise it if records were lost. Default:
     /// 32, less with more than 8 CPUs (256 MiB in all, at least 4 per CPU).
@@ -52,9 +52,6 @@ pub fn record(args: RecordArgs) -> Result<()> {
         .filter(|b| !b.is_power_of_two() || *b > 1024)
     {
         bail!("--buffer-mib {b}: allowed: a power of two up to 1024");
-    }
-    if let Some(t) = args.timeout.filter(|t| !(*t > 0.0 && t.is_finite())) {
-        bail!("--timeout {t}: allowed: a number of seconds > 0");
     }
     let out = args.out.clone().unwrap_or_else(|| {
         let name = std::path::Path::new(&args.command[0])

@@ -69,12 +69,12 @@ pub fn reproduce(args: ReproduceArgs) -> Result<()> {
     if html.is_some() && interval.is_none() {
         interval = Some(foliosim::report::spec::SampleInterval::Auto);
     }
+    crate::check_output_file("--html", html.as_deref())?;
     let which = seed_number(&seed_doc)?;
     foliosim_lab::reproduce::check_scale("reproduce: --scale", scale)
         .map_err(anyhow::Error::msg)?;
-    if seeds == 0 {
-        bail!("reproduce: --seeds must be at least 1");
-    }
+    foliosim_lab::reproduce::check_seeds("reproduce: --seeds", seeds)
+        .map_err(anyhow::Error::msg)?;
     let jobs = jobs_or_all_cores("reproduce", jobs)?;
     let bar = progress::Progress::new(&format!("reproduce {which:03}"), "runs", 0);
     let mut runs = foliosim_lab::reproduce::Runs::new(jobs)

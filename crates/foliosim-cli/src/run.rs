@@ -22,11 +22,11 @@ pub struct RunArgs {
     #[arg(long)]
     pub live: bool,
     /// Live: kill the workload and restore the host after this many seconds.
-    #[arg(long, value_name = "SECONDS")]
+    #[arg(long, value_name = "SECONDS", requires = "live", value_parser = crate::seconds)]
     pub timeout: Option<f64>,
     /// Live: allow turning zswap on for scenarios that enable it. zswap is off again after
     /// the run, but the host then swaps mTHP in as order 0 until reboot.
-    #[arg(long)]
+    #[arg(long, requires = "live")]
     pub enable_zswap: bool,
     /// Sim: load named costs from a file written by `foliosim calibrate`.
     #[arg(long, value_name = "FILE")]
@@ -52,6 +52,8 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs) -> Result<()> {
+    crate::check_output_file("--timeline", args.timeline.as_deref())?;
+    crate::check_output_file("--html", args.html.as_deref())?;
     let mut s = scenario(&args)?;
     if args.live {
         let opts = foliosim_live::LiveOptions {

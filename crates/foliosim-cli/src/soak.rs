@@ -18,20 +18,20 @@ pub struct SoakArgs {
     #[arg(long)]
     cases: Option<u64>,
     /// Stop after this many minutes of wall time (default: 1, unless --cases is given).
-    #[arg(long)]
+    #[arg(long, value_parser = crate::minutes)]
     minutes: Option<f64>,
     /// Where failing cases are written (soak-SEED.toml, and soak-SEED.trace).
     #[arg(long, default_value = "soak-failures")]
     out: std::path::PathBuf,
     /// The most scheduler steps a case may take before it is cut.
-    #[arg(long, default_value_t = soak::MAX_STEPS)]
+    #[arg(long, default_value_t = soak::MAX_STEPS, value_parser = clap::value_parser!(u64).range(1..))]
     max_steps: u64,
     /// Print each case's seed and verdict.
     #[arg(long)]
     verbose: bool,
     /// A case that has used this many seconds of CPU hangs inside one step (the step limit
     /// cannot end it): it is written out and the soak stops.
-    #[arg(long, default_value_t = 120)]
+    #[arg(long, default_value_t = 120, value_parser = clap::value_parser!(u64).range(1..))]
     case_timeout: u64,
 }
 

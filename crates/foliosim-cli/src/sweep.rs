@@ -127,6 +127,12 @@ pub fn sweep(args: SweepArgs) -> Result<()> {
         return Ok(());
     }
     let out = &args.out;
+    if out.exists() && !out.is_dir() {
+        bail!(
+            "sweep: --out {}: not a directory; allowed: a directory (made if missing)",
+            out.display()
+        );
+    }
     if let sweep::Existing::Replaced(what) = plan.check_replaces(out, args.force)? {
         eprintln!(
             "sweep: replacing the sweep under {} (--force): {}",

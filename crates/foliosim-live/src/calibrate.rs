@@ -88,8 +88,9 @@ impl CalibrationReport {
 
 /// The `[costs]` table of a calibrate file.
 pub fn load_costs(path: &std::path::Path) -> Result<BTreeMap<String, f64>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    // A device (`/dev/zero`) would be read for ever: regular files only.
+    let text = foliosim::footprint::read_toml(path)
+        .with_context(|| format!("reading {}", path.display()))?;
     foliosim::engine::cost::CostModel::parse_costs_file(&text)
         .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
 }

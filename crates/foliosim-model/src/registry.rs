@@ -39,11 +39,13 @@ impl<E: Entry> Choice<E> {
             .find(|e| e.name() == name)
             .map(|e| Choice(*e))
             .ok_or_else(|| {
-                format!(
-                    "unknown {} `{name}`: allowed are {}",
-                    E::WHAT,
-                    names::<E>().join(", ")
-                )
+                let allowed = match names::<E>() {
+                    none if none.is_empty() => {
+                        "none: this build registers none (docs/extending.md)".to_string()
+                    }
+                    some => some.join(", "),
+                };
+                format!("unknown {} `{name}`: allowed are {allowed}", E::WHAT)
             })
     }
 

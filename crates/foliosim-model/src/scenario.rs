@@ -659,6 +659,9 @@ fn check_queue_limits(
 /// The largest wbt_lat_usec accepted (1000 s): a bound so that µs -> ns cannot overflow.
 const MAX_WBT_LAT_USEC: u64 = 1_000_000_000;
 
+/// swapon(2)'s largest priority (include/linux/swap.h).
+const SWAP_FLAG_PRIO_MASK: i32 = 0x7fff;
+
 fn default_swap_priority() -> i32 {
     -2
 }
@@ -1475,11 +1478,12 @@ impl Scenario {
             ));
         }
         let min_memory = 16 << 20;
-        if m.memory.0 < min_memory || m.memory.0 > 1 << 42 {
+        let whole_pages = m.memory.0.is_multiple_of(PAGE_SIZE);
+        if m.memory.0 < min_memory || m.memory.0 > 1 << 42 || !whole_pages {
             return Err(invalid(
                 "machine.memory",
                 format_size(m.memory.0),
-                "16M ..= 4T",
+                "16M ..= 4T, a whole number of 4K pages",
             ));
         }
         numa::validate(&m.nodes, m.node_distance.as_deref(), &self.sysctl.kernel)?;
@@ -1547,6 +1551,14 @@ impl Scenario {
                 format!("machine.swap[{i}].bandwidth_bytes_per_s"),
                 0,
                 "> 0",
+            ));
+        }
+        // swapon(2) takes 0 ..= SWAP_FLAG_PRIO_MASK; the kernel keeps a signed short.
+        if !(i16::MIN as i32..=SWAP_FLAG_PRIO_MASK).contains(&dev.priority) {
+            return Err(invalid(
+                format!("machine.swap[{i}].priority"),
+                dev.priority,
+                "0 ..= 32767 (swapon -p), or -32768 ..= -1 (the kernel assigns it)",
             ));
         }
         check_time_ns(&format!("machine.swap[{i}].latency_ns"), dev.latency_ns)?;

@@ -211,9 +211,7 @@ fn reproduce_json(
 ) -> PyResult<String> {
     let which = seed_number(seed)?;
     foliosim_lab::reproduce::check_scale("scale", scale).map_err(PyValueError::new_err)?;
-    if seeds == 0 {
-        return Err(PyValueError::new_err("seeds: found 0; allowed: >= 1"));
-    }
+    foliosim_lab::reproduce::check_seeds("seeds", seeds).map_err(PyValueError::new_err)?;
     if jobs == Some(0) {
         return Err(PyValueError::new_err(
             "jobs: found 0; allowed: >= 1 (None: every core)",
@@ -282,10 +280,19 @@ fn fit_json(
         }
     }
     if let Some(seeds) = seeds {
-        if seeds == 0 {
-            return Err(PyValueError::new_err("seeds: found 0; allowed: >= 1"));
+        let max = foliosim_lab::fit::table::MAX_SEEDS;
+        if !(1..=max).contains(&seeds) {
+            return Err(PyValueError::new_err(format!(
+                "seeds: found {seeds}; allowed: 1 ..= {max}"
+            )));
         }
         table.seeds = seeds;
+    }
+    // No worker thread would take the runs: the fit would wait for ever.
+    if jobs == Some(0) {
+        return Err(PyValueError::new_err(
+            "jobs: found 0; allowed: >= 1 (None: every core)",
+        ));
     }
     if !free.is_empty() {
         table.free = free

@@ -64,14 +64,16 @@ fn said_twice(stderr: &str) -> Option<String> {
     if stderr.matches("Error:").count() > 1 {
         return Some("Error:".into());
     }
+    // A line within an earlier one or the other way round: a cause repeated under a prefix
+    // (`scenario: TOML parse error ...`, then `TOML parse error ...`).
     let long: Vec<&str> = stderr
         .lines()
-        .map(str::trim)
+        .map(|l| l.trim().trim_end_matches(':'))
         .filter(|l| l.len() > 30)
         .collect();
     long.iter()
         .enumerate()
-        .find(|(i, l)| long[..*i].contains(l))
+        .find(|(i, l)| long[..*i].iter().any(|e| e.contains(*l) || l.contains(*e)))
         .map(|(_, l)| l.to_string())
 }
 

@@ -30,6 +30,9 @@ pub enum Weights {
     Equal,
 }
 
+/// The most runs per row (`experiment.seeds`, `--seeds`).
+pub const MAX_SEEDS: u32 = 100;
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Row {
     pub id: String,
@@ -426,10 +429,10 @@ fn parse_experiment(e: &ExperimentFile, dir: Option<&Path>) -> Result<Experiment
             ))
         }
     };
-    if e.seeds == 0 || e.seeds > 100 {
+    if !(1..=MAX_SEEDS).contains(&e.seeds) {
         return Err(bad(
             "experiment.seeds",
-            format!("{}; allowed: 1 ..= 100", e.seeds),
+            format!("{}; allowed: 1 ..= {MAX_SEEDS}", e.seeds),
         ));
     }
     if !(e.default_rel_std > 0.0 && e.default_rel_std.is_finite()) {

@@ -30,6 +30,19 @@ pub fn check_scale(what: &str, scale: f64) -> Result<(), String> {
     }
 }
 
+/// The most runs per configuration: the seeds ran at most 24; 1000 x a seed's configurations
+/// stays within a sweep's [`crate::sweep::plan::MAX_PLAN_RUNS`].
+pub const SEEDS_MAX: u32 = 1000;
+
+/// `seeds` within 1 ..= [`SEEDS_MAX`], or an error naming `what` (e.g. `--seeds`).
+pub fn check_seeds(what: &str, seeds: u32) -> Result<(), String> {
+    if (1..=SEEDS_MAX).contains(&seeds) {
+        Ok(())
+    } else {
+        Err(format!("{what}: found {seeds}; allowed: 1 ..= {SEEDS_MAX}"))
+    }
+}
+
 /// Seeds 000 and 002's workload: `usemem -n 70 1g` (each process writes its 1 GiB, scaled) in
 /// the memcg `usemem`.
 pub fn usemem_70x1g(scale: f64) -> WorkloadSpec {

@@ -368,7 +368,7 @@ impl AxisSpec {
             }
             _ => Err(SweepError::axis(
                 what,
-                "an [[axis]] has either `key` (one scenario key) or `name` (values that set several keys), not both",
+                "an [[axis]] has one of `key` (one scenario key) or `name` (values that set several keys): found both or neither",
             )),
         }
     }

@@ -132,7 +132,8 @@ pub fn load(path: &str) -> Result<&'static MachineProfile, String> {
     if let Some(p) = loaded.get(path) {
         return Ok(p);
     }
-    let text = std::fs::read_to_string(path).map_err(|e| format!("reading {path}: {e}"))?;
+    let text = crate::footprint::read_toml(std::path::Path::new(path))
+        .map_err(|e| format!("reading {path}: {e}"))?;
     let profile = ProfileFile::parse(&text)
         .map_err(|e| format!("{path}: {e}"))?
         .leak();
