@@ -157,7 +157,8 @@ pub fn write_to_device(
     let dev = &mut k.swap.devices[first.dev()];
     dev.map.data[first.offset() as usize..(first.offset() + nr) as usize].fill(SlotData::Device);
     let (slot, bytes) = (first.offset() as u64, nr as u64 * PAGE_SIZE);
-    let completion = if k.blk_plug {
+    // Only a queued device holds a plug (zram and brd complete on return).
+    let completion = if k.blk_plug && dev.bdev.queue.is_some() {
         dev.bdev
             .write_plugged(ctx, &mut k.membw, slot, bytes, folio)
     } else {
