@@ -15,8 +15,8 @@ use super::blk_limits::QueueLimits;
 use super::blk_mq::Dir;
 use crate::scenario::PAGE_SIZE;
 
-/// BLK_MAX_REQUEST_COUNT (block/blk.h, 32 since 5.16): requests a plug holds before the next
-/// one flushes it.
+/// BLK_MAX_REQUEST_COUNT (block/blk.h; 32 since late 2021, 16 before): requests a plug
+/// holds before the next one flushes it.
 pub const BLK_MAX_REQUEST_COUNT: usize = 32;
 /// BLK_PLUG_FLUSH_SIZE (block/blk.h): a plug whose last request holds this much flushes
 /// before it takes another request.
