@@ -141,8 +141,9 @@ pub fn blk_flush_plug(k: &mut Kernel, ctx: &Ctx) {
 }
 
 /// __swap_writepage's device half: write pages of `contents` from slot `first` (a bio the
-/// caller submitted for `folio`, if any). zram and brd store the data in memory taken from the buddy allocator;
-/// None when they could not (-ENOMEM), leaving nothing written.
+/// caller submitted for `folio`, if any), through the task's plug if it holds one. zram and
+/// brd store the data in memory taken from the buddy allocator; None when they could not
+/// (-ENOMEM), leaving nothing written.
 pub fn write_to_device(
     k: &mut Kernel,
     ctx: &mut Ctx,
