@@ -373,6 +373,44 @@ fn scenario_files(paths: Vec<std::path::PathBuf>) -> Result<Vec<std::path::PathB
     Ok(out)
 }
 
+/// `repeat` live runs of scenario `s` (from `path`), after the preflight checks.
+fn live_runs(
+    s: &Scenario,
+    opts: &foliosim_live::LiveOptions,
+    repeat: u32,
+    path: &std::path::Path,
+    bar: &ProgressBar,
+) -> Result<Vec<foliosim_live::LiveResult>> {
+    foliosim_live::preflight(s, opts)?;
+    let mut results = vec![];
+    for i in 0..repeat {
+        bar.set_message(format!("{} live {}/{repeat}", path.display(), i + 1));
+        results.push(foliosim_live::run(s, opts).map_err(exit_on_interrupt)?);
+        bar.inc(1);
+    }
+    Ok(results)
+}
+
+/// The sim set up as the host ran the live runs (mTHP swap-in, defrag, cgroup version); the
+/// notes say what was changed.
+fn configure_sim_like_host(
+    s: &mut Scenario,
+    swapin_probe: Option<&foliosim_live::probe::SwapinMthpProbe>,
+) -> Vec<String> {
+    // The live runs restored the host, so this is the value they ran with when the
+    // scenario leaves defrag unset.
+    let host_defrag =
+        foliosim_live::settings::read_knob(&format!("{}/defrag", foliosim_live::counters::THP_DIR))
+            .ok()
+            .and_then(|v| foliosim::scenario::ThpDefrag::from_name(&v));
+    foliosim_live::validate::configure_sim_like_host(
+        s,
+        swapin_probe,
+        host_defrag,
+        foliosim_live::cgroup::memory_root().ok().map(|(_, v)| v),
+    )
+}
+
 fn validate(
     paths: Vec<std::path::PathBuf>,
     opts: &foliosim_live::LiveOptions,
@@ -411,16 +449,7 @@ fn validate(
             bar.inc(repeat as u64 + 1);
             continue;
         }
-        let mut live_result = {
-            foliosim_live::preflight(&s, opts)?;
-            let mut results = vec![];
-            for i in 0..repeat {
-                bar.set_message(format!("{} live {}/{repeat}", path.display(), i + 1));
-                results.push(foliosim_live::run(&s, opts).map_err(exit_on_interrupt)?);
-                bar.inc(1);
-            }
-            results
-        };
+        let mut live_result = live_runs(&s, opts, repeat, &path, &bar)?;
         if enables_zswap {
             // The host lost mTHP swap-in for this boot: probe again when next needed.
             swapin_probe = None;
@@ -435,22 +464,8 @@ fn validate(
             say(format!("validate: {}", probe.describe()));
             swapin_probe = Some(probe);
         }
-        // The live runs restored the host, so this is the value they ran with when the
-        // scenario leaves defrag unset.
-        let host_defrag = foliosim_live::settings::read_knob(&format!(
-            "{}/defrag",
-            foliosim_live::counters::THP_DIR
-        ))
-        .ok()
-        .and_then(|v| foliosim::scenario::ThpDefrag::from_name(&v));
-        live_result[0]
-            .notes
-            .extend(foliosim_live::validate::configure_sim_like_host(
-                &mut s,
-                swapin_probe.as_ref(),
-                host_defrag,
-                foliosim_live::cgroup::memory_root().ok().map(|(_, v)| v),
-            ));
+        let notes = configure_sim_like_host(&mut s, swapin_probe.as_ref());
+        live_result[0].notes.extend(notes);
         if let Some(c) = &costs {
             apply_costs_file(&mut s, c)?;
         }

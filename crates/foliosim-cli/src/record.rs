@@ -97,45 +97,53 @@ pub fn record(args: RecordArgs) -> Result<()> {
             v["trace_bytes"] = bytes.len().into();
             println!("{}", serde_json::to_string_pretty(&v)?);
         }
-        Format::Table => {
-            let s = &rec.stats;
-            println!("recorded `{}`", args.command.join(" "));
-            println!(
-                "  exit              {}",
-                match (rec.exit_code, rec.signal) {
-                    (Some(c), _) => format!("status {c}"),
-                    (_, Some(sig)) => format!("signal {sig}"),
-                    _ => "unknown".into(),
-                }
-            );
-            println!("  wall              {:.3} s", rec.wall_ns as f64 / 1e9);
-            println!(
-                "  tasks             {} in {} process images",
-                s.tasks, s.processes
-            );
-            println!(
-                "  faults            {} ({} kept, {} loads outside any mapping dropped)",
-                s.faults, s.faults_kept, s.faults_unknown_loads
-            );
-            println!("  syscalls          {}", s.syscalls);
-            println!(
-                "  vmas              {} mapped, {} touched and kept ({} made up for the stack/bss)",
-                s.vmas_mapped, s.vmas_kept, s.vmas_synthetic
-            );
-            println!("  lost records      {}", rec.lost_records);
-            println!(
-                "  trace             {} ({} events, {:.1} KiB)",
-                out.display(),
-                rec.events,
-                bytes.len() as f64 / 1024.0
-            );
-            for n in &rec.notes {
-                println!("  note: {n}");
-            }
-        }
+        Format::Table => print_summary(&rec, &args.command, &out, bytes.len()),
     }
     if rec.exit_code.is_some_and(|c| c != 0) || rec.signal.is_some() {
         eprintln!("record: the program did not exit with status 0; its trace was written anyway");
     }
     Ok(())
+}
+
+/// The recording's summary as a table: exit, wall time, what was seen and kept, the trace.
+fn print_summary(
+    rec: &foliosim_live::record::Recording,
+    command: &[String],
+    out: &std::path::Path,
+    trace_bytes: usize,
+) {
+    let s = &rec.stats;
+    println!("recorded `{}`", command.join(" "));
+    println!(
+        "  exit              {}",
+        match (rec.exit_code, rec.signal) {
+            (Some(c), _) => format!("status {c}"),
+            (_, Some(sig)) => format!("signal {sig}"),
+            _ => "unknown".into(),
+        }
+    );
+    println!("  wall              {:.3} s", rec.wall_ns as f64 / 1e9);
+    println!(
+        "  tasks             {} in {} process images",
+        s.tasks, s.processes
+    );
+    println!(
+        "  faults            {} ({} kept, {} loads outside any mapping dropped)",
+        s.faults, s.faults_kept, s.faults_unknown_loads
+    );
+    println!("  syscalls          {}", s.syscalls);
+    println!(
+        "  vmas              {} mapped, {} touched and kept ({} made up for the stack/bss)",
+        s.vmas_mapped, s.vmas_kept, s.vmas_synthetic
+    );
+    println!("  lost records      {}", rec.lost_records);
+    println!(
+        "  trace             {} ({} events, {:.1} KiB)",
+        out.display(),
+        rec.events,
+        trace_bytes as f64 / 1024.0
+    );
+    for n in &rec.notes {
+        println!("  note: {n}");
+    }
 }

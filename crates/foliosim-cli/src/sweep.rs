@@ -146,28 +146,7 @@ pub fn sweep(args: SweepArgs) -> Result<()> {
     let bar = crate::progress::Progress::new("sweep", "runs", plan.runs.len() as u64);
     bar.skip(reused as u64);
     let wall = Instant::now();
-    match args.backend {
-        Backend::Local => {
-            let jobs = crate::jobs_or_all_cores("sweep", args.jobs)?;
-            let mut done = reused;
-            let total = plan.runs.len();
-            sweep::local::run_pending(out, &pending, jobs, &mut |run, wall_s| {
-                done += 1;
-                bar.finished(done, total, &sweep::record::describe(run), wall_s);
-            })
-            .with_context(|| resume_hint(out))?;
-        }
-        Backend::Ray => {
-            if args.jobs.is_some() {
-                bail!(
-                    "sweep: --jobs is for --backend local; Ray places runs on the cluster's CPUs"
-                );
-            }
-            if !pending.is_empty() {
-                run_ray(&args, &plan, &bar)?;
-            }
-        }
-    }
+    run_pending(&args, &plan, &pending, &bar, reused)?;
     bar.clear();
     let (_, outcome) = sweep::write_results(&plan, out, args.csv, pending.len())?;
     match args.format {
@@ -193,6 +172,40 @@ pub fn sweep(args: SweepArgs) -> Result<()> {
         }
     }
     eprintln!("wall time {:.1} s", wall.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// The runs not done yet, on the chosen backend (`reused` of the plan's runs are done).
+fn run_pending(
+    args: &SweepArgs,
+    plan: &Plan,
+    pending: &[sweep::RunSpec],
+    bar: &crate::progress::Progress,
+    reused: usize,
+) -> Result<()> {
+    let out = &args.out;
+    match args.backend {
+        Backend::Local => {
+            let jobs = crate::jobs_or_all_cores("sweep", args.jobs)?;
+            let mut done = reused;
+            let total = plan.runs.len();
+            sweep::local::run_pending(out, pending, jobs, &mut |run, wall_s| {
+                done += 1;
+                bar.finished(done, total, &sweep::record::describe(run), wall_s);
+            })
+            .with_context(|| resume_hint(out))?;
+        }
+        Backend::Ray => {
+            if args.jobs.is_some() {
+                bail!(
+                    "sweep: --jobs is for --backend local; Ray places runs on the cluster's CPUs"
+                );
+            }
+            if !pending.is_empty() {
+                run_ray(args, plan, bar)?;
+            }
+        }
+    }
     Ok(())
 }
 

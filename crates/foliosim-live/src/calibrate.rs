@@ -375,67 +375,21 @@ fn measure(
     reps: usize,
     progress: &mut dyn FnMut(&str),
 ) -> Result<Tables> {
-    let mut costs = BTreeMap::new();
-    let mut m = BTreeMap::new();
     guard.set_sysfs(&format!("{THP_DIR}/enabled"), "madvise")?;
     guard.set_sysfs(&format!("{THP_DIR}/defrag"), "madvise")?;
     guard
         .set_sysfs("/sys/module/zswap/parameters/enabled", "N")
         .ok();
-
-    // Faults per folio size: one store per folio of a fresh MADV_HUGEPAGE area.
-    for &(size, name) in FAULT_SIZES {
-        check_interrupt()?;
-        progress(&format!("fault {}K", size / 1024));
-        only_size(guard, size)?;
-        let mut per = vec![];
-        // One untimed round first: it warms the allocator's per-CPU lists and page tables.
-        for rep in 0..=reps {
-            let area = Area::new(region, true)?;
-            let ns = elapsed_ns(|| area.poke(size)) / (region / size) as f64;
-            if rep > 0 {
-                per.push(ns);
-            }
-        }
-        let ns = median(per);
-        costs.insert(name.to_string(), ns.round());
-        m.insert(format!("fault_{}k_ns_per_folio", size / 1024), ns);
-    }
-
-    // The user store loop on present pages, and munmap per folio at 4K and 2M.
-    only_size(guard, 4096)?;
-    progress("user stores, munmap");
-    let mut write = vec![];
-    let mut unmap_4k = vec![];
-    for _ in 0..reps {
-        let area = Area::new(region, false)?;
-        area.poke(PAGE);
-        write.push(elapsed_ns(|| area.fill()) / (region / PAGE) as f64);
-        unmap_4k.push(elapsed_ns(|| drop(area)) / (region / PAGE) as f64);
-    }
-    let write = median(write);
-    costs.insert("user_write_page_ns".into(), write.round());
-    m.insert("user_write_ns_per_page".into(), write);
-    only_size(guard, 2 << 20)?;
-    let mut unmap_2m = vec![];
-    for _ in 0..reps {
-        let area = Area::new(region, true)?;
-        area.poke(2 << 20);
-        unmap_2m.push(elapsed_ns(|| drop(area)) / (region >> 21) as f64);
-    }
-    let (u4, u2) = (median(unmap_4k), median(unmap_2m));
-    m.insert("munmap_4k_ns_per_folio".into(), u4);
-    m.insert("munmap_2m_ns_per_folio".into(), u2);
-    // munmap of a 4K folio = zap_pte + folio_free + page_free; of a 2M folio = one PMD zap +
-    // folio_free + 512 page_free. zap_pte_ns keeps the profile's value.
-    let zap = 36.0;
-    let page_free = ((u2 - u4) / 511.0).max(0.0);
-    costs.insert("page_free_ns".into(), page_free.round());
-    costs.insert(
-        "folio_free_ns".into(),
-        (u4 - zap - page_free).max(0.0).round(),
-    );
-
+    let mut c = Calibration {
+        guard,
+        region,
+        reps,
+        progress,
+        costs: BTreeMap::new(),
+        m: BTreeMap::new(),
+    };
+    c.faults()?;
+    c.stores_and_munmap()?;
     // Swap-out (MADV_PAGEOUT) and swap-in per folio size, to zram and to a swap file.
     let swap_size = Bytes((region as u64 * 2).next_power_of_two());
     for (kind, label) in [
@@ -443,40 +397,145 @@ fn measure(
         (SwapDeviceKind::File, "file"),
     ] {
         check_interrupt()?;
+        c.swap_device(kind, label, swap_size)?;
+    }
+    c.zram_slot_free_notify();
+    c.codecs(swap_size)?;
+    Ok((c.costs, c.m))
+}
+
+/// A calibration under way: the host, the region and repetitions each measurement takes,
+/// and what it has found (profile costs, and the measurements behind them).
+struct Calibration<'a> {
+    guard: &'a mut HostGuard,
+    region: usize,
+    reps: usize,
+    progress: &'a mut dyn FnMut(&str),
+    costs: BTreeMap<String, f64>,
+    m: BTreeMap<String, f64>,
+}
+
+impl Calibration<'_> {
+    /// Faults per folio size: one store per folio of a fresh MADV_HUGEPAGE area.
+    fn faults(&mut self) -> Result<()> {
+        let (region, reps) = (self.region, self.reps);
+        for &(size, name) in FAULT_SIZES {
+            check_interrupt()?;
+            (self.progress)(&format!("fault {}K", size / 1024));
+            only_size(self.guard, size)?;
+            let mut per = vec![];
+            // One untimed round first: it warms the allocator's per-CPU lists and page tables.
+            for rep in 0..=reps {
+                let area = Area::new(region, true)?;
+                let ns = elapsed_ns(|| area.poke(size)) / (region / size) as f64;
+                if rep > 0 {
+                    per.push(ns);
+                }
+            }
+            let ns = median(per);
+            self.costs.insert(name.to_string(), ns.round());
+            self.m
+                .insert(format!("fault_{}k_ns_per_folio", size / 1024), ns);
+        }
+        Ok(())
+    }
+
+    /// The user store loop on present pages, and munmap per folio at 4K and 2M.
+    fn stores_and_munmap(&mut self) -> Result<()> {
+        let (region, reps) = (self.region, self.reps);
+        only_size(self.guard, 4096)?;
+        (self.progress)("user stores, munmap");
+        let mut write = vec![];
+        let mut unmap_4k = vec![];
+        for _ in 0..reps {
+            let area = Area::new(region, false)?;
+            area.poke(PAGE);
+            write.push(elapsed_ns(|| area.fill()) / (region / PAGE) as f64);
+            unmap_4k.push(elapsed_ns(|| drop(area)) / (region / PAGE) as f64);
+        }
+        let write = median(write);
+        self.costs
+            .insert("user_write_page_ns".into(), write.round());
+        self.m.insert("user_write_ns_per_page".into(), write);
+        only_size(self.guard, 2 << 20)?;
+        let mut unmap_2m = vec![];
+        for _ in 0..reps {
+            let area = Area::new(region, true)?;
+            area.poke(2 << 20);
+            unmap_2m.push(elapsed_ns(|| drop(area)) / (region >> 21) as f64);
+        }
+        let (u4, u2) = (median(unmap_4k), median(unmap_2m));
+        self.m.insert("munmap_4k_ns_per_folio".into(), u4);
+        self.m.insert("munmap_2m_ns_per_folio".into(), u2);
+        // munmap of a 4K folio = zap_pte + folio_free + page_free; of a 2M folio = one PMD
+        // zap + folio_free + 512 page_free. zap_pte_ns keeps the profile's value.
+        let zap = 36.0;
+        let page_free = ((u2 - u4) / 511.0).max(0.0);
+        self.costs.insert("page_free_ns".into(), page_free.round());
+        self.costs.insert(
+            "folio_free_ns".into(),
+            (u4 - zap - page_free).max(0.0).round(),
+        );
+        Ok(())
+    }
+
+    /// Swap-out and swap-in per folio size to one device, the release of its slots, and on
+    /// zram the split of large folios.
+    fn swap_device(&mut self, kind: SwapDeviceKind, label: &str, swap_size: Bytes) -> Result<()> {
         // Through serde, so the spec's other fields take their documented defaults.
         let spec = serde_json::from_str::<SwapDeviceSpec>(&format!(
             r#"{{"kind":"{label}","size":{},"priority":10}}"#,
             swap_size.0
         ))?;
         debug_assert_eq!(spec.kind, kind);
-        let area_dev = swapdev::create(guard, 90, &spec, "lzo-rle")?;
+        let area_dev = swapdev::create(self.guard, 90, &spec, "lzo-rle")?;
         for size in [4096usize, 16 << 10, 64 << 10, 2 << 20] {
             check_interrupt()?;
-            progress(&format!("pageout + swapin {}K to {label}", size / 1024));
-            only_size(guard, size)?;
-            let (mut out, mut inn) = (vec![], vec![]);
-            for _ in 0..reps {
-                let area = Area::new(region, true)?;
-                area.fill();
-                let folios = (region / size) as f64;
-                out.push(timed(|| area.madvise(0, region, MADV_PAGEOUT))? / folios);
-                inn.push(elapsed_ns(|| area.poke(PAGE)) / (region / PAGE) as f64);
-            }
-            m.insert(
-                format!("pageout_{label}_{}k_ns_per_folio", size / 1024),
-                median(out),
-            );
-            m.insert(
-                format!("swapin_{label}_{}k_folios_ns_per_page", size / 1024),
-                median(inn),
-            );
+            self.pageout_and_swapin(label, size)?;
         }
-        // Releasing swapped-out slots: munmap of a 4K area MADV_PAGEOUT swapped out (zap of the
-        // swap PTEs, free_swap_and_cache_nr, swap_entries_free with the device's
-        // swap_slot_free_notify). To a swap file the folios may still sit in the swap cache
-        // (async writeback), so only the zram number feeds a cost.
-        only_size(guard, 4096)?;
-        progress(&format!("munmap of swapped-out 4K pages on {label}"));
+        self.release_swapped(label)?;
+        if kind == SwapDeviceKind::Zram {
+            self.split()?;
+        }
+        crate::swapdev::swapoff_if_active(&area_dev.path)?;
+        if let Some(id) = area_dev.zram_id {
+            crate::swapdev::zram_release(id, true)?;
+        }
+        Ok(())
+    }
+
+    /// MADV_PAGEOUT of a filled area of `size` folios, then one load per page to swap it in.
+    fn pageout_and_swapin(&mut self, label: &str, size: usize) -> Result<()> {
+        let (region, reps) = (self.region, self.reps);
+        (self.progress)(&format!("pageout + swapin {}K to {label}", size / 1024));
+        only_size(self.guard, size)?;
+        let (mut out, mut inn) = (vec![], vec![]);
+        for _ in 0..reps {
+            let area = Area::new(region, true)?;
+            area.fill();
+            let folios = (region / size) as f64;
+            out.push(timed(|| area.madvise(0, region, MADV_PAGEOUT))? / folios);
+            inn.push(elapsed_ns(|| area.poke(PAGE)) / (region / PAGE) as f64);
+        }
+        self.m.insert(
+            format!("pageout_{label}_{}k_ns_per_folio", size / 1024),
+            median(out),
+        );
+        self.m.insert(
+            format!("swapin_{label}_{}k_folios_ns_per_page", size / 1024),
+            median(inn),
+        );
+        Ok(())
+    }
+
+    /// Releasing swapped-out slots: munmap of a 4K area MADV_PAGEOUT swapped out (zap of the
+    /// swap PTEs, free_swap_and_cache_nr, swap_entries_free with the device's
+    /// swap_slot_free_notify). To a swap file the folios may still sit in the swap cache
+    /// (async writeback), so only the zram number feeds a cost.
+    fn release_swapped(&mut self, label: &str) -> Result<()> {
+        let (region, reps) = (self.region, self.reps);
+        only_size(self.guard, 4096)?;
+        (self.progress)(&format!("munmap of swapped-out 4K pages on {label}"));
         let mut release = vec![];
         for _ in 0..reps {
             let area = Area::new(region, true)?;
@@ -484,78 +543,95 @@ fn measure(
             area.madvise(0, region, MADV_PAGEOUT)?;
             release.push(elapsed_ns(|| drop(area)) / (region / PAGE) as f64);
         }
-        m.insert(
+        self.m.insert(
             format!("munmap_swapped_{label}_4k_ns_per_page"),
             median(release),
         );
-        if kind == SwapDeviceKind::Zram {
-            // Split: PAGEOUT of the first page of each large folio splits it first.
-            let p4 = m["pageout_zram_4k_ns_per_folio"];
-            let mut split = vec![];
-            for size in [16usize << 10, 256 << 10] {
-                progress(&format!("split {}K", size / 1024));
-                only_size(guard, size)?;
-                let mut per = vec![];
-                for _ in 0..reps {
-                    let area = Area::new(region, true)?;
-                    area.fill();
-                    per.push(
-                        timed(|| {
-                            let mut off = 0;
-                            while off < region {
-                                area.madvise(off, PAGE, MADV_PAGEOUT)?;
-                                off += size;
-                            }
-                            Ok(())
-                        })? / (region / size) as f64,
-                    );
-                }
-                let ns = (median(per) - p4).max(0.0);
-                m.insert(format!("split_{}k_ns_per_folio", size / 1024), ns);
-                split.push((size / PAGE, ns));
-            }
-            // split = split_folio + pages x split_page, fitted through 16K and 256K.
-            let ((n1, t1), (n2, t2)) = (split[0], split[1]);
-            let per_page = ((t2 - t1) / (n2 - n1) as f64).max(0.0);
-            costs.insert("split_page_ns".into(), per_page.round());
-            costs.insert(
-                "split_folio_ns".into(),
-                (t1 - per_page * n1 as f64).max(0.0).round(),
-            );
-        }
-        crate::swapdev::swapoff_if_active(&area_dev.path)?;
-        if let Some(id) = area_dev.zram_id {
-            crate::swapdev::zram_release(id, true)?;
-        }
+        Ok(())
     }
 
-    // The per-slot release on zram less the profile's zap, swap_map update and generic release
-    // (swap_range_free) costs: what zram_slot_free_notify (zram_free_page, zs_free) adds.
-    let profile = CostModel::profile("vm-6.18-2cpu").expect("built-in profile");
-    let generic =
-        (profile.zap_pte_ns + profile.swap_map_update_ns + profile.swap_entry_free_ns) as f64;
-    costs.insert(
-        "zram_slot_free_notify_ns".into(),
-        (m["munmap_swapped_zram_4k_ns_per_page"] - generic)
-            .max(0.0)
-            .round(),
-    );
+    /// Split: PAGEOUT of the first page of each large folio splits it first.
+    fn split(&mut self) -> Result<()> {
+        let (region, reps) = (self.region, self.reps);
+        let p4 = self.m["pageout_zram_4k_ns_per_folio"];
+        let mut split = vec![];
+        for size in [16usize << 10, 256 << 10] {
+            (self.progress)(&format!("split {}K", size / 1024));
+            only_size(self.guard, size)?;
+            let mut per = vec![];
+            for _ in 0..reps {
+                let area = Area::new(region, true)?;
+                area.fill();
+                per.push(
+                    timed(|| {
+                        let mut off = 0;
+                        while off < region {
+                            area.madvise(off, PAGE, MADV_PAGEOUT)?;
+                            off += size;
+                        }
+                        Ok(())
+                    })? / (region / size) as f64,
+                );
+            }
+            let ns = (median(per) - p4).max(0.0);
+            self.m
+                .insert(format!("split_{}k_ns_per_folio", size / 1024), ns);
+            split.push((size / PAGE, ns));
+        }
+        // split = split_folio + pages x split_page, fitted through 16K and 256K.
+        let ((n1, t1), (n2, t2)) = (split[0], split[1]);
+        let per_page = ((t2 - t1) / (n2 - n1) as f64).max(0.0);
+        self.costs.insert("split_page_ns".into(), per_page.round());
+        self.costs.insert(
+            "split_folio_ns".into(),
+            (t1 - per_page * n1 as f64).max(0.0).round(),
+        );
+        Ok(())
+    }
 
-    // Compression per codec: 4K PAGEOUT to a zram device using each codec the kernel offers.
-    only_size(guard, 4096)?;
-    let offered = std::fs::read_to_string("/sys/block/zram0/comp_algorithm")
-        .unwrap_or_else(|_| "lzo-rle".into());
-    for codec in offered
-        .split_whitespace()
-        .map(|c| c.trim_matches(['[', ']']))
-    {
-        check_interrupt()?;
-        progress(&format!("zram codec {codec}"));
-        let spec = serde_json::from_str::<SwapDeviceSpec>(&format!(
-            r#"{{"kind":"zram","size":{},"priority":10}}"#,
-            swap_size.0
-        ))?;
-        let dev = swapdev::create(guard, 91, &spec, codec)?;
+    /// The per-slot release on zram less the profile's zap, swap_map update and generic
+    /// release (swap_range_free) costs: what zram_slot_free_notify (zram_free_page, zs_free)
+    /// adds.
+    fn zram_slot_free_notify(&mut self) {
+        let profile = CostModel::profile("vm-6.18-2cpu").expect("built-in profile");
+        let generic =
+            (profile.zap_pte_ns + profile.swap_map_update_ns + profile.swap_entry_free_ns) as f64;
+        self.costs.insert(
+            "zram_slot_free_notify_ns".into(),
+            (self.m["munmap_swapped_zram_4k_ns_per_page"] - generic)
+                .max(0.0)
+                .round(),
+        );
+    }
+
+    /// Compression per codec: 4K PAGEOUT to a zram device using each codec the kernel offers.
+    fn codecs(&mut self, swap_size: Bytes) -> Result<()> {
+        only_size(self.guard, 4096)?;
+        let offered = std::fs::read_to_string("/sys/block/zram0/comp_algorithm")
+            .unwrap_or_else(|_| "lzo-rle".into());
+        for codec in offered
+            .split_whitespace()
+            .map(|c| c.trim_matches(['[', ']']))
+        {
+            check_interrupt()?;
+            (self.progress)(&format!("zram codec {codec}"));
+            let spec = serde_json::from_str::<SwapDeviceSpec>(&format!(
+                r#"{{"kind":"zram","size":{},"priority":10}}"#,
+                swap_size.0
+            ))?;
+            let dev = swapdev::create(self.guard, 91, &spec, codec)?;
+            self.codec_pageout(codec, dev.zram_id.unwrap_or(0))?;
+            crate::swapdev::swapoff_if_active(&dev.path)?;
+            if let Some(id) = dev.zram_id {
+                crate::swapdev::zram_release(id, true)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// 4K PAGEOUT to zram device `zram_id` (using `codec`): its time and compression ratio.
+    fn codec_pageout(&mut self, codec: &str, zram_id: u32) -> Result<()> {
+        let (region, reps) = (self.region, self.reps);
         let mut per = vec![];
         for _ in 0..reps {
             let area = Area::new(region, false)?;
@@ -563,22 +639,19 @@ fn measure(
             per.push(timed(|| area.madvise(0, region, MADV_PAGEOUT))? / (region / PAGE) as f64);
         }
         let ns = median(per);
-        let stats = crate::counters::zram_stats(dev.zram_id.unwrap_or(0));
+        let stats = crate::counters::zram_stats(zram_id);
         let orig = stats.get("mm_stat/orig_data_size").copied().unwrap_or(0) as f64;
         let compr = stats.get("mm_stat/compr_data_size").copied().unwrap_or(0) as f64;
-        m.insert(format!("zram_{codec}_pageout_4k_ns_per_page"), ns);
+        self.m
+            .insert(format!("zram_{codec}_pageout_4k_ns_per_page"), ns);
         if compr > 0.0 {
-            m.insert(
+            self.m.insert(
                 format!("zram_{codec}_ratio_x1000"),
                 (orig / compr * 1000.0).round(),
             );
         }
-        crate::swapdev::swapoff_if_active(&dev.path)?;
-        if let Some(id) = dev.zram_id {
-            crate::swapdev::zram_release(id, true)?;
-        }
+        Ok(())
     }
-    Ok((costs, m))
 }
 
 #[cfg(test)]

@@ -126,24 +126,70 @@ pub fn run_tasks(
             .collect()
     }))?
     .map(Arc::new);
+    let (start_r, start_w) = pipe()?;
+    let (user0, sys0) = children_cpu_ns();
+    let parent_cpus = affinity()?;
+    let mut children = fork_tasks(tasks, &parent_cpus, (start_r, start_w), &shared)?;
+    set_affinity(&parent_cpus)?;
+    // SAFETY: closing our ends of the start pipe releases every child at once (read sees EOF).
+    unsafe {
+        libc::close(start_r);
+        libc::close(start_w);
+    }
+    let started = Instant::now();
+    let stop_reason = reap_children(&mut children, should_stop, shared.as_deref());
+    let wall_ns = started.elapsed().as_nanos() as u64;
+    let (user1, sys1) = children_cpu_ns();
+    let mut outcomes = vec![];
+    for (task, child) in tasks.iter().zip(children) {
+        // SAFETY: our read end, no longer used.
+        unsafe { libc::close(child.fd) };
+        outcomes.extend(task_outcomes(task, child));
+    }
+    if let Some(reason) = stop_reason {
+        bail!("{reason}");
+    }
+    Ok(ExecOutcome {
+        tasks: outcomes,
+        wall_ns,
+        user_ns: user1.saturating_sub(user0),
+        sys_ns: sys1.saturating_sub(sys0),
+    })
+}
+
+/// A task's process as the parent follows it: its pid, the read end of its report pipe,
+/// what it has sent so far, and its wait status once reaped.
+struct Child {
+    pid: libc::pid_t,
+    fd: RawFd,
+    buf: Vec<u8>,
+    status: Option<i32>,
+}
+
+fn kill_all(children: &[Child]) {
+    for c in children {
+        if c.status.is_none() {
+            // SAFETY: kill(2) of our own child.
+            unsafe { libc::kill(c.pid, libc::SIGKILL) };
+        }
+    }
+}
+
+/// fork a process per task, each waiting on the start pipe; on an error, those forked so far
+/// are killed.
+fn fork_tasks(
+    tasks: &[LiveTask],
+    parent_cpus: &libc::cpu_set_t,
+    (start_r, start_w): (RawFd, RawFd),
+    shared: &Option<Arc<SharedBarriers>>,
+) -> Result<Vec<Child>> {
     // Read here, in the parent: a forked child of a threaded parent must not take the env lock.
     let child_panics = std::env::var_os(CHILD_PANIC_ENV).is_some();
-    let (start_r, start_w) = pipe()?;
-    let mut children: Vec<(libc::pid_t, RawFd, Vec<u8>, Option<i32>)> = vec![];
-    let (user0, sys0) = children_cpu_ns();
-    let kill_all = |children: &[(libc::pid_t, RawFd, Vec<u8>, Option<i32>)]| {
-        for (pid, _, _, status) in children {
-            if status.is_none() {
-                // SAFETY: kill(2) of our own child.
-                unsafe { libc::kill(*pid, libc::SIGKILL) };
-            }
-        }
-    };
-    let parent_cpus = affinity()?;
     // SAFETY: CPU_ISSET reads a bit of a local set; every index is below CPU_SETSIZE.
     let allowed: Vec<usize> = (0..libc::CPU_SETSIZE as usize)
-        .filter(|&c| unsafe { libc::CPU_ISSET(c, &parent_cpus) })
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, parent_cpus) })
         .collect();
+    let mut children: Vec<Child> = vec![];
     for task in tasks {
         let (out_r, out_w) = pipe()?;
         // A pinned task is forked from a parent already on its CPU: its new mm then never runs
@@ -191,34 +237,42 @@ pub fn run_tasks(
             libc::close(out_w);
             libc::fcntl(out_r, libc::F_SETFL, libc::O_NONBLOCK);
         }
-        children.push((pid, out_r, vec![], None));
+        children.push(Child {
+            pid,
+            fd: out_r,
+            buf: vec![],
+            status: None,
+        });
     }
-    set_affinity(&parent_cpus)?;
-    // SAFETY: closing our ends of the start pipe releases every child at once (read sees EOF).
-    unsafe {
-        libc::close(start_r);
-        libc::close(start_w);
-    }
-    let started = Instant::now();
+    Ok(children)
+}
+
+/// Drain and reap the children until all have exited; kill them all when `should_stop`
+/// gives a reason (returned). A failed process never reaches its barriers: its partners are
+/// released.
+fn reap_children(
+    children: &mut [Child],
+    should_stop: &dyn Fn() -> Option<String>,
+    shared: Option<&SharedBarriers>,
+) -> Option<String> {
     let mut stop_reason = None;
-    while children.iter().any(|c| c.3.is_none()) {
+    while children.iter().any(|c| c.status.is_none()) {
         if stop_reason.is_none() {
             stop_reason = should_stop();
             if stop_reason.is_some() {
-                kill_all(&children);
+                kill_all(children);
             }
         }
-        for (pid, fd, buf, status) in children.iter_mut() {
-            drain(*fd, buf);
-            if status.is_none() {
+        for c in children.iter_mut() {
+            drain(c.fd, &mut c.buf);
+            if c.status.is_none() {
                 let mut st = 0;
                 // SAFETY: waitpid on our own child, nonblocking.
-                if unsafe { libc::waitpid(*pid, &mut st, libc::WNOHANG) } == *pid {
-                    drain(*fd, buf);
-                    *status = Some(st);
-                    // A failed process never reaches its barriers: release its partners.
+                if unsafe { libc::waitpid(c.pid, &mut st, libc::WNOHANG) } == c.pid {
+                    drain(c.fd, &mut c.buf);
+                    c.status = Some(st);
                     let failed = libc::WIFSIGNALED(st) || libc::WEXITSTATUS(st) != 0;
-                    if let (true, Some(s)) = (failed, &shared) {
+                    if let (true, Some(s)) = (failed, shared) {
                         s.abort();
                     }
                 }
@@ -226,56 +280,48 @@ pub fn run_tasks(
         }
         std::thread::sleep(Duration::from_millis(2));
     }
-    let wall_ns = started.elapsed().as_nanos() as u64;
-    let (user1, sys1) = children_cpu_ns();
+    stop_reason
+}
+
+/// The outcome of each thread of a reaped task's process, from its report and exit status.
+fn task_outcomes(task: &LiveTask, child: Child) -> Vec<TaskOutcome> {
+    let status = child.status.unwrap_or(0);
+    let report: Option<ChildReport> = serde_json::from_slice(&child.buf).ok();
+    let killed = if libc::WIFSIGNALED(status) {
+        let sig = libc::WTERMSIG(status);
+        Some(if sig == libc::SIGKILL {
+            "killed by SIGKILL (the memcg OOM killer, or the run was stopped)".to_string()
+        } else {
+            format!("killed by signal {sig}")
+        })
+    } else if let Some(e) = report.as_ref().and_then(|r| r.error.clone()) {
+        Some(e)
+    } else if libc::WEXITSTATUS(status) != 0 && report.is_none() {
+        Some(format!("exited with status {}", libc::WEXITSTATUS(status)))
+    } else {
+        None
+    };
+    let mut reports = report.map(|r| r.threads).unwrap_or_default().into_iter();
+    let programs = std::iter::once((&task.name, &task.ops))
+        .chain(task.threads.iter().map(|t| (&t.name, &t.ops)));
     let mut outcomes = vec![];
-    for (task, (_, fd, buf, status)) in tasks.iter().zip(children) {
-        // SAFETY: our read end, no longer used.
-        unsafe { libc::close(fd) };
-        let status = status.unwrap_or(0);
-        let mut killed = None;
-        let report: Option<ChildReport> = serde_json::from_slice(&buf).ok();
-        if libc::WIFSIGNALED(status) {
-            let sig = libc::WTERMSIG(status);
-            killed = Some(if sig == libc::SIGKILL {
-                "killed by SIGKILL (the memcg OOM killer, or the run was stopped)".to_string()
-            } else {
-                format!("killed by signal {sig}")
-            });
-        } else if let Some(e) = report.as_ref().and_then(|r| r.error.clone()) {
-            killed = Some(e);
-        } else if libc::WEXITSTATUS(status) != 0 && report.is_none() {
-            killed = Some(format!("exited with status {}", libc::WEXITSTATUS(status)));
-        }
-        let mut reports = report.map(|r| r.threads).unwrap_or_default().into_iter();
-        let programs = std::iter::once((&task.name, &task.ops))
-            .chain(task.threads.iter().map(|t| (&t.name, &t.ops)));
-        for (name, ops) in programs {
-            let r = reports.next().unwrap_or_default();
-            let mut marks = empty_marks(ops);
-            for (m, at_ns, counters) in r.marks {
-                if m < marks.len() {
-                    marks[m] = Some(Mark { at_ns, counters });
-                }
+    for (name, ops) in programs {
+        let r = reports.next().unwrap_or_default();
+        let mut marks = empty_marks(ops);
+        for (m, at_ns, counters) in r.marks {
+            if m < marks.len() {
+                marks[m] = Some(Mark { at_ns, counters });
             }
-            outcomes.push(TaskOutcome {
-                name: name.clone(),
-                workload: task.workload,
-                marks,
-                latencies: r.latencies,
-                failure: killed.clone().or(r.error),
-            });
         }
+        outcomes.push(TaskOutcome {
+            name: name.clone(),
+            workload: task.workload,
+            marks,
+            latencies: r.latencies,
+            failure: killed.clone().or(r.error),
+        });
     }
-    if let Some(reason) = stop_reason {
-        bail!("{reason}");
-    }
-    Ok(ExecOutcome {
-        tasks: outcomes,
-        wall_ns,
-        user_ns: user1.saturating_sub(user0),
-        sys_ns: sys1.saturating_sub(sys0),
-    })
+    outcomes
 }
 
 fn drain(fd: RawFd, buf: &mut Vec<u8>) {
@@ -299,6 +345,49 @@ fn child_main(
     out_w: RawFd,
     shared: Option<Arc<SharedBarriers>>,
 ) -> i32 {
+    child_setup(task);
+    let mut report = ChildReport::default();
+    let programs: Vec<&[Op]> = std::iter::once(task.ops.as_slice())
+        .chain(task.threads.iter().map(|t| t.ops.as_slice()))
+        .collect();
+    let joined = match &task.cgroup_procs {
+        // SAFETY: getpid has no preconditions.
+        Some(procs) => std::fs::write(procs, unsafe { libc::getpid() }.to_string())
+            .with_context(|| format!("joining {}", procs.display())),
+        None => Ok(()),
+    };
+    let process = joined.and_then(|()| {
+        let dirs = (task.file_dir.clone(), task.tmpfs_dirs.clone());
+        Process::new(&programs, dirs, task.seed, shared)
+    });
+    match process {
+        Err(e) => report.error = Some(format!("{}: {e:#}", task.name)),
+        Ok(process) => {
+            let mut byte = 0u8;
+            // Blocks until the parent closes the start pipe (EOF) or dies.
+            // SAFETY: read into a local byte.
+            while unsafe { libc::read(start_r, (&mut byte as *mut u8).cast(), 1) } < 0
+                && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+            {}
+            report.threads = run_threads(task, &process, thread_cpus, &programs);
+        }
+    }
+    let bytes = serde_json::to_vec(&report).unwrap_or_default();
+    let mut sent = 0;
+    while sent < bytes.len() {
+        // SAFETY: write from our buffer to our pipe end.
+        let n = unsafe { libc::write(out_w, bytes[sent..].as_ptr().cast(), bytes.len() - sent) };
+        if n <= 0 {
+            break;
+        }
+        sent += n as usize;
+    }
+    i32::from(report.error.is_some() || report.threads.iter().any(|t| t.error.is_some()))
+}
+
+/// The freshly forked child's own settings: default signal actions, death with the parent,
+/// the highest priority, and the scenario's oom_score_adj.
+fn child_setup(task: &LiveTask) {
     // SAFETY: plain syscalls in the freshly forked child.
     unsafe {
         crate::settings::close_locks_in_child();
@@ -323,76 +412,50 @@ fn child_main(
             eprintln!("{}: oom_score_adj {}: {e}", task.name, task.oom_score_adj);
         }
     }
-    let mut report = ChildReport::default();
-    let programs: Vec<&[Op]> = std::iter::once(task.ops.as_slice())
-        .chain(task.threads.iter().map(|t| t.ops.as_slice()))
+}
+
+/// Each program of the process on a thread of its own (the leader's on this one), pinned
+/// where the task says; a thread that fails aborts the process's barriers.
+fn run_threads(
+    task: &LiveTask,
+    process: &Process,
+    thread_cpus: &[Option<usize>],
+    programs: &[&[Op]],
+) -> Vec<ThreadReport> {
+    let names: Vec<&str> = std::iter::once(task.name.as_str())
+        .chain(task.threads.iter().map(|t| t.name.as_str()))
         .collect();
-    let joined = match &task.cgroup_procs {
-        // SAFETY: getpid has no preconditions.
-        Some(procs) => std::fs::write(procs, unsafe { libc::getpid() }.to_string())
-            .with_context(|| format!("joining {}", procs.display())),
-        None => Ok(()),
+    let run = |i: usize| {
+        let mut r = ThreadReport::default();
+        if let Some(cpu) = thread_cpus.get(i.wrapping_sub(1)).copied().flatten() {
+            let mut set = empty_cpu_set();
+            // SAFETY: CPU_SET on a local set with a CPU from the parent's set.
+            unsafe { libc::CPU_SET(cpu, &mut set) };
+            if let Err(e) = set_affinity(&set) {
+                r.error = Some(format!("{}: pinning to cpu {cpu}: {e:#}", names[i]));
+            }
+        }
+        if r.error.is_none() {
+            if let Err(e) = interp::interpret(process, programs[i], &mut r) {
+                r.error = Some(format!("{}: {e:#}", names[i]));
+            }
+        }
+        if r.error.is_some() {
+            process.abort();
+        }
+        r
     };
-    let process = joined.and_then(|()| {
-        let dirs = (task.file_dir.clone(), task.tmpfs_dirs.clone());
-        Process::new(&programs, dirs, task.seed, shared)
-    });
-    match process {
-        Err(e) => report.error = Some(format!("{}: {e:#}", task.name)),
-        Ok(process) => {
-            let mut byte = 0u8;
-            // Blocks until the parent closes the start pipe (EOF) or dies.
-            // SAFETY: read into a local byte.
-            while unsafe { libc::read(start_r, (&mut byte as *mut u8).cast(), 1) } < 0
-                && std::io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
-            {}
-            let names: Vec<&str> = std::iter::once(task.name.as_str())
-                .chain(task.threads.iter().map(|t| t.name.as_str()))
-                .collect();
-            let run = |i: usize| {
-                let mut r = ThreadReport::default();
-                if let Some(cpu) = thread_cpus.get(i.wrapping_sub(1)).copied().flatten() {
-                    let mut set = empty_cpu_set();
-                    // SAFETY: CPU_SET on a local set with a CPU from the parent's set.
-                    unsafe { libc::CPU_SET(cpu, &mut set) };
-                    if let Err(e) = set_affinity(&set) {
-                        r.error = Some(format!("{}: pinning to cpu {cpu}: {e:#}", names[i]));
-                    }
-                }
-                if r.error.is_none() {
-                    if let Err(e) = interp::interpret(&process, programs[i], &mut r) {
-                        r.error = Some(format!("{}: {e:#}", names[i]));
-                    }
-                }
-                if r.error.is_some() {
-                    process.abort();
-                }
-                r
-            };
-            report.threads = std::thread::scope(|s| {
-                let handles: Vec<_> = (1..programs.len())
-                    .map(|i| s.spawn(move || run(i)))
-                    .collect();
-                let mut out = vec![run(0)];
-                for (i, h) in handles.into_iter().enumerate() {
-                    out.push(h.join().unwrap_or_else(|_| ThreadReport {
-                        error: Some(format!("{}: thread panicked", names[i + 1])),
-                        ..Default::default()
-                    }));
-                }
-                out
-            });
+    std::thread::scope(|s| {
+        let handles: Vec<_> = (1..programs.len())
+            .map(|i| s.spawn(move || run(i)))
+            .collect();
+        let mut out = vec![run(0)];
+        for (i, h) in handles.into_iter().enumerate() {
+            out.push(h.join().unwrap_or_else(|_| ThreadReport {
+                error: Some(format!("{}: thread panicked", names[i + 1])),
+                ..Default::default()
+            }));
         }
-    }
-    let bytes = serde_json::to_vec(&report).unwrap_or_default();
-    let mut sent = 0;
-    while sent < bytes.len() {
-        // SAFETY: write from our buffer to our pipe end.
-        let n = unsafe { libc::write(out_w, bytes[sent..].as_ptr().cast(), bytes.len() - sent) };
-        if n <= 0 {
-            break;
-        }
-        sent += n as usize;
-    }
-    i32::from(report.error.is_some() || report.threads.iter().any(|t| t.error.is_some()))
+        out
+    })
 }

@@ -407,87 +407,6 @@ pub fn interpret(proc_: &Process, ops: &[Op], report: &mut ThreadReport) -> Resu
     let mut last_resident = false;
     for op in ops {
         match op {
-            Op::Mmap { vma, nr_pages, thp } => {
-                let region = mmap_aligned(*nr_pages as usize * PAGE_SIZE, None)?;
-                match thp {
-                    ThpAdvice::Hugepage => {
-                        madvise(region, 0, *nr_pages, MADV_HUGEPAGE, "HUGEPAGE")?
-                    }
-                    ThpAdvice::NoHugepage => {
-                        madvise(region, 0, *nr_pages, MADV_NOHUGEPAGE, "NOHUGEPAGE")?
-                    }
-                    ThpAdvice::Default => {}
-                }
-                proc_.set_vma(*vma, Some(region));
-            }
-            Op::MmapFile {
-                vma,
-                file,
-                offset_pages,
-                nr_pages,
-                shared,
-            } => {
-                let path = proc_.file_path(*file)?;
-                let writable = proc_.written.contains(vma);
-                let f = std::fs::OpenOptions::new()
-                    .read(true)
-                    .write(writable && *shared)
-                    .open(&path)
-                    .with_context(|| format!("opening {}", path.display()))?;
-                let region = mmap_aligned(
-                    *nr_pages as usize * PAGE_SIZE,
-                    Some((
-                        f.as_raw_fd(),
-                        *offset_pages as u64 * PAGE_SIZE as u64,
-                        *shared,
-                        writable,
-                    )),
-                )?;
-                proc_.set_vma(*vma, Some(region));
-            }
-            Op::Touch {
-                vma,
-                first,
-                nr,
-                write,
-            } => touch(proc_.vma(*vma)?, *first, *nr, *write)?,
-            Op::Madvise {
-                vma,
-                first,
-                nr,
-                advice,
-            } => {
-                let (value, name) = match advice {
-                    Advice::Pageout => (MADV_PAGEOUT, "PAGEOUT"),
-                    Advice::Cold => (MADV_COLD, "COLD"),
-                    Advice::Dontneed => (MADV_DONTNEED, "DONTNEED"),
-                    Advice::Hugepage => (MADV_HUGEPAGE, "HUGEPAGE"),
-                    Advice::Nohugepage => (MADV_NOHUGEPAGE, "NOHUGEPAGE"),
-                };
-                madvise(proc_.vma(*vma)?, *first, *nr, value, name)?;
-            }
-            Op::Munmap { vma } => {
-                let region = proc_.vma(*vma)?;
-                // SAFETY: unmapping our own mapping, forgotten below.
-                unsafe { libc::munmap(region.addr.cast(), region.len) };
-                proc_.set_vma(*vma, None);
-            }
-            Op::MunmapRange { vma, first, nr } => {
-                let region = proc_.vma(*vma)?;
-                let (offset, len) = (*first as usize * PAGE_SIZE, *nr as usize * PAGE_SIZE);
-                if offset + len > region.len {
-                    bail!("munmap: pages {first}+{nr} beyond vma {vma}");
-                }
-                // SAFETY: part of our own mapping; the sim leaves a hole there too.
-                unsafe { libc::munmap(region.addr.add(offset).cast(), len) };
-            }
-            Op::Compute { ns } => {
-                let until = now_ns() + ns;
-                while now_ns() < until {
-                    std::hint::spin_loop();
-                }
-            }
-            Op::Sleep { ns } => std::thread::sleep(std::time::Duration::from_nanos(*ns)),
             Op::Mark(m) => {
                 let t0 = now_ns();
                 let snapshot = counters::snapshot();
@@ -496,16 +415,6 @@ pub fn interpret(proc_: &Process, ops: &[Op], report: &mut ThreadReport) -> Resu
                 excluded_ns += t1 - t0;
             }
             Op::Exit => break,
-            Op::CompactMemory => std::fs::write("/proc/sys/vm/compact_memory", "1")
-                .context("writing /proc/sys/vm/compact_memory")?,
-            Op::Barrier { id, .. } => match &proc_.shared {
-                Some(s) if s.has(*id) => s.wait(*id)?,
-                _ => proc_
-                    .barriers
-                    .get(id)
-                    .with_context(|| format!("barrier {id} unknown"))?
-                    .wait()?,
-            },
             Op::TimerStart => timer_start_ns = now_ns(),
             Op::Mincore { vma, index } => last_resident = mincore(proc_.vma(*vma)?, *index)?,
             Op::RecordLatency {
@@ -521,48 +430,178 @@ pub fn interpret(proc_: &Process, ops: &[Op], report: &mut ThreadReport) -> Resu
                     .latencies
                     .push((series, now_ns().saturating_sub(timer_start_ns)));
             }
-            Op::CreateFile { file, nr_pages } => files::create(
-                &proc_.file_path(*file)?,
-                *nr_pages as u64 * PAGE_SIZE as u64,
-                proc_.seed ^ u64::from(*file),
-            )?,
-            Op::ReadFile { file, first, nr } => read_file(&proc_.file_path(*file)?, *first, *nr)?,
-            Op::DropCaches => files::drop_caches()?,
-            Op::Access {
-                vma,
-                first,
-                nr,
-                count,
-                write,
-                ..
-            } => access(
-                proc_.vma(*vma)?,
-                *first,
-                *nr,
-                *count,
-                *write,
-                proc_.seed ^ u64::from(*vma) << 32 ^ u64::from(*first),
-            )?,
-            // The hot set is the sim's description of the code that runs here.
-            Op::TlbHotSet { .. } => {}
-            Op::Mprotect { vma, prot } => mprotect(proc_.vma(*vma)?, *prot)?,
-            Op::ShmemWrite {
-                mount,
-                file,
-                first,
-                nr,
-            } => tmpfs::write(&proc_.shmem_path(*mount, *file)?, *first, *nr)?,
-            Op::ShmemRead { file, first, nr } => {
-                read_file(&tmpfs::find(&proc_.tmpfs_dirs, *file)?, *first, *nr)?
-            }
-            Op::ShmemUnlink { file } => {
-                let path = tmpfs::find(&proc_.tmpfs_dirs, *file)?;
-                std::fs::remove_file(&path)
-                    .with_context(|| format!("unlinking {}", path.display()))?
-            }
-            #[allow(unreachable_patterns)]
-            other => bail!("operation {other:?} is not supported by the live backend yet"),
+            Op::CreateFile { .. }
+            | Op::ReadFile { .. }
+            | Op::DropCaches
+            | Op::ShmemWrite { .. }
+            | Op::ShmemRead { .. }
+            | Op::ShmemUnlink { .. } => file_op(proc_, op)?,
+            other => process_op(proc_, other)?,
         }
     }
+    Ok(())
+}
+
+/// An op on the process's own memory, or one that waits or spins.
+fn process_op(proc_: &Process, op: &Op) -> Result<()> {
+    match op {
+        Op::Mmap { vma, nr_pages, thp } => map_anon(proc_, *vma, *nr_pages, *thp)?,
+        Op::MmapFile {
+            vma,
+            file,
+            offset_pages,
+            nr_pages,
+            shared,
+        } => map_file(proc_, *vma, *file, *offset_pages, *nr_pages, *shared)?,
+        Op::Touch {
+            vma,
+            first,
+            nr,
+            write,
+        } => touch(proc_.vma(*vma)?, *first, *nr, *write)?,
+        Op::Madvise {
+            vma,
+            first,
+            nr,
+            advice,
+        } => {
+            let (value, name) = madv_flag(*advice);
+            madvise(proc_.vma(*vma)?, *first, *nr, value, name)?;
+        }
+        Op::Munmap { vma } => {
+            let region = proc_.vma(*vma)?;
+            // SAFETY: unmapping our own mapping, forgotten below.
+            unsafe { libc::munmap(region.addr.cast(), region.len) };
+            proc_.set_vma(*vma, None);
+        }
+        Op::MunmapRange { vma, first, nr } => munmap_range(proc_.vma(*vma)?, *vma, *first, *nr)?,
+        Op::Compute { ns } => {
+            let until = now_ns() + ns;
+            while now_ns() < until {
+                std::hint::spin_loop();
+            }
+        }
+        Op::Sleep { ns } => std::thread::sleep(std::time::Duration::from_nanos(*ns)),
+        Op::CompactMemory => std::fs::write("/proc/sys/vm/compact_memory", "1")
+            .context("writing /proc/sys/vm/compact_memory")?,
+        Op::Barrier { id, .. } => match &proc_.shared {
+            Some(s) if s.has(*id) => s.wait(*id)?,
+            _ => proc_
+                .barriers
+                .get(id)
+                .with_context(|| format!("barrier {id} unknown"))?
+                .wait()?,
+        },
+        Op::Access {
+            vma,
+            first,
+            nr,
+            count,
+            write,
+            ..
+        } => access(
+            proc_.vma(*vma)?,
+            *first,
+            *nr,
+            *count,
+            *write,
+            proc_.seed ^ u64::from(*vma) << 32 ^ u64::from(*first),
+        )?,
+        // The hot set is the sim's description of the code that runs here.
+        Op::TlbHotSet { .. } => {}
+        Op::Mprotect { vma, prot } => mprotect(proc_.vma(*vma)?, *prot)?,
+        other => bail!("operation {other:?} is not supported by the live backend yet"),
+    }
+    Ok(())
+}
+
+/// An op on the run's files or tmpfs.
+fn file_op(proc_: &Process, op: &Op) -> Result<()> {
+    match op {
+        Op::CreateFile { file, nr_pages } => files::create(
+            &proc_.file_path(*file)?,
+            *nr_pages as u64 * PAGE_SIZE as u64,
+            proc_.seed ^ u64::from(*file),
+        )?,
+        Op::ReadFile { file, first, nr } => read_file(&proc_.file_path(*file)?, *first, *nr)?,
+        Op::DropCaches => files::drop_caches()?,
+        Op::ShmemWrite {
+            mount,
+            file,
+            first,
+            nr,
+        } => tmpfs::write(&proc_.shmem_path(*mount, *file)?, *first, *nr)?,
+        Op::ShmemRead { file, first, nr } => {
+            read_file(&tmpfs::find(&proc_.tmpfs_dirs, *file)?, *first, *nr)?
+        }
+        Op::ShmemUnlink { file } => {
+            let path = tmpfs::find(&proc_.tmpfs_dirs, *file)?;
+            std::fs::remove_file(&path).with_context(|| format!("unlinking {}", path.display()))?
+        }
+        other => bail!("operation {other:?} is not a file operation"),
+    }
+    Ok(())
+}
+
+/// The madvise(2) flag of an advice, and its name for errors.
+fn madv_flag(advice: Advice) -> (i32, &'static str) {
+    match advice {
+        Advice::Pageout => (MADV_PAGEOUT, "PAGEOUT"),
+        Advice::Cold => (MADV_COLD, "COLD"),
+        Advice::Dontneed => (MADV_DONTNEED, "DONTNEED"),
+        Advice::Hugepage => (MADV_HUGEPAGE, "HUGEPAGE"),
+        Advice::Nohugepage => (MADV_NOHUGEPAGE, "NOHUGEPAGE"),
+    }
+}
+
+/// mmap of anonymous memory, with the THP advice the op gives.
+fn map_anon(proc_: &Process, vma: u32, nr_pages: u32, thp: ThpAdvice) -> Result<()> {
+    let region = mmap_aligned(nr_pages as usize * PAGE_SIZE, None)?;
+    match thp {
+        ThpAdvice::Hugepage => madvise(region, 0, nr_pages, MADV_HUGEPAGE, "HUGEPAGE")?,
+        ThpAdvice::NoHugepage => madvise(region, 0, nr_pages, MADV_NOHUGEPAGE, "NOHUGEPAGE")?,
+        ThpAdvice::Default => {}
+    }
+    proc_.set_vma(vma, Some(region));
+    Ok(())
+}
+
+/// mmap of one of the run's files, writable when the process writes to it.
+fn map_file(
+    proc_: &Process,
+    vma: u32,
+    file: u32,
+    offset_pages: u32,
+    nr_pages: u32,
+    shared: bool,
+) -> Result<()> {
+    let path = proc_.file_path(file)?;
+    let writable = proc_.written.contains(&vma);
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(writable && shared)
+        .open(&path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    let region = mmap_aligned(
+        nr_pages as usize * PAGE_SIZE,
+        Some((
+            f.as_raw_fd(),
+            offset_pages as u64 * PAGE_SIZE as u64,
+            shared,
+            writable,
+        )),
+    )?;
+    proc_.set_vma(vma, Some(region));
+    Ok(())
+}
+
+/// munmap of pages [first, first + nr) of a mapping; the sim leaves a hole there too.
+fn munmap_range(region: Region, vma: u32, first: u32, nr: u32) -> Result<()> {
+    let (offset, len) = (first as usize * PAGE_SIZE, nr as usize * PAGE_SIZE);
+    if offset + len > region.len {
+        bail!("munmap: pages {first}+{nr} beyond vma {vma}");
+    }
+    // SAFETY: part of our own mapping; the sim leaves a hole there too.
+    unsafe { libc::munmap(region.addr.add(offset).cast(), len) };
     Ok(())
 }

@@ -10,7 +10,10 @@ use crate::Refusal;
 use anyhow::{Context, Result};
 use foliosim::registry::LruPolicyKind;
 use foliosim::scenario::tmpfs::ShmemEnabled;
-use foliosim::scenario::{Bytes, Scenario, ThpEnabled, PAGE_SIZE, PMD_ORDER};
+use foliosim::scenario::{
+    Bytes, KhugepagedKnobs, LruGenKnobs, Scenario, Sysfs, ThpEnabled, VmSysctl, ZswapKnobs,
+    PAGE_SIZE, PMD_ORDER,
+};
 use foliosim::workload::{self, Op, WorkloadResult};
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -332,17 +335,32 @@ fn lru_gen_note(scenario: &Scenario) -> String {
 }
 
 pub fn host_settings(scenario: &Scenario) -> Vec<(String, String)> {
-    let thp = counters::THP_DIR;
     let s = &scenario.sysfs;
-    let name = |e: ThpEnabled| {
-        match e {
-            ThpEnabled::Always => "always",
-            ThpEnabled::Madvise => "madvise",
-            ThpEnabled::Inherit => "inherit",
-            ThpEnabled::Never => "never",
-        }
-        .to_string()
-    };
+    let mut out = thp_settings(s);
+    khugepaged_settings(&s.khugepaged, &mut out);
+    lru_gen_settings(&s.lru_gen, &mut out);
+    zswap_settings(&s.zswap, &mut out);
+    // After the THP knobs: enabling PMD THP makes khugepaged raise min_free_kbytes, which a
+    // scenario's own value must then override.
+    vm_sysctl_settings(&scenario.sysctl.vm, &mut out);
+    out
+}
+
+/// `enabled` as the kernel spells it.
+fn thp_enabled_name(e: ThpEnabled) -> String {
+    match e {
+        ThpEnabled::Always => "always",
+        ThpEnabled::Madvise => "madvise",
+        ThpEnabled::Inherit => "inherit",
+        ThpEnabled::Never => "never",
+    }
+    .to_string()
+}
+
+/// The THP knobs: `enabled` (top level and per size), `defrag`, `shmem_enabled`.
+fn thp_settings(s: &Sysfs) -> Vec<(String, String)> {
+    let thp = counters::THP_DIR;
+    let name = thp_enabled_name;
     let mut out = vec![(format!("{thp}/enabled"), name(s.thp_enabled))];
     // Every size the host has, as the sim resolves it: listed sizes as given, others never
     // (2M: inherit).
@@ -374,7 +392,11 @@ pub fn host_settings(scenario: &Scenario) -> Vec<(String, String)> {
     if Path::new(&shmem).exists() {
         out.push((shmem, shmem_enabled_name(s.shmem_enabled).into()));
     }
-    let k = &s.khugepaged;
+    out
+}
+
+fn khugepaged_settings(k: &KhugepagedKnobs, out: &mut Vec<(String, String)>) {
+    let thp = counters::THP_DIR;
     let kh = |n: &str| format!("{thp}/khugepaged/{n}");
     if let Some(v) = k.defrag {
         out.push((kh("defrag"), u8::from(v).to_string()));
@@ -391,9 +413,11 @@ pub fn host_settings(scenario: &Scenario) -> Vec<(String, String)> {
             out.push((kh(n), v.to_string()));
         }
     }
-    // MGLRU: only what the scenario gives (restored after the run like the THP knobs).
+}
+
+/// MGLRU: only what the scenario gives (restored after the run like the THP knobs).
+fn lru_gen_settings(lg: &LruGenKnobs, out: &mut Vec<(String, String)>) {
     if host_lru_gen().is_some() {
-        let lg = &s.lru_gen;
         if let Some(on) = lg.enabled {
             if host_lru_gen() != Some(on) {
                 out.push((
@@ -406,18 +430,21 @@ pub fn host_settings(scenario: &Scenario) -> Vec<(String, String)> {
             out.push((format!("{LRU_GEN_DIR}/min_ttl_ms"), ms.to_string()));
         }
     }
+}
+
+fn zswap_settings(z: &ZswapKnobs, out: &mut Vec<(String, String)>) {
     let zs = "/sys/module/zswap/parameters";
     if Path::new(zs).exists() {
-        if let Some(c) = &s.zswap.compressor {
+        if let Some(c) = &z.compressor {
             out.push((format!("{zs}/compressor"), c.clone()));
         }
-        if let Some(p) = s.zswap.max_pool_percent {
+        if let Some(p) = z.max_pool_percent {
             out.push((format!("{zs}/max_pool_percent"), p.to_string()));
         }
-        if let Some(p) = s.zswap.accept_threshold_percent {
+        if let Some(p) = z.accept_threshold_percent {
             out.push((format!("{zs}/accept_threshold_percent"), p.to_string()));
         }
-        if let Some(on) = s.zswap.shrinker_enabled {
+        if let Some(on) = z.shrinker_enabled {
             out.push((
                 format!("{zs}/shrinker_enabled"),
                 if on { "Y" } else { "N" }.into(),
@@ -425,12 +452,13 @@ pub fn host_settings(scenario: &Scenario) -> Vec<(String, String)> {
         }
         out.push((
             format!("{zs}/enabled"),
-            if s.zswap.enabled { "Y" } else { "N" }.into(),
+            if z.enabled { "Y" } else { "N" }.into(),
         ));
     }
-    // After the THP knobs: enabling PMD THP makes khugepaged raise min_free_kbytes, which a
-    // scenario's own value must then override.
-    let vm = &scenario.sysctl.vm;
+}
+
+/// /proc/sys/vm knobs the scenario gives.
+fn vm_sysctl_settings(vm: &VmSysctl, out: &mut Vec<(String, String)>) {
     for (name, value) in [
         ("min_free_kbytes", vm.min_free_kbytes),
         (
@@ -457,7 +485,6 @@ pub fn host_settings(scenario: &Scenario) -> Vec<(String, String)> {
             out.push((format!("/proc/sys/vm/{name}"), v.to_string()));
         }
     }
-    out
 }
 
 /// `shmem_enabled` as the kernel spells it.
@@ -496,6 +523,111 @@ fn run_holding(
     opts: &LiveOptions,
     guard: &mut HostGuard,
 ) -> Result<LiveResult> {
+    let mut notes = host_notes(scenario)?;
+    let mut applied = vec![];
+    for (path, value) in host_settings(scenario) {
+        check_interrupt()?;
+        guard.set_sysfs(&path, &value)?;
+        applied.push(format!("{path} = {value}"));
+    }
+    let (zram_ids, disks) = create_swap_areas(guard, scenario, &mut applied)?;
+    // Before the memcgs, so a restore (newest first) kills the tasks before it unmounts.
+    let tmpfs_dirs = crate::tmpfs::mount_all(
+        guard,
+        &scenario.tmpfs,
+        scenario.machine.memory,
+        &mut applied,
+    )?;
+    let memcgs = create_memcgs(guard, scenario, &mut applied)?;
+    let file_dir = create_files(guard, scenario, &mut applied)?;
+    let mut tasks = live_tasks(scenario, &memcgs, &file_dir, &tmpfs_dirs)?;
+    if pin_one_per_cpu(&mut tasks, scenario.machine.cpus as usize) {
+        let n: usize = tasks.iter().map(|t| 1 + t.threads.len()).sum();
+        notes.push(format!(
+            "{n} task(s) pinned one per CPU, as the sim places them when no task waits for a CPU"
+        ));
+    }
+    check_interrupt()?;
+    let mut result = run_measured(scenario, opts, &tasks, disks, notes)?;
+    result.zram = zram_ids
+        .iter()
+        .map(|id| (format!("zram{id}"), counters::zram_stats(*id)))
+        .collect();
+    result.memcgs = memcgs
+        .iter()
+        .map(|(name, cg)| (name.clone(), cg.stats()))
+        .collect();
+    result.settings = applied;
+    Ok(result)
+}
+
+/// Run the tasks between two snapshots of the host's counters and of `disks`: the result
+/// but for what the caller created (zram, memcgs, settings).
+fn run_measured(
+    scenario: &Scenario,
+    opts: &LiveOptions,
+    tasks: &[LiveTask],
+    mut disks: Vec<String>,
+    mut notes: Vec<String>,
+) -> Result<LiveResult> {
+    // Let writes to sysfs settle (khugepaged wakes on some) before the first snapshot.
+    let before = counters::snapshot();
+    let others_before = crate::others::snapshot();
+    disks.sort();
+    disks.dedup();
+    let disks_before: Vec<_> = disks.iter().map(|d| crate::diskstat::read(d)).collect();
+    let outcome = exec::run_tasks(tasks, &stop_reason(opts))?;
+    let after = counters::snapshot();
+    let other_faults = crate::others::between(&others_before, &crate::others::snapshot());
+    notes.extend(other_faults.note());
+    let swap_disks: Vec<_> = disks
+        .iter()
+        .zip(disks_before)
+        .filter_map(|(d, before)| {
+            let w = crate::diskstat::DiskWrites::between(d, before?, crate::diskstat::read(d)?);
+            notes.push(w.note());
+            Some(w)
+        })
+        .collect();
+    let (events, gauges) = counters::delta(&before, &after);
+    let workloads = workload::report_all(
+        &scenario.workloads,
+        &scenario.files,
+        outcome.tasks.iter().map(|t| workload::TaskOutput {
+            workload: t.workload,
+            marks: &t.marks,
+            latencies: &t.latencies,
+        }),
+    );
+    Ok(LiveResult {
+        backend: "live".into(),
+        foliosim_version: env!("CARGO_PKG_VERSION").into(),
+        kernel_release: kernel_release(),
+        kernel_profile: scenario.kernel.version.name(),
+        seed: scenario.seed,
+        wall_ns: outcome.wall_ns,
+        cpu_user_ns: outcome.user_ns,
+        cpu_sys_ns: outcome.sys_ns,
+        counters: events,
+        gauges,
+        workloads,
+        zram: BTreeMap::new(),
+        memcgs: BTreeMap::new(),
+        other_faults,
+        swap_disks,
+        settings: vec![],
+        task_failures: outcome
+            .tasks
+            .iter()
+            .filter_map(|t| t.failure.as_ref().map(|f| format!("{}: {f}", t.name)))
+            .collect(),
+        notes,
+        recovered: vec![],
+    })
+}
+
+/// Where the host differs from the scenario's machine, said before anything is changed.
+fn host_notes(scenario: &Scenario) -> Result<Vec<String>> {
     let mut notes = vec![lru_gen_note(scenario)];
     let other_swaps: Vec<_> = swapdev::active_swaps()?
         .into_iter()
@@ -527,15 +659,17 @@ fn run_holding(
             "zswap turned on for this run (--enable-zswap) and off again after it; this host now swaps mTHP in as order 0 until reboot".into(),
         );
     }
-    if let Some(note) = one_shot_note(scenario) {
-        notes.push(note);
-    }
-    let mut applied = vec![];
-    for (path, value) in host_settings(scenario) {
-        check_interrupt()?;
-        guard.set_sysfs(&path, &value)?;
-        applied.push(format!("{path} = {value}"));
-    }
+    notes.extend(one_shot_note(scenario));
+    Ok(notes)
+}
+
+/// swapon of every `machine.swap` device: the zram ids created, and the disks under the
+/// others (whose writes the result reports).
+fn create_swap_areas(
+    guard: &mut HostGuard,
+    scenario: &Scenario,
+    applied: &mut Vec<String>,
+) -> Result<(Vec<u32>, Vec<String>)> {
     let mut zram_ids = vec![];
     let mut disks: Vec<String> = vec![];
     for (i, dev) in scenario.machine.swap_devices.iter().enumerate() {
@@ -554,16 +688,18 @@ fn run_holding(
             disks.extend(crate::diskstat::device_of(&area.path));
         }
     }
-    // Before the memcgs, so a restore (newest first) kills the tasks before it unmounts.
-    let tmpfs_dirs = crate::tmpfs::mount_all(
-        guard,
-        &scenario.tmpfs,
-        scenario.machine.memory,
-        &mut applied,
-    )?;
+    Ok((zram_ids, disks))
+}
+
+/// The scenario's memcgs, by name. Parents come first in the scenario (validated), so each
+/// parent exists when its children are created; removal (the journal, undone in reverse)
+/// takes children first.
+fn create_memcgs(
+    guard: &mut HostGuard,
+    scenario: &Scenario,
+    applied: &mut Vec<String>,
+) -> Result<BTreeMap<String, Memcg>> {
     let mut memcgs: BTreeMap<String, Memcg> = BTreeMap::new();
-    // Parents come first in the scenario (validated), so each parent exists when its
-    // children are created; removal (the journal, undone in reverse) takes children first.
     for spec in &scenario.memcgs {
         check_interrupt()?;
         let parent = spec.parent.as_ref().map(|p| &memcgs[p]);
@@ -575,7 +711,16 @@ fn run_holding(
         ));
         memcgs.insert(spec.name.clone(), cg);
     }
-    let file_dir = create_files(guard, scenario, &mut applied)?;
+    Ok(memcgs)
+}
+
+/// A process per task of each workload, with the tasks that share its mm as its threads.
+fn live_tasks(
+    scenario: &Scenario,
+    memcgs: &BTreeMap<String, Memcg>,
+    file_dir: &Option<std::path::PathBuf>,
+    tmpfs_dirs: &[std::path::PathBuf],
+) -> Result<Vec<LiveTask>> {
     let mut tasks: Vec<LiveTask> = vec![];
     for (w, spec) in scenario.workloads.iter().enumerate() {
         let mut specs = workload::tasks_for(spec, scenario);
@@ -613,27 +758,19 @@ fn run_holding(
                 cpu: None,
                 threads: vec![],
                 file_dir: file_dir.clone(),
-                tmpfs_dirs: tmpfs_dirs.clone(),
+                tmpfs_dirs: tmpfs_dirs.to_vec(),
                 seed: scenario.seed,
                 oom_score_adj: scenario.workloads[w].oom_score_adj(),
             });
         }
     }
-    if pin_one_per_cpu(&mut tasks, scenario.machine.cpus as usize) {
-        let n: usize = tasks.iter().map(|t| 1 + t.threads.len()).sum();
-        notes.push(format!(
-            "{n} task(s) pinned one per CPU, as the sim places them when no task waits for a CPU"
-        ));
-    }
-    check_interrupt()?;
-    // Let writes to sysfs settle (khugepaged wakes on some) before the first snapshot.
-    let before = counters::snapshot();
-    let others_before = crate::others::snapshot();
-    disks.sort();
-    disks.dedup();
-    let disks_before: Vec<_> = disks.iter().map(|d| crate::diskstat::read(d)).collect();
+    Ok(tasks)
+}
+
+/// Why the tasks must stop now, if they must: a signal, or `opts.timeout` passed.
+fn stop_reason(opts: &LiveOptions) -> impl Fn() -> Option<String> + '_ {
     let deadline = opts.timeout.map(|t| Instant::now() + t);
-    let outcome = exec::run_tasks(&tasks, &|| {
+    move || {
         if settings::interrupted() {
             return Some("interrupted by a signal; tasks killed, settings restored".into());
         }
@@ -644,62 +781,7 @@ fn run_holding(
             ));
         }
         None
-    })?;
-    let after = counters::snapshot();
-    let other_faults = crate::others::between(&others_before, &crate::others::snapshot());
-    notes.extend(other_faults.note());
-    let swap_disks: Vec<_> = disks
-        .iter()
-        .zip(disks_before)
-        .filter_map(|(d, before)| {
-            let w = crate::diskstat::DiskWrites::between(d, before?, crate::diskstat::read(d)?);
-            notes.push(w.note());
-            Some(w)
-        })
-        .collect();
-    let (events, gauges) = counters::delta(&before, &after);
-    let workloads = workload::report_all(
-        &scenario.workloads,
-        &scenario.files,
-        outcome.tasks.iter().map(|t| workload::TaskOutput {
-            workload: t.workload,
-            marks: &t.marks,
-            latencies: &t.latencies,
-        }),
-    );
-    let zram = zram_ids
-        .iter()
-        .map(|id| (format!("zram{id}"), counters::zram_stats(*id)))
-        .collect();
-    let memcg_stats = memcgs
-        .iter()
-        .map(|(name, cg)| (name.clone(), cg.stats()))
-        .collect();
-    Ok(LiveResult {
-        backend: "live".into(),
-        foliosim_version: env!("CARGO_PKG_VERSION").into(),
-        kernel_release: kernel_release(),
-        kernel_profile: scenario.kernel.version.name(),
-        seed: scenario.seed,
-        wall_ns: outcome.wall_ns,
-        cpu_user_ns: outcome.user_ns,
-        cpu_sys_ns: outcome.sys_ns,
-        counters: events,
-        gauges,
-        workloads,
-        zram,
-        memcgs: memcg_stats,
-        other_faults,
-        swap_disks,
-        settings: applied,
-        task_failures: outcome
-            .tasks
-            .iter()
-            .filter_map(|t| t.failure.as_ref().map(|f| format!("{}: {f}", t.name)))
-            .collect(),
-        notes,
-        recovered: vec![],
-    })
+    }
 }
 
 /// The host-wide actions a scenario takes that no journal can undo (docs/live-safety.md):

@@ -49,6 +49,43 @@ pub struct Row {
     pub note: String,
 }
 
+impl Row {
+    /// The row as the table prints it: counts whole, shares in points, others in percent.
+    fn to_line(&self) -> String {
+        let fmt = |v: f64| {
+            if v.fract() == 0.0 && v.abs() < 1e15 {
+                format!("{v:.0}")
+            } else {
+                format!("{v:.4}")
+            }
+        };
+        let diff = match self.diff {
+            None => "-".to_string(),
+            Some(d) if d.is_infinite() => "new".to_string(),
+            Some(d) if self.name.ends_with("share") || self.name.contains("share ") => {
+                format!("{:+.1}pt", d * 100.0)
+            }
+            Some(d) => format!("{:+.1}%", d * 100.0),
+        };
+        let check = match self.check {
+            Check::Ok => "ok",
+            Check::Miss => "MISS",
+            Check::Noise => "noise",
+            Check::Info => "info",
+            Check::Host => "host",
+        };
+        format!(
+            "  {:<44} {:>14} {:>14} {:>9}  {:<6} {}\n",
+            self.name,
+            fmt(self.sim),
+            fmt(self.live),
+            diff,
+            check,
+            self.note
+        )
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Comparison {
     pub scenario: String,
@@ -361,20 +398,10 @@ pub fn compare(
 ) -> Comparison {
     let live = &live_runs[0];
     let (live_counters, live_range) = median_counters(live_runs);
-    let mut rows = vec![];
-    let counter = |r: &BTreeMap<String, u64>, k: &str| r.get(k).copied().unwrap_or(0) as f64;
-    // Each bound is the largest any one run saw.
-    let others = live_runs
-        .iter()
-        .map(|r| r.other_faults.clone())
-        .reduce(|a, b| OtherFaults {
-            madvised_minflt: a.madvised_minflt.max(b.madvised_minflt),
-            all_minflt: a.all_minflt.max(b.all_minflt),
-            madvisers: a.madvisers.into_iter().chain(b.madvisers).collect(),
-        })
-        .unwrap_or_default();
     // A shootdown microbenchmark makes its flush counts policy: one per operation.
     let tlb_scenario = is_tlb_scenario(scenario);
+    let others = largest_other_faults(live_runs);
+    let mut rows = vec![];
     for (k, &s) in &sim.counters {
         let Some(&l) = live_counters.get(k) else {
             continue;
@@ -396,18 +423,79 @@ pub fn compare(
             note,
         });
     }
-    // swpout_fallback share per size (and overall): a fraction, compared in fraction points.
+    rows.extend(fallback_share_rows(
+        &sim.counters,
+        &live_counters,
+        tolerance,
+        min_count,
+    ));
+    let pswpout_range = live_range.get("pswpout").copied().unwrap_or_default();
+    rows.extend(pswpout_per_gib_row(
+        scenario,
+        (&sim.counters, &live_counters),
+        pswpout_range,
+        tolerance,
+        min_count,
+    ));
+    rows.extend(written_ahead_row(scenario, sim, &live_counters));
+    // Summed over workloads, as usemem's lines are summed.
+    let tput = |w: &[foliosim::workload::WorkloadResult]| {
+        w.iter().map(|w| w.throughput_bytes_per_s).sum::<f64>()
+    };
+    let throughput = (tput(&sim.workloads), tput(&live.workloads));
+    rows.extend(time_rows(sim, live, throughput));
+    rows.extend(thpscale_rows(sim, live, tolerance, min_count));
+    rows.extend(tlb_rows(sim, live, tlb_scenario, tolerance, min_count));
+    let misses = rows.iter().filter(|r| r.check == Check::Miss).count();
+    Comparison {
+        scenario: name.into(),
+        sim_profile: sim.kernel.clone(),
+        live_kernel: live.kernel_release.clone(),
+        rows,
+        misses,
+        throughput_bytes_per_s: throughput,
+        live_runs_throughput_bytes_per_s: vec![throughput.1],
+        group: group_key(scenario),
+        live_task_failures: live.task_failures.clone(),
+        live_notes: live.notes.clone(),
+    }
+}
+
+fn counter(r: &BTreeMap<String, u64>, k: &str) -> f64 {
+    r.get(k).copied().unwrap_or(0) as f64
+}
+
+/// Other processes' faults during the live runs: each bound the largest any one run saw.
+fn largest_other_faults(live_runs: &[LiveResult]) -> OtherFaults {
+    live_runs
+        .iter()
+        .map(|r| r.other_faults.clone())
+        .reduce(|a, b| OtherFaults {
+            madvised_minflt: a.madvised_minflt.max(b.madvised_minflt),
+            all_minflt: a.all_minflt.max(b.all_minflt),
+            madvisers: a.madvisers.into_iter().chain(b.madvisers).collect(),
+        })
+        .unwrap_or_default()
+}
+
+/// swpout_fallback share per size (and overall): a fraction, compared in fraction points.
+fn fallback_share_rows(
+    sim: &BTreeMap<String, u64>,
+    live: &BTreeMap<String, u64>,
+    tolerance: f64,
+    min_count: u64,
+) -> Vec<Row> {
     let sizes: Vec<String> = sim
-        .counters
         .keys()
         .filter_map(|k| k.strip_suffix("/stats/swpout").map(str::to_string))
         .collect();
+    let mut rows = vec![];
     let mut totals = [(0.0, 0.0), (0.0, 0.0)]; // (swpout, fallback) sim, live
     for size in &sizes {
         let out = format!("{size}/stats/swpout");
         let fb = format!("{size}/stats/swpout_fallback");
-        let (so, sf) = (counter(&sim.counters, &out), counter(&sim.counters, &fb));
-        let (lo, lf) = (counter(&live_counters, &out), counter(&live_counters, &fb));
+        let (so, sf) = (counter(sim, &out), counter(sim, &fb));
+        let (lo, lf) = (counter(live, &out), counter(live, &fb));
         totals[0].0 += so;
         totals[0].1 += sf;
         totals[1].0 += lo;
@@ -432,34 +520,40 @@ pub fn compare(
             min_count,
         ));
     }
+    rows
+}
+
+/// pswpout per GiB the workload writes (sim, live), when it writes any.
+fn pswpout_per_gib_row(
+    scenario: &Scenario,
+    (sim, live): (&BTreeMap<String, u64>, &BTreeMap<String, u64>),
+    range: (u64, u64),
+    tolerance: f64,
+    min_count: u64,
+) -> Option<Row> {
     let gib = written_bytes(scenario) as f64 / (1u64 << 30) as f64;
-    if gib > 0.0 {
-        let (s, l) = (
-            counter(&sim.counters, "pswpout"),
-            counter(&live_counters, "pswpout"),
-        );
-        let range = live_range.get("pswpout").copied().unwrap_or_default();
-        let (check, why) = policy_check((s, l), range, 0, tolerance, min_count);
-        rows.push(Row {
-            name: "pswpout per GiB written".into(),
-            sim: s / gib,
-            live: l / gib,
-            diff: rel(s, l),
-            check,
-            note: match why.as_str() {
-                "" => format!("{gib:.3} GiB written by the workload"),
-                why => format!("{gib:.3} GiB written by the workload; {why}"),
-            },
-        });
+    if gib <= 0.0 {
+        return None;
     }
-    rows.extend(written_ahead_row(scenario, sim, &live_counters));
-    // Summed over workloads, as usemem's lines are summed.
-    let tput = |w: &[foliosim::workload::WorkloadResult]| {
-        w.iter().map(|w| w.throughput_bytes_per_s).sum::<f64>()
-    };
-    let throughput = (tput(&sim.workloads), tput(&live.workloads));
+    let (s, l) = (counter(sim, "pswpout"), counter(live, "pswpout"));
+    let (check, why) = policy_check((s, l), range, 0, tolerance, min_count);
+    Some(Row {
+        name: "pswpout per GiB written".into(),
+        sim: s / gib,
+        live: l / gib,
+        diff: rel(s, l),
+        check,
+        note: match why.as_str() {
+            "" => format!("{gib:.3} GiB written by the workload"),
+            why => format!("{gib:.3} GiB written by the workload; {why}"),
+        },
+    })
+}
+
+/// Throughput, CPU and elapsed time: shown, never checked (host and cost model).
+fn time_rows(sim: &RunResult, live: &LiveResult, throughput: (f64, f64)) -> Vec<Row> {
     let mib = (1u64 << 20) as f64;
-    for (label, s, l, note) in [
+    [
         (
             THROUGHPUT_ROW,
             throughput.0 / mib,
@@ -484,34 +578,50 @@ pub fn compare(
             live.wall_ns as f64 / 1e9,
             "from the tasks' start to the last exit",
         ),
-    ] {
-        rows.push(Row {
-            name: label.into(),
-            sim: s,
-            live: l,
-            diff: rel(s, l),
-            check: Check::Info,
-            note: note.into(),
-        });
-    }
-    rows.extend(thpscale_rows(sim, live, tolerance, min_count));
-    rows.extend(tlb_rows(sim, live, tlb_scenario, tolerance, min_count));
-    let misses = rows.iter().filter(|r| r.check == Check::Miss).count();
-    Comparison {
-        scenario: name.into(),
-        sim_profile: sim.kernel.clone(),
-        live_kernel: live.kernel_release.clone(),
-        rows,
-        misses,
-        throughput_bytes_per_s: throughput,
-        live_runs_throughput_bytes_per_s: vec![throughput.1],
-        group: group_key(scenario),
-        live_task_failures: live.task_failures.clone(),
-        live_notes: live.notes.clone(),
-    }
+    ]
+    .into_iter()
+    .map(|(label, s, l, note)| Row {
+        name: label.into(),
+        sim: s,
+        live: l,
+        diff: rel(s, l),
+        check: Check::Info,
+        note: note.into(),
+    })
+    .collect()
 }
 
 impl Comparison {
+    /// One scenario's rows (those non-zero on a side), with the live runs' failures and notes.
+    fn to_table(&self) -> String {
+        let mut out = format!(
+            "\n{}  (sim profile {}, live kernel {})\n",
+            self.scenario, self.sim_profile, self.live_kernel
+        );
+        for f in &self.live_task_failures {
+            out.push_str(&format!("  live task failed: {f}\n"));
+        }
+        for n in &self.live_notes {
+            out.push_str(&format!("  live note: {n}\n"));
+        }
+        out.push_str(&format!(
+            "  {:<44} {:>14} {:>14} {:>9}  {:<6} {}\n",
+            "row", "sim", "live", "diff", "check", "note"
+        ));
+        let mut hidden = 0;
+        for r in &self.rows {
+            if r.sim == 0.0 && r.live == 0.0 {
+                hidden += 1;
+                continue;
+            }
+            out.push_str(&r.to_line());
+        }
+        out.push_str(&format!(
+            "  ({hidden} counters are 0 on both sides; --format json lists them)\n"
+        ));
+        out
+    }
+
     /// Take the throughputs of repeated live runs: the median stands for the scenario.
     pub fn set_live_runs(&mut self, mut runs_bytes_per_s: Vec<f64>) {
         runs_bytes_per_s.sort_by(f64::total_cmp);
@@ -791,96 +901,10 @@ impl Report {
     pub fn to_table(&self) -> String {
         let mut out = String::new();
         for c in &self.scenarios {
-            out.push_str(&format!(
-                "\n{}  (sim profile {}, live kernel {})\n",
-                c.scenario, c.sim_profile, c.live_kernel
-            ));
-            for f in &c.live_task_failures {
-                out.push_str(&format!("  live task failed: {f}\n"));
-            }
-            for n in &c.live_notes {
-                out.push_str(&format!("  live note: {n}\n"));
-            }
-            out.push_str(&format!(
-                "  {:<44} {:>14} {:>14} {:>9}  {:<6} {}\n",
-                "row", "sim", "live", "diff", "check", "note"
-            ));
-            let mut hidden = 0;
-            for r in &c.rows {
-                if r.sim == 0.0 && r.live == 0.0 {
-                    hidden += 1;
-                    continue;
-                }
-                let fmt = |v: f64| {
-                    if v.fract() == 0.0 && v.abs() < 1e15 {
-                        format!("{v:.0}")
-                    } else {
-                        format!("{v:.4}")
-                    }
-                };
-                let diff = match r.diff {
-                    None => "-".to_string(),
-                    Some(d) if d.is_infinite() => "new".to_string(),
-                    Some(d) if r.name.ends_with("share") || r.name.contains("share ") => {
-                        format!("{:+.1}pt", d * 100.0)
-                    }
-                    Some(d) => format!("{:+.1}%", d * 100.0),
-                };
-                let check = match r.check {
-                    Check::Ok => "ok",
-                    Check::Miss => "MISS",
-                    Check::Noise => "noise",
-                    Check::Info => "info",
-                    Check::Host => "host",
-                };
-                out.push_str(&format!(
-                    "  {:<44} {:>14} {:>14} {:>9}  {:<6} {}\n",
-                    r.name,
-                    fmt(r.sim),
-                    fmt(r.live),
-                    diff,
-                    check,
-                    r.note
-                ));
-            }
-            out.push_str(&format!(
-                "  ({hidden} counters are 0 on both sides; --format json lists them)\n"
-            ));
+            out.push_str(&c.to_table());
         }
         if !self.throughput_order.is_empty() {
-            out.push_str(
-                "\nthroughput relative to the first scenario of each same-workload group\n",
-            );
-            out.push_str(&format!(
-                "  {:<8} {:<44} {:>9} {:>19} {:>9} {:>9}\n",
-                "group", "scenario", "sim", "live median [range]", "sim rank", "live rank"
-            ));
-            for r in &self.throughput_order {
-                out.push_str(&format!(
-                    "  {:<8} {:<44} {:>9.3} {:>7.3} [{:.2}-{:.2}] {:>9} {:>9}\n",
-                    r.group,
-                    r.scenario,
-                    r.sim_ratio,
-                    r.live_ratio,
-                    r.live_ratio_min,
-                    r.live_ratio_max,
-                    r.sim_rank,
-                    r.live_rank
-                ));
-            }
-            for (a, b) in &self.ordering_disagreements {
-                out.push_str(&format!(
-                    "  ordering DIFFERS: the live runs separate {a} and {b}; the sim orders them the other way\n"
-                ));
-            }
-            if self.ordering_agrees {
-                out.push_str(&format!(
-                    "  ordering agrees on every pair the live runs separate ({} pair(s) overlap live, {} the sim puts within {:.0}% of each other; neither is judged)\n",
-                    self.ordering_ties_live,
-                    self.ordering_ties_sim,
-                    self.tolerance * 100.0
-                ));
-            }
+            out.push_str(&self.ordering_table());
         }
         out.push_str(&format!(
             "\n{}: {} policy row(s) outside {:.0}% (counts <= {} on both sides are noise)\n",
@@ -898,6 +922,44 @@ impl Report {
         if host > 0 {
             out.push_str(&format!(
                 "{host} more row(s) outside it that host state explains (check `host`: see their notes)\n"
+            ));
+        }
+        out
+    }
+
+    /// Throughput relative to the first scenario of each group, and whether the orders agree.
+    fn ordering_table(&self) -> String {
+        let mut out = String::from(
+            "\nthroughput relative to the first scenario of each same-workload group\n",
+        );
+        out.push_str(&format!(
+            "  {:<8} {:<44} {:>9} {:>19} {:>9} {:>9}\n",
+            "group", "scenario", "sim", "live median [range]", "sim rank", "live rank"
+        ));
+        for r in &self.throughput_order {
+            out.push_str(&format!(
+                "  {:<8} {:<44} {:>9.3} {:>7.3} [{:.2}-{:.2}] {:>9} {:>9}\n",
+                r.group,
+                r.scenario,
+                r.sim_ratio,
+                r.live_ratio,
+                r.live_ratio_min,
+                r.live_ratio_max,
+                r.sim_rank,
+                r.live_rank
+            ));
+        }
+        for (a, b) in &self.ordering_disagreements {
+            out.push_str(&format!(
+                "  ordering DIFFERS: the live runs separate {a} and {b}; the sim orders them the other way\n"
+            ));
+        }
+        if self.ordering_agrees {
+            out.push_str(&format!(
+                "  ordering agrees on every pair the live runs separate ({} pair(s) overlap live, {} the sim puts within {:.0}% of each other; neither is judged)\n",
+                self.ordering_ties_live,
+                self.ordering_ties_sim,
+                self.tolerance * 100.0
             ));
         }
         out

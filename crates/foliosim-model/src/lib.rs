@@ -84,31 +84,7 @@ pub fn run_with(
         opts.timeline.map(report::timeline::TimelineRecorder::new),
         opts.max_steps,
     );
-    // Before anything big is allocated: a scenario too big for this host is an error.
-    footprint::check_host(scenario, None)?;
-    let mut k = Kernel::try_new(scenario)?;
-    if let Some(start) = &scenario.machine.start {
-        workload::aging::run_prelude(&mut k, start, scenario.seed).map_err(|error| {
-            SimError::Mm {
-                task: "aging prelude".into(),
-                at_ns: 0,
-                error,
-            }
-        })?;
-    }
-    let mut tasks = Vec::new();
-    for (w, spec) in scenario.workloads.iter().enumerate() {
-        let mut specs = workload::tasks_for(spec, scenario);
-        workload::namespace_barriers(w, &mut specs);
-        let first_mm = k.mms.len();
-        spawn_tasks(&mut k, &mut tasks, w, spec.content(), specs);
-        for m in &mut k.mms[first_mm..] {
-            m.oom_score_adj = spec.oom_score_adj() as i16;
-        }
-    }
-    if k.kmem.enabled {
-        alloc_task_stacks(&mut k, &tasks)?;
-    }
+    let (mut k, mut tasks) = boot(scenario)?;
     let any = observers.any();
     let stats = run_tasks_observed(
         &mut k,
@@ -135,8 +111,60 @@ pub fn run_with(
                 latencies: &p.latencies,
             }),
     );
+    let result = run_result(scenario, &k, &tasks, &stats, workloads, timeseries);
+    let timeline = observers.timeline.take().map(|t| {
+        let mut tl = t.finish();
+        tl.title = format!(
+            "kernel {}, seed {}, {} CPUs",
+            result.kernel, result.seed, scenario.machine.cpus
+        );
+        tl
+    });
+    Ok(Run { result, timeline })
+}
+
+/// The kernel booted for the scenario (aged by its prelude, if any), and the workloads'
+/// tasks spawned on it.
+fn boot(scenario: &Scenario) -> Result<(Kernel, Vec<Task>), SimError> {
+    // Before anything big is allocated: a scenario too big for this host is an error.
+    footprint::check_host(scenario, None)?;
+    let mut k = Kernel::try_new(scenario)?;
+    if let Some(start) = &scenario.machine.start {
+        workload::aging::run_prelude(&mut k, start, scenario.seed).map_err(|error| {
+            SimError::Mm {
+                task: "aging prelude".into(),
+                at_ns: 0,
+                error,
+            }
+        })?;
+    }
+    let mut tasks = Vec::new();
+    for (w, spec) in scenario.workloads.iter().enumerate() {
+        let mut specs = workload::tasks_for(spec, scenario);
+        workload::namespace_barriers(w, &mut specs);
+        let first_mm = k.mms.len();
+        spawn_tasks(&mut k, &mut tasks, w, spec.content(), specs);
+        for m in &mut k.mms[first_mm..] {
+            m.oom_score_adj = spec.oom_score_adj() as i16;
+        }
+    }
+    if k.kmem.enabled {
+        alloc_task_stacks(&mut k, &tasks)?;
+    }
+    Ok((k, tasks))
+}
+
+/// What the run reports, read from the kernel and tasks at its end.
+fn run_result(
+    scenario: &Scenario,
+    k: &Kernel,
+    tasks: &[Task],
+    stats: &sched::SchedStats,
+    workloads: Vec<workload::WorkloadResult>,
+    timeseries: Option<report::timeseries::TimeSeries>,
+) -> RunResult {
     let users = || tasks.iter().filter(|t| t.program().is_some());
-    let result = RunResult {
+    RunResult {
         foliosim_version: env!("CARGO_PKG_VERSION").into(),
         kernel: scenario.kernel.version.name(),
         swap_allocator: k
@@ -168,7 +196,7 @@ pub fn run_with(
             .map(|cg| (cg.name.clone(), cg.stat_map()))
             .collect(),
         workloads,
-        locks: lock_reports(&k),
+        locks: lock_reports(k),
         swap_devices: k
             .swap
             .devices
@@ -186,21 +214,12 @@ pub fn run_with(
             .collect(),
         zswap: k.zswap.enabled.then(|| k.zswap.debugfs()),
         iaa: k.iaa.as_ref().map(|i| i.total_stats()),
-        cpu_time_ns: cpu_time_by_cost(&k, &stats.cpu_ns_by_cost),
+        cpu_time_ns: cpu_time_by_cost(k, &stats.cpu_ns_by_cost),
         page_alloc: report::PageAllocReport::of(k.node_zone(k.nodes.cpu_node())),
         timeseries,
-        oom_kills: oom_kill_reports(&k, &tasks),
+        oom_kills: oom_kill_reports(k, tasks),
         tlb: k.tlb_cache.report(),
-    };
-    let timeline = observers.timeline.take().map(|t| {
-        let mut tl = t.finish();
-        tl.title = format!(
-            "kernel {}, seed {}, {} CPUs",
-            result.kernel, result.seed, scenario.machine.cpus
-        );
-        tl
-    });
-    Ok(Run { result, timeline })
+    }
 }
 
 /// The OOM killer's kills, with the names of the victims' tasks.

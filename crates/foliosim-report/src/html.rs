@@ -175,75 +175,88 @@ fn report_tables(report: &Value, tables: &mut String, plots: &mut String) {
         if cols.is_empty() {
             continue;
         }
-        let _ = write!(
-            tables,
-            "<h3>{}</h3><div class=\"scroll\"><table><tr>",
-            escape(name)
-        );
-        for c in &cols {
-            let class = if c.starts_with("seed_") { "seed" } else { "" };
-            let _ = write!(tables, "<th class=\"{class}\">{}</th>", header(c));
+        tables.push_str(&array_table(name, &rows, &cols));
+        let labels: Vec<String> = rows.iter().map(|r| row_label(r)).collect();
+        seed_plots(name, &rows, &cols, &labels, plots);
+        array_field_plots(name, &rows, &labels, plots);
+    }
+}
+
+type Row<'a> = &'a serde_json::Map<String, Value>;
+
+/// An array of rows as a table, the seed's columns shaded.
+fn array_table(name: &str, rows: &[Row], cols: &[String]) -> String {
+    let mut tables = format!("<h3>{}</h3><div class=\"scroll\"><table><tr>", escape(name));
+    for c in cols {
+        let class = if c.starts_with("seed_") { "seed" } else { "" };
+        let _ = write!(tables, "<th class=\"{class}\">{}</th>", header(c));
+    }
+    tables.push_str("</tr>");
+    for r in rows {
+        tables.push_str("<tr>");
+        for c in cols {
+            let v = r.get(c).unwrap_or(&Value::Null);
+            let mut class = String::new();
+            if c.starts_with("seed_") {
+                class.push_str("seed ");
+            }
+            if v.is_string() {
+                class.push('l');
+            }
+            let _ = write!(tables, "<td class=\"{}\">{}</td>", class.trim(), cell(v));
         }
         tables.push_str("</tr>");
-        for r in &rows {
-            tables.push_str("<tr>");
-            for c in &cols {
-                let v = r.get(c).unwrap_or(&Value::Null);
-                let mut class = String::new();
-                if c.starts_with("seed_") {
-                    class.push_str("seed ");
-                }
-                if v.is_string() {
-                    class.push('l');
-                }
-                let _ = write!(tables, "<td class=\"{}\">{}</td>", class.trim(), cell(v));
-            }
-            tables.push_str("</tr>");
+    }
+    tables.push_str("</table></div>");
+    tables
+}
+
+/// A bar chart per `seed_X` column that has figures: the seed's beside our `X`.
+fn seed_plots(name: &str, rows: &[Row], cols: &[String], labels: &[String], plots: &mut String) {
+    for c in cols.iter().filter(|c| c.starts_with("seed_")) {
+        let ours = &c["seed_".len()..];
+        let get = |r: &Row, k: &str| r.get(k).and_then(Value::as_f64);
+        let seed_vals: Vec<Option<f64>> = rows.iter().map(|r| get(r, c)).collect();
+        let our_vals: Vec<Option<f64>> = rows.iter().map(|r| get(r, ours)).collect();
+        if seed_vals.iter().all(Option::is_none) {
+            continue;
         }
-        tables.push_str("</table></div>");
-        let labels: Vec<String> = rows.iter().map(|r| row_label(r)).collect();
-        for c in cols.iter().filter(|c| c.starts_with("seed_")) {
-            let ours = &c["seed_".len()..];
-            let get =
-                |r: &&serde_json::Map<String, Value>, k: &str| r.get(k).and_then(Value::as_f64);
-            let seed_vals: Vec<Option<f64>> = rows.iter().map(|r| get(r, c)).collect();
-            let our_vals: Vec<Option<f64>> = rows.iter().map(|r| get(r, ours)).collect();
-            if seed_vals.iter().all(Option::is_none) {
-                continue;
-            }
-            plots.push_str(&seed_beside_ours(name, ours, &labels, seed_vals, our_vals));
-        }
-        let mut array_fields: Vec<&String> = Vec::new();
-        for r in &rows {
-            for (k, v) in r.iter() {
-                if numbers(v).is_some() && !array_fields.contains(&k) {
-                    array_fields.push(k);
-                }
+        plots.push_str(&seed_beside_ours(name, ours, labels, seed_vals, our_vals));
+    }
+}
+
+/// A line chart per field that holds an array of numbers (one per iteration): a line per row.
+fn array_field_plots(name: &str, rows: &[Row], labels: &[String], plots: &mut String) {
+    let mut array_fields: Vec<&String> = Vec::new();
+    for r in rows {
+        for (k, v) in r.iter() {
+            if numbers(v).is_some() && !array_fields.contains(&k) {
+                array_fields.push(k);
             }
         }
-        for field in array_fields {
-            let series: Vec<Series> = rows
-                .iter()
-                .zip(&labels)
-                .filter_map(|(r, label)| {
-                    let ys = numbers(r.get(field.as_str())?)?;
-                    Some(Series {
-                        label: label.clone(),
-                        points: ys
-                            .iter()
-                            .enumerate()
-                            .map(|(i, y)| ((i + 1) as f64, *y))
-                            .collect(),
-                    })
+    }
+    for field in array_fields {
+        let series: Vec<Series> = rows
+            .iter()
+            .zip(labels)
+            .filter_map(|(r, label)| {
+                let ys = numbers(r.get(field.as_str())?)?;
+                Some(Series {
+                    label: label.clone(),
+                    points: ys
+                        .iter()
+                        .enumerate()
+                        .map(|(i, y)| ((i + 1) as f64, *y))
+                        .collect(),
                 })
-                .collect();
-            plots.push_str(&svg::line_chart(
-                &format!("{name}: {field}"),
-                "position in the series (1 = first)",
-                field,
-                &series,
-            ));
-        }
+            })
+            .collect();
+        plots.push_str(&svg::line_chart(
+            &format!("{name}: {field}"),
+            "position in the series (1 = first)",
+            field,
+            &series,
+        ));
     }
 }
 
@@ -350,108 +363,142 @@ fn sum_cols(ts: &TimeSeries, pred: impl Fn(&str) -> bool) -> Vec<u64> {
 /// splits, fault fallback %, free memory and lock wait over time (the Python helpers draw the
 /// same).
 pub fn derived_series(ts: &TimeSeries) -> Vec<Derived> {
-    let n = ts.t_ns.len();
-    let t_s: Vec<f64> = ts.t_ns.iter().map(|t| *t as f64 / 1e9).collect();
-    let per_interval =
-        |f: &dyn Fn(usize) -> f64| -> Vec<(f64, f64)> { (1..n).map(|i| (t_s[i], f(i))).collect() };
-    let d = |c: &[u64], i: usize| c[i].saturating_sub(c[i - 1]) as f64;
-    let dt = |i: usize| (ts.t_ns[i] - ts.t_ns[i - 1]).max(1) as f64 / 1e9;
-    let swpout = sum_cols(ts, |n| {
-        n.starts_with("hugepages-") && n.ends_with("/stats/swpout")
-    });
-    let swpout_fb = sum_cols(ts, |n| {
-        n.starts_with("hugepages-") && n.ends_with("/stats/swpout_fallback")
-    });
-    let fault = sum_cols(ts, |n| {
-        n.starts_with("hugepages-") && n.ends_with("/stats/anon_fault_alloc")
-    });
-    let fault_fb = sum_cols(ts, |n| {
-        n.starts_with("hugepages-") && n.ends_with("/stats/anon_fault_fallback")
-    });
-    let split = sum_cols(ts, |n| {
-        n.starts_with("hugepages-") && n.ends_with("/stats/split")
-    });
-    let spin = sum_cols(ts, |n| {
-        n.starts_with("lock_wait_ns/") && n != "lock_wait_ns/mmap_lock"
-    });
-    let zero = vec![0u64; n];
-    let col = |name: &str| ts.column(name).unwrap_or(&zero);
-    let pct = |num: &[u64], den_extra: &[u64], i: usize| {
-        let (a, b) = (d(num, i), d(den_extra, i));
+    let iv = Intervals {
+        ts,
+        t_s: ts.t_ns.iter().map(|t| *t as f64 / 1e9).collect(),
+        zero: vec![0u64; ts.t_ns.len()],
+    };
+    let mut out = mthp_swap_series(&iv);
+    out.extend(cpu_and_wait_series(&iv));
+    // Plots with nothing to show (no swap, no mTHP) are left out.
+    out.retain(|p| p.points.iter().any(|(_, y)| y.is_finite() && *y != 0.0));
+    out
+}
+
+/// A time series seen interval by interval: the deltas of its counters and the interval's
+/// length.
+struct Intervals<'a> {
+    ts: &'a TimeSeries,
+    /// Each sample's time, s.
+    t_s: Vec<f64>,
+    /// The column of a counter the series lacks.
+    zero: Vec<u64>,
+}
+
+impl Intervals<'_> {
+    /// `f` of each interval, at the interval's end.
+    fn per_interval(&self, f: &dyn Fn(usize) -> f64) -> Vec<(f64, f64)> {
+        (1..self.t_s.len()).map(|i| (self.t_s[i], f(i))).collect()
+    }
+
+    /// The counter's increase over interval `i`.
+    fn d(c: &[u64], i: usize) -> f64 {
+        c[i].saturating_sub(c[i - 1]) as f64
+    }
+
+    /// Interval `i`'s length, s.
+    fn dt(&self, i: usize) -> f64 {
+        (self.ts.t_ns[i] - self.ts.t_ns[i - 1]).max(1) as f64 / 1e9
+    }
+
+    fn col(&self, name: &str) -> &[u64] {
+        self.ts.column(name).unwrap_or(&self.zero)
+    }
+
+    /// The increase of `num`, in % of those of `num` and `den_extra` together (NaN if none).
+    fn pct(num: &[u64], den_extra: &[u64], i: usize) -> f64 {
+        let (a, b) = (Self::d(num, i), Self::d(den_extra, i));
         if a + b > 0.0 {
             100.0 * a / (a + b)
         } else {
             f64::NAN
         }
+    }
+
+    /// A counter's rate in CPUs (or tasks) of the time it counts, over each interval.
+    fn busy(&self, cols: &[&str]) -> Vec<(f64, f64)> {
+        self.per_interval(&|i| {
+            cols.iter().map(|c| Self::d(self.col(c), i)).sum::<f64>() / 1e9 / self.dt(i)
+        })
+    }
+}
+
+/// Swap-out fallback %, swap-out rate, mTHP splits, fault fallback %, free memory.
+fn mthp_swap_series(iv: &Intervals) -> Vec<Derived> {
+    let ts = iv.ts;
+    let mthp = |stat: &str| {
+        sum_cols(ts, |n| {
+            n.starts_with("hugepages-") && n.ends_with(&format!("/stats/{stat}"))
+        })
     };
-    let mut out = vec![
+    let (swpout, swpout_fb) = (mthp("swpout"), mthp("swpout_fallback"));
+    let (fault, fault_fb) = (mthp("anon_fault_alloc"), mthp("anon_fault_fallback"));
+    let split = mthp("split");
+    let d = Intervals::d;
+    let mib = (1 << 20) as f64;
+    vec![
         Derived {
             title: "mTHP swap-out fallback % per interval",
             y_label: "% of mTHP swap-outs split (swpout_fallback)",
-            points: per_interval(&|i| pct(&swpout_fb, &swpout, i)),
+            points: iv.per_interval(&|i| Intervals::pct(&swpout_fb, &swpout, i)),
         },
         Derived {
             title: "Swap-out rate",
             y_label: "MiB/s swapped out (pswpout)",
-            points: per_interval(&|i| d(col("pswpout"), i) * 4096.0 / (1 << 20) as f64 / dt(i)),
+            points: iv.per_interval(&|i| d(iv.col("pswpout"), i) * 4096.0 / mib / iv.dt(i)),
         },
         Derived {
             title: "mTHP splits",
             y_label: "large folios split per s (split)",
-            points: per_interval(&|i| d(&split, i) / dt(i)),
+            points: iv.per_interval(&|i| d(&split, i) / iv.dt(i)),
         },
         Derived {
             title: "mTHP fault fallback % per interval",
             y_label: "% of mTHP faults falling back",
-            points: per_interval(&|i| pct(&fault_fb, &fault, i)),
+            points: iv.per_interval(&|i| Intervals::pct(&fault_fb, &fault, i)),
         },
         Derived {
             title: "Free memory",
             y_label: "free memory, MiB (nr_free_pages)",
-            points: (0..n)
-                .map(|i| {
-                    (
-                        t_s[i],
-                        col("nr_free_pages")[i] as f64 * 4096.0 / (1 << 20) as f64,
-                    )
-                })
+            points: (0..iv.t_s.len())
+                .map(|i| (iv.t_s[i], iv.col("nr_free_pages")[i] as f64 * 4096.0 / mib))
                 .collect(),
         },
+    ]
+}
+
+/// CPU and system time, spinlock, mmap_lock and I/O wait, as CPUs (or tasks) on average.
+fn cpu_and_wait_series(iv: &Intervals) -> Vec<Derived> {
+    let spin = sum_cols(iv.ts, |n| {
+        n.starts_with("lock_wait_ns/") && n != "lock_wait_ns/mmap_lock"
+    });
+    vec![
         Derived {
             title: "CPU time",
             y_label: "CPUs busy: user + system + kernel threads",
-            points: per_interval(&|i| {
-                (d(col("cpu_user_ns"), i) + d(col("cpu_sys_ns"), i) + d(col("kthread_sys_ns"), i))
-                    / 1e9
-                    / dt(i)
-            }),
+            points: iv.busy(&["cpu_user_ns", "cpu_sys_ns", "kthread_sys_ns"]),
         },
         Derived {
             title: "System time",
             y_label: "CPUs in the kernel (sys + kernel threads)",
-            points: per_interval(&|i| {
-                (d(col("cpu_sys_ns"), i) + d(col("kthread_sys_ns"), i)) / 1e9 / dt(i)
-            }),
+            points: iv.busy(&["cpu_sys_ns", "kthread_sys_ns"]),
         },
         Derived {
             title: "Spinlock wait",
             y_label: "CPUs spinning on a lock (average)",
-            points: per_interval(&|i| d(&spin, i) / 1e9 / dt(i)),
+            points: iv.per_interval(&|i| Intervals::d(&spin, i) / 1e9 / iv.dt(i)),
         },
         Derived {
             title: "mmap_lock wait",
             y_label: "tasks asleep on mmap_lock (average)",
-            points: per_interval(&|i| d(col("lock_wait_ns/mmap_lock"), i) / 1e9 / dt(i)),
+            points: iv.busy(&["lock_wait_ns/mmap_lock"]),
         },
         Derived {
             title: "I/O wait",
             y_label: "tasks waiting for I/O (average)",
-            points: per_interval(&|i| d(col("cpu_iowait_ns"), i) / 1e9 / dt(i)),
+            points: iv.busy(&["cpu_iowait_ns"]),
         },
-    ];
-    // Plots with nothing to show (no swap, no mTHP) are left out.
-    out.retain(|p| p.points.iter().any(|(_, y)| y.is_finite() && *y != 0.0));
-    out
+    ]
 }
 
 /// The time-series plots of each group of runs (an experiment: runs of one workload), one
@@ -520,33 +567,12 @@ pub fn reproduce_report(
     runs: &[CapturedRun],
     v: &Versions,
 ) -> String {
-    let mut profiles: Vec<String> = Vec::new();
-    for r in runs {
-        let cost_profile = r
-            .scenario_toml
-            .parse::<toml::Value>()
-            .ok()
-            .and_then(|t| {
-                t.get("machine")?
-                    .get("cost_profile")?
-                    .as_str()
-                    .map(String::from)
-            })
-            .unwrap_or_default();
-        let p = format!(
-            "kernel {}, swap allocator {}, cost profile {cost_profile}",
-            r.kernel, r.swap_allocator
-        );
-        if !profiles.contains(&p) {
-            profiles.push(p);
-        }
-    }
     let mut body = format!(
         "<h1>foliosim reproduce {}</h1><p class=\"note\">The seed document's table beside ours, \
          from one deterministic run of the simulator per configuration and seed.</p>",
         escape(seed_doc)
     );
-    body.push_str(&versions_table(v, &profiles));
+    body.push_str(&versions_table(v, &run_profiles(runs)));
     if !cover.is_empty() {
         let _ = write!(
             body,
@@ -601,6 +627,32 @@ pub fn reproduce_report(
         }
     }
     page(&format!("foliosim reproduce {seed_doc}"), &body)
+}
+
+/// The kernel, swap allocator and cost profile of the runs, each once.
+fn run_profiles(runs: &[CapturedRun]) -> Vec<String> {
+    let mut profiles: Vec<String> = Vec::new();
+    for r in runs {
+        let cost_profile = r
+            .scenario_toml
+            .parse::<toml::Value>()
+            .ok()
+            .and_then(|t| {
+                t.get("machine")?
+                    .get("cost_profile")?
+                    .as_str()
+                    .map(String::from)
+            })
+            .unwrap_or_default();
+        let p = format!(
+            "kernel {}, swap allocator {}, cost profile {cost_profile}",
+            r.kernel, r.swap_allocator
+        );
+        if !profiles.contains(&p) {
+            profiles.push(p);
+        }
+    }
+    profiles
 }
 
 /// A JSON array of objects as a table (workloads, locks, kernel threads).
@@ -682,46 +734,8 @@ pub fn run_report(
         r.cpu_iowait_ns as f64 / 1e9
     );
     body.push_str(&versions_table(v, &[profile]));
-    let json: Value = serde_json::to_value(r).expect("results serialize");
-    body.push_str("<h2>Tables</h2>");
-    body.push_str(&json_table("workloads", &json["workloads"]));
-    if !r.oom_kills.is_empty() {
-        body.push_str(&json_table("OOM kills", &json["oom_kills"]));
-    }
-    body.push_str(&json_table("kernel threads", &json["kernel_threads"]));
-    let mut locks = json["locks"].clone();
-    if let Value::Array(a) = &mut locks {
-        a.retain(|l| l["acquisitions"].as_u64().unwrap_or(0) > 0);
-    }
-    body.push_str(&json_table("locks (perf lock contention)", &locks));
-    body.push_str(&cpu_time_table(r));
-    body.push_str(
-        "<h3>counters (non-zero; /proc/vmstat and per-size mTHP stats)</h3><div class=\"cols\">",
-    );
-    for (name, value) in r.counters.iter().filter(|(_, v)| **v > 0) {
-        let _ = write!(body, "<div><code>{}</code> {value}</div>", escape(name));
-    }
-    body.push_str("</div>");
-    let mut plots = String::new();
-    let per_size: Vec<(&String, &u64)> = r
-        .counters
-        .iter()
-        .filter(|(n, v)| n.starts_with("hugepages-") && **v > 0)
-        .collect();
-    if !per_size.is_empty() {
-        plots.push_str(&svg::bar_chart(
-            "Per-size mTHP counters (non-zero; hugepages-<size>/stats/<counter>)",
-            "count",
-            &per_size
-                .iter()
-                .map(|(n, _)| n.trim_start_matches("hugepages-").replace("/stats/", " "))
-                .collect::<Vec<_>>(),
-            &[(
-                "count".into(),
-                per_size.iter().map(|(_, v)| Some(**v as f64)).collect(),
-            )],
-        ));
-    }
+    body.push_str(&run_tables(r));
+    let mut plots = per_size_chart(r);
     if let Some(ts) = &r.timeseries {
         let label = format!("kernel {} seed {}", r.kernel, r.seed);
         timeseries_plots(&[(String::new(), label, ts)], &mut plots);
@@ -745,6 +759,56 @@ pub fn run_report(
         escape(full_toml)
     );
     page(&format!("foliosim run {name}"), &body)
+}
+
+/// The run's tables: workloads, OOM kills, kernel threads, contended locks, CPU time, and
+/// the non-zero counters.
+fn run_tables(r: &RunResult) -> String {
+    let json: Value = serde_json::to_value(r).expect("results serialize");
+    let mut body = String::from("<h2>Tables</h2>");
+    body.push_str(&json_table("workloads", &json["workloads"]));
+    if !r.oom_kills.is_empty() {
+        body.push_str(&json_table("OOM kills", &json["oom_kills"]));
+    }
+    body.push_str(&json_table("kernel threads", &json["kernel_threads"]));
+    let mut locks = json["locks"].clone();
+    if let Value::Array(a) = &mut locks {
+        a.retain(|l| l["acquisitions"].as_u64().unwrap_or(0) > 0);
+    }
+    body.push_str(&json_table("locks (perf lock contention)", &locks));
+    body.push_str(&cpu_time_table(r));
+    body.push_str(
+        "<h3>counters (non-zero; /proc/vmstat and per-size mTHP stats)</h3><div class=\"cols\">",
+    );
+    for (name, value) in r.counters.iter().filter(|(_, v)| **v > 0) {
+        let _ = write!(body, "<div><code>{}</code> {value}</div>", escape(name));
+    }
+    body.push_str("</div>");
+    body
+}
+
+/// A bar chart of the non-zero per-size mTHP counters (empty if none).
+fn per_size_chart(r: &RunResult) -> String {
+    let per_size: Vec<(&String, &u64)> = r
+        .counters
+        .iter()
+        .filter(|(n, v)| n.starts_with("hugepages-") && **v > 0)
+        .collect();
+    if per_size.is_empty() {
+        return String::new();
+    }
+    svg::bar_chart(
+        "Per-size mTHP counters (non-zero; hugepages-<size>/stats/<counter>)",
+        "count",
+        &per_size
+            .iter()
+            .map(|(n, _)| n.trim_start_matches("hugepages-").replace("/stats/", " "))
+            .collect::<Vec<_>>(),
+        &[(
+            "count".into(),
+            per_size.iter().map(|(_, v)| Some(**v as f64)).collect(),
+        )],
+    )
 }
 
 #[cfg(test)]

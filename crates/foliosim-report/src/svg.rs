@@ -155,18 +155,63 @@ pub struct Series {
     pub points: Vec<(f64, f64)>,
 }
 
-/// A line chart `width` px wide; the legend (one row per series) below it.
-pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) -> String {
-    let width = 760.0;
-    let plot_h = 240.0;
-    let finite = || {
-        series
-            .iter()
-            .flat_map(|s| s.points.iter())
-            .filter(|p| p.0.is_finite() && p.1.is_finite())
-    };
+/// Where a chart's plot area lies and the data range it shows.
+struct Frame {
+    left: f64,
+    top: f64,
+    plot_w: f64,
+    plot_h: f64,
+    /// The data range of each axis: its first and last tick.
+    x: (f64, f64),
+    y: (f64, f64),
+}
+
+impl Frame {
+    fn sx(&self, x: f64) -> f64 {
+        self.left + (x - self.x.0) / (self.x.1 - self.x.0) * self.plot_w
+    }
+
+    fn sy(&self, y: f64) -> f64 {
+        self.top + self.plot_h - (y - self.y.0) / (self.y.1 - self.y.0) * self.plot_h
+    }
+}
+
+/// The `<svg>` element, its title, and the title shown at `title_x`.
+fn svg_open(width: f64, height: f64, title: &str, title_x: f64) -> String {
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" {FONT} role=\"img\">"
+    );
+    let _ = write!(s, "<title>{}</title>", escape(title));
+    let _ = write!(
+        s,
+        "<text x=\"{title_x}\" y=\"16\" font-weight=\"bold\">{}</text>",
+        escape(title)
+    );
+    s
+}
+
+/// The x axis's label, centred below the plot.
+fn x_axis_label(s: &mut String, f: &Frame, x_label: &str) {
+    let _ = write!(
+        s,
+        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+        f.left + f.plot_w / 2.0,
+        f.top + f.plot_h + 34.0,
+        escape(x_label)
+    );
+}
+
+/// The smallest and largest finite x and y of the series (y from 0 at least); a unit range
+/// when there is none.
+fn data_bounds(series: &[Series]) -> (f64, f64, f64, f64) {
     let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, 0.0f64, f64::MIN);
-    for &(x, y) in finite() {
+    for &(x, y) in series
+        .iter()
+        .flat_map(|s| s.points.iter())
+        .filter(|p| p.0.is_finite() && p.1.is_finite())
+    {
         x0 = x0.min(x);
         x1 = x1.max(x);
         y0 = y0.min(y);
@@ -175,17 +220,17 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) 
     if x0 > x1 {
         (x0, x1, y1) = (0.0, 1.0, 1.0);
     }
-    let yt = ticks(y0, y1.max(y0));
-    let xt = ticks(x0, x1);
-    let (ylo, yhi) = (yt[0], *yt.last().unwrap());
-    let (xlo, xhi) = (xt[0], *xt.last().unwrap());
-    let ytext_w = yt.iter().map(|t| fmt_num(*t).len()).max().unwrap_or(1) as f64 * CHAR_W;
-    let left = 24.0 + ytext_w + 8.0;
-    let right = 16.0;
-    let top = 28.0;
-    let plot_w = width - left - right;
-    let legend_top = top + plot_h + 58.0;
-    // The legend: each label whole, wrapped to the chart's width.
+    (x0, x1, y0, y1)
+}
+
+/// The legend from `legend_top`: each label whole, wrapped to the chart's width. Returns
+/// each series' (baseline, lines) and the chart's height.
+fn line_legend(
+    series: &[Series],
+    width: f64,
+    left: f64,
+    legend_top: f64,
+) -> (Vec<(f64, Vec<String>)>, f64) {
     let max_chars = ((width - left - 30.0) / CHAR_W) as usize;
     let mut legend: Vec<(f64, Vec<String>)> = Vec::new();
     let mut ly = legend_top;
@@ -195,52 +240,32 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) 
         legend.push((ly, lines));
         ly = next;
     }
-    let height = ly + 4.0;
-    let sx = |x: f64| left + (x - xlo) / (xhi - xlo) * plot_w;
-    let sy = |y: f64| top + plot_h - (y - ylo) / (yhi - ylo) * plot_h;
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" {FONT} role=\"img\">"
-    );
-    let _ = write!(s, "<title>{}</title>", escape(title));
-    let _ = write!(
-        s,
-        "<text x=\"{left}\" y=\"16\" font-weight=\"bold\">{}</text>",
-        escape(title)
-    );
-    for t in &yt {
-        let y = sy(*t);
-        let _ = write!(
-            s,
-            "<line x1=\"{left}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#e3e3e3\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
-            left + plot_w,
-            left - 6.0,
-            y + 4.0,
-            fmt_num(*t)
-        );
-    }
-    for t in &xt {
-        let x = sx(*t);
-        let _ = write!(
-            s,
-            "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{top}\" y2=\"{:.1}\" stroke=\"#f0f0f0\"/><text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-            top + plot_h,
-            top + plot_h + 16.0,
-            fmt_num(*t)
-        );
-    }
-    let _ = write!(
-        s,
-        "<rect x=\"{left}\" y=\"{top}\" width=\"{plot_w:.1}\" height=\"{plot_h}\" fill=\"none\" stroke=\"#888\"/>"
-    );
-    let _ = write!(
-        s,
-        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-        left + plot_w / 2.0,
-        top + plot_h + 34.0,
-        escape(x_label)
-    );
+    (legend, ly + 4.0)
+}
+
+/// A line chart `width` px wide; the legend (one row per series) below it.
+pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) -> String {
+    let width = 760.0;
+    let plot_h = 240.0;
+    let (x0, x1, y0, y1) = data_bounds(series);
+    let yt = ticks(y0, y1.max(y0));
+    let xt = ticks(x0, x1);
+    let ytext_w = yt.iter().map(|t| fmt_num(*t).len()).max().unwrap_or(1) as f64 * CHAR_W;
+    let left = 24.0 + ytext_w + 8.0;
+    let right = 16.0;
+    let top = 28.0;
+    let f = Frame {
+        left,
+        top,
+        plot_w: width - left - right,
+        plot_h,
+        x: (xt[0], *xt.last().unwrap()),
+        y: (yt[0], *yt.last().unwrap()),
+    };
+    let (legend, height) = line_legend(series, width, left, top + plot_h + 58.0);
+    let mut s = svg_open(width, height, title, left);
+    line_grid(&mut s, &f, &xt, &yt);
+    x_axis_label(&mut s, &f, x_label);
     let _ = write!(
         s,
         "<text transform=\"translate(14 {:.1}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
@@ -248,47 +273,7 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) 
         escape(y_label)
     );
     for (i, ser) in series.iter().enumerate() {
-        let mut path = String::new();
-        let mut pen_down = false;
-        let finite = |j: usize| {
-            ser.points
-                .get(j)
-                .is_some_and(|p: &(f64, f64)| p.0.is_finite() && p.1.is_finite())
-        };
-        for (j, &(x, y)) in ser.points.iter().enumerate() {
-            // A point with no finite neighbour draws no line: mark it with a dot.
-            if finite(j) && !(j > 0 && finite(j - 1)) && !finite(j + 1) {
-                let _ = write!(
-                    s,
-                    "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"1.8\" fill=\"{}\"/>",
-                    sx(x),
-                    sy(y),
-                    color(i)
-                );
-            }
-            if x.is_finite() && y.is_finite() {
-                let _ = write!(
-                    path,
-                    "{}{:.1},{:.1}",
-                    if pen_down { " L" } else { " M" },
-                    sx(x),
-                    sy(y)
-                );
-                pen_down = true;
-            } else {
-                pen_down = false;
-            }
-        }
-        if !path.is_empty() {
-            let _ = write!(
-                s,
-                "<path d=\"{}\" fill=\"none\" stroke=\"{}\"{} stroke-width=\"1.8\"><title>{}</title></path>",
-                path.trim_start(),
-                color(i),
-                dash(i),
-                escape(&ser.label)
-            );
-        }
+        line_path(&mut s, &f, i, ser);
         let (ly, lines) = &legend[i];
         let _ = write!(
             s,
@@ -304,6 +289,81 @@ pub fn line_chart(title: &str, x_label: &str, y_label: &str, series: &[Series]) 
     }
     s.push_str("</svg>");
     s
+}
+
+/// The line chart's grid lines and tick labels, and the plot's border.
+fn line_grid(s: &mut String, f: &Frame, xt: &[f64], yt: &[f64]) {
+    let (left, top, plot_w, plot_h) = (f.left, f.top, f.plot_w, f.plot_h);
+    for t in yt {
+        let y = f.sy(*t);
+        let _ = write!(
+            s,
+            "<line x1=\"{left}\" x2=\"{:.1}\" y1=\"{y:.1}\" y2=\"{y:.1}\" stroke=\"#e3e3e3\"/><text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"end\">{}</text>",
+            left + plot_w,
+            left - 6.0,
+            y + 4.0,
+            fmt_num(*t)
+        );
+    }
+    for t in xt {
+        let x = f.sx(*t);
+        let _ = write!(
+            s,
+            "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{top}\" y2=\"{:.1}\" stroke=\"#f0f0f0\"/><text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
+            top + plot_h,
+            top + plot_h + 16.0,
+            fmt_num(*t)
+        );
+    }
+    let _ = write!(
+        s,
+        "<rect x=\"{left}\" y=\"{top}\" width=\"{plot_w:.1}\" height=\"{plot_h}\" fill=\"none\" stroke=\"#888\"/>"
+    );
+}
+
+/// Series `i` as a path broken at its non-finite points; a point with no finite neighbour
+/// draws no line, so it is marked with a dot.
+fn line_path(s: &mut String, f: &Frame, i: usize, ser: &Series) {
+    let mut path = String::new();
+    let mut pen_down = false;
+    let finite = |j: usize| {
+        ser.points
+            .get(j)
+            .is_some_and(|p: &(f64, f64)| p.0.is_finite() && p.1.is_finite())
+    };
+    for (j, &(x, y)) in ser.points.iter().enumerate() {
+        if finite(j) && !(j > 0 && finite(j - 1)) && !finite(j + 1) {
+            let _ = write!(
+                s,
+                "<circle cx=\"{:.1}\" cy=\"{:.1}\" r=\"1.8\" fill=\"{}\"/>",
+                f.sx(x),
+                f.sy(y),
+                color(i)
+            );
+        }
+        if x.is_finite() && y.is_finite() {
+            let _ = write!(
+                path,
+                "{}{:.1},{:.1}",
+                if pen_down { " L" } else { " M" },
+                f.sx(x),
+                f.sy(y)
+            );
+            pen_down = true;
+        } else {
+            pen_down = false;
+        }
+    }
+    if !path.is_empty() {
+        let _ = write!(
+            s,
+            "<path d=\"{}\" fill=\"none\" stroke=\"{}\"{} stroke-width=\"1.8\"><title>{}</title></path>",
+            path.trim_start(),
+            color(i),
+            dash(i),
+            escape(&ser.label)
+        );
+    }
 }
 
 /// Horizontal grouped bars: one group per category (its label on the left), one bar per
@@ -331,28 +391,23 @@ pub fn bar_chart(
     let right = 60.0;
     let top = 28.0;
     let plot_h = group_h * categories.len() as f64;
-    let plot_w = width - left - right;
     let values = || series.iter().flat_map(|(_, v)| v.iter().flatten().copied());
     let lo = values().fold(0.0f64, f64::min);
     let hi = values().fold(0.0f64, f64::max);
     let xt = ticks(lo, if hi > lo { hi } else { lo + 1.0 });
-    let (xlo, xhi) = (xt[0], *xt.last().unwrap());
-    let sx = |x: f64| left + (x - xlo) / (xhi - xlo) * plot_w;
+    let f = Frame {
+        left,
+        top,
+        plot_w: width - left - right,
+        plot_h,
+        x: (xt[0], *xt.last().unwrap()),
+        y: (0.0, 1.0),
+    };
     let legend_top = top + plot_h + 58.0;
     let height = legend_top + 18.0 * series.len() as f64 + 4.0;
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{width}\" height=\"{height}\" viewBox=\"0 0 {width} {height}\" {FONT} role=\"img\">"
-    );
-    let _ = write!(s, "<title>{}</title>", escape(title));
-    let _ = write!(
-        s,
-        "<text x=\"8\" y=\"16\" font-weight=\"bold\">{}</text>",
-        escape(title)
-    );
+    let mut s = svg_open(width, height, title, 8.0);
     for t in &xt {
-        let x = sx(*t);
+        let x = f.sx(*t);
         let _ = write!(
             s,
             "<line x1=\"{x:.1}\" x2=\"{x:.1}\" y1=\"{top}\" y2=\"{:.1}\" stroke=\"{}\"/><text x=\"{x:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
@@ -376,54 +431,56 @@ pub fn bar_chart(
             escape(cat)
         );
         for (si, (name, vals)) in series.iter().enumerate() {
-            let Some(v) = vals.get(ci).copied().flatten() else {
-                continue;
-            };
-            let y = gy + 5.0 + bar_h * si as f64;
-            let (a, b) = (sx(0.0f64.clamp(xlo, xhi)), sx(v));
-            let _ = write!(
-                s,
-                "<rect x=\"{:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{}\"><title>{}: {}</title></rect>",
-                a.min(b),
-                (b - a).abs().max(0.5),
-                bar_h - 2.0,
-                color(si),
-                escape(name),
-                fmt_num(v)
-            );
-            let (tx, anchor) = if v >= 0.0 {
-                (a.max(b) + 4.0, "start")
-            } else {
-                (a.min(b) - 4.0, "end")
-            };
-            let _ = write!(
-                s,
-                "<text x=\"{tx:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"{anchor}\">{}</text>",
-                y + bar_h - 3.0,
-                fmt_num(v)
-            );
+            if let Some(v) = vals.get(ci).copied().flatten() {
+                bar(&mut s, &f, gy + 5.0 + bar_h * si as f64, bar_h, si, name, v);
+            }
         }
     }
-    let _ = write!(
-        s,
-        "<text x=\"{:.1}\" y=\"{:.1}\" text-anchor=\"middle\">{}</text>",
-        left + plot_w / 2.0,
-        top + plot_h + 34.0,
-        escape(x_label)
-    );
+    x_axis_label(&mut s, &f, x_label);
     for (i, (name, _)) in series.iter().enumerate() {
-        let ly = legend_top + 18.0 * i as f64;
-        let _ = write!(
-            s,
-            "<rect x=\"{left}\" y=\"{:.1}\" width=\"14\" height=\"10\" fill=\"{}\"/><text x=\"{:.1}\" y=\"{ly:.1}\">{}</text>",
-            ly - 9.0,
-            color(i),
-            left + 20.0,
-            escape(name)
-        );
+        bar_legend_entry(&mut s, left, legend_top + 18.0 * i as f64, i, name);
     }
     s.push_str("</svg>");
     s
+}
+
+/// Series `i`'s colour and name, on the legend row at `ly`.
+fn bar_legend_entry(s: &mut String, left: f64, ly: f64, i: usize, name: &str) {
+    let _ = write!(
+        s,
+        "<rect x=\"{left}\" y=\"{:.1}\" width=\"14\" height=\"10\" fill=\"{}\"/><text x=\"{:.1}\" y=\"{ly:.1}\">{}</text>",
+        ly - 9.0,
+        color(i),
+        left + 20.0,
+        escape(name)
+    );
+}
+
+/// One bar of series `si` at `y`, from 0 to `v`, with its value beside its end.
+fn bar(s: &mut String, f: &Frame, y: f64, bar_h: f64, si: usize, name: &str, v: f64) {
+    let (xlo, xhi) = f.x;
+    let (a, b) = (f.sx(0.0f64.clamp(xlo, xhi)), f.sx(v));
+    let _ = write!(
+        s,
+        "<rect x=\"{:.1}\" y=\"{y:.1}\" width=\"{:.1}\" height=\"{:.1}\" fill=\"{}\"><title>{}: {}</title></rect>",
+        a.min(b),
+        (b - a).abs().max(0.5),
+        bar_h - 2.0,
+        color(si),
+        escape(name),
+        fmt_num(v)
+    );
+    let (tx, anchor) = if v >= 0.0 {
+        (a.max(b) + 4.0, "start")
+    } else {
+        (a.min(b) - 4.0, "end")
+    };
+    let _ = write!(
+        s,
+        "<text x=\"{tx:.1}\" y=\"{:.1}\" font-size=\"10\" text-anchor=\"{anchor}\">{}</text>",
+        y + bar_h - 3.0,
+        fmt_num(v)
+    );
 }
 
 #[cfg(test)]

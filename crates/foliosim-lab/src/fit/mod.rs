@@ -292,23 +292,7 @@ pub fn fit_rows(
     opts: &FitOptions,
 ) -> Result<Fit, FitError> {
     let t = eval.table;
-    if free.is_empty() {
-        return Err(FitError::Invalid(
-            "no free costs; allowed: one or more [[free]] (or --free NAME=LOW:HIGH)".into(),
-        ));
-    }
-    if free.len() + 1 > fit.len() {
-        return Err(FitError::Invalid(format!(
-            "{} free costs but {} fitted rows: at most rows - 1 = {} may be free \
-             (fewer rows than free costs leave the fit flat)",
-            free.len(),
-            fit.len(),
-            fit.len().saturating_sub(1)
-        )));
-    }
-    for (i, f) in free.iter().enumerate() {
-        table::check_free(&format!("free[{i}]"), f)?;
-    }
+    check_fit_shape(free, fit)?;
     let objective = TableObjective { eval, free, fit };
     let start: Vec<f64> = free
         .iter()
@@ -316,7 +300,6 @@ pub fn fit_rows(
         .collect();
     let sol = solve::minimise(&objective, &start, opts.grid_start, opts.max_iters)?;
     let best = costs_at(free, &sol.z);
-    let all: Vec<usize> = (0..t.rows.len()).collect();
     let curv = curvature::at(eval, free, fit, &best, opts.step_ln, |r, p| {
         weighted_residual(t, &t.rows[r], p)
     })?;
@@ -329,34 +312,7 @@ pub fn fit_rows(
     let free_results: Vec<FreeResult> = free
         .iter()
         .enumerate()
-        .map(|(j, f)| {
-            let at_bound = if sol.z[j] <= 0.005 {
-                Some("low".to_string())
-            } else if sol.z[j] >= 0.995 {
-                Some("high".to_string())
-            } else {
-                None
-            };
-            if let Some(b) = &at_bound {
-                warnings.push(format!(
-                    "{} = {:.4} ns sits at its {b} bound: the rows want a value the bounds call \
-                     implausible (a mechanism the model lacks, not a calibration)",
-                    f.cost, best[&f.cost]
-                ));
-            }
-            FreeResult {
-                cost: f.cost.clone(),
-                value: best[&f.cost],
-                low: f.low,
-                high: f.high,
-                prior: f.prior,
-                prior_factor: f.prior_factor,
-                source: f.source.clone(),
-                factor: curv.sigma_ln[j].map(f64::exp),
-                factor_alone: curv.sigma_ln_alone[j].map(f64::exp),
-                at_bound,
-            }
-        })
+        .map(|(j, f)| free_result(f, sol.z[j], best[&f.cost], &curv, j, &mut warnings))
         .collect();
     if !sol.converged {
         warnings.push(format!(
@@ -364,36 +320,8 @@ pub fn fit_rows(
             sol.iterations
         ));
     }
-    let rows = all
-        .iter()
-        .map(|&i| {
-            let r = &t.rows[i];
-            let f = figs[i].expect("every row run at the optimum");
-            let spread = curv.spread[i];
-            let error = r.value.map(|m| f.mean - m);
-            RowResult {
-                id: r.id.clone(),
-                group: r.group.clone(),
-                fitted: fit.contains(&i),
-                published: r.value,
-                published_std: r.std,
-                predicted: f.mean,
-                sim_std: f.std,
-                fit_spread: spread,
-                error,
-                inside_spread: match (error, r.std) {
-                    (Some(e), Some(s)) => Some(e.abs() <= s),
-                    _ => None,
-                },
-                z: match (error, r.std) {
-                    (Some(e), Some(s)) => {
-                        let d = (s * s + spread.unwrap_or(0.0).powi(2)).sqrt();
-                        (d > 0.0).then(|| e / d)
-                    }
-                    _ => None,
-                },
-            }
-        })
+    let rows = (0..t.rows.len())
+        .map(|i| row_result(&t.rows[i], fit.contains(&i), figs[i], curv.spread[i]))
         .collect();
     let mut costs: Costs = t.cited.iter().map(|c| (c.cost.clone(), c.value)).collect();
     costs.extend(best.clone());
@@ -418,6 +346,94 @@ pub fn fit_rows(
         warnings,
         costs,
     })
+}
+
+/// At least one free cost, fewer than the fitted rows, each within its bounds.
+fn check_fit_shape(free: &[Free], fit: &[usize]) -> Result<(), FitError> {
+    if free.is_empty() {
+        return Err(FitError::Invalid(
+            "no free costs; allowed: one or more [[free]] (or --free NAME=LOW:HIGH)".into(),
+        ));
+    }
+    if free.len() + 1 > fit.len() {
+        return Err(FitError::Invalid(format!(
+            "{} free costs but {} fitted rows: at most rows - 1 = {} may be free \
+             (fewer rows than free costs leave the fit flat)",
+            free.len(),
+            fit.len(),
+            fit.len().saturating_sub(1)
+        )));
+    }
+    for (i, f) in free.iter().enumerate() {
+        table::check_free(&format!("free[{i}]"), f)?;
+    }
+    Ok(())
+}
+
+/// Free cost `j` (`f`) at the optimum: its value (`z` across its bounds) and uncertainty,
+/// with a warning when it sits at a bound.
+fn free_result(
+    f: &Free,
+    z: f64,
+    value: f64,
+    curv: &curvature::Curvature,
+    j: usize,
+    warnings: &mut Vec<String>,
+) -> FreeResult {
+    let at_bound = if z <= 0.005 {
+        Some("low".to_string())
+    } else if z >= 0.995 {
+        Some("high".to_string())
+    } else {
+        None
+    };
+    if let Some(b) = &at_bound {
+        warnings.push(format!(
+            "{} = {:.4} ns sits at its {b} bound: the rows want a value the bounds call \
+             implausible (a mechanism the model lacks, not a calibration)",
+            f.cost, value
+        ));
+    }
+    FreeResult {
+        cost: f.cost.clone(),
+        value,
+        low: f.low,
+        high: f.high,
+        prior: f.prior,
+        prior_factor: f.prior_factor,
+        source: f.source.clone(),
+        factor: curv.sigma_ln[j].map(f64::exp),
+        factor_alone: curv.sigma_ln_alone[j].map(f64::exp),
+        at_bound,
+    }
+}
+
+/// A row's prediction at the optimum against its published figure.
+fn row_result(r: &Row, fitted: bool, figure: Option<Figure>, spread: Option<f64>) -> RowResult {
+    let f = figure.expect("every row run at the optimum");
+    let error = r.value.map(|m| f.mean - m);
+    RowResult {
+        id: r.id.clone(),
+        group: r.group.clone(),
+        fitted,
+        published: r.value,
+        published_std: r.std,
+        predicted: f.mean,
+        sim_std: f.std,
+        fit_spread: spread,
+        error,
+        inside_spread: match (error, r.std) {
+            (Some(e), Some(s)) => Some(e.abs() <= s),
+            _ => None,
+        },
+        z: match (error, r.std) {
+            (Some(e), Some(s)) => {
+                let d = (s * s + spread.unwrap_or(0.0).powi(2)).sqrt();
+                (d > 0.0).then(|| e / d)
+            }
+            _ => None,
+        },
+    }
 }
 
 /// Leave-one-out: for each row with a published value (not a row relative to itself), fit on

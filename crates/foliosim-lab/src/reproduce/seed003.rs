@@ -247,6 +247,10 @@ fn lock_totals(r: &RunResult, name: &str) -> (f64, f64) {
         })
 }
 
+/// The kernels of the kbuild fallback experiment, and of the lock-split experiment.
+const FALLBACK_KERNELS: [Release; 3] = [Release::V6_10, Release::V6_12, Release::V6_18];
+const LOCK_KERNELS: [Release; 2] = [Release::V6_12, Release::V6_18];
+
 /// Run all three experiments (their runs together, on the threads `runs` gives).
 pub fn reproduce(
     scale: f64,
@@ -259,11 +263,51 @@ pub fn reproduce(
         ((TEST_ITERATIONS as f64 * scale).round() as u32).clamp(5, 10 * TEST_ITERATIONS);
     let kbuild_jobs = 96 * KBUILD_JOBS_PER_SLOT;
     let configs = allocator_test_configs();
-    let fallback_kernels = [Release::V6_10, Release::V6_12, Release::V6_18];
-    let lock_kernels = [Release::V6_12, Release::V6_18];
-    // Every run of the three experiments, in the order their results are read back below.
+    let planned = planned_runs(&configs, scale, seeds, iterations);
+    let mut results = runs.run_all(planned, check_invariants, costs)?.into_iter();
+    let mut next = || results.next().expect("one result per planned run");
+    let mut allocator_test = Vec::new();
+    for (version, swapin, expected_plain, expected_aligned) in configs {
+        for aligned in [false, true] {
+            let runs: Vec<RunResult> = (0..seeds).map(|_| next()).collect();
+            let expected = if aligned {
+                expected_aligned
+            } else {
+                expected_plain
+            };
+            let k = kernel(version, swapin);
+            allocator_test.push(allocator_test_row(version, &k, aligned, expected, &runs));
+        }
+    }
+    let kbuild_fallback = FALLBACK_KERNELS
+        .iter()
+        .map(|&version| kbuild_fallback_row(version, &next()))
+        .collect();
+    let mut lock_split = Vec::new();
+    for version in LOCK_KERNELS {
+        let runs: Vec<RunResult> = (0..seeds).map(|_| next()).collect();
+        lock_split.push(lock_split_row(version, &runs));
+    }
+    Ok(Report {
+        scale,
+        seeds,
+        iterations,
+        kbuild_jobs,
+        allocator_test,
+        kbuild_fallback,
+        lock_split,
+    })
+}
+
+/// Every run of the three experiments, in the order `reproduce` reads their results back.
+fn planned_runs(
+    configs: &[(Release, Option<bool>, &str, &str)],
+    scale: f64,
+    seeds: u32,
+    iterations: u32,
+) -> Vec<(String, Scenario)> {
     let mut planned = Vec::new();
-    for &(version, swapin, _, _) in &configs {
+    for &(version, swapin, _, _) in configs {
         for aligned in [false, true] {
             for seed in 1..=seeds as u64 {
                 let s = allocator_test_scenario(kernel(version, swapin), aligned, iterations, seed);
@@ -277,111 +321,96 @@ pub fn reproduce(
             }
         }
     }
-    for version in fallback_kernels {
+    for version in FALLBACK_KERNELS {
         let s = kbuild_scenario(kernel(version, None), "64K", scale, 1);
         planned.push((format!("kbuild 64K {} seed 1", version.name()), s));
     }
-    for version in lock_kernels {
+    for version in LOCK_KERNELS {
         for seed in 1..=seeds as u64 {
             let s = kbuild_scenario(kernel(version, None), "4K", scale, seed);
             planned.push((format!("kbuild 4K {} seed {seed}", version.name()), s));
         }
     }
-    let mut results = runs.run_all(planned, check_invariants, costs)?.into_iter();
-    let mut next = || results.next().expect("one result per planned run");
+    planned
+}
 
-    let mut allocator_test = Vec::new();
-    for (version, swapin, expected_plain, expected_aligned) in configs {
-        for aligned in [false, true] {
-            let runs: Vec<RunResult> = (0..seeds).map(|_| next()).collect();
-            let series: Vec<&Vec<FallbackPoint>> = runs
-                .iter()
-                .map(|r| &r.workloads[0].fallback_series)
-                .collect();
-            let mean_at = |i: usize, f: &dyn Fn(&FallbackPoint) -> f64| {
-                series.iter().map(|s| f(&s[i])).sum::<f64>() / series.len() as f64
-            };
-            let n = series[0].len();
-            allocator_test.push(AllocatorTestRow {
-                kernel: version.name(),
-                allocator: allocator_name(&runs[0]),
-                aligned_swapin: aligned,
-                swapin_mthp: kernel(version, swapin).swapin_mthp(),
-                fallback_percent: (0..n)
-                    .map(|i| mean_at(i, &|p| p.fallback_percent))
-                    .collect(),
-                swpout_first: mean_at(0, &|p| p.swpout as f64),
-                swpout_last: mean_at(n - 1, &|p| p.swpout as f64),
-                expected: if aligned {
-                    expected_aligned
-                } else {
-                    expected_plain
-                }
-                .into(),
-            });
+/// The allocator test's fallback series, averaged over the seeds' runs.
+fn allocator_test_row(
+    version: Release,
+    k: &Kernel,
+    aligned: bool,
+    expected: &str,
+    runs: &[RunResult],
+) -> AllocatorTestRow {
+    let series: Vec<&Vec<FallbackPoint>> = runs
+        .iter()
+        .map(|r| &r.workloads[0].fallback_series)
+        .collect();
+    let mean_at = |i: usize, f: &dyn Fn(&FallbackPoint) -> f64| {
+        series.iter().map(|s| f(&s[i])).sum::<f64>() / series.len() as f64
+    };
+    let n = series[0].len();
+    AllocatorTestRow {
+        kernel: version.name(),
+        allocator: allocator_name(&runs[0]),
+        aligned_swapin: aligned,
+        swapin_mthp: k.swapin_mthp(),
+        fallback_percent: (0..n)
+            .map(|i| mean_at(i, &|p| p.fallback_percent))
+            .collect(),
+        swpout_first: mean_at(0, &|p| p.swpout as f64),
+        swpout_last: mean_at(n - 1, &|p| p.swpout as f64),
+        expected: expected.into(),
+    }
+}
+
+/// kbuild's 64K swap-out fallback over the run.
+fn kbuild_fallback_row(version: Release, r: &RunResult) -> KbuildFallbackRow {
+    let total_out = r.counter("hugepages-64kB/stats/swpout");
+    let total_fb = r.counter("hugepages-64kB/stats/swpout_fallback");
+    KbuildFallbackRow {
+        kernel: version.name(),
+        allocator: allocator_name(r),
+        fallback_percent_total: FallbackPoint::new(0, 0, total_out, total_fb).fallback_percent,
+        series: r.workloads[0].fallback_series.clone(),
+        expected: match version {
+            Release::V6_10 => "~99%",
+            _ => "~1% to ~90% (<10% for 64K), growing with fragmentation",
         }
+        .into(),
     }
+}
 
-    let mut kbuild_fallback = Vec::new();
-    for version in fallback_kernels {
-        let r = next();
-        let total_out = r.counter("hugepages-64kB/stats/swpout");
-        let total_fb = r.counter("hugepages-64kB/stats/swpout_fallback");
-        kbuild_fallback.push(KbuildFallbackRow {
-            kernel: version.name(),
-            allocator: allocator_name(&r),
-            fallback_percent_total: FallbackPoint::new(0, 0, total_out, total_fb).fallback_percent,
-            series: r.workloads[0].fallback_series.clone(),
-            expected: match version {
-                Release::V6_10 => "~99%",
-                _ => "~1% to ~90% (<10% for 64K), growing with fragmentation",
-            }
-            .into(),
-        });
+/// kbuild's time and swap lock waits, averaged over the seeds' runs, beside the seed's.
+fn lock_split_row(version: Release, runs: &[RunResult]) -> LockSplitRow {
+    let avg = |f: &dyn Fn(&RunResult) -> f64| runs.iter().map(f).sum::<f64>() / runs.len() as f64;
+    let elapsed: Vec<f64> = runs
+        .iter()
+        .map(|r| r.workloads[0].elapsed_ns_max as f64 / 1e9)
+        .collect();
+    let (elapsed_s, elapsed_s_std) = mean_std(&elapsed);
+    let before = version == Release::V6_12;
+    LockSplitRow {
+        kernel: version.name(),
+        allocator: allocator_name(&runs[0]),
+        elapsed_s,
+        elapsed_s_std,
+        user_s: avg(&|r| r.cpu_user_ns as f64 / 1e9),
+        sys_s: avg(&|r| r.cpu_sys_ns as f64 / 1e9),
+        si_lock_wait_s: avg(&|r| lock_totals(r, "si->lock").0),
+        si_lock_acquisitions: avg(&|r| lock_totals(r, "si->lock").1),
+        ci_lock_wait_s: avg(&|r| lock_totals(r, "ci->lock").0),
+        lru_lock_wait_s: avg(&|r| lock_totals(r, "lruvec->lru_lock").0),
+        seed_elapsed_s: if before { 302.95 } else { 218.35 },
+        seed_user_s: if before { 2506.66 } else { 2637.94 },
+        seed_sys_s: if before { 14856.77 } else { 9384.29 },
+        seed_si_lock_wait: if before {
+            "1.6 min per 5 s"
+        } else {
+            "< 5 s per 5 s"
+        }
+        .into(),
     }
-
-    let mut lock_split = Vec::new();
-    for version in lock_kernels {
-        let runs: Vec<RunResult> = (0..seeds).map(|_| next()).collect();
-        let avg =
-            |f: &dyn Fn(&RunResult) -> f64| runs.iter().map(f).sum::<f64>() / runs.len() as f64;
-        let elapsed: Vec<f64> = runs
-            .iter()
-            .map(|r| r.workloads[0].elapsed_ns_max as f64 / 1e9)
-            .collect();
-        let (elapsed_s, elapsed_s_std) = mean_std(&elapsed);
-        let before = version == Release::V6_12;
-        lock_split.push(LockSplitRow {
-            kernel: version.name(),
-            allocator: allocator_name(&runs[0]),
-            elapsed_s,
-            elapsed_s_std,
-            user_s: avg(&|r| r.cpu_user_ns as f64 / 1e9),
-            sys_s: avg(&|r| r.cpu_sys_ns as f64 / 1e9),
-            si_lock_wait_s: avg(&|r| lock_totals(r, "si->lock").0),
-            si_lock_acquisitions: avg(&|r| lock_totals(r, "si->lock").1),
-            ci_lock_wait_s: avg(&|r| lock_totals(r, "ci->lock").0),
-            lru_lock_wait_s: avg(&|r| lock_totals(r, "lruvec->lru_lock").0),
-            seed_elapsed_s: if before { 302.95 } else { 218.35 },
-            seed_user_s: if before { 2506.66 } else { 2637.94 },
-            seed_sys_s: if before { 14856.77 } else { 9384.29 },
-            seed_si_lock_wait: if before {
-                "1.6 min per 5 s"
-            } else {
-                "< 5 s per 5 s"
-            }
-            .into(),
-        });
-    }
-    Ok(Report {
-        scale,
-        seeds,
-        iterations,
-        kbuild_jobs,
-        allocator_test,
-        kbuild_fallback,
-        lock_split,
-    })
 }
 
 fn percents(values: impl Iterator<Item = f64>) -> String {

@@ -544,81 +544,10 @@ impl Builder {
         self.ensure_root(e);
         let tid = e.tid;
         match &e.kind {
-            RawKind::Fork { ppid, ptid } => {
-                if self.live(tid) {
-                    return; // The same fork, seen by another CPU's buffer.
-                }
-                let parent = if self.live(*ptid) {
-                    *ptid
-                } else if let Some((&p, _)) =
-                    self.tasks.iter().find(|(_, t)| t.alive && t.pid == *ppid)
-                {
-                    p
-                } else {
-                    self.stats.records_of_unknown_tasks += 1;
-                    return;
-                };
-                self.account(parent, e.time);
-                let parent_id = self.tasks[&parent].id;
-                let pmm = self.tasks[&parent].mm;
-                if e.pid == *ppid {
-                    self.new_task(tid, e.pid, pmm, false, None);
-                    self.emit(tid, e.time, EventKind::Clone { parent: parent_id });
-                } else {
-                    let mut copy = self.mms[pmm].clone();
-                    copy.threads.clear();
-                    self.mms.push(copy);
-                    self.stats.processes += 1;
-                    let mm = self.mms.len() - 1;
-                    self.new_task(tid, e.pid, mm, true, None);
-                    self.emit(tid, e.time, EventKind::Fork { parent: parent_id });
-                }
-            }
+            RawKind::Fork { ppid, ptid } => self.fork(e, *ppid, *ptid),
             RawKind::Exit => self.exit(tid, e.time),
             _ if !self.live(tid) => self.stats.records_of_unknown_tasks += 1,
-            RawKind::Exec { comm } => {
-                if self.tasks[&tid].exec_setup {
-                    // The exec that started the task (execve has not returned): name it.
-                    let id = self.tasks[&tid].id;
-                    if let Some(EventKind::Exec { name }) = self
-                        .out
-                        .iter_mut()
-                        .rev()
-                        .find(|ev| ev.task == id && matches!(ev.kind, EventKind::Exec { .. }))
-                        .map(|ev| &mut ev.kind)
-                    {
-                        *name = sanitize(comm);
-                    }
-                    return;
-                }
-                self.account(tid, e.time);
-                let mm = self.tasks[&tid].mm;
-                let others: Vec<u32> = self.mms[mm]
-                    .threads
-                    .iter()
-                    .copied()
-                    .filter(|&t| t != tid)
-                    .collect();
-                for t in others {
-                    self.exit(t, e.time);
-                }
-                self.mms[mm].threads.clear();
-                self.mms.push(Mm::default());
-                self.stats.processes += 1;
-                let new = self.mms.len() - 1;
-                self.mms[new].threads.insert(tid);
-                let t = self.tasks.get_mut(&tid).unwrap();
-                t.mm = new;
-                t.leader = true;
-                t.exec_setup = true;
-                self.emit(
-                    tid,
-                    e.time,
-                    EventKind::Exec {
-                        name: sanitize(comm),
-                    },
-                );
-            }
+            RawKind::Exec { comm } => self.exec(tid, e.time, comm),
             RawKind::Mmap {
                 addr,
                 len,
@@ -656,6 +585,82 @@ impl Builder {
                 self.tasks.get_mut(&tid).unwrap().on_cpu_since = None;
             }
         }
+    }
+
+    /// A new task: a thread of its parent's process, or a process with a copy of its mm.
+    fn fork(&mut self, e: &RawEvent, ppid: u32, ptid: u32) {
+        let tid = e.tid;
+        if self.live(tid) {
+            return; // The same fork, seen by another CPU's buffer.
+        }
+        let parent = if self.live(ptid) {
+            ptid
+        } else if let Some((&p, _)) = self.tasks.iter().find(|(_, t)| t.alive && t.pid == ppid) {
+            p
+        } else {
+            self.stats.records_of_unknown_tasks += 1;
+            return;
+        };
+        self.account(parent, e.time);
+        let parent_id = self.tasks[&parent].id;
+        let pmm = self.tasks[&parent].mm;
+        if e.pid == ppid {
+            self.new_task(tid, e.pid, pmm, false, None);
+            self.emit(tid, e.time, EventKind::Clone { parent: parent_id });
+        } else {
+            let mut copy = self.mms[pmm].clone();
+            copy.threads.clear();
+            self.mms.push(copy);
+            self.stats.processes += 1;
+            let mm = self.mms.len() - 1;
+            self.new_task(tid, e.pid, mm, true, None);
+            self.emit(tid, e.time, EventKind::Fork { parent: parent_id });
+        }
+    }
+
+    /// execve: the task's other threads exit and it leads a new, empty mm. The exec that
+    /// started a task (execve has not returned) only names it.
+    fn exec(&mut self, tid: u32, time: u64, comm: &str) {
+        if self.tasks[&tid].exec_setup {
+            let id = self.tasks[&tid].id;
+            if let Some(EventKind::Exec { name }) = self
+                .out
+                .iter_mut()
+                .rev()
+                .find(|ev| ev.task == id && matches!(ev.kind, EventKind::Exec { .. }))
+                .map(|ev| &mut ev.kind)
+            {
+                *name = sanitize(comm);
+            }
+            return;
+        }
+        self.account(tid, time);
+        let mm = self.tasks[&tid].mm;
+        let others: Vec<u32> = self.mms[mm]
+            .threads
+            .iter()
+            .copied()
+            .filter(|&t| t != tid)
+            .collect();
+        for t in others {
+            self.exit(t, time);
+        }
+        self.mms[mm].threads.clear();
+        self.mms.push(Mm::default());
+        self.stats.processes += 1;
+        let new = self.mms.len() - 1;
+        self.mms[new].threads.insert(tid);
+        let t = self.tasks.get_mut(&tid).unwrap();
+        t.mm = new;
+        t.leader = true;
+        t.exec_setup = true;
+        self.emit(
+            tid,
+            time,
+            EventKind::Exec {
+                name: sanitize(comm),
+            },
+        );
     }
 }
 

@@ -259,6 +259,113 @@ fn online_cpus() -> Result<Vec<u32>> {
     Ok(cpus)
 }
 
+/// One CPU's events: the user page-fault tracepoint leads (with the side-band records) and
+/// the kernel-fault and syscall tracepoints write into its ring buffer, mapped here.
+fn open_cpu(
+    cpu: u32,
+    pid: i32,
+    tp: &Tracepoints,
+    filter_ids: &str,
+    buffer_pages: usize,
+) -> Result<CpuBuffer> {
+    let attr = |config: u16, extra: u64| PerfEventAttr {
+        kind: PERF_TYPE_TRACEPOINT,
+        size: std::mem::size_of::<PerfEventAttr>() as u32,
+        config: config as u64,
+        sample_period: 1,
+        sample_type: SAMPLE_TID | SAMPLE_TIME | SAMPLE_CPU | SAMPLE_RAW,
+        flags: F_DISABLED | F_INHERIT | F_ENABLE_ON_EXEC | F_SAMPLE_ID_ALL | F_USE_CLOCKID | extra,
+        clockid: libc::CLOCK_MONOTONIC,
+        ..Default::default()
+    };
+    let side_band =
+        F_MMAP | F_MMAP2 | F_MMAP_DATA | F_COMM | F_COMM_EXEC | F_TASK | F_CONTEXT_SWITCH;
+    let c = cpu as i32;
+    let leader = perf_event_open(&attr(tp.fault_user, side_band), pid, c, "page_fault_user")?;
+    let mut others = vec![];
+    for (id, what, filter) in [
+        (
+            tp.fault_kernel,
+            "page_fault_kernel",
+            // Kernel-mode faults on user addresses (copy_to_user into a new buffer).
+            "address < 0x800000000000".to_string(),
+        ),
+        (tp.sys_enter, "sys_enter", filter_ids.to_string()),
+        (tp.sys_exit, "sys_exit", filter_ids.to_string()),
+    ] {
+        let fd = perf_event_open(&attr(id, 0), pid, c, what)?;
+        let f = std::ffi::CString::new(filter)?;
+        ioctl(
+            &fd,
+            IOC_SET_FILTER,
+            f.as_ptr() as libc::c_ulong,
+            "SET_FILTER",
+        )?;
+        others.push(fd);
+    }
+    let (map, map_len, data_offset, data_size) = map_ring(&leader, cpu, buffer_pages)?;
+    for fd in &others {
+        ioctl(
+            fd,
+            IOC_SET_OUTPUT,
+            leader.as_raw_fd() as libc::c_ulong,
+            "SET_OUTPUT",
+        )?;
+    }
+    Ok(CpuBuffer {
+        cpu,
+        leader,
+        _others: others,
+        map,
+        map_len,
+        data_offset,
+        data_size,
+        tail: 0,
+        bytes: Vec::new(),
+    })
+}
+
+/// mmap of the leader's ring buffer (a control page and `buffer_pages` of data): the map,
+/// its length, and where its data area lies.
+fn map_ring(
+    leader: &OwnedFd,
+    cpu: u32,
+    buffer_pages: usize,
+) -> Result<(*mut u8, usize, usize, usize)> {
+    let page = 4096usize;
+    let map_len = (1 + buffer_pages) * page;
+    // SAFETY: mapping the perf ring buffer of our own fd.
+    let map = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            map_len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED,
+            leader.as_raw_fd(),
+            0,
+        )
+    };
+    if map == libc::MAP_FAILED {
+        bail!(
+            "mmap of the perf ring buffer ({} KiB, cpu {cpu}): {}",
+            map_len / 1024,
+            std::io::Error::last_os_error()
+        );
+    }
+    let map = map as *mut u8;
+    // SAFETY: perf_event_mmap_page: data_offset at 1040, data_size at 1048.
+    let (data_offset, data_size) = unsafe {
+        (
+            std::ptr::read_volatile(map.add(1040) as *const u64) as usize,
+            std::ptr::read_volatile(map.add(1048) as *const u64) as usize,
+        )
+    };
+    if data_size == 0 {
+        return Ok((map, map_len, page, buffer_pages * page));
+    }
+    Ok((map, map_len, data_offset, data_size))
+}
+
 impl Session {
     /// Events for process `pid` (not yet exec'd: they start counting at its exec) and all it
     /// forks; `buffer_pages` (a power of two) of ring buffer per CPU. `syscalls`: the ids kept.
@@ -268,7 +375,6 @@ impl Session {
         syscalls: &[i64],
         buffer_pages: usize,
     ) -> Result<Session> {
-        let page = 4096usize;
         let filter_ids = syscalls
             .iter()
             .map(|n| format!("id == {n}"))
@@ -276,98 +382,7 @@ impl Session {
             .join(" || ");
         let mut buffers = vec![];
         for cpu in online_cpus()? {
-            let attr = |config: u16, extra: u64| PerfEventAttr {
-                kind: PERF_TYPE_TRACEPOINT,
-                size: std::mem::size_of::<PerfEventAttr>() as u32,
-                config: config as u64,
-                sample_period: 1,
-                sample_type: SAMPLE_TID | SAMPLE_TIME | SAMPLE_CPU | SAMPLE_RAW,
-                flags: F_DISABLED
-                    | F_INHERIT
-                    | F_ENABLE_ON_EXEC
-                    | F_SAMPLE_ID_ALL
-                    | F_USE_CLOCKID
-                    | extra,
-                clockid: libc::CLOCK_MONOTONIC,
-                ..Default::default()
-            };
-            let side_band =
-                F_MMAP | F_MMAP2 | F_MMAP_DATA | F_COMM | F_COMM_EXEC | F_TASK | F_CONTEXT_SWITCH;
-            let c = cpu as i32;
-            let leader =
-                perf_event_open(&attr(tp.fault_user, side_band), pid, c, "page_fault_user")?;
-            let mut others = vec![];
-            for (id, what, filter) in [
-                (
-                    tp.fault_kernel,
-                    "page_fault_kernel",
-                    // Kernel-mode faults on user addresses (copy_to_user into a new buffer).
-                    "address < 0x800000000000".to_string(),
-                ),
-                (tp.sys_enter, "sys_enter", filter_ids.clone()),
-                (tp.sys_exit, "sys_exit", filter_ids.clone()),
-            ] {
-                let fd = perf_event_open(&attr(id, 0), pid, c, what)?;
-                let f = std::ffi::CString::new(filter)?;
-                ioctl(
-                    &fd,
-                    IOC_SET_FILTER,
-                    f.as_ptr() as libc::c_ulong,
-                    "SET_FILTER",
-                )?;
-                others.push(fd);
-            }
-            let map_len = (1 + buffer_pages) * page;
-            // SAFETY: mapping the perf ring buffer of our own fd.
-            let map = unsafe {
-                libc::mmap(
-                    std::ptr::null_mut(),
-                    map_len,
-                    libc::PROT_READ | libc::PROT_WRITE,
-                    libc::MAP_SHARED,
-                    leader.as_raw_fd(),
-                    0,
-                )
-            };
-            if map == libc::MAP_FAILED {
-                bail!(
-                    "mmap of the perf ring buffer ({} KiB, cpu {cpu}): {}",
-                    map_len / 1024,
-                    std::io::Error::last_os_error()
-                );
-            }
-            for fd in &others {
-                ioctl(
-                    fd,
-                    IOC_SET_OUTPUT,
-                    leader.as_raw_fd() as libc::c_ulong,
-                    "SET_OUTPUT",
-                )?;
-            }
-            let map = map as *mut u8;
-            // SAFETY: perf_event_mmap_page: data_offset at 1040, data_size at 1048.
-            let (data_offset, data_size) = unsafe {
-                (
-                    std::ptr::read_volatile(map.add(1040) as *const u64) as usize,
-                    std::ptr::read_volatile(map.add(1048) as *const u64) as usize,
-                )
-            };
-            let (data_offset, data_size) = if data_size == 0 {
-                (page, buffer_pages * page)
-            } else {
-                (data_offset, data_size)
-            };
-            buffers.push(CpuBuffer {
-                cpu,
-                leader,
-                _others: others,
-                map,
-                map_len,
-                data_offset,
-                data_size,
-                tail: 0,
-                bytes: Vec::new(),
-            });
+            buffers.push(open_cpu(cpu, pid, tp, &filter_ids, buffer_pages)?);
         }
         Ok(Session { buffers })
     }
@@ -491,11 +506,6 @@ pub fn decode(stream: &[u8], tp: &Tracepoints) -> (Vec<RawEvent>, u64) {
         let rec = &stream[at..at + size];
         let body = &rec[8..];
         at += size;
-        // The sample_id trailer of side-band records.
-        let trailer = || {
-            let t = rec.len().checked_sub(SAMPLE_ID_LEN)?;
-            Some((u32_at(rec, t)?, u32_at(rec, t + 4)?, u64_at(rec, t + 8)?))
-        };
         let ev = match kind {
             RECORD_SAMPLE => decode_sample(body, tp),
             RECORD_LOST => {
@@ -506,69 +516,65 @@ pub fn decode(stream: &[u8], tp: &Tracepoints) -> (Vec<RawEvent>, u64) {
                 lost += u64_at(body, 0).unwrap_or(0);
                 None
             }
-            RECORD_FORK | RECORD_EXIT => (|| {
-                let (pid, ppid, tid, ptid) = (
-                    u32_at(body, 0)?,
-                    u32_at(body, 4)?,
-                    u32_at(body, 8)?,
-                    u32_at(body, 12)?,
-                );
-                let (_, _, time) = trailer()?;
-                Some(RawEvent {
-                    time,
-                    pid,
-                    tid,
-                    kind: if kind == RECORD_FORK {
-                        RawKind::Fork { ppid, ptid }
-                    } else {
-                        RawKind::Exit
-                    },
-                })
-            })(),
-            RECORD_COMM if misc & MISC_COMM_EXEC != 0 => (|| {
-                let (pid, tid) = (u32_at(body, 0)?, u32_at(body, 4)?);
-                let (_, _, time) = trailer()?;
-                Some(RawEvent {
-                    time,
-                    pid,
-                    tid,
-                    kind: RawKind::Exec {
-                        comm: cstr(body.get(8..)?),
-                    },
-                })
-            })(),
-            RECORD_MMAP2 => (|| {
-                let (pid, tid) = (u32_at(body, 0)?, u32_at(body, 4)?);
-                let (addr, len) = (u64_at(body, 8)?, u64_at(body, 16)?);
-                let flags = u32_at(body, 60)?;
-                let (_, _, time) = trailer()?;
-                Some(RawEvent {
-                    time,
-                    pid,
-                    tid,
-                    kind: RawKind::Mmap {
-                        addr,
-                        len,
-                        flags,
-                        name: cstr(body.get(64..)?),
-                    },
-                })
-            })(),
-            RECORD_SWITCH => trailer().map(|(pid, tid, time)| RawEvent {
-                time,
-                pid,
-                tid,
-                kind: if misc & MISC_SWITCH_OUT != 0 {
-                    RawKind::SwitchOut
-                } else {
-                    RawKind::SwitchIn
-                },
-            }),
-            _ => None,
+            _ => decode_side_band(kind, misc, rec),
         };
         out.extend(ev);
     }
     (out, lost)
+}
+
+/// A side-band record (fork, exit, exec, mmap, context switch), its time from the
+/// sample_id trailer; None for any other record.
+fn decode_side_band(kind: u32, misc: u16, rec: &[u8]) -> Option<RawEvent> {
+    let body = &rec[8..];
+    let t = rec.len().checked_sub(SAMPLE_ID_LEN)?;
+    let (trailer_pid, trailer_tid) = (u32_at(rec, t)?, u32_at(rec, t + 4)?);
+    let time = u64_at(rec, t + 8)?;
+    let (pid, tid, kind) = match kind {
+        RECORD_FORK | RECORD_EXIT => {
+            let (pid, ppid, tid, ptid) = (
+                u32_at(body, 0)?,
+                u32_at(body, 4)?,
+                u32_at(body, 8)?,
+                u32_at(body, 12)?,
+            );
+            let kind = if kind == RECORD_FORK {
+                RawKind::Fork { ppid, ptid }
+            } else {
+                RawKind::Exit
+            };
+            (pid, tid, kind)
+        }
+        RECORD_COMM if misc & MISC_COMM_EXEC != 0 => {
+            let (pid, tid) = (u32_at(body, 0)?, u32_at(body, 4)?);
+            let comm = cstr(body.get(8..)?);
+            (pid, tid, RawKind::Exec { comm })
+        }
+        RECORD_MMAP2 => {
+            let (pid, tid) = (u32_at(body, 0)?, u32_at(body, 4)?);
+            let (addr, len) = (u64_at(body, 8)?, u64_at(body, 16)?);
+            let flags = u32_at(body, 60)?;
+            let name = cstr(body.get(64..)?);
+            let kind = RawKind::Mmap {
+                addr,
+                len,
+                flags,
+                name,
+            };
+            (pid, tid, kind)
+        }
+        RECORD_SWITCH if misc & MISC_SWITCH_OUT != 0 => {
+            (trailer_pid, trailer_tid, RawKind::SwitchOut)
+        }
+        RECORD_SWITCH => (trailer_pid, trailer_tid, RawKind::SwitchIn),
+        _ => return None,
+    };
+    Some(RawEvent {
+        time,
+        pid,
+        tid,
+        kind,
+    })
 }
 
 /// A sample: pid, tid, time, cpu, reserved, raw size, raw data (the tracepoint's fields).

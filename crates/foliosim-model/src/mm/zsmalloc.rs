@@ -859,6 +859,53 @@ impl ZsPool {
     /// per-zspage in-use counts, free lists, fullness lists and class and pool totals agree;
     /// pool pages are the sum of live zspages' chain lengths; no pfn is held twice.
     pub fn check(&self) -> Result<(), String> {
+        let live_handles = self.check_handles()?;
+        let mut pool_pages = 0u64;
+        let mut pfns = Vec::new();
+        for (cid, class) in self.classes.iter().enumerate() {
+            let objs = class.objs_per_zspage;
+            class.check_fullness_lists()?;
+            let mut zspages = 0u64;
+            let mut inuse_sum = 0u64;
+            for z in 0..class.inuse.len() as u32 {
+                let Some(used) = class.check_zspage(z)? else {
+                    continue;
+                };
+                zspages += 1;
+                inuse_sum += used as u64;
+                let (zi, ppz) = (z as usize, class.pages_per_zspage as usize);
+                pfns.extend_from_slice(&class.pfns[zi * ppz..(zi + 1) * ppz]);
+            }
+            if inuse_sum != class.obj_inuse || inuse_sum != live_handles[cid] as u64 {
+                return Err(format!(
+                    "class {}: obj_inuse {}, zspages hold {inuse_sum}, handles {}",
+                    class.index, class.obj_inuse, live_handles[cid]
+                ));
+            }
+            if class.obj_allocated != zspages * objs as u64 {
+                return Err(format!(
+                    "class {}: obj_allocated {} for {zspages} zspages of {objs}",
+                    class.index, class.obj_allocated
+                ));
+            }
+            pool_pages += zspages * class.pages_per_zspage as u64;
+        }
+        if pool_pages != self.pages_allocated {
+            return Err(format!(
+                "pages_allocated {} but zspages hold {pool_pages}",
+                self.pages_allocated
+            ));
+        }
+        pfns.sort_unstable();
+        if let Some(w) = pfns.windows(2).find(|w| w[0] == w[1]) {
+            return Err(format!("pfn {} is in two zspages", w[0]));
+        }
+        Ok(())
+    }
+
+    /// Every live handle sits in a slot of a live zspage that names it back, and the pool's
+    /// object and byte counts are the handles'. Returns the live handles per class.
+    fn check_handles(&self) -> Result<Vec<u32>, String> {
         let mut live_handles = vec![0u32; self.classes.len()];
         let mut compr = 0u64;
         for (h, &c) in self.h_class.iter().enumerate() {
@@ -893,111 +940,89 @@ impl ZsPool {
                 self.objs, self.compr_bytes
             ));
         }
-        let mut pool_pages = 0u64;
-        let mut pfns = Vec::new();
-        for (cid, class) in self.classes.iter().enumerate() {
-            let objs = class.objs_per_zspage;
-            let mut zspages = 0u64;
-            let mut inuse_sum = 0u64;
-            let mut listed = [0u64; NR_FULLNESS_GROUPS];
-            for (fg, n_listed) in listed.iter_mut().enumerate() {
-                let mut z = class.fullness_head[fg];
-                let mut prev = NONE;
-                while z != NONE {
-                    if class.fullness[z as usize] as usize != fg || class.prev[z as usize] != prev {
-                        return Err(format!(
-                            "class {}: fullness list {fg} broken at zspage {z}",
-                            class.index
-                        ));
-                    }
-                    *n_listed += 1;
-                    if *n_listed > class.inuse.len() as u64 {
-                        return Err(format!("class {}: fullness list {fg} loops", class.index));
-                    }
-                    prev = z;
-                    z = class.next[z as usize];
-                }
-            }
-            if listed != class.fullness_count {
-                return Err(format!(
-                    "class {}: lists hold {listed:?} zspages, counts say {:?}",
-                    class.index, class.fullness_count
-                ));
-            }
-            for z in 0..class.inuse.len() as u32 {
-                let zi = z as usize;
-                let fg = class.fullness[zi];
-                if fg == DEAD {
-                    continue;
-                }
-                if fg == ISOLATED {
-                    return Err(format!("class {}: zspage {z} left isolated", class.index));
-                }
-                zspages += 1;
-                let base = class.slot_base(z);
-                let used = class.slots[base..base + objs as usize]
-                    .iter()
-                    .filter(|&&w| w & FREE_TAG == 0)
-                    .count() as u32;
-                if used != class.inuse[zi] {
+        Ok(live_handles)
+    }
+}
+
+impl SizeClass {
+    /// Each fullness list is linked both ways, ends, and holds as many zspages as its count.
+    fn check_fullness_lists(&self) -> Result<(), String> {
+        let mut listed = [0u64; NR_FULLNESS_GROUPS];
+        for (fg, n_listed) in listed.iter_mut().enumerate() {
+            let mut z = self.fullness_head[fg];
+            let mut prev = NONE;
+            while z != NONE {
+                if self.fullness[z as usize] as usize != fg || self.prev[z as usize] != prev {
                     return Err(format!(
-                        "class {} zspage {z}: inuse {} but {used} slots hold handles",
-                        class.index, class.inuse[zi]
+                        "class {}: fullness list {fg} broken at zspage {z}",
+                        self.index
                     ));
                 }
-                if used == 0 {
-                    return Err(format!(
-                        "class {} zspage {z}: empty but not freed",
-                        class.index
-                    ));
+                *n_listed += 1;
+                if *n_listed > self.inuse.len() as u64 {
+                    return Err(format!("class {}: fullness list {fg} loops", self.index));
                 }
-                if fg != class.fullness_group(used) {
-                    return Err(format!(
-                        "class {} zspage {z}: in group {fg}, {used}/{objs} used",
-                        class.index
-                    ));
-                }
-                let mut free = 0u32;
-                let mut s = class.freeobj[zi];
-                while free < objs - used {
-                    if s >= objs || class.slots[base + s as usize] & FREE_TAG == 0 {
-                        return Err(format!(
-                            "class {} zspage {z}: free list reaches slot {s}, not free",
-                            class.index
-                        ));
-                    }
-                    free += 1;
-                    s = class.slots[base + s as usize] & !FREE_TAG;
-                }
-                inuse_sum += used as u64;
-                let ppz = class.pages_per_zspage as usize;
-                pfns.extend_from_slice(&class.pfns[zi * ppz..(zi + 1) * ppz]);
+                prev = z;
+                z = self.next[z as usize];
             }
-            if inuse_sum != class.obj_inuse || inuse_sum != live_handles[cid] as u64 {
-                return Err(format!(
-                    "class {}: obj_inuse {}, zspages hold {inuse_sum}, handles {}",
-                    class.index, class.obj_inuse, live_handles[cid]
-                ));
-            }
-            if class.obj_allocated != zspages * objs as u64 {
-                return Err(format!(
-                    "class {}: obj_allocated {} for {zspages} zspages of {objs}",
-                    class.index, class.obj_allocated
-                ));
-            }
-            pool_pages += zspages * class.pages_per_zspage as u64;
         }
-        if pool_pages != self.pages_allocated {
+        if listed != self.fullness_count {
             return Err(format!(
-                "pages_allocated {} but zspages hold {pool_pages}",
-                self.pages_allocated
+                "class {}: lists hold {listed:?} zspages, counts say {:?}",
+                self.index, self.fullness_count
             ));
         }
-        pfns.sort_unstable();
-        if let Some(w) = pfns.windows(2).find(|w| w[0] == w[1]) {
-            return Err(format!("pfn {} is in two zspages", w[0]));
-        }
         Ok(())
+    }
+
+    /// Zspage `z`: None if dead; if live, its slots in use (matching its count, non-zero,
+    /// in the right fullness group) with a free list through exactly the others.
+    fn check_zspage(&self, z: u32) -> Result<Option<u32>, String> {
+        let zi = z as usize;
+        let objs = self.objs_per_zspage;
+        let fg = self.fullness[zi];
+        if fg == DEAD {
+            return Ok(None);
+        }
+        if fg == ISOLATED {
+            return Err(format!("class {}: zspage {z} left isolated", self.index));
+        }
+        let base = self.slot_base(z);
+        let used = self.slots[base..base + objs as usize]
+            .iter()
+            .filter(|&&w| w & FREE_TAG == 0)
+            .count() as u32;
+        if used != self.inuse[zi] {
+            return Err(format!(
+                "class {} zspage {z}: inuse {} but {used} slots hold handles",
+                self.index, self.inuse[zi]
+            ));
+        }
+        if used == 0 {
+            return Err(format!(
+                "class {} zspage {z}: empty but not freed",
+                self.index
+            ));
+        }
+        if fg != self.fullness_group(used) {
+            return Err(format!(
+                "class {} zspage {z}: in group {fg}, {used}/{objs} used",
+                self.index
+            ));
+        }
+        let mut free = 0u32;
+        let mut s = self.freeobj[zi];
+        while free < objs - used {
+            if s >= objs || self.slots[base + s as usize] & FREE_TAG == 0 {
+                return Err(format!(
+                    "class {} zspage {z}: free list reaches slot {s}, not free",
+                    self.index
+                ));
+            }
+            free += 1;
+            s = self.slots[base + s as usize] & !FREE_TAG;
+        }
+        Ok(Some(used))
     }
 }
 

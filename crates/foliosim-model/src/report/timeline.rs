@@ -208,16 +208,8 @@ impl TimelineRecorder {
         }
         let (cpu, tid) = (s.cpu as u32, s.tid as u32);
         let kthread = self.kthread[s.tid];
-        let on_cpu = |start_ns, end_ns, name, cat, arg| Event {
-            pid: PID_CPUS,
-            tid: cpu,
-            start_ns,
-            end_ns,
-            name,
-            cat,
-            arg,
-            n: 1,
-        };
+        let on_cpu =
+            |start_ns, end_ns, name, cat, arg| cpu_event(cpu, start_ns, end_ns, name, cat, arg);
         let cpu_tail = TailOf::Cpu(s.cpu);
         let cat = if kthread { "kthread" } else { "user task" };
         self.add(
@@ -265,7 +257,12 @@ impl TimelineRecorder {
                 Level::Child,
             );
         }
-        // Probe spans, clipped into the kernel part (clipping keeps them nested).
+        self.probe_spans(s, spans, kernel_from_ns);
+        self.task_track(s);
+    }
+
+    /// Probe spans, clipped into the kernel part of the step (clipping keeps them nested).
+    fn probe_spans(&mut self, s: &StepTrace, spans: &[Span], kernel_from_ns: u64) {
         for sp in spans {
             let (a, b) = (
                 sp.start_ns.clamp(kernel_from_ns, s.release_ns),
@@ -276,13 +273,14 @@ impl TimelineRecorder {
             } else {
                 Arg::Detail(sp.detail)
             };
-            self.add(
-                on_cpu(a, b, Name::Static(sp.name), "kernel", arg),
-                cpu_tail,
-                Level::Probe,
-            );
+            let e = cpu_event(s.cpu as u32, a, b, Name::Static(sp.name), "kernel", arg);
+            self.add(e, TailOf::Cpu(s.cpu), Level::Probe);
         }
-        // The task's own track: running, then its waits.
+    }
+
+    /// The task's own track: running, then its waits.
+    fn task_track(&mut self, s: &StepTrace) {
+        let (cpu, tid) = (s.cpu as u32, s.tid as u32);
         let on_task = |start_ns, end_ns, name, arg| Event {
             pid: PID_TASKS,
             tid,
@@ -313,6 +311,27 @@ impl TimelineRecorder {
     }
 }
 
+/// An event on CPU `cpu`'s track.
+fn cpu_event(
+    cpu: u32,
+    start_ns: u64,
+    end_ns: u64,
+    name: Name,
+    cat: &'static str,
+    arg: Arg,
+) -> Event {
+    Event {
+        pid: PID_CPUS,
+        tid: cpu,
+        start_ns,
+        end_ns,
+        name,
+        cat,
+        arg,
+        n: 1,
+    }
+}
+
 fn ts(ns: u64) -> String {
     format!("{}.{:03}", ns / 1000, ns % 1000)
 }
@@ -333,93 +352,8 @@ impl Timeline {
     /// The Chrome trace-event JSON (one event per line, deterministic bytes).
     pub fn to_chrome_json(&self) -> String {
         let mut out = String::from("{\"traceEvents\":[\n");
-        let mut lines: Vec<String> = Vec::new();
-        let meta = |pid: u32, tid: Option<u32>, name: &str, args: String| {
-            let tid = tid.map_or(String::new(), |t| format!(",\"tid\":{t}"));
-            format!("{{\"ph\":\"M\",\"pid\":{pid}{tid},\"name\":\"{name}\",\"args\":{args}}}")
-        };
-        lines.push(meta(
-            PID_CPUS,
-            None,
-            "process_name",
-            "{\"name\":\"CPUs\"}".into(),
-        ));
-        lines.push(meta(
-            PID_CPUS,
-            None,
-            "process_sort_index",
-            "{\"sort_index\":0}".into(),
-        ));
-        for cpu in 0..self.ncpus {
-            lines.push(meta(
-                PID_CPUS,
-                Some(cpu as u32),
-                "thread_name",
-                format!("{{\"name\":\"CPU {cpu}\"}}"),
-            ));
-            lines.push(meta(
-                PID_CPUS,
-                Some(cpu as u32),
-                "thread_sort_index",
-                format!("{{\"sort_index\":{cpu}}}"),
-            ));
-        }
-        lines.push(meta(
-            PID_TASKS,
-            None,
-            "process_name",
-            "{\"name\":\"tasks\"}".into(),
-        ));
-        lines.push(meta(
-            PID_TASKS,
-            None,
-            "process_sort_index",
-            "{\"sort_index\":1}".into(),
-        ));
-        for (tid, name) in self.task_names.iter().enumerate() {
-            lines.push(meta(
-                PID_TASKS,
-                Some(tid as u32),
-                "thread_name",
-                format!("{{\"name\":{}}}", json_str(name)),
-            ));
-        }
-        for e in &self.events {
-            let name = match e.name {
-                Name::Task(t) => self.task_names[t as usize].as_str(),
-                Name::Static(s) => s,
-            };
-            let mut args = String::new();
-            match e.arg {
-                Arg::None => {}
-                Arg::Detail(d) => {
-                    let _ = write!(args, "\"what\":{}", json_str(d));
-                }
-                Arg::Cpu(c) => {
-                    let _ = write!(args, "\"cpu\":{c}");
-                }
-            }
-            if e.n > 1 {
-                if !args.is_empty() {
-                    args.push(',');
-                }
-                let _ = write!(args, "\"n\":{}", e.n);
-            }
-            let args = if args.is_empty() {
-                String::new()
-            } else {
-                format!(",\"args\":{{{args}}}")
-            };
-            lines.push(format!(
-                "{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},\"name\":{},\"cat\":\"{}\"{args}}}",
-                e.pid,
-                e.tid,
-                ts(e.start_ns),
-                ts(e.end_ns - e.start_ns),
-                json_str(name),
-                e.cat
-            ));
-        }
+        let mut lines = self.metadata_lines();
+        lines.extend(self.events.iter().map(|e| self.event_line(e)));
         if let Some(at) = self.capped_at_ns {
             lines.push(format!(
                 "{{\"ph\":\"i\",\"s\":\"g\",\"pid\":{PID_CPUS},\"tid\":0,\"ts\":{},\"name\":\"timeline capped: {} events; nothing recorded after this\"}}",
@@ -449,5 +383,93 @@ impl Timeline {
         }
         out.push_str("}}\n");
         out
+    }
+
+    /// The metadata events: the two processes (CPUs, tasks), a thread per CPU and per task,
+    /// their names and order.
+    fn metadata_lines(&self) -> Vec<String> {
+        let meta = |pid: u32, tid: Option<u32>, name: &str, args: String| {
+            let tid = tid.map_or(String::new(), |t| format!(",\"tid\":{t}"));
+            format!("{{\"ph\":\"M\",\"pid\":{pid}{tid},\"name\":\"{name}\",\"args\":{args}}}")
+        };
+        let process = |pid: u32, name: &str, sort_index: u32| {
+            [
+                meta(
+                    pid,
+                    None,
+                    "process_name",
+                    format!("{{\"name\":\"{name}\"}}"),
+                ),
+                meta(
+                    pid,
+                    None,
+                    "process_sort_index",
+                    format!("{{\"sort_index\":{sort_index}}}"),
+                ),
+            ]
+        };
+        let mut lines: Vec<String> = process(PID_CPUS, "CPUs", 0).into();
+        for cpu in 0..self.ncpus {
+            lines.push(meta(
+                PID_CPUS,
+                Some(cpu as u32),
+                "thread_name",
+                format!("{{\"name\":\"CPU {cpu}\"}}"),
+            ));
+            lines.push(meta(
+                PID_CPUS,
+                Some(cpu as u32),
+                "thread_sort_index",
+                format!("{{\"sort_index\":{cpu}}}"),
+            ));
+        }
+        lines.extend(process(PID_TASKS, "tasks", 1));
+        for (tid, name) in self.task_names.iter().enumerate() {
+            lines.push(meta(
+                PID_TASKS,
+                Some(tid as u32),
+                "thread_name",
+                format!("{{\"name\":{}}}", json_str(name)),
+            ));
+        }
+        lines
+    }
+
+    /// A complete ("X") event with its args.
+    fn event_line(&self, e: &Event) -> String {
+        let name = match e.name {
+            Name::Task(t) => self.task_names[t as usize].as_str(),
+            Name::Static(s) => s,
+        };
+        let mut args = String::new();
+        match e.arg {
+            Arg::None => {}
+            Arg::Detail(d) => {
+                let _ = write!(args, "\"what\":{}", json_str(d));
+            }
+            Arg::Cpu(c) => {
+                let _ = write!(args, "\"cpu\":{c}");
+            }
+        }
+        if e.n > 1 {
+            if !args.is_empty() {
+                args.push(',');
+            }
+            let _ = write!(args, "\"n\":{}", e.n);
+        }
+        let args = if args.is_empty() {
+            String::new()
+        } else {
+            format!(",\"args\":{{{args}}}")
+        };
+        format!(
+            "{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{},\"dur\":{},\"name\":{},\"cat\":\"{}\"{args}}}",
+            e.pid,
+            e.tid,
+            ts(e.start_ns),
+            ts(e.end_ns - e.start_ns),
+            json_str(name),
+            e.cat
+        )
     }
 }

@@ -28,6 +28,24 @@ pub fn kernel(text: &str) -> Kernel {
     Kernel::new(&parse(text))
 }
 
+/// A scenario from TOML text built by a test, validated; a failure shows the text.
+pub fn parse_shown(text: &str) -> Scenario {
+    Scenario::from_toml_str(text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+/// Run `tasks` on `k` to their end with the scenario's seed and slice, invariants checked.
+pub fn run_scenario_tasks(k: &mut Kernel, tasks: &mut Vec<Task>, s: &Scenario) -> SchedStats {
+    run_tasks(
+        k,
+        tasks,
+        s.seed,
+        s.machine.sched_slice_ns,
+        true,
+        &mut |_, _| {},
+    )
+    .unwrap_or_else(|e| panic!("{e}"))
+}
+
 /// Run `tasks` on `k` to their end (seed 1, 3 ms slices, invariants checked).
 pub fn run_tasks_checked(k: &mut Kernel, tasks: &mut Vec<Task>) -> SchedStats {
     const SLICE_NS: u64 = 3_000_000;

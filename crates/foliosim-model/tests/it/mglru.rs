@@ -2,9 +2,10 @@
 //! errors, generations kept valid under reclaim (check_invariants), aging by page-table walk,
 //! determinism, and the direction of the difference on a hot set plus a one-pass stream.
 
+use crate::common::{parse_shown, run_scenario_tasks};
 use foliosim_model::mm::vmscan::lru_gen;
 use foliosim_model::mm::Kernel;
-use foliosim_model::sched::{run_tasks, Task};
+use foliosim_model::sched::Task;
 use foliosim_model::workload::Op;
 use foliosim_model::Scenario;
 
@@ -31,7 +32,7 @@ nproc = 1
 size = "1M"
 "#
     );
-    Scenario::from_toml_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+    parse_shown(&text)
 }
 
 /// One task: a hot anonymous set of `hot_mib` written once, then `rounds` rounds of random
@@ -79,15 +80,7 @@ fn run_hot_and_stream(s: &Scenario, hot_mib: u32, stream_mib: u32, rounds: u32) 
     }
     ops.push(Op::Exit);
     let mut tasks = vec![Task::new("t".into(), mm, 0, ops)];
-    run_tasks(
-        &mut k,
-        &mut tasks,
-        s.seed,
-        s.machine.sched_slice_ns,
-        true,
-        &mut |_, _| {},
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    run_scenario_tasks(&mut k, &mut tasks, s);
     k
 }
 

@@ -36,7 +36,7 @@ version = "6.18"
 {rest}
 "#
     );
-    Scenario::from_toml_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+    parse_shown(&text)
 }
 
 /// A scenario for `run_ops`, which runs its own tasks (the workload table only validates).
@@ -44,7 +44,7 @@ fn ops_scenario(memory: &str, file_mib: u32, rest: &str) -> Scenario {
     scenario(memory, file_mib, &format!("{rest}\n{READ_MMAP}"))
 }
 
-use crate::common::run;
+use crate::common::{parse_shown, run};
 
 /// A kernel after its tasks ran, and when they ended.
 struct Ran {

@@ -5,10 +5,11 @@
 //! where a write fault frees the slot and the page is written again; with swap more than half
 //! full a read fault frees its slot too; zram still bypasses the swap cache.
 
+use crate::common::{parse_shown, run_scenario_tasks};
 use foliosim_model::content::ContentClass;
 use foliosim_model::mm::invariants::check;
 use foliosim_model::mm::Kernel;
-use foliosim_model::sched::{run_tasks, Task};
+use foliosim_model::sched::Task;
 use foliosim_model::workload::Op;
 use foliosim_model::Scenario;
 use std::collections::BTreeMap;
@@ -44,7 +45,7 @@ size = "1M"
 memcg = "cg"
 "#
     );
-    Scenario::from_toml_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+    parse_shown(&text)
 }
 
 /// The counters at each mark of one task that writes `nr_pages` (mark 0), then touches them
@@ -75,15 +76,7 @@ fn write_then_touch(
         Op::Mark(1),
     ];
     let mut tasks = vec![Task::new("t".into(), mm, 0, ops)];
-    run_tasks(
-        &mut k,
-        &mut tasks,
-        s.seed,
-        s.machine.sched_slice_ns,
-        true,
-        &mut |_, _| {},
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    run_scenario_tasks(&mut k, &mut tasks, s);
     check(&k).unwrap();
     let marks = tasks[0].program().unwrap().marks.clone();
     (k, marks.into_iter().map(|m| m.unwrap().counters).collect())

@@ -2,8 +2,9 @@
 //! makes lower-tier PTEs PROT_NONE, hint faults promote hot pages, kswapd demotes to make
 //! room, and migration's TLB flushes are eager (mainline) or deferred (MIGRC).
 
+use crate::common::{parse_shown, run_scenario_tasks};
 use foliosim_model::mm::Kernel;
-use foliosim_model::sched::{run_tasks, Task};
+use foliosim_model::sched::Task;
 use foliosim_model::workload::Op;
 use foliosim_model::Scenario;
 
@@ -36,7 +37,7 @@ nproc = 1
 size = "1M"
 "#
     );
-    Scenario::from_toml_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+    parse_shown(&text)
 }
 
 /// Threads of one process: thread 0 maps and writes `mib`, all wait at a barrier, then each
@@ -91,15 +92,7 @@ fn run_threads(s: &Scenario, threads: u32, mib: u32, passes: u32) -> Kernel {
         ops.push(Op::Exit);
         tasks.push(Task::new(format!("t{t}"), mm, 0, ops));
     }
-    run_tasks(
-        &mut k,
-        &mut tasks,
-        s.seed,
-        s.machine.sched_slice_ns,
-        true,
-        &mut |_, _| {},
-    )
-    .unwrap_or_else(|e| panic!("{e}"));
+    run_scenario_tasks(&mut k, &mut tasks, s);
     k
 }
 

@@ -6,6 +6,7 @@
 //! (all inactive, read once) plus the anon pages activated so far. MGLRU instead asks whether
 //! the generation a page left is still the oldest.
 
+use crate::common::parse_shown;
 use foliosim_model::mm::madvise::Advice;
 use foliosim_model::mm::Kernel;
 use foliosim_model::sched::{run_tasks, Task};
@@ -50,7 +51,7 @@ kind = "file_read"
 file = "data"
 "#
     );
-    Scenario::from_toml_str(&text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+    parse_shown(&text)
 }
 
 /// Page the anon region out and fault every page of it back (reads, in order).

@@ -94,6 +94,8 @@ fn compact_finished(k: &mut Kernel, cc: &CompactControl) -> CompactResult {
 
 /// compact_zone: run compaction as `cc` says. `capture`: a capture_control is installed, so
 /// the run stops once it holds a block.
+// Follows compact_zone() in mm/compaction.c, one loop with its exits; a cut would hide them.
+#[allow(clippy::too_many_lines)]
 pub fn compact_zone(
     k: &mut Kernel,
     ctx: &mut Ctx,
