@@ -732,7 +732,7 @@ fn a_lower_node_with_cpus() {
     expect_err(
         "node with cpus",
         &t,
-        &["machine.node[0].cpus", "2", "memory-only"],
+        &["machine.node[0].cpus", "2", "machine.node[i].socket"],
     );
 }
 
