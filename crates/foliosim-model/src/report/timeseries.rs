@@ -157,7 +157,7 @@ enum TaskKind {
 /// pro rata by overlap), so booking costs O(1) however many sample intervals the span covers;
 /// a spread is folded into its columns' totals once a sample time reaches its end.
 #[derive(Default)]
-struct Bins {
+struct Spreads {
     index: BTreeMap<String, usize>,
     names: Vec<String>,
     /// Booked so far per column, every spread.
@@ -196,7 +196,7 @@ impl Spread {
     }
 }
 
-impl Bins {
+impl Spreads {
     fn column(&mut self, name: &str) -> usize {
         if let Some(&c) = self.index.get(name) {
             return c;
@@ -277,7 +277,7 @@ pub struct Sampler {
     index: BTreeMap<String, usize>,
     t_ns: Vec<u64>,
     rows: Vec<Vec<u64>>,
-    time: Bins,
+    time: Spreads,
     kinds: Vec<TaskKind>,
     task_mm: Vec<u32>,
     /// mmap_lock wait of each mm as last seen, to find a step's share.
@@ -290,7 +290,7 @@ impl Sampler {
             SampleInterval::Every(ns) => (ns.max(1), MAX_ROWS),
             SampleInterval::Auto => (AUTO_START_NS, AUTO_MAX_ROWS),
         };
-        let mut time = Bins::default();
+        let mut time = Spreads::default();
         for name in SPREAD {
             time.column(name);
         }
@@ -505,28 +505,31 @@ mod tests {
     /// steps waiting on an HDD, sampled every 100 us, hung spreading bin by bin).
     #[test]
     fn a_spread_over_a_long_span_is_read_pro_rata() {
-        let mut bins = Bins::default();
-        let (sys, user) = (bins.column("sys"), bins.column("user"));
-        bins.spread_split((user, sys), 300, 1_000, 0, 1_000_000_000_000_000);
-        let at = |bins: &mut Bins, t| bins.value_at(t).map(|(_, v)| v).collect::<Vec<_>>();
-        assert_eq!(at(&mut bins, 0), [0, 0]);
-        assert_eq!(at(&mut bins, 500_000_000_000_000), [350, 150]);
-        assert_eq!(bins.pending.len(), 1);
-        assert_eq!(at(&mut bins, u64::MAX), [700, 300]);
-        assert!(bins.pending.is_empty(), "a spread past its end is folded");
+        let mut spreads = Spreads::default();
+        let (sys, user) = (spreads.column("sys"), spreads.column("user"));
+        spreads.spread_split((user, sys), 300, 1_000, 0, 1_000_000_000_000_000);
+        let at = |spreads: &mut Spreads, t| spreads.value_at(t).map(|(_, v)| v).collect::<Vec<_>>();
+        assert_eq!(at(&mut spreads, 0), [0, 0]);
+        assert_eq!(at(&mut spreads, 500_000_000_000_000), [350, 150]);
+        assert_eq!(spreads.pending.len(), 1);
+        assert_eq!(at(&mut spreads, u64::MAX), [700, 300]);
+        assert!(
+            spreads.pending.is_empty(),
+            "a spread past its end is folded"
+        );
     }
 
     /// Each interval gets at most its overlap with the span (rates never exceed the CPUs),
     /// and the shares add up to the amount.
     #[test]
     fn shares_never_exceed_the_overlap() {
-        let mut bins = Bins::default();
-        let c = bins.column("x");
-        bins.spread(c, 997, 13, 1_010);
-        bins.add(c, 1_500, 5);
+        let mut spreads = Spreads::default();
+        let c = spreads.column("x");
+        spreads.spread(c, 997, 13, 1_010);
+        spreads.add(c, 1_500, 5);
         let mut before = 0;
         for t in (0..=2_000).step_by(10) {
-            let v = bins.value_at(t).next().unwrap().1;
+            let v = spreads.value_at(t).next().unwrap().1;
             let overlap = t.clamp(13, 1_010) - t.saturating_sub(10).clamp(13, 1_010);
             let added = if t == 1_510 { 5 } else { 0 };
             assert!(v - before <= overlap + added, "t {t}: {}", v - before);
