@@ -139,12 +139,13 @@ fn readable(key: &str, value: &str) -> Option<String> {
             "false" => "no zswap".into(),
             _ => return None,
         },
-        "sysfs.zswap.compressor" | "kernel.thp_fault_alloc" | "kernel.zswap_large_folios" => {
-            match value {
-                "-" => return None,
-                _ => value.to_string(),
-            }
-        }
+        "sysfs.zswap.compressor"
+        | "kernel.thp_fault_alloc"
+        | "kernel.zswap_large_folios"
+        | "kernel.migrate_tlb_flush" => match value {
+            "-" => return None,
+            _ => value.to_string(),
+        },
         _ if key.ends_with(".threads") || key.ends_with(".nproc") => format!("{value} {last}"),
         _ => format!("{last}={value}"),
     })
