@@ -277,7 +277,7 @@ fn do_anonymous_page(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault) -> Result<(u3
         let policy = k.cfg.thp_fault_alloc;
         let tried = order != PMD_ORDER || resumed == Some(order) || policy.fault_may_try(k);
         let alloc = |k: &mut Kernel, ctx: &mut Ctx| {
-            crate::mm::mempolicy::vma_alloc_folio(k, ctx, gfp, order, madvised)
+            crate::mm::mempolicy::vma_alloc_folio(k, ctx, gfp, order, madvised, start)
         };
         let Some(pfn) = tried.then(|| alloc(k, ctx)).flatten() else {
             if k.current.alloc_stopped() {
