@@ -1,6 +1,7 @@
 //! The era rules on a machine of two nodes (node 1 memory without CPUs): a usemem larger than
 //! node 0 with THP always; the task policies on two sockets; the rule on one node.
 
+use crate::mm::mmzone::NumaStat;
 use crate::scenario::Scenario;
 use std::collections::BTreeMap;
 
@@ -272,4 +273,39 @@ file = "work"
         stalls(&rule),
         stalls(&single)
     );
+}
+
+/// A fault interleaves by its offset (get_vma_policy's ilx), not by the task's last node:
+/// touching every other page of a VMA puts them all on one node; page-cache-like allocations
+/// without a VMA go round robin from il_prev.
+#[test]
+fn interleave_follows_the_offset_for_faults_and_il_prev_otherwise() {
+    use crate::content::ContentClass;
+    use crate::engine::Ctx;
+    use crate::mm::gfp::Gfp;
+    use crate::mm::memory::touch;
+    use crate::mm::mmap::ThpAdvice;
+    use crate::mm::page_alloc::alloc_pages;
+    use crate::mm::Kernel;
+    let text = "[machine]\ncpus = 2\nmemory = \"64M\"\n[machine.topology]\nsockets = 2\n\
+                [[machine.node]]\nmemory = \"64M\"\nsocket = 1\n[mempolicy]\n\
+                mode = \"interleave\"\nnodes = [0, 1]\n[[workload]]\nkind = \"usemem\"\n\
+                nproc = 1\nsize = \"4M\"\n";
+    let mut k = Kernel::new(&Scenario::from_toml_str(text).unwrap());
+    k.current.mempolicy = k.task_mempolicy;
+    let mut ctx = Ctx::new(0, 0);
+    let mm = k.new_mm(0, ContentClass::Usemem);
+    k.mms[mm as usize].mmap(0, 64, ThpAdvice::NoHugepage);
+    for index in (0..64).step_by(2) {
+        touch(&mut k, &mut ctx, mm, 0, index, 64, true).unwrap();
+    }
+    let nodes = |k: &Kernel| [0, 1].map(|n| k.node(n).numa_stat[NumaStat::Hit as usize]);
+    assert_eq!(nodes(&k), [32, 0]);
+    assert_eq!(k.current.il_prev, None);
+    for _ in 0..4 {
+        alloc_pages(&mut k, &mut ctx, Gfp::GFP_HIGHUSER_MOVABLE, 0).unwrap();
+    }
+    assert_eq!(nodes(&k), [34, 2]);
+    assert_eq!(k.current.il_prev, Some(1));
+    assert_eq!(k.node(0).numa_stat[NumaStat::InterleaveHit as usize], 34);
 }
