@@ -3,7 +3,7 @@
 //! user task `preferred`, `bind` or `interleave` (policy.rs: policy_nodemask). Kernel threads
 //! keep the default. A fault's folio interleaves by its offset in the VMA (get_vma_policy's
 //! ilx, the VMA's own start left out: the model's VMAs have no addresses); an allocation
-//! without a VMA (page cache, slab, page tables, swap-in) by the task's il_prev
+//! without a VMA (page cache, slab, page tables, swap readahead) by the task's il_prev
 //! (alloc_pages_noprof: NO_INTERLEAVE_INDEX). What a release does for a PMD-order THP fault
 //! whose policy is not interleave and allows the preferred node, where mempolicy.c and
 //! huge_memory.c decide whether it may leave that node, is a [`HugepageNodePolicy`] per era:
