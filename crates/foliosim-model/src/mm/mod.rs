@@ -261,6 +261,11 @@ pub struct Kernel {
     /// The running task's fault and allocation stopped to give up the CPU (mm/preempt.rs).
     /// Boxed: the scheduler swaps it with the task's at every step.
     pub current: Box<preempt::TaskResume>,
+    /// The preferred node and nodemask of the allocation in progress when a memory policy
+    /// chose them (alloc_pages_mpol, mm/mempolicy/); None: the local node, no nodemask.
+    pub alloc_nodes: Option<mempolicy::policy::AllocNodes>,
+    /// The policy every user task gets (`[mempolicy]`; None: the default local policy).
+    pub task_mempolicy: Option<mempolicy::policy::Mempolicy>,
     /// current->in_lru_fault: a fault is running (folio_add_lru marks its folios for
     /// MGLRU's youngest generation).
     pub in_lru_fault: bool,
@@ -382,6 +387,8 @@ impl Kernel {
             khugepaged: Khugepaged::new(scenario),
             oom: oom_kill::OomKiller::new(scenario.kernel.oom),
             current: Default::default(),
+            alloc_nodes: None,
+            task_mempolicy: mempolicy::policy::Mempolicy::from_spec(&scenario.mempolicy),
             in_lru_fault: false,
             access_sets: false,
             kmem: kmem::KernelMem::new(scenario.machine.kernel_memory_on(), ncpus as u32),
