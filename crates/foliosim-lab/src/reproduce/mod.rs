@@ -23,27 +23,22 @@ pub const SCALE_MAX: f64 = 4.0;
 /// the scale its shape test and docs use (0.002, seconds) and far above that floor.
 pub const SCALE_MIN_SEED004: f64 = 0.001;
 
-/// The smallest scale of seed `which` (0 ..= 4).
-pub fn scale_min(which: u32) -> f64 {
+/// The smallest scale of seed `which` (0 ..= 4) and why it is there.
+fn scale_floor(which: u32) -> (f64, &'static str) {
     if which == 4 {
-        SCALE_MIN_SEED004
+        (SCALE_MIN_SEED004, "seed 004 scales its lookups only")
     } else {
-        SCALE_MIN
+        (SCALE_MIN, "below, sizes hit their floors")
     }
 }
 
-/// `scale` within [`scale_min`] ..= [`SCALE_MAX`] for seed `which`, or an error naming `what`
+/// `scale` within [`scale_floor`] ..= [`SCALE_MAX`] for seed `which`, or an error naming `what`
 /// (e.g. `--scale`).
 pub fn check_scale(what: &str, which: u32, scale: f64) -> Result<(), String> {
-    let min = scale_min(which);
+    let (min, why) = scale_floor(which);
     if (min..=SCALE_MAX).contains(&scale) {
         Ok(())
     } else {
-        let why = if which == 4 {
-            "seed 004 scales its lookups only"
-        } else {
-            "below, sizes hit their floors"
-        };
         Err(format!(
             "{what} {scale} is out of range for seed {which:03}; allowed: {min} ..= {SCALE_MAX} ({why}; above, machines reach terabytes)"
         ))
