@@ -227,6 +227,11 @@ impl RequestQueue {
         out.append(&mut self.issued);
     }
 
+    /// The mark of the bio `cpu`'s task plugged last, if its plug holds any.
+    pub fn plugged_last_token(&self, cpu: usize) -> Option<u32> {
+        self.plugs.get(cpu).and_then(BlkPlug::last_token)
+    }
+
     /// A request of one bio, taking its tag at `now_ns`.
     fn new_request(
         &self,

@@ -96,6 +96,12 @@ impl BlkPlug {
         self.rqs.push(rq);
     }
 
+    /// The mark of the bio plugged last: the only one whose submitter may still add bios
+    /// (its next ones continue it, or start the next request).
+    pub fn last_token(&self) -> Option<u32> {
+        self.rqs.last().and_then(|rq| rq.tokens.last().copied())
+    }
+
     /// blk_mq_flush_plug_list: every request, in the order they were plugged.
     pub fn take(&mut self) -> Vec<PluggedRequest> {
         std::mem::take(&mut self.rqs)

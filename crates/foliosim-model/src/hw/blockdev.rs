@@ -159,14 +159,20 @@ impl BlockDevice {
         None
     }
 
-    /// blk_flush_plug for this device: the CPU's plugged requests go to the device; the
-    /// (token, completion) of every plugged bio it took since the last call go to `issued`.
-    pub fn flush_plug(&mut self, ctx: &Ctx, issued: &mut Vec<(u32, u64)>) {
+    /// blk_flush_plug for this device: the CPU's plugged requests go to the device.
+    pub fn flush_plug(&mut self, ctx: &Ctx) {
         if let Some(queue) = &mut self.queue {
             queue.flush_plug(ctx);
-            queue.take_issued(issued);
             self.stats.queue = Some(queue.stats.clone());
         }
+    }
+
+    /// The (token, completion) of every plugged bio the device took since the last call, and
+    /// the token `cpu`'s plug still holds last (its bio may have more parts to come).
+    pub fn take_issued(&mut self, cpu: usize, issued: &mut Vec<(u32, u64)>) -> Option<u32> {
+        let queue = self.queue.as_mut()?;
+        queue.take_issued(issued);
+        queue.plugged_last_token(cpu)
     }
 
     fn count_write(&mut self, slot: u64, bytes: u64) {

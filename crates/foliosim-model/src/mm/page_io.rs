@@ -94,7 +94,9 @@ pub fn swap_writepage(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     if let Some(done_ns) = done_ns {
         k.folios.set(pfn, flags::WRITEBACK);
         k.folios.set_writeback_done_ns(pfn, done_ns);
-        if done_ns != u64::MAX {
+        if done_ns == u64::MAX {
+            swap_writes_issued(k, ctx);
+        } else {
             swap_writeback_started(k, pfn, done_ns);
         }
     }
@@ -125,20 +127,33 @@ pub fn blk_finish_plug(k: &mut Kernel, ctx: &Ctx, outermost: bool) {
 }
 
 /// blk_flush_plug: the task's plugged requests go to the swap devices (at blk_finish_plug,
-/// and before the task sleeps: io_schedule_prepare), and every folio whose write was held
-/// learns when it completes: the last of its bios' requests.
+/// and before the task sleeps: io_schedule_prepare).
 pub fn blk_flush_plug(k: &mut Kernel, ctx: &Ctx) {
     if !k.blk_plug {
         return;
     }
-    let mut issued = Vec::new();
     for dev in &mut k.swap.devices {
-        dev.bdev.flush_plug(ctx, &mut issued);
+        dev.bdev.flush_plug(ctx);
+    }
+    swap_writes_issued(k, ctx);
+}
+
+/// Every folio whose last bio the devices took from the plug (at blk_flush_plug, or when the
+/// plug filled up mid-reclaim: blk_add_rq_to_plug) learns when its write completes, the last
+/// of its requests: end_swap_bio_write runs at that completion, whoever holds the plug, so
+/// reclaim still plugging can already find the folio rotated (folio_rotate_reclaimable). A
+/// folio with a part still plugged waits for it: only the bio plugged last can be one.
+fn swap_writes_issued(k: &mut Kernel, ctx: &Ctx) {
+    let mut issued = Vec::new();
+    let mut still_plugged = Vec::new();
+    for dev in &mut k.swap.devices {
+        still_plugged.extend(dev.bdev.take_issued(ctx.cpu, &mut issued));
     }
     issued.sort_unstable();
     for (i, &(pfn, done_ns)) in issued.iter().enumerate() {
-        if issued.get(i + 1).is_some_and(|&(next, _)| next == pfn) {
-            continue; // a later bio of the same folio completes no earlier
+        let later_part = issued.get(i + 1).is_some_and(|&(next, _)| next == pfn);
+        if later_part || still_plugged.contains(&pfn) {
+            continue; // a later part completes no earlier
         }
         debug_assert!(k.folios.writeback_done_ns(pfn) == u64::MAX);
         k.folios.set_writeback_done_ns(pfn, done_ns);
