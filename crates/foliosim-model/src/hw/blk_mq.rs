@@ -661,6 +661,24 @@ mod tests {
     }
 
     #[test]
+    fn a_bio_split_across_a_flush_stays_plugged_by_its_last_part() {
+        let mut q = queue(64);
+        let mut ctx = Ctx::new(0, 0);
+        // 1 MiB requests: a 1.5 MiB bio is two; the second finds the first (>= 128 KiB)
+        // plugged and flushes it.
+        q.submit_plugged(&mut ctx, Dir::Write, 0, 3 << 19, Some(7));
+        let mut issued = Vec::new();
+        q.take_issued(&mut issued);
+        assert_eq!(issued.len(), 1, "the first part reached the device");
+        assert_eq!(q.plugged_last_token(0), Some(7), "its last part is plugged");
+        assert_eq!(q.plugged_last_token(1), None);
+        q.flush_plug(&ctx);
+        q.take_issued(&mut issued);
+        assert!(issued[1].1 > issued[0].1, "the last part completes later");
+        assert_eq!(q.plugged_last_token(0), None);
+    }
+
+    #[test]
     fn a_plugged_request_continuing_the_queued_one_joins_it_at_the_flush() {
         let mut q = queue(64);
         let mut ctx = Ctx::new(0, 0);
