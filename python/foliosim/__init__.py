@@ -340,12 +340,15 @@ def reproduce(
     """Reproduce a seed document's experiment and return its table, one row per configuration.
 
     ``seed``: ``"000"`` .. ``"004"`` (or ``0`` .. ``4``), as ``foliosim reproduce``. ``scale``
-    multiplies every size of the experiment (1.0 = the seed's full size; 0.02 ..= 4 allowed);
+    multiplies every size of the experiment (1.0 = the seed's full size; 0.02 ..= 4 allowed;
+    seed 004 scales its lookups only, 0.001 ..= 4);
     ``seeds`` is the number of runs (seeds 1..=seeds) per configuration; ``jobs`` runs at a time
     (default: every core; the table is the same whatever the count).
 
     Seeds 000, 002 and 004 give their ``rows``, seed 001 its ``columns`` (one row per defrag
-    setting and policy). Seed 003 has three tables: their rows are stacked, with a ``table``
+    setting and policy). A row's nested figures are columns ``<field>.<name>``: seed 000's
+    ``cpu_ms_per_gib.shrink_folio_list``, ..., seed 004's ``ours.lookups/s``, ``seed.lookups/s``,
+    ``counters.pgdemote_kswapd``, .... Seed 003 has three tables: their rows are stacked, with a ``table``
     column first (``allocator_test``, ``kbuild_fallback``, ``lock_split``). The DataFrame's
     ``attrs`` hold ``seed`` and the report's other fields (``scale``, ``seeds``, ...).
     Raises ValueError for an unknown seed or a bad argument, RuntimeError if a run fails.
@@ -354,11 +357,14 @@ def reproduce(
         _foliosim.reproduce_json(seed, float(scale), _count("seeds", seeds), _count("jobs", jobs))
     )
     tables = {k: v for k, v in report.items() if isinstance(v, list)}
+    # json_normalize: nested figures become columns, not dicts in cells; flat rows come out
+    # as pd.DataFrame would make them.
     if len(tables) == 1:
-        df = pd.DataFrame(next(iter(tables.values())))
+        df = pd.json_normalize(next(iter(tables.values())))
     else:
         df = pd.concat(
-            [pd.DataFrame(rows).assign(table=name) for name, rows in tables.items()], ignore_index=True
+            [pd.json_normalize(rows).assign(table=name) for name, rows in tables.items()],
+            ignore_index=True,
         )
         df = df[["table", *[c for c in df.columns if c != "table"]]]
     df.attrs["seed"] = f"{int(seed):03d}" if isinstance(seed, int) else str(seed).zfill(3)

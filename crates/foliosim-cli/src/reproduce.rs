@@ -71,7 +71,7 @@ pub fn reproduce(args: ReproduceArgs) -> Result<()> {
     }
     crate::check_output_file("--html", html.as_deref())?;
     let which = seed_number(&seed_doc)?;
-    foliosim_lab::reproduce::check_scale("reproduce: --scale", scale)
+    foliosim_lab::reproduce::check_scale("reproduce: --scale", which, scale)
         .map_err(anyhow::Error::msg)?;
     foliosim_lab::reproduce::check_seeds("reproduce: --seeds", seeds)
         .map_err(anyhow::Error::msg)?;

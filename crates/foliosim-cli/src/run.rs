@@ -15,10 +15,10 @@ pub struct RunArgs {
     #[arg(long)]
     pub seed: Option<u64>,
     /// Check the model's invariants while running (slow).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "live")]
     pub check_invariants: bool,
     /// Run on the live kernel instead of the sim (root only; changes and then restores
-    /// sysfs knobs, swap devices and memcgs).
+    /// sysfs knobs, swap devices and memcgs). The sim-only flags are refused with it.
     #[arg(long)]
     pub live: bool,
     /// Live: kill the workload and restore the host after this many seconds.
@@ -29,25 +29,25 @@ pub struct RunArgs {
     #[arg(long, requires = "live")]
     pub enable_zswap: bool,
     /// Sim: load named costs from a file written by `foliosim calibrate`.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "live")]
     pub costs: Option<std::path::PathBuf>,
     /// Sim: run on this machine profile (`machine.profile`): a built-in name (this-vm,
     /// sapphire-rapids-2s-112c, ampere-altra-80c, intel-4c-2015, epyc-2s) or a profile file
     /// (`foliosim calibrate --live` writes one).
-    #[arg(long, value_name = "NAME|FILE")]
+    #[arg(long, value_name = "NAME|FILE", conflicts_with = "live")]
     pub machine_profile: Option<String>,
     /// Record every counter every DURATION of simulated time (e.g. 100ms, or auto), as
     /// `vmstat 1` does; kept in the JSON (`timeseries`) and printed after the table.
-    #[arg(long, value_name = "DURATION")]
+    #[arg(long, value_name = "DURATION", conflicts_with = "live")]
     pub sample_interval: Option<String>,
     /// Write the run's per-CPU activity as Chrome trace-event JSON (Perfetto opens it).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "live")]
     pub timeline: Option<std::path::PathBuf>,
     /// Stop recording the timeline past this many events (bounds the file).
-    #[arg(long, value_name = "N", default_value_t = foliosim::report::timeline::DEFAULT_MAX_EVENTS)]
+    #[arg(long, value_name = "N", default_value_t = foliosim::report::timeline::DEFAULT_MAX_EVENTS, conflicts_with = "live")]
     pub timeline_max_events: usize,
     /// Write a self-contained HTML report (tables, plots, the scenario, versions).
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", conflicts_with = "live")]
     pub html: Option<std::path::PathBuf>,
 }
 

@@ -919,6 +919,26 @@ mod tests {
         check_policies_are_the_kernels(&with("")).unwrap();
     }
 
+    /// drop_caches acts outside the journal (nothing to undo): a scenario that makes the run
+    /// write it says so in the run's notes; one that does not has no such note.
+    #[test]
+    fn a_run_that_drops_the_host_cache_says_so() {
+        let file_read = Scenario::from_toml_str(
+            "[machine.disk]\nkind = \"ssd\"\nsize = \"1G\"\n[[file]]\nname = \"data\"\n\
+             size = \"8M\"\n[[workload]]\nkind = \"file_read\"\nfile = \"data\"\n",
+        )
+        .unwrap();
+        let note = one_shot_note(&file_read).expect("a note for drop_caches");
+        assert!(
+            note.contains("drop_caches") && note.contains("not undone"),
+            "{note}"
+        );
+        let usemem =
+            Scenario::from_toml_str("[[workload]]\nkind = \"usemem\"\nnproc = 1\nsize = \"1M\"\n")
+                .unwrap();
+        assert_eq!(one_shot_note(&usemem), None);
+    }
+
     #[test]
     fn lru_gen_enabled_is_read_from_its_hex_caps() {
         assert_eq!(lru_gen_core("0x0007\n"), Some(true));

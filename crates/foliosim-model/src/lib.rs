@@ -278,7 +278,7 @@ pub fn spawn_tasks(
                 k.new_mm(memcg, content)
             }
         };
-        tasks.push(Task::new(t.name, mm, w, t.ops));
+        tasks.push(Task::new(t.name, mm, w, t.ops).with_mempolicy(k.task_mempolicy));
     }
 }
 

@@ -26,8 +26,8 @@ pub use workload_spec::{
 
 use crate::engine::cost::CostModel;
 pub use numa::{
-    KernelSysctl, MigrateTlbFlush, NodeSpec, NumaKnobs, PromotedPte, CXL_LATENCY_NS,
-    LOCAL_DISTANCE, LOCAL_DRAM_LATENCY_NS, REMOTE_DISTANCE,
+    KernelSysctl, MempolicySpec, MigrateTlbFlush, MpolMode, NodeSpec, NumaKnobs, PromotedPte,
+    CXL_LATENCY_NS, LOCAL_DISTANCE, LOCAL_DRAM_LATENCY_NS, REMOTE_DISTANCE,
 };
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -188,6 +188,10 @@ pub struct Scenario {
     /// What the run records besides its final counters (`[report]`: time series).
     #[serde(default, skip_serializing_if = "ReportSpec::is_default")]
     pub report: ReportSpec,
+    /// `[mempolicy]`: every user task's NUMA memory policy (set_mempolicy, as `numactl` in
+    /// front of the workload); absent: the default local policy.
+    #[serde(default, skip_serializing_if = "MempolicySpec::is_default")]
+    pub mempolicy: MempolicySpec,
 }
 
 fn default_seed() -> u64 {
@@ -1487,6 +1491,7 @@ impl Scenario {
             ));
         }
         numa::validate(&m.nodes, m.node_distance.as_deref(), &self.sysctl.kernel)?;
+        self.mempolicy.validate(m.nodes.len() + 1)?;
         // Page frame numbers are 31 bits: a cache slot tells a pfn from a shadow entry by bit 31
         // (mm/workingset.rs).
         let total_memory: u64 = m.memory.0 + m.nodes.iter().map(|n| n.memory.0).sum::<u64>();

@@ -210,7 +210,8 @@ fn reproduce_json(
     jobs: Option<usize>,
 ) -> PyResult<String> {
     let which = seed_number(seed)?;
-    foliosim_lab::reproduce::check_scale("scale", scale).map_err(PyValueError::new_err)?;
+    foliosim_lab::reproduce::check_scale("scale", u32::from(which), scale)
+        .map_err(PyValueError::new_err)?;
     foliosim_lab::reproduce::check_seeds("seeds", seeds).map_err(PyValueError::new_err)?;
     if jobs == Some(0) {
         return Err(PyValueError::new_err(

@@ -113,19 +113,26 @@ fn numbers(v: &Value) -> Option<Vec<f64>> {
     }
 }
 
-/// A row's name: its text and yes/no fields.
+/// A row's name as the seeds' tables write it: the kernel first, its other text fields, then
+/// `+flag` for each yes/no field that is on ("6.10 percpu-order +aligned_swapin").
 fn row_label(row: &serde_json::Map<String, Value>) -> String {
     let mut parts = Vec::new();
+    let mut flags = Vec::new();
     for (k, v) in row {
         match v {
             // Names, not the seed's figures written as text or long notes.
             Value::String(s) if !k.starts_with("seed_") && k != "expected" && s.len() <= 24 => {
-                parts.push(s.clone())
+                if k == "kernel" {
+                    parts.insert(0, s.clone());
+                } else {
+                    parts.push(s.clone());
+                }
             }
-            Value::Bool(b) => parts.push(format!("{k}={b}")),
+            Value::Bool(true) => flags.push(format!("+{k}")),
             _ => {}
         }
     }
+    parts.extend(flags);
     parts.join(" ")
 }
 
@@ -814,6 +821,18 @@ fn per_size_chart(r: &RunResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn row_labels_name_flags_that_are_on() {
+        let row = |v: Value| v.as_object().unwrap().clone();
+        let on = row(
+            serde_json::json!({"aligned_swapin": true, "allocator": "percpu-order",
+            "expected": "~100% from iteration 1", "kernel": "6.10", "swapin_mthp": false}),
+        );
+        assert_eq!(row_label(&on), "6.10 percpu-order +aligned_swapin");
+        let off = row(serde_json::json!({"aligned_swapin": false, "kernel": "6.12"}));
+        assert_eq!(row_label(&off), "6.12");
+    }
 
     #[test]
     fn seed_columns_sit_before_ours() {

@@ -118,11 +118,16 @@ fn flatten(prefix: &str, v: &toml::Value, out: &mut BTreeMap<String, String>) {
     }
 }
 
+/// A dotted key's last part: `aligned_swapin` of `workload[0].aligned_swapin`.
+fn last(key: &str) -> &str {
+    key.rsplit('.').next().unwrap_or(key)
+}
+
 /// A differing scenario field as the seeds' tables name it ("6.10", "64K", "defrag=never",
 /// "16 threads"); None for a field that says nothing by itself (an mTHP size left off, the
 /// accelerator's details beside its compressor's name).
 fn readable(key: &str, value: &str) -> Option<String> {
-    let last = key.rsplit('.').next().unwrap_or(key);
+    let last = last(key);
     Some(match key {
         "kernel.version" => value.to_string(),
         _ if key.starts_with("sysfs.hugepages.") => match value {
@@ -134,12 +139,13 @@ fn readable(key: &str, value: &str) -> Option<String> {
             "false" => "no zswap".into(),
             _ => return None,
         },
-        "sysfs.zswap.compressor" | "kernel.thp_fault_alloc" | "kernel.zswap_large_folios" => {
-            match value {
-                "-" => return None,
-                _ => value.to_string(),
-            }
-        }
+        "sysfs.zswap.compressor"
+        | "kernel.thp_fault_alloc"
+        | "kernel.zswap_large_folios"
+        | "kernel.migrate_tlb_flush" => match value {
+            "-" => return None,
+            _ => value.to_string(),
+        },
         _ if key.ends_with(".threads") || key.ends_with(".nproc") => format!("{value} {last}"),
         _ => format!("{last}={value}"),
     })
@@ -185,23 +191,117 @@ fn label_group(runs: &mut [CapturedRun]) {
             flat.iter().any(|m| m.get(*k) != first)
         })
         .collect();
-    for (r, m) in runs.iter_mut().zip(&flat) {
-        let mut parts: Vec<String> = Vec::new();
-        for k in &differing {
-            if let Some(p) = readable(k, m.get(*k).map_or("-", String::as_str)) {
-                if !parts.contains(&p) {
-                    parts.push(p);
-                }
-            }
-        }
-        let any_size = differing.iter().any(|k| k.starts_with("sysfs.hugepages."));
-        if any_size && !parts.iter().any(|p| p.ends_with('K') || p.ends_with('M')) {
-            // Every mTHP size off: base pages only, as the seeds' tables say.
-            parts.push("4K".into());
-        }
-        r.label = parts.join(" ");
+    // A yes/no field (true or false where set) reads `+name` where it is on (seed 003's
+    // "6.18 +swapin_mthp"), unless that leaves two runs with one label: then `name=value`.
+    let flags: BTreeSet<&String> = differing
+        .iter()
+        .copied()
+        .filter(|k| {
+            let generic = readable(k, "true").as_deref() == Some(&format!("{}=true", last(k)));
+            generic
+                && flat
+                    .iter()
+                    .all(|m| matches!(m.get(*k).map(String::as_str), None | Some("true" | "false")))
+        })
+        .collect();
+    let labels = |explicit: bool| -> Vec<String> {
+        let flags = if explicit {
+            BTreeSet::new()
+        } else {
+            flags.clone()
+        };
+        flat.iter()
+            .map(|m| run_label(&differing, &flags, m))
+            .collect()
+    };
+    let mut names = labels(false);
+    if names.iter().collect::<BTreeSet<_>>().len() < names.len() {
+        names = labels(true);
+    }
+    for (r, name) in runs.iter_mut().zip(names) {
+        r.label = name;
         if r.label.is_empty() {
             r.label = format!("kernel {}", r.kernel);
         }
+    }
+}
+
+/// One run's label from its values `m` of the `differing` fields: readable fields first,
+/// then `+name` for each of the yes/no fields `flags` that is on.
+fn run_label(
+    differing: &[&String],
+    flags: &BTreeSet<&String>,
+    m: &BTreeMap<String, String>,
+) -> String {
+    let (mut parts, mut on): (Vec<String>, Vec<String>) = (Vec::new(), Vec::new());
+    for k in differing {
+        let value = m.get(*k).map_or("-", String::as_str);
+        if flags.contains(k) {
+            if value == "true" {
+                on.push(format!("+{}", last(k)));
+            }
+        } else if let Some(p) = readable(k, value) {
+            if !parts.contains(&p) {
+                parts.push(p);
+            }
+        }
+    }
+    let any_size = differing.iter().any(|k| k.starts_with("sysfs.hugepages."));
+    if any_size && !parts.iter().any(|p| p.ends_with('K') || p.ends_with('M')) {
+        // Every mTHP size off: base pages only, as the seeds' tables say.
+        parts.push("4K".into());
+    }
+    parts.extend(on);
+    parts.join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn captured(toml: &str) -> CapturedRun {
+        CapturedRun {
+            group: "thp_swap_allocator_test".into(),
+            label: String::new(),
+            seed: 1,
+            kernel: String::new(),
+            swap_allocator: String::new(),
+            simulated_ns: 0,
+            scenario_toml: toml.into(),
+            timeseries: None,
+        }
+    }
+
+    /// Seed 003's allocator test: yes/no fields read `+name` where on, after the kernel.
+    #[test]
+    fn flags_read_as_plus_name_and_labels_stay_unique() {
+        let run = |version: &str, swapin: Option<bool>, aligned: bool| {
+            let swapin = swapin.map_or(String::new(), |on| format!("swapin_mthp = {on}\n"));
+            captured(&format!(
+                "[kernel]\nversion = \"{version}\"\n{swapin}[[workload]]\naligned_swapin = {aligned}\n"
+            ))
+        };
+        let mut runs = vec![
+            run("6.10", None, false),
+            run("6.10", None, true),
+            run("6.18", Some(false), false),
+            run("6.18", Some(true), true),
+        ];
+        label_runs(&mut runs);
+        let labels: Vec<&str> = runs.iter().map(|r| r.label.as_str()).collect();
+        assert_eq!(
+            labels,
+            [
+                "6.10",
+                "6.10 +aligned_swapin",
+                "6.18",
+                "6.18 +swapin_mthp +aligned_swapin"
+            ]
+        );
+        // Unset and false read alike: where that makes two labels one, every flag is named.
+        let mut runs = vec![run("6.18", None, false), run("6.18", Some(false), false)];
+        label_runs(&mut runs);
+        assert_eq!(runs[0].label, "swapin_mthp=-");
+        assert_eq!(runs[1].label, "swapin_mthp=false");
     }
 }

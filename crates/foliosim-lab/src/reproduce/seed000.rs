@@ -95,6 +95,7 @@ pub fn scenario(kernel: Release, size: &str, scale: f64, seed: u64) -> Scenario 
         costs: BTreeMap::new(),
         check_invariants: false,
         report: Default::default(),
+        mempolicy: Default::default(),
     }
 }
 

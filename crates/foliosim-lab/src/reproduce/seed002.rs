@@ -141,6 +141,7 @@ pub fn scenario(config: Config, size: &str, scale: f64, seed: u64) -> Scenario {
         costs: BTreeMap::new(),
         check_invariants: false,
         report: Default::default(),
+        mempolicy: Default::default(),
     }
 }
 

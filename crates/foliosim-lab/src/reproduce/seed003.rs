@@ -69,6 +69,7 @@ pub fn allocator_test_scenario(
         costs: BTreeMap::new(),
         check_invariants: false,
         report: Default::default(),
+        mempolicy: Default::default(),
     }
 }
 
@@ -141,6 +142,7 @@ pub fn kbuild_scenario(kernel: Kernel, size: &str, scale: f64, seed: u64) -> Sce
         costs: BTreeMap::new(),
         check_invariants: false,
         report: Default::default(),
+        mempolicy: Default::default(),
     }
 }
 

@@ -96,6 +96,7 @@ pub fn case(seed: u64) -> Case {
             costs,
             check_invariants: true,
             report,
+            mempolicy: Default::default(),
         },
         trace,
     }

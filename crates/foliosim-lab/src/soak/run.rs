@@ -98,3 +98,47 @@ pub fn write_case(case: &Case, dir: &Path, why: &str) -> std::io::Result<PathBuf
     std::fs::write(&toml_file, text)?;
     Ok(toml_file)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::soak::MAX_STEPS;
+    use crate::Scenario;
+
+    /// A usemem of `size` on a 32 MiB machine without swap; `oom = "fail"` when asked. The
+    /// trace (checked though unused) is soak case 0's.
+    fn case(size: &str, oom_fails: bool) -> Case {
+        let oom = if oom_fails {
+            "[kernel]\noom = \"fail\"\n"
+        } else {
+            ""
+        };
+        let text = format!(
+            "seed = 1\n{oom}[machine]\ncpus = 1\nmemory = \"32M\"\n\
+             [[workload]]\nkind = \"usemem\"\nnproc = 1\nsize = \"{size}\"\n"
+        );
+        Case {
+            seed: 1,
+            scenario: Scenario::from_toml_str(&text).unwrap(),
+            trace: crate::soak::case(0).trace,
+        }
+    }
+
+    /// Each kind of ending has its own verdict: only a run to its end passes (the soak once
+    /// counted out-of-memory endings and step-limit cuts as passes).
+    #[test]
+    fn each_kind_of_ending_has_its_own_verdict() {
+        assert_eq!(run_case(&case("4M", false), MAX_STEPS), Verdict::Passed);
+        assert_eq!(run_case(&case("4M", false), 1), Verdict::Cut);
+        assert_eq!(
+            run_case(&case("64M", true), MAX_STEPS),
+            Verdict::OutOfMemory
+        );
+        let mut invalid = case("4M", false);
+        invalid.scenario.workloads.clear();
+        match run_case(&invalid, MAX_STEPS) {
+            Verdict::Failed(why) => assert!(why.contains("invalid scenario"), "{why}"),
+            other => panic!("an invalid scenario is a failure, not {other:?}"),
+        }
+    }
+}

@@ -93,75 +93,10 @@ pub fn plan(base: &Scenario, axes: &[Axis], seeds: &[u64]) -> Result<Vec<RunSpec
         ));
     }
     check_size(axes, seeds.len() as u64)?;
-    let mut names = std::collections::BTreeSet::new();
-    let mut keys = std::collections::BTreeMap::new();
-    for a in axes {
-        if a.values.is_empty() {
-            return Err(SweepError::axis(&a.name, "no values"));
-        }
-        if a.name == "seed" {
-            return Err(SweepError::axis(
-                &a.name,
-                "`seed` is not an axis; use --seeds N (seeds 1..=N)",
-            ));
-        }
-        if a.name == "run_id" {
-            return Err(SweepError::axis(
-                &a.name,
-                "is a column of the results; name the axis otherwise",
-            ));
-        }
-        if !names.insert(a.name.clone()) {
-            return Err(SweepError::axis(
-                &a.name,
-                "given twice; allowed: one axis per key (list all its values in one: KEY=V1,V2)",
-            ));
-        }
-        let mut labels = std::collections::BTreeSet::new();
-        for v in &a.values {
-            if !labels.insert(v.label.as_str()) {
-                return Err(SweepError::axis(
-                    &a.name,
-                    format!("value `{}` given twice", v.label),
-                ));
-            }
-            for (path, _) in &v.set {
-                let key = canonical_key(path);
-                if key == "seed" {
-                    return Err(SweepError::axis(
-                        &a.name,
-                        "`seed` is not an axis; use --seeds N (seeds 1..=N)",
-                    ));
-                }
-                if let Some(other) = keys.insert(key.clone(), a.name.clone()) {
-                    if other != a.name {
-                        return Err(SweepError::axis(
-                            &a.name,
-                            format!("key `{key}` is also set by axis `{other}`"),
-                        ));
-                    }
-                }
-            }
-        }
-    }
+    check_axes(axes)?;
     let base_tree = toml::Value::try_from(base)
         .map_err(|e| SweepError::Invalid(format!("base scenario: {e}")))?;
-    // Each value alone on the base first, so the error names the value at fault.
-    for (ai, a) in axes.iter().enumerate() {
-        for (vi, v) in a.values.iter().enumerate() {
-            let mut pick = vec![usize::MAX; axes.len()];
-            pick[ai] = vi;
-            let mut tree = base_tree.clone();
-            for (path, value) in &v.set {
-                set_path(&mut tree, path, value.clone()).map_err(|e| {
-                    SweepError::axis(&a.name, format!("key `{}`: {e}", canonical_key(path)))
-                })?;
-            }
-            scenario_of(tree).map_err(|e| {
-                SweepError::axis(&a.name, format!("value `{}` rejected: {e}", v.label))
-            })?;
-        }
-    }
+    check_each_value_alone(&base_tree, axes)?;
     let mut runs = vec![];
     let mut pick = vec![0usize; axes.len()];
     loop {
@@ -189,20 +124,103 @@ pub fn plan(base: &Scenario, axes: &[Axis], seeds: &[u64]) -> Result<Vec<RunSpec
                 scenario_toml,
             });
         }
-        // Odometer: the last axis turns fastest.
-        let mut i = axes.len();
-        loop {
-            if i == 0 {
-                return Ok(runs);
-            }
-            i -= 1;
-            pick[i] += 1;
-            if pick[i] < axes[i].values.len() {
-                break;
-            }
-            pick[i] = 0;
+        if !odometer_step(&mut pick, axes) {
+            return Ok(runs);
         }
     }
+}
+
+/// Turn the odometer of value indices one step, the last axis fastest; false once it has
+/// come round to all zeros.
+fn odometer_step(pick: &mut [usize], axes: &[Axis]) -> bool {
+    for i in (0..axes.len()).rev() {
+        pick[i] += 1;
+        if pick[i] < axes[i].values.len() {
+            return true;
+        }
+        pick[i] = 0;
+    }
+    false
+}
+
+const SEED_NOT_AN_AXIS: &str = "`seed` is not an axis; use --seeds N (seeds 1..=N)";
+
+/// The axes' names and keys: no axis without values, none named `seed` or `run_id`, no name
+/// twice, no value label twice within an axis, no key set by two axes.
+fn check_axes(axes: &[Axis]) -> Result<(), SweepError> {
+    let mut names = std::collections::BTreeSet::new();
+    let mut keys = std::collections::BTreeMap::new();
+    for a in axes {
+        if a.values.is_empty() {
+            return Err(SweepError::axis(&a.name, "no values"));
+        }
+        if a.name == "seed" {
+            return Err(SweepError::axis(&a.name, SEED_NOT_AN_AXIS));
+        }
+        if a.name == "run_id" {
+            return Err(SweepError::axis(
+                &a.name,
+                "is a column of the results; name the axis otherwise",
+            ));
+        }
+        if !names.insert(a.name.clone()) {
+            return Err(SweepError::axis(
+                &a.name,
+                "given twice; allowed: one axis per key (list all its values in one: KEY=V1,V2)",
+            ));
+        }
+        check_axis_values(a, &mut keys)?;
+    }
+    Ok(())
+}
+
+/// One axis's values: labels unique, no `seed` key, no key another axis (in `keys`) sets.
+fn check_axis_values(
+    a: &Axis,
+    keys: &mut std::collections::BTreeMap<String, String>,
+) -> Result<(), SweepError> {
+    let mut labels = std::collections::BTreeSet::new();
+    for v in &a.values {
+        if !labels.insert(v.label.as_str()) {
+            return Err(SweepError::axis(
+                &a.name,
+                format!("value `{}` given twice", v.label),
+            ));
+        }
+        for (path, _) in &v.set {
+            let key = canonical_key(path);
+            if key == "seed" {
+                return Err(SweepError::axis(&a.name, SEED_NOT_AN_AXIS));
+            }
+            if let Some(other) = keys.insert(key.clone(), a.name.clone()) {
+                if other != a.name {
+                    return Err(SweepError::axis(
+                        &a.name,
+                        format!("key `{key}` is also set by axis `{other}`"),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Each value alone on the base first, so the error names the value at fault.
+fn check_each_value_alone(base_tree: &toml::Value, axes: &[Axis]) -> Result<(), SweepError> {
+    for a in axes {
+        for v in &a.values {
+            let mut tree = base_tree.clone();
+            for (path, value) in &v.set {
+                set_path(&mut tree, path, value.clone()).map_err(|e| {
+                    SweepError::axis(&a.name, format!("key `{}`: {e}", canonical_key(path)))
+                })?;
+            }
+            scenario_of(tree).map_err(|e| {
+                SweepError::axis(&a.name, format!("value `{}` rejected: {e}", v.label))
+            })?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -241,6 +241,96 @@ impl LzoState {
             self.out[i] |= t as u8;
         }
     }
+
+    /// A run of literals: 1-3 ride in the previous instruction's low bits, more get a header.
+    fn literals(&mut self, lits: &[u8]) {
+        let t = lits.len();
+        if t == 0 {
+            return;
+        }
+        if t <= 3 {
+            self.or_state(t);
+        } else {
+            lzo_literal_header(&mut self.out, t);
+        }
+        self.out.extend_from_slice(lits);
+    }
+
+    /// lzo-rle's zero-run instruction: an M4 with a distance no match uses.
+    fn zero_run(&mut self, run_length: usize) {
+        let rl = (run_length - LZO_MIN_ZERO_RUN) as u32;
+        self.out
+            .extend_from_slice(&((rl << 21) | 0x00ff_fc18 | (rl & 7)).to_le_bytes());
+        self.state_at = 3;
+    }
+
+    /// A match of `m_len` bytes `m_off` back, as the shortest of M2, M3 and M4 that holds it.
+    /// Returns the length taken: lzo-rle shortens an M4 that would read as a zero run.
+    fn matched(&mut self, mut m_len: usize, mut m_off: usize, rle: bool) -> usize {
+        let out = &mut self.out;
+        if m_len <= LZO_M2_MAX_LEN && m_off <= LZO_M2_MAX_OFFSET {
+            m_off -= 1;
+            out.push((((m_len - 1) << 5) | ((m_off & 7) << 2)) as u8);
+            out.push((m_off >> 3) as u8);
+        } else if m_off <= LZO_M3_MAX_OFFSET {
+            m_off -= 1;
+            if m_len <= LZO_M3_MAX_LEN {
+                out.push(LZO_M3_MARKER | (m_len - 2) as u8);
+            } else {
+                out.push(LZO_M3_MARKER);
+                lzo_long_len(out, m_len - LZO_M3_MAX_LEN);
+            }
+            out.push((m_off << 2) as u8);
+            out.push((m_off >> 6) as u8);
+        } else {
+            m_off -= 0x4000;
+            let hi = ((m_off >> 11) & 8) as u8;
+            if m_len <= LZO_M4_MAX_LEN {
+                out.push(LZO_M4_MARKER | hi | (m_len - 2) as u8);
+            } else {
+                if rle && (m_off & 0x403f) == 0x403f && (261..=264).contains(&m_len) {
+                    m_len = 260;
+                }
+                out.push(LZO_M4_MARKER | hi);
+                lzo_long_len(out, m_len - LZO_M4_MAX_LEN);
+            }
+            out.push((m_off << 2) as u8);
+            out.push((m_off >> 6) as u8);
+        }
+        self.state_at = 2;
+        m_len
+    }
+}
+
+/// lzo-rle: the length of the zero run at `ip` (whose first 4 bytes are zero), at most
+/// LZO_MAX_ZERO_RUN and ending before `ip_end`.
+fn lzo_zero_run_len(input: &[u8], ip: usize, ip_end: usize) -> usize {
+    let limit = ip_end.min(ip + LZO_MAX_ZERO_RUN + 1);
+    let mut ir = ip + 4;
+    while ir < limit && input[ir] == 0 {
+        ir += 1;
+    }
+    (ir - ip).min(LZO_MAX_ZERO_RUN)
+}
+
+/// The length of the match of `ip` against `m_pos` (their first 4 bytes agree), x86-64 rules:
+/// 8-byte compares, no extension once past `ip_end`.
+fn lzo_match_len(input: &[u8], ip: usize, m_pos: usize, ip_end: usize) -> usize {
+    let mut m_len = 4usize;
+    let mut v = le64(input, ip + m_len) ^ le64(input, m_pos + m_len);
+    if v == 0 {
+        loop {
+            m_len += 8;
+            v = le64(input, ip + m_len) ^ le64(input, m_pos + m_len);
+            if ip + m_len >= ip_end {
+                return m_len;
+            }
+            if v != 0 {
+                break;
+            }
+        }
+    }
+    m_len + (v.trailing_zeros() / 8) as usize
 }
 
 /// One block `input[start..start + ll]` (at most M4_MAX_OFFSET+1 bytes, more than 20), with
@@ -274,12 +364,7 @@ fn lzo1x_1_block(
         let mut run_length = 0usize;
         let mut m_pos = 0usize;
         if dv == 0 && rle {
-            let limit = ip_end.min(ip + LZO_MAX_ZERO_RUN + 1);
-            let mut ir = ip + 4;
-            while ir < limit && input[ir] == 0 {
-                ir += 1;
-            }
-            run_length = (ir - ip).min(LZO_MAX_ZERO_RUN);
+            run_length = lzo_zero_run_len(input, ip, ip_end);
         } else {
             let h = (dv.wrapping_mul(0x1824_429d) >> (32 - LZO_D_BITS)) as usize
                 & ((1 << LZO_D_BITS) - 1);
@@ -289,86 +374,17 @@ fn lzo1x_1_block(
                 continue;
             }
         }
-
         // Flush the literals since the last instruction (carried ones included).
         ii -= ti;
         ti = 0;
-        let t = ip - ii;
-        if t != 0 {
-            if t <= 3 {
-                st.or_state(t);
-            } else {
-                lzo_literal_header(&mut st.out, t);
-            }
-            st.out.extend_from_slice(&input[ii..ip]);
-        }
-
+        st.literals(&input[ii..ip]);
         if run_length > 0 {
+            st.zero_run(run_length);
             ip += run_length;
-            let rl = (run_length - LZO_MIN_ZERO_RUN) as u32;
-            st.out
-                .extend_from_slice(&((rl << 21) | 0x00ff_fc18 | (rl & 7)).to_le_bytes());
-            st.state_at = 3;
-            ii = ip;
-            skip = false;
-            continue;
-        }
-
-        // Match length, x86-64 rules: 8-byte compares, stop extending once past ip_end.
-        let mut m_len = 4usize;
-        let mut v = le64(input, ip + m_len) ^ le64(input, m_pos + m_len);
-        let mut capped = false;
-        if v == 0 {
-            loop {
-                m_len += 8;
-                v = le64(input, ip + m_len) ^ le64(input, m_pos + m_len);
-                if ip + m_len >= ip_end {
-                    capped = true;
-                    break;
-                }
-                if v != 0 {
-                    break;
-                }
-            }
-        }
-        if !capped {
-            m_len += (v.trailing_zeros() / 8) as usize;
-        }
-
-        let mut m_off = ip - m_pos;
-        ip += m_len;
-        if m_len <= LZO_M2_MAX_LEN && m_off <= LZO_M2_MAX_OFFSET {
-            m_off -= 1;
-            st.out.push((((m_len - 1) << 5) | ((m_off & 7) << 2)) as u8);
-            st.out.push((m_off >> 3) as u8);
-        } else if m_off <= LZO_M3_MAX_OFFSET {
-            m_off -= 1;
-            if m_len <= LZO_M3_MAX_LEN {
-                st.out.push(LZO_M3_MARKER | (m_len - 2) as u8);
-            } else {
-                st.out.push(LZO_M3_MARKER);
-                lzo_long_len(&mut st.out, m_len - LZO_M3_MAX_LEN);
-            }
-            st.out.push((m_off << 2) as u8);
-            st.out.push((m_off >> 6) as u8);
         } else {
-            m_off -= 0x4000;
-            let hi = ((m_off >> 11) & 8) as u8;
-            if m_len <= LZO_M4_MAX_LEN {
-                st.out.push(LZO_M4_MARKER | hi | (m_len - 2) as u8);
-            } else {
-                // lzo-rle: these lengths and distances would read as a zero run; shorten.
-                if rle && (m_off & 0x403f) == 0x403f && (261..=264).contains(&m_len) {
-                    ip -= m_len - 260;
-                    m_len = 260;
-                }
-                st.out.push(LZO_M4_MARKER | hi);
-                lzo_long_len(&mut st.out, m_len - LZO_M4_MAX_LEN);
-            }
-            st.out.push((m_off << 2) as u8);
-            st.out.push((m_off >> 6) as u8);
+            let m_len = lzo_match_len(input, ip, m_pos, ip_end);
+            ip += st.matched(m_len, ip - m_pos, rle);
         }
-        st.state_at = 2;
         ii = ip;
         skip = false;
     }
@@ -397,142 +413,194 @@ pub fn lzo1x_1_compress(input: &[u8], rle: bool) -> Vec<u8> {
         pos += ll;
     }
     t += input.len() - pos;
-    if t > 0 {
-        if st.out.len() == data_start && t <= 238 {
-            st.out.push((17 + t) as u8);
-        } else if t <= 3 {
-            st.or_state(t);
-        } else {
-            lzo_literal_header(&mut st.out, t);
-        }
-        st.out.extend_from_slice(&input[input.len() - t..]);
+    let tail = &input[input.len() - t..];
+    if st.out.len() == data_start && (1..=238).contains(&t) {
+        // A stream that is all literals opens with their count.
+        st.out.push((17 + t) as u8);
+        st.out.extend_from_slice(tail);
+    } else {
+        st.literals(tail);
     }
     st.out.extend_from_slice(&[LZO_M4_MARKER | 1, 0, 0]);
     st.out
 }
 
-/// LZO1X decoder for both bitstream versions (tests and round trips; the model never decodes).
-pub fn lzo1x_decompress(src: &[u8], max_out: usize) -> Result<Vec<u8>, &'static str> {
-    let mut out: Vec<u8> = Vec::with_capacity(max_out);
-    let mut ip = 0usize;
-    let byte = |ip: usize| src.get(ip).copied().ok_or("input overrun");
-    if src.len() < 3 {
-        return Err("input overrun");
+/// The LZO1X decoder's cursor: the input read so far and the output written, with the
+/// overrun checks of the kernel's safe decoder (lib/lzo/lzo1x_decompress_safe.c).
+struct LzoReader<'a> {
+    src: &'a [u8],
+    ip: usize,
+    out: Vec<u8>,
+    max_out: usize,
+}
+
+type LzoResult<T> = Result<T, &'static str>;
+
+impl LzoReader<'_> {
+    /// The input byte `ahead` of the cursor, not consumed.
+    fn peek(&self, ahead: usize) -> LzoResult<usize> {
+        let b = self.src.get(self.ip + ahead).ok_or("input overrun")?;
+        Ok(*b as usize)
     }
-    let mut version = 0u8;
-    if src.len() >= 5 && src[0] == 17 {
-        version = src[1];
-        ip = 2;
+
+    fn next(&mut self) -> LzoResult<usize> {
+        let b = self.peek(0)?;
+        self.ip += 1;
+        Ok(b)
     }
-    let copy_lit = |out: &mut Vec<u8>, ip: &mut usize, n: usize| -> Result<(), &'static str> {
-        let s = src.get(*ip..*ip + n).ok_or("input overrun")?;
-        if out.len() + n > max_out {
+
+    /// A little-endian 16-bit distance field, not consumed.
+    fn peek_le16(&self) -> LzoResult<usize> {
+        Ok(self.peek(0)? | self.peek(1)? << 8)
+    }
+
+    fn le16(&mut self) -> LzoResult<usize> {
+        let d = self.peek_le16()?;
+        self.ip += 2;
+        Ok(d)
+    }
+
+    /// A length in the 0 + 255-steps form, plus `base`.
+    fn long_len(&mut self, base: usize) -> LzoResult<usize> {
+        let mut n = 0usize;
+        while self.peek(0)? == 0 {
+            n += 255;
+            self.ip += 1;
+        }
+        Ok(n + base + self.next()?)
+    }
+
+    fn room_for(&self, n: usize) -> LzoResult<()> {
+        if self.out.len() + n > self.max_out {
             return Err("output overrun");
         }
-        out.extend_from_slice(s);
-        *ip += n;
         Ok(())
-    };
-    let copy_match = |out: &mut Vec<u8>, dist: usize, n: usize| -> Result<(), &'static str> {
-        if dist == 0 || dist > out.len() {
+    }
+
+    fn literals(&mut self, n: usize) -> LzoResult<()> {
+        let s = self.src.get(self.ip..self.ip + n).ok_or("input overrun")?;
+        self.room_for(n)?;
+        self.out.extend_from_slice(s);
+        self.ip += n;
+        Ok(())
+    }
+
+    fn copy_match(&mut self, dist: usize, n: usize) -> LzoResult<()> {
+        if dist == 0 || dist > self.out.len() {
             return Err("lookbehind overrun");
         }
-        if out.len() + n > max_out {
-            return Err("output overrun");
-        }
+        self.room_for(n)?;
         // Overlapping copies repeat the last `dist` bytes: copy in steps of at most `dist`.
-        let from = out.len() - dist;
+        let from = self.out.len() - dist;
         let mut left = n;
         while left > 0 {
-            let step = left.min(out.len() - from);
-            out.extend_from_within(from..from + step);
+            let step = left.min(self.out.len() - from);
+            self.out.extend_from_within(from..from + step);
             left -= step;
         }
         Ok(())
-    };
-    let long_len = |ip: &mut usize, base: usize| -> Result<usize, &'static str> {
-        let mut n = 0usize;
-        while byte(*ip)? == 0 {
-            n += 255;
-            *ip += 1;
+    }
+
+    /// Instruction 0-15 after literals (state 1-3: a 2-byte match near; 4: 3 bytes, far).
+    /// Returns the literals that follow.
+    fn m1(&mut self, t: usize, state: usize) -> LzoResult<usize> {
+        let dist_lo = (t >> 2) + (self.next()? << 2);
+        if state != 4 {
+            self.copy_match(dist_lo + 1, 2)?;
+        } else {
+            self.copy_match(dist_lo + 1 + LZO_M2_MAX_OFFSET, 3)?;
         }
-        let last = byte(*ip)? as usize;
-        *ip += 1;
-        Ok(n + base + last)
+        Ok(t & 3)
+    }
+
+    /// Instruction 64-255: a match of 3-8 bytes up to 2 KiB back.
+    fn m2(&mut self, t: usize) -> LzoResult<usize> {
+        let dist = ((t >> 2) & 7) + (self.next()? << 3) + 1;
+        self.copy_match(dist, (t >> 5) + 1)?;
+        Ok(t & 3)
+    }
+
+    /// Instruction 32-63: a match up to 16 KiB back.
+    fn m3(&mut self, t: usize) -> LzoResult<usize> {
+        let mut n = (t & 31) + 2;
+        if n == 2 {
+            n = self.long_len(31)? + 2;
+        }
+        let d = self.le16()?;
+        self.copy_match((d >> 2) + 1, n)?;
+        Ok(d & 3)
+    }
+
+    /// Instruction 16-31: a far match, lzo-rle's zero run, or the end of the stream (None).
+    fn m4(&mut self, t: usize, version: usize) -> LzoResult<Option<usize>> {
+        let d = self.peek_le16()?;
+        if version > 0 && d & 0xfffc == 0xfffc && t & 0xf8 == 0x18 {
+            let n = ((t & 7) | self.peek(2)? << 3) + LZO_MIN_ZERO_RUN;
+            self.room_for(n)?;
+            self.out.resize(self.out.len() + n, 0);
+            self.ip += 3;
+            return Ok(Some(d & 3));
+        }
+        let mut n = (t & 7) + 2;
+        if n == 2 {
+            n = self.long_len(7)? + 2;
+        }
+        let d = self.le16()?;
+        let dist = ((t & 8) << 11) + (d >> 2);
+        if dist == 0 {
+            return if n == 3 && self.ip == self.src.len() {
+                Ok(None)
+            } else {
+                Err("bad end of stream")
+            };
+        }
+        self.copy_match(dist + 0x4000, n)?;
+        Ok(Some(d & 3))
+    }
+}
+
+/// LZO1X decoder for both bitstream versions (tests and round trips; the model never decodes).
+pub fn lzo1x_decompress(src: &[u8], max_out: usize) -> Result<Vec<u8>, &'static str> {
+    if src.len() < 3 {
+        return Err("input overrun");
+    }
+    let mut r = LzoReader {
+        src,
+        ip: 0,
+        out: Vec::with_capacity(max_out),
+        max_out,
     };
-    let mut state: usize;
-    if byte(ip)? > 17 {
-        let t = (byte(ip)? - 17) as usize;
-        ip += 1;
-        copy_lit(&mut out, &mut ip, t)?;
-        state = if t < 4 { t } else { 4 };
-    } else {
-        state = 0;
+    let mut version = 0;
+    if src.len() >= 5 && src[0] == 17 {
+        version = src[1] as usize;
+        r.ip = 2;
+    }
+    // The literals that ran last: 0 none, 1-3 a few (after a match), 4 a run.
+    let mut state = 0;
+    if r.peek(0)? > 17 {
+        let t = r.next()? - 17;
+        r.literals(t)?;
+        state = t.min(4);
     }
     loop {
-        let t = byte(ip)? as usize;
-        ip += 1;
-        let next;
-        if t < 16 {
-            if state == 0 {
-                let n = if t == 0 { long_len(&mut ip, 15)? } else { t } + 3;
-                copy_lit(&mut out, &mut ip, n)?;
+        let t = r.next()?;
+        let next = match t {
+            0..=15 if state == 0 => {
+                let n = if t == 0 { r.long_len(15)? } else { t } + 3;
+                r.literals(n)?;
                 state = 4;
                 continue;
             }
-            let dist_lo = (t >> 2) + ((byte(ip)? as usize) << 2);
-            ip += 1;
-            next = t & 3;
-            if state != 4 {
-                copy_match(&mut out, dist_lo + 1, 2)?;
-            } else {
-                copy_match(&mut out, dist_lo + 1 + LZO_M2_MAX_OFFSET, 3)?;
-            }
-        } else if t >= 64 {
-            let dist = ((t >> 2) & 7) + ((byte(ip)? as usize) << 3) + 1;
-            ip += 1;
-            next = t & 3;
-            copy_match(&mut out, dist, (t >> 5) + 1)?;
-        } else if t >= 32 {
-            let mut n = (t & 31) + 2;
-            if n == 2 {
-                n = long_len(&mut ip, 31)? + 2;
-            }
-            let d = byte(ip)? as usize | (byte(ip + 1)? as usize) << 8;
-            ip += 2;
-            next = d & 3;
-            copy_match(&mut out, (d >> 2) + 1, n)?;
-        } else {
-            let d = byte(ip)? as usize | (byte(ip + 1)? as usize) << 8;
-            if version > 0 && d & 0xfffc == 0xfffc && t & 0xf8 == 0x18 {
-                let n = ((t & 7) | (byte(ip + 2)? as usize) << 3) + LZO_MIN_ZERO_RUN;
-                if out.len() + n > max_out {
-                    return Err("output overrun");
-                }
-                out.resize(out.len() + n, 0);
-                ip += 3;
-                next = d & 3;
-            } else {
-                let mut n = (t & 7) + 2;
-                if n == 2 {
-                    n = long_len(&mut ip, 7)? + 2;
-                }
-                let d = byte(ip)? as usize | (byte(ip + 1)? as usize) << 8;
-                ip += 2;
-                let dist = ((t & 8) << 11) + (d >> 2);
-                if dist == 0 {
-                    return if n == 3 && ip == src.len() {
-                        Ok(out)
-                    } else {
-                        Err("bad end of stream")
-                    };
-                }
-                next = d & 3;
-                copy_match(&mut out, dist + 0x4000, n)?;
-            }
-        }
+            0..=15 => r.m1(t, state)?,
+            16..=31 => match r.m4(t, version)? {
+                Some(next) => next,
+                None => return Ok(r.out),
+            },
+            32..=63 => r.m3(t)?,
+            _ => r.m2(t)?,
+        };
         state = next;
-        copy_lit(&mut out, &mut ip, next)?;
+        r.literals(next)?;
     }
 }
 

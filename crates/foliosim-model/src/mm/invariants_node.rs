@@ -42,6 +42,10 @@ pub fn check(k: &Kernel, free: &[bool]) -> Result<(), String> {
                 "node {nid}: numa_hit + numa_miss = {placed}, numa_local + numa_other = {by_cpu}"
             ));
         }
+        // An interleave hit is a block on the node its policy preferred: a numa_hit too.
+        if s[NumaStat::InterleaveHit as usize] > s[NumaStat::Hit as usize] {
+            return Err(format!("node {nid}: numa_interleave above numa_hit"));
+        }
         miss += s[NumaStat::Miss as usize];
         foreign += s[NumaStat::Foreign as usize];
     }

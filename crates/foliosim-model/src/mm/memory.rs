@@ -277,7 +277,7 @@ fn do_anonymous_page(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault) -> Result<(u3
         let policy = k.cfg.thp_fault_alloc;
         let tried = order != PMD_ORDER || resumed == Some(order) || policy.fault_may_try(k);
         let alloc = |k: &mut Kernel, ctx: &mut Ctx| {
-            crate::mm::mempolicy::vma_alloc_folio(k, ctx, gfp, order, madvised)
+            crate::mm::mempolicy::vma_alloc_folio(k, ctx, gfp, order, madvised, start)
         };
         let Some(pfn) = tried.then(|| alloc(k, ctx)).flatten() else {
             if k.current.alloc_stopped() {
@@ -308,7 +308,7 @@ fn do_anonymous_page(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault) -> Result<(u3
         }
         return Ok((start, order));
     }
-    let pfn = match alloc_order0_charged(k, ctx, memcg) {
+    let pfn = match alloc_order0_charged(k, ctx, memcg, index) {
         Err(MmError::Resched) => return Err(fault_stopped(k, vmf, 0)),
         pfn => pfn?,
     };
@@ -316,15 +316,18 @@ fn do_anonymous_page(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault) -> Result<(u3
     Ok((index, 0))
 }
 
-/// An order-0 page for a fault (GFP_HIGHUSER_MOVABLE: the allocator reclaims and retries),
-/// charged with memcg reclaim and retries when over the limit; failure of either is OOM.
+/// An order-0 page for a fault at page `index` of its VMA (vma_alloc_folio with
+/// GFP_HIGHUSER_MOVABLE: the allocator reclaims and retries), charged with memcg reclaim and
+/// retries when over the limit; failure of either is OOM.
 /// `MmError::Resched`: the allocation stopped to give up the CPU (mm/preempt.rs).
 pub(super) fn alloc_order0_charged(
     k: &mut Kernel,
     ctx: &mut Ctx,
     memcg: u16,
+    index: u32,
 ) -> Result<u32, MmError> {
-    let Some(pfn) = alloc_pages(k, ctx, Gfp::GFP_HIGHUSER_MOVABLE, 0) else {
+    let gfp = Gfp::GFP_HIGHUSER_MOVABLE;
+    let Some(pfn) = crate::mm::mempolicy::vma_alloc_folio(k, ctx, gfp, 0, false, index) else {
         if k.current.alloc_stopped() {
             return Err(MmError::Resched);
         }
@@ -429,7 +432,7 @@ fn do_swap_page(
     }
     if !k.swap.devices[entry.dev()].map.synchronous_io {
         // swapin_readahead: through the swap cache (mm/swap_readahead.rs).
-        let pfn = match alloc_order0_charged(k, ctx, memcg) {
+        let pfn = match alloc_order0_charged(k, ctx, memcg, index) {
             Err(MmError::Resched) => return Err(fault_stopped(k, vmf, 0)),
             pfn => pfn?,
         };
@@ -444,7 +447,7 @@ fn do_swap_page(
     }
     let (pfn, start, order) = match alloc_swap_folio(k, ctx, vmf, entry)? {
         Some(found) => found,
-        None => match alloc_order0_charged(k, ctx, memcg) {
+        None => match alloc_order0_charged(k, ctx, memcg, index) {
             Err(MmError::Resched) => return Err(fault_stopped(k, vmf, 0)),
             pfn => (pfn?, index, 0),
         },

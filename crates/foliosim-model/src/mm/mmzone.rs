@@ -10,8 +10,7 @@ use super::vmscan::kswapd::KswapdState;
 use super::vmstat::VmEvent;
 use super::Kernel;
 
-/// enum numa_stat_item, as zone_statistics counts them (no interleave policy yet, so
-/// numa_interleave is not kept).
+/// enum numa_stat_item, as zone_statistics and alloc_pages_mpol (interleave) count them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NumaStat {
     /// Allocated on the node the allocation preferred.
@@ -24,6 +23,8 @@ pub enum NumaStat {
     Local,
     /// Allocated here by a CPU of another node.
     Other,
+    /// NUMA_INTERLEAVE_HIT: an interleaved allocation that got the node it was meant for.
+    InterleaveHit,
 }
 
 /// The reclaim counters each node keeps (its zone's events; /proc/vmstat sums them).
@@ -40,13 +41,14 @@ pub const NODE_RECLAIM_EVENTS: [VmEvent; 10] = [
     VmEvent::PgscanFile,
 ];
 
-pub const NR_NUMA_STAT: usize = 5;
+pub const NR_NUMA_STAT: usize = 6;
 pub const NUMA_STAT_NAMES: [&str; NR_NUMA_STAT] = [
     "numa_hit",
     "numa_miss",
     "numa_foreign",
     "numa_local",
     "numa_other",
+    "numa_interleave",
 ];
 
 /// pglist_data: a node.

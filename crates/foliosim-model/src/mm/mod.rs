@@ -21,6 +21,7 @@ pub mod memcontrol;
 pub mod memory;
 pub mod mempolicy;
 pub mod migrate;
+mod mm_init;
 pub mod mmap;
 pub mod mmap_lock;
 pub mod mmzone;
@@ -61,23 +62,19 @@ use crate::content::ContentClass;
 use crate::cpu_cost::CpuCost;
 use crate::engine::cost::CostModel;
 use crate::engine::Ctx;
-use crate::hw::blockdev::BlockDevice;
-use crate::hw::compressor::Codec;
-use crate::hw::iaa::{Iaa, IaaConfig, IaaCosts};
+use crate::hw::iaa::Iaa;
 use crate::hw::membw::SharedBandwidth;
-use crate::scenario::{Scenario, SwapDeviceKind};
+use crate::scenario::Scenario;
 pub use config::KernelConfig;
-use folio::{flags, FolioTable, NIL};
+use folio::{flags, FolioTable};
 use huge_memory::deferred_split::{folio_unqueue_deferred_split, DeferredSplitQueue};
 use khugepaged::Khugepaged;
 use kthread::Kthreads;
 use memcontrol::MemCgroup;
 use mmap::MmStruct;
 use page_alloc::Zone;
-use swap_devstore::RamStore;
-use swapfile::{Swap, SwapInfo, SwapMap};
+use swapfile::Swap;
 use vmstat::VmStat;
-use zram::Zram;
 use zswap::Zswap;
 
 /// The model stopped: the workload cannot go on (as the kernel would OOM-kill), or bad use.
@@ -264,6 +261,11 @@ pub struct Kernel {
     /// The running task's fault and allocation stopped to give up the CPU (mm/preempt.rs).
     /// Boxed: the scheduler swaps it with the task's at every step.
     pub current: Box<preempt::TaskResume>,
+    /// The preferred node and nodemask of the allocation in progress when a memory policy
+    /// chose them (alloc_pages_mpol, mm/mempolicy/); None: the local node, no nodemask.
+    pub alloc_nodes: Option<mempolicy::policy::AllocNodes>,
+    /// The policy every user task gets (`[mempolicy]`; None: the default local policy).
+    pub task_mempolicy: Option<mempolicy::policy::Mempolicy>,
     /// current->in_lru_fault: a fault is running (folio_add_lru marks its folios for
     /// MGLRU's youngest generation).
     pub in_lru_fault: bool,
@@ -288,8 +290,6 @@ impl Kernel {
 
     /// [`Kernel::new`], or an error when the host refuses the memory of the per-page tables
     /// (the pre-flight, footprint::check_host, makes that rare).
-    // Builds each of Kernel's ~57 fields once; it shrinks as Kernel splits (issue 26).
-    #[allow(clippy::too_many_lines)]
     pub fn try_new(scenario: &Scenario) -> Result<Kernel, crate::footprint::AllocFailed> {
         let cfg = KernelConfig::new(scenario);
         let cost = CostModel::of_scenario(scenario);
@@ -299,71 +299,17 @@ impl Kernel {
             .topology_spec()
             .map(|spec| crate::hw::topology::Topology::new(spec, ncpus));
         let nr_pages = scenario.machine.memory.pages() as u32;
-        let mut memcgs = vec![MemCgroup::new("/".into(), None)];
-        for spec in &scenario.memcgs {
-            memcgs.push(MemCgroup::from_spec(spec, scenario.kernel.cgroup));
-        }
-        memcontrol::link_parents(&mut memcgs, &scenario.memcgs);
-        let memcg_tree = memcontrol::MemcgTree::new(&memcgs);
-        let allocator = cfg.swap_allocator;
-        let mut specs: Vec<_> = scenario.machine.swap_devices.iter().collect();
-        // swap_avail order: highest priority first; ties keep swapon order.
-        specs.sort_by_key(|s| std::cmp::Reverse(s.priority));
-        let devices: Vec<SwapInfo> = specs
-            .iter()
-            .enumerate()
-            .map(|(id, spec)| {
-                let bdev = BlockDevice::new(spec);
-                let mut map = SwapMap::new(
-                    id,
-                    spec.size.pages(),
-                    bdev.solidstate(),
-                    bdev.synchronous_io(),
-                    spec.discard,
-                );
-                map.blkdev = spec.kind != SwapDeviceKind::File;
-                map.slot_free_notify = bdev.has_slot_free_notify();
-                let allocator =
-                    swap_alloc::new_allocator(allocator, &map, ncpus, spec.mthp_reserve_percent);
-                let store = match spec.kind {
-                    SwapDeviceKind::Zram => RamStore::Zram(Box::new(Zram::new(
-                        Codec::from_name(&scenario.sysfs.zram.comp_algorithm)
-                            .expect("validated zram compressor"),
-                        map.nr_slots(),
-                    ))),
-                    SwapDeviceKind::Ramdisk => RamStore::Brd(vec![NIL; map.nr_slots() as usize]),
-                    _ => RamStore::None,
-                };
-                SwapInfo {
-                    prio: spec.priority,
-                    map,
-                    allocator,
-                    bdev,
-                    store,
-                }
-            })
-            .collect();
+        let (mut memcgs, memcg_tree) = mm_init::memcgs(scenario);
+        let swap = mm_init::swapon_all(scenario, cfg.swap_allocator, ncpus);
         let tlb_bus_per_s = 1e9 / cost.tlb_dsb_ns.max(1) as f64;
-        let device_slots: Vec<u32> = devices.iter().map(|d| d.map.nr_slots()).collect();
+        let device_slots: Vec<u32> = swap.devices.iter().map(|d| d.map.nr_slots()).collect();
         let zswap = Zswap::new(
             scenario,
             cfg.zswap_large_folios,
             &device_slots,
             memcgs.len(),
         );
-        let iaa = scenario.machine.iaa.as_ref().map(|spec| {
-            Iaa::new(
-                IaaConfig {
-                    sockets: spec.sockets,
-                    devices_per_socket: spec.devices_per_socket,
-                    cpus_per_socket: scenario.machine.cpus.div_ceil(spec.sockets),
-                    verify_compress: spec.verify_compress,
-                    ..IaaConfig::default()
-                },
-                IaaCosts::from_cost(&cost),
-            )
-            .expect("validated IAA spec")
-        });
+        let iaa = mm_init::iaa(scenario, &cost);
 
         // The page cache: a disk's files, and their flusher thread (page_writeback.rs).
         let pagecache = filemap::PageCache::new(scenario);
@@ -389,16 +335,7 @@ impl Kernel {
                 lv.lrugen.enabled = scenario.sysfs.lru_gen.enabled();
             }
         }
-        // The smallest anon folio size enabled "always" is what most folios (and free blocks)
-        // will be: the tables of smaller orders will be sparse (speed and memory only). With
-        // none enabled every table below MAX_PAGE_ORDER gets base pages, the dense order-0
-        // ones too: measured faster on this VM (seed 000 4K: 0.6-1.0 s of system time, against
-        // 1.4-1.5 s with them on huge pages; the host's defrag is madvise).
-        let dense_order = scenario
-            .sysfs
-            .orders_enabled(false)
-            .trailing_zeros()
-            .min(page_alloc::MAX_PAGE_ORDER);
+        let dense_order = mm_init::dense_order(scenario);
         let folios = FolioTable::try_new(nodes.total_pages())?;
         folios.advise_sparse_below(dense_order);
         assert!(
@@ -411,12 +348,7 @@ impl Kernel {
         for p in &pgdat {
             p.zone.advise_sparse_below(dense_order);
         }
-        let lock_handoff = topology
-            .as_ref()
-            .map(|t| crate::hw::contention::handoff_table(t, &cost));
-        let line_transfer = topology
-            .as_ref()
-            .map(|t| crate::hw::contention::line_table(t, &cost));
+        let (lock_handoff, line_transfer) = mm_init::contention_tables(topology.as_ref(), &cost);
         Ok(Kernel {
             cfg,
             cost,
@@ -434,14 +366,7 @@ impl Kernel {
             memcg_stock: memcontrol::stock::Stock::new(ncpus),
             counter_lines: memcontrol::page_counter::CounterLines::new(nr_memcgs),
             swap_cgroup: memcontrol::swap::SwapCgroup::new(&device_slots),
-            swap: Swap {
-                devices,
-                slot_cache: vec![Vec::new(); ncpus],
-                slots_ret: vec![Vec::new(); ncpus],
-                slot_cache_active: false,
-                ncpus,
-                released: Vec::new(),
-            },
+            swap,
             thp_avail: Default::default(),
             percpu: percpu::PerCpu::boot(ncpus),
             lock_handoff,
@@ -450,14 +375,7 @@ impl Kernel {
             ipi: crate::hw::ipi::Ipi {
                 kvm_guest: scenario.machine.kvm_guest,
             },
-            tlb_cache: crate::hw::tlb_cache::TlbCache::new(
-                crate::hw::tlb_cache::TlbGeometry::from_spec(
-                    scenario.machine.tlb_geometry.as_ref(),
-                    scenario.machine.tlb,
-                )
-                .expect("validated TLB geometry"),
-                ncpus,
-            ),
+            tlb_cache: mm_init::tlb_cache(scenario, ncpus),
             tlb_bus: SharedBandwidth::new(tlb_bus_per_s, ncpus),
             membw: SharedBandwidth::new(
                 scenario.machine.memory_bandwidth_bytes_per_s as f64,
@@ -472,6 +390,8 @@ impl Kernel {
             khugepaged: Khugepaged::new(scenario),
             oom: oom_kill::OomKiller::new(scenario.kernel.oom),
             current: Default::default(),
+            alloc_nodes: None,
+            task_mempolicy: mempolicy::policy::Mempolicy::from_spec(&scenario.mempolicy),
             in_lru_fault: false,
             blk_plug: false,
             access_sets: false,

@@ -11,6 +11,7 @@
 //! reclaims or compacts a lower node: the seeds never put one under pressure, and a lower node
 //! that runs out of memory makes the allocation fall back or fail (docs/model.md).
 
+use super::mempolicy::policy::{NodeMask, ALL_NODES};
 use super::page_alloc::AllocFlags;
 use super::Kernel;
 use crate::engine::Ctx;
@@ -137,22 +138,29 @@ impl Nodes {
         }
     }
 
-    /// The zones of that zonelist that reclaim and compaction work on: those of nodes with
-    /// CPUs (a memory-only node is never reclaimed or compacted, docs/numa-tiering.md).
+    /// The zones of that zonelist in `nodemask` (for_each_zone_zonelist_nodemask) that
+    /// reclaim and compaction work on: those of nodes with CPUs (a memory-only node is never
+    /// reclaimed or compacted, docs/numa-tiering.md).
     pub fn reclaim_zonelist(
         &self,
         nid: usize,
         gfp: super::gfp::Gfp,
+        nodemask: NodeMask,
     ) -> impl Iterator<Item = usize> + '_ {
         self.zonelist_of(nid, gfp)
             .iter()
             .copied()
-            .filter(|&n| self.has_cpus[n])
+            .filter(move |&n| self.has_cpus[n] && nodemask >> n & 1 != 0)
     }
 
     /// [`Nodes::reclaim_zonelist`], collected (for callers that change the kernel per zone).
-    pub fn reclaim_zonelist_vec(&self, nid: usize, gfp: super::gfp::Gfp) -> Vec<usize> {
-        self.reclaim_zonelist(nid, gfp).collect()
+    pub fn reclaim_zonelist_vec(
+        &self,
+        nid: usize,
+        gfp: super::gfp::Gfp,
+        nodemask: NodeMask,
+    ) -> Vec<usize> {
+        self.reclaim_zonelist(nid, gfp, nodemask).collect()
     }
 }
 
@@ -249,12 +257,28 @@ impl Kernel {
     pub fn numa_node_id(&self, ctx: &Ctx) -> usize {
         self.nodes.cpu_to_node(ctx.cpu)
     }
+
+    /// The node the allocation in progress prefers (__alloc_pages' preferred_nid): its
+    /// policy's (alloc_pages_mpol), else numa_node_id().
+    #[inline]
+    pub fn alloc_nid(&self, ctx: &Ctx) -> usize {
+        match self.alloc_nodes {
+            Some(a) => a.nid,
+            None => self.numa_node_id(ctx),
+        }
+    }
+
+    /// The nodemask of the allocation in progress (ac->nodemask; ALL_NODES: none).
+    #[inline]
+    pub fn alloc_nodemask(&self) -> NodeMask {
+        self.alloc_nodes.map_or(ALL_NODES, |a| a.nodemask)
+    }
 }
 
-/// get_page_from_freelist over the zonelist of node `nid` (preferred_zoneref): each zone with
-/// its fragmenting fallbacks before the next (locality first), only `nid` with
-/// __GFP_THISNODE. As in the kernel, the fallback to another node does not wake its kswapd
-/// from the fast path: only nodes with CPUs have one here.
+/// get_page_from_freelist over the zonelist of node `nid` (preferred_zoneref): each zone of
+/// the allocation's nodemask with its fragmenting fallbacks before the next (locality first),
+/// only `nid` with __GFP_THISNODE. As in the kernel, the fallback to another node does not
+/// wake its kswapd from the fast path: only nodes with CPUs have one here.
 pub fn get_page_from_freelist(
     k: &mut Kernel,
     ctx: &mut Ctx,
@@ -263,23 +287,47 @@ pub fn get_page_from_freelist(
     order: u32,
     alloc_flags: AllocFlags,
 ) -> Option<u32> {
-    let mut page = None;
-    for i in 0..k.nodes.zonelist_of(nid, gfp).len() {
-        let zone_nid = k.nodes.zonelist[nid][i];
-        page = alloc_on_node(k, ctx, zone_nid, gfp, order, alloc_flags);
-        if page.is_some() {
-            let local_nid = k.numa_node_id(ctx);
-            k.zone_statistics(nid, zone_nid, local_nid);
-            break;
-        }
-    }
+    // One node: its zone is the whole zonelist, and zone_statistics is not shown.
+    let page = if k.nodes.nr_nodes() == 1 {
+        alloc_on_node(k, ctx, 0, gfp, order, alloc_flags)
+    } else {
+        get_page_from_zonelist(k, ctx, nid, gfp, order, alloc_flags)
+    };
     // prep_new_page: a page that left the free lists with a MIGRC tag is flushed for first.
     super::migrate::flush::migrc::check_flush_task_mgen(k, ctx);
     page
 }
 
+/// The zonelist walk of [`get_page_from_freelist`] on a machine of several nodes, counting
+/// zone_statistics against the first zone the nodemask allows (ac->preferred_zoneref).
+fn get_page_from_zonelist(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    nid: usize,
+    gfp: super::gfp::Gfp,
+    order: u32,
+    alloc_flags: AllocFlags,
+) -> Option<u32> {
+    let nodemask = k.alloc_nodemask();
+    let mut preferred = None;
+    for i in 0..k.nodes.zonelist_of(nid, gfp).len() {
+        let zone_nid = k.nodes.zonelist[nid][i];
+        if nodemask >> zone_nid & 1 == 0 {
+            continue;
+        }
+        let preferred_nid = *preferred.get_or_insert(zone_nid);
+        if let Some(pfn) = alloc_on_node(k, ctx, zone_nid, gfp, order, alloc_flags) {
+            let local_nid = k.numa_node_id(ctx);
+            k.zone_statistics(preferred_nid, zone_nid, local_nid);
+            return Some(pfn);
+        }
+    }
+    None
+}
+
 /// get_page_from_freelist restricted to node `nid`'s zone. A memory-only node has no kswapd,
 /// so a boost or a failed watermark there wakes nobody.
+#[inline]
 pub fn alloc_on_node(
     k: &mut Kernel,
     ctx: &mut Ctx,

@@ -46,6 +46,10 @@ pub struct TaskResume {
     pub wake_stops: u64,
     /// The task's NUMA balancing state (mm/numa_balancing.rs).
     pub numa: super::numa_balancing::TaskNuma,
+    /// current->mempolicy (None: the default local policy) and current->il_prev, the node of
+    /// its last interleaved allocation without a VMA (mm/mempolicy/).
+    pub mempolicy: Option<super::mempolicy::policy::Mempolicy>,
+    pub il_prev: Option<usize>,
 }
 
 /// A fault whose allocation stopped.

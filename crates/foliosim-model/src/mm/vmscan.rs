@@ -23,6 +23,7 @@ use super::huge_memory::split_folio;
 use super::kthread::KthreadKind;
 use super::memcontrol::swap as memcg_swap;
 use super::memcontrol::{HZ, JIFFY_NS};
+use super::mempolicy::policy::ALL_NODES;
 use super::numa_balancing;
 use super::page_io::{blk_finish_plug, blk_flush_plug, blk_start_plug, swap_writepage};
 use super::rmap::try_to_unmap;
@@ -98,7 +99,9 @@ pub fn try_to_free_mem_cgroup_pages(
     let start_ns = ctx.now_ns;
     let mut reclaimed = 0;
     let mut low_reclaim = false;
-    let zonelist = k.nodes.reclaim_zonelist_vec(k.numa_node_id(ctx), Gfp(0));
+    let zonelist = k
+        .nodes
+        .reclaim_zonelist_vec(k.numa_node_id(ctx), Gfp(0), ALL_NODES);
     loop {
         let mut low_skipped = false;
         for priority in (0..=DEF_PRIORITY).rev() {
@@ -240,8 +243,8 @@ pub fn do_try_to_free_pages(
             1,
         );
     }
-    let nid = k.numa_node_id(ctx);
-    let zonelist = k.nodes.reclaim_zonelist_vec(nid, gfp);
+    let nid = k.alloc_nid(ctx);
+    let zonelist = k.nodes.reclaim_zonelist_vec(nid, gfp, k.alloc_nodemask());
     while let Some(priority) = dr.priority {
         // shrink_zones: each node of the zonelist in turn.
         for &zone_nid in &zonelist {

@@ -101,6 +101,69 @@ pub enum PromotedPte {
     Dirty,
 }
 
+/// A task's memory policy mode (set_mempolicy's MPOL_*; `numactl --membind`, `--preferred`,
+/// `--interleave`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum MpolMode {
+    /// MPOL_DEFAULT: the local node, then its zonelist.
+    #[default]
+    Default,
+    /// MPOL_PREFERRED: one node first, then that node's zonelist.
+    Preferred,
+    /// MPOL_BIND: only the nodes given (their zonelist order from the local node).
+    Bind,
+    /// MPOL_INTERLEAVE: page by page (by offset in a VMA, else round robin) over the nodes.
+    Interleave,
+}
+
+/// `[mempolicy]`: the memory policy of every user task (the kernel's task policy; kernel
+/// threads keep the default).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MempolicySpec {
+    #[serde(default)]
+    pub mode: MpolMode,
+    /// The policy's nodemask: node ids; empty for `default`, one node for `preferred`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub nodes: Vec<u32>,
+}
+
+impl MempolicySpec {
+    pub fn is_default(&self) -> bool {
+        *self == MempolicySpec::default()
+    }
+
+    /// mpol_new's checks, on a machine of `nr_nodes` nodes.
+    pub(super) fn validate(&self, nr_nodes: usize) -> Result<(), ScenarioError> {
+        for (i, &n) in self.nodes.iter().enumerate() {
+            if n as usize >= nr_nodes {
+                return Err(invalid(
+                    format!("mempolicy.nodes[{i}]"),
+                    n,
+                    format!("a node id 0 ..= {}", nr_nodes - 1),
+                ));
+            }
+        }
+        let (ok, allowed) = match self.mode {
+            MpolMode::Default => (self.nodes.is_empty(), "none: default takes no nodes"),
+            MpolMode::Preferred => (self.nodes.len() == 1, "exactly one node for preferred"),
+            MpolMode::Bind | MpolMode::Interleave => (
+                !self.nodes.is_empty(),
+                "one or more nodes for bind and interleave",
+            ),
+        };
+        if !ok {
+            return Err(invalid(
+                "mempolicy.nodes",
+                format!("{:?}", self.nodes),
+                allowed,
+            ));
+        }
+        Ok(())
+    }
+}
+
 /// Checks of the NUMA settings that need no other section.
 pub(super) fn validate(
     nodes: &[NodeSpec],

@@ -116,6 +116,12 @@ impl Task {
         )
     }
 
+    /// The task with memory policy `pol` (set_mempolicy; None: the default).
+    pub fn with_mempolicy(mut self, pol: Option<crate::mm::mempolicy::policy::Mempolicy>) -> Task {
+        self.resume.mempolicy = pol;
+        self
+    }
+
     /// A kernel thread, created asleep until its first wake-up.
     pub fn kthread(kind: KthreadKind) -> Task {
         let mut t = Task::with_body(kind.name(), NIL, Body::Kernel(kind), State::Waiting);

@@ -1,4 +1,4 @@
-//! DESIGN.md "Layers": arrows point down only. Inside the model, hw/ sits on the engine (a
+//! docs/architecture.md: arrows point down only. Inside the model, hw/ sits on the engine (a
 //! crate of its own, so cargo keeps it the ground floor: foliosim-engine/tests/floors.rs) and
 //! may not reach up into the kernel model, the scheduler or the workloads.
 

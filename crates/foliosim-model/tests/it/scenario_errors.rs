@@ -192,6 +192,46 @@ fn memcg_duplicate_names() {
     expect_err("duplicate memcg", &t, &["memcg[1].name", "bench", "unique"]);
 }
 
+/// Memcg ids are a u16 (MEM_CGROUP_ID_MAX = 65535, the root's included): one memcg more than
+/// the ids left is refused by name. A chain as deep as allowed validates and is linked into
+/// its tree (the parent checks once searched every earlier memcg, and the tree walk recursed:
+/// 10^5 memcgs hung).
+#[test]
+fn memcg_count_is_bounded_and_a_full_chain_is_linked() {
+    use foliosim_model::mm::memcontrol::{link_parents, MemCgroup, MemcgTree};
+    use foliosim_model::scenario::{CgroupVersion, MemcgSpec, MAX_MEMCGS};
+    let mut s = Scenario::from_toml_str(BASE).unwrap();
+    s.memcgs = (0..MAX_MEMCGS)
+        .map(|i| MemcgSpec {
+            parent: (i > 0).then(|| format!("m{}", i - 1)),
+            ..MemcgSpec::with_max(&format!("m{i}"), None)
+        })
+        .collect();
+    s.memcgs[0].name = "bench".into();
+    s.memcgs[1].parent = Some("bench".into());
+    s.validate().expect("65534 memcgs in a chain are allowed");
+    let mut cgs = vec![MemCgroup::new("/".into(), None)];
+    cgs.extend(
+        s.memcgs
+            .iter()
+            .map(|m| MemCgroup::from_spec(m, CgroupVersion::V2)),
+    );
+    link_parents(&mut cgs, &s.memcgs);
+    let tree = MemcgTree::new(&cgs);
+    assert_eq!(
+        tree.subtree(1).len(),
+        MAX_MEMCGS,
+        "the chain under the first"
+    );
+    assert!(tree.is_descendant(MAX_MEMCGS as u16, 1));
+
+    s.memcgs.push(MemcgSpec::with_max("one-too-many", None));
+    let err = s.validate().expect_err("65535 memcgs").to_string();
+    for needle in ["field `memcg`", "65535 [[memcg]] tables", "at most 65534"] {
+        assert!(err.contains(needle), "`{needle}` not in: {err}");
+    }
+}
+
 #[test]
 fn workload_kind_unknown() {
     let t = replace("kind = \"usemem\"", "kind = \"nope\"");

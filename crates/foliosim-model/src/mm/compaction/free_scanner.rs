@@ -147,42 +147,20 @@ fn fast_isolate_freepages(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl
             order = next_search_order(cc, o);
             continue;
         }
-        let (mut order_scanned, mut high_pfn) = (0u32, 0u32);
-        let mut last_seen = None;
-        for pfn in k.pgdat[cc.nid]
-            .zone
-            .free_area()
-            .list_rev(ou, MigrateType::Movable)
-        {
-            order_scanned += 1;
-            nr_scanned += 1;
-            last_seen = Some(pfn);
-            if pfn >= highest {
-                highest = pageblock_start_pfn(pfn);
-            }
-            if pfn >= low_pfn {
-                page = Some(pfn);
-                break;
-            }
-            if pfn >= min_pfn && pfn > high_pfn {
-                high_pfn = pfn;
-                // A candidate: shorten the search.
-                limit >>= 1;
-            }
-            if order_scanned >= limit {
-                break;
-            }
-        }
+        let tail = scan_free_list_tail(k, cc, ou, (low_pfn, min_pfn), &mut limit, &mut highest);
+        nr_scanned += tail.scanned as u64;
+        page = tail.page;
+        let mut last_seen = tail.last_seen;
         if page.is_some() {
             cc.fast_search_fail = 0;
             cc.search_order = o;
-        } else if high_pfn > 0 {
-            page = Some(high_pfn);
+        } else if tail.high_pfn > 0 {
+            page = Some(tail.high_pfn);
             last_seen = page;
         }
         ctx.spend(
             CpuCost::CompactScan,
-            k.cost.compact_scan_pfn_ns * order_scanned as u64,
+            k.cost.compact_scan_pfn_ns * tail.scanned as u64,
         );
         // Reorder so the next search starts with what this one did not see.
         if let Some(pfn) = last_seen {
@@ -193,13 +171,9 @@ fn fast_isolate_freepages(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl
         // The order the loop goes on from (the search ends on an isolation failure).
         let mut from = o;
         if let Some(pfn) = page {
-            let isolated = k.pgdat[cc.nid].zone.isolate_free_page(pfn, ou);
-            crate::mm::migrate::flush::migrc::check_flush_task_mgen(k, ctx);
+            let isolated = isolate_fast_block(k, ctx, cc, pfn, ou);
             if isolated > 0 {
                 nr_scanned += isolated as u64 - 1;
-                cc.nr_freepages += isolated;
-                cc.freepages[ou as usize].push_back(pfn);
-                k.vmstat.count(VmEvent::CompactIsolated, isolated as u64);
             } else {
                 // Below the watermark.
                 from = cc.search_order + 1;
@@ -212,27 +186,14 @@ fn fast_isolate_freepages(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl
         if cc.nr_freepages >= cc.nr_migratepages {
             break;
         }
-        if order_scanned >= limit {
+        if tail.scanned >= limit {
             limit = (limit >> 1).max(1);
         }
         order = next_search_order(cc, from);
     }
     cc.total_free_scanned += nr_scanned;
     if page.is_none() {
-        cc.fast_search_fail += 1;
-        if scan_start {
-            // The first search failed: start the linear scan at the highest block seen above
-            // the half mark, or (direct compaction) at the half mark.
-            if highest >= min_pfn {
-                page = Some(highest);
-                cc.free_pfn = highest;
-            } else if cc.direct_compaction && min_pfn < k.pgdat[cc.nid].end_pfn() {
-                if suitable_migration_target(k, cc, min_pfn) {
-                    page = Some(min_pfn);
-                }
-                cc.free_pfn = min_pfn;
-            }
-        }
+        page = fast_search_failed(k, cc, scan_start, highest, min_pfn);
     }
     let z = &mut k.pgdat[cc.nid].compact;
     if highest > 0 && highest >= z.cached_free_pfn {
@@ -241,6 +202,102 @@ fn fast_isolate_freepages(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl
     if let Some(pfn) = page {
         fast_isolate_around(k, ctx, cc, pfn);
     }
+}
+
+/// What one look down a free list's tail found (fast_isolate_freepages' inner loop).
+struct TailScan {
+    scanned: u32,
+    /// A block in the top quarter of the range: taken.
+    page: Option<u32>,
+    /// Else the highest block seen in the top half, or 0.
+    high_pfn: u32,
+    /// The last block looked at: the list is rotated to start after it.
+    last_seen: Option<u32>,
+}
+
+/// The movable free list of `order`, from its tail: stop at the first block at or above
+/// `low_pfn`; each new best block at or above `min_pfn` halves `limit`; `highest` keeps the
+/// highest pageblock seen.
+fn scan_free_list_tail(
+    k: &Kernel,
+    cc: &CompactControl,
+    order: u32,
+    (low_pfn, min_pfn): (u32, u32),
+    limit: &mut u32,
+    highest: &mut u32,
+) -> TailScan {
+    let mut tail = TailScan {
+        scanned: 0,
+        page: None,
+        high_pfn: 0,
+        last_seen: None,
+    };
+    let free_area = k.pgdat[cc.nid].zone.free_area();
+    for pfn in free_area.list_rev(order, MigrateType::Movable) {
+        tail.scanned += 1;
+        tail.last_seen = Some(pfn);
+        if pfn >= *highest {
+            *highest = pageblock_start_pfn(pfn);
+        }
+        if pfn >= low_pfn {
+            tail.page = Some(pfn);
+            break;
+        }
+        if pfn >= min_pfn && pfn > tail.high_pfn {
+            tail.high_pfn = pfn;
+            // A candidate: shorten the search.
+            *limit >>= 1;
+        }
+        if tail.scanned >= *limit {
+            break;
+        }
+    }
+    tail
+}
+
+/// Isolate the free block the fast search chose; 0 when the watermark refuses it.
+fn isolate_fast_block(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    cc: &mut CompactControl,
+    pfn: u32,
+    order: u32,
+) -> u32 {
+    let isolated = k.pgdat[cc.nid].zone.isolate_free_page(pfn, order);
+    crate::mm::migrate::flush::migrc::check_flush_task_mgen(k, ctx);
+    if isolated > 0 {
+        cc.nr_freepages += isolated;
+        cc.freepages[order as usize].push_back(pfn);
+        k.vmstat.count(VmEvent::CompactIsolated, isolated as u64);
+    }
+    isolated
+}
+
+/// The fast search found nothing. If it was the first of a run, the linear scan starts at the
+/// highest block seen above the half mark, or (direct compaction) at the half mark; returns
+/// the block whose neighbours to isolate, if any.
+fn fast_search_failed(
+    k: &Kernel,
+    cc: &mut CompactControl,
+    scan_start: bool,
+    highest: u32,
+    min_pfn: u32,
+) -> Option<u32> {
+    cc.fast_search_fail += 1;
+    let mut page = None;
+    if !scan_start {
+        return page;
+    }
+    if highest >= min_pfn {
+        page = Some(highest);
+        cc.free_pfn = highest;
+    } else if cc.direct_compaction && min_pfn < k.pgdat[cc.nid].end_pfn() {
+        if suitable_migration_target(k, cc, min_pfn) {
+            page = Some(min_pfn);
+        }
+        cc.free_pfn = min_pfn;
+    }
+    page
 }
 
 /// fast_isolate_around: isolate the free pages of the pageblock of `pfn` too (not in async

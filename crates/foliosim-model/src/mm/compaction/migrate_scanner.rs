@@ -274,18 +274,7 @@ fn isolate_migratepages_block(
                         }
                     }
                 }
-                let nid = k.nodes.nid(head);
-                let lru_lock = &mut k.memcgs[memcg as usize].lruvec_mut(nid).lru_lock;
-                let before = lru_lock.stats.contended;
-                lru_lock.hold(ctx, k.cost.lru_move_ns);
-                if cc.mode == MigrateMode::Async && lru_lock.stats.contended > before {
-                    cc.contended = Contended::Lock;
-                }
-                ctx.spend(CpuCost::CompactIsolate, k.cost.compact_isolate_folio_ns);
-                folio_isolate_lru(k, head);
-                let nr = k.folios.nr_pages(head);
-                cc.migratepages.push(head);
-                cc.nr_migratepages += nr;
+                let nr = isolate_folio_locked(k, ctx, cc, head, memcg);
                 nr_isolated += nr;
                 nr_scanned += nr as u64 - 1;
                 low_pfn += nr;
@@ -331,6 +320,31 @@ fn isolate_migratepages_block(
         k.vmstat.count(VmEvent::CompactIsolated, nr_isolated as u64);
     }
     cc.migrate_pfn = low_pfn;
+}
+
+/// Take the folio headed at `head` off its LRU under its lruvec's lru_lock (an async
+/// compaction that had to wait for the lock notes the contention) onto cc.migratepages;
+/// returns its pages.
+fn isolate_folio_locked(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    cc: &mut CompactControl,
+    head: u32,
+    memcg: u16,
+) -> u32 {
+    let nid = k.nodes.nid(head);
+    let lru_lock = &mut k.memcgs[memcg as usize].lruvec_mut(nid).lru_lock;
+    let before = lru_lock.stats.contended;
+    lru_lock.hold(ctx, k.cost.lru_move_ns);
+    if cc.mode == MigrateMode::Async && lru_lock.stats.contended > before {
+        cc.contended = Contended::Lock;
+    }
+    ctx.spend(CpuCost::CompactIsolate, k.cost.compact_isolate_folio_ns);
+    folio_isolate_lru(k, head);
+    let nr = k.folios.nr_pages(head);
+    cc.migratepages.push(head);
+    cc.nr_migratepages += nr;
+    nr
 }
 
 /// The checks before isolation: the folio headed at `pfn`, if it can be isolated for this

@@ -217,7 +217,7 @@ pub fn try_to_compact_pages(
     if !gfp_compaction_allowed(gfp) {
         return out;
     }
-    for zone_nid in k.nodes.reclaim_zonelist_vec(nid, gfp) {
+    for zone_nid in k.nodes.reclaim_zonelist_vec(nid, gfp, k.alloc_nodemask()) {
         if prio > MIN_COMPACT_PRIORITY && k.pgdat[zone_nid].compact.compaction_deferred(order) {
             out.result = out.result.max(CompactResult::Deferred);
             continue;

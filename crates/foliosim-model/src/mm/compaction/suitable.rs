@@ -74,9 +74,11 @@ pub fn compaction_suit_allocation_order(
 /// zonelist suitable? Counts a share of the reclaimable pages (1 / order of them: not worth
 /// thrashing for one high-order allocation) with the free ones.
 pub fn compaction_zonelist_suitable(k: &Kernel, nid: usize, gfp: Gfp, order: u32) -> bool {
-    k.nodes.reclaim_zonelist(nid, gfp).any(|n| {
-        let available =
-            zone_reclaimable_pages(k, n) / order.max(1) as u64 + k.pgdat[n].zone.nr_free_pages();
-        compaction_suitable_free(k, n, order, available)
-    })
+    k.nodes
+        .reclaim_zonelist(nid, gfp, k.alloc_nodemask())
+        .any(|n| {
+            let available = zone_reclaimable_pages(k, n) / order.max(1) as u64
+                + k.pgdat[n].zone.nr_free_pages();
+            compaction_suitable_free(k, n, order, available)
+        })
 }

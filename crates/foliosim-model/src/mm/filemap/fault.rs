@@ -147,7 +147,7 @@ fn do_shared_fault(
 fn do_cow_fault(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault, vf: VmaFile) -> Result<(), MmError> {
     let VmFault { mm, index, .. } = *vmf;
     let memcg = k.mms[mm as usize].memcg;
-    let anon = alloc_order0_charged(k, ctx, memcg)?;
+    let anon = alloc_order0_charged(k, ctx, memcg, index)?;
     ctx.spend(CpuCost::FilemapFault, k.cost.filemap_fault_ns);
     if let Err(e) = filemap_fault(k, ctx, mm, vf.file, vf.pgoff + index) {
         crate::mm::memcontrol::uncharge(k, ctx, memcg, 1);
@@ -164,7 +164,7 @@ fn do_cow_fault(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault, vf: VmaFile) -> Re
 fn wp_page_copy(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault, pfn: u32) -> Result<(), MmError> {
     let VmFault { mm, vma, index, .. } = *vmf;
     let memcg = k.mms[mm as usize].memcg;
-    let anon = alloc_order0_charged(k, ctx, memcg)?;
+    let anon = alloc_order0_charged(k, ctx, memcg, index)?;
     // The page may have been reclaimed meanwhile (allocation reclaims): copy whatever the
     // PTE holds now; a none PTE is then a fresh COW fault.
     let pte = k.mms[mm as usize].vma(vma).ptes[index as usize];

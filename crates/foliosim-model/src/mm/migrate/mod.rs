@@ -298,10 +298,7 @@ fn migrate_pages_batch(
     let (mut retry, mut thp_retry, mut nr_retry_pages) = (1u32, 0u64, 0u64);
     let mut unmapped: Vec<(u32, u32, bool)> = Vec::new();
     let mut tlb = TlbUnmapBatch::default();
-    // MIGRC (mm/migrate/flush/): the unmapped folios whose only mappings were read-only and
-    // clean (order 0, batched), their mms, and the mms of other read-only folios.
-    let mut eligible: Vec<u32> = Vec::new();
-    let (mut eligible_mms, mut ineligible_ro_mms) = (Vec::new(), Vec::new());
+    let mut migrc = MigrcBatch::default();
     let mut rc_saved = None;
     let mut pass = 0;
     'passes: while pass < nr_pass && retry > 0 {
@@ -316,18 +313,12 @@ fn migrate_pages_batch(
             // A partially mapped folio (on the deferred split queue) is split rather than
             // migrated whole: its unmapped pages need no copy.
             if order > 1 && k.folios.test(src, flags::PARTIALLY_MAPPED) {
-                let split = match split_folios.as_deref_mut() {
-                    Some(split) => try_split_folio(k, ctx, src, split),
-                    None => false,
-                };
                 from.remove(i);
-                if split {
-                    stats.nr_thp_split += is_thp;
-                    stats.nr_split += 1;
+                if split_into(k, ctx, src, split_folios.as_deref_mut()) {
+                    stats.count_split(is_thp);
                 } else {
                     nr_failed += 1;
-                    stats.nr_thp_failed += is_thp;
-                    stats.nr_failed_pages += nr_pages;
+                    stats.count_failed(is_thp, nr_pages);
                     ret_folios.push(src);
                 }
                 continue;
@@ -339,16 +330,7 @@ fn migrate_pages_batch(
                 Ok((dst, was_mapped)) => {
                     from.remove(i);
                     unmapped.push((src, dst, was_mapped));
-                    let read_only = tlb.adds_read_only > adds.1;
-                    if read_only {
-                        let mm = k.folios.owner_mm(src as usize);
-                        if tlb.adds_writable == adds.0 && order == 0 {
-                            eligible.push(src);
-                            eligible_mms.push(mm);
-                        } else {
-                            ineligible_ro_mms.push(mm);
-                        }
-                    }
+                    migrc.note(k, src, order, &tlb, adds);
                 }
                 Err(UnmapError::Again) => {
                     retry += 1;
@@ -358,25 +340,18 @@ fn migrate_pages_batch(
                 }
                 Err(UnmapError::Busy) => {
                     nr_failed += 1;
-                    stats.nr_thp_failed += is_thp;
-                    stats.nr_failed_pages += nr_pages;
+                    stats.count_failed(is_thp, nr_pages);
                     ret_folios.push(from.remove(i));
                 }
                 Err(UnmapError::NoMemory) => {
                     nr_failed += 1;
                     stats.nr_thp_failed += is_thp;
-                    if order > 0 {
-                        if let Some(split) = split_folios.as_deref_mut() {
-                            if try_split_folio(k, ctx, src, split) {
-                                stats.nr_thp_split += is_thp;
-                                stats.nr_split += 1;
-                                from.remove(i);
-                                continue;
-                            }
-                        }
+                    if order > 0 && split_into(k, ctx, src, split_folios.as_deref_mut()) {
+                        stats.count_split(is_thp);
+                        from.remove(i);
+                        continue;
                     }
-                    stats.nr_failed_pages += nr_pages + nr_retry_pages;
-                    stats.nr_thp_failed += thp_retry;
+                    stats.count_failed(thp_retry, nr_pages + nr_retry_pages);
                     rc_saved = Some(MigrateError::NoMemory);
                     break 'passes;
                 }
@@ -385,24 +360,85 @@ fn migrate_pages_batch(
     }
     if rc_saved.is_none() {
         nr_failed += retry;
-        stats.nr_thp_failed += thp_retry;
-        stats.nr_failed_pages += nr_retry_pages;
+        stats.count_failed(thp_retry, nr_retry_pages);
     }
     // try_to_unmap_flush: one shootdown for every PTE cleared above (async mode), less what
     // the flush policy defers.
     let policy = k.cfg.migrate_flush;
-    let mgen = policy.defer(k, &mut tlb, &eligible_mms, &ineligible_ro_mms);
+    let mgen = policy.defer(k, &mut tlb, &migrc.eligible_mms, &migrc.ineligible_ro_mms);
     tlb.flush(k, ctx);
+    move_unmapped(k, ctx, unmapped, &migrc.eligible, mgen, stats);
+    match rc_saved {
+        Some(e) => Err(e),
+        None => Ok(nr_failed),
+    }
+}
+
+impl MigrateStats {
+    /// A large folio was split; its pages are migrated on their own.
+    fn count_split(&mut self, is_thp: u64) {
+        self.nr_thp_split += is_thp;
+        self.nr_split += 1;
+    }
+
+    fn count_failed(&mut self, thps: u64, pages: u64) {
+        self.nr_thp_failed += thps;
+        self.nr_failed_pages += pages;
+    }
+}
+
+/// try_split_folio onto `split_folios`, when the caller takes split pages (None: it does not).
+fn split_into(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    src: u32,
+    split_folios: Option<&mut Vec<u32>>,
+) -> bool {
+    split_folios.is_some_and(|split| try_split_folio(k, ctx, src, split))
+}
+
+/// MIGRC (mm/migrate/flush/): the unmapped folios whose only mappings were read-only and
+/// clean (order 0, batched), their mms, and the mms of other read-only folios.
+#[derive(Default)]
+struct MigrcBatch {
+    eligible: Vec<u32>,
+    eligible_mms: Vec<u32>,
+    ineligible_ro_mms: Vec<u32>,
+}
+
+impl MigrcBatch {
+    /// `src` was just unmapped: `tlb` holds its PTEs on top of the `(writable, read-only)`
+    /// counts it had before.
+    fn note(&mut self, k: &Kernel, src: u32, order: u32, tlb: &TlbUnmapBatch, before: (u32, u32)) {
+        if tlb.adds_read_only <= before.1 {
+            return;
+        }
+        let mm = k.folios.owner_mm(src as usize);
+        if tlb.adds_writable == before.0 && order == 0 {
+            self.eligible.push(src);
+            self.eligible_mms.push(mm);
+        } else {
+            self.ineligible_ro_mms.push(mm);
+        }
+    }
+}
+
+/// The move phase: each unmapped folio to its destination; a folio whose flush MIGRC deferred
+/// carries the generation `mgen` that owes it.
+fn move_unmapped(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    unmapped: Vec<(u32, u32, bool)>,
+    eligible: &[u32],
+    mgen: u16,
+    stats: &mut MigrateStats,
+) {
     for (src, dst, was_mapped) in unmapped {
         let order = k.folios.order[src as usize] as u32;
         let src_mgen = if eligible.contains(&src) { mgen } else { 0 };
         migrate_folio_move(k, ctx, src, dst, was_mapped, src_mgen);
         stats.nr_succeeded += 1 << order;
         stats.nr_thp_succeeded += (order >= PMD_ORDER) as u64;
-    }
-    match rc_saved {
-        Some(e) => Err(e),
-        None => Ok(nr_failed),
     }
 }
 

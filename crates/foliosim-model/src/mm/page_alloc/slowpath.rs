@@ -13,6 +13,7 @@ use crate::mm::compaction::{
 };
 use crate::mm::folio::FolioTable;
 use crate::mm::gfp::Gfp;
+use crate::mm::mempolicy::policy::NO_INTERLEAVE_INDEX;
 use crate::mm::numa::get_page_from_freelist as get_page_from_freelist_node;
 use crate::mm::oom_kill::{out_of_memory, OomConstraint};
 use crate::mm::page_alloc::migratetype::MigrateType;
@@ -78,6 +79,21 @@ fn fast_path_flags(gfp: Gfp) -> AllocFlags {
 /// an order-0 fault reports OOM, a large folio falls back to a smaller order).
 pub fn alloc_pages(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp, order: u32) -> Option<u32> {
     assert!(order <= MAX_PAGE_ORDER, "order {order} > MAX_PAGE_ORDER");
+    // alloc_pages_noprof: a user task's policy applies to an allocation without a VMA
+    // (page cache, slab, page tables) unless it asks for __GFP_THISNODE.
+    if k.alloc_nodes.is_none() && k.current.mempolicy.is_some() && !gfp.contains(Gfp::THISNODE) {
+        let pol = k.current.mempolicy;
+        let ilx = NO_INTERLEAVE_INDEX;
+        return crate::mm::mempolicy::alloc_pages_mpol(
+            k,
+            ctx,
+            gfp,
+            order,
+            pol.as_ref(),
+            ilx,
+            false,
+        );
+    }
     // A fault's allocation that stopped in its slow path goes on there (mm/preempt.rs).
     if let Some(st) = k.current.take_alloc(gfp, order) {
         return slowpath_retry(k, ctx, gfp, order, st);
@@ -184,14 +200,14 @@ pub(super) fn get_page_from_freelist(
     order: u32,
     alloc_flags: AllocFlags,
 ) -> Option<u32> {
-    let nid = k.numa_node_id(ctx);
+    let nid = k.alloc_nid(ctx);
     get_page_from_freelist_node(k, ctx, nid, gfp, order, alloc_flags)
 }
 
 /// wake_all_kswapds: the kswapd of every node of the zonelist that has one.
 pub(super) fn wake_all_kswapds(k: &mut Kernel, ctx: &Ctx, gfp: Gfp, order: u32) {
-    let nid = k.numa_node_id(ctx);
-    for zone_nid in k.nodes.reclaim_zonelist_vec(nid, gfp) {
+    let nid = k.alloc_nid(ctx);
+    for zone_nid in k.nodes.reclaim_zonelist_vec(nid, gfp, k.alloc_nodemask()) {
         let pgdat = &mut k.pgdat[zone_nid];
         wakeup_kswapd(&pgdat.zone, &mut pgdat.kswapd, gfp, order);
     }
@@ -334,7 +350,7 @@ pub(super) fn slowpath_retry(
         if costly && !gfp.contains(Gfp::RETRY_MAYFAIL) {
             return None;
         }
-        let nid = k.numa_node_id(ctx);
+        let nid = k.alloc_nid(ctx);
         let retry = should_reclaim_retry(
             k,
             nid,
@@ -473,7 +489,7 @@ pub(super) fn alloc_pages_direct_compact(
     if order == 0 {
         return DirectCompaction::skipped();
     }
-    let nid = k.numa_node_id(ctx);
+    let nid = k.alloc_nid(ctx);
     let mut dc = compaction::try_to_compact_pages(k, ctx, nid, gfp, order, alloc_flags, prio);
     if dc.result == CompactResult::Skipped
         || (dc.result == CompactResult::Deferred && !deferred_stalls)
@@ -496,8 +512,8 @@ pub(super) fn alloc_pages_direct_compact(
 
 /// drain_all_pages for the zones reclaim works on (the zonelist's nodes with CPUs).
 fn drain_all_pages(k: &mut Kernel, ctx: &mut Ctx, gfp: Gfp) {
-    let nid = k.numa_node_id(ctx);
-    for zone_nid in k.nodes.reclaim_zonelist_vec(nid, gfp) {
+    let nid = k.alloc_nid(ctx);
+    for zone_nid in k.nodes.reclaim_zonelist_vec(nid, gfp, k.alloc_nodemask()) {
         k.pgdat[zone_nid].zone.drain_all_pages(ctx);
     }
 }
@@ -538,12 +554,14 @@ fn should_reclaim_retry(
     }
     // Any zone of node `nid`'s zonelist that could meet its min watermark with everything
     // reclaimed.
-    k.nodes.reclaim_zonelist(nid, Gfp(0)).any(|n| {
-        let zone = &k.pgdat[n].zone;
-        let available = zone_reclaimable_pages(k, n) + zone.nr_free_pages();
-        let min = zone.wmark_pages(Wmark::Min);
-        zone_watermark_ok(zone.free_area(), order, min, alloc_flags, available as i64)
-    })
+    k.nodes
+        .reclaim_zonelist(nid, Gfp(0), k.alloc_nodemask())
+        .any(|n| {
+            let zone = &k.pgdat[n].zone;
+            let available = zone_reclaimable_pages(k, n) + zone.nr_free_pages();
+            let min = zone.wmark_pages(Wmark::Min);
+            zone_watermark_ok(zone.free_area(), order, min, alloc_flags, available as i64)
+        })
 }
 
 /// should_compact_retry (CONFIG_COMPACTION).

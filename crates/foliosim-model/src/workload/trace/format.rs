@@ -236,34 +236,28 @@ impl Trace {
     pub fn parse(text: &str) -> Result<Trace, TraceError> {
         let mut lines = text.lines().enumerate().map(|(i, l)| (i + 1, l.trim_end()));
         let mut trace = Trace::default();
-        // The magic line.
-        let (n, first) = lines.next().unwrap_or((1, ""));
-        let mut words = first.split_whitespace();
-        if words.next() != Some(MAGIC) {
+        let magic_line = parse_magic(&mut lines)?;
+        let begin_line = trace.parse_header(&mut lines, magic_line)?;
+        let last = trace.parse_events(&mut lines, begin_line)?;
+        if let Some((n, line)) = lines.find(|(_, l)| !l.is_empty() && !l.starts_with('#')) {
+            return err(n, format!("expected nothing after `end`, found `{line}`"));
+        }
+        if trace.events.is_empty() {
             return err(
-                n,
-                format!("expected `{MAGIC} {FORMAT_VERSION}` (a foliosim trace), found `{first}`"),
+                last,
+                "the trace has no events (expected at least an `exec`)",
             );
         }
-        match words.next().map(str::parse::<u32>) {
-            Some(Ok(FORMAT_VERSION)) if words.next().is_none() => {}
-            Some(Ok(v)) => {
-                return err(
-                    n,
-                    format!(
-                        "trace format version {v}; this foliosim reads version {FORMAT_VERSION}"
-                    ),
-                )
-            }
-            _ => {
-                return err(
-                    n,
-                    format!("expected `{MAGIC} {FORMAT_VERSION}`, found `{first}`"),
-                )
-            }
-        }
-        // Header lines up to `begin`.
-        let mut last = n;
+        Ok(trace)
+    }
+
+    /// Header lines up to `begin`; returns the `begin` line's number.
+    fn parse_header<'a>(
+        &mut self,
+        lines: &mut impl Iterator<Item = (usize, &'a str)>,
+        magic_line: usize,
+    ) -> Result<usize, TraceError> {
+        let mut last = magic_line;
         loop {
             let Some((n, line)) = lines.next() else {
                 return err(
@@ -276,7 +270,7 @@ impl Trace {
                 continue;
             }
             if line == "begin" {
-                break;
+                return Ok(n);
             }
             let (key, value) = line.split_once(' ').unwrap_or((line, ""));
             if key == "page_size" && value.trim() != PAGE_SIZE.to_string() {
@@ -288,43 +282,31 @@ impl Trace {
                     ),
                 );
             }
-            trace
-                .header
+            self.header
                 .push((key.to_string(), value.trim().to_string()));
         }
-        // Events up to `end N`.
+    }
+
+    /// Events up to `end N`, each checked against the ones before; returns the `end` line's
+    /// number.
+    fn parse_events<'a>(
+        &mut self,
+        lines: &mut impl Iterator<Item = (usize, &'a str)>,
+        begin_line: usize,
+    ) -> Result<usize, TraceError> {
         let mut check = Checker::default();
-        let mut end_line = None;
+        let mut last = begin_line;
         for (n, line) in lines.by_ref() {
             last = n;
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
             if let Some(count) = line.strip_prefix("end") {
-                let count = count.trim();
-                match count.parse::<usize>() {
-                    Ok(c) if c == trace.events.len() => {}
-                    Ok(c) => {
-                        return err(
-                            n,
-                            format!(
-                                "`end {c}` but the trace has {} events: lines are missing or extra",
-                                trace.events.len()
-                            ),
-                        )
-                    }
-                    Err(_) => {
-                        return err(
-                            n,
-                            format!("expected `end N` (N: the number of events), found `{line}`"),
-                        )
-                    }
-                }
-                end_line = Some(n);
-                break;
+                check_end_count(n, line, count.trim(), self.events.len())?;
+                return Ok(n);
             }
             let event = parse_event(n, line)?;
-            if let Some(prev) = trace.events.last() {
+            if let Some(prev) = self.events.last() {
                 if event.t_ns < prev.t_ns {
                     return err(
                         n,
@@ -336,24 +318,52 @@ impl Trace {
                 }
             }
             check.apply(n, &event)?;
-            trace.events.push(event);
+            self.events.push(event);
         }
-        if end_line.is_none() {
-            return err(
-                last + 1,
-                "truncated: expected an event or `end N`, found the end of the file",
-            );
-        }
-        if let Some((n, line)) = lines.find(|(_, l)| !l.is_empty() && !l.starts_with('#')) {
-            return err(n, format!("expected nothing after `end`, found `{line}`"));
-        }
-        if trace.events.is_empty() {
-            return err(
-                last,
-                "the trace has no events (expected at least an `exec`)",
-            );
-        }
-        Ok(trace)
+        err(
+            last + 1,
+            "truncated: expected an event or `end N`, found the end of the file",
+        )
+    }
+}
+
+/// The magic line, `foliosim-trace VERSION`; returns its line number.
+fn parse_magic<'a>(
+    lines: &mut impl Iterator<Item = (usize, &'a str)>,
+) -> Result<usize, TraceError> {
+    let (n, first) = lines.next().unwrap_or((1, ""));
+    let mut words = first.split_whitespace();
+    if words.next() != Some(MAGIC) {
+        return err(
+            n,
+            format!("expected `{MAGIC} {FORMAT_VERSION}` (a foliosim trace), found `{first}`"),
+        );
+    }
+    match words.next().map(str::parse::<u32>) {
+        Some(Ok(FORMAT_VERSION)) if words.next().is_none() => Ok(n),
+        Some(Ok(v)) => err(
+            n,
+            format!("trace format version {v}; this foliosim reads version {FORMAT_VERSION}"),
+        ),
+        _ => err(
+            n,
+            format!("expected `{MAGIC} {FORMAT_VERSION}`, found `{first}`"),
+        ),
+    }
+}
+
+/// `end N`: N must be the number of events read.
+fn check_end_count(n: usize, line: &str, count: &str, events: usize) -> Result<(), TraceError> {
+    match count.parse::<usize>() {
+        Ok(c) if c == events => Ok(()),
+        Ok(c) => err(
+            n,
+            format!("`end {c}` but the trace has {events} events: lines are missing or extra"),
+        ),
+        Err(_) => err(
+            n,
+            format!("expected `end N` (N: the number of events), found `{line}`"),
+        ),
     }
 }
 
