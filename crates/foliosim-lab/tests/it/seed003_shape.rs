@@ -66,7 +66,9 @@ fn mthp_swapin_keeps_fallback_at_zero() {
 }
 
 /// make -j96 in a (scaled) 1G memcg: the lock split cuts the wait on si->lock by more than an
-/// order of magnitude, and the build finishes sooner with less system time.
+/// order of magnitude, and the build finishes sooner with less system time. At x0.125 the
+/// margins are wide (wait 9,000x, elapsed and sys 2x, 2026-11-28); invariants are not checked
+/// here (they took 60% of the test's 29 CPU-s): the model's own tests and the soak check them.
 #[test]
 fn lock_split_makes_the_build_faster() {
     let run = |version| {
@@ -74,9 +76,7 @@ fn lock_split_makes_the_build_faster() {
             version,
             ..Kernel::default()
         };
-        let mut s = kbuild_scenario(kernel, "4K", 0.25, 1);
-        s.check_invariants = true;
-        let r = foliosim::run(&s).unwrap();
+        let r = foliosim::run(&kbuild_scenario(kernel, "4K", 0.125, 1)).unwrap();
         let wait: u64 = r
             .locks
             .iter()
@@ -86,7 +86,7 @@ fn lock_split_makes_the_build_faster() {
         (r.workloads[0].elapsed_ns_max, r.cpu_sys_ns, wait)
     };
     let (c12, c18) = (run(Release::V6_12), run(Release::V6_18));
-    eprintln!("make -j96 x0.25 (elapsed ns, sys ns, si->lock wait ns): C12 {c12:?} C18 {c18:?}");
+    eprintln!("make -j96 x0.125 (elapsed ns, sys ns, si->lock wait ns): C12 {c12:?} C18 {c18:?}");
     assert!(c12.2 > 10 * c18.2.max(1), "si->lock wait {c12:?} {c18:?}");
     assert!(c18.0 < c12.0, "elapsed C12 {} ns, C18 {} ns", c12.0, c18.0);
     assert!(c18.1 < c12.1, "sys C12 {} ns, C18 {} ns", c12.1, c18.1);
