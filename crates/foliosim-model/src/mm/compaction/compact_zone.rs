@@ -230,7 +230,7 @@ pub fn compact_zone(
     };
     // Release the free pages left isolated; the free scanner may restart up there.
     if cc.nr_freepages > 0 {
-        let free_pfn = pageblock_start_pfn(release_free_list(k, ctx, cc));
+        let free_pfn = pageblock_start_pfn(release_free_list(&mut k.pgdat[cc.nid].zone, ctx, cc));
         let z = &mut k.pgdat[cc.nid].compact;
         if free_pfn > z.cached_free_pfn {
             z.cached_free_pfn = free_pfn;

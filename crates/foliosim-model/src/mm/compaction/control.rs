@@ -3,6 +3,7 @@
 
 use super::free_scanner::{compaction_alloc, compaction_free};
 use crate::engine::Ctx;
+use crate::mm::config::KernelConfig;
 use crate::mm::gfp::Gfp;
 use crate::mm::migrate::{MigrateMode, MigrationTarget};
 use crate::mm::page_alloc::buddy::NR_PAGE_ORDERS;
@@ -101,8 +102,8 @@ impl CompactControl {
 
     /// compact_unlock_should_abort / compact_should_abort (3.16-5.0): an async run stops when
     /// another task wants the CPU (CompactionEra::resched_aborts_async).
-    pub fn should_abort(&mut self, k: &Kernel, ctx: &Ctx) -> bool {
-        if k.cfg.compaction_era.resched_aborts_async
+    pub fn should_abort(&mut self, cfg: &KernelConfig, ctx: &Ctx) -> bool {
+        if cfg.compaction_era.resched_aborts_async
             && self.mode == MigrateMode::Async
             && ctx.need_resched()
         {

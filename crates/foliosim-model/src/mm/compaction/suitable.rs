@@ -7,21 +7,21 @@ use super::CompactResult;
 use crate::mm::gfp::Gfp;
 use crate::mm::page_alloc::slowpath::zone_reclaimable_pages;
 use crate::mm::page_alloc::watermark::zone_watermark_ok;
-use crate::mm::page_alloc::{AllocFlags, Wmark, PAGE_ALLOC_COSTLY_ORDER};
+use crate::mm::page_alloc::{AllocFlags, Wmark, Zone, PAGE_ALLOC_COSTLY_ORDER};
 use crate::mm::vmscan::kswapd::compact_gap;
 use crate::mm::Kernel;
 
 /// __compaction_suitable: would `free_pages` meet the order-0 watermark (low for costly
 /// orders, min otherwise) with compact_gap(order) to spare for migration targets?
-pub fn compaction_suitable_free(k: &Kernel, nid: usize, order: u32, free_pages: u64) -> bool {
+pub fn compaction_suitable_free(zone: &Zone, order: u32, free_pages: u64) -> bool {
     let wmark = if order > PAGE_ALLOC_COSTLY_ORDER {
         Wmark::Low
     } else {
         Wmark::Min
     };
-    let mark = k.pgdat[nid].zone.wmark_pages(wmark) + compact_gap(order);
+    let mark = zone.wmark_pages(wmark) + compact_gap(order);
     zone_watermark_ok(
-        k.pgdat[nid].zone.free_area(),
+        zone.free_area(),
         0,
         mark,
         AllocFlags::CMA,
@@ -32,11 +32,12 @@ pub fn compaction_suitable_free(k: &Kernel, nid: usize, order: u32, free_pages: 
 /// compaction_suitable: enough free pages, and for costly orders fragmentation (not a lack of
 /// memory) behind the failure.
 pub fn compaction_suitable(k: &Kernel, nid: usize, order: u32) -> bool {
-    if !compaction_suitable_free(k, nid, order, k.pgdat[nid].zone.nr_free_pages()) {
+    let zone = &k.pgdat[nid].zone;
+    if !compaction_suitable_free(zone, order, zone.nr_free_pages()) {
         return false;
     }
     if order > PAGE_ALLOC_COSTLY_ORDER {
-        let fragindex = fragmentation_index(k.pgdat[nid].zone.free_area(), order);
+        let fragindex = fragmentation_index(zone.free_area(), order);
         if fragindex >= 0 && fragindex as u32 <= k.compaction.sysctl.extfrag_threshold {
             return false;
         }
@@ -79,6 +80,6 @@ pub fn compaction_zonelist_suitable(k: &Kernel, nid: usize, gfp: Gfp, order: u32
         .any(|n| {
             let available = zone_reclaimable_pages(k, n) / order.max(1) as u64
                 + k.pgdat[n].zone.nr_free_pages();
-            compaction_suitable_free(k, n, order, available)
+            compaction_suitable_free(&k.pgdat[n].zone, order, available)
         })
 }
