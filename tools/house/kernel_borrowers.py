@@ -15,10 +15,11 @@ A function that touches exactly one field and never needs the whole Kernel is a 
 it can take that structure instead. Text-level (comments and strings stripped, braces
 matched), not a Rust parser: a closure parameter shadowing `k` would be miscounted.
 
-Usage: tools/house/kernel_borrowers.py [--list] [--under PREFIX ...] [--tsv]
+Usage: tools/house/kernel_borrowers.py [--list] [--under PREFIX ...] [--tsv] [--src DIR]
   (no flags)  counts overall and per area, then the candidates
   --list      every whole-Kernel function with the fields it touches
-  --tsv       one line per function: file line fn mut whole fields
+  --tsv       one line per function: file line fn mut whole in_trait fields
+  --src DIR   read another tree's model src/ (e.g. `git archive main` unpacked)
 """
 import argparse
 import os
@@ -122,12 +123,26 @@ def trait_ranges(toks):
     return out
 
 
+def test_ranges(toks):
+    """Token index ranges of `mod tests {` blocks: test set-up is not the model."""
+    return [
+        (i + 2, match_close(toks, i + 2, "{", "}"))
+        for i in range(len(toks) - 2)
+        if toks[i][0] == "mod" and toks[i + 1][0] == "tests" and toks[i + 2][0] == "{"
+    ]
+
+
 def functions(path):
-    """Yield (name, line, kernel_param, mut, body_tokens) for fns taking the whole Kernel."""
+    """Yield (name, line, kernel_param, mut, in_trait, body_tokens) for the fns taking the
+    whole Kernel, test code left out (files tests.rs and *_test.rs, `mod tests` blocks)."""
+    if re.search(r"(^|_)tests?\.rs$", os.path.basename(path)):
+        return
     toks = list(tokens(strip(open(path).read())))
-    impls, traits = impl_kernel_ranges(toks), trait_ranges(toks)
+    impls, traits, tests = impl_kernel_ranges(toks), trait_ranges(toks), test_ranges(toks)
     for i, (t, line) in enumerate(toks):
         if t != "fn" or i + 2 >= len(toks) or toks[i + 2][0] not in ("(", "<"):
+            continue
+        if any(a < i < b for a, b in tests):
             continue
         name = toks[i + 1][0]
         p = i + 2
@@ -218,7 +233,7 @@ def area(rel, prefixes):
 
 MINE = ["compaction", "migrate", "khugepaged", "huge_memory", "memory.rs", "thp_fault_alloc",
         "rmap", "swapfile", "swap_state", "swap_alloc", "zswap", "swap_readahead",
-        "swapout_fallback", "swap_devstore"]
+        "swapout_fallback", "swap_devstore", "tlb"]
 
 
 class Fn:
@@ -259,7 +274,11 @@ def main():
     ap.add_argument("--list", action="store_true")
     ap.add_argument("--tsv", action="store_true")
     ap.add_argument("--under", nargs="*", default=None, help="mm/ path prefixes (default: all)")
+    ap.add_argument("--src", help="the model's src/ to read (default: this checkout's)")
     a = ap.parse_args()
+    if a.src:
+        global ROOT, MM
+        ROOT, MM = a.src, os.path.join(a.src, "mm")
     fields, methods = kernel_fields(), kernel_methods()
     rows = []
     for path in rust_files(MM):
@@ -285,7 +304,7 @@ def summary(rows, listing):
     mine = [r for r in rows if area(r.rel, MINE)]
     print(f"whole-Kernel fns under mm/: {len(rows)} ({sum(r.mut for r in rows)} &mut)")
     print(f"  methods of impl Kernel (self): {sum(r.method for r in rows)}")
-    print(f"  in house4's area: {len(mine)}")
+    print(f"  in house4's area ({' '.join(MINE)}): {len(mine)}")
     print(f"  need the whole Kernel (pass it on, or call a method that does): "
           f"{sum(r.whole for r in rows)}")
     for n in (0, 1, 2):

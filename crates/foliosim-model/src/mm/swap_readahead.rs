@@ -34,7 +34,7 @@ use super::page_io::swap_read_batch;
 use super::swap_state::{
     folio_add_to_swap_cache_read, folio_delete_from_swap_cache, folio_swapped,
 };
-use super::swapfile::swap_count;
+use super::swapfile::{swap_count, Swap};
 use super::vmstat::VmEvent;
 use super::Kernel;
 use crate::engine::Ctx;
@@ -221,9 +221,9 @@ pub fn swap_update_readahead(k: &mut Kernel, mm: u32, vma: u32, index: u32, head
 }
 
 /// vm_swap_full: less than half of the swap space is free.
-pub fn vm_swap_full(k: &Kernel) -> bool {
-    let total: u64 = k.swap.devices.iter().map(|d| d.map.pages as u64).sum();
-    k.swap.nr_swap_pages() * 2 < total
+pub fn vm_swap_full(swap: &Swap) -> bool {
+    let total: u64 = swap.devices.iter().map(|d| d.map.pages as u64).sum();
+    swap.nr_swap_pages() * 2 < total
 }
 
 /// should_try_to_free_swap then folio_free_swap after a swap fault mapped `head`: a write
@@ -244,7 +244,9 @@ pub fn free_swap_after_fault(k: &mut Kernel, ctx: &mut Ctx, head: u32, write: bo
         f.clear(head, flags::WRITEBACK);
     }
     let memcg = k.folios.memcg(head as usize);
-    if !(write || crate::mm::memcontrol::swap::mem_cgroup_swap_full(k, memcg, vm_swap_full(k))) {
+    if !(write
+        || crate::mm::memcontrol::swap::mem_cgroup_swap_full(k, memcg, vm_swap_full(&k.swap)))
+    {
         return;
     }
     if folio_swapped(k, head) {

@@ -22,7 +22,7 @@
 pub mod flush;
 pub mod owner;
 
-use super::folio::flags;
+use super::folio::{flags, FolioTable};
 use super::huge_memory::{can_split_folio, split_folio};
 use super::tlb::TlbUnmapBatch;
 use super::vmstat::VmEvent;
@@ -330,7 +330,7 @@ fn migrate_pages_batch(
                 Ok((dst, was_mapped)) => {
                     from.remove(i);
                     unmapped.push((src, dst, was_mapped));
-                    migrc.note(k, src, order, &tlb, adds);
+                    migrc.note(&k.folios, src, order, &tlb, adds);
                 }
                 Err(UnmapError::Again) => {
                     retry += 1;
@@ -409,11 +409,18 @@ struct MigrcBatch {
 impl MigrcBatch {
     /// `src` was just unmapped: `tlb` holds its PTEs on top of the `(writable, read-only)`
     /// counts it had before.
-    fn note(&mut self, k: &Kernel, src: u32, order: u32, tlb: &TlbUnmapBatch, before: (u32, u32)) {
+    fn note(
+        &mut self,
+        f: &FolioTable,
+        src: u32,
+        order: u32,
+        tlb: &TlbUnmapBatch,
+        before: (u32, u32),
+    ) {
         if tlb.adds_read_only <= before.1 {
             return;
         }
-        let mm = k.folios.owner_mm(src as usize);
+        let mm = f.owner_mm(src as usize);
         if tlb.adds_writable == before.0 && order == 0 {
             self.eligible.push(src);
             self.eligible_mms.push(mm);
@@ -553,7 +560,7 @@ fn migrate_folio_move(
 /// try_split_folio: split a large folio whose destination could not be allocated; its pages
 /// (all isolated) go to `split_folios`; not a pinned folio, nor one under writeback.
 fn try_split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, split_folios: &mut Vec<u32>) -> bool {
-    if !can_split_folio(k, pfn, ctx.now_ns) {
+    if !can_split_folio(&k.folios, pfn, ctx.now_ns) {
         return false;
     }
     let mut tails = VecDeque::new();
