@@ -297,9 +297,18 @@ def main():
     summary(rows, a.list)
 
 
+# Read-only during a run, like the kernel's boot parameters and sysctls: a function on one
+# structure may borrow these beside it.
+CONFIG = {"cfg", "cost", "compaction"}
+
+
 def summary(rows, listing):
     free = [r for r in rows if not r.whole and not r.method]
     cands = [r for r in free if len(r.touched) <= 1 and not r.in_trait]
+    with_cfg = [
+        r for r in free
+        if len(r.touched) > 1 and len(r.touched - CONFIG) == 1 and not r.in_trait
+    ]
     traits = [r for r in free if len(r.touched) <= 1 and r.in_trait]
     mine = [r for r in rows if area(r.rel, MINE)]
     print(f"whole-Kernel fns under mm/: {len(rows)} ({sum(r.mut for r in rows)} &mut)")
@@ -312,10 +321,15 @@ def summary(rows, listing):
               f"{sum(len(r.touched) == n for r in free)}")
     print(f"  candidates (0 or 1 field, not a trait method): {len(cands)}"
           f" (in house4's area: {sum(area(r.rel, MINE) for r in cands)})")
+    print(f"  one structure plus configuration ({', '.join(sorted(CONFIG))}): {len(with_cfg)}"
+          f" (in house4's area: {sum(area(r.rel, MINE) for r in with_cfg)})")
     print(f"  trait methods touching 0 or 1 field (the trait's signature decides): {len(traits)}")
     print("\ncandidates (file:line fn -> the field):")
     for r in sorted(cands, key=lambda r: (r.rel, r.line)):
         print(f"  {r.where()} -> {' '.join(sorted(r.touched)) or '(none)'}")
+    print("\none structure plus configuration (file:line fn -> the fields):")
+    for r in sorted(with_cfg, key=lambda r: (r.rel, r.line)):
+        print(f"  {r.where()} -> {' '.join(sorted(r.touched))}")
     if listing:
         print("\nevery whole-Kernel fn (file:line fn, WHOLE or the fields it touches):")
         for r in rows:

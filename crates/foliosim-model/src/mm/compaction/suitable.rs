@@ -3,7 +3,7 @@
 //! vm.extfrag_threshold: below it, the failure is for lack of memory, which only reclaim fixes.
 
 use super::fragmentation::fragmentation_index;
-use super::CompactResult;
+use super::{CompactResult, Compaction};
 use crate::mm::gfp::Gfp;
 use crate::mm::page_alloc::slowpath::zone_reclaimable_pages;
 use crate::mm::page_alloc::watermark::zone_watermark_ok;
@@ -31,14 +31,13 @@ pub fn compaction_suitable_free(zone: &Zone, order: u32, free_pages: u64) -> boo
 
 /// compaction_suitable: enough free pages, and for costly orders fragmentation (not a lack of
 /// memory) behind the failure.
-pub fn compaction_suitable(k: &Kernel, nid: usize, order: u32) -> bool {
-    let zone = &k.pgdat[nid].zone;
+pub fn compaction_suitable(zone: &Zone, c: &Compaction, order: u32) -> bool {
     if !compaction_suitable_free(zone, order, zone.nr_free_pages()) {
         return false;
     }
     if order > PAGE_ALLOC_COSTLY_ORDER {
         let fragindex = fragmentation_index(zone.free_area(), order);
-        if fragindex >= 0 && fragindex as u32 <= k.compaction.sysctl.extfrag_threshold {
+        if fragindex >= 0 && fragindex as u32 <= c.sysctl.extfrag_threshold {
             return false;
         }
     }
@@ -65,7 +64,7 @@ pub fn compaction_suit_allocation_order(
             return CompactResult::Skipped;
         }
     }
-    if !compaction_suitable(k, nid, order) {
+    if !compaction_suitable(&k.pgdat[nid].zone, &k.compaction, order) {
         return CompactResult::Skipped;
     }
     CompactResult::Continue
