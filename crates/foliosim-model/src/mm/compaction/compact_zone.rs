@@ -112,8 +112,8 @@ pub fn compact_zone(
     cc.fast_start_pfn = 0;
     if !cc.is_via_compact_memory() {
         let ret = compaction_suit_allocation_order(
-            k,
-            cc.nid,
+            &k.pgdat[cc.nid].zone,
+            &k.compaction,
             cc.order as u32,
             cc.alloc_flags,
             cc.mode == MigrateMode::Async,

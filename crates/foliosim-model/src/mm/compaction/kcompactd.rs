@@ -99,9 +99,9 @@ fn should_proactive_compact_node(pgdat: &PgData, c: &Compaction) -> bool {
 
 /// kcompactd_node_suitable: would compaction for the requested order run (not skipped, not
 /// already satisfied)?
-fn kcompactd_node_suitable(k: &Kernel, nid: usize) -> bool {
-    let order = k.pgdat[nid].kcompactd.max_order;
-    compaction_suit_allocation_order(k, nid, order, AllocFlags::WMARK_MIN, false)
+fn kcompactd_node_suitable(pgdat: &PgData, c: &Compaction) -> bool {
+    let order = pgdat.kcompactd.max_order;
+    compaction_suit_allocation_order(&pgdat.zone, c, order, AllocFlags::WMARK_MIN, false)
         == CompactResult::Continue
 }
 
@@ -113,7 +113,7 @@ pub fn wakeup_kcompactd(k: &mut Kernel, nid: usize, order: u32, now_ns: u64) {
     }
     let kc = &mut k.pgdat[nid].kcompactd;
     kc.max_order = kc.max_order.max(order);
-    if kc.woken || !kcompactd_node_suitable(k, nid) {
+    if kc.woken || !kcompactd_node_suitable(&k.pgdat[nid], &k.compaction) {
         return;
     }
     k.pgdat[nid].kcompactd.woken = true;
@@ -128,8 +128,13 @@ fn kcompactd_do_work(k: &mut Kernel, ctx: &mut Ctx, nid: usize) {
     cc.mode = MigrateMode::SyncLight;
     k.vmstat.count(VmEvent::CompactDaemonWake, 1);
     let runs = !k.pgdat[nid].compact.compaction_deferred(order)
-        && compaction_suit_allocation_order(k, nid, order, AllocFlags::WMARK_MIN, false)
-            == CompactResult::Continue;
+        && compaction_suit_allocation_order(
+            &k.pgdat[nid].zone,
+            &k.compaction,
+            order,
+            AllocFlags::WMARK_MIN,
+            false,
+        ) == CompactResult::Continue;
     if runs {
         match compact_zone(k, ctx, &mut cc, false) {
             CompactResult::Success => k.pgdat[nid].compact.compaction_defer_reset(order, false),

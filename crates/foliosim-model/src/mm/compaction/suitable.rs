@@ -48,23 +48,23 @@ pub fn compaction_suitable(zone: &Zone, c: &Compaction, order: u32) -> bool {
 /// compaction is unlikely to help, else Continue. Costly async compaction (THP faults) also
 /// wants the low watermark plus compact_gap in free pages.
 pub fn compaction_suit_allocation_order(
-    k: &Kernel,
-    nid: usize,
+    zone: &Zone,
+    c: &Compaction,
     order: u32,
     alloc_flags: AllocFlags,
     is_async: bool,
 ) -> CompactResult {
-    let mark = k.pgdat[nid].zone.wmark_pages(alloc_flags.wmark());
-    if k.pgdat[nid].zone.watermark_ok(order, mark, alloc_flags) {
+    let mark = zone.wmark_pages(alloc_flags.wmark());
+    if zone.watermark_ok(order, mark, alloc_flags) {
         return CompactResult::Success;
     }
     if order > PAGE_ALLOC_COSTLY_ORDER && is_async && !alloc_flags.has(AllocFlags::CMA) {
-        let mark = k.pgdat[nid].zone.wmark_pages(Wmark::Low) + compact_gap(order);
-        if !k.pgdat[nid].zone.watermark_ok(0, mark, AllocFlags(0)) {
+        let mark = zone.wmark_pages(Wmark::Low) + compact_gap(order);
+        if !zone.watermark_ok(0, mark, AllocFlags(0)) {
             return CompactResult::Skipped;
         }
     }
-    if !compaction_suitable(&k.pgdat[nid].zone, &k.compaction, order) {
+    if !compaction_suitable(zone, c, order) {
         return CompactResult::Skipped;
     }
     CompactResult::Continue
