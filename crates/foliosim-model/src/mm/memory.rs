@@ -92,7 +92,7 @@ pub fn touch_timed(
     // A file VMA's unmapped and page-cache pages fault through the page cache
     // (mm/filemap/fault.rs); its anonymous (COW) pages are handled below.
     if k.mms[mm as usize].vma_file(vma).is_some()
-        && (pte.is_none() || super::filemap::fault::maps_file_page(k, pte))
+        && (pte.is_none() || super::filemap::fault::maps_file_page(&k.folios, pte))
     {
         return super::filemap::fault::touch_file(k, ctx, vmf, end);
     }

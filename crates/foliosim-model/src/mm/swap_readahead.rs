@@ -246,7 +246,11 @@ pub fn free_swap_after_fault(k: &mut Kernel, ctx: &mut Ctx, head: u32, write: bo
     }
     let memcg = k.folios.memcg(head as usize);
     if !(write
-        || crate::mm::memcontrol::swap::mem_cgroup_swap_full(k, memcg, vm_swap_full(&k.swap)))
+        || crate::mm::memcontrol::swap::mem_cgroup_swap_full(
+            &k.memcgs,
+            memcg,
+            vm_swap_full(&k.swap),
+        ))
     {
         return;
     }

@@ -149,13 +149,8 @@ fn fast_isolate_freepages(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl
             order = next_search_order(cc, o);
             continue;
         }
-        let tail = scan_free_list_tail(
-            &k.pgdat[cc.nid].zone,
-            ou,
-            (low_pfn, min_pfn),
-            &mut limit,
-            &mut highest,
-        );
+        let zone = &k.pgdat[cc.nid].zone;
+        let tail = scan_free_list_tail(zone, ou, (low_pfn, min_pfn), &mut limit, &mut highest);
         nr_scanned += tail.scanned as u64;
         page = tail.page;
         let mut last_seen = tail.last_seen;

@@ -80,12 +80,8 @@ pub fn kcompactd_run(k: &mut Kernel, ctx: &mut Ctx, nid: usize) -> KthreadNext {
             timeout_ns <<= COMPACT_MAX_DEFER_SHIFT;
         }
     }
-    sleep(
-        &mut k.pgdat[nid].kcompactd,
-        &k.compaction,
-        ctx.now_ns,
-        timeout_ns,
-    )
+    let kc = &mut k.pgdat[nid].kcompactd;
+    sleep(kc, &k.compaction, ctx.now_ns, timeout_ns)
 }
 
 /// should_proactive_compact_node: proactiveness on, kswapd asleep, and the node's score above
@@ -128,13 +124,7 @@ fn kcompactd_do_work(k: &mut Kernel, ctx: &mut Ctx, nid: usize) {
     cc.mode = MigrateMode::SyncLight;
     k.vmstat.count(VmEvent::CompactDaemonWake, 1);
     let runs = !k.pgdat[nid].compact.compaction_deferred(order)
-        && compaction_suit_allocation_order(
-            &k.pgdat[nid].zone,
-            &k.compaction,
-            order,
-            AllocFlags::WMARK_MIN,
-            false,
-        ) == CompactResult::Continue;
+        && kcompactd_node_suitable(&k.pgdat[nid], &k.compaction);
     if runs {
         match compact_zone(k, ctx, &mut cc, false) {
             CompactResult::Success => k.pgdat[nid].compact.compaction_defer_reset(order, false),

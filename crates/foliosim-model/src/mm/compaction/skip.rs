@@ -8,8 +8,7 @@
 use super::{pageblock_end_pfn, pageblock_start_pfn, CompactControl, ZoneCompaction};
 use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
-use crate::mm::folio::flags;
-use crate::mm::folio::FolioTable;
+use crate::mm::folio::{flags, FolioTable};
 use crate::mm::migrate::MigrateMode;
 use crate::mm::mmzone::PgData;
 use crate::mm::page_alloc::migratetype::{MigrateType, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
