@@ -3,7 +3,7 @@
 
 pub mod deferred_split;
 
-use super::folio::{flags, SwapEntry};
+use super::folio::{flags, FolioTable, SwapEntry};
 use super::gfp::Gfp;
 use super::mmap::{ThpAdvice, Vma};
 use super::vmstat::{MthpStat, VmEvent};
@@ -96,8 +96,7 @@ pub fn split_huge_pmd(k: &mut Kernel, ctx: &mut Ctx, mm: u32, head: u32) {
 
 /// can_split_folio, for the callers that may meet any folio: not a pinned one (its extra
 /// references fail the split) and not one under writeback (-EBUSY).
-pub fn can_split_folio(k: &Kernel, pfn: u32, now_ns: u64) -> bool {
-    let f = &k.folios;
+pub fn can_split_folio(f: &FolioTable, pfn: u32, now_ns: u64) -> bool {
     let under_writeback = f.test(pfn, flags::WRITEBACK) && f.writeback_done_ns(pfn) > now_ns;
     !f.is_pinned(pfn) && !under_writeback
 }

@@ -115,7 +115,7 @@ fn cold_or_pageout(
                     && start + nr_folio <= end
                     && k.folios.mapcount(head as usize) as u32 == nr_folio;
                 if !whole || (pageout && !k.swap.swapout_whole(order)) {
-                    if !can_split_folio(k, head, ctx.now_ns) {
+                    if !can_split_folio(&k.folios, head, ctx.now_ns) {
                         // split_folio refuses a pinned folio or one under writeback.
                         index = start + nr_folio;
                         continue;

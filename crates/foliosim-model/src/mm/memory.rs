@@ -12,11 +12,11 @@ use super::huge_memory::{
 };
 use super::khugepaged::khugepaged_enter_vma;
 use super::memcontrol::try_charge;
-use super::mmap::Pte;
+use super::mmap::{MmStruct, Pte};
 use super::oom_kill::oom_error;
 use super::page_alloc::alloc_pages;
 use super::page_io::swap_read_folio;
-use super::preempt::FaultResume;
+use super::preempt::{FaultResume, TaskResume};
 use super::swap_readahead::{free_swap_after_fault, swap_update_readahead, swap_vma_readahead};
 use super::swap_state::{folio_delete_from_swap_cache, folio_swapped};
 use super::vmstat::{MthpStat, VmEvent};
@@ -92,7 +92,7 @@ pub fn touch_timed(
     // A file VMA's unmapped and page-cache pages fault through the page cache
     // (mm/filemap/fault.rs); its anonymous (COW) pages are handled below.
     if k.mms[mm as usize].vma_file(vma).is_some()
-        && (pte.is_none() || super::filemap::fault::maps_file_page(k, pte))
+        && (pte.is_none() || super::filemap::fault::maps_file_page(&k.folios, pte))
     {
         return super::filemap::fault::touch_file(k, ctx, vmf, end);
     }
@@ -229,8 +229,8 @@ fn handle_fault_in(k: &mut Kernel, ctx: &mut Ctx, mut vmf: VmFault) -> Result<(u
 
 /// The fault's allocation of an `order` folio stopped to give up the CPU: the fault unwinds,
 /// to resume at that order.
-fn fault_stopped(k: &mut Kernel, vmf: &VmFault, order: u32) -> MmError {
-    k.current.fault = Some(FaultResume {
+fn fault_stopped(current: &mut TaskResume, vmf: &VmFault, order: u32) -> MmError {
+    current.fault = Some(FaultResume {
         mm: vmf.mm,
         vma: vmf.vma,
         index: vmf.index,
@@ -281,7 +281,7 @@ fn do_anonymous_page(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault) -> Result<(u3
         };
         let Some(pfn) = tried.then(|| alloc(k, ctx)).flatten() else {
             if k.current.alloc_stopped() {
-                return Err(fault_stopped(k, vmf, order));
+                return Err(fault_stopped(&mut k.current, vmf, order));
             }
             k.vmstat.count_mthp(order, MthpStat::AnonFaultFallback);
             if order == PMD_ORDER {
@@ -309,7 +309,7 @@ fn do_anonymous_page(k: &mut Kernel, ctx: &mut Ctx, vmf: &VmFault) -> Result<(u3
         return Ok((start, order));
     }
     let pfn = match alloc_order0_charged(k, ctx, memcg, index) {
-        Err(MmError::Resched) => return Err(fault_stopped(k, vmf, 0)),
+        Err(MmError::Resched) => return Err(fault_stopped(&mut k.current, vmf, 0)),
         pfn => pfn?,
     };
     map_new_folio(k, ctx, vmf, index, pfn, 0, memcg);
@@ -433,10 +433,10 @@ fn do_swap_page(
     if !k.swap.devices[entry.dev()].map.synchronous_io {
         // swapin_readahead: through the swap cache (mm/swap_readahead.rs).
         let pfn = match alloc_order0_charged(k, ctx, memcg, index) {
-            Err(MmError::Resched) => return Err(fault_stopped(k, vmf, 0)),
+            Err(MmError::Resched) => return Err(fault_stopped(&mut k.current, vmf, 0)),
             pfn => pfn?,
         };
-        if !swap_pte_same(k, mm, vma, index, entry) {
+        if !swap_pte_same(&k.mms[mm as usize], vma, index, entry) {
             return Err(swapin_killed(k, ctx, memcg, pfn, 0));
         }
         if !swap_vma_readahead(k, ctx, vmf, entry, pfn, memcg) {
@@ -448,11 +448,11 @@ fn do_swap_page(
     let (pfn, start, order) = match alloc_swap_folio(k, ctx, vmf, entry)? {
         Some(found) => found,
         None => match alloc_order0_charged(k, ctx, memcg, index) {
-            Err(MmError::Resched) => return Err(fault_stopped(k, vmf, 0)),
+            Err(MmError::Resched) => return Err(fault_stopped(&mut k.current, vmf, 0)),
             pfn => (pfn?, index, 0),
         },
     };
-    if !swap_pte_same(k, mm, vma, index, entry) {
+    if !swap_pte_same(&k.mms[mm as usize], vma, index, entry) {
         return Err(swapin_killed(k, ctx, memcg, pfn, order));
     }
     let nr = 1u32 << order;
@@ -483,8 +483,7 @@ fn do_swap_page(
 /// when the allocation OOM-killed the process the fault is for (khugepaged swapping in for
 /// it; a task's own fault is never torn down under it) and its exit unmapped the VMA; in the
 /// kernel the oom_reaper zaps the PTE and do_swap_page goes to out_nomap.
-fn swap_pte_same(k: &Kernel, mm: u32, vma: u32, index: u32, entry: SwapEntry) -> bool {
-    let m = &k.mms[mm as usize];
+fn swap_pte_same(m: &MmStruct, vma: u32, index: u32, entry: SwapEntry) -> bool {
     m.is_mapped(vma) && {
         let pte = m.vma(vma).ptes[index as usize];
         pte.is_swap() && pte.swap_entry() == entry
@@ -634,7 +633,7 @@ fn alloc_swap_folio(
         let start = index & !((1 << order) - 1);
         let Some(pfn) = alloc_pages(k, ctx, gfp, order) else {
             if k.current.alloc_stopped() {
-                return Err(fault_stopped(k, vmf, order));
+                return Err(fault_stopped(&mut k.current, vmf, order));
             }
             k.vmstat.count_mthp(order, MthpStat::SwpinFallback);
             continue;

@@ -20,8 +20,9 @@
 //! the global init process (there is none to protect).
 
 use super::folio::NIL;
-use super::memcontrol::{memcg_memory_event, MemcgEvent, ROOT_MEMCG};
+use super::memcontrol::{memcg_memory_event, MemCgroup, MemcgEvent, ROOT_MEMCG};
 use super::mmap::{exit_mmap, MmStruct};
+use super::swapfile::Swap;
 use super::vmstat::VmEvent;
 use super::{Kernel, MmError};
 use crate::engine::Ctx;
@@ -128,8 +129,8 @@ pub fn mm_pgtables_pages(m: &MmStruct) -> u64 {
 }
 
 /// total_swap_pages: the usable slots of every swap device.
-fn total_swap_pages(k: &Kernel) -> u64 {
-    k.swap.devices.iter().map(|d| d.map.pages as u64).sum()
+fn total_swap_pages(swap: &Swap) -> u64 {
+    swap.devices.iter().map(|d| d.map.pages as u64).sum()
 }
 
 /// constrained_alloc's totalpages: RAM and swap for the machine; for a memcg,
@@ -145,12 +146,12 @@ fn oom_totalpages(k: &Kernel, constraint: OomConstraint) -> u64 {
                 .filter(|p| p.has_kthreads)
                 .map(|p| p.zone.nr_pages as u64)
                 .sum();
-            ram + total_swap_pages(k)
+            ram + total_swap_pages(&k.swap)
         }
         OomConstraint::Memcg(memcg) => {
             let cg = &k.memcgs[memcg as usize];
             let swap = if k.cfg.swappiness > 0 {
-                total_swap_pages(k).min(cg.swap_max_pages)
+                total_swap_pages(&k.swap).min(cg.swap_max_pages)
             } else {
                 0
             };
@@ -222,7 +223,7 @@ pub fn out_of_memory(k: &mut Kernel, ctx: &mut Ctx, constraint: OomConstraint) -
 /// victim's memcg and the OOM's domain (the memcg at its limit, or the root); cgroup v2 only
 /// (validation keeps it off v1), never the root.
 fn mem_cgroup_get_oom_group(
-    k: &Kernel,
+    memcgs: &[MemCgroup],
     victim_memcg: u16,
     constraint: OomConstraint,
 ) -> Option<u16> {
@@ -233,13 +234,13 @@ fn mem_cgroup_get_oom_group(
     let mut group = None;
     let mut id = victim_memcg;
     while id != ROOT_MEMCG {
-        if k.memcgs[id as usize].oom_group {
+        if memcgs[id as usize].oom_group {
             group = Some(id);
         }
         if id == domain {
             break;
         }
-        id = k.memcgs[id as usize].parent;
+        id = memcgs[id as usize].parent;
     }
     group
 }
@@ -253,7 +254,7 @@ fn oom_kill_process(
     points: i64,
     totalpages: u64,
 ) {
-    let group = mem_cgroup_get_oom_group(k, k.mms[victim as usize].memcg, constraint);
+    let group = mem_cgroup_get_oom_group(&k.memcgs, k.mms[victim as usize].memcg, constraint);
     kill_process(k, ctx, constraint, victim, points, false);
     if let Some(group) = group {
         memcg_memory_event(k, group, MemcgEvent::OomGroupKill);

@@ -6,7 +6,7 @@
 //! The windows follow 6.18's on-demand readahead for a mapping without large folios (every
 //! folio order 0, so `ra->order` never matters but for the window's alignment).
 
-use super::filemap::{filemap_add_folio, read_pages};
+use super::filemap::{filemap_add_folio, read_pages, File};
 use super::folio::flags;
 use super::gfp::Gfp;
 use super::page_alloc::alloc_pages;
@@ -150,8 +150,7 @@ fn page_cache_ra_order(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, file: u32) {
 
 /// page_cache_next_miss: the first uncached index from `index` on, looking at most
 /// `max_scan` pages; past the range when none is missing.
-fn page_cache_next_miss(k: &mut Kernel, file: u32, index: u32, max_scan: u32) -> u64 {
-    let f = k.pagecache.file_mut(file);
+fn page_cache_next_miss(f: &File, index: u32, max_scan: u32) -> u64 {
     for i in 0..max_scan as u64 {
         let idx = index as u64 + i;
         if idx >= f.nr_pages as u64 || f.lookup(idx as u32).is_none() {
@@ -163,8 +162,7 @@ fn page_cache_next_miss(k: &mut Kernel, file: u32, index: u32, max_scan: u32) ->
 
 /// page_cache_prev_miss: the first uncached index going down from `index`, looking at most
 /// `max_scan` pages; None (ULONG_MAX) when the walk passes page 0 with no gap.
-fn page_cache_prev_miss(k: &mut Kernel, file: u32, index: u32, max_scan: u32) -> Option<i64> {
-    let f = k.pagecache.file_mut(file);
+fn page_cache_prev_miss(f: &File, index: u32, max_scan: u32) -> Option<i64> {
     for i in 0..max_scan as i64 {
         let idx = index as i64 - i;
         if idx < 0 {
@@ -227,7 +225,7 @@ pub fn page_cache_sync_ra(
             ra.size >> 1
         };
     } else {
-        let miss = page_cache_prev_miss(k, file, index - 1, max);
+        let miss = page_cache_prev_miss(k.pagecache.file_mut(file), index - 1, max);
         let mut contig = match miss {
             Some(m) => (index as i64 - m - 1) as u32,
             None => index,
@@ -273,7 +271,7 @@ pub fn page_cache_async_ra(
         ra.start += ra.size;
         ra.size = ra.size.max(get_next_ra_size(ra.size, max));
     } else {
-        let start = page_cache_next_miss(k, file, index + 1, max);
+        let start = page_cache_next_miss(k.pagecache.file_mut(file), index + 1, max);
         if start == 0 || start - index as u64 > max as u64 {
             return;
         }

@@ -26,7 +26,7 @@ const SHRINK_BATCH: u64 = 128;
 /// reclaimed, as the kernel counts only slab pages through reclaim_state).
 pub fn shrink_slab(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, priority: u32) -> u64 {
     let sb_freed = super_cache_shrink_root(k, ctx, memcg, priority);
-    let freeable = deferred_split_count(k, memcg);
+    let freeable = deferred_split_count(&k.deferred_split[memcg as usize]);
     if freeable == 0 {
         return sb_freed;
     }
@@ -97,7 +97,7 @@ size = "1M"
     #[test]
     fn a_short_queue_waits_for_deferred_work_or_a_low_priority() {
         let (mut k, mut ctx) = half_unmapped_thps(32);
-        assert_eq!(deferred_split_count(&k, 0), 32);
+        assert_eq!(deferred_split_count(&k.deferred_split[0]), 32);
         // freeable 32: delta 16 a call, short of a batch and of freeable: deferred, up to 64.
         for deferred in [16, 32, 48, 64, 64] {
             assert_eq!(shrink_slab(&mut k, &mut ctx, 0, 12), 0);
@@ -106,7 +106,7 @@ size = "1M"
         assert_eq!(k.vmstat.get(VmEvent::SlabsScanned), 0);
         // Priority 2: 64 >> 2 + 16 = 32 >= freeable: all scanned and split.
         assert_eq!(shrink_slab(&mut k, &mut ctx, 0, 2), 32);
-        assert_eq!(deferred_split_count(&k, 0), 0);
+        assert_eq!(deferred_split_count(&k.deferred_split[0]), 0);
         assert_eq!(k.vmstat.get(VmEvent::ThpSplitPage), 32);
         assert_eq!(k.vmstat.get(VmEvent::SlabsScanned), 32);
         // Each split freed the 256 unmapped pages of its folio.
@@ -119,7 +119,7 @@ size = "1M"
         let (mut k, mut ctx) = half_unmapped_thps(300);
         // freeable 300: delta 150 >= a batch of 128: one batch now, 22 deferred.
         assert_eq!(shrink_slab(&mut k, &mut ctx, 0, 12), 128);
-        assert_eq!(deferred_split_count(&k, 0), 172);
+        assert_eq!(deferred_split_count(&k.deferred_split[0]), 172);
         assert_eq!(k.deferred_split[0].nr_deferred, 22);
         crate::mm::invariants::check(&k).unwrap();
     }

@@ -29,14 +29,15 @@
 use super::folio::{flags, SwapEntry, NIL};
 use super::memcontrol::{try_charge, uncharge};
 use super::memory::VmFault;
+use super::mmap::MmStruct;
 use super::page_alloc::alloc_pages;
 use super::page_io::swap_read_batch;
 use super::swap_state::{
     folio_add_to_swap_cache_read, folio_delete_from_swap_cache, folio_swapped,
 };
-use super::swapfile::swap_count;
+use super::swapfile::{swap_count, Swap};
 use super::vmstat::VmEvent;
-use super::Kernel;
+use super::{Kernel, KernelConfig};
 use crate::engine::Ctx;
 use crate::mm::gfp::Gfp;
 use crate::scenario::PMD_ORDER;
@@ -86,12 +87,12 @@ pub fn swapin_nr_pages(prev: u32, offset: u32, hits: u32, max_pages: u32, prev_w
 
 /// swap_vma_ra_win: the pages [start, end) of `vma` to read for a fault at `index`, and the
 /// window is remembered (hits reset).
-fn swap_vma_ra_win(k: &mut Kernel, mm: u32, vma: u32, index: u32) -> (u32, u32) {
-    let max_win = 1 << k.cfg.page_cluster.min(SWAP_RA_ORDER_CEILING);
+fn swap_vma_ra_win(cfg: &KernelConfig, m: &mut MmStruct, vma: u32, index: u32) -> (u32, u32) {
+    let max_win = 1 << cfg.page_cluster.min(SWAP_RA_ORDER_CEILING);
     if max_win == 1 {
         return (index, index + 1);
     }
-    let v = k.mms[mm as usize].vma_mut(vma);
+    let v = m.vma_mut(vma);
     let ra = v.swap_ra;
     let win = swapin_nr_pages(ra.prev_index, index, ra.hits, max_win, ra.win);
     v.swap_ra = SwapRaInfo {
@@ -134,7 +135,7 @@ pub fn swap_vma_readahead(
     memcg: u16,
 ) -> bool {
     let (mm, vma, index) = (vmf.mm, vmf.vma, vmf.index);
-    let (start, end) = swap_vma_ra_win(k, mm, vma, index);
+    let (start, end) = swap_vma_ra_win(&k.cfg, &mut k.mms[mm as usize], vma, index);
     // Readahead allocations reclaim like the fault's, but never stop it (mm/preempt.rs).
     let may_stop = std::mem::replace(&mut k.current.may_stop, false);
     let mut reads: Vec<(SwapEntry, u32)> = Vec::with_capacity((end - start) as usize);
@@ -221,9 +222,9 @@ pub fn swap_update_readahead(k: &mut Kernel, mm: u32, vma: u32, index: u32, head
 }
 
 /// vm_swap_full: less than half of the swap space is free.
-pub fn vm_swap_full(k: &Kernel) -> bool {
-    let total: u64 = k.swap.devices.iter().map(|d| d.map.pages as u64).sum();
-    k.swap.nr_swap_pages() * 2 < total
+pub fn vm_swap_full(swap: &Swap) -> bool {
+    let total: u64 = swap.devices.iter().map(|d| d.map.pages as u64).sum();
+    swap.nr_swap_pages() * 2 < total
 }
 
 /// should_try_to_free_swap then folio_free_swap after a swap fault mapped `head`: a write
@@ -244,7 +245,13 @@ pub fn free_swap_after_fault(k: &mut Kernel, ctx: &mut Ctx, head: u32, write: bo
         f.clear(head, flags::WRITEBACK);
     }
     let memcg = k.folios.memcg(head as usize);
-    if !(write || crate::mm::memcontrol::swap::mem_cgroup_swap_full(k, memcg, vm_swap_full(k))) {
+    if !(write
+        || crate::mm::memcontrol::swap::mem_cgroup_swap_full(
+            &k.memcgs,
+            memcg,
+            vm_swap_full(&k.swap),
+        ))
+    {
         return;
     }
     if folio_swapped(k, head) {

@@ -102,6 +102,14 @@ pub enum PteAccess {
     Writable,
 }
 
+/// What set_tlb_ubc_flush_pending reads of the cleared PTEs' value (its `pteval`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PteVal {
+    pub access: PteAccess,
+    /// Dirty: the flush must precede writing the page out.
+    pub dirty: bool,
+}
+
 /// Pending flush of unmapped PTEs (TTU_BATCH_FLUSH).
 #[derive(Default)]
 pub struct TlbUnmapBatch {
@@ -131,7 +139,6 @@ impl TlbUnmapBatch {
     /// set_tlb_ubc_flush_pending for PTEs classified by their access (migration's unmap):
     /// inaccessible ones need no flush from 6.4 on (4d4b6d66db), read-only clean ones go to the
     /// read-only batch.
-    #[allow(clippy::too_many_arguments)]
     pub fn add_classified(
         &mut self,
         k: &mut Kernel,
@@ -139,10 +146,9 @@ impl TlbUnmapBatch {
         mm: u32,
         order: u32,
         nr: u32,
-        access: PteAccess,
-        dirty: bool,
+        pteval: PteVal,
     ) {
-        match access {
+        match pteval.access {
             PteAccess::Inaccessible if k.cfg.tlb_skip_inaccessible => {}
             PteAccess::ReadOnlyClean if !self.immediate => {
                 let arch = k.cfg.tlb;
@@ -156,7 +162,7 @@ impl TlbUnmapBatch {
             }
             _ => {
                 self.adds_writable += 1;
-                self.add(k, ctx, mm, order, nr, dirty);
+                self.add(k, ctx, mm, order, nr, pteval.dirty);
             }
         }
     }

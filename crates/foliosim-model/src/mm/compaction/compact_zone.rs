@@ -112,8 +112,8 @@ pub fn compact_zone(
     cc.fast_start_pfn = 0;
     if !cc.is_via_compact_memory() {
         let ret = compaction_suit_allocation_order(
-            k,
-            cc.nid,
+            &k.pgdat[cc.nid].zone,
+            &k.compaction,
             cc.order as u32,
             cc.alloc_flags,
             cc.mode == MigrateMode::Async,
@@ -230,7 +230,7 @@ pub fn compact_zone(
     };
     // Release the free pages left isolated; the free scanner may restart up there.
     if cc.nr_freepages > 0 {
-        let free_pfn = pageblock_start_pfn(release_free_list(k, ctx, cc));
+        let free_pfn = pageblock_start_pfn(release_free_list(&mut k.pgdat[cc.nid].zone, ctx, cc));
         let z = &mut k.pgdat[cc.nid].compact;
         if free_pfn > z.cached_free_pfn {
             z.cached_free_pfn = free_pfn;

@@ -2,7 +2,9 @@
 //! folios and isolated free pages.
 
 use super::free_scanner::{compaction_alloc, compaction_free};
+use super::{CompactPriority, MIN_COMPACT_PRIORITY};
 use crate::engine::Ctx;
+use crate::mm::config::KernelConfig;
 use crate::mm::gfp::Gfp;
 use crate::mm::migrate::{MigrateMode, MigrationTarget};
 use crate::mm::page_alloc::buddy::NR_PAGE_ORDERS;
@@ -99,10 +101,33 @@ impl CompactControl {
         }
     }
 
+    /// compact_zone_order's control: direct compaction of node `nid`'s zone for a block of
+    /// `order` at `prio` (async, or sync-light with the skip hints ignored at the lowest).
+    pub fn direct(
+        nid: usize,
+        order: u32,
+        gfp: Gfp,
+        prio: CompactPriority,
+        alloc_flags: AllocFlags,
+    ) -> CompactControl {
+        let mut cc = CompactControl::new(nid, order as i32, gfp);
+        cc.mode = if prio == CompactPriority::Async {
+            MigrateMode::Async
+        } else {
+            MigrateMode::SyncLight
+        };
+        cc.alloc_flags = alloc_flags;
+        cc.direct_compaction = true;
+        cc.whole_zone = prio == MIN_COMPACT_PRIORITY;
+        cc.ignore_skip_hint = prio == MIN_COMPACT_PRIORITY;
+        cc.ignore_block_suitable = prio == MIN_COMPACT_PRIORITY;
+        cc
+    }
+
     /// compact_unlock_should_abort / compact_should_abort (3.16-5.0): an async run stops when
     /// another task wants the CPU (CompactionEra::resched_aborts_async).
-    pub fn should_abort(&mut self, k: &Kernel, ctx: &Ctx) -> bool {
-        if k.cfg.compaction_era.resched_aborts_async
+    pub fn should_abort(&mut self, cfg: &KernelConfig, ctx: &Ctx) -> bool {
+        if cfg.compaction_era.resched_aborts_async
             && self.mode == MigrateMode::Async
             && ctx.need_resched()
         {

@@ -12,16 +12,18 @@ use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 use crate::mm::folio::flags;
 use crate::mm::migrate::MigrateMode;
+use crate::mm::mmzone::PgData;
 use crate::mm::page_alloc::buddy::NR_PAGE_ORDERS;
 use crate::mm::page_alloc::migratetype::{MigrateType, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
+use crate::mm::page_alloc::Zone;
 use crate::mm::vmstat::VmEvent;
 use crate::mm::Kernel;
 
 /// suitable_migration_target: may the free scanner take pages from the pageblock starting at
 /// `pfn`? Not if it starts with a free block of the wanted order (that is the goal, not a
 /// target); otherwise only movable pageblocks (any with ignore_block_suitable).
-fn suitable_migration_target(k: &Kernel, cc: &CompactControl, pfn: u32) -> bool {
-    if let Some(order) = k.pgdat[cc.nid].zone.free_area().buddy_order(pfn) {
+fn suitable_migration_target(zone: &Zone, cc: &CompactControl, pfn: u32) -> bool {
+    if let Some(order) = zone.free_area().buddy_order(pfn) {
         let wanted = if cc.order > 0 {
             cc.order as u32
         } else {
@@ -31,7 +33,7 @@ fn suitable_migration_target(k: &Kernel, cc: &CompactControl, pfn: u32) -> bool 
             return false;
         }
     }
-    cc.ignore_block_suitable || k.pgdat[cc.nid].zone.pageblock_mt(pfn) == MigrateType::Movable
+    cc.ignore_block_suitable || zone.pageblock_mt(pfn) == MigrateType::Movable
 }
 
 /// isolate_freepages_block: isolate the free blocks of [*start, end) every `stride` pfns
@@ -48,7 +50,7 @@ fn isolate_freepages_block(
     let mut pfn = *start;
     let (mut nr_scanned, mut total_isolated, mut blocks) = (0u64, 0u32, 0u64);
     while pfn < end {
-        if pfn.is_multiple_of(COMPACT_CLUSTER_MAX) && cc.should_abort(k, ctx) {
+        if pfn.is_multiple_of(COMPACT_CLUSTER_MAX) && cc.should_abort(&k.cfg, ctx) {
             break;
         }
         nr_scanned += 1;
@@ -147,7 +149,8 @@ fn fast_isolate_freepages(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl
             order = next_search_order(cc, o);
             continue;
         }
-        let tail = scan_free_list_tail(k, cc, ou, (low_pfn, min_pfn), &mut limit, &mut highest);
+        let zone = &k.pgdat[cc.nid].zone;
+        let tail = scan_free_list_tail(zone, ou, (low_pfn, min_pfn), &mut limit, &mut highest);
         nr_scanned += tail.scanned as u64;
         page = tail.page;
         let mut last_seen = tail.last_seen;
@@ -193,7 +196,7 @@ fn fast_isolate_freepages(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl
     }
     cc.total_free_scanned += nr_scanned;
     if page.is_none() {
-        page = fast_search_failed(k, cc, scan_start, highest, min_pfn);
+        page = fast_search_failed(&k.pgdat[cc.nid], cc, scan_start, highest, min_pfn);
     }
     let z = &mut k.pgdat[cc.nid].compact;
     if highest > 0 && highest >= z.cached_free_pfn {
@@ -219,8 +222,7 @@ struct TailScan {
 /// `low_pfn`; each new best block at or above `min_pfn` halves `limit`; `highest` keeps the
 /// highest pageblock seen.
 fn scan_free_list_tail(
-    k: &Kernel,
-    cc: &CompactControl,
+    zone: &Zone,
     order: u32,
     (low_pfn, min_pfn): (u32, u32),
     limit: &mut u32,
@@ -232,7 +234,7 @@ fn scan_free_list_tail(
         high_pfn: 0,
         last_seen: None,
     };
-    let free_area = k.pgdat[cc.nid].zone.free_area();
+    let free_area = zone.free_area();
     for pfn in free_area.list_rev(order, MigrateType::Movable) {
         tail.scanned += 1;
         tail.last_seen = Some(pfn);
@@ -277,7 +279,7 @@ fn isolate_fast_block(
 /// highest block seen above the half mark, or (direct compaction) at the half mark; returns
 /// the block whose neighbours to isolate, if any.
 fn fast_search_failed(
-    k: &Kernel,
+    pgdat: &PgData,
     cc: &mut CompactControl,
     scan_start: bool,
     highest: u32,
@@ -291,8 +293,8 @@ fn fast_search_failed(
     if highest >= min_pfn {
         page = Some(highest);
         cc.free_pfn = highest;
-    } else if cc.direct_compaction && min_pfn < k.pgdat[cc.nid].end_pfn() {
-        if suitable_migration_target(k, cc, min_pfn) {
+    } else if cc.direct_compaction && min_pfn < pgdat.end_pfn() {
+        if suitable_migration_target(&pgdat.zone, cc, min_pfn) {
             page = Some(min_pfn);
         }
         cc.free_pfn = min_pfn;
@@ -339,15 +341,17 @@ pub(super) fn isolate_freepages(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactC
     };
     while block_start >= low_pfn {
         let block = block_start as u32;
-        if block.is_multiple_of(COMPACT_CLUSTER_MAX * PAGEBLOCK_NR_PAGES) && cc.should_abort(k, ctx)
+        if block.is_multiple_of(COMPACT_CLUSTER_MAX * PAGEBLOCK_NR_PAGES)
+            && cc.should_abort(&k.cfg, ctx)
         {
             break;
         }
-        if suitable_migration_target(k, cc, block) && isolation_suitable(k, cc, block) {
+        let zone = &k.pgdat[cc.nid].zone;
+        if suitable_migration_target(zone, cc, block) && isolation_suitable(zone, cc, block) {
             let nr_isolated =
                 isolate_freepages_block(k, ctx, cc, &mut isolate_start, block_end, stride);
             if isolate_start == block_end {
-                update_pageblock_skip(k, cc.nid, block, block - PAGEBLOCK_NR_PAGES);
+                update_pageblock_skip(&mut k.pgdat[cc.nid], block, block - PAGEBLOCK_NR_PAGES);
             }
             if cc.nr_freepages >= cc.nr_migratepages || cc.contended == Contended::Sched {
                 if isolate_start >= block_end {
@@ -413,11 +417,11 @@ pub(super) fn compaction_free(cc: &mut CompactControl, pfn: u32, order: u32) {
 
 /// release_free_list: the free pages left isolated go back to the allocator. Returns the
 /// highest pfn released.
-pub(super) fn release_free_list(k: &mut Kernel, ctx: &mut Ctx, cc: &mut CompactControl) -> u32 {
+pub(super) fn release_free_list(zone: &mut Zone, ctx: &mut Ctx, cc: &mut CompactControl) -> u32 {
     let mut high_pfn = 0;
     for order in 0..NR_PAGE_ORDERS {
         for pfn in std::mem::take(&mut cc.freepages[order]) {
-            k.pgdat[cc.nid].zone.free(ctx, pfn, order as u32);
+            zone.free(ctx, pfn, order as u32);
             high_pfn = high_pfn.max(pfn);
         }
     }

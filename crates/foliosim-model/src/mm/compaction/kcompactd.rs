@@ -8,12 +8,13 @@
 
 use super::fragmentation::{fragmentation_score_node, fragmentation_score_wmark};
 use super::suitable::compaction_suit_allocation_order;
-use super::{compact_zone, CompactControl, CompactResult, COMPACT_MAX_DEFER_SHIFT};
+use super::{compact_zone, CompactControl, CompactResult, Compaction, COMPACT_MAX_DEFER_SHIFT};
 use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
 use crate::mm::gfp::Gfp;
 use crate::mm::kthread::{KthreadKind, KthreadNext};
 use crate::mm::migrate::MigrateMode;
+use crate::mm::mmzone::PgData;
 use crate::mm::page_alloc::AllocFlags;
 use crate::mm::vmstat::VmEvent;
 use crate::mm::Kernel;
@@ -43,11 +44,11 @@ pub fn boot_timer_ns(k: &mut Kernel, nid: usize) -> Option<u64> {
 }
 
 /// Sleep for `timeout_ns` (or until woken, when there is no timer).
-fn sleep(k: &mut Kernel, nid: usize, now_ns: u64, timeout_ns: u64) -> KthreadNext {
-    if k.compaction.sysctl.proactiveness == 0 {
+fn sleep(kc: &mut KcompactdState, c: &Compaction, now_ns: u64, timeout_ns: u64) -> KthreadNext {
+    if c.sysctl.proactiveness == 0 {
         return KthreadNext::Wait;
     }
-    k.pgdat[nid].kcompactd.timer_ns = now_ns + timeout_ns;
+    kc.timer_ns = now_ns + timeout_ns;
     KthreadNext::SleepNs(timeout_ns)
 }
 
@@ -57,7 +58,8 @@ pub fn kcompactd_run(k: &mut Kernel, ctx: &mut Ctx, nid: usize) -> KthreadNext {
     k.pgdat[nid].kcompactd.woken = false;
     if k.pgdat[nid].kcompactd.max_order > 0 {
         kcompactd_do_work(k, ctx, nid);
-        return sleep(k, nid, ctx.now_ns, HPAGE_FRAG_CHECK_INTERVAL_NS);
+        let kc = &mut k.pgdat[nid].kcompactd;
+        return sleep(kc, &k.compaction, ctx.now_ns, HPAGE_FRAG_CHECK_INTERVAL_NS);
     }
     if k.compaction.sysctl.proactiveness == 0 {
         return KthreadNext::Wait;
@@ -69,7 +71,7 @@ pub fn kcompactd_run(k: &mut Kernel, ctx: &mut Ctx, nid: usize) -> KthreadNext {
     }
     let mut timeout_ns = HPAGE_FRAG_CHECK_INTERVAL_NS;
     ctx.spend(CpuCost::FragmentationScore, k.cost.fragmentation_score_ns);
-    if should_proactive_compact_node(k, nid) {
+    if should_proactive_compact_node(&k.pgdat[nid], &k.compaction) {
         let prev_score = fragmentation_score_node(k.pgdat[nid].zone.free_area());
         compact_node(k, ctx, nid, true);
         let score = fragmentation_score_node(k.pgdat[nid].zone.free_area());
@@ -78,24 +80,24 @@ pub fn kcompactd_run(k: &mut Kernel, ctx: &mut Ctx, nid: usize) -> KthreadNext {
             timeout_ns <<= COMPACT_MAX_DEFER_SHIFT;
         }
     }
-    sleep(k, nid, ctx.now_ns, timeout_ns)
+    let kc = &mut k.pgdat[nid].kcompactd;
+    sleep(kc, &k.compaction, ctx.now_ns, timeout_ns)
 }
 
 /// should_proactive_compact_node: proactiveness on, kswapd asleep, and the node's score above
 /// the high mark.
-fn should_proactive_compact_node(k: &Kernel, nid: usize) -> bool {
-    if k.compaction.sysctl.proactiveness == 0 || k.pgdat[nid].kswapd.woken {
+fn should_proactive_compact_node(pgdat: &PgData, c: &Compaction) -> bool {
+    if c.sysctl.proactiveness == 0 || pgdat.kswapd.woken {
         return false;
     }
-    fragmentation_score_node(k.pgdat[nid].zone.free_area())
-        > fragmentation_score_wmark(&k.compaction, false)
+    fragmentation_score_node(pgdat.zone.free_area()) > fragmentation_score_wmark(c, false)
 }
 
 /// kcompactd_node_suitable: would compaction for the requested order run (not skipped, not
 /// already satisfied)?
-fn kcompactd_node_suitable(k: &Kernel, nid: usize) -> bool {
-    let order = k.pgdat[nid].kcompactd.max_order;
-    compaction_suit_allocation_order(k, nid, order, AllocFlags::WMARK_MIN, false)
+fn kcompactd_node_suitable(pgdat: &PgData, c: &Compaction) -> bool {
+    let order = pgdat.kcompactd.max_order;
+    compaction_suit_allocation_order(&pgdat.zone, c, order, AllocFlags::WMARK_MIN, false)
         == CompactResult::Continue
 }
 
@@ -107,7 +109,7 @@ pub fn wakeup_kcompactd(k: &mut Kernel, nid: usize, order: u32, now_ns: u64) {
     }
     let kc = &mut k.pgdat[nid].kcompactd;
     kc.max_order = kc.max_order.max(order);
-    if kc.woken || !kcompactd_node_suitable(k, nid) {
+    if kc.woken || !kcompactd_node_suitable(&k.pgdat[nid], &k.compaction) {
         return;
     }
     k.pgdat[nid].kcompactd.woken = true;
@@ -122,8 +124,7 @@ fn kcompactd_do_work(k: &mut Kernel, ctx: &mut Ctx, nid: usize) {
     cc.mode = MigrateMode::SyncLight;
     k.vmstat.count(VmEvent::CompactDaemonWake, 1);
     let runs = !k.pgdat[nid].compact.compaction_deferred(order)
-        && compaction_suit_allocation_order(k, nid, order, AllocFlags::WMARK_MIN, false)
-            == CompactResult::Continue;
+        && kcompactd_node_suitable(&k.pgdat[nid], &k.compaction);
     if runs {
         match compact_zone(k, ctx, &mut cc, false) {
             CompactResult::Success => k.pgdat[nid].compact.compaction_defer_reset(order, false),

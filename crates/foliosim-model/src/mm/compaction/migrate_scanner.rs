@@ -14,7 +14,7 @@ use super::{
 };
 use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
-use crate::mm::folio::flags;
+use crate::mm::folio::{flags, FolioTable};
 use crate::mm::migrate::{folio_isolate_lru, putback_movable_pages, MigrateMode};
 use crate::mm::page_alloc::migratetype::{MigrateType, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
 use crate::mm::page_alloc::PAGE_ALLOC_COSTLY_ORDER;
@@ -37,7 +37,7 @@ pub(super) enum IsolateMigrate {
 /// `pfn`? Not from one a folio of pageblock size fills; async direct compaction only from
 /// pageblocks of its own migratetype.
 fn suitable_migration_source(k: &Kernel, cc: &CompactControl, pfn: u32) -> bool {
-    if pageblock_skip_persistent(k, pfn) {
+    if pageblock_skip_persistent(&k.folios, pfn) {
         return false;
     }
     if cc.mode != MigrateMode::Async || !cc.direct_compaction {
@@ -173,7 +173,9 @@ pub(super) fn isolate_migratepages(
     while block_end <= cc.free_pfn {
         // The skip bit is checked once per block, at its start.
         let at_block_start = low_pfn.is_multiple_of(PAGEBLOCK_NR_PAGES);
-        let skipped = at_block_start && !fast_find_block && !isolation_suitable(k, cc, block_start);
+        let skipped = at_block_start
+            && !fast_find_block
+            && !isolation_suitable(&k.pgdat[cc.nid].zone, cc, block_start);
         fast_find_block = false;
         if !skipped {
             if suitable_migration_source(k, cc, block_start) {
@@ -183,7 +185,7 @@ pub(super) fn isolate_migratepages(
                 }
                 break;
             }
-            update_cached_migrate(k, cc, block_end);
+            update_cached_migrate(&mut k.pgdat[cc.nid].compact, cc, block_end);
         }
         low_pfn = block_end;
         cc.migrate_pfn = block_end;
@@ -232,7 +234,7 @@ fn isolate_migratepages_block(
     // ISOLATE_ASYNC_MIGRATE: everything but full sync leaves folios under writeback alone.
     let async_migrate = cc.mode != MigrateMode::Sync;
     while low_pfn < end_pfn {
-        if low_pfn.is_multiple_of(COMPACT_CLUSTER_MAX) && cc.should_abort(k, ctx) {
+        if low_pfn.is_multiple_of(COMPACT_CLUSTER_MAX) && cc.should_abort(&k.cfg, ctx) {
             break;
         }
         if skip_on_failure && low_pfn >= next_skip_pfn {
@@ -245,7 +247,7 @@ fn isolate_migratepages_block(
         nr_scanned += 1;
         ctx.spend(CpuCost::CompactScan, k.cost.compact_scan_pfn_ns);
         if valid_page.is_none() && low_pfn.is_multiple_of(PAGEBLOCK_NR_PAGES) {
-            if !isolation_suitable(k, cc, low_pfn) {
+            if !isolation_suitable(&k.pgdat[cc.nid].zone, cc, low_pfn) {
                 low_pfn = end_pfn;
                 break;
             }
@@ -258,7 +260,7 @@ fn isolate_migratepages_block(
             nr_scanned += nr as u64 - 1;
             continue;
         }
-        let fail = match folio_isolatable(k, cc, low_pfn, async_migrate, ctx.now_ns) {
+        let fail = match folio_isolatable(&k.folios, cc, low_pfn, async_migrate, ctx.now_ns) {
             Err(fail) => fail,
             Ok(head) => {
                 let memcg = k.folios.memcg(head as usize);
@@ -268,7 +270,9 @@ fn isolate_migratepages_block(
                     // another compactor claimed is left to it, unless finishing it.
                     if let Some(vp) = valid_page.filter(|_| !skip_updated) {
                         skip_updated = true;
-                        if test_and_set_skip(k, cc, vp) && !cc.finish_pageblock {
+                        if test_and_set_skip(&mut k.pgdat[cc.nid].zone, cc, vp)
+                            && !cc.finish_pageblock
+                        {
                             low_pfn = end_pfn;
                             break;
                         }
@@ -313,7 +317,7 @@ fn isolate_migratepages_block(
         if let Some(vp) = valid_page.filter(|_| !skip_updated) {
             k.pgdat[cc.nid].zone.set_pageblock_skip(vp, true);
         }
-        update_cached_migrate(k, cc, low_pfn);
+        update_cached_migrate(&mut k.pgdat[cc.nid].compact, cc, low_pfn);
     }
     cc.total_migrate_scanned += nr_scanned;
     if nr_isolated > 0 {
@@ -351,13 +355,12 @@ fn isolate_folio_locked(
 /// compaction. Pages that head no folio (tails, pages on per-CPU lists, pages the kernel holds
 /// such as zsmalloc's: their movable_ops migration is not modelled) fail one by one.
 fn folio_isolatable(
-    k: &Kernel,
+    f: &FolioTable,
     cc: &CompactControl,
     pfn: u32,
     async_migrate: bool,
     now_ns: u64,
 ) -> Result<u32, Fail> {
-    let f = &k.folios;
     if !f.test(pfn, flags::ALLOCATED) {
         return Err(Fail::Page);
     }

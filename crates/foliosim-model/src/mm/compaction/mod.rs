@@ -222,7 +222,8 @@ pub fn try_to_compact_pages(
             out.result = out.result.max(CompactResult::Deferred);
             continue;
         }
-        let status = compact_one_zone(k, ctx, &mut out, zone_nid, gfp, order, alloc_flags, prio);
+        let mut cc = CompactControl::direct(zone_nid, order, gfp, prio, alloc_flags);
+        let status = compact_one_zone(k, ctx, &mut out, &mut cc);
         // The allocation will succeed in this zone (or a block was captured): stop.
         if status == CompactResult::Success || out.page.is_some() {
             break;
@@ -236,27 +237,23 @@ pub fn try_to_compact_pages(
 }
 
 /// try_to_compact_pages' step for one zone: compact it, then defer or reset its deferral.
-#[allow(clippy::too_many_arguments)]
 fn compact_one_zone(
     k: &mut Kernel,
     ctx: &mut Ctx,
     out: &mut DirectCompaction,
-    nid: usize,
-    gfp: Gfp,
-    order: u32,
-    alloc_flags: AllocFlags,
-    prio: CompactPriority,
+    cc: &mut CompactControl,
 ) -> CompactResult {
     let start_ns = ctx.now_ns;
-    let (status, page, contended) = compact_zone_order(k, ctx, nid, order, gfp, prio, alloc_flags);
+    let (status, page) = compact_zone_order(k, ctx, cc);
     crate::engine::trace::span("direct compaction", "", start_ns, ctx.now_ns);
     out.page = page;
-    out.contended = contended;
+    out.contended = cc.contended;
     out.result = out.result.max(status);
+    let (nid, order) = (cc.nid, cc.order as u32);
     if status == CompactResult::Success {
         // Expected to succeed, not known to: the caller resets fully if it does.
         k.pgdat[nid].compact.compaction_defer_reset(order, false);
-    } else if prio != CompactPriority::Async
+    } else if cc.mode != MigrateMode::Async // prio != COMPACT_PRIO_ASYNC
         && matches!(
             status,
             CompactResult::Complete | CompactResult::PartialSkipped
@@ -272,28 +269,14 @@ fn compact_one_zone(
 fn compact_zone_order(
     k: &mut Kernel,
     ctx: &mut Ctx,
-    nid: usize,
-    order: u32,
-    gfp: Gfp,
-    prio: CompactPriority,
-    alloc_flags: AllocFlags,
-) -> (CompactResult, Option<u32>, Contended) {
-    let mut cc = CompactControl::new(nid, order as i32, gfp);
-    cc.mode = if prio == CompactPriority::Async {
-        MigrateMode::Async
-    } else {
-        MigrateMode::SyncLight
-    };
-    cc.alloc_flags = alloc_flags;
-    cc.direct_compaction = true;
-    cc.whole_zone = prio == MIN_COMPACT_PRIORITY;
-    cc.ignore_skip_hint = prio == MIN_COMPACT_PRIORITY;
-    cc.ignore_block_suitable = prio == MIN_COMPACT_PRIORITY;
+    cc: &mut CompactControl,
+) -> (CompactResult, Option<u32>) {
+    let (nid, order) = (cc.nid, cc.order as u32);
     let capture = k.cfg.compaction_era.capture && k.kthreads.current(ctx.cpu).is_none();
     if capture {
         k.pgdat[nid].zone.set_capture(order, cc.migratetype);
     }
-    let mut ret = compact_zone(k, ctx, &mut cc, capture);
+    let mut ret = compact_zone(k, ctx, cc, capture);
     let page = if capture {
         k.pgdat[nid].zone.take_capture()
     } else {
@@ -304,7 +287,7 @@ fn compact_zone_order(
         // prep_new_page of the captured block: its MIGRC tags are flushed for first.
         crate::mm::migrate::flush::migrc::check_flush_task_mgen(k, ctx);
     }
-    (ret, page, cc.contended)
+    (ret, page)
 }
 
 /// __alloc_pages_direct_compact after the allocation succeeded: the skip bits stay (no flush

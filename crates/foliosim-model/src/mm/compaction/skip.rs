@@ -8,9 +8,11 @@
 use super::{pageblock_end_pfn, pageblock_start_pfn, CompactControl, ZoneCompaction};
 use crate::cpu_cost::CpuCost;
 use crate::engine::Ctx;
-use crate::mm::folio::flags;
+use crate::mm::folio::{flags, FolioTable};
 use crate::mm::migrate::MigrateMode;
+use crate::mm::mmzone::PgData;
 use crate::mm::page_alloc::migratetype::{MigrateType, PAGEBLOCK_NR_PAGES, PAGEBLOCK_ORDER};
+use crate::mm::page_alloc::Zone;
 use crate::mm::page_alloc::PAGE_ALLOC_COSTLY_ORDER;
 use crate::mm::Kernel;
 
@@ -23,27 +25,26 @@ impl ZoneCompaction {
 }
 
 /// isolation_suitable: is the pageblock of `pfn` worth scanning?
-pub(super) fn isolation_suitable(k: &Kernel, cc: &CompactControl, pfn: u32) -> bool {
-    cc.ignore_skip_hint || !k.pgdat[cc.nid].zone.pageblock_skip(pfn)
+pub(super) fn isolation_suitable(zone: &Zone, cc: &CompactControl, pfn: u32) -> bool {
+    cc.ignore_skip_hint || !zone.pageblock_skip(pfn)
 }
 
 /// test_and_set_skip: mark the pageblock of `pfn`; was it marked already?
-pub(super) fn test_and_set_skip(k: &mut Kernel, cc: &CompactControl, pfn: u32) -> bool {
+pub(super) fn test_and_set_skip(zone: &mut Zone, cc: &CompactControl, pfn: u32) -> bool {
     if cc.ignore_skip_hint {
         return false;
     }
-    let skip = k.pgdat[cc.nid].zone.pageblock_skip(pfn);
+    let skip = zone.pageblock_skip(pfn);
     if !skip {
-        k.pgdat[cc.nid].zone.set_pageblock_skip(pfn, true);
+        zone.set_pageblock_skip(pfn, true);
     }
     skip
 }
 
 /// update_cached_migrate: the migrate scanner is done with the block of `pfn`; async and
 /// sync runs resume after it (async runs only move the async position).
-pub(super) fn update_cached_migrate(k: &mut Kernel, cc: &CompactControl, pfn: u32) {
+pub(super) fn update_cached_migrate(z: &mut ZoneCompaction, cc: &CompactControl, pfn: u32) {
     let pfn = pageblock_end_pfn(pfn);
-    let z = &mut k.pgdat[cc.nid].compact;
     if pfn > z.cached_migrate_pfn[0] {
         z.cached_migrate_pfn[0] = pfn;
     }
@@ -54,9 +55,9 @@ pub(super) fn update_cached_migrate(k: &mut Kernel, cc: &CompactControl, pfn: u3
 
 /// update_pageblock_skip: the free scanner emptied the block of `block_pfn`: mark it, and
 /// resume below it (`pfn`) next time.
-pub(super) fn update_pageblock_skip(k: &mut Kernel, nid: usize, block_pfn: u32, pfn: u32) {
-    k.pgdat[nid].zone.set_pageblock_skip(block_pfn, true);
-    let z = &mut k.pgdat[nid].compact;
+pub(super) fn update_pageblock_skip(pgdat: &mut PgData, block_pfn: u32, pfn: u32) {
+    pgdat.zone.set_pageblock_skip(block_pfn, true);
+    let z = &mut pgdat.compact;
     if pfn < z.cached_free_pfn {
         z.cached_free_pfn = pfn;
     }
@@ -64,8 +65,7 @@ pub(super) fn update_pageblock_skip(k: &mut Kernel, nid: usize, block_pfn: u32, 
 
 /// pageblock_skip_persistent: the page at `pfn` belongs to a folio of at least a pageblock,
 /// which no compaction can break up.
-pub(super) fn pageblock_skip_persistent(k: &Kernel, pfn: u32) -> bool {
-    let f = &k.folios;
+pub(super) fn pageblock_skip_persistent(f: &FolioTable, pfn: u32) -> bool {
     f.folio_of(pfn)
         .is_some_and(|head| f.order[head as usize] as u32 >= PAGEBLOCK_ORDER)
 }
@@ -80,7 +80,7 @@ fn reset_isolation_pfn(
     check_source: bool,
     check_target: bool,
 ) -> bool {
-    if pageblock_skip_persistent(k, pfn) {
+    if pageblock_skip_persistent(&k.folios, pfn) {
         return false;
     }
     if check_source && check_target && !k.pgdat[nid].zone.pageblock_skip(pfn) {

@@ -7,7 +7,7 @@
 //! the model keeps as the folio's DIRTY flag. A private mapping's store copies the page into
 //! an anonymous folio (COW), which then lives in the file VMA like any anonymous page.
 
-use super::super::folio::flags;
+use super::super::folio::{flags, FolioTable};
 use super::super::gfp::Gfp;
 use super::super::memory::{alloc_order0_charged, handle_mm_fault, map_new_folio, VmFault};
 use super::super::mmap::{Pte, VmaFile};
@@ -245,9 +245,9 @@ pub fn filemap_fault(
     if let Some(pfn) = k.pagecache.file_mut(file).lookup(pgoff) {
         // The fault holds a reference on the folio while readahead allocates (and may
         // reclaim): the model holds it locked instead.
-        let held = pin(k, pfn);
+        let held = pin(&mut k.folios, pfn);
         do_async_mmap_readahead(k, ctx, memcg, file, pgoff, pfn);
-        unpin(k, pfn, held);
+        unpin(&mut k.folios, pfn, held);
         folio_wait_locked(k, ctx, pfn);
         return Ok(pfn);
     }
@@ -283,28 +283,25 @@ pub fn filemap_create_folio(
 
 /// Hold a folio against reclaim (its lock) while the caller allocates; returns what to
 /// restore.
-pub(super) fn pin(k: &mut Kernel, pfn: u32) -> Option<u64> {
-    let was = k
-        .folios
-        .test(pfn, flags::LOCKED)
-        .then(|| k.folios.writeback_done_ns(pfn));
-    k.folios.set(pfn, flags::LOCKED);
-    k.folios.set_writeback_done_ns(pfn, u64::MAX);
+pub(super) fn pin(f: &mut FolioTable, pfn: u32) -> Option<u64> {
+    let was = f.test(pfn, flags::LOCKED).then(|| f.writeback_done_ns(pfn));
+    f.set(pfn, flags::LOCKED);
+    f.set_writeback_done_ns(pfn, u64::MAX);
     was
 }
 
-pub(super) fn unpin(k: &mut Kernel, pfn: u32, held: Option<u64>) {
+pub(super) fn unpin(f: &mut FolioTable, pfn: u32, held: Option<u64>) {
     match held {
         // Under no I/O any more, the time would never be read: nothing to keep.
-        Some(done_ns) if k.folios.test(pfn, flags::LOCKED | flags::WRITEBACK) => {
-            k.folios.set_writeback_done_ns(pfn, done_ns)
+        Some(done_ns) if f.test(pfn, flags::LOCKED | flags::WRITEBACK) => {
+            f.set_writeback_done_ns(pfn, done_ns)
         }
         Some(_) => {}
-        None => k.folios.clear(pfn, flags::LOCKED),
+        None => f.clear(pfn, flags::LOCKED),
     }
 }
 
 /// Present PTE helper for callers outside: does this PTE map a page-cache page?
-pub fn maps_file_page(k: &Kernel, pte: Pte) -> bool {
-    pte.is_present() && k.folios.test(k.folios.head_of(pte.pfn()), flags::FILE)
+pub fn maps_file_page(f: &FolioTable, pte: Pte) -> bool {
+    pte.is_present() && f.test(f.head_of(pte.pfn()), flags::FILE)
 }

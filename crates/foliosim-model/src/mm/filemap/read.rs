@@ -41,11 +41,11 @@ pub fn filemap_read_step(
     let tail = *batch.last().expect("a page");
     if k.folios.test(tail, flags::READAHEAD) {
         // filemap_readahead; the batch's references keep its pages while it allocates.
-        let held: Vec<Option<u64>> = batch.iter().map(|&p| pin(k, p)).collect();
+        let held: Vec<Option<u64>> = batch.iter().map(|&p| pin(&mut k.folios, p)).collect();
         let tail_index = index + batch.len() as u32 - 1;
         page_cache_async_ra(k, ctx, memcg, file, tail_index, tail, last - tail_index);
         for (&p, h) in batch.iter().zip(held) {
-            unpin(k, p, h);
+            unpin(&mut k.folios, p, h);
         }
     }
     // filemap_update_page: wait for the page still being read.

@@ -126,9 +126,9 @@ fn unqueue_partially_mapped(queues: &mut [DeferredSplitQueue], f: &mut FolioTabl
     f.clear(pfn, flags::PARTIALLY_MAPPED);
 }
 
-/// deferred_split_count: the shrinker's count for `memcg`.
-pub fn deferred_split_count(k: &Kernel, memcg: u16) -> u64 {
-    k.deferred_split[memcg as usize].split_queue_len
+/// deferred_split_count: the shrinker's count for a memcg's queue.
+pub fn deferred_split_count(ds_queue: &DeferredSplitQueue) -> u64 {
+    ds_queue.split_queue_len
 }
 
 /// deferred_split_scan: split up to `nr_to_scan` folios from the head of the memcg's queue (each

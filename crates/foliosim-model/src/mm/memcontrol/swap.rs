@@ -4,7 +4,7 @@
 //! (mem_cgroup_get_nr_swap_pages) and mem_cgroup_swap_full's swap.max half.
 
 use super::page_counter::{self, charge_chain, Counter};
-use super::{memcg_memory_event, MemcgEvent, ROOT_MEMCG};
+use super::{memcg_memory_event, MemCgroup, MemcgEvent, ROOT_MEMCG};
 use crate::engine::Ctx;
 use crate::mm::folio::SwapEntry;
 use crate::mm::Kernel;
@@ -44,15 +44,15 @@ impl SwapCgroup {
 }
 
 /// Does this memcg's swap go through memory.swap.* ? (v2 only; the root is never charged.)
-fn charges_swap(k: &Kernel, memcg: u16) -> bool {
-    memcg != ROOT_MEMCG && k.memcgs[memcg as usize].on_dfl
+fn charges_swap(memcgs: &[MemCgroup], memcg: u16) -> bool {
+    memcg != ROOT_MEMCG && memcgs[memcg as usize].on_dfl
 }
 
 /// mem_cgroup_try_charge_swap's counter half: charge `nr_pages` of swap to `memcg` and its
 /// ancestors; over a swap.max it fails, counting memory.swap.events `max` and `fail`. (The
 /// kernel allocates the slots first and frees them on failure; the model charges first.)
 pub fn try_charge_swap(k: &mut Kernel, memcg: u16, nr_pages: u64) -> bool {
-    if !charges_swap(k, memcg) {
+    if !charges_swap(&k.memcgs, memcg) {
         return true;
     }
     if page_counter::try_charge(&mut k.memcgs, Counter::Swap, memcg, nr_pages).is_ok() {
@@ -88,7 +88,7 @@ pub fn alloc_charged(k: &mut Kernel, ctx: &mut Ctx, memcg: u16, order: u32) -> O
 
 /// Give back a swap charge whose slots were never taken.
 pub fn cancel_charge_swap(k: &mut Kernel, memcg: u16, nr_pages: u64) {
-    if charges_swap(k, memcg) {
+    if charges_swap(&k.memcgs, memcg) {
         page_counter::uncharge(&mut k.memcgs, Counter::Swap, memcg, nr_pages);
     }
 }
@@ -107,7 +107,7 @@ pub fn uncharge_swap(k: &mut Kernel, first: SwapEntry, nr: u32) {
     let off = first.offset() as usize;
     for i in off..off + nr as usize {
         let id = std::mem::replace(&mut k.swap_cgroup.ids[first.dev()][i], NONE);
-        if id != NONE && charges_swap(k, id) {
+        if id != NONE && charges_swap(&k.memcgs, id) {
             page_counter::uncharge(&mut k.memcgs, Counter::Swap, id, 1);
         }
     }
@@ -117,7 +117,7 @@ pub fn uncharge_swap(k: &mut Kernel, first: SwapEntry, nr: u32) {
 /// ancestor's) leaves it fewer.
 pub fn get_nr_swap_pages(k: &Kernel, memcg: u16) -> u64 {
     let mut nr = k.swap.nr_swap_pages();
-    if charges_swap(k, memcg) {
+    if charges_swap(&k.memcgs, memcg) {
         for id in charge_chain(&k.memcgs, memcg) {
             let cg = &k.memcgs[id as usize];
             nr = nr.min(cg.swap_max_pages.saturating_sub(cg.swap_usage_pages));
@@ -128,13 +128,13 @@ pub fn get_nr_swap_pages(k: &Kernel, memcg: u16) -> u64 {
 
 /// mem_cgroup_swap_full: vm_swap_full, or the memcg or an ancestor has used half its
 /// swap.max (swap.high is not modelled).
-pub fn mem_cgroup_swap_full(k: &Kernel, memcg: u16, vm_swap_full: bool) -> bool {
+pub fn mem_cgroup_swap_full(memcgs: &[MemCgroup], memcg: u16, vm_swap_full: bool) -> bool {
     if vm_swap_full {
         return true;
     }
-    charges_swap(k, memcg)
-        && charge_chain(&k.memcgs, memcg).any(|id| {
-            let cg = &k.memcgs[id as usize];
+    charges_swap(memcgs, memcg)
+        && charge_chain(memcgs, memcg).any(|id| {
+            let cg = &memcgs[id as usize];
             cg.swap_usage_pages * 2 >= cg.swap_max_pages
         })
 }

@@ -22,7 +22,7 @@
 pub mod flush;
 pub mod owner;
 
-use super::folio::flags;
+use super::folio::{flags, FolioTable};
 use super::huge_memory::{can_split_folio, split_folio};
 use super::tlb::TlbUnmapBatch;
 use super::vmstat::VmEvent;
@@ -154,29 +154,16 @@ pub fn migrate_pages(
                 break;
             }
         }
+        let out = BatchOut {
+            ret_folios: &mut ret_folios,
+            split_folios: Some(&mut split_folios),
+            stats: &mut stats,
+        };
         let rc = if mode == MigrateMode::Async {
-            migrate_pages_batch(
-                k,
-                ctx,
-                &mut batch,
-                target,
-                mode,
-                &mut ret_folios,
-                Some(&mut split_folios),
-                &mut stats,
-                NR_MAX_MIGRATE_PAGES_RETRY,
-            )
+            let nr_pass = NR_MAX_MIGRATE_PAGES_RETRY;
+            migrate_pages_batch(k, ctx, &mut batch, target, mode, out, nr_pass)
         } else {
-            migrate_pages_sync(
-                k,
-                ctx,
-                &mut batch,
-                target,
-                mode,
-                &mut ret_folios,
-                &mut split_folios,
-                &mut stats,
-            )
+            migrate_pages_sync(k, ctx, &mut batch, target, mode, out)
         };
         ret_folios.append(&mut batch);
         let nr_failed = match rc {
@@ -190,15 +177,18 @@ pub fn migrate_pages(
         };
         if !split_folios.is_empty() {
             // The pages of split folios: one async pass; the folio already counted as failed.
+            let out = BatchOut {
+                ret_folios: &mut ret_folios,
+                split_folios: None,
+                stats: &mut stats,
+            };
             let _ = migrate_pages_batch(
                 k,
                 ctx,
                 &mut split_folios,
                 target,
                 MigrateMode::Async,
-                &mut ret_folios,
-                None,
-                &mut stats,
+                out,
                 1,
             );
             ret_folios.append(&mut split_folios);
@@ -218,32 +208,46 @@ pub fn migrate_pages(
     (rc_gather, stats.nr_succeeded)
 }
 
+/// Where migrate_pages_batch leaves what it did not migrate and what it counted: the folios
+/// that failed for good (ret_folios), the pages of large folios it split (split_folios; None:
+/// no split), and struct migrate_pages_stats.
+struct BatchOut<'a> {
+    ret_folios: &'a mut Vec<u32>,
+    split_folios: Option<&'a mut Vec<u32>>,
+    stats: &'a mut MigrateStats,
+}
+
+impl BatchOut<'_> {
+    /// The same lists and stats, for one more batch.
+    fn reborrow(&mut self) -> BatchOut<'_> {
+        BatchOut {
+            ret_folios: self.ret_folios,
+            split_folios: self.split_folios.as_deref_mut(),
+            stats: self.stats,
+        }
+    }
+}
+
 /// migrate_pages_sync: the batch asynchronously first (batched flushes, 3 passes), then each
 /// folio that failed alone in `mode`.
-#[allow(clippy::too_many_arguments)]
 fn migrate_pages_sync(
     k: &mut Kernel,
     ctx: &mut Ctx,
     from: &mut Vec<u32>,
     target: &mut dyn MigrationTarget,
     mode: MigrateMode,
-    ret_folios: &mut Vec<u32>,
-    split_folios: &mut Vec<u32>,
-    stats: &mut MigrateStats,
+    mut out: BatchOut,
 ) -> Result<u32, MigrateError> {
     let mut failed = Vec::new();
     let mut astats = MigrateStats::default();
-    let rc = migrate_pages_batch(
-        k,
-        ctx,
-        from,
-        target,
-        MigrateMode::Async,
-        &mut failed,
-        Some(split_folios),
-        &mut astats,
-        NR_MAX_MIGRATE_ASYNC_RETRY,
-    );
+    let async_out = BatchOut {
+        ret_folios: &mut failed,
+        split_folios: out.split_folios.as_deref_mut(),
+        stats: &mut astats,
+    };
+    let nr_pass = NR_MAX_MIGRATE_ASYNC_RETRY;
+    let rc = migrate_pages_batch(k, ctx, from, target, MigrateMode::Async, async_out, nr_pass);
+    let stats = &mut *out.stats;
     stats.nr_succeeded += astats.nr_succeeded;
     stats.nr_thp_succeeded += astats.nr_thp_succeeded;
     stats.nr_thp_split += astats.nr_thp_split;
@@ -251,7 +255,7 @@ fn migrate_pages_sync(
     if rc.is_err() {
         stats.nr_failed_pages += astats.nr_failed_pages;
         stats.nr_thp_failed += astats.nr_thp_failed;
-        ret_folios.append(&mut failed);
+        out.ret_folios.append(&mut failed);
         return rc;
     }
     stats.nr_thp_failed += astats.nr_thp_split;
@@ -260,18 +264,9 @@ fn migrate_pages_sync(
     from.append(&mut failed);
     while !from.is_empty() {
         let mut one = vec![from.remove(0)];
-        let rc = migrate_pages_batch(
-            k,
-            ctx,
-            &mut one,
-            target,
-            mode,
-            ret_folios,
-            Some(split_folios),
-            stats,
-            NR_MAX_MIGRATE_SYNC_RETRY,
-        );
-        ret_folios.append(&mut one);
+        let nr_pass = NR_MAX_MIGRATE_SYNC_RETRY;
+        let rc = migrate_pages_batch(k, ctx, &mut one, target, mode, out.reborrow(), nr_pass);
+        out.ret_folios.append(&mut one);
         nr_failed += rc?;
     }
     Ok(nr_failed)
@@ -281,18 +276,20 @@ fn migrate_pages_sync(
 /// be retried), flush the TLB once, move the unmapped ones. Folios that failed for good go to
 /// `ret_folios`, split large folios' pages to `split_folios`; those still to retry stay in
 /// `from`. Returns the folios not migrated, or -ENOMEM.
-#[allow(clippy::too_many_arguments)]
 fn migrate_pages_batch(
     k: &mut Kernel,
     ctx: &mut Ctx,
     from: &mut Vec<u32>,
     target: &mut dyn MigrationTarget,
     mode: MigrateMode,
-    ret_folios: &mut Vec<u32>,
-    mut split_folios: Option<&mut Vec<u32>>,
-    stats: &mut MigrateStats,
+    out: BatchOut,
     nr_pass: u32,
 ) -> Result<u32, MigrateError> {
+    let BatchOut {
+        ret_folios,
+        mut split_folios,
+        stats,
+    } = out;
     debug_assert!(mode == MigrateMode::Async || from.len() <= 1);
     let mut nr_failed = 0u32;
     let (mut retry, mut thp_retry, mut nr_retry_pages) = (1u32, 0u64, 0u64);
@@ -330,7 +327,7 @@ fn migrate_pages_batch(
                 Ok((dst, was_mapped)) => {
                     from.remove(i);
                     unmapped.push((src, dst, was_mapped));
-                    migrc.note(k, src, order, &tlb, adds);
+                    migrc.note(&k.folios, src, order, &tlb, adds);
                 }
                 Err(UnmapError::Again) => {
                     retry += 1;
@@ -409,11 +406,18 @@ struct MigrcBatch {
 impl MigrcBatch {
     /// `src` was just unmapped: `tlb` holds its PTEs on top of the `(writable, read-only)`
     /// counts it had before.
-    fn note(&mut self, k: &Kernel, src: u32, order: u32, tlb: &TlbUnmapBatch, before: (u32, u32)) {
+    fn note(
+        &mut self,
+        f: &FolioTable,
+        src: u32,
+        order: u32,
+        tlb: &TlbUnmapBatch,
+        before: (u32, u32),
+    ) {
         if tlb.adds_read_only <= before.1 {
             return;
         }
-        let mm = k.folios.owner_mm(src as usize);
+        let mm = f.owner_mm(src as usize);
         if tlb.adds_writable == before.0 && order == 0 {
             self.eligible.push(src);
             self.eligible_mms.push(mm);
@@ -553,7 +557,7 @@ fn migrate_folio_move(
 /// try_split_folio: split a large folio whose destination could not be allocated; its pages
 /// (all isolated) go to `split_folios`; not a pinned folio, nor one under writeback.
 fn try_split_folio(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, split_folios: &mut Vec<u32>) -> bool {
-    if !can_split_folio(k, pfn, ctx.now_ns) {
+    if !can_split_folio(&k.folios, pfn, ctx.now_ns) {
         return false;
     }
     let mut tails = VecDeque::new();

@@ -7,7 +7,7 @@ use crate::engine::Ctx;
 use crate::mm::filemap::rmap::for_each_pte;
 use crate::mm::folio::flags;
 use crate::mm::mmap::Pte;
-use crate::mm::tlb::{PteAccess, TlbUnmapBatch};
+use crate::mm::tlb::{PteAccess, PteVal, TlbUnmapBatch};
 use crate::mm::Kernel;
 
 /// The kinds of folio owner.
@@ -96,7 +96,7 @@ fn anon_unmap(k: &mut Kernel, ctx: &mut Ctx, src: u32, tlb: Option<&mut TlbUnmap
     match tlb {
         Some(batch) if !pmd => {
             let access = anon_pte_access(k, src);
-            batch.add_classified(k, ctx, mm, order, mapped, access, dirty)
+            batch.add_classified(k, ctx, mm, order, mapped, PteVal { access, dirty })
         }
         _ => {
             let mut now = TlbUnmapBatch::default();

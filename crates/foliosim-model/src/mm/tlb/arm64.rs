@@ -15,8 +15,9 @@
 //! channel (`Kernel::tlb_bus`) that completes one broadcast at a time.
 
 use super::{charge, TlbArch, TlbCost};
+use crate::engine::cost::CostModel;
 use crate::engine::Ctx;
-use crate::hw::membw::Stream;
+use crate::hw::membw::{SharedBandwidth, Stream};
 use crate::mm::Kernel;
 
 pub struct Arm64Tlbi;
@@ -26,9 +27,8 @@ const CONT_PTE_ORDER: u32 = 4;
 
 impl Arm64Tlbi {
     /// DSB ISH after broadcast TLBIs: waits until every CPU has completed them.
-    fn dsb(k: &mut Kernel, ctx: &mut Ctx) {
-        let ns = k.cost.tlb_dsb_ns;
-        k.tlb_bus.transfer(ctx, Stream::TlbBroadcast, 1.0, ns);
+    fn dsb(cost: &CostModel, tlb_bus: &mut SharedBandwidth, ctx: &mut Ctx) {
+        tlb_bus.transfer(ctx, Stream::TlbBroadcast, 1.0, cost.tlb_dsb_ns);
     }
 
     /// __flush_tlb_range of `nr` pages, synchronous: per-page TLBIs (Neoverse N1 has no
@@ -36,7 +36,7 @@ impl Arm64Tlbi {
     fn flush_range_sync(k: &mut Kernel, ctx: &mut Ctx, nr: u32) {
         charge(ctx, TlbCost::TlbiIssue, k.cost.tlbi_issue_ns * nr as u64);
         k.tlb_cache.tlbi_broadcast(nr as u64);
-        Self::dsb(k, ctx);
+        Self::dsb(&k.cost, &mut k.tlb_bus, ctx);
     }
 
     /// TLBI ASIDE1IS of `mm` and its DSB: every CPU drops `mm`'s translations (a full flush
@@ -52,7 +52,7 @@ impl Arm64Tlbi {
                 k.tlb_cache.forget_mms(cpu, &[mm]);
             }
         }
-        Self::dsb(k, ctx);
+        Self::dsb(&k.cost, &mut k.tlb_bus, ctx);
     }
 }
 
@@ -78,7 +78,7 @@ impl TlbArch for Arm64Tlbi {
     fn flush_batch(&self, k: &mut Kernel, ctx: &mut Ctx, _mms: &[u32], nr_ptes: u32) {
         // arch_tlbbatch_flush: dsb(ish).
         if nr_ptes > 0 {
-            Self::dsb(k, ctx);
+            Self::dsb(&k.cost, &mut k.tlb_bus, ctx);
         }
     }
 
@@ -95,7 +95,7 @@ impl TlbArch for Arm64Tlbi {
             self.split_pmd(k, ctx, _mm);
         }
         self.unmap_folio_ptes(k, ctx, order, 1 << order);
-        Self::dsb(k, ctx);
+        Self::dsb(&k.cost, &mut k.tlb_bus, ctx);
     }
 
     fn clear_flush_young(&self, k: &mut Kernel, ctx: &mut Ctx, order: u32, pmd_mapped: bool) {
@@ -126,7 +126,7 @@ impl TlbArch for Arm64Tlbi {
     fn flush_batched_pending(&self, k: &mut Kernel, ctx: &mut Ctx, _mm: u32) {
         // The batched TLBIs went out as the PTEs were cleared: waiting for them is a DSB
         // (arch_flush_tlb_batched_pending, arm64's batched unmap since 6.5).
-        Self::dsb(k, ctx);
+        Self::dsb(&k.cost, &mut k.tlb_bus, ctx);
     }
 
     fn flush_range(&self, k: &mut Kernel, ctx: &mut Ctx, mm: u32, nr_pages: u64) {
