@@ -50,6 +50,11 @@ impl Config {
 
 pub const SIZES: [&str; 2] = ["64K", "2M"];
 
+/// 2 sockets x 8 channels x DDR5-4800 x 8 bytes, the peak (Intel's SPR-SP platform: 8 DDR5
+/// channels per socket, 4800 MT/s at one DIMM per channel; the seed's 503 GiB fits 16 x 32 GB,
+/// one per channel). An upper bound, as seed 000's Altra figure: the sustained rate is lower.
+pub const SPR_2S_MEMORY_BANDWIDTH_BYTES_PER_S: u64 = 614_400_000_000;
+
 /// The seed's numbers per (config, size): throughput KB/s, sys s, and its counters.
 struct SeedRow {
     throughput_kb_s: f64,
@@ -98,8 +103,13 @@ pub fn scenario(config: Config, size: &str, scale: f64, seed: u64) -> Scenario {
             // Dual-socket Sapphire Rapids, 56 cores per socket, core clock fixed at 2.5 GHz.
             cpus: 112,
             memory: scaled(503 * GIB, scale, 256 << 20),
-            // Bare-metal x86: this VM's measured kernel-path costs, bare-metal IPIs.
+            // Bare-metal x86: this VM's measured kernel-path costs, bare-metal IPIs, on the
+            // seed's machine profile (docs/seed002.md "Which machine").
             cost_profile: "x86-server".into(),
+            profile: Some("sapphire-rapids-2s-112c".into()),
+            // Not the 2-vCPU VM's 28 GB/s, which capped 70 usemem streams on 112 cores
+            // (docs/seed002.md "Where the sys time goes").
+            memory_bandwidth_bytes_per_s: SPR_2S_MEMORY_BANDWIDTH_BYTES_PER_S,
             swap_devices: vec![SwapDeviceSpec::new(
                 SwapDeviceKind::Zram,
                 scaled(176 * GIB, scale, 64 << 20),

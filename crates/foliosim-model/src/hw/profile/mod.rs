@@ -160,6 +160,12 @@ mod tests {
             for c in p.costs {
                 assert!(CostModel::NAMES.contains(&c.name), "{}: {}", p.name, c.name);
                 assert!(c.source.len() > 20, "{}: {} has no source", p.name, c.name);
+                assert!(
+                    Provenance::states_basis(c.source),
+                    "{}: {} is an estimate without a basis",
+                    p.name,
+                    c.name
+                );
                 let word = c.provenance.name();
                 assert!(
                     c.source.starts_with(word),
