@@ -168,15 +168,17 @@ mod tests {
 
     #[test]
     fn per_size_shmem_enabled_names_its_field_and_the_release() {
-        let ok = "[sysfs.hugepages_shmem]\n\"8K\" = \"always\"\n\"2M\" = \"inherit\"\n";
-        assert!(parse(ok, "").is_ok());
+        let v618 = "[kernel]\nversion = \"6.18\"\n";
+        let ok =
+            format!("{v618}[sysfs.hugepages_shmem]\n\"8K\" = \"always\"\n\"2M\" = \"inherit\"\n");
+        assert!(parse(&ok, "").is_ok());
         for (bad, want) in [
             ("\"4K\" = \"always\"", "sysfs.hugepages_shmem.\"4K\""),
             ("\"48K\" = \"always\"", "sysfs.hugepages_shmem.\"48K\""),
             ("\"64K\" = \"always\"\n\"65536\" = \"never\"", "each once"),
             ("\"64K\" = \"deny\"", "deny"),
         ] {
-            let e = parse(&format!("[sysfs.hugepages_shmem]\n{bad}\n"), "").unwrap_err();
+            let e = parse(&format!("{v618}[sysfs.hugepages_shmem]\n{bad}\n"), "").unwrap_err();
             assert!(e.contains(want), "{bad}: {e}");
         }
         let old = "[kernel]\nversion = \"6.10\"\n[sysfs.hugepages_shmem]\n\"64K\" = \"always\"\n";
