@@ -9,7 +9,7 @@ use crate::swapdev;
 use crate::Refusal;
 use anyhow::{Context, Result};
 use foliosim::registry::LruPolicyKind;
-use foliosim::scenario::tmpfs::ShmemEnabled;
+use foliosim::scenario::tmpfs::{ShmemEnabled, ShmemSizeEnabled};
 use foliosim::scenario::{
     Bytes, KhugepagedKnobs, LruGenKnobs, Scenario, Sysfs, ThpEnabled, VmSysctl, ZswapKnobs,
     PAGE_SIZE, PMD_ORDER,
@@ -386,13 +386,41 @@ fn thp_settings(s: &Sysfs) -> Vec<(String, String)> {
         out.push((format!("{thp}/defrag"), d.name().into()));
     }
     // tmpfs: only deny and force act on mounts (their huge= decides the rest); written as the
-    // sim resolves it, so a host left at deny or force does not decide the run. The per-size
-    // hugepages-*/shmem_enabled govern only anonymous shmem in 6.18 (not modelled, not written).
+    // sim resolves it, so a host left at deny or force does not decide the run.
     let shmem = format!("{thp}/shmem_enabled");
     if Path::new(&shmem).exists() {
         out.push((shmem, shmem_enabled_name(s.shmem_enabled).into()));
     }
+    shmem_size_settings(s, &mut out);
     out
+}
+
+/// Per-size `hugepages-*/shmem_enabled` (anonymous shmem only in 6.18), written only when the
+/// scenario lists a size: then every size the host has, unlisted ones at the kernel's defaults
+/// (2M inherit, others never), so the host's earlier values do not decide the run.
+fn shmem_size_settings(s: &Sysfs, out: &mut Vec<(String, String)>) {
+    if s.hugepages_shmem.is_empty() {
+        return;
+    }
+    let thp = counters::THP_DIR;
+    for order in 1..=PMD_ORDER {
+        let size = PAGE_SIZE << order;
+        let path = format!("{thp}/hugepages-{}kB/shmem_enabled", size / 1024);
+        if !Path::new(&path).exists() {
+            continue;
+        }
+        let listed = s
+            .hugepages_shmem
+            .iter()
+            .find(|(k, _)| Bytes::parse(k).is_ok_and(|b| b.0 == size))
+            .map(|(_, v)| *v);
+        let value = listed.unwrap_or(if order == PMD_ORDER {
+            ShmemSizeEnabled::Inherit
+        } else {
+            ShmemSizeEnabled::Never
+        });
+        out.push((path, value.name().into()));
+    }
 }
 
 fn khugepaged_settings(k: &KhugepagedKnobs, out: &mut Vec<(String, String)>) {

@@ -889,6 +889,13 @@ pub struct Sysfs {
     /// tmpfs mounts.
     #[serde(default, skip_serializing_if = "tmpfs::ShmemEnabled::is_default")]
     pub shmem_enabled: tmpfs::ShmemEnabled,
+    /// Per-size `hugepages-<size>kB/shmem_enabled` (6.11+), keyed by size ("8K" … "2M").
+    /// shmem_allowable_huge_orders applies them to anonymous shmem VMAs only: tmpfs write(2)
+    /// takes its orders from `huge=` (mm/shmem.rs), so they change no modelled allocation.
+    /// Unlisted sizes: the kernel's defaults (2M inherit, others never), written live only when
+    /// the scenario lists a size.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub hugepages_shmem: BTreeMap<String, tmpfs::ShmemSizeEnabled>,
     /// `/sys/kernel/mm/lru_gen/*`: MGLRU or the classic LRU.
     #[serde(default)]
     pub lru_gen: LruGenKnobs,
@@ -1300,6 +1307,7 @@ impl Default for Sysfs {
             zram: ZramKnobs::default(),
             numa: NumaKnobs::default(),
             shmem_enabled: Default::default(),
+            hugepages_shmem: BTreeMap::new(),
             lru_gen: LruGenKnobs::default(),
         }
     }
@@ -1652,6 +1660,34 @@ impl Scenario {
         Ok(())
     }
 
+    /// `[sysfs.hugepages_shmem]`: sizes of shmem's orders (order 1 included, as
+    /// THP_ORDERS_ALL_FILE_DEFAULT), each once, from 6.11.
+    fn check_hugepages_shmem(&self) -> Result<(), ScenarioError> {
+        let version = self.kernel.version;
+        let mut seen = std::collections::BTreeSet::new();
+        for size in self.sysfs.hugepages_shmem.keys() {
+            let field = format!("sysfs.hugepages_shmem.\"{size}\"");
+            let allowed = "8K, 16K, 32K, 64K, 128K, 256K, 512K, 1M, 2M, each once";
+            let bytes = Bytes::parse(size).map_err(|e| invalid(&field, e, allowed))?;
+            let valid = bytes.0.is_power_of_two()
+                && bytes.0 > PAGE_SIZE
+                && bytes.0 <= PAGE_SIZE << PMD_ORDER;
+            if !valid || !seen.insert(bytes.0) {
+                return Err(invalid(&field, size, allowed));
+            }
+            if !version.has(MmChange::ShmemPerSizeEnabled) {
+                return Err(invalid(
+                    &field,
+                    size,
+                    format!(
+                        "no per-size shmem_enabled with kernel.version = \"{version}\" (6.11+)"
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// `[sysfs]` against the kernel release: per-size mTHP, MGLRU, the defrag modes.
     pub(crate) fn check_sysfs(&self) -> Result<(), ScenarioError> {
         let mut sizes_seen = std::collections::BTreeSet::new();
@@ -1704,6 +1740,7 @@ impl Scenario {
                 ));
             }
         }
+        self.check_hugepages_shmem()?;
         let version = self.kernel.version;
         if self.sysfs.lru_gen.enabled() && !version.has(MmChange::LruGen) {
             return Err(invalid(

@@ -110,6 +110,7 @@ pub fn sysfs(g: &mut Gen, version: Release, iaa: bool) -> Sysfs {
         // Drawn by `lru_gen` from a stream of its own: a draw here would change every
         // generated scenario after it.
         shmem_enabled: Default::default(),
+        hugepages_shmem: Default::default(),
         lru_gen: Default::default(),
     }
 }

@@ -168,7 +168,9 @@ impl TmpfsOrders {
     }
 }
 
-/// shmem_allowable_huge_orders for write(2) (no VMA): a bitmask of orders > 0.
+/// shmem_allowable_huge_orders for write(2) (no VMA): a bitmask of orders > 0. With no anonymous
+/// shmem VMA the kernel returns the mount's orders: per-size `hugepages-*/shmem_enabled` (6.11+,
+/// `sysfs.hugepages_shmem`) is not consulted.
 fn allowable_orders(k: &Kernel, inode: u32, index: u32, write_end: u32) -> u32 {
     let pmd = 1u32 << PMD_ORDER;
     match k.shmem.shmem_enabled {

@@ -218,6 +218,7 @@ pub enum MmChange {
     ZapPteBatch,
     SwapcacheMapWhole,
     SwapAllOrders,
+    ShmemPerSizeEnabled,
     SwapClusterLists,
     SwapZeromap,
     ShmemSwapoutLarge,
@@ -263,7 +264,7 @@ const fn row(
 /// The table, oldest first. Ids are mainline ids as cited in later commits' Fixes: tags or in
 /// mainline logs; where none could be confirmed the field is empty and the title stands.
 #[rustfmt::skip]
-pub const TABLE: [Row; 28] = {
+pub const TABLE: [Row; 29] = {
     use MmChange::*;
     [
         row(TtuBatchFlush, "ttu-batch-flush", (4, 3), "72b252aed506",
@@ -341,6 +342,10 @@ pub const TABLE: [Row; 28] = {
         row(SwapAllOrders, "swap-all-orders", (6, 10), "845982eb264b",
             "mm: swap: allow storage of all mTHP orders",
             "swap allocator percpu-order: per-CPU, per-order clusters; any order swapped whole"),
+        // Baolin Wang's anonymous shmem mTHP series, merged for 6.11; mainline id not confirmed.
+        row(ShmemPerSizeEnabled, "shmem-per-size-enabled", (6, 11), "",
+            "mm: shmem: add multi-size THP sysfs interface for anonymous shmem",
+            "per-size hugepages-<size>kB/shmem_enabled (anonymous shmem only; tmpfs write(2) ignores it)"),
         row(SwapClusterLists, "swap-cluster-lists", (6, 12), "73ed0baae66d",
             "mm: swap: swap cluster switch to double link list",
             "swap allocator cluster-lists-c12: free/nonfull/frag/full lists under si->lock"),

@@ -41,6 +41,32 @@ impl ShmemEnabled {
     }
 }
 
+/// `/sys/kernel/mm/transparent_hugepage/hugepages-<size>kB/shmem_enabled` (6.11+): the orders
+/// of anonymous shmem (huge_shmem_orders_*). No `deny`/`force` per size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ShmemSizeEnabled {
+    Always,
+    WithinSize,
+    Advise,
+    Never,
+    /// The top-level `shmem_enabled` (the PMD size's default; other sizes default to never).
+    Inherit,
+}
+
+impl ShmemSizeEnabled {
+    /// As the kernel spells it in sysfs.
+    pub fn name(self) -> &'static str {
+        match self {
+            ShmemSizeEnabled::Always => "always",
+            ShmemSizeEnabled::WithinSize => "within_size",
+            ShmemSizeEnabled::Advise => "advise",
+            ShmemSizeEnabled::Never => "never",
+            ShmemSizeEnabled::Inherit => "inherit",
+        }
+    }
+}
+
 /// One tmpfs mount (`[[tmpfs]]`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -138,5 +164,25 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.contains("object_size_max"), "{e}");
+    }
+
+    #[test]
+    fn per_size_shmem_enabled_names_its_field_and_the_release() {
+        let v618 = "[kernel]\nversion = \"6.18\"\n";
+        let ok =
+            format!("{v618}[sysfs.hugepages_shmem]\n\"8K\" = \"always\"\n\"2M\" = \"inherit\"\n");
+        assert!(parse(&ok, "").is_ok());
+        for (bad, want) in [
+            ("\"4K\" = \"always\"", "sysfs.hugepages_shmem.\"4K\""),
+            ("\"48K\" = \"always\"", "sysfs.hugepages_shmem.\"48K\""),
+            ("\"64K\" = \"always\"\n\"65536\" = \"never\"", "each once"),
+            ("\"64K\" = \"deny\"", "deny"),
+        ] {
+            let e = parse(&format!("{v618}[sysfs.hugepages_shmem]\n{bad}\n"), "").unwrap_err();
+            assert!(e.contains(want), "{bad}: {e}");
+        }
+        let old = "[kernel]\nversion = \"6.10\"\n[sysfs.hugepages_shmem]\n\"64K\" = \"always\"\n";
+        let e = parse(old, "").unwrap_err();
+        assert!(e.contains("6.11"), "{e}");
     }
 }

@@ -5,6 +5,11 @@ use crate::mm::invariants;
 use crate::mm::vmscan::{putback_folios, shrink_folio_list, Reclaim};
 
 fn kernel(version: &str, huge: &str, swap: &str) -> (Kernel, Ctx<'static>) {
+    kernel_with(version, huge, swap, "")
+}
+
+/// `kernel` with `extra` TOML (a `[sysfs…]` table) appended.
+fn kernel_with(version: &str, huge: &str, swap: &str, extra: &str) -> (Kernel, Ctx<'static>) {
     let text = format!(
         r#"
 [machine]
@@ -24,7 +29,7 @@ huge = "{huge}"
 kind = "usemem"
 nproc = 1
 size = "4M"
-"#
+{extra}"#
     );
     let k = Kernel::new(&Scenario::from_toml_str(&text).unwrap());
     (k, Ctx::new(0, 0))
@@ -72,6 +77,27 @@ fn huge_always_on_6_18_tries_the_pmd_size_first_and_within_size_follows_i_size()
     let i = k.shmem.inode(0).unwrap();
     assert_eq!(k.folios.order[i.folios[0] as usize], 4);
     assert_eq!(k.folios.order[i.folios[16] as usize], 2);
+    assert_eq!(k.shmem.stats.get_mthp(4, "shmem_alloc"), 1);
+    invariants::check(&k).unwrap();
+}
+
+#[test]
+fn per_size_shmem_enabled_does_not_change_what_a_tmpfs_write_allocates() {
+    // shmem_allowable_huge_orders: without an anonymous shmem VMA, the mount's huge= decides.
+    let always_64k = "[sysfs.hugepages_shmem]\n\"64K\" = \"always\"\n";
+    let (mut k, mut ctx) = kernel_with("6.18", "never", "16M", always_64k);
+    write(&mut k, &mut ctx, 0, 32);
+    let i = k.shmem.inode(0).unwrap();
+    assert!(i.folios[..32]
+        .iter()
+        .all(|&p| k.folios.order[p as usize] == 0));
+    assert_eq!(k.shmem.stats.get_mthp(4, "shmem_alloc"), 0);
+
+    let never_64k = "[sysfs.hugepages_shmem]\n\"64K\" = \"never\"\n\"2M\" = \"never\"\n";
+    let (mut k, mut ctx) = kernel_with("6.18", "within_size", "16M", never_64k);
+    write(&mut k, &mut ctx, 0, 20);
+    let i = k.shmem.inode(0).unwrap();
+    assert_eq!(k.folios.order[i.folios[0] as usize], 4);
     assert_eq!(k.shmem.stats.get_mthp(4, "shmem_alloc"), 1);
     invariants::check(&k).unwrap();
 }
