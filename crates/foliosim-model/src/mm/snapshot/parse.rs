@@ -21,6 +21,36 @@ pub struct HostSnapshot {
     pub mem_free_kb: u64,
 }
 
+/// A zone's name in buddyinfo and pagetypeinfo: "Node 0, zone   Normal" as (0, "Normal").
+type ZoneKey = (String, String);
+
+/// pagetypeinfo prints a free count above 100000 as ">100000" (pagetypeinfo_showfree_print);
+/// such a count is buddyinfo's for the zone and order less the other types'.
+const CAPPED: u64 = 100_000;
+
+/// The parser's state across lines: the block-type columns and the zones' buddyinfo counts
+/// and capped pagetypeinfo counts (type, order, line) still to fill.
+#[derive(Default)]
+struct Pending {
+    block_types: Vec<MigrateType>,
+    buddyinfo: std::collections::BTreeMap<ZoneKey, Vec<u64>>,
+    zone_free: std::collections::BTreeMap<ZoneKey, [[u64; NR_PAGE_ORDERS]; MIGRATE_TYPES]>,
+    capped: Vec<(ZoneKey, MigrateType, usize, usize)>,
+}
+
+/// The zone of a "Node 0, zone   Normal<rest>" line, and the rest.
+fn zone_key(line: &str) -> Option<(ZoneKey, &str)> {
+    let (node, rest) = line.strip_prefix("Node")?.split_once(", zone")?;
+    let rest = rest.trim_start();
+    let end = rest
+        .find(|c: char| c.is_whitespace() || c == ',')
+        .unwrap_or(rest.len());
+    Some((
+        (node.trim().to_string(), rest[..end].to_string()),
+        &rest[end..],
+    ))
+}
+
 const SECTIONS: [&str; 4] = ["buddyinfo", "pagetypeinfo", "meminfo", "zoneinfo"];
 
 /// A parse error: `file:line: field: what`.
@@ -50,13 +80,34 @@ fn numbers(file: &str, n: usize, field: &str, text: &str) -> Result<Vec<u64>, St
         .collect()
 }
 
+/// buddyinfo: each zone's free blocks per order (for the capped pagetypeinfo counts).
+fn buddyinfo_line(file: &str, n: usize, line: &str, p: &mut Pending) -> Result<(), String> {
+    let Some((zone, counts)) = zone_key(line) else {
+        return Ok(());
+    };
+    let counts = numbers(file, n, "buddyinfo", counts)?;
+    if counts.len() != NR_PAGE_ORDERS {
+        return Err(err(
+            file,
+            n,
+            "buddyinfo",
+            format!(
+                "{} orders, the model has {NR_PAGE_ORDERS} (MAX_PAGE_ORDER 10, 4 KiB pages)",
+                counts.len()
+            ),
+        ));
+    }
+    p.buddyinfo.insert(zone, counts);
+    Ok(())
+}
+
 impl HostSnapshot {
     /// Parse the text of snapshot `file` (the name is for the errors only).
     pub fn parse(file: &str, text: &str) -> Result<HostSnapshot, String> {
         let mut s = HostSnapshot::default();
         let mut seen = [false; 4];
         let mut section = None;
-        let mut block_types: Vec<MigrateType> = Vec::new();
+        let mut pending = Pending::default();
         for (i, line) in text.lines().enumerate() {
             let n = i + 1;
             if let Some(name) = line
@@ -76,8 +127,8 @@ impl HostSnapshot {
                 continue;
             }
             match section {
-                Some(0) => s.buddyinfo_line(file, n, line)?,
-                Some(1) => s.pagetypeinfo_line(file, n, line, &mut block_types)?,
+                Some(0) => buddyinfo_line(file, n, line, &mut pending)?,
+                Some(1) => s.pagetypeinfo_line(file, n, line, &mut pending)?,
                 Some(2) => s.meminfo_line(file, n, line)?,
                 Some(3) => s.zoneinfo_line(file, n, line)?,
                 _ if line.trim().is_empty() || line.starts_with('#') => {}
@@ -99,23 +150,28 @@ impl HostSnapshot {
                 "section missing",
             ));
         }
+        s.fill_capped(file, &pending)?;
         s.check(file, text.lines().count())?;
         Ok(s)
     }
 
-    /// buddyinfo: only checked to have the model's number of orders.
-    fn buddyinfo_line(&mut self, file: &str, n: usize, line: &str) -> Result<(), String> {
-        let Some((_, counts)) = line.split_once("zone") else {
-            return Ok(());
-        };
-        let counts = counts
-            .split_whitespace()
-            .skip(1)
-            .collect::<Vec<_>>()
-            .join(" ");
-        let orders = numbers(file, n, "buddyinfo", &counts)?.len();
-        if orders != NR_PAGE_ORDERS {
-            return Err(err(file, n, "buddyinfo", format!("{orders} orders, the model has {NR_PAGE_ORDERS} (MAX_PAGE_ORDER 10, 4 KiB pages)")));
+    /// Each ">100000" count from buddyinfo: the zone's free blocks of that order less the
+    /// other types' (the files are read at different instants: at least 100000).
+    fn fill_capped(&mut self, file: &str, p: &Pending) -> Result<(), String> {
+        for (zone, mt, order, n) in &p.capped {
+            let Some(total) = p.buddyinfo.get(zone).map(|b| b[*order]) else {
+                return Err(err(
+                    file,
+                    *n,
+                    "pagetypeinfo.free",
+                    format!(
+                        ">100000 for zone {} of node {}, which buddyinfo lacks",
+                        zone.1, zone.0
+                    ),
+                ));
+            };
+            let others: u64 = p.zone_free[zone].iter().map(|t| t[*order]).sum();
+            self.free_blocks[*mt as usize][*order] += total.saturating_sub(others).max(CAPPED);
         }
         Ok(())
     }
@@ -125,10 +181,10 @@ impl HostSnapshot {
         file: &str,
         n: usize,
         line: &str,
-        block_types: &mut Vec<MigrateType>,
+        p: &mut Pending,
     ) -> Result<(), String> {
         if let Some(names) = line.strip_prefix("Number of blocks type") {
-            *block_types = names
+            p.block_types = names
                 .split_whitespace()
                 .map(|w| {
                     migratetype(w).ok_or_else(|| {
@@ -143,10 +199,10 @@ impl HostSnapshot {
                 .collect::<Result<_, _>>()?;
             return Ok(());
         }
-        if !line.starts_with("Node") {
+        let Some((zone, rest)) = zone_key(line) else {
             return Ok(());
-        }
-        if let Some((_, rest)) = line.split_once(", type") {
+        };
+        if let Some(rest) = rest.strip_prefix(", type") {
             let mut words = rest.split_whitespace();
             let name = words.next().unwrap_or("");
             let mt = migratetype(name).ok_or_else(|| {
@@ -157,45 +213,35 @@ impl HostSnapshot {
                     format!("unknown type {name:?}"),
                 )
             })?;
-            let counts = numbers(
-                file,
-                n,
-                "pagetypeinfo.free",
-                &words.collect::<Vec<_>>().join(" "),
-            )?;
-            if counts.len() != NR_PAGE_ORDERS {
+            let words: Vec<&str> = words.collect();
+            if words.len() != NR_PAGE_ORDERS {
                 return Err(err(
                     file,
                     n,
                     "pagetypeinfo.free",
-                    format!("{} orders, the model has {NR_PAGE_ORDERS}", counts.len()),
+                    format!("{} orders, the model has {NR_PAGE_ORDERS}", words.len()),
                 ));
             }
-            for (o, c) in counts.into_iter().enumerate() {
+            for (o, w) in words.into_iter().enumerate() {
+                if w == ">100000" {
+                    p.capped.push((zone.clone(), mt, o, n));
+                    continue;
+                }
+                let c = numbers(file, n, "pagetypeinfo.free", w)?[0];
                 self.free_blocks[mt as usize][o] += c;
+                p.zone_free.entry(zone.clone()).or_default()[mt as usize][o] += c;
             }
-        } else if !block_types.is_empty() {
-            // "Node 0, zone   Normal    60  10401 ...": after the zone's name.
-            let rest = line.split_once("zone").map_or("", |(_, r)| r);
-            let counts = numbers(
-                file,
-                n,
-                "pagetypeinfo.blocks",
-                &rest
-                    .split_whitespace()
-                    .skip(1)
-                    .collect::<Vec<_>>()
-                    .join(" "),
-            )?;
-            if counts.len() != block_types.len() {
+        } else if !p.block_types.is_empty() {
+            let counts = numbers(file, n, "pagetypeinfo.blocks", rest)?;
+            if counts.len() != p.block_types.len() {
                 return Err(err(
                     file,
                     n,
                     "pagetypeinfo.blocks",
-                    format!("{} counts for {} types", counts.len(), block_types.len()),
+                    format!("{} counts for {} types", counts.len(), p.block_types.len()),
                 ));
             }
-            for (mt, c) in block_types.iter().zip(counts) {
+            for (mt, c) in p.block_types.iter().zip(counts) {
                 self.nr_pageblocks[*mt as usize] += c;
             }
         }

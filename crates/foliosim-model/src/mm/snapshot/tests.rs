@@ -123,3 +123,15 @@ fn parse_errors_name_the_file_line_and_field() {
     .unwrap_err();
     assert!(e.to_string().contains("meminfo.MemTotal"), "{e}");
 }
+
+#[test]
+fn a_capped_pagetypeinfo_count_comes_from_buddyinfo() {
+    // pagetypeinfo prints ">100000" above 100000; buddyinfo has the zone's total.
+    let big = HOST
+        .replace("Normal     60 ", "Normal 150060 ")
+        .replace("Movable     40 ", "Movable >100000 ")
+        .replace("managed  32768", "managed  232768")
+        .replace("131072 kB", "931072 kB");
+    let s = HostSnapshot::parse("h.snap", &big).unwrap();
+    assert_eq!(s.free_blocks[MigrateType::Movable as usize][0], 150040);
+}
