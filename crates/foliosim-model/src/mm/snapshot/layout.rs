@@ -1,10 +1,11 @@
 //! Where a scaled host snapshot's pageblocks and free blocks go in a node's zone. The host
 //! gives counts only (pagetypeinfo), not addresses: the layout spreads each kind evenly over
-//! the zone and places every free block so that its buddy is in use, as on the host (a free
-//! block whose buddy were free would have merged): an order-10 free block is two whole
-//! pageblocks of its type; an order-9 one shares its 4 MiB with a partly used pageblock; a
-//! smaller one takes the lower half of an aligned block twice its size whose upper half is in
-//! use, in the partly used pageblocks of its type, round-robin.
+//! the zone and places every free block so that its buddy is not a free block of its order, as
+//! on the host (such buddies would have merged): an order-10 free block is two whole
+//! pageblocks of its type; an order-9 one shares its 4 MiB with a partly used pageblock;
+//! smaller ones go in the partly used pageblocks of their type, round-robin, largest first,
+//! packed from the pageblock's start with a used page between two of one order that would be
+//! buddies.
 
 use super::parse::HostSnapshot;
 use crate::mm::page_alloc::buddy::NR_PAGE_ORDERS;
@@ -147,7 +148,9 @@ pub fn layout(s: &Scaled) -> Result<Vec<Block>, String> {
 }
 
 /// Free blocks of order 0..=8 into their type's partly used pageblocks, largest first,
-/// round-robin, each in the lower half of an aligned block twice its size.
+/// round-robin, each at the next aligned offset of its pageblock whose lower buddy is not a
+/// free block of its order (one page is left in use between two such, so they cannot merge;
+/// a larger free block below is no buddy of it).
 fn place_small_holes(s: &Scaled, blocks: &mut [Block]) -> Result<(), String> {
     for t in 0..MIGRATE_TYPES {
         let mine: Vec<usize> = (0..blocks.len())
@@ -156,21 +159,31 @@ fn place_small_holes(s: &Scaled, blocks: &mut [Block]) -> Result<(), String> {
         let mut cursor = vec![0u32; mine.len()];
         let mut next = 0;
         for order in (0..9u32).rev() {
-            let region = 2u32 << order;
+            let size = 1u32 << order;
             for _ in 0..s.free_blocks[t][order as usize] {
+                let at = |k: usize| {
+                    let c = cursor[k].next_multiple_of(size);
+                    let merges = (c >> order) & 1 == 1
+                        && blocks[mine[k]].holes.last() == Some(&(c - size, order));
+                    if merges {
+                        c + size
+                    } else {
+                        c
+                    }
+                };
                 let fit = (0..mine.len())
                     .map(|k| (next + k) % mine.len())
-                    .find(|&k| cursor[k].next_multiple_of(region) + region <= PAGEBLOCK_NR_PAGES);
+                    .find(|&k| at(k) + size <= PAGEBLOCK_NR_PAGES);
                 let Some(k) = fit else {
                     return Err(format!(
-                        "the {:?} free blocks of order < 9 do not fit in its {} partly used pageblocks (each keeps its buddy in use)",
+                        "the {:?} free blocks of order < 9 do not fit in its {} partly used pageblocks",
                         MigrateType::from_index(t as u8),
                         mine.len()
                     ));
                 };
-                let at = cursor[k].next_multiple_of(region);
-                blocks[mine[k]].holes.push((at, order));
-                cursor[k] = at + region;
+                let c = at(k);
+                blocks[mine[k]].holes.push((c, order));
+                cursor[k] = c + size;
                 next = (k + 1) % mine.len();
             }
         }
