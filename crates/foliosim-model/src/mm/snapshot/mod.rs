@@ -26,7 +26,8 @@ pub fn load(k: &mut Kernel, file: &str, text: &str) -> Result<(), MmError> {
     for nid in 0..k.nodes.nr_nodes() {
         let zone = k.node_zone_mut(nid);
         let bad = |e: String| MmError::Snapshot(format!("{file}: node {nid}: {e}"));
-        if zone.nr_pages % PAGEBLOCK_NR_PAGES != 0 || zone.start_pfn % (2 * PAGEBLOCK_NR_PAGES) != 0
+        if !zone.nr_pages.is_multiple_of(PAGEBLOCK_NR_PAGES)
+            || !zone.start_pfn.is_multiple_of(2 * PAGEBLOCK_NR_PAGES)
         {
             return Err(bad(
                 "the node's memory must be a multiple of 2 MiB starting on 4 MiB".into(),
