@@ -86,6 +86,14 @@ enum Command {
         #[arg(long)]
         quick: bool,
     },
+    /// Write this host's memory state (/proc/buddyinfo, pagetypeinfo, meminfo, zoneinfo) to
+    /// stdout as a snapshot for `[machine.start] snapshot`. Reads /proc only (root: the
+    /// kernel lets only root read /proc/pagetypeinfo).
+    Snapshot {
+        /// Required: read this host.
+        #[arg(long)]
+        live: bool,
+    },
     /// Undo the settings of a live run that was killed (normally done by the next live start).
     Restore {
         /// Required: allow touching the host (root only).
@@ -134,7 +142,25 @@ enum Command {
 fn load(path: &std::path::Path) -> Result<Scenario> {
     let text = foliosim::footprint::read_toml(path)
         .with_context(|| format!("reading {}", path.display()))?;
-    Scenario::from_toml_str(&text).with_context(|| format!("in {}", path.display()))
+    let mut s = Scenario::from_toml_str(&text).with_context(|| format!("in {}", path.display()))?;
+    // A host snapshot start: its file, relative to the scenario's directory.
+    if let Some(start) = s.machine.start.as_mut() {
+        if let Some(file) = &start.snapshot {
+            let at = path
+                .parent()
+                .unwrap_or(std::path::Path::new("."))
+                .join(file);
+            let text = std::fs::read_to_string(&at).with_context(|| {
+                format!(
+                    "machine.start.snapshot: reading {} (from {})",
+                    at.display(),
+                    path.display()
+                )
+            })?;
+            start.snapshot_text = Some(text);
+        }
+    }
+    Ok(s)
 }
 
 /// `foliosim show`: the scenario (unless a bare release was asked for) and what it resolves to.
@@ -300,6 +326,12 @@ fn run_command() -> Result<()> {
                 Format::Table => print!("{}", report.to_table()),
             }
             eprintln!("wrote {}", output.display());
+        }
+        Command::Snapshot { live } => {
+            if !live {
+                bail!("snapshot: pass --live to read this host's /proc");
+            }
+            print!("{}", foliosim_live::snapshot::capture()?);
         }
         Command::Restore { live } => {
             if !live {

@@ -22,6 +22,7 @@ pub mod record;
 pub mod run;
 pub mod settings;
 pub mod shared_barrier;
+pub mod snapshot;
 pub mod swapdev;
 pub mod tmpfs;
 pub mod validate;

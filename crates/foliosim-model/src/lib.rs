@@ -130,13 +130,20 @@ fn boot(scenario: &Scenario) -> Result<(Kernel, Vec<Task>), SimError> {
     footprint::check_host(scenario, None)?;
     let mut k = Kernel::try_new(scenario)?;
     if let Some(start) = &scenario.machine.start {
-        workload::aging::run_prelude(&mut k, start, scenario.seed).map_err(|error| {
-            SimError::Mm {
-                task: "aging prelude".into(),
-                at_ns: 0,
-                error,
-            }
-        })?;
+        let mm_error = |task: &str, error| SimError::Mm {
+            task: task.into(),
+            at_ns: 0,
+            error,
+        };
+        workload::aging::run_prelude(&mut k, start, scenario.seed)
+            .map_err(|e| mm_error("aging prelude", e))?;
+        if let Some(file) = &start.snapshot {
+            let text = start.snapshot_text.as_deref().ok_or_else(|| {
+                let e = format!("{file} was not read: run the scenario from its file");
+                mm_error("snapshot start", mm::MmError::Snapshot(e))
+            })?;
+            mm::snapshot::load(&mut k, file, text).map_err(|e| mm_error("snapshot start", e))?;
+        }
     }
     let mut tasks = Vec::new();
     for (w, spec) in scenario.workloads.iter().enumerate() {

@@ -318,7 +318,11 @@ impl TopologySpec {
 impl Machine {
     /// Kernel memory is modelled: asked for, or implied by an aged start.
     pub fn kernel_memory_on(&self) -> bool {
-        self.kernel_memory || self.start.as_ref().is_some_and(|s| s.prelude != "fresh")
+        self.kernel_memory
+            || self
+                .start
+                .as_ref()
+                .is_some_and(|s| s.prelude != "fresh" || s.snapshot.is_some())
     }
 }
 
@@ -327,7 +331,16 @@ impl Machine {
 #[serde(deny_unknown_fields)]
 pub struct StartSpec {
     /// "fresh" (boot state: nothing run) or "churn" (process, file and slab churn).
+    #[serde(default = "default_prelude")]
     pub prelude: String,
+    /// A host snapshot file (`foliosim snapshot --live`, mm/snapshot/) to start from instead
+    /// of a prelude; relative to the scenario file's directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<String>,
+    /// The snapshot file's text, read by whoever loads the scenario file (the schema does no
+    /// I/O).
+    #[serde(skip)]
+    pub snapshot_text: Option<String>,
     /// Anonymous memory the churn's processes fault in over the prelude, in total.
     #[serde(default = "default_turnover")]
     pub turnover: Bytes,
@@ -346,6 +359,9 @@ pub struct StartSpec {
     pub slab_shrink_percent: u32,
 }
 
+fn default_prelude() -> String {
+    "fresh".into()
+}
 fn default_turnover() -> Bytes {
     Bytes(4 << 30)
 }
@@ -370,6 +386,13 @@ impl StartSpec {
                 "machine.start.prelude",
                 &self.prelude,
                 "fresh, churn",
+            ));
+        }
+        if self.snapshot.is_some() && self.prelude != "fresh" {
+            return Err(invalid(
+                "machine.start.prelude",
+                &self.prelude,
+                "fresh (machine.start.snapshot is the start)",
             ));
         }
         if self.turnover.0 > 1 << 44 {

@@ -35,6 +35,9 @@ pub struct KernelMem {
     pub nr_page_table_pages: u64,
     /// Each mm's tasks' kernel stacks, the base pages of each (vmalloc'd: CONFIG_VMAP_STACK).
     pub stacks: BTreeMap<u32, Vec<[u32; THREAD_SIZE_PAGES as usize]>>,
+    /// A host snapshot's kernel pages: the used pages of its unmovable, reclaimable and
+    /// highatomic pageblocks (mm/snapshot/), held for the whole run.
+    pub snapshot_pages: Vec<u32>,
 }
 
 impl KernelMem {
@@ -62,7 +65,12 @@ impl KernelMem {
             .chain(self.top.values().flatten())
             .filter(|&&p| p != super::folio::NIL)
             .map(|&p| (p, 0));
-        self.slabs.held_blocks().chain(stacks).chain(tables)
+        let snapshot = self.snapshot_pages.iter().map(|&p| (p, 0));
+        self.slabs
+            .held_blocks()
+            .chain(stacks)
+            .chain(tables)
+            .chain(snapshot)
     }
 
     /// The meminfo lines (kB) and the vmstat gauges (pages) of kernel memory.

@@ -41,6 +41,7 @@ pub mod rmap;
 pub mod shmem;
 pub mod shrinker;
 pub mod slub;
+pub mod snapshot;
 pub mod swap_alloc;
 pub mod swap_devstore;
 pub mod swap_readahead;
@@ -120,6 +121,9 @@ pub enum MmError {
     NoSuchFile { file: u32 },
     #[error("file {file} exists already")]
     FileExists { file: u32 },
+    /// A host snapshot that cannot be loaded (mm/snapshot/): the file and what is wrong.
+    #[error("machine.start.snapshot: {0}")]
+    Snapshot(String),
     #[error("files need a disk: the scenario has no [machine.disk]")]
     NoDisk,
     #[error("file {file} of {nr_pages} pages does not fit on the disk ({free_pages} pages free)")]

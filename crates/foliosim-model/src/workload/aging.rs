@@ -174,7 +174,7 @@ fn exit_proc(k: &mut Kernel, ctx: &mut Ctx, p: Proc) -> u64 {
 }
 
 /// The prelude's counters are not the workload's: events, extfrag and lock statistics restart.
-fn reset_counters(k: &mut Kernel) {
+pub(crate) fn reset_counters(k: &mut Kernel) {
     k.vmstat = VmStat::default();
     for nid in 0..k.nodes.nr_nodes() {
         let z = k.node_zone_mut(nid);

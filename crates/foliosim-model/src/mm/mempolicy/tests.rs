@@ -309,3 +309,67 @@ fn interleave_follows_the_offset_for_faults_and_il_prev_otherwise() {
     assert_eq!(k.current.il_prev, Some(1));
     assert_eq!(k.node(0).numa_stat[NumaStat::InterleaveHit as usize], 34);
 }
+
+/// usemem of 160M, more than either node of 128M holds, on two sockets (CPUs on both nodes),
+/// THP always, defrag always, under `version`.
+fn two_socket_usemem(version: &str) -> BTreeMap<String, u64> {
+    let text = format!(
+        r#"
+check_invariants = true
+[machine]
+cpus = 2
+memory = "128M"
+[machine.topology]
+sockets = 2
+[[machine.node]]
+memory = "128M"
+socket = 1
+[kernel]
+version = "{version}"
+[sysfs]
+thp_enabled = "always"
+defrag = "always"
+[[workload]]
+kind = "usemem"
+nproc = 1
+size = "160M"
+"#
+    );
+    crate::run(&Scenario::from_toml_str(&text).unwrap())
+        .unwrap()
+        .counters
+}
+
+#[test]
+fn two_sockets_4x_falls_back_to_local_base_pages_6x_takes_remote_thps() {
+    let (old, new) = (two_socket_usemem("4.19"), two_socket_usemem("6.18"));
+    // 4.x: __GFP_THISNODE on every THP fault; once its node is short, the fault falls back
+    // and its base pages go remote (node 1's misses), but for those the home node still had.
+    let fallbacks = get(&old, "thp_fault_fallback");
+    assert!(fallbacks > 0, "{old:?}");
+    let (home, away) = if get(&old, "node0 numa_local") >= get(&old, "node1 numa_local") {
+        (0, 1)
+    } else {
+        (1, 0)
+    };
+    let local_base = get(&old, &format!("node{home} numa_hit")) - get(&old, "thp_fault_alloc");
+    assert_eq!(
+        get(&old, &format!("node{away} numa_miss")) + local_base,
+        fallbacks * 512,
+        "{old:?}"
+    );
+    // 6.x: the first attempt is local and may not reclaim; the second may go remote, so the
+    // THPs the home node could not hold come from the other one, one miss per THP.
+    assert_eq!(get(&new, "thp_fault_fallback"), 0, "{new:?}");
+    let remote = get(&new, &format!("node{away} numa_miss"));
+    assert!(remote > 0 && remote < 512, "{new:?}");
+    assert_eq!(
+        get(&new, "thp_fault_alloc"),
+        get(&old, "thp_fault_alloc") + remote
+    );
+    assert_eq!(
+        get(&new, &format!("node{home} numa_foreign")),
+        remote,
+        "{new:?}"
+    );
+}

@@ -166,6 +166,11 @@ impl Zone {
         &self.area
     }
 
+    /// The buddy lists to rebuild whole (a host snapshot's start, mm/snapshot/).
+    pub fn free_area_mut(&mut self) -> &mut FreeArea {
+        &mut self.area
+    }
+
     /// The pageblock type of `pfn`.
     pub fn pageblock_mt(&self, pfn: u32) -> MigrateType {
         self.area.pageblock_mt(pfn)
