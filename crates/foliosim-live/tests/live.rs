@@ -388,102 +388,72 @@ fn swapin_mthp_probe_answers_and_restores_the_host() -> Outcome {
     Ok(())
 }
 
-/// A threaded program like thpscale's: two threads of one process map a file each and read it,
-/// meet at a barrier, then time faults of an anonymous region with mincore. Every sample comes
-/// back, per thread, with the series mincore chose.
-fn threads_share_a_process_with_barriers_files_and_fault_timing() -> Outcome {
+/// Faults each thread of the threaded program times.
+const THREAD_FAULTS: u32 = 4;
+
+/// Thread `idx` of the threaded program: maps a file and reads it, meets its sibling at a
+/// barrier, times THREAD_FAULTS faults of an anonymous THP region with mincore, and looks at
+/// its sibling's VMA.
+fn threaded_program(idx: u32) -> Vec<foliosim::workload::Op> {
     use foliosim::mm::mmap::ThpAdvice;
     use foliosim::workload::Op;
-    use foliosim_live::exec::{self, LiveTask, LiveThread};
-    require_live()?;
-    let dir = std::env::temp_dir().join(format!("foliosim-live-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    foliosim_live::files::create(&foliosim_live::files::path(&dir, 0), 4 << 20, 7).unwrap();
-    const FAULTS: u32 = 4;
-    let program = |idx: u32| {
-        let (anon, file) = (2 * idx, 2 * idx + 1);
-        let mut ops = vec![
-            Op::Mmap {
-                vma: anon,
-                nr_pages: FAULTS * 512,
-                thp: ThpAdvice::Hugepage,
-            },
-            Op::MmapFile {
-                vma: file,
-                file: 0,
-                offset_pages: idx * 256,
-                nr_pages: 256,
-                shared: true,
-            },
+    let (anon, file) = (2 * idx, 2 * idx + 1);
+    let mut ops = vec![
+        Op::Mmap {
+            vma: anon,
+            nr_pages: THREAD_FAULTS * 512,
+            thp: ThpAdvice::Hugepage,
+        },
+        Op::MmapFile {
+            vma: file,
+            file: 0,
+            offset_pages: idx * 256,
+            nr_pages: 256,
+            shared: true,
+        },
+        Op::Touch {
+            vma: file,
+            first: 0,
+            nr: 256,
+            write: false,
+        },
+        Op::Barrier { id: 0, parties: 2 },
+    ];
+    for i in 0..THREAD_FAULTS {
+        ops.extend([
+            Op::TimerStart,
             Op::Touch {
-                vma: file,
-                first: 0,
-                nr: 256,
-                write: false,
+                vma: anon,
+                first: i * 512,
+                nr: 1,
+                write: true,
             },
-            Op::Barrier { id: 0, parties: 2 },
-        ];
-        for i in 0..FAULTS {
-            ops.extend([
-                Op::TimerStart,
-                Op::Touch {
-                    vma: anon,
-                    first: i * 512,
-                    nr: 1,
-                    write: true,
-                },
-                // Both series possible: page 64 is resident iff the fault mapped a THP.
-                Op::Mincore {
-                    vma: anon,
-                    index: i * 512 + 64,
-                },
-                Op::RecordLatency {
-                    if_resident: 1,
-                    otherwise: 0,
-                },
-            ]);
-        }
-        // The other thread's VMA is visible: the process shares its VMA table.
-        ops.push(Op::Barrier { id: 1, parties: 2 });
-        ops.push(Op::Mincore {
-            vma: 2 * (1 - idx),
-            index: 0,
-        });
-        ops.extend([Op::Munmap { vma: file }, Op::Barrier { id: 2, parties: 2 }]);
-        ops.push(Op::Exit);
-        ops
-    };
-    let task = LiveTask {
-        name: "leader".into(),
-        ops: program(0),
-        threads: vec![LiveThread {
-            name: "thread-1".into(),
-            ops: program(1),
-            cpu: None,
-        }],
-        file_dir: Some(dir.clone()),
-        ..Default::default()
-    };
-    // A hang (seen once under a heavily loaded host) fails the test instead of the whole run.
-    let start = Instant::now();
-    let outcome = exec::run_tasks(&[task], &|| {
-        (start.elapsed() > Duration::from_secs(120)).then(|| "hung".to_string())
-    })
-    .unwrap();
-    assert!(
-        outcome.tasks.iter().all(|t| t.failure.is_none()),
-        "{:?}",
-        outcome.tasks.iter().map(|t| &t.failure).collect::<Vec<_>>()
-    );
-    std::fs::remove_dir_all(&dir).unwrap();
-    assert_eq!(outcome.tasks.len(), 2);
-    for t in &outcome.tasks {
-        assert_eq!(t.failure, None, "{}", t.name);
-        assert_eq!(t.latencies.len(), FAULTS as usize, "{}", t.name);
-        assert!(t.latencies.iter().all(|&(s, ns)| s <= 1 && ns > 0));
+            // Both series possible: page 64 is resident iff the fault mapped a THP.
+            Op::Mincore {
+                vma: anon,
+                index: i * 512 + 64,
+            },
+            Op::RecordLatency {
+                if_resident: 1,
+                otherwise: 0,
+            },
+        ]);
     }
+    // The other thread's VMA is visible: the process shares its VMA table.
+    ops.push(Op::Barrier { id: 1, parties: 2 });
+    ops.push(Op::Mincore {
+        vma: 2 * (1 - idx),
+        index: 0,
+    });
+    ops.extend([Op::Munmap { vma: file }, Op::Barrier { id: 2, parties: 2 }]);
+    ops.push(Op::Exit);
+    ops
+}
 
-    // A thread that fails releases its sibling from the barrier instead of hanging it.
+/// A thread that fails releases its sibling from the barrier instead of hanging it.
+fn a_failing_thread_releases_its_sibling() {
+    use foliosim::workload::Op;
+    use foliosim_live::exec::{self, LiveTask, LiveThread};
     let failing = LiveTask {
         name: "leader".into(),
         ops: vec![Op::Barrier { id: 0, parties: 2 }, Op::Exit],
@@ -508,6 +478,47 @@ fn threads_share_a_process_with_barriers_files_and_fault_timing() -> Outcome {
         failures[0].as_ref().unwrap().contains("barrier"),
         "{failures:?}"
     );
+}
+
+/// A threaded program like thpscale's: two threads of one process map a file each and read it,
+/// meet at a barrier, then time faults of an anonymous region with mincore. Every sample comes
+/// back, per thread, with the series mincore chose.
+fn threads_share_a_process_with_barriers_files_and_fault_timing() -> Outcome {
+    use foliosim_live::exec::{self, LiveTask, LiveThread};
+    require_live()?;
+    let dir = std::env::temp_dir().join(format!("foliosim-live-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    foliosim_live::files::create(&foliosim_live::files::path(&dir, 0), 4 << 20, 7).unwrap();
+    let task = LiveTask {
+        name: "leader".into(),
+        ops: threaded_program(0),
+        threads: vec![LiveThread {
+            name: "thread-1".into(),
+            ops: threaded_program(1),
+            cpu: None,
+        }],
+        file_dir: Some(dir.clone()),
+        ..Default::default()
+    };
+    // A hang (seen once under a heavily loaded host) fails the test instead of the whole run.
+    let start = Instant::now();
+    let outcome = exec::run_tasks(&[task], &|| {
+        (start.elapsed() > Duration::from_secs(120)).then(|| "hung".to_string())
+    })
+    .unwrap();
+    assert!(
+        outcome.tasks.iter().all(|t| t.failure.is_none()),
+        "{:?}",
+        outcome.tasks.iter().map(|t| &t.failure).collect::<Vec<_>>()
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(outcome.tasks.len(), 2);
+    for t in &outcome.tasks {
+        assert_eq!(t.failure, None, "{}", t.name);
+        assert_eq!(t.latencies.len(), THREAD_FAULTS as usize, "{}", t.name);
+        assert!(t.latencies.iter().all(|&(s, ns)| s <= 1 && ns > 0));
+    }
+    a_failing_thread_releases_its_sibling();
     Ok(())
 }
 

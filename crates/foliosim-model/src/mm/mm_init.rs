@@ -2,8 +2,13 @@
 //! [`Kernel::try_new`](super::Kernel::try_new) that are built from the scenario alone, one
 //! named step each.
 
+use super::config::KernelConfig;
+use super::filemap::PageCache;
 use super::folio::NIL;
+use super::khugepaged;
+use super::kthread::{KthreadKind, Kthreads};
 use super::memcontrol::{self, MemCgroup, MemcgTree};
+use super::numa::Nodes;
 use super::swap_devstore::RamStore;
 use super::swapfile::{Swap, SwapInfo, SwapMap};
 use super::zram::Zram;
@@ -131,4 +136,29 @@ pub(super) fn dense_order(scenario: &Scenario) -> u32 {
         .orders_enabled(false)
         .trailing_zeros()
         .min(page_alloc::MAX_PAGE_ORDER)
+}
+
+/// The kernel threads, per node with CPUs: kswapd and the others the scenario turns on, and
+/// the flusher when there is a disk.
+pub(super) fn kthreads(
+    scenario: &Scenario,
+    cfg: &KernelConfig,
+    nodes: &Nodes,
+    zswap_enabled: bool,
+    pagecache: &PageCache,
+) -> Kthreads {
+    let kthread_nodes: Vec<usize> = (0..nodes.nr_nodes())
+        .filter(|&n| nodes.has_cpus[n])
+        .collect();
+    let mut kthreads = Kthreads::new(
+        &kthread_nodes,
+        zswap_enabled,
+        khugepaged::hugepage_pmd_enabled(scenario),
+        cfg.kcompactd,
+        scenario.machine.cpus as usize,
+    );
+    if pagecache.disk.is_some() {
+        kthreads.kinds.push(KthreadKind::Flusher);
+    }
+    kthreads
 }

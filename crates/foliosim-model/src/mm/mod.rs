@@ -318,19 +318,7 @@ impl Kernel {
         // The page cache: a disk's files, and their flusher thread (page_writeback.rs).
         let pagecache = filemap::PageCache::new(scenario);
         let nodes = numa::Nodes::new(scenario, nr_pages, topology.as_ref());
-        let kthread_nodes: Vec<usize> = (0..nodes.nr_nodes())
-            .filter(|&n| nodes.has_cpus[n])
-            .collect();
-        let mut kthreads = Kthreads::new(
-            &kthread_nodes,
-            zswap.enabled,
-            khugepaged::hugepage_pmd_enabled(scenario),
-            cfg.kcompactd,
-            ncpus,
-        );
-        if pagecache.disk.is_some() {
-            kthreads.kinds.push(kthread::KthreadKind::Flusher);
-        }
+        let kthreads = mm_init::kthreads(scenario, &cfg, &nodes, zswap.enabled, &pagecache);
         let pgdat = new_pgdats(scenario, &nodes, ncpus)?;
         for cg in memcgs.iter_mut() {
             cg.set_nr_nodes(nodes.nr_nodes());

@@ -739,19 +739,13 @@ pub fn shrink_folio_list(
                 k.folios.clear(pfn, flags::WRITEBACK | flags::RECLAIM);
             }
             if reclaim != Reclaim::Pageout {
-                ctx.spend(
-                    CpuCost::FolioReferenced,
-                    super::rmap::folio_referenced_ns(k, pfn),
-                );
-                clear_flush_young(k, ctx, pfn);
-                let policy = k.cfg.lru_policy;
-                let refs = policy.folio_check_references(k, ctx, pfn);
-                super::access::young_cleared(k, pfn);
-                match refs {
+                match check_references(k, ctx, pfn) {
+                    // activate_locked
                     FolioReferences::Activate => {
                         result.putback.push((pfn, true));
                         continue;
                     }
+                    // keep_locked
                     FolioReferences::Keep => {
                         result.putback.push((pfn, false));
                         continue;
@@ -794,31 +788,12 @@ pub fn shrink_folio_list(
                 try_to_unmap(k, ctx, pfn, &mut tlb);
             }
             if k.folios.test(pfn, flags::DIRTY) {
-                tlb.flush_dirty(k, ctx);
-                // pageout(): PG_reclaim, so that folio_end_writeback rotates it to the tail.
-                k.folios.set(pfn, flags::RECLAIM);
-                swap_writepage(k, ctx, pfn);
-                if !k.folios.test(pfn, flags::WRITEBACK) {
-                    k.folios.clear(pfn, flags::RECLAIM);
-                }
-                if k.folios.test(pfn, flags::DIRTY) {
-                    // The device refused the write (zram or brd out of memory): activate_locked.
-                    result.putback.push((pfn, true));
-                    continue;
-                }
-                result.nr_pageout += k.folios.nr_pages(pfn) as u64;
-                if k.folios.test(pfn, flags::WRITEBACK) {
-                    result.putback.push((pfn, false));
+                if let Some(active) = pageout(k, ctx, pfn, &mut tlb, &mut result) {
+                    result.putback.push((pfn, active));
                     continue;
                 }
             }
-            // __remove_mapping: clean, unmapped, in the swap cache: drop it, leaving its
-            // shadow, and free the folio.
-            let nr = k.folios.nr_pages(pfn);
-            let shadow = workingset::workingset_eviction(k, pfn, target);
-            folio_delete_from_swap_cache(k, ctx, pfn, shadow);
-            k.folio_free(ctx, pfn);
-            result.nr_reclaimed += nr as u64;
+            result.nr_reclaimed += remove_mapping(k, ctx, pfn, target);
         }
         if demote.is_empty() {
             break 'retry;
@@ -833,6 +808,57 @@ pub fn shrink_folio_list(
     }
     tlb.flush(k, ctx);
     result
+}
+
+/// folio_check_references (the lru policy's) after the rmap walk that clears the young bits
+/// (its cost).
+#[inline]
+fn check_references(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) -> FolioReferences {
+    ctx.spend(
+        CpuCost::FolioReferenced,
+        super::rmap::folio_referenced_ns(k, pfn),
+    );
+    clear_flush_young(k, ctx, pfn);
+    let policy = k.cfg.lru_policy;
+    let refs = policy.folio_check_references(k, ctx, pfn);
+    super::access::young_cleared(k, pfn);
+    refs
+}
+
+/// pageout() of a dirty, unmapped swap-cache folio. Returns where the folio goes back when
+/// it stays: Some(true) activate_locked (the device refused the write: zram or brd out of
+/// memory), Some(false) keep (under writeback); None once written clean, to be freed.
+#[inline]
+fn pageout(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    pfn: u32,
+    tlb: &mut TlbUnmapBatch,
+    result: &mut ShrinkResult,
+) -> Option<bool> {
+    tlb.flush_dirty(k, ctx);
+    // PG_reclaim, so that folio_end_writeback rotates it to the tail.
+    k.folios.set(pfn, flags::RECLAIM);
+    swap_writepage(k, ctx, pfn);
+    if !k.folios.test(pfn, flags::WRITEBACK) {
+        k.folios.clear(pfn, flags::RECLAIM);
+    }
+    if k.folios.test(pfn, flags::DIRTY) {
+        return Some(true);
+    }
+    result.nr_pageout += k.folios.nr_pages(pfn) as u64;
+    k.folios.test(pfn, flags::WRITEBACK).then_some(false)
+}
+
+/// __remove_mapping: clean, unmapped, in the swap cache: drop it, leaving its shadow, and
+/// free the folio. Returns the pages freed.
+#[inline]
+fn remove_mapping(k: &mut Kernel, ctx: &mut Ctx, pfn: u32, target: u16) -> u64 {
+    let nr = k.folios.nr_pages(pfn);
+    let shadow = workingset::workingset_eviction(k, pfn, target);
+    folio_delete_from_swap_cache(k, ctx, pfn, shadow);
+    k.folio_free(ctx, pfn);
+    nr as u64
 }
 
 /// shrink_folio_list's cases for a folio whose write is still in flight (mm/vmscan.c, 6.18).

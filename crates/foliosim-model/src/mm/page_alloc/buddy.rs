@@ -568,58 +568,7 @@ impl FreeArea {
         let (mut nr_free, mut nr_highatomic) = (0u64, 0u64);
         for order in 0..=MAX_PAGE_ORDER {
             for mt in MigrateType::ALL {
-                let (o, m) = (order as usize, mt as usize);
-                let mut count = 0;
-                let mut prev = NIL;
-                let mut cur = self.head[o][m];
-                while cur != NIL {
-                    if self.links.get(order, cur as usize)[PREV] != prev {
-                        return Err(format!(
-                            "order-{order} {mt:?} list: pfn {cur} has a bad prev link"
-                        ));
-                    }
-                    if self.buddy_order[cur as usize] != order as u8 + 1 {
-                        return Err(format!(
-                            "pfn {cur} on the order-{order} {mt:?} list has buddy order {}",
-                            self.buddy_order[cur as usize] as i64 - 1
-                        ));
-                    }
-                    if !cur.is_multiple_of(1 << order) || cur + (1 << order) > self.nr_pages {
-                        return Err(format!(
-                            "order-{order} free block at pfn {cur} is misaligned or past the zone"
-                        ));
-                    }
-                    let blocks = (1u32 << order.saturating_sub(PAGEBLOCK_ORDER)).max(1);
-                    for b in 0..blocks {
-                        let block_mt = self.pageblock_mt(cur + b * PAGEBLOCK_NR_PAGES);
-                        if block_mt != mt {
-                            return Err(format!("order-{order} free block at pfn {cur} is on the {mt:?} list in a {block_mt:?} pageblock"));
-                        }
-                    }
-                    for p in cur..cur + (1 << order) {
-                        if std::mem::replace(&mut free[p as usize], true) {
-                            return Err(format!("pfn {p} is in two free blocks"));
-                        }
-                        if self.is_movable_ops(p) {
-                            return Err(format!("free pfn {p} is marked as having movable_ops"));
-                        }
-                    }
-                    count += 1;
-                    prev = cur;
-                    cur = self.links.get(order, cur as usize)[NEXT];
-                }
-                if prev != self.tail[o][m] {
-                    return Err(format!(
-                        "order-{order} {mt:?} list: tail is {} but the last block is {prev}",
-                        self.tail[o][m]
-                    ));
-                }
-                if count != self.nr_blocks[o][m] {
-                    return Err(format!(
-                        "order-{order} {mt:?} list holds {count} blocks, nr_free says {}",
-                        self.nr_blocks[o][m]
-                    ));
-                }
+                let count = self.check_free_list(order, mt, &mut free)?;
                 if mt != MigrateType::Isolate {
                     nr_free += (count as u64) << order;
                 }
@@ -641,6 +590,92 @@ impl FreeArea {
                 self.nr_free_pages, self.nr_free_highatomic
             ));
         }
+        self.check_pageblock_skip()?;
+        if let Some(c) = &self.capture {
+            return Err(format!("a capture_control is left installed: {c:?}"));
+        }
+        self.check_pageblock_types()?;
+        Ok(free)
+    }
+
+    /// One free_area[order].free_list[mt]: links, tail and count; marks its pages in `free`.
+    /// Returns the blocks it holds.
+    fn check_free_list(
+        &self,
+        order: u32,
+        mt: MigrateType,
+        free: &mut [bool],
+    ) -> Result<u32, String> {
+        let (o, m) = (order as usize, mt as usize);
+        let mut count = 0;
+        let mut prev = NIL;
+        let mut cur = self.head[o][m];
+        while cur != NIL {
+            if self.links.get(order, cur as usize)[PREV] != prev {
+                return Err(format!(
+                    "order-{order} {mt:?} list: pfn {cur} has a bad prev link"
+                ));
+            }
+            self.check_free_block(order, mt, cur, free)?;
+            count += 1;
+            prev = cur;
+            cur = self.links.get(order, cur as usize)[NEXT];
+        }
+        if prev != self.tail[o][m] {
+            return Err(format!(
+                "order-{order} {mt:?} list: tail is {} but the last block is {prev}",
+                self.tail[o][m]
+            ));
+        }
+        if count != self.nr_blocks[o][m] {
+            return Err(format!(
+                "order-{order} {mt:?} list holds {count} blocks, nr_free says {}",
+                self.nr_blocks[o][m]
+            ));
+        }
+        Ok(count)
+    }
+
+    /// One free block at `cur` on the order-`order` `mt` list: its buddy order, alignment,
+    /// pageblock types, and pages free once and without movable_ops.
+    fn check_free_block(
+        &self,
+        order: u32,
+        mt: MigrateType,
+        cur: u32,
+        free: &mut [bool],
+    ) -> Result<(), String> {
+        if self.buddy_order[cur as usize] != order as u8 + 1 {
+            return Err(format!(
+                "pfn {cur} on the order-{order} {mt:?} list has buddy order {}",
+                self.buddy_order[cur as usize] as i64 - 1
+            ));
+        }
+        if !cur.is_multiple_of(1 << order) || cur + (1 << order) > self.nr_pages {
+            return Err(format!(
+                "order-{order} free block at pfn {cur} is misaligned or past the zone"
+            ));
+        }
+        let blocks = (1u32 << order.saturating_sub(PAGEBLOCK_ORDER)).max(1);
+        for b in 0..blocks {
+            let block_mt = self.pageblock_mt(cur + b * PAGEBLOCK_NR_PAGES);
+            if block_mt != mt {
+                return Err(format!("order-{order} free block at pfn {cur} is on the {mt:?} list in a {block_mt:?} pageblock"));
+            }
+        }
+        for p in cur..cur + (1 << order) {
+            if std::mem::replace(&mut free[p as usize], true) {
+                return Err(format!("pfn {p} is in two free blocks"));
+            }
+            if self.is_movable_ops(p) {
+                return Err(format!("free pfn {p} is marked as having movable_ops"));
+            }
+        }
+        Ok(())
+    }
+
+    /// No pageblock skip bit past the zone.
+    fn check_pageblock_skip(&self) -> Result<(), String> {
         let nr_blocks = self.pageblock_mt.len();
         for (w, &word) in self.pageblock_skip.iter().enumerate() {
             let valid = (nr_blocks - (w * 64).min(nr_blocks)).min(64);
@@ -655,9 +690,11 @@ impl FreeArea {
                 ));
             }
         }
-        if let Some(c) = &self.capture {
-            return Err(format!("a capture_control is left installed: {c:?}"));
-        }
+        Ok(())
+    }
+
+    /// The per-type pageblock counters match the pageblock types.
+    fn check_pageblock_types(&self) -> Result<(), String> {
         let mut by_type = [0u32; MIGRATE_TYPES];
         for &mt in &self.pageblock_mt {
             by_type[mt as usize] += 1;
@@ -668,7 +705,7 @@ impl FreeArea {
                 self.nr_pageblocks
             ));
         }
-        Ok(free)
+        Ok(())
     }
 }
 

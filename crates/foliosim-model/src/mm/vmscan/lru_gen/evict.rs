@@ -17,7 +17,7 @@ use super::{
     LRU_GEN_FILE, LRU_REFS_WIDTH, MAX_LRU_BATCH, MAX_NR_TIERS, MIN_LRU_BATCH, MIN_NR_GENS,
 };
 use crate::engine::Ctx;
-use crate::mm::folio::flags;
+use crate::mm::folio::{flags, FolioTable};
 use crate::mm::kthread::KthreadKind;
 use crate::mm::oom_kill::{out_of_memory, OomConstraint};
 use crate::mm::page_alloc::Wmark;
@@ -415,13 +415,7 @@ fn evict_folios(
         })
         .collect();
     let (pgsteal, pgsteal_type) = (
-        match sc.reclaim {
-            Reclaim::Kswapd => VmEvent::PgstealKswapd,
-            _ if k.kthreads.current(ctx.cpu) == Some(KthreadKind::Khugepaged) => {
-                VmEvent::PgstealKhugepaged
-            }
-            _ => VmEvent::PgstealDirect,
-        },
+        reclaimer_offset(k, ctx, sc.reclaim),
         [VmEvent::PgstealAnon, VmEvent::PgstealFile][ty],
     );
     let taken: u64 = tiers.iter().map(|t| t.2).sum();
@@ -446,37 +440,16 @@ fn evict_folios(
         sc.nr.writeback += stat.writeback;
         sc.nr.immediate += stat.immediate;
         for (pfn, active) in result.putback {
-            let f = &mut k.folios;
             if active {
-                f.set(pfn, flags::ACTIVE);
-                let nr = f.nr_pages(pfn) as u64;
+                k.folios.set(pfn, flags::ACTIVE);
+                let nr = k.folios.nr_pages(pfn) as u64;
                 k.memcgs[memcg as usize].count(VmEvent::Pgactivate, nr);
             }
-            let reclaim_wait =
-                f.test(pfn, flags::RECLAIM) && f.test(pfn, flags::DIRTY | flags::WRITEBACK);
-            if reclaim_wait {
-                if f.test(pfn, flags::WORKINGSET) {
-                    f.set(pfn, flags::REFERENCED);
-                }
-            } else if skip_retry
-                || f.test(
-                    pfn,
-                    flags::ACTIVE
-                        | flags::REFERENCED
-                        | flags::DIRTY
-                        | flags::WRITEBACK
-                        | flags::LOCKED,
-                )
-                || f.mapcount(pfn as usize) > 0
-            {
-                // Rejected folios go to the youngest generation, not back to the oldest.
-                super::clear_refs(f, pfn);
-                f.set(pfn, flags::ACTIVE);
-            } else {
+            if retry_folio(&mut k.folios, pfn, skip_retry) {
                 list.push(pfn);
-                continue;
+            } else {
+                kept.push(pfn);
             }
-            kept.push(pfn);
         }
         if list.is_empty() {
             break;
@@ -484,7 +457,62 @@ fn evict_folios(
         // Clean folios that may have missed folio_rotate_reclaimable: once more.
         skip_retry = true;
     }
-    // move_folios_to_lru
+    move_folios_to_lru(k, ctx, memcg, nid, kept, tiers, ty);
+    if !sc.cgroup_reclaim() {
+        k.pgdat[nid].zone.events.count(pgsteal, reclaimed);
+    }
+    k.memcgs[memcg as usize].count(pgsteal, reclaimed);
+    k.pgdat[nid].zone.events.count(pgsteal_type, reclaimed);
+    (scanned, reclaimed)
+}
+
+/// evict_folios' putback pass over what shrink_folio_list rejected: true for a clean folio
+/// that may have missed folio_rotate_reclaimable (tried once more); otherwise the folio is
+/// kept, a rejected one going to the youngest generation, not back to the oldest.
+#[inline]
+fn retry_folio(f: &mut FolioTable, pfn: u32, skip_retry: bool) -> bool {
+    let reclaim_wait = f.test(pfn, flags::RECLAIM) && f.test(pfn, flags::DIRTY | flags::WRITEBACK);
+    if reclaim_wait {
+        if f.test(pfn, flags::WORKINGSET) {
+            f.set(pfn, flags::REFERENCED);
+        }
+    } else if skip_retry
+        || f.test(
+            pfn,
+            flags::ACTIVE | flags::REFERENCED | flags::DIRTY | flags::WRITEBACK | flags::LOCKED,
+        )
+        || f.mapcount(pfn as usize) > 0
+    {
+        super::clear_refs(f, pfn);
+        f.set(pfn, flags::ACTIVE);
+    } else {
+        return true;
+    }
+    false
+}
+
+/// reclaimer_offset: which PGSTEAL_* event a reclaimer counts.
+fn reclaimer_offset(k: &Kernel, ctx: &Ctx, reclaim: Reclaim) -> VmEvent {
+    match reclaim {
+        Reclaim::Kswapd => VmEvent::PgstealKswapd,
+        _ if k.kthreads.current(ctx.cpu) == Some(KthreadKind::Khugepaged) => {
+            VmEvent::PgstealKhugepaged
+        }
+        _ => VmEvent::PgstealDirect,
+    }
+}
+
+/// move_folios_to_lru of the kept folios under one lru_lock hold, then the tiers of those
+/// evicted for lru_gen_eviction's refault accounting (`tiers`: pfn, tier, pages).
+fn move_folios_to_lru(
+    k: &mut Kernel,
+    ctx: &mut Ctx,
+    memcg: u16,
+    nid: usize,
+    mut kept: Vec<u32>,
+    tiers: Vec<(u32, usize, u64)>,
+    ty: usize,
+) {
     for &pfn in &kept {
         let nid = k.nodes.nid(pfn);
         let cg = &mut k.memcgs[k.folios.memcg(pfn as usize) as usize];
@@ -493,20 +521,13 @@ fn evict_folios(
     let lv = k.memcgs[memcg as usize].lruvec_mut(nid);
     lv.lru_lock
         .hold(ctx, k.cost.lru_move_ns * kept.len() as u64);
-    let mut kept_sorted = kept;
-    kept_sorted.sort_unstable();
+    kept.sort_unstable();
     let lg = &mut lv.lrugen;
     for (pfn, tier, nr) in tiers {
-        if kept_sorted.binary_search(&pfn).is_err() {
+        if kept.binary_search(&pfn).is_err() {
             lg.evicted[ty][tier] += nr;
         }
     }
-    if !sc.cgroup_reclaim() {
-        k.pgdat[nid].zone.events.count(pgsteal, reclaimed);
-    }
-    k.memcgs[memcg as usize].count(pgsteal, reclaimed);
-    k.pgdat[nid].zone.events.count(pgsteal_type, reclaimed);
-    (scanned, reclaimed)
 }
 
 /// lru_gen_age_node (kswapd of node `nid`, before reclaim): with min_ttl_ms set, if every
