@@ -43,19 +43,8 @@ impl QueueLimits {
     /// ll_back_merge_fn: may a request of `rq_bytes` in `rq_segments` segments take a bio of
     /// `bio_bytes` (blk_rq_get_max_sectors, then ll_new_hw_segment's segment count)?
     pub fn back_mergeable(&self, rq_bytes: u64, rq_segments: u32, bio_bytes: u64) -> bool {
-        self.mergeable(
-            rq_bytes,
-            rq_segments,
-            bio_bytes,
-            self.bio_segments(bio_bytes),
-        )
-    }
-
-    /// May a request of `rq_bytes` in `rq_segments` segments take `bytes` more in `segments`
-    /// more (a bio, or a whole request at insertion: ll_merge_requests_fn)?
-    pub fn mergeable(&self, rq_bytes: u64, rq_segments: u32, bytes: u64, segments: u32) -> bool {
-        rq_bytes + bytes <= self.max_sectors_bytes
-            && rq_segments as u64 + segments as u64 <= self.max_segments as u64
+        rq_bytes + bio_bytes <= self.max_sectors_bytes
+            && rq_segments as u64 + self.bio_segments(bio_bytes) as u64 <= self.max_segments as u64
     }
 }
 

@@ -8,12 +8,9 @@
 //! writer that sleeps there waits, with every writer after it, until wbt_rqw_done's rule wakes
 //! them (hw/blk_wbt.rs). The device serves one request at a time per direction's timing: a
 //! per-request command cost plus the bytes at its bandwidth, then a completion latency that
-//! overlaps with the next request's service (the device's internal parallelism). A task
-//! inside blk_start_plug / blk_finish_plug builds its requests in its plug first (hw/blk_plug.rs):
-//! they hold tags and reach the device when the plug flushes.
+//! overlaps with the next request's service (the device's internal parallelism).
 
 use super::blk_limits::QueueLimits;
-use super::blk_plug::{BlkPlug, PluggedRequest};
 use super::blk_wbt::{Wbt, WbtStats};
 use crate::engine::{Ctx, WaitKind};
 use crate::scenario::PAGE_SIZE;
@@ -105,11 +102,6 @@ pub struct RequestQueue {
     wbt_sleep: Option<(u64, u64)>,
     /// Per CPU (indexed by it): its open request.
     open: Vec<Option<OpenRequest>>,
-    /// Per CPU: the requests its running task holds in its plug.
-    plugs: Vec<BlkPlug>,
-    /// (token, completion) of each plugged bio whose request the device took, for the
-    /// submitter to collect (take_issued).
-    issued: Vec<(u32, u64)>,
     idle_at_ns: u64,
     pub stats: QueueStats,
 }
@@ -132,8 +124,6 @@ impl RequestQueue {
             wbt,
             wbt_sleep: None,
             open: Vec::new(),
-            plugs: Vec::new(),
-            issued: Vec::new(),
             idle_at_ns: 0,
             stats: QueueStats::default(),
         }
@@ -142,8 +132,7 @@ impl RequestQueue {
     /// submit_bio of `bytes` at page `pos` (None: never merged). Returns when the request
     /// holding the bio's last byte completes.
     pub fn submit(&mut self, ctx: &mut Ctx, dir: Dir, pos: Option<u64>, bytes: u64) -> u64 {
-        let segments = self.limits.bio_segments(bytes);
-        if let Some(done_ns) = self.back_merge(ctx, dir, pos, bytes, segments) {
+        if let Some(done_ns) = self.back_merge(ctx, dir, pos, bytes) {
             return done_ns;
         }
         let mut left = bytes;
@@ -152,120 +141,20 @@ impl RequestQueue {
         while left > 0 {
             let chunk = left.min(self.limits.max_bio_bytes());
             self.get_tag(ctx, dir);
-            let rq = self.new_request(ctx.now_ns, dir, pos, chunk, None);
-            done_ns = self.dispatch(ctx, rq);
+            done_ns = self.dispatch(ctx, dir, pos, chunk);
             left -= chunk;
             pos = pos.map(|p| p + chunk / PAGE_SIZE);
         }
         done_ns
     }
 
-    /// submit_bio of `bytes` at page `pos` by a task holding a plug, `token` marking the
-    /// bio: blk_mq_submit_bio tries the plug's last request, then the elevator's (the CPU's
-    /// open request), else takes a tag and plugs a new request. When each part of the bio
-    /// completes is told through take_issued once the device has its request.
-    pub fn submit_plugged(
-        &mut self,
-        ctx: &mut Ctx,
-        dir: Dir,
-        pos: u64,
-        bytes: u64,
-        token: Option<u32>,
-    ) {
-        if self.plugs.len() <= ctx.cpu {
-            self.plugs.resize(ctx.cpu + 1, BlkPlug::default());
-        }
-        let mut left = bytes;
-        let mut pos = pos;
-        while left > 0 {
-            let chunk = left.min(self.limits.max_bio_bytes());
-            self.plug_bio(ctx, dir, pos, chunk, token);
-            left -= chunk;
-            pos += chunk / PAGE_SIZE;
-        }
-    }
-
-    /// One bio within the limits, under the plug.
-    fn plug_bio(&mut self, ctx: &mut Ctx, dir: Dir, pos: u64, bytes: u64, token: Option<u32>) {
-        if self.plugs[ctx.cpu].attempt_merge(&self.limits, dir, pos, bytes, token) {
-            self.stats.merged_bios += 1;
-            return;
-        }
-        let segments = self.limits.bio_segments(bytes);
-        if let Some(done_ns) = self.back_merge(ctx, dir, Some(pos), bytes, segments) {
-            self.issued.extend(token.map(|t| (t, done_ns)));
-            return;
-        }
-        self.get_tag(ctx, dir);
-        if self.plugs[ctx.cpu].must_flush() {
-            self.flush_plug(ctx);
-        }
-        let rq = self.new_request(ctx.now_ns, dir, Some(pos), bytes, token);
-        self.plugs[ctx.cpu].add(rq);
-    }
-
-    /// blk_mq_flush_plug_list: the CPU's plugged requests go to the device in order; one that
-    /// continues the CPU's queued request joins it at insertion (elv_attempt_insert_merge,
-    /// freeing its tag).
-    pub fn flush_plug(&mut self, ctx: &Ctx) {
-        let Some(rqs) = self.plugs.get_mut(ctx.cpu).map(BlkPlug::take) else {
-            return;
-        };
-        for mut rq in rqs {
-            let tokens = std::mem::take(&mut rq.tokens);
-            let pos = rq.end_page - rq.bytes / PAGE_SIZE;
-            let done_ns = match self.back_merge(ctx, rq.dir, Some(pos), rq.bytes, rq.segments) {
-                Some(done_ns) => done_ns,
-                None => self.dispatch(ctx, rq),
-            };
-            self.issued.extend(tokens.into_iter().map(|t| (t, done_ns)));
-        }
-    }
-
-    /// The (token, completion) of every plugged bio the device has taken since last asked.
-    pub fn take_issued(&mut self, out: &mut Vec<(u32, u64)>) {
-        out.append(&mut self.issued);
-    }
-
-    /// The mark of the bio `cpu`'s task plugged last, if its plug holds any.
-    pub fn plugged_last_token(&self, cpu: usize) -> Option<u32> {
-        self.plugs.get(cpu).and_then(BlkPlug::last_token)
-    }
-
-    /// A request of one bio, taking its tag at `now_ns`.
-    fn new_request(
-        &self,
-        now_ns: u64,
-        dir: Dir,
-        pos: Option<u64>,
-        bytes: u64,
-        token: Option<u32>,
-    ) -> PluggedRequest {
-        PluggedRequest {
-            dir,
-            end_page: pos.map_or(u64::MAX, |p| p + bytes / PAGE_SIZE),
-            bytes,
-            segments: self.limits.bio_segments(bytes),
-            tag_ns: now_ns,
-            tokens: token.into_iter().collect(),
-        }
-    }
-
-    /// The elevator's back merge (blk_mq_sched_bio_merge; for a plugged request at insertion,
-    /// elv_attempt_insert_merge): `bytes` in `segments` at `pos` that continue the CPU's open
-    /// request, while it has not completed and the limits let it grow, extend it (the device
-    /// serves the added bytes right after; no tag, no per-request cost).
-    fn back_merge(
-        &mut self,
-        ctx: &Ctx,
-        dir: Dir,
-        pos: Option<u64>,
-        bytes: u64,
-        segments: u32,
-    ) -> Option<u64> {
+    /// blk_attempt_plug_merge: a bio that continues the submitter's last request, while that
+    /// request is in flight and ll_back_merge_fn lets it grow, extends it (the device serves
+    /// the added bytes right after; no tag, no per-request cost).
+    fn back_merge(&mut self, ctx: &Ctx, dir: Dir, pos: Option<u64>, bytes: u64) -> Option<u64> {
         let pos = pos?;
         let o = self.open.get_mut(ctx.cpu)?.as_mut()?;
-        let fits = self.limits.mergeable(o.bytes, o.segments, bytes, segments);
+        let fits = self.limits.back_mergeable(o.bytes, o.segments, bytes);
         if o.dir != dir || o.end_page != pos || !fits || o.done_ns <= ctx.now_ns {
             return None;
         }
@@ -275,7 +164,7 @@ impl RequestQueue {
         };
         self.busy_until_ns += timing.transfer_ns(bytes);
         o.bytes += bytes;
-        o.segments += segments;
+        o.segments += self.limits.bio_segments(bytes);
         o.end_page += bytes / PAGE_SIZE;
         let done_ns = self.busy_until_ns + timing.latency_ns;
         if dir == Dir::Write {
@@ -309,12 +198,6 @@ impl RequestQueue {
                 }
                 return;
             }
-            if self.plugs.get(ctx.cpu).is_some_and(|p| !p.is_empty()) {
-                // io_schedule_prepare: the plug goes to the device before the task sleeps.
-                self.flush_plug(ctx);
-                continue;
-            }
-            debug_assert_eq!(self.plugged(None), 0, "a task sleeps with its plug flushed");
             let wake_ns = if writes_full {
                 let until = behind_sleepers.map_or_else(|| self.wbt_wake_ns(), |(_, u)| u);
                 let since = behind_sleepers.map_or(now, |(s, _)| s);
@@ -388,27 +271,12 @@ impl RequestQueue {
         }
     }
 
-    /// Requests of `dir` holding a tag: in flight, open, or plugged.
     fn in_flight_of(&self, dir: Dir) -> usize {
-        self.in_flight[dir as usize].len() + self.opens(Some(dir)).count() + self.plugged(Some(dir))
+        self.in_flight[dir as usize].len() + self.opens(Some(dir)).count()
     }
 
-    /// Requests in the CPUs' plugs (of `dir`, or any).
-    fn plugged(&self, dir: Option<Dir>) -> usize {
-        self.plugs.iter().map(|p| p.count(dir)).sum()
-    }
-
-    /// The device takes a new request (holding a tag since `rq.tag_ns`): served after what it
-    /// has queued.
-    fn dispatch(&mut self, ctx: &Ctx, rq: PluggedRequest) -> u64 {
-        let PluggedRequest {
-            dir,
-            end_page,
-            bytes,
-            segments,
-            tag_ns,
-            ..
-        } = rq;
+    /// The device takes a new request (holding a tag): served after what it has queued.
+    fn dispatch(&mut self, ctx: &Ctx, dir: Dir, pos: Option<u64>, bytes: u64) -> u64 {
         if self.open.len() <= ctx.cpu {
             self.open.resize(ctx.cpu + 1, None);
         }
@@ -424,15 +292,15 @@ impl RequestQueue {
         let done_ns = self.busy_until_ns + timing.latency_ns;
         self.open[ctx.cpu] = Some(OpenRequest {
             dir,
-            end_page,
+            end_page: pos.map_or(u64::MAX, |p| p + bytes / PAGE_SIZE),
             bytes,
-            segments,
+            segments: self.limits.bio_segments(bytes),
             done_ns,
         });
         self.idle_at_ns = self.idle_at_ns.max(done_ns);
         if dir == Dir::Write {
             self.stats.write_rqs += 1;
-            self.stats.write_ticks_ns += done_ns - tag_ns;
+            self.stats.write_ticks_ns += done_ns - ctx.now_ns;
         }
         self.wbt.on_dispatch(ctx.now_ns, dir == Dir::Read, done_ns);
         self.stats.wbt = self.wbt.stats.clone();
@@ -441,15 +309,7 @@ impl RequestQueue {
 
     /// Requests holding a tag (some may have completed since the last submission).
     pub fn in_flight_requests(&self) -> usize {
-        self.in_flight[0].len()
-            + self.in_flight[1].len()
-            + self.opens(None).count()
-            + self.plugged(None)
-    }
-
-    /// Requests held in the CPUs' plugs.
-    pub fn plugged_requests(&self) -> usize {
-        self.plugged(None)
+        self.in_flight[0].len() + self.in_flight[1].len() + self.opens(None).count()
     }
 
     /// When every request submitted so far has completed.
@@ -599,96 +459,6 @@ mod tests {
         }
         // 128 single-segment bios fill one request (512 KiB, below max_sectors_kb).
         assert_eq!((q.stats.write_rqs, q.stats.merged_bios), (2, 127));
-    }
-
-    #[test]
-    fn plugged_page_bios_build_one_request_that_reaches_the_device_at_the_flush() {
-        let mut q = queue(64);
-        let mut ctx = Ctx::new(0, 0);
-        for slot in 0..8 {
-            q.submit_plugged(&mut ctx, Dir::Write, slot, PAGE_SIZE, Some(slot as u32));
-            // Each bio takes a while to build: the device would have finished the last one.
-            ctx.now_ns += 100_000;
-        }
-        assert_eq!(q.stats.write_rqs, 0, "the device saw nothing yet");
-        assert_eq!(
-            q.in_flight_requests(),
-            1,
-            "the plugged request holds its tag"
-        );
-        let mut issued = Vec::new();
-        q.take_issued(&mut issued);
-        assert!(issued.is_empty());
-        q.flush_plug(&ctx);
-        q.take_issued(&mut issued);
-        // One command for 8 pages, taken at the flush (800 µs).
-        let done = 800_000 + 1_000 + 8 * 1_000 + 10_000;
-        assert_eq!(issued, (0..8).map(|t| (t, done)).collect::<Vec<_>>());
-        assert_eq!((q.stats.write_rqs, q.stats.merged_bios), (1, 7));
-        assert_eq!(q.stats.write_ticks_ns, done, "ticks count from the tag");
-        // Unplugged, the same bios each find the last request done: 8 requests.
-        let mut q = queue(64);
-        for slot in 0..8 {
-            q.submit(&mut ctx, Dir::Write, Some(slot), PAGE_SIZE);
-            ctx.now_ns += 100_000;
-        }
-        assert_eq!(q.stats.write_rqs, 8);
-    }
-
-    #[test]
-    fn a_plug_flushes_behind_a_128k_request_and_before_its_task_sleeps_for_a_tag() {
-        let mut q = queue(2);
-        let mut ctx = Ctx::new(0, 0);
-        for slot in 0..32 {
-            q.submit_plugged(&mut ctx, Dir::Write, slot, PAGE_SIZE, Some(slot as u32));
-        }
-        // A second request (elsewhere) finds a 128 KiB one plugged: that one goes first.
-        q.submit_plugged(&mut ctx, Dir::Write, 100, PAGE_SIZE, Some(100));
-        assert_eq!((q.stats.write_rqs, q.plugged_requests()), (1, 1));
-        // Both tags held: the third request's task flushes its plug, then sleeps.
-        q.submit_plugged(&mut ctx, Dir::Write, 200, PAGE_SIZE, Some(200));
-        assert_eq!(q.stats.write_rqs, 2, "flushed before the sleep");
-        assert!(ctx.iowait_ns > 0);
-        assert_eq!(q.plugged_requests(), 1);
-        assert!(q.in_flight_requests() <= 2);
-        let mut issued = Vec::new();
-        q.take_issued(&mut issued);
-        assert_eq!(
-            issued.len(),
-            33,
-            "the 32 pages and the 100th; the 200th is plugged"
-        );
-    }
-
-    #[test]
-    fn a_bio_split_across_a_flush_stays_plugged_by_its_last_part() {
-        let mut q = queue(64);
-        let mut ctx = Ctx::new(0, 0);
-        // 1 MiB requests: a 1.5 MiB bio is two; the second finds the first (>= 128 KiB)
-        // plugged and flushes it.
-        q.submit_plugged(&mut ctx, Dir::Write, 0, 3 << 19, Some(7));
-        let mut issued = Vec::new();
-        q.take_issued(&mut issued);
-        assert_eq!(issued.len(), 1, "the first part reached the device");
-        assert_eq!(q.plugged_last_token(0), Some(7), "its last part is plugged");
-        assert_eq!(q.plugged_last_token(1), None);
-        q.flush_plug(&ctx);
-        q.take_issued(&mut issued);
-        assert!(issued[1].1 > issued[0].1, "the last part completes later");
-        assert_eq!(q.plugged_last_token(0), None);
-    }
-
-    #[test]
-    fn a_plugged_request_continuing_the_queued_one_joins_it_at_the_flush() {
-        let mut q = queue(64);
-        let mut ctx = Ctx::new(0, 0);
-        q.submit(&mut ctx, Dir::Write, Some(0), PAGE_SIZE);
-        // The plug is empty, so a bio continuing the queued request merges there at once.
-        q.submit_plugged(&mut ctx, Dir::Write, 1, PAGE_SIZE, Some(1));
-        let mut issued = Vec::new();
-        q.take_issued(&mut issued);
-        assert_eq!(issued, vec![(1, 1_000 + 2_000 + 10_000)]);
-        assert_eq!((q.stats.write_rqs, q.stats.merged_bios), (1, 1));
     }
 
     #[test]

@@ -135,53 +135,13 @@ impl BlockDevice {
         slot: u64,
         bytes: u64,
     ) -> Completion {
-        self.count_write(slot, bytes);
-        self.submit(ctx, membw, Dir::Write, Some(slot), bytes)
-    }
-
-    /// Write `bytes` at `slot` from a task holding a plug (hw/blk_plug.rs), the bio marked
-    /// `token`. None: an asynchronous device holds it, and when it completes comes from
-    /// take_issued once the device has its request; a synchronous one is done on return.
-    pub fn write_plugged(
-        &mut self,
-        ctx: &mut Ctx,
-        membw: &mut SharedBandwidth,
-        slot: u64,
-        bytes: u64,
-        token: Option<u32>,
-    ) -> Option<Completion> {
-        let Some(queue) = &mut self.queue else {
-            return Some(self.write(ctx, membw, slot, bytes));
-        };
-        queue.submit_plugged(ctx, Dir::Write, slot, bytes, token);
-        self.stats.queue = Some(queue.stats.clone());
-        self.count_write(slot, bytes);
-        None
-    }
-
-    /// blk_flush_plug for this device: the CPU's plugged requests go to the device.
-    pub fn flush_plug(&mut self, ctx: &Ctx) {
-        if let Some(queue) = &mut self.queue {
-            queue.flush_plug(ctx);
-            self.stats.queue = Some(queue.stats.clone());
-        }
-    }
-
-    /// The (token, completion) of every plugged bio the device took since the last call, and
-    /// the token `cpu`'s plug still holds last (its bio may have more parts to come).
-    pub fn take_issued(&mut self, cpu: usize, issued: &mut Vec<(u32, u64)>) -> Option<u32> {
-        let queue = self.queue.as_mut()?;
-        queue.take_issued(issued);
-        queue.plugged_last_token(cpu)
-    }
-
-    fn count_write(&mut self, slot: u64, bytes: u64) {
         self.stats.write_requests += 1;
         self.stats.write_bytes += bytes;
         if let Some(ftl) = &mut self.ftl {
             ftl.write(slot, bytes / PAGE_SIZE);
             self.stats.ftl = Some(ftl.stats.clone());
         }
+        self.submit(ctx, membw, Dir::Write, Some(slot), bytes)
     }
 
     /// Discard (TRIM) `nr_slots` from `slot`; the worker issues it, nobody waits.

@@ -1,7 +1,6 @@
 //! Hardware models, apart from kernel policy.
 pub mod blk_limits;
 pub mod blk_mq;
-pub mod blk_plug;
 pub mod blk_wbt;
 pub mod blockdev;
 pub mod blockdev_profile;

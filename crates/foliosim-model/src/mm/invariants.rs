@@ -533,8 +533,8 @@ fn check_swap_slot(
 /// (mm/access.rs): consistent, and a superset of its pages an access cannot use as mapped.
 /// Swap writeback: a folio under writeback is on an LRU (with the list and charge checks
 /// below: on exactly one list, charged once), in the swap cache, and every slot it is being
-/// written to is allocated and held by the cache, and reached the device: no plug outlives
-/// a step. A device queue never holds more requests than its nr_requests.
+/// written to is allocated and held by the cache. A device queue never holds more requests
+/// than its nr_requests.
 fn check_writeback(k: &Kernel) -> Result<(), String> {
     let f = &k.folios;
     for pfn in f.writeback_done_pfns() {
@@ -544,11 +544,6 @@ fn check_writeback(k: &Kernel) -> Result<(), String> {
         if !f.test(pfn, flags::LRU) || !f.test(pfn, flags::SWAPCACHE) {
             return Err(format!(
                 "folio {pfn} under swap writeback is off the LRU or out of the swap cache"
-            ));
-        }
-        if f.writeback_done_ns(pfn) == u64::MAX {
-            return Err(format!(
-                "folio {pfn}'s swap write never reached the device (a plug left unflushed)"
             ));
         }
         for (first, n) in f.swap_runs(pfn) {
@@ -567,9 +562,6 @@ fn check_writeback(k: &Kernel) -> Result<(), String> {
     }
     for (d, dev) in k.swap.devices.iter().enumerate() {
         if let Some(q) = &dev.bdev.queue {
-            if k.blk_plug || q.plugged_requests() > 0 {
-                return Err(format!("swap {d}'s queue holds a plug between steps"));
-            }
             if q.in_flight_requests() > q.nr_requests as usize {
                 return Err(format!(
                     "swap {d}'s queue holds {} requests, nr_requests {}",

@@ -53,10 +53,7 @@ pub fn madvise(
         Advice::Pageout | Advice::Cold => {
             let start_ns = ctx.now_ns;
             k.mms[mm as usize].mmap_lock.read_lock(ctx);
-            // madvise_do_behavior plugs the walk.
-            let plug = super::page_io::blk_start_plug(k);
             cold_or_pageout(k, ctx, mm, vma, first, nr, advice == Advice::Pageout);
-            super::page_io::blk_finish_plug(k, ctx, plug);
             k.mms[mm as usize].mmap_lock.read_unlock(ctx, start_ns);
         }
         Advice::Hugepage | Advice::Nohugepage => {

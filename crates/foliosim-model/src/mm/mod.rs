@@ -273,9 +273,6 @@ pub struct Kernel {
     /// current->in_lru_fault: a fault is running (folio_add_lru marks its folios for
     /// MGLRU's youngest generation).
     pub in_lru_fault: bool,
-    /// current->plug: the running task is between blk_start_plug and blk_finish_plug (never
-    /// across steps), so its swap writes are held in its plug (mm/page_io.rs).
-    pub blk_plug: bool,
     /// How shadow entries pack (mm/workingset.rs).
     pub workingset: workingset::ShadowPacking,
     /// Some VMA has had an Access range's set of special pages (mm/access.rs): until then
@@ -385,7 +382,6 @@ impl Kernel {
             alloc_nodes: None,
             task_mempolicy: mempolicy::policy::Mempolicy::from_spec(&scenario.mempolicy),
             in_lru_fault: false,
-            blk_plug: false,
             access_sets: false,
             kmem: kmem::KernelMem::new(scenario.machine.kernel_memory_on(), ncpus as u32),
             workload_start_ns: 0,

@@ -65,7 +65,7 @@ pub fn swap_writepage(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     for (first, n) in k.folios.swap_runs(pfn) {
         ctx.spend(CpuCost::SubmitBio, k.cost.bio_submit_ns);
         let pages = &contents[written..written + n as usize];
-        let Some(completion) = write_to_device(k, ctx, first, pages, Some(pfn)) else {
+        let Some(completion) = write_to_device(k, ctx, first, pages) else {
             // Refused (zram/brd out of memory): what earlier bios stored is dropped too.
             for (first, n) in k.folios.swap_runs(pfn).take_while(|&(e, _)| e != first) {
                 super::swap_devstore::free_slots(k, ctx, first, n);
@@ -74,11 +74,8 @@ pub fn swap_writepage(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
             }
             return;
         };
-        match completion {
-            // Known when the plug goes to the device (blk_flush_plug).
-            SwapWrite::Plugged => done_ns = Some(u64::MAX),
-            SwapWrite::At(t) => done_ns = Some(done_ns.map_or(t, |d: u64| d.max(t))),
-            SwapWrite::Sync => {}
+        if let Completion::At(t) = completion {
+            done_ns = Some(done_ns.map_or(t, |d: u64| d.max(t)));
         }
         written += n as usize;
     }
@@ -94,84 +91,22 @@ pub fn swap_writepage(k: &mut Kernel, ctx: &mut Ctx, pfn: u32) {
     if let Some(done_ns) = done_ns {
         k.folios.set(pfn, flags::WRITEBACK);
         k.folios.set_writeback_done_ns(pfn, done_ns);
-        if done_ns == u64::MAX {
-            swap_writes_issued(k, ctx);
-        } else {
-            swap_writeback_started(k, pfn, done_ns);
-        }
-    }
-}
-
-/// The folio's swap write completes at `done_ns`: reclaim's rotation learns when.
-fn swap_writeback_started(k: &mut Kernel, pfn: u32, done_ns: u64) {
-    let memcg = k.folios.memcg(pfn as usize) as usize;
-    let nid = k.nodes.nid(pfn);
-    k.memcgs[memcg]
-        .lruvec_mut(nid)
-        .writeback_started(pfn, done_ns);
-}
-
-/// blk_start_plug: the running task's swap writes wait in its plug (hw/blk_plug.rs) until
-/// blk_finish_plug. Returns whether this plug is the task's outermost (a nested one is
-/// ignored, as the kernel ignores it).
-pub fn blk_start_plug(k: &mut Kernel) -> bool {
-    !std::mem::replace(&mut k.blk_plug, true)
-}
-
-/// blk_finish_plug of the plug blk_start_plug returned `outermost` for.
-pub fn blk_finish_plug(k: &mut Kernel, ctx: &Ctx, outermost: bool) {
-    if outermost {
-        blk_flush_plug(k, ctx);
-        k.blk_plug = false;
-    }
-}
-
-/// blk_flush_plug: the task's plugged requests go to the swap devices (at blk_finish_plug,
-/// and before the task sleeps: io_schedule_prepare).
-pub fn blk_flush_plug(k: &mut Kernel, ctx: &Ctx) {
-    if !k.blk_plug {
-        return;
-    }
-    for dev in &mut k.swap.devices {
-        dev.bdev.flush_plug(ctx);
-    }
-    swap_writes_issued(k, ctx);
-}
-
-/// Every folio whose last bio the devices took from the plug (at blk_flush_plug, or when the
-/// plug filled up mid-reclaim: blk_add_rq_to_plug) learns when its write completes, the last
-/// of its requests: end_swap_bio_write runs at that completion, whoever holds the plug, so
-/// reclaim still plugging can already find the folio rotated (folio_rotate_reclaimable). A
-/// folio with a part still plugged waits for it: only the bio plugged last can be one.
-fn swap_writes_issued(k: &mut Kernel, ctx: &Ctx) {
-    let mut issued = Vec::new();
-    let mut still_plugged = Vec::new();
-    for dev in &mut k.swap.devices {
-        still_plugged.extend(dev.bdev.take_issued(ctx.cpu, &mut issued));
-    }
-    issued.sort_unstable();
-    for (i, &(pfn, done_ns)) in issued.iter().enumerate() {
-        let later_part = issued.get(i + 1).is_some_and(|&(next, _)| next == pfn);
-        if later_part || still_plugged.contains(&pfn) {
-            continue; // a later part completes no earlier
-        }
-        debug_assert!(k.folios.writeback_done_ns(pfn) == u64::MAX);
-        k.folios.set_writeback_done_ns(pfn, done_ns);
-        swap_writeback_started(k, pfn, done_ns);
+        let nid = k.nodes.nid(pfn);
+        k.memcgs[memcg]
+            .lruvec_mut(nid)
+            .writeback_started(pfn, done_ns);
     }
 }
 
 /// __swap_writepage's device half: write pages of `contents` from slot `first` (a bio the
-/// caller submitted for `folio`, if any), through the task's plug if it holds one. zram and
-/// brd store the data in memory taken from the buddy allocator; None when they could not
-/// (-ENOMEM), leaving nothing written.
+/// caller submitted). zram and brd store the data in memory taken from the buddy allocator;
+/// None when they could not (-ENOMEM), leaving nothing written.
 pub fn write_to_device(
     k: &mut Kernel,
     ctx: &mut Ctx,
     first: SwapEntry,
     contents: &[(ContentClass, u64)],
-    folio: Option<u32>,
-) -> Option<SwapWrite> {
+) -> Option<Completion> {
     let nr = contents.len() as u32;
     if !super::swap_devstore::store_pages(k, ctx, first, contents) {
         return None;
@@ -184,27 +119,12 @@ pub fn write_to_device(
     } else {
         data.fill(SlotData::Device);
     }
-    let (slot, bytes) = (first.offset() as u64, nr as u64 * PAGE_SIZE);
-    // Only a queued device holds a plug (zram and brd complete on return).
-    let completion = if k.blk_plug && dev.bdev.queue.is_some() {
-        dev.bdev
-            .write_plugged(ctx, &mut k.membw, slot, bytes, folio)
-    } else {
-        Some(dev.bdev.write(ctx, &mut k.membw, slot, bytes))
-    };
-    Some(match completion {
-        None => SwapWrite::Plugged,
-        Some(Completion::Sync) => SwapWrite::Sync,
-        Some(Completion::At(t)) => SwapWrite::At(t),
-    })
-}
-
-/// A swap write the device accepted: done on return, done at a time, or held in the task's
-/// plug (its time comes with blk_flush_plug).
-pub enum SwapWrite {
-    Sync,
-    At(u64),
-    Plugged,
+    Some(dev.bdev.write(
+        ctx,
+        &mut k.membw,
+        first.offset() as u64,
+        nr as u64 * PAGE_SIZE,
+    ))
 }
 
 /// swap_read_folio: read `2^order` pages from `first` into a new folio of `memcg`; the caller

@@ -25,7 +25,7 @@ use super::memcontrol::swap as memcg_swap;
 use super::memcontrol::{HZ, JIFFY_NS};
 use super::mempolicy::policy::ALL_NODES;
 use super::numa_balancing;
-use super::page_io::{blk_finish_plug, blk_flush_plug, blk_start_plug, swap_writepage};
+use super::page_io::swap_writepage;
 use super::rmap::try_to_unmap;
 use super::shrinker::shrink_slab;
 use super::swap_state::{folio_add_to_swap_cache, folio_delete_from_swap_cache};
@@ -166,10 +166,7 @@ fn shrink_node_memcgs(
         }
         let want = nr_to_reclaim.saturating_sub(done.reclaimed).max(1);
         let policy = k.cfg.lru_policy;
-        // shrink_lruvec / lru_gen_shrink_lruvec plug their swap writes.
-        let plug = blk_start_plug(k);
         done += policy.shrink_lruvec(k, ctx, memcg, want, sc);
-        blk_finish_plug(k, ctx, plug);
         if sc.cgroup_reclaim() {
             // shrink_slab: zswap's shrinker writes cold entries back (if enabled); what it
             // frees is zswap's compressed memory, not folios, so it does not add to `done`.
@@ -886,8 +883,6 @@ fn folio_under_writeback(
         k.folios.set(pfn, flags::RECLAIM);
         result.nr_writeback += nr;
     } else {
-        // folio_wait_writeback: io_schedule_prepare flushes the plug, which may hold the write.
-        blk_flush_plug(k, ctx);
         ctx.wait_until(k.folios.writeback_done_ns(pfn), WaitKind::Io);
         k.folios.clear(pfn, flags::WRITEBACK | flags::RECLAIM);
         list.push_back(pfn);

@@ -443,7 +443,7 @@ fn writeback_entry(k: &mut Kernel, ctx: &mut Ctx, slot: SwapEntry) -> bool {
     let content = (ContentClass::from_index(t.class[s]), t.key[s] as u64);
     decompress_entry(k, ctx, slot);
     ctx.spend(CpuCost::SubmitBio, k.cost.bio_submit_ns);
-    if write_to_device(k, ctx, slot, &[content], None).is_none() {
+    if write_to_device(k, ctx, slot, &[content]).is_none() {
         return false;
     }
     free_entry(k, ctx, slot);

@@ -100,7 +100,6 @@ pub fn shrink_file_folio_list(
                 stat.writeback += 1;
             } else {
                 // Case 3: cgroup v1 memcg reclaim waits for the write, then retries.
-                crate::mm::page_io::blk_flush_plug(k, ctx);
                 let done_ns = k.folios.writeback_done_ns(pfn);
                 ctx.wait_until(done_ns, WaitKind::Io);
                 list.push_back(pfn);
