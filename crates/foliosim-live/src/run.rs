@@ -364,24 +364,14 @@ fn thp_settings(s: &Sysfs) -> Vec<(String, String)> {
     let mut out = vec![(format!("{thp}/enabled"), name(s.thp_enabled))];
     // Every size the host has, as the sim resolves it: listed sizes as given, others never
     // (2M: inherit).
-    for order in 1..=PMD_ORDER {
-        let size = PAGE_SIZE << order;
-        let path = format!("{thp}/hugepages-{}kB/enabled", size / 1024);
-        if !Path::new(&path).exists() {
-            continue;
-        }
-        let listed = s
-            .hugepages
-            .iter()
-            .find(|(k, _)| Bytes::parse(k).is_ok_and(|b| b.0 == size))
-            .map(|(_, v)| *v);
-        let value = listed.unwrap_or(if order == PMD_ORDER {
-            ThpEnabled::Inherit
-        } else {
-            ThpEnabled::Never
-        });
-        out.push((path, name(value)));
-    }
+    per_size(
+        "enabled",
+        &s.hugepages,
+        ThpEnabled::Inherit,
+        ThpEnabled::Never,
+        &mut out,
+        name,
+    );
     if let Some(d) = s.defrag {
         out.push((format!("{thp}/defrag"), d.name().into()));
     }
@@ -402,24 +392,46 @@ fn shmem_size_settings(s: &Sysfs, out: &mut Vec<(String, String)>) {
     if s.hugepages_shmem.is_empty() {
         return;
     }
+    let (inherit, never) = (ShmemSizeEnabled::Inherit, ShmemSizeEnabled::Never);
+    per_size(
+        "shmem_enabled",
+        &s.hugepages_shmem,
+        inherit,
+        never,
+        out,
+        |v| v.name().into(),
+    );
+}
+
+/// `hugepages-<size>/<knob>` for every size the host has: a size `listed` takes its value,
+/// others the kernel's default (2M `pmd_default`, the rest `default`).
+fn per_size<V: Copy>(
+    knob: &str,
+    listed: &BTreeMap<String, V>,
+    pmd_default: V,
+    default: V,
+    out: &mut Vec<(String, String)>,
+    name: impl Fn(V) -> String,
+) {
     let thp = counters::THP_DIR;
     for order in 1..=PMD_ORDER {
         let size = PAGE_SIZE << order;
-        let path = format!("{thp}/hugepages-{}kB/shmem_enabled", size / 1024);
+        let path = format!("{thp}/hugepages-{}kB/{knob}", size / 1024);
         if !Path::new(&path).exists() {
             continue;
         }
-        let listed = s
-            .hugepages_shmem
+        let value = listed
             .iter()
             .find(|(k, _)| Bytes::parse(k).is_ok_and(|b| b.0 == size))
-            .map(|(_, v)| *v);
-        let value = listed.unwrap_or(if order == PMD_ORDER {
-            ShmemSizeEnabled::Inherit
-        } else {
-            ShmemSizeEnabled::Never
-        });
-        out.push((path, value.name().into()));
+            .map_or(
+                if order == PMD_ORDER {
+                    pmd_default
+                } else {
+                    default
+                },
+                |(_, v)| *v,
+            );
+        out.push((path, name(value)));
     }
 }
 
